@@ -1,0 +1,47 @@
+# decisions: common tasks. `make help` lists them.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+PYTEST_ARGS ?=
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet "maturin>=1.5,<2" "pydantic>=2.6" "jsonschema>=4.21" \
+	    "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "orjson>=3.9" "jiter>=0.5" \
+	    "openai>=1.40" "anthropic>=0.34" "httpx>=0.27" "mypy>=1.10"
+	touch $@
+
+.PHONY: venv
+venv: $(VENV)/.installed ## create .venv with the build and test dependencies
+
+.PHONY: build
+build: venv ## build the Rust extension (release) into the package
+	rm -f python/decisions/_native*.so
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH maturin develop --release --quiet
+
+.PHONY: cargo-test
+cargo-test: ## run the Rust core's tests
+	cargo test --quiet
+
+.PHONY: pytest
+pytest: build ## run the Python suite on the native backend, then with DECISIONS_PURE=1
+	DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+	DECISIONS_PURE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+
+.PHONY: test
+test: cargo-test pytest ## everything CI runs: cargo test and pytest on both backends
+
+.PHONY: demo
+demo: build ## the main job: run the demo over bundled examples
+	$(PY) -m decisions
+
+.PHONY: bench
+bench: build ## benchmarks: medians side by side, printed as ratios
+	$(PY) benches/report.py

@@ -1,0 +1,46 @@
+"""Selects the backend once, at import: the Rust core when it imports, the
+pure-Python twin otherwise. ``DECISIONS_PURE=1`` forces the twin. Nothing
+else in the package repeats this check.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Literal
+
+from . import _pure
+from ._version import __version__
+
+__all__ = ["BACKEND", "impl", "native_module"]
+
+
+def _forced_pure() -> bool:
+    return os.environ.get("DECISIONS_PURE", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def native_module() -> ModuleType | None:
+    """The compiled module if it is importable and current, else None.
+
+    A stale build (its version differs from the package's) is refused with an
+    ImportError rather than silently used.
+    """
+    try:
+        from . import _native
+    except ImportError:
+        return None
+    if _native.__version__ != __version__:
+        raise ImportError(
+            f"decisions._native is version {_native.__version__} but the package is {__version__}: "
+            "the extension is stale; rebuild it (make build) or set DECISIONS_PURE=1"
+        )
+    return _native
+
+
+impl: ModuleType
+BACKEND: Literal["native", "pure"]
+_native_impl = None if _forced_pure() else native_module()
+if _native_impl is None:
+    impl, BACKEND = _pure, "pure"
+else:
+    impl, BACKEND = _native_impl, "native"

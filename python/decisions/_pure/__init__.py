@@ -1,0 +1,8 @@
+"""The pure-Python twin of ``decisions._native``: the same names with the
+same behaviour. It is the reference implementation and the fallback wherever
+no wheel fits.
+"""
+
+from .._version import __version__
+
+__all__ = ["__version__"]

@@ -1,0 +1,351 @@
+"""The error model: one hierarchy, one closed table of codes.
+
+Every failure the package reports is an :class:`OutputError` subclass named by
+its *layer* (where in the chain it failed) and a stable *code* (what failed).
+Both backends raise these same classes; the Rust core looks them up here by
+layer. ``ERROR_CODES`` is the single source of truth for the codes: a test
+fails if either backend can produce a code that is not in it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Mapping
+
+__all__ = [
+    "ERROR_CODES",
+    "Layer",
+    "ErrorCode",
+    "OutputError",
+    "TransportError",
+    "StreamError",
+    "ParseError",
+    "SchemaError",
+    "DomainError",
+    "PolicyError",
+    "error_class",
+]
+
+Layer = Literal["transport", "stream", "parse", "schema", "domain", "policy"]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCode:
+    """One row of the code table: the layer it belongs to, whether retrying
+    the request (or asking the model to repair) can help, and its meaning."""
+
+    layer: Layer
+    retryable: bool
+    meaning: str
+
+
+def _table(layer: Layer, rows: Mapping[str, tuple[bool, str]]) -> dict[str, ErrorCode]:
+    return {code: ErrorCode(layer, retryable, meaning) for code, (retryable, meaning) in rows.items()}
+
+
+#: code -> (layer, default retryable, meaning). Codes are stable API: add, never rename.
+ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
+    **_table(
+        "transport",
+        {
+            "CONNECTION_CLOSED": (True, "the connection ended before the response was complete"),
+            "PROVIDER_ERROR": (False, "the provider reported an error instead of a response"),
+            "HTTP_STATUS": (False, "the provider answered with a non-success HTTP status"),
+        },
+    ),
+    **_table(
+        "stream",
+        {
+            # SSE framing
+            "SSE_INVALID_UTF8": (False, "the event stream is not valid UTF-8"),
+            "SSE_LINE_TOO_LONG": (False, "an event-stream line exceeds max_sse_line_bytes"),
+            "SSE_EVENT_TOO_LARGE": (False, "an event's data exceeds max_sse_event_bytes"),
+            "SSE_TOO_MANY_EVENTS": (False, "the stream has more events than max_stream_events"),
+            "SSE_STREAM_TOO_LARGE": (False, "the stream is longer than max_stream_bytes"),
+            "SSE_NO_DATA": (True, "more than max_bytes_without_data arrived without a data event"),
+            "SSE_UNTERMINATED_EVENT": (True, "the stream ended in the middle of an event"),
+            # event mapping
+            "MALFORMED_EVENT": (False, "a known provider event does not have the documented shape"),
+            "MULTIPLE_CHOICES": (False, "the response has several choices and none was selected"),
+            "OUTPUT_MISMATCH": (False, "the streamed deltas disagree with the provider's final output"),
+            # assembly state machine
+            "EVENT_BEFORE_START": (False, "an event arrived before the response started"),
+            "DUPLICATE_START": (False, "the response was started twice"),
+            "DELTA_BEFORE_START": (False, "a delta arrived for an item that was never started"),
+            "DELTA_AFTER_END": (False, "a delta arrived for an item that had already ended"),
+            "UNKNOWN_ITEM": (False, "an event names an item that does not exist"),
+            "DUPLICATE_ITEM_ID": (False, "two items share one item id"),
+            "DUPLICATE_CALL_ID": (False, "two tool calls share one call id"),
+            "CALL_NAME_CHANGED": (False, "a tool call's name changed during the stream"),
+            "SEQUENCE_NOT_MONOTONIC": (False, "event sequence numbers went backwards or repeated"),
+            "ITEM_NOT_ENDED": (True, "the response finished with an item still open"),
+            "NO_TERMINAL_EVENT": (True, "the stream ended without a terminal event (disconnect)"),
+            "EVENT_AFTER_TERMINAL": (False, "an event arrived after the terminal event"),
+            "STREAM_CANCELLED": (False, "the stream was cancelled by the caller"),
+            "STREAM_FAILED": (False, "the stream already failed; no further events are accepted"),
+            "ARGUMENTS_TOO_LARGE": (False, "a tool call's arguments exceed max_call_argument_bytes"),
+            "TOO_MANY_CALLS": (False, "the response has more tool calls than max_calls_per_response"),
+            "RESPONSE_TOO_LARGE": (False, "the response content exceeds max_response_bytes"),
+            "TOO_MANY_EVENTS": (False, "the response has more events than max_stream_events"),
+            # completeness gate
+            "INCOMPLETE_RESPONSE": (True, "the output was cut off (length / max tokens); raise the limit or shorten the task"),
+            "INCOMPLETE_TOOL_CALL": (True, "a tool call was not completed"),
+            "CONTENT_FILTERED": (False, "the provider withheld or cut the output for safety reasons"),
+            "REFUSAL": (False, "the model refused to answer"),
+            "RESPONSE_CANCELLED": (False, "the response was cancelled"),
+            "RESPONSE_ERROR": (True, "the response ended in an error"),
+            "UNKNOWN_FINISH_REASON": (False, "the finish reason is not one the package knows"),
+            "FINISH_REASON_MISMATCH": (True, "the finish reason contradicts the items in the response"),
+            "SNAPSHOT_NOT_DECIDABLE": (False, "a provisional snapshot can never become a decision"),
+        },
+    ),
+    **_table(
+        "parse",
+        {
+            "EMPTY_INPUT": (True, "there is no JSON value, only whitespace or nothing"),
+            "INVALID_UTF8": (True, "the input is not valid UTF-8"),
+            "UTF16_INPUT": (False, "the input is UTF-16 or UTF-32; JSON must be UTF-8"),
+            "BOM": (True, "the input starts with a byte order mark"),
+            "UNEXPECTED_END": (True, "the input ended in the middle of a value"),
+            "UNEXPECTED_CHARACTER": (True, "a character that cannot appear here"),
+            "TRAILING_CONTENT": (True, "more content follows the single JSON value"),
+            "MARKDOWN_FENCE": (True, "the JSON is wrapped in a Markdown code fence"),
+            "COMMENT": (True, "JSON does not allow comments"),
+            "SINGLE_QUOTES": (True, "JSON strings and keys use double quotes"),
+            "TRAILING_COMMA": (True, "a comma before a closing bracket or brace"),
+            "KEY_NOT_STRING": (True, "an object key is not a double-quoted string"),
+            "DUPLICATE_KEY": (True, "an object has the same key twice"),
+            "INVALID_NUMBER": (True, "a number is not written as JSON allows"),
+            "LEADING_ZERO": (True, "a number has a leading zero"),
+            "NAN_OR_INFINITY": (True, "NaN and Infinity are not JSON"),
+            "NUMBER_OUT_OF_RANGE": (True, "an integer outside the 64-bit range, or a float that overflows"),
+            "NUMBER_TOO_LONG": (False, "a number is longer than max_number_length characters"),
+            "INVALID_ESCAPE": (True, "a backslash escape that JSON does not define"),
+            "INVALID_UNICODE_ESCAPE": (True, "a \\u escape without four hex digits"),
+            "LONE_SURROGATE": (True, "a \\u escape names half of a surrogate pair"),
+            "CONTROL_CHARACTER": (True, "a raw control character inside a string"),
+            "DOCUMENT_TOO_LARGE": (False, "the document is larger than max_document_bytes"),
+            "DEPTH_EXCEEDED": (False, "nesting is deeper than max_depth"),
+            "STRING_TOO_LONG": (False, "a string is longer than max_string_bytes"),
+            "TOO_MANY_ITEMS": (False, "an array has more than max_array_items items"),
+            "TOO_MANY_MEMBERS": (False, "an object has more than max_object_members members"),
+            "TOO_MANY_VALUES": (False, "the document has more than max_values values"),
+            "ARGUMENTS_NOT_OBJECT": (True, "tool-call arguments must be a JSON object"),
+            "DOUBLE_ENCODED_JSON": (True, "the value is a JSON string holding JSON; send the object itself"),
+        },
+    ),
+    **_table(
+        "schema",
+        {
+            "SCHEMA_MISMATCH": (True, "the value does not match the schema"),
+            "AMBIGUOUS_DECISION": (True, "the response holds both a final answer and tool calls"),
+            "EMPTY_DECISION": (True, "the response holds neither a final answer nor a tool call"),
+            "UNSUPPORTED_SCHEMA": (False, "the schema uses a feature the provider cannot enforce"),
+            "UNKNOWN_SCHEMA_VERSION": (False, "no schema is registered under that id and version"),
+            "AMBIGUOUS_MIGRATION": (False, "an old shape cannot be migrated without guessing"),
+        },
+    ),
+    **_table(
+        "domain",
+        {
+            "UNKNOWN_TOOL": (True, "the model called a tool that is not registered"),
+            "TOO_MANY_TOOL_CALLS": (True, "more tool calls than the caller allows in one decision"),
+            "UNKNOWN_CALL_ID": (False, "a tool result names a call that was never decided"),
+            "DUPLICATE_RESULT": (False, "a tool result for this call was already accepted"),
+        },
+    ),
+    **_table(
+        "policy",
+        {
+            "PATH_OUTSIDE_WORKSPACE": (True, "a path resolves outside the workspace"),
+            "PATH_INVALID": (True, "a path is malformed (NUL byte, drive or UNC form, home expansion)"),
+            "SCOPE_DENIED": (True, "the tool may not read or write there"),
+            "TOOL_DENIED": (False, "policy does not allow this tool"),
+            "RUN_CANCELLED": (False, "the run was cancelled; nothing may execute"),
+            "CALL_ALREADY_DECIDED": (False, "this call id was already decided (replay)"),
+            "STATE_CHECK_FAILED": (False, "the caller's state check refused the call"),
+            "REPAIRED_CALL_REFUSED": (True, "a repaired call may not run a side-effecting tool"),
+            "BATCH_REJECTED": (True, "another call in the batch failed, so the batch may not run"),
+            "REPAIR_BUDGET_EXHAUSTED": (False, "the repair budget for this run is spent"),
+            "REPEATED_ERROR": (False, "the model repeated the same error after a repair prompt"),
+        },
+    ),
+}
+
+
+class OutputError(Exception):
+    """Base of every error the package raises about provider output.
+
+    ``layer`` and ``code`` name the failure; ``retryable`` says whether asking
+    again (or asking the model to repair) may help; ``offset`` is a character
+    offset into the text that failed, ``path`` a JSON path such as
+    ``$.calls[0].arguments.path``, ``issues`` a tuple of ``{path, code,
+    expected}`` dicts, and ``hint`` one line fit to show the model.
+    """
+
+    layer: Layer = "transport"
+
+    def __init__(
+        self,
+        code: str,
+        message: str | None = None,
+        *,
+        retryable: bool | None = None,
+        offset: int | None = None,
+        path: str | None = None,
+        issues: tuple[Mapping[str, Any], ...] = (),
+        hint: str | None = None,
+    ) -> None:
+        entry = ERROR_CODES.get(code)
+        if entry is None or entry.layer != self.layer:
+            raise ValueError(f"{code!r} is not a {self.layer} error code")
+        self.code = code
+        self.message = message if message is not None else entry.meaning
+        self.retryable = entry.retryable if retryable is None else retryable
+        self.offset = offset
+        self.path = path
+        self.issues = tuple(dict(issue) for issue in issues)
+        self.hint = hint
+        Exception.__init__(self, self._render())
+
+    def _render(self) -> str:
+        text = f"{self.code}: {self.message}"
+        if self.path is not None:
+            text += f" at {self.path}"
+        if self.offset is not None:
+            text += f" (offset {self.offset})"
+        return text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code!r}, {self.message!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.to_dict()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable, JSON-serialisable shape of this error."""
+        return {
+            "layer": self.layer,
+            "code": self.code,
+            "message": self.message,
+            "retryable": self.retryable,
+            "offset": self.offset,
+            "path": self.path,
+            "hint": self.hint,
+            "issues": [dict(issue) for issue in self.issues],
+        }
+
+
+def _rebuild(cls: type[OutputError], state: dict[str, Any]) -> OutputError:
+    if issubclass(cls, ParseError):
+        return cls(state["code"], state["message"], doc="", pos=state["offset"] or 0, hint=state["hint"])
+    return cls(
+        state["code"],
+        state["message"],
+        retryable=state["retryable"],
+        offset=state["offset"],
+        path=state["path"],
+        issues=tuple(state["issues"]),
+        hint=state["hint"],
+    )
+
+
+class TransportError(OutputError):
+    """The connection or the provider failed: no response to judge."""
+
+    layer = "transport"
+
+
+class StreamError(OutputError):
+    """The stream or response is not a complete, well-formed response."""
+
+    layer = "stream"
+
+
+class ParseError(OutputError, json.JSONDecodeError):
+    """Strict JSON parsing failed.
+
+    A subclass of :class:`json.JSONDecodeError`, so existing handlers keep
+    working: ``pos`` is the character offset (also ``offset``), ``lineno`` and
+    ``colno`` are 1-based, ``msg`` is the message and ``doc`` the text.
+    """
+
+    layer = "parse"
+
+    def __init__(
+        self,
+        code: str,
+        message: str | None = None,
+        *,
+        doc: str = "",
+        pos: int = 0,
+        lineno: int | None = None,
+        colno: int | None = None,
+        hint: str | None = None,
+        retryable: bool | None = None,
+        path: str | None = None,
+    ) -> None:
+        OutputError.__init__(self, code, message, retryable=retryable, offset=pos, path=path, hint=hint)
+        self.msg = self.message
+        self.doc = doc
+        self.pos = pos
+        if lineno is None or colno is None:
+            lineno = doc.count("\n", 0, pos) + 1
+            colno = pos - doc.rfind("\n", 0, pos)
+        self.lineno = lineno
+        self.colno = colno
+        self.args = (self._render(),)
+
+    def _render(self) -> str:
+        text = f"{self.code}: {self.message}"
+        if self.path is not None:
+            text += f" in {self.path}"
+        lineno = getattr(self, "lineno", None)
+        if lineno is not None:
+            text += f" at line {lineno} column {self.colno} (char {self.pos})"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        data["lineno"] = self.lineno
+        data["colno"] = self.colno
+        return data
+
+
+class SchemaError(OutputError):
+    """The value is well-formed JSON but not the shape the schema demands."""
+
+    layer = "schema"
+
+
+class DomainError(OutputError):
+    """The decision names something the application does not know."""
+
+    layer = "domain"
+
+
+class PolicyError(OutputError):
+    """The decision is well-formed and known, but not allowed."""
+
+    layer = "policy"
+
+
+_CLASSES: Final[Mapping[str, type[OutputError]]] = {
+    "transport": TransportError,
+    "stream": StreamError,
+    "parse": ParseError,
+    "schema": SchemaError,
+    "domain": DomainError,
+    "policy": PolicyError,
+}
+
+
+def error_class(code: str) -> type[OutputError]:
+    """The exception class that carries ``code``."""
+    return _CLASSES[ERROR_CODES[code].layer]
+
+
+def new_error(code: str, message: str | None = None, **fields: Any) -> OutputError:
+    """Build the error for ``code`` in its layer's class (used by both backends)."""
+    return error_class(code)(code, message, **fields)

@@ -1,0 +1,80 @@
+"""Every bound the package enforces, in one frozen object.
+
+Each limit is checked before the memory it guards is spent: a document is
+measured before it is parsed, a string before it is copied, a tool call's
+arguments before a delta is appended. The defaults are sized for coding
+agents, whose ``write_file`` arguments of several hundred KiB are normal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Final
+
+__all__ = ["Limits", "DEFAULT_LIMITS", "MAX_DEPTH_CEILING"]
+
+KiB: Final = 1024
+MiB: Final = 1024 * KiB
+
+#: No ``max_depth`` above this is accepted: both parsers are iterative, but
+#: the Python objects they build are freed recursively by CPython.
+MAX_DEPTH_CEILING: Final = 10_000
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Limits:
+    """Bounds on documents, strings, numbers, streams and tool calls.
+
+    All sizes are in bytes of UTF-8. Build a variant with
+    ``dataclasses.replace(DEFAULT_LIMITS, max_depth=128)``.
+    """
+
+    # --- one JSON document (tool arguments, a structured final answer) ---
+    #: 8 MiB: a write_file of several hundred KiB, escaped, with room to spare.
+    max_document_bytes: int = 8 * MiB
+    #: 64 levels: model output rarely nests past 10; deeper is a loop or an attack.
+    max_depth: int = 64
+    #: 4 MiB per string: one file's content in a write_file call.
+    max_string_bytes: int = 4 * MiB
+    #: 100,000 items per array: a 5,000-record table fits twenty times over.
+    max_array_items: int = 100_000
+    #: 10,000 members per object: real objects have tens; 10^5 keys is hash flooding.
+    max_object_members: int = 10_000
+    #: 1,000,000 values per document (every scalar, array and object counts one).
+    max_values: int = 1_000_000
+    #: 100 characters per number: longer number text is never a real value and
+    #: is rejected before any conversion (no quadratic int parsing).
+    max_number_length: int = 100
+
+    # --- streams ---
+    #: 8 MiB of argument JSON per tool call (same as one document).
+    max_call_argument_bytes: int = 8 * MiB
+    #: 128 tool calls per response: parallel calls are a handful in practice.
+    max_calls_per_response: int = 128
+    #: 32 MiB of accumulated content (text, reasoning, arguments) per response.
+    max_response_bytes: int = 32 * MiB
+    #: 32 MiB per SSE line: a terminal event (``response.completed``) repeats
+    #: the whole output, arguments escaped, on one line.
+    max_sse_line_bytes: int = 32 * MiB
+    #: 32 MiB of data per SSE event, for the same reason.
+    max_sse_event_bytes: int = 32 * MiB
+    #: 2,000,000 events: a 8 MiB argument in 8-byte deltas is 10^6 events.
+    max_stream_events: int = 2_000_000
+    #: 256 MiB per stream: deltas are wrapped in ~100 bytes of JSON each.
+    max_stream_bytes: int = 256 * MiB
+    #: 1 MiB of comments, keep-alives and empty events without a data event:
+    #: a stream of pings cannot run forever.
+    max_bytes_without_data: int = 1 * MiB
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"Limits.{field.name} must be a positive int, not {value!r}")
+        if self.max_depth > MAX_DEPTH_CEILING:
+            raise ValueError(f"Limits.max_depth may not exceed {MAX_DEPTH_CEILING}")
+        if self.max_number_length > 10_000:
+            raise ValueError("Limits.max_number_length may not exceed 10000")
+
+
+DEFAULT_LIMITS: Final = Limits()

@@ -1,0 +1,55 @@
+//! Shared binding helpers: reading `decisions.Limits`, raising the Python
+//! error classes of `decisions.errors`.
+
+#![allow(dead_code)]
+
+use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
+use pyo3::types::PyDict;
+
+use crate::core::errors::Code;
+use crate::core::limits::{Limits, FIELD_NAMES};
+
+static LIMITS_CLASS: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
+static NEW_ERROR: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
+
+fn import_attr(py: Python<'_>, cell: &'static GILOnceCell<Py<PyAny>>, module: &str, name: &str) -> PyResult<Py<PyAny>> {
+    cell.get_or_try_init(py, || Ok::<_, PyErr>(py.import(module)?.getattr(name)?.unbind()))
+        .map(|obj| obj.clone_ref(py))
+}
+
+/// Read a `decisions.Limits` (or `None` for the defaults) into the core struct.
+pub(crate) fn limits_from(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Limits> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(Limits::default());
+    };
+    let class = import_attr(py, &LIMITS_CLASS, "decisions.limits", "Limits")?;
+    if !obj.is_instance(class.bind(py))? {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "limits must be a decisions.Limits, not {}",
+            obj.get_type().name()?
+        )));
+    }
+    let mut values = [0usize; 15];
+    for (slot, name) in values.iter_mut().zip(FIELD_NAMES) {
+        *slot = obj.getattr(name)?.extract()?;
+    }
+    Ok(Limits::from_values(values))
+}
+
+/// The Python exception for `code`, built by `decisions.errors.new_error` so
+/// both backends construct errors the same way. `fields` are keyword
+/// arguments of the error class (`offset`, `retryable`, `path`, ...).
+pub(crate) fn new_error(
+    py: Python<'_>,
+    code: Code,
+    message: Option<&str>,
+    fields: Option<&Bound<'_, PyDict>>,
+) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let factory = import_attr(py, &NEW_ERROR, "decisions.errors", "new_error")?;
+        let err = factory.bind(py).call((code.as_str(), message), fields)?;
+        Ok(PyErr::from_value(err))
+    };
+    build().unwrap_or_else(|e| e)
+}

@@ -1,0 +1,61 @@
+"""One suite, two backends.
+
+``impl`` is the backend module under test: ``decisions._native`` and
+``decisions._pure`` both expose the same names. With ``DECISIONS_PURE=1`` only
+the pure twin runs (the public API is then pure too); otherwise both run, and
+``DECISIONS_REQUIRE_NATIVE=1`` (set by ``make test``) turns a missing native
+build into a failure instead of a skip.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from decisions import _pure
+from decisions._backend import native_module
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+settings.register_profile(
+    "fast", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "long", max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
+
+_PURE_ONLY = os.environ.get("DECISIONS_PURE", "").strip().lower() not in ("", "0", "false", "no")
+_NATIVE = None if _PURE_ONLY else native_module()
+if _NATIVE is None and not _PURE_ONLY and os.environ.get("DECISIONS_REQUIRE_NATIVE") == "1":
+    raise RuntimeError("DECISIONS_REQUIRE_NATIVE=1 but decisions._native does not import: run `make build`")
+
+BACKENDS: dict[str, ModuleType] = {"pure": _pure}
+if _NATIVE is not None:
+    BACKENDS = {"native": _NATIVE, "pure": _pure}
+
+
+@pytest.fixture(params=list(BACKENDS), scope="session")
+def impl(request: pytest.FixtureRequest) -> ModuleType:
+    """Each backend module in turn (ids ``native`` and ``pure``)."""
+    return BACKENDS[request.param]
+
+
+@pytest.fixture(scope="session")
+def native() -> ModuleType:
+    """The native module; tests that need it are skipped on a pure-only run."""
+    if _NATIVE is None:
+        pytest.skip("native backend not under test")
+    return _NATIVE
+
+
+@pytest.fixture(scope="session")
+def both() -> tuple[ModuleType, ModuleType]:
+    """``(native, pure)`` for differential tests; skipped on a pure-only run."""
+    if _NATIVE is None:
+        pytest.skip("differential tests need the native backend")
+    return _NATIVE, _pure
