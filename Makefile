@@ -22,9 +22,10 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed ## create .venv with the build and test dependencies
 
 .PHONY: build
-build: venv ## build the Rust extension (release) into the package
+BUILD_FLAGS ?= --release
+build: venv ## build the Rust extension into the package (BUILD_FLAGS= for a quick debug build)
 	rm -f python/decisions/_native*.so
-	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH maturin develop --release --quiet
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH maturin develop $(BUILD_FLAGS) --quiet
 
 .PHONY: cargo-test
 cargo-test: ## run the Rust core's tests

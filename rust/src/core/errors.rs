@@ -105,3 +105,33 @@ mod tests {
         assert_eq!(before, names.len());
     }
 }
+
+/// A failure in the core: its code, a message (the same text the pure twin
+/// renders), and where it applies the character offset into the input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoreError {
+    pub code: Code,
+    pub message: String,
+    pub offset: Option<usize>,
+    /// Overrides the code's default `retryable` (e.g. a provider's
+    /// `overloaded_error` is retryable, its `invalid_request_error` is not).
+    pub retryable: Option<bool>,
+}
+
+impl CoreError {
+    pub fn new(code: Code, message: impl Into<String>) -> CoreError {
+        CoreError { code, message: message.into(), offset: None, retryable: None }
+    }
+
+    pub fn at(code: Code, message: impl Into<String>, offset: usize) -> CoreError {
+        CoreError { code, message: message.into(), offset: Some(offset), retryable: None }
+    }
+}
+
+impl std::fmt::Display for CoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for CoreError {}

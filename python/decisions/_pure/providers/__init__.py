@@ -1,0 +1,45 @@
+"""Provider mappers (pure twin of ``rust/src/core/providers``): one provider's
+wire events or whole body in, canonical events out. ``mapper_for`` is the only
+place that knows the provider ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from ...types import CanonicalEvent
+
+__all__ = ["Mapper", "PROVIDERS", "mapper_for"]
+
+
+class Mapper(Protocol):
+    """Maps one provider's events to canonical events."""
+
+    #: provider event types seen but not known, with their counts
+    unknown_events: dict[str, int]
+
+    def map_event(self, event: str | None, data: str) -> list[CanonicalEvent]:
+        """One decoded provider event: its SSE ``event:`` name (or None) and its JSON ``data``."""
+        ...
+
+    def end(self) -> list[CanonicalEvent]:
+        """The end of the provider stream (EOF)."""
+        ...
+
+    def map_body(self, body: str) -> list[CanonicalEvent]:
+        """A whole non-streaming response body."""
+        ...
+
+
+#: provider id -> factory taking the selected ``choice`` (or None).
+_FACTORIES: dict[str, Callable[[int | None], Mapper]] = {}
+
+PROVIDERS: tuple[str, ...] = tuple(_FACTORIES)
+
+
+def mapper_for(provider: str, choice: int | None = None) -> Mapper | None:
+    """The mapper for ``provider``, or None if the id is unknown."""
+    factory = _FACTORIES.get(provider)
+    return None if factory is None else factory(choice)
+
+

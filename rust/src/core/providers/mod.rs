@@ -1,0 +1,39 @@
+//! Provider mappers: one provider's wire events (or whole body) in, canonical
+//! events out. Each provider lives in its own module; [`mapper_for`] is the
+//! only place that knows the provider ids.
+
+use std::collections::BTreeMap;
+
+use crate::core::errors::CoreError;
+use crate::core::events::Event;
+
+/// Maps one provider's events to canonical events.
+pub trait Mapper {
+    /// One decoded provider event: the SSE `event:` name (None when the
+    /// stream gave none, or the caller's SDK already decoded it) and its JSON
+    /// `data`. Canonical events are appended to `out`.
+    fn map_event(&mut self, event: Option<&str>, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError>;
+
+    /// The end of the provider stream (EOF). Emits whatever the provider's
+    /// stream implies at its end (or nothing); the assembler then decides
+    /// whether the response is complete.
+    fn end(&mut self, out: &mut Vec<Event>) -> Result<(), CoreError>;
+
+    /// A whole non-streaming response body.
+    fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError>;
+
+    /// Provider event types seen but not known, with their counts.
+    fn unknown_events(&self) -> &BTreeMap<String, u64>;
+}
+
+/// The mapper for a provider id, or None if the id is unknown.
+/// `choice` selects one choice of a multi-choice (`n > 1`) Chat response.
+pub fn mapper_for(provider: &str, choice: Option<usize>) -> Option<Box<dyn Mapper>> {
+    let _ = choice;
+    match provider {
+        _ => None,
+    }
+}
+
+/// The provider ids [`mapper_for`] knows.
+pub const PROVIDERS: &[&str] = &[];
