@@ -18,16 +18,18 @@ class Mapper(Protocol):
     #: provider event types seen but not known, with their counts
     unknown_events: dict[str, int]
 
-    def map_event(self, event: str | None, data: str) -> list[CanonicalEvent]:
-        """One decoded provider event: its SSE ``event:`` name (or None) and its JSON ``data``."""
+    def map_event(self, event: str | None, payload: Any) -> list[CanonicalEvent]:
+        """One provider event: its SSE ``event:`` name (or None) and its ``data``
+        already decoded from JSON (the assembler decodes it and reports
+        undecodable data as ``MALFORMED_EVENT``)."""
         ...
 
     def end(self) -> list[CanonicalEvent]:
         """The end of the provider stream (EOF)."""
         ...
 
-    def map_body(self, body: str) -> list[CanonicalEvent]:
-        """A whole non-streaming response body."""
+    def map_body(self, body: Any) -> list[CanonicalEvent]:
+        """A whole non-streaming response body, decoded from JSON."""
         ...
 
 
