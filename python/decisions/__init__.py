@@ -9,7 +9,7 @@ wrong. It never executes a tool.
 
 from __future__ import annotations
 
-from ._backend import BACKEND
+from ._backend import BACKEND, impl
 from ._version import __version__
 from .errors import (
     ERROR_CODES,
@@ -23,17 +23,26 @@ from .errors import (
 )
 from .limits import DEFAULT_LIMITS, Limits
 
+SSEDecoder = impl.SSEDecoder
+StreamAssembler = impl.StreamAssembler
+normalize = impl.normalize
+PROVIDERS: tuple[str, ...] = impl.PROVIDERS
+
 __all__ = [
     "BACKEND",
     "DEFAULT_LIMITS",
     "DomainError",
     "ERROR_CODES",
     "Limits",
+    "PROVIDERS",
     "OutputError",
     "ParseError",
     "PolicyError",
+    "SSEDecoder",
     "SchemaError",
+    "StreamAssembler",
     "StreamError",
     "TransportError",
     "__version__",
+    "normalize",
 ]

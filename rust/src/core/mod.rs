@@ -4,3 +4,5 @@ pub mod errors;
 pub mod events;
 pub mod limits;
 pub mod providers;
+pub mod assemble;
+pub mod sse;
