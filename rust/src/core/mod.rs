@@ -2,5 +2,6 @@
 
 pub mod errors;
 pub mod events;
+pub mod json;
 pub mod limits;
 pub mod providers;
