@@ -9,7 +9,8 @@ wrong. It never executes a tool.
 
 from __future__ import annotations
 
-from ._backend import BACKEND, impl
+from . import _backend
+from ._backend import BACKEND
 from ._version import __version__
 from .errors import (
     ERROR_CODES,
@@ -23,10 +24,11 @@ from .errors import (
 )
 from .limits import DEFAULT_LIMITS, Limits
 
-SSEDecoder = impl.SSEDecoder
-StreamAssembler = impl.StreamAssembler
-normalize = impl.normalize
-PROVIDERS: tuple[str, ...] = impl.PROVIDERS
+loads = _backend.impl.loads
+SSEDecoder = _backend.impl.SSEDecoder
+StreamAssembler = _backend.impl.StreamAssembler
+normalize = _backend.impl.normalize
+PROVIDERS: tuple[str, ...] = _backend.impl.PROVIDERS
 
 __all__ = [
     "BACKEND",
@@ -44,5 +46,6 @@ __all__ = [
     "StreamError",
     "TransportError",
     "__version__",
+    "loads",
     "normalize",
 ]
