@@ -208,16 +208,10 @@ impl Decoder {
                 return Ok(());
             }
             "event" => self.event = Some(value.to_string()),
-            "id" => {
-                if !value.contains('\0') {
-                    self.last_id = Some(value.to_string());
-                }
-            }
-            "retry" => {
-                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-                    if let Ok(retry) = value.parse::<u64>() {
-                        self.retry = Some(retry);
-                    }
+            "id" if !value.contains('\0') => self.last_id = Some(value.to_string()),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                if let Ok(retry) = value.parse::<u64>() {
+                    self.retry = Some(retry);
                 }
             }
             _ => {}
