@@ -46,3 +46,24 @@ demo: build ## the main job: run the demo over bundled examples
 .PHONY: bench
 bench: build ## benchmarks: medians side by side, printed as ratios
 	$(PY) benches/report.py
+
+# --- hardening: clippy, fuzzing, long property runs ---
+
+.PHONY: clippy
+clippy: venv ## clippy on the core (unwrap/expect/panic/indexing denied there) and the binding
+	cargo clippy --all-targets --quiet
+	PYO3_PYTHON=$(abspath $(PY)) cargo clippy --all-targets --features python --quiet
+
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+.PHONY: fuzz
+fuzz: ## run each cargo-fuzz target for FUZZ_SECONDS (FUZZ_TARGETS= to pick); summary in fuzz/logs
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+
+.PHONY: test-long
+test-long: build ## the native-vs-pure differential tests with the long hypothesis profile
+	HYPOTHESIS_PROFILE=long DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q -m differential $(PYTEST_ARGS)
+
+.PHONY: test-memory
+test-memory: build ## the 1 GiB adversarial-stream memory run, on both backends
+	DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q -m slow tests/test_resources.py $(PYTEST_ARGS)

@@ -9,6 +9,7 @@ wrong. It never executes a tool.
 
 from __future__ import annotations
 
+from . import _backend
 from ._backend import BACKEND
 from ._version import __version__
 from .errors import (
@@ -37,6 +38,8 @@ from .requests import (
 )
 from .textcalls import parse_json_text, parse_tool_calls, tool_calls_response
 from .trace import Redactor, parse_record
+
+loads = _backend.impl.loads
 
 __all__ = [
     "BACKEND",
@@ -76,4 +79,5 @@ __all__ = [
     "StreamError",
     "TransportError",
     "__version__",
+    "loads",
 ]
