@@ -1,12 +1,17 @@
 """Typed stub of the compiled module ``decisions._native`` (the Rust core).
 
-``decisions._pure`` exposes the same names with the same behaviour.
+``decisions._pure`` exposes the same names with the same behaviour. The
+module is private: use the names ``decisions`` re-exports. ``make typecheck``
+runs ``mypy.stubtest decisions._native`` against the built extension; every
+name the module exports must be in ``__all__`` here.
 """
 
 from typing import Any
 
 from .limits import Limits
 from .types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, SSEEvent
+
+__all__ = ["__version__", "error_codes", "default_limits", "loads"]
 
 __version__: str
 
