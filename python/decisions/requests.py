@@ -662,7 +662,7 @@ class _Restorer:
         return value
 
     def union(self, value: Any, branches: list[Any], path: str, depth: int) -> Any:
-        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+        from jsonschema import Draft202012Validator
 
         for index, branch in enumerate(branches):
             candidate = self.value(value, branch, _pointer(path, index), depth + 1)
