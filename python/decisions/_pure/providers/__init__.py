@@ -33,8 +33,14 @@ class Mapper(Protocol):
         ...
 
 
+from .anthropic import AnthropicMapper  # noqa: E402
+from .gemini import GeminiMapper  # noqa: E402
+
 #: provider id -> factory taking the selected ``choice`` (or None).
-_FACTORIES: dict[str, Callable[[int | None], Mapper]] = {}
+_FACTORIES: dict[str, Callable[[int | None], Mapper]] = {
+    "anthropic": AnthropicMapper,
+    "gemini": GeminiMapper,
+}
 
 PROVIDERS: tuple[str, ...] = tuple(_FACTORIES)
 
