@@ -254,7 +254,7 @@ class AnthropicMapper:
             raise _malformed("event")
         if event is not None and event != "message" and event != event_type:
             raise new_error(
-                "MALFORMED_EVENT", f"anthropic SSE event {event!r} carries data of type {event_type!r}"
+                "MALFORMED_EVENT", f"anthropic SSE event {event} carries data of type {event_type}"
             )
         if self._terminal:
             raise new_error("EVENT_AFTER_TERMINAL", f"anthropic {event_type} event after the end of the message")
@@ -271,7 +271,7 @@ class AnthropicMapper:
             response_id = _opt_str(message, "id", what)
             model = _opt_str(message, "model", what)
             if self._started:
-                raise new_error("DUPLICATE_START", f"anthropic message_start for {response_id!r} after the message had started")
+                raise new_error("DUPLICATE_START", "anthropic message_start after the message had started")
             content = message.get("content")
             if content is not None and type(content) is not list:
                 raise _malformed(what)

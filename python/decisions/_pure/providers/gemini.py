@@ -47,6 +47,7 @@ Mapping:
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ...errors import new_error
@@ -147,7 +148,7 @@ def _opt_count(obj: dict[str, Any], key: str, what: str) -> int | None:
 def parse_path(path: str) -> list[str | int]:
     """The segments of a ``partialArgs`` jsonPath: ``$``, then ``.key``,
     ``[n]``, ``['key']`` or ``["key"]``."""
-    bad = new_error("MALFORMED_EVENT", f"gemini partialArgs jsonPath {path!r} is not a supported path")
+    bad = new_error("MALFORMED_EVENT", f"gemini partialArgs jsonPath {path} is not a supported path")
     if not path.startswith("$"):
         raise bad
     segments: list[str | int] = []
@@ -359,7 +360,8 @@ class GeminiMapper:
                 out.append(ToolArgumentsDelta(item_id=item_id, delta=dumps({} if args is None else args)))
                 out.append(ItemEnded(item_id=item_id))
                 return
-            call = self._call = _StreamedCall(item_id, {} if args is None else args)
+            # the caller's payload is not mutated: partial arguments build on a copy
+            call = self._call = _StreamedCall(item_id, {} if args is None else copy.deepcopy(args))
         elif args is not None or name:
             raise new_error("MALFORMED_EVENT", "gemini functionCall starts a new call while another is streaming")
         for entry in partial or ():
@@ -420,7 +422,7 @@ class GeminiMapper:
             out.append(ResponseStarted(response_id=response_id, model=model))
         elif response_id is not None and self._response_id is not None and response_id != self._response_id:
             raise new_error(
-                "DUPLICATE_START", f"gemini chunk of response {response_id!r} inside response {self._response_id!r}"
+                "DUPLICATE_START", f"gemini chunk of response {response_id} inside response {self._response_id}"
             )
         usage = _opt_obj(chunk, "usageMetadata", "usageMetadata")
         if usage is not None:
