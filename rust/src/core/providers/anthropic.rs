@@ -17,7 +17,12 @@ use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 
 /// Provider error types worth retrying.
-pub const RETRYABLE_ERRORS: &[&str] = &["overloaded_error", "api_error", "rate_limit_error", "timeout_error"];
+pub const RETRYABLE_ERRORS: &[&str] = &[
+    "overloaded_error",
+    "api_error",
+    "rate_limit_error",
+    "timeout_error",
+];
 
 /// The normalized finish reason of an Anthropic `stop_reason`.
 pub fn finish_reason(raw: Option<&str>) -> FinishReason {
@@ -129,7 +134,10 @@ struct UsageRaw {
 struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 
 fn malformed(what: &str) -> CoreError {
-    CoreError::new(Code::MALFORMED_EVENT, format!("anthropic {what} does not have the documented shape"))
+    CoreError::new(
+        Code::MALFORMED_EVENT,
+        format!("anthropic {what} does not have the documented shape"),
+    )
 }
 
 fn is_object(raw: &RawValue) -> bool {
@@ -151,7 +159,9 @@ fn obj<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>, what: &str) -> Result<
 fn opt_str<'a>(raw: Option<&'a RawValue>, what: &str) -> Result<Option<Cow<'a, str>>, CoreError> {
     match raw {
         None => Ok(None),
-        Some(raw) => serde_json::from_str::<Str<'a>>(raw.get()).map(|s| Some(s.0)).map_err(|_| malformed(what)),
+        Some(raw) => serde_json::from_str::<Str<'a>>(raw.get())
+            .map(|s| Some(s.0))
+            .map_err(|_| malformed(what)),
     }
 }
 
@@ -228,7 +238,10 @@ impl AnthropicMapper {
         let pairs = [
             (&mut self.usage.input, usage.input_tokens),
             (&mut self.usage.output, usage.output_tokens),
-            (&mut self.usage.cache_creation, usage.cache_creation_input_tokens),
+            (
+                &mut self.usage.cache_creation,
+                usage.cache_creation_input_tokens,
+            ),
             (&mut self.usage.cache_read, usage.cache_read_input_tokens),
         ];
         for (slot, value) in pairs {
@@ -246,7 +259,12 @@ impl AnthropicMapper {
         if u.seen {
             let parts = [u.input, u.cache_read, u.cache_creation];
             let input = if parts.iter().any(Option::is_some) {
-                Some(parts.iter().flatten().fold(0u64, |acc, v| acc.saturating_add(*v)))
+                Some(
+                    parts
+                        .iter()
+                        .flatten()
+                        .fold(0u64, |acc, v| acc.saturating_add(*v)),
+                )
             } else {
                 None
             };
@@ -266,7 +284,9 @@ impl AnthropicMapper {
     fn failed(raw: Option<&RawValue>, what: &str) -> Result<Event, CoreError> {
         let error: ErrorRaw<'_> = obj(raw, what)?;
         let error_type = req_str(error.ty, what)?.into_owned();
-        let message = opt_str(error.message, what)?.map(Cow::into_owned).unwrap_or_default();
+        let message = opt_str(error.message, what)?
+            .map(Cow::into_owned)
+            .unwrap_or_default();
         Ok(Event::ResponseFailed {
             retryable: RETRYABLE_ERRORS.contains(&error_type.as_str()),
             code: error_type.clone(),
@@ -275,7 +295,13 @@ impl AnthropicMapper {
         })
     }
 
-    fn open_block(&mut self, index: u64, raw: Option<&RawValue>, what: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn open_block(
+        &mut self,
+        index: u64,
+        raw: Option<&RawValue>,
+        what: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let block: BlockRaw<'_> = obj(raw, what)?;
         if self.blocks.contains_key(&index) {
             return Err(CoreError::new(
@@ -285,14 +311,26 @@ impl AnthropicMapper {
         }
         let block_type = req_str(block.ty, what)?;
         let item_id = format!("block_{index}");
-        let mut state = Block { kind: Kind::Recorded, item_id: item_id.clone(), ended: false, input: None, saw_json: false };
+        let mut state = Block {
+            kind: Kind::Recorded,
+            item_id: item_id.clone(),
+            ended: false,
+            input: None,
+            saw_json: false,
+        };
         match block_type.as_ref() {
             "text" => {
                 let text = opt_str(block.text, what)?;
                 state.kind = Kind::Text;
-                out.push(Event::ItemStarted { item_id: item_id.clone(), kind: ItemKind::Text });
+                out.push(Event::ItemStarted {
+                    item_id: item_id.clone(),
+                    kind: ItemKind::Text,
+                });
                 if let Some(text) = text.filter(|t| !t.is_empty()) {
-                    out.push(Event::TextDelta { item_id, delta: text.into_owned() });
+                    out.push(Event::TextDelta {
+                        item_id,
+                        delta: text.into_owned(),
+                    });
                 }
             }
             "tool_use" => {
@@ -302,27 +340,47 @@ impl AnthropicMapper {
                     if !is_object(input) {
                         return Err(malformed(what));
                     }
-                    state.input = Some(serde_json::from_str(input.get()).map_err(|_| malformed(what))?);
+                    state.input =
+                        Some(serde_json::from_str(input.get()).map_err(|_| malformed(what))?);
                 }
                 state.kind = Kind::Tool;
-                out.push(Event::ToolCallStarted { item_id, call_id, name, call_id_generated: false });
+                out.push(Event::ToolCallStarted {
+                    item_id,
+                    call_id,
+                    name,
+                    call_id_generated: false,
+                });
             }
             "thinking" => {
                 let thinking = opt_str(block.thinking, what)?;
                 let signature = opt_str(block.signature, what)?;
                 state.kind = Kind::Thinking;
-                out.push(Event::ItemStarted { item_id: item_id.clone(), kind: ItemKind::Reasoning });
+                out.push(Event::ItemStarted {
+                    item_id: item_id.clone(),
+                    kind: ItemKind::Reasoning,
+                });
                 let thinking = thinking.map(Cow::into_owned).unwrap_or_default();
                 let signature = signature.map(Cow::into_owned).filter(|s| !s.is_empty());
                 if !thinking.is_empty() || signature.is_some() {
-                    out.push(Event::ReasoningDelta { item_id, delta: thinking, signature });
+                    out.push(Event::ReasoningDelta {
+                        item_id,
+                        delta: thinking,
+                        signature,
+                    });
                 }
             }
             "redacted_thinking" => {
                 let data = req_str(block.data, what)?.into_owned();
                 state.kind = Kind::Thinking;
-                out.push(Event::ItemStarted { item_id: item_id.clone(), kind: ItemKind::Reasoning });
-                out.push(Event::ReasoningDelta { item_id, delta: String::new(), signature: Some(data) });
+                out.push(Event::ItemStarted {
+                    item_id: item_id.clone(),
+                    kind: ItemKind::Reasoning,
+                });
+                out.push(Event::ReasoningDelta {
+                    item_id,
+                    delta: String::new(),
+                    signature: Some(data),
+                });
             }
             other => {
                 let key = format!("content_block:{other}");
@@ -341,7 +399,10 @@ impl AnthropicMapper {
             ));
         };
         if state.ended {
-            return Err(CoreError::new(Code::DELTA_AFTER_END, format!("anthropic content block {index} was stopped twice")));
+            return Err(CoreError::new(
+                Code::DELTA_AFTER_END,
+                format!("anthropic content block {index} was stopped twice"),
+            ));
         }
         state.ended = true;
         if state.kind == Kind::Recorded {
@@ -352,18 +413,31 @@ impl AnthropicMapper {
                 Some(input) => jsontext::dumps(input),
                 None => "{}".to_owned(),
             };
-            out.push(Event::ToolArgumentsDelta { item_id: state.item_id.clone(), delta: text });
+            out.push(Event::ToolArgumentsDelta {
+                item_id: state.item_id.clone(),
+                delta: text,
+            });
         }
-        out.push(Event::ItemEnded { item_id: state.item_id.clone() });
+        out.push(Event::ItemEnded {
+            item_id: state.item_id.clone(),
+        });
         Ok(())
     }
 
-    fn message_start(&mut self, env: &Envelope<'_>, what: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn message_start(
+        &mut self,
+        env: &Envelope<'_>,
+        what: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let message: MessageRaw<'_> = obj(env.message, what)?;
         let response_id = opt_str(message.id, what)?.map(Cow::into_owned);
         let model = opt_str(message.model, what)?.map(Cow::into_owned);
         if self.started {
-            return Err(CoreError::new(Code::DUPLICATE_START, "anthropic message_start after the message had started"));
+            return Err(CoreError::new(
+                Code::DUPLICATE_START,
+                "anthropic message_start after the message had started",
+            ));
         }
         let content = match message.content {
             Some(raw) if is_array(raw) => {
@@ -386,7 +460,12 @@ impl AnthropicMapper {
         Ok(())
     }
 
-    fn delta(&mut self, env: &Envelope<'_>, what: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn delta(
+        &mut self,
+        env: &Envelope<'_>,
+        what: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let index = req_index(env.index, what)?;
         let delta: DeltaRaw<'_> = obj(env.delta, what)?;
         let delta_type = req_str(delta.ty, what)?;
@@ -426,7 +505,10 @@ impl AnthropicMapper {
             if state.kind != wanted {
                 return Err(CoreError::new(
                     Code::MALFORMED_EVENT,
-                    format!("anthropic {delta_type} for content block {index}, which is not a {} block", wanted.name()),
+                    format!(
+                        "anthropic {delta_type} for content block {index}, which is not a {} block",
+                        wanted.name()
+                    ),
                 ));
             }
         }
@@ -437,7 +519,10 @@ impl AnthropicMapper {
             return Ok(());
         };
         match delta_type.as_ref() {
-            "text_delta" => out.push(Event::TextDelta { item_id, delta: text.into_owned() }),
+            "text_delta" => out.push(Event::TextDelta {
+                item_id,
+                delta: text.into_owned(),
+            }),
             "input_json_delta" => {
                 if !text.is_empty() {
                     if matches!(&state.input, Some(Value::Object(map)) if !map.is_empty()) {
@@ -447,18 +532,34 @@ impl AnthropicMapper {
                         ));
                     }
                     state.saw_json = true;
-                    out.push(Event::ToolArgumentsDelta { item_id, delta: text.into_owned() });
+                    out.push(Event::ToolArgumentsDelta {
+                        item_id,
+                        delta: text.into_owned(),
+                    });
                 }
             }
-            "thinking_delta" => out.push(Event::ReasoningDelta { item_id, delta: text.into_owned(), signature: None }),
-            _ => out.push(Event::ReasoningDelta { item_id, delta: String::new(), signature: Some(text.into_owned()) }),
+            "thinking_delta" => out.push(Event::ReasoningDelta {
+                item_id,
+                delta: text.into_owned(),
+                signature: None,
+            }),
+            _ => out.push(Event::ReasoningDelta {
+                item_id,
+                delta: String::new(),
+                signature: Some(text.into_owned()),
+            }),
         }
         Ok(())
     }
 }
 
 impl Mapper for AnthropicMapper {
-    fn map_event(&mut self, event: Option<&str>, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn map_event(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         if !data.trim_start().starts_with('{') {
             return Err(malformed("event"));
         }
@@ -488,7 +589,11 @@ impl Mapper for AnthropicMapper {
                 Ok(())
             }
             "message_start" => self.message_start(&env, &what, out),
-            "content_block_start" | "content_block_delta" | "content_block_stop" | "message_delta" | "message_stop" => {
+            "content_block_start"
+            | "content_block_delta"
+            | "content_block_stop"
+            | "message_delta"
+            | "message_stop" => {
                 if !self.started {
                     return Err(CoreError::new(
                         Code::EVENT_BEFORE_START,

@@ -27,11 +27,19 @@ pub fn finish_reason(raw: &str, has_calls: bool) -> FinishReason {
     let reason = match raw {
         "STOP" => FinishReason::Stop,
         "MAX_TOKENS" => FinishReason::Length,
-        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "LANGUAGE" | "IMAGE_SAFETY"
-        | "IMAGE_PROHIBITED_CONTENT" | "IMAGE_RECITATION" => FinishReason::ContentFilter,
-        "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" | "TOO_MANY_TOOL_CALLS" | "MISSING_THOUGHT_SIGNATURE" => {
-            FinishReason::Error
-        }
+        "SAFETY"
+        | "RECITATION"
+        | "BLOCKLIST"
+        | "PROHIBITED_CONTENT"
+        | "SPII"
+        | "LANGUAGE"
+        | "IMAGE_SAFETY"
+        | "IMAGE_PROHIBITED_CONTENT"
+        | "IMAGE_RECITATION" => FinishReason::ContentFilter,
+        "MALFORMED_FUNCTION_CALL"
+        | "UNEXPECTED_TOOL_CALL"
+        | "TOO_MANY_TOOL_CALLS"
+        | "MISSING_THOUGHT_SIGNATURE" => FinishReason::Error,
         _ => FinishReason::Unknown,
     };
     if reason == FinishReason::Stop && has_calls {
@@ -41,7 +49,12 @@ pub fn finish_reason(raw: &str, has_calls: bool) -> FinishReason {
     }
 }
 
-const RETRYABLE_STATUS: &[&str] = &["RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED"];
+const RETRYABLE_STATUS: &[&str] = &[
+    "RESOURCE_EXHAUSTED",
+    "UNAVAILABLE",
+    "INTERNAL",
+    "DEADLINE_EXCEEDED",
+];
 const RETRYABLE_CODES: &[u64] = &[429, 500, 502, 503, 504];
 const PART_KEYS: &[&str] = &["text", "thought", "thoughtSignature", "functionCall"];
 const VALUE_KEYS: &[&str] = &["stringValue", "numberValue", "boolValue", "nullValue"];
@@ -129,7 +142,10 @@ struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 type Members<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
 
 fn malformed(what: &str) -> CoreError {
-    CoreError::new(Code::MALFORMED_EVENT, format!("gemini {what} does not have the documented shape"))
+    CoreError::new(
+        Code::MALFORMED_EVENT,
+        format!("gemini {what} does not have the documented shape"),
+    )
 }
 
 fn err(code: Code, message: impl Into<String>) -> CoreError {
@@ -151,19 +167,25 @@ fn obj<'a, T: Deserialize<'a>>(raw: &'a RawValue, what: &str) -> Result<T, CoreE
     serde_json::from_str(raw.get()).map_err(|_| malformed(what))
 }
 
-fn opt_obj<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>, what: &str) -> Result<Option<T>, CoreError> {
+fn opt_obj<'a, T: Deserialize<'a>>(
+    raw: Option<&'a RawValue>,
+    what: &str,
+) -> Result<Option<T>, CoreError> {
     match raw {
         None => Ok(None),
         Some(raw) => obj(raw, what).map(Some),
     }
 }
 
-fn opt_list<'a>(raw: Option<&'a RawValue>, what: &str) -> Result<Option<Vec<&'a RawValue>>, CoreError> {
+fn opt_list<'a>(
+    raw: Option<&'a RawValue>,
+    what: &str,
+) -> Result<Option<Vec<&'a RawValue>>, CoreError> {
     match raw {
         None => Ok(None),
-        Some(raw) if raw.get().trim_start().starts_with('[') => {
-            serde_json::from_str(raw.get()).map(Some).map_err(|_| malformed(what))
-        }
+        Some(raw) if raw.get().trim_start().starts_with('[') => serde_json::from_str(raw.get())
+            .map(Some)
+            .map_err(|_| malformed(what)),
         Some(_) => Err(malformed(what)),
     }
 }
@@ -171,7 +193,9 @@ fn opt_list<'a>(raw: Option<&'a RawValue>, what: &str) -> Result<Option<Vec<&'a 
 fn opt_str<'a>(raw: Option<&'a RawValue>, what: &str) -> Result<Option<Cow<'a, str>>, CoreError> {
     match raw {
         None => Ok(None),
-        Some(raw) => serde_json::from_str::<Str<'a>>(raw.get()).map(|s| Some(s.0)).map_err(|_| malformed(what)),
+        Some(raw) => serde_json::from_str::<Str<'a>>(raw.get())
+            .map(|s| Some(s.0))
+            .map_err(|_| malformed(what)),
     }
 }
 
@@ -185,7 +209,9 @@ fn opt_bool(raw: Option<&RawValue>, what: &str) -> Result<bool, CoreError> {
 fn opt_count(raw: Option<&RawValue>, what: &str) -> Result<Option<u64>, CoreError> {
     match raw {
         None => Ok(None),
-        Some(raw) => serde_json::from_str::<u64>(raw.get()).map(Some).map_err(|_| malformed(what)),
+        Some(raw) => serde_json::from_str::<u64>(raw.get())
+            .map(Some)
+            .map_err(|_| malformed(what)),
     }
 }
 
@@ -203,7 +229,12 @@ enum Seg {
 /// The segments of a `partialArgs` jsonPath: `$`, then `.key`, `[n]`,
 /// `['key']` or `["key"]`.
 fn parse_path(path: &str) -> Result<Vec<Seg>, CoreError> {
-    let bad = || err(Code::MALFORMED_EVENT, format!("gemini partialArgs jsonPath {path} is not a supported path"));
+    let bad = || {
+        err(
+            Code::MALFORMED_EVENT,
+            format!("gemini partialArgs jsonPath {path} is not a supported path"),
+        )
+    };
     let bytes = path.as_bytes();
     if bytes.first() != Some(&b'$') {
         return Err(bad());
@@ -240,7 +271,10 @@ fn parse_path(path: &str) -> Result<Vec<Seg>, CoreError> {
                     let rest = path.get(i + 1..).ok_or_else(bad)?;
                     let at = rest.find(']').ok_or_else(bad)?;
                     let digits = rest.get(..at).ok_or_else(bad)?;
-                    if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    if digits.is_empty()
+                        || digits.len() > 9
+                        || !digits.bytes().all(|b| b.is_ascii_digit())
+                    {
                         return Err(bad());
                     }
                     segments.push(Seg::Index(digits.parse().map_err(|_| bad())?));
@@ -258,9 +292,15 @@ fn parse_path(path: &str) -> Result<Vec<Seg>, CoreError> {
 
 /// Set `value` at `segments` under `root` (or append to the string there).
 fn assign(root: &mut Value, segments: &[Seg], value: Value, append: bool) -> Result<(), CoreError> {
-    let conflict =
-        || err(Code::MALFORMED_EVENT, "gemini partialArgs assign a path that conflicts with an earlier one");
-    let Some((last, init)) = segments.split_last() else { return Err(conflict()) };
+    let conflict = || {
+        err(
+            Code::MALFORMED_EVENT,
+            "gemini partialArgs assign a path that conflicts with an earlier one",
+        )
+    };
+    let Some((last, init)) = segments.split_last() else {
+        return Err(conflict());
+    };
     let mut node = root;
     for (i, seg) in init.iter().enumerate() {
         let fresh = match segments.get(i + 1) {
@@ -269,11 +309,15 @@ fn assign(root: &mut Value, segments: &[Seg], value: Value, append: bool) -> Res
         };
         node = match seg {
             Seg::Key(key) => {
-                let Value::Object(map) = node else { return Err(conflict()) };
+                let Value::Object(map) = node else {
+                    return Err(conflict());
+                };
                 map.entry(key.clone()).or_insert(fresh)
             }
             Seg::Index(at) => {
-                let Value::Array(items) = node else { return Err(conflict()) };
+                let Value::Array(items) = node else {
+                    return Err(conflict());
+                };
                 if *at > items.len() {
                     return Err(conflict());
                 }
@@ -286,7 +330,9 @@ fn assign(root: &mut Value, segments: &[Seg], value: Value, append: bool) -> Res
     }
     match last {
         Seg::Key(key) => {
-            let Value::Object(map) = node else { return Err(conflict()) };
+            let Value::Object(map) = node else {
+                return Err(conflict());
+            };
             if append {
                 match (map.get_mut(key), value) {
                     (Some(Value::String(s)), Value::String(more)) => s.push_str(&more),
@@ -299,7 +345,9 @@ fn assign(root: &mut Value, segments: &[Seg], value: Value, append: bool) -> Res
             }
         }
         Seg::Index(at) => {
-            let Value::Array(items) = node else { return Err(conflict()) };
+            let Value::Array(items) = node else {
+                return Err(conflict());
+            };
             if append {
                 match (items.get_mut(*at), value) {
                     (Some(Value::String(s)), Value::String(more)) => s.push_str(&more),
@@ -376,12 +424,20 @@ impl GeminiMapper {
         }
         self.close_open(out);
         let item_id = self.new_item();
-        out.push(Event::ItemStarted { item_id: item_id.clone(), kind });
+        out.push(Event::ItemStarted {
+            item_id: item_id.clone(),
+            kind,
+        });
         self.open = Some((kind, item_id.clone()));
         item_id
     }
 
-    fn start_call(&mut self, fc: &FunctionCallRaw<'_>, name: String, out: &mut Vec<Event>) -> Result<String, CoreError> {
+    fn start_call(
+        &mut self,
+        fc: &FunctionCallRaw<'_>,
+        name: String,
+        out: &mut Vec<Event>,
+    ) -> Result<String, CoreError> {
         self.close_open(out);
         let given = opt_str(fc.id, "functionCall")?.filter(|id| !id.is_empty());
         let (call_id, generated) = match given {
@@ -393,7 +449,12 @@ impl GeminiMapper {
         };
         self.calls += 1;
         let item_id = self.new_item();
-        out.push(Event::ToolCallStarted { item_id: item_id.clone(), call_id, name, call_id_generated: generated });
+        out.push(Event::ToolCallStarted {
+            item_id: item_id.clone(),
+            call_id,
+            name,
+            call_id_generated: generated,
+        });
         Ok(item_id)
     }
 
@@ -403,7 +464,12 @@ impl GeminiMapper {
             (None, None) => None,
             (c, t) => Some(c.unwrap_or(0).saturating_add(t.unwrap_or(0))),
         };
-        Ok(Usage { input_tokens: u.prompt, output_tokens: output, cached_tokens: u.cached, reasoning_tokens: u.thoughts })
+        Ok(Usage {
+            input_tokens: u.prompt,
+            output_tokens: output,
+            cached_tokens: u.cached,
+            reasoning_tokens: u.thoughts,
+        })
     }
 
     fn finish(&mut self, normalized: FinishReason, raw: String, out: &mut Vec<Event>) {
@@ -411,7 +477,10 @@ impl GeminiMapper {
         if let Some(usage) = self.usage {
             out.push(Event::Usage(usage));
         }
-        out.push(Event::ResponseFinished { finish_reason: normalized, raw_finish_reason: Some(raw) });
+        out.push(Event::ResponseFinished {
+            finish_reason: normalized,
+            raw_finish_reason: Some(raw),
+        });
         self.terminal = true;
     }
 
@@ -428,7 +497,10 @@ impl GeminiMapper {
             }
         }
         if fc.is_some() && (text.is_some() || thought) {
-            return Err(err(Code::MALFORMED_EVENT, "gemini part holds both a functionCall and text"));
+            return Err(err(
+                Code::MALFORMED_EVENT,
+                "gemini part holds both a functionCall and text",
+            ));
         }
         let has_text = text.as_deref().is_some_and(|t| !t.is_empty());
         let has_signature = signature.as_deref().is_some_and(|s| !s.is_empty());
@@ -452,7 +524,10 @@ impl GeminiMapper {
         if let Some(signature) = signature.filter(|s| !s.is_empty()) {
             self.close_open(out);
             let item_id = self.new_item();
-            out.push(Event::ItemStarted { item_id: item_id.clone(), kind: ItemKind::Reasoning });
+            out.push(Event::ItemStarted {
+                item_id: item_id.clone(),
+                kind: ItemKind::Reasoning,
+            });
             out.push(Event::ReasoningDelta {
                 item_id: item_id.clone(),
                 delta: String::new(),
@@ -464,12 +539,19 @@ impl GeminiMapper {
             self.function_call(&fc, out)?;
         } else if let Some(text) = text.filter(|t| !t.is_empty()) {
             let item_id = self.item(ItemKind::Text, out);
-            out.push(Event::TextDelta { item_id, delta: text.into_owned() });
+            out.push(Event::TextDelta {
+                item_id,
+                delta: text.into_owned(),
+            });
         }
         Ok(())
     }
 
-    fn function_call(&mut self, fc: &FunctionCallRaw<'_>, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn function_call(
+        &mut self,
+        fc: &FunctionCallRaw<'_>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let what = "functionCall";
         let name = opt_str(fc.name, what)?;
         let args: Option<Value> = match fc.args {
@@ -486,16 +568,26 @@ impl GeminiMapper {
         let mut call = match self.call.take() {
             None => {
                 let Some(name) = name.filter(|n| !n.is_empty()) else {
-                    return Err(err(Code::MALFORMED_EVENT, "gemini functionCall without a name starts no call"));
+                    return Err(err(
+                        Code::MALFORMED_EVENT,
+                        "gemini functionCall without a name starts no call",
+                    ));
                 };
                 let item_id = self.start_call(fc, name.into_owned(), out)?;
                 let args = args.unwrap_or_else(|| Value::Object(Map::new()));
                 if !will_continue && partial.as_ref().map_or(true, Vec::is_empty) {
-                    out.push(Event::ToolArgumentsDelta { item_id: item_id.clone(), delta: jsontext::dumps(&args) });
+                    out.push(Event::ToolArgumentsDelta {
+                        item_id: item_id.clone(),
+                        delta: jsontext::dumps(&args),
+                    });
                     out.push(Event::ItemEnded { item_id });
                     return Ok(());
                 }
-                StreamedCall { item_id, args, continuing: None }
+                StreamedCall {
+                    item_id,
+                    args,
+                    continuing: None,
+                }
             }
             Some(call) => {
                 if args.is_some() || name.as_deref().is_some_and(|n| !n.is_empty()) {
@@ -513,8 +605,13 @@ impl GeminiMapper {
         if will_continue {
             self.call = Some(call);
         } else {
-            out.push(Event::ToolArgumentsDelta { item_id: call.item_id.clone(), delta: jsontext::dumps(&call.args) });
-            out.push(Event::ItemEnded { item_id: call.item_id });
+            out.push(Event::ToolArgumentsDelta {
+                item_id: call.item_id.clone(),
+                delta: jsontext::dumps(&call.args),
+            });
+            out.push(Event::ItemEnded {
+                item_id: call.item_id,
+            });
         }
         Ok(())
     }
@@ -523,11 +620,21 @@ impl GeminiMapper {
         let what = "partialArgs entry";
         let entry: Members<'_> = obj(raw, what)?;
         let path = match member(&entry, "jsonPath") {
-            Some(raw) => serde_json::from_str::<Str<'_>>(raw.get()).map_err(|_| malformed(what))?.0,
+            Some(raw) => {
+                serde_json::from_str::<Str<'_>>(raw.get())
+                    .map_err(|_| malformed(what))?
+                    .0
+            }
             None => return Err(malformed(what)),
         };
-        let present: Vec<&str> = VALUE_KEYS.iter().copied().filter(|key| entry.contains_key(*key)).collect();
-        let [key] = present.as_slice() else { return Err(malformed(what)) };
+        let present: Vec<&str> = VALUE_KEYS
+            .iter()
+            .copied()
+            .filter(|key| entry.contains_key(*key))
+            .collect();
+        let [key] = present.as_slice() else {
+            return Err(malformed(what));
+        };
         let raw_value = entry.get(*key).copied().ok_or_else(|| malformed(what))?;
         let value: Value = serde_json::from_str(raw_value.get()).map_err(|_| malformed(what))?;
         let value = match (*key, value) {
@@ -544,11 +651,18 @@ impl GeminiMapper {
             return Err(malformed(what));
         }
         assign(&mut call.args, &parse_path(&path)?, value, append)?;
-        call.continuing = if will_continue && *key == "stringValue" { Some(path.into_owned()) } else { None };
+        call.continuing = if will_continue && *key == "stringValue" {
+            Some(path.into_owned())
+        } else {
+            None
+        };
         Ok(())
     }
 
-    fn select<'a>(&self, candidates: &[&'a RawValue]) -> Result<Option<CandidateRaw<'a>>, CoreError> {
+    fn select<'a>(
+        &self,
+        candidates: &[&'a RawValue],
+    ) -> Result<Option<CandidateRaw<'a>>, CoreError> {
         let mut chosen = None;
         for (position, raw) in (0u64..).zip(candidates) {
             let candidate: CandidateRaw<'a> = obj(raw, "candidate")?;
@@ -578,26 +692,43 @@ impl GeminiMapper {
         let error: ErrorRaw<'_> = obj(raw, what)?;
         let code = opt_count(error.code, what)?;
         let status = opt_str(error.status, what)?.map(Cow::into_owned);
-        let message = opt_str(error.message, what)?.map(Cow::into_owned).unwrap_or_default();
-        let retryable = status.as_deref().is_some_and(|s| RETRYABLE_STATUS.contains(&s))
+        let message = opt_str(error.message, what)?
+            .map(Cow::into_owned)
+            .unwrap_or_default();
+        let retryable = status
+            .as_deref()
+            .is_some_and(|s| RETRYABLE_STATUS.contains(&s))
             || code.is_some_and(|c| RETRYABLE_CODES.contains(&c));
         let name = match (&status, code) {
             (Some(s), _) if !s.is_empty() => s.clone(),
             (_, Some(c)) => c.to_string(),
             _ => "UNKNOWN".to_owned(),
         };
-        Ok(Event::ResponseFailed { code: name, message, retryable, error_type: status })
+        Ok(Event::ResponseFailed {
+            code: name,
+            message,
+            retryable,
+            error_type: status,
+        })
     }
 }
 
 impl Mapper for GeminiMapper {
-    fn map_event(&mut self, _event: Option<&str>, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn map_event(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         if !data.trim_start().starts_with('{') {
             return Err(malformed("chunk"));
         }
         let chunk: ChunkRaw<'_> = serde_json::from_str(data).map_err(|_| malformed("chunk"))?;
         if self.terminal {
-            return Err(err(Code::EVENT_AFTER_TERMINAL, "gemini chunk after the chunk that finished the response"));
+            return Err(err(
+                Code::EVENT_AFTER_TERMINAL,
+                "gemini chunk after the chunk that finished the response",
+            ));
         }
         if let Some(error) = chunk.error {
             let failed = Self::failed(error)?;
@@ -657,7 +788,8 @@ impl Mapper for GeminiMapper {
 
     fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
         if body.trim_start().starts_with('[') {
-            let chunks: Vec<&RawValue> = serde_json::from_str(body).map_err(|_| malformed("chunk"))?;
+            let chunks: Vec<&RawValue> =
+                serde_json::from_str(body).map_err(|_| malformed("chunk"))?;
             for chunk in chunks {
                 self.map_event(None, chunk.get(), out)?;
             }
@@ -687,7 +819,17 @@ mod tests {
                 Seg::Key("e".into())
             ]
         );
-        for bad in ["", "a", "$", "$[0]", "$..a", "$.a[x]", "$.a[", "$.a['b]", "$.a[1234567890]"] {
+        for bad in [
+            "",
+            "a",
+            "$",
+            "$[0]",
+            "$..a",
+            "$.a[x]",
+            "$.a[",
+            "$.a['b]",
+            "$.a[1234567890]",
+        ] {
             assert!(parse_path(bad).is_err(), "{bad}");
         }
     }
@@ -695,11 +837,41 @@ mod tests {
     #[test]
     fn assign_builds_and_appends() {
         let mut root = Value::Object(Map::new());
-        assign(&mut root, &parse_path("$.a[0].b").unwrap(), Value::String("x".into()), false).unwrap();
-        assign(&mut root, &parse_path("$.a[0].b").unwrap(), Value::String("y".into()), true).unwrap();
-        assign(&mut root, &parse_path("$.a[1]").unwrap(), Value::Bool(true), false).unwrap();
+        assign(
+            &mut root,
+            &parse_path("$.a[0].b").unwrap(),
+            Value::String("x".into()),
+            false,
+        )
+        .unwrap();
+        assign(
+            &mut root,
+            &parse_path("$.a[0].b").unwrap(),
+            Value::String("y".into()),
+            true,
+        )
+        .unwrap();
+        assign(
+            &mut root,
+            &parse_path("$.a[1]").unwrap(),
+            Value::Bool(true),
+            false,
+        )
+        .unwrap();
         assert_eq!(jsontext::dumps(&root), r#"{"a":[{"b":"xy"},true]}"#);
-        assert!(assign(&mut root, &parse_path("$.a[3]").unwrap(), Value::Null, false).is_err());
-        assert!(assign(&mut root, &parse_path("$.a[0].b").unwrap(), Value::Null, false).is_err());
+        assert!(assign(
+            &mut root,
+            &parse_path("$.a[3]").unwrap(),
+            Value::Null,
+            false
+        )
+        .is_err());
+        assert!(assign(
+            &mut root,
+            &parse_path("$.a[0].b").unwrap(),
+            Value::Null,
+            false
+        )
+        .is_err());
     }
 }

@@ -93,8 +93,12 @@ fn write_string(s: &str, out: &mut String) {
             None => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 out.push_str("\\u00");
-                out.push(char::from(HEX.get(usize::from(b >> 4)).copied().unwrap_or(b'0')));
-                out.push(char::from(HEX.get(usize::from(b & 0xf)).copied().unwrap_or(b'0')));
+                out.push(char::from(
+                    HEX.get(usize::from(b >> 4)).copied().unwrap_or(b'0'),
+                ));
+                out.push(char::from(
+                    HEX.get(usize::from(b & 0xf)).copied().unwrap_or(b'0'),
+                ));
             }
         }
         start = i + 1;
@@ -190,7 +194,12 @@ mod tests {
 
     #[test]
     fn values_are_sorted_and_compact() {
-        let v: Value = serde_json::from_str(r#"{"b":[1,-2,3.5,null,true],"a":{"z":"\n\u0001é\"","y":{}}}"#).unwrap();
-        assert_eq!(dumps(&v), r#"{"a":{"y":{},"z":"\n\u0001é\""},"b":[1,-2,3.5,null,true]}"#);
+        let v: Value =
+            serde_json::from_str(r#"{"b":[1,-2,3.5,null,true],"a":{"z":"\n\u0001é\"","y":{}}}"#)
+                .unwrap();
+        assert_eq!(
+            dumps(&v),
+            r#"{"a":{"y":{},"z":"\n\u0001é\""},"b":[1,-2,3.5,null,true]}"#
+        );
     }
 }
