@@ -8,6 +8,10 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from ...types import CanonicalEvent
+from .anthropic import AnthropicMapper
+from .gemini import GeminiMapper
+from .openai_chat import OpenAIChatMapper
+from .openai_responses import OpenAIResponsesMapper
 
 __all__ = ["Mapper", "PROVIDERS", "mapper_for"]
 
@@ -33,11 +37,10 @@ class Mapper(Protocol):
         ...
 
 
-from .anthropic import AnthropicMapper  # noqa: E402
-from .gemini import GeminiMapper  # noqa: E402
-
 #: provider id -> factory taking the selected ``choice`` (or None).
 _FACTORIES: dict[str, Callable[[int | None], Mapper]] = {
+    "openai-chat": OpenAIChatMapper,
+    "openai-responses": OpenAIResponsesMapper,
     "anthropic": AnthropicMapper,
     "gemini": GeminiMapper,
 }
