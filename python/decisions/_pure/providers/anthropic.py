@@ -32,6 +32,9 @@ Mapping:
 - usage: input = ``input_tokens`` + cache reads + cache writes, cached = cache
   reads, output = ``output_tokens``; later values override earlier ones and
   one usage event is emitted at the terminal.
+- an ``error`` before ``message_start`` (or an error body) is preceded by a
+  response start without id or model, so it reaches the caller as the
+  provider's failure.
 - ``error`` types ``overloaded_error``, ``api_error``, ``rate_limit_error`` and
   ``timeout_error`` are retryable.
 """
@@ -192,6 +195,14 @@ class AnthropicMapper:
             code=error_type, message=message, retryable=error_type in RETRYABLE_ERRORS, error_type=error_type
         )
 
+    def _start_failed(self, failed: ResponseFailed) -> list[CanonicalEvent]:
+        """The failure, preceded by an (id-less) start when the provider failed
+        before starting the message."""
+        if self._started:
+            return [failed]
+        self._started = True
+        return [ResponseStarted(), failed]
+
     def _open_block(self, index: int, block: dict[str, Any], what: str, out: list[CanonicalEvent]) -> _Block:
         """Start content block ``index``; a whole body's block also carries its content."""
         if index in self._blocks:
@@ -265,7 +276,7 @@ class AnthropicMapper:
         if event_type == "error":
             failed = self._failed(payload, what)
             self._terminal = True
-            return [failed]
+            return self._start_failed(failed)
         if event_type == "message_start":
             message = _obj(payload.get("message"), what)
             response_id = _opt_str(message, "id", what)
@@ -359,8 +370,9 @@ class AnthropicMapper:
         body = _obj(body, "body")
         body_type = body.get("type")
         if body_type == "error":
+            failed = self._failed(body, "error body")
             self._terminal = True
-            return [self._failed(body, "error body")]
+            return self._start_failed(failed)
         if body_type != "message":
             raise _malformed("body")
         what = "message body"

@@ -410,7 +410,11 @@ class GeminiMapper:
         out: list[CanonicalEvent] = []
         error = chunk.get("error")
         if error is not None:
-            out.append(self._failed(_obj(error, "error")))
+            failed = self._failed(_obj(error, "error"))
+            if not self._started:  # the provider failed before responding: an id-less start first
+                self._started = True
+                out.append(ResponseStarted())
+            out.append(failed)
             self._terminal = True
             return out
         what = "chunk"

@@ -295,6 +295,16 @@ impl AnthropicMapper {
         })
     }
 
+    /// The failure, preceded by an (id-less) start when the provider failed
+    /// before starting the message.
+    fn start_failed(&mut self, failed: Event, out: &mut Vec<Event>) {
+        if !self.started {
+            self.started = true;
+            out.push(Event::ResponseStarted { response_id: None, model: None });
+        }
+        out.push(failed);
+    }
+
     fn open_block(
         &mut self,
         index: u64,
@@ -585,7 +595,7 @@ impl Mapper for AnthropicMapper {
             "error" => {
                 let failed = Self::failed(env.error, &what)?;
                 self.terminal = true;
-                out.push(failed);
+                self.start_failed(failed, out);
                 Ok(())
             }
             "message_start" => self.message_start(&env, &what, out),
@@ -648,8 +658,9 @@ impl Mapper for AnthropicMapper {
         };
         match body_type.as_deref() {
             Some("error") => {
+                let failed = Self::failed(message.error, "error body")?;
                 self.terminal = true;
-                out.push(Self::failed(message.error, "error body")?);
+                self.start_failed(failed, out);
                 return Ok(());
             }
             Some("message") => {}

@@ -732,6 +732,11 @@ impl Mapper for GeminiMapper {
         }
         if let Some(error) = chunk.error {
             let failed = Self::failed(error)?;
+            if !self.started {
+                // the provider failed before responding: an id-less start first
+                self.started = true;
+                out.push(Event::ResponseStarted { response_id: None, model: None });
+            }
             out.push(failed);
             self.terminal = true;
             return Ok(());
