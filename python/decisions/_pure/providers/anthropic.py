@@ -46,6 +46,7 @@ from typing import Any
 from ...errors import new_error
 from ...types import (
     CanonicalEvent,
+    FinishReason,
     ItemEnded,
     ItemStarted,
     ReasoningDelta,
@@ -64,7 +65,7 @@ __all__ = ["AnthropicMapper", "finish_reason", "RETRYABLE_ERRORS"]
 #: provider error types worth retrying
 RETRYABLE_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 
-_STOP_REASONS = {
+_STOP_REASONS: dict[str, FinishReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "tool_use": "tool_calls",
@@ -86,7 +87,7 @@ _DELTAS: dict[str, tuple[str | None, str]] = {
 }
 
 
-def finish_reason(raw: str | None) -> str:
+def finish_reason(raw: str | None) -> FinishReason:
     """The normalized finish reason of an Anthropic ``stop_reason``."""
     return "unknown" if raw is None else _STOP_REASONS.get(raw, "unknown")
 

@@ -48,11 +48,12 @@ Mapping:
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Literal
 
 from ...errors import new_error
 from ...types import (
     CanonicalEvent,
+    FinishReason,
     ItemEnded,
     ItemStarted,
     ReasoningDelta,
@@ -71,7 +72,7 @@ __all__ = ["GeminiMapper", "finish_reason", "MAX_PATH_SEGMENTS"]
 #: deepest ``partialArgs`` jsonPath accepted
 MAX_PATH_SEGMENTS = 128
 
-_FINISH = {
+_FINISH: dict[str, FinishReason] = {
     "STOP": "stop",
     "MAX_TOKENS": "length",
     "SAFETY": "content_filter",
@@ -96,7 +97,7 @@ _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
 
 
-def finish_reason(raw: str, has_calls: bool) -> str:
+def finish_reason(raw: str, has_calls: bool) -> FinishReason:
     """The normalized finish reason of a Gemini ``finishReason``."""
     reason = _FINISH.get(raw, "unknown")
     return "tool_calls" if reason == "stop" and has_calls else reason
@@ -182,7 +183,7 @@ def parse_path(path: str) -> list[str | int]:
                 i = close + 1
         else:
             raise bad
-    if not segments or type(segments[0]) is not str:
+    if not segments or not isinstance(segments[0], str):
         raise bad
     return segments
 
@@ -192,8 +193,8 @@ def _assign(root: dict[str, Any], segments: list[str | int], value: Any, append:
     conflict = new_error("MALFORMED_EVENT", "gemini partialArgs assign a path that conflicts with an earlier one")
     node: Any = root
     for seg, nxt in zip(segments, segments[1:]):
-        fresh: Any = {} if type(nxt) is str else []
-        if type(seg) is str:
+        fresh: Any = {} if isinstance(nxt, str) else []
+        if isinstance(seg, str):
             if type(node) is not dict:
                 raise conflict
             if seg not in node:
@@ -206,7 +207,7 @@ def _assign(root: dict[str, Any], segments: list[str | int], value: Any, append:
                 node.append(fresh)
             node = node[seg]
     last = segments[-1]
-    if type(last) is str:
+    if isinstance(last, str):
         if type(node) is not dict:
             raise conflict
         if append:
@@ -250,7 +251,7 @@ class GeminiMapper:
         self._response_id: str | None = None
         self._items = 0
         self._calls = 0
-        self._open: tuple[str, str] | None = None  # (kind, item_id) of the open text/reasoning item
+        self._open: tuple[Literal["text", "reasoning"], str] | None = None  # (kind, item_id) of the open text/reasoning item
         self._call: _StreamedCall | None = None
         self._usage: UsageReported | None = None
 
@@ -269,13 +270,13 @@ class GeminiMapper:
             out.append(ItemEnded(item_id=self._open[1]))
             self._open = None
 
-    def _item(self, kind: str, out: list[CanonicalEvent]) -> str:
+    def _item(self, kind: Literal["text", "reasoning"], out: list[CanonicalEvent]) -> str:
         """The open item of ``kind``, opened (closing any other) if needed."""
         if self._open is not None and self._open[0] == kind:
             return self._open[1]
         self._close_open(out)
         item_id = self._new_item()
-        out.append(ItemStarted(item_id=item_id, kind=kind))  # type: ignore[arg-type]
+        out.append(ItemStarted(item_id=item_id, kind=kind))
         self._open = (kind, item_id)
         return item_id
 
@@ -308,10 +309,10 @@ class GeminiMapper:
     def _usage_events(self) -> list[CanonicalEvent]:
         return [] if self._usage is None else [self._usage]
 
-    def _finish(self, normalized: str, raw: str, out: list[CanonicalEvent]) -> None:
+    def _finish(self, normalized: FinishReason, raw: str, out: list[CanonicalEvent]) -> None:
         self._close_open(out)
         out.extend(self._usage_events())
-        out.append(ResponseFinished(finish_reason=normalized, raw_finish_reason=raw))  # type: ignore[arg-type]
+        out.append(ResponseFinished(finish_reason=normalized, raw_finish_reason=raw))
         self._terminal = True
 
     # ------------------------------------------------------------ parts
