@@ -22,9 +22,39 @@ from .errors import (
     TransportError,
 )
 from .limits import DEFAULT_LIMITS, Limits
+from .decide import check_complete, decide, parse_arguments
+from .decision import CallVerdict, Decision, FinalDecision, ToolCall, ToolDecision
+from .domain import Tool, ToolRegistry
+from .policy import PathArg, Policy, Run, ToolRule, resolve_path
+from .results import ResultBook, ToolResult, result_messages
+from .schema import Schema
+from .versions import SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
 
 __all__ = [
     "BACKEND",
+    "CallVerdict",
+    "Decision",
+    "FinalDecision",
+    "PathArg",
+    "Policy",
+    "ResultBook",
+    "Run",
+    "Schema",
+    "SchemaRef",
+    "SchemaRegistry",
+    "Tool",
+    "ToolCall",
+    "ToolDecision",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolRule",
+    "VersionedSchema",
+    "check_complete",
+    "decide",
+    "parse_arguments",
+    "resolve_path",
+    "result_messages",
+    "tool_name_args_to_calls",
     "DEFAULT_LIMITS",
     "DomainError",
     "ERROR_CODES",
