@@ -143,7 +143,7 @@ def _pydantic_issues(error: ValidationError, value: Any, root: str) -> list[dict
         parts = _locate(value, err["loc"])
         code, template = _PYDANTIC_TYPES.get(err["type"], ("invalid", ""))
         ctx = err.get("ctx") or {}
-        if err["type"] == "union_tag_not_found" and isinstance(ctx.get("discriminator"), str):
+        if err["type"].startswith("union_tag_") and isinstance(ctx.get("discriminator"), str):
             parts.append(ctx["discriminator"].strip("'"))
         try:
             expected = template.format(**ctx) if template else err["msg"]
@@ -283,7 +283,7 @@ def _js_issues(error: jsonschema.exceptions.ValidationError, root: str) -> Itera
         yield _issue(root, path, code, template.format(value))
     elif keyword in ("oneOf", "anyOf"):
         yield from _alternatives(error, root)
-    elif keyword == "false" or value is False:
+    elif keyword is None:  # a ``false`` subschema
         yield _issue(root, path, "unexpected", "nothing (the schema allows no value here)")
     else:
         yield _issue(root, path, "invalid", error.message)
