@@ -9,6 +9,7 @@ wrong. It never executes a tool.
 
 from __future__ import annotations
 
+from . import _backend
 from ._backend import BACKEND
 from ._version import __version__
 from .errors import (
@@ -22,6 +23,21 @@ from .errors import (
     TransportError,
 )
 from .limits import DEFAULT_LIMITS, Limits
+from .capabilities import STRATEGIES, Capabilities, Strategy, capabilities, choose_strategy
+from .repair import RepairBudget, apply_fixes, fingerprint, fix_invalid_escapes, is_repairable, repair_prompt
+from .requests import (
+    OutputDefinition,
+    RequestPlan,
+    RequestRecord,
+    ToolDefinition,
+    build_request,
+    convert_schema,
+    output_fragment,
+    schema_digest,
+    tool_fragment,
+)
+from .textcalls import parse_json_text, parse_tool_calls, tool_calls_response
+from .trace import Redactor, parse_record
 from .decide import check_complete, decide, parse_arguments
 from .decision import CallVerdict, Decision, FinalDecision, ToolCall, ToolDecision
 from .domain import Tool, ToolRegistry
@@ -30,8 +46,35 @@ from .results import ResultBook, ToolResult, result_messages
 from .schema import Schema
 from .versions import SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
 
+loads = _backend.impl.loads
+
 __all__ = [
     "BACKEND",
+    "Capabilities",
+    "OutputDefinition",
+    "Redactor",
+    "RepairBudget",
+    "RequestPlan",
+    "RequestRecord",
+    "STRATEGIES",
+    "Strategy",
+    "ToolDefinition",
+    "apply_fixes",
+    "build_request",
+    "capabilities",
+    "choose_strategy",
+    "convert_schema",
+    "fingerprint",
+    "fix_invalid_escapes",
+    "is_repairable",
+    "output_fragment",
+    "parse_json_text",
+    "parse_record",
+    "parse_tool_calls",
+    "repair_prompt",
+    "schema_digest",
+    "tool_calls_response",
+    "tool_fragment",
     "CallVerdict",
     "Decision",
     "FinalDecision",
@@ -66,4 +109,5 @@ __all__ = [
     "StreamError",
     "TransportError",
     "__version__",
+    "loads",
 ]
