@@ -47,6 +47,10 @@ from .schema import Schema
 from .versions import SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
 
 loads = _backend.impl.loads
+SSEDecoder = _backend.impl.SSEDecoder
+StreamAssembler = _backend.impl.StreamAssembler
+normalize = _backend.impl.normalize
+PROVIDERS: tuple[str, ...] = _backend.impl.PROVIDERS
 
 __all__ = [
     "BACKEND",
@@ -102,12 +106,16 @@ __all__ = [
     "DomainError",
     "ERROR_CODES",
     "Limits",
+    "PROVIDERS",
     "OutputError",
     "ParseError",
     "PolicyError",
+    "SSEDecoder",
     "SchemaError",
+    "StreamAssembler",
     "StreamError",
     "TransportError",
     "__version__",
     "loads",
+    "normalize",
 ]
