@@ -180,6 +180,21 @@ class _Final:
         self.reason = None if details is None else opt_str(details, "reason", what)
 
 
+def _ref(d: dict[str, Any], what: str, field: str | None = None) -> tuple[str, int, str]:
+    """A ``*.delta`` / ``*.done`` event: its item id, content index and (when
+    ``field`` is given) that required string field. Every field such events
+    may carry is shape-checked, whichever one the type uses."""
+    item_id = req_str(d, "item_id", what)
+    index = opt_u64(d, "content_index", what) or 0
+    values = {key: opt_str(d, key, what) for key in ("delta", "text", "refusal", "arguments")}
+    if field is None:
+        return item_id, index, ""
+    value = values[field]
+    if value is None:
+        raise malformed(what, f"{field} must be a string")
+    return item_id, index, value
+
+
 class OpenAIResponsesMapper:
     """Responses ``response.*`` events / ``response`` bodies -> canonical events."""
 
@@ -340,18 +355,14 @@ class OpenAIResponsesMapper:
             )
 
     def _content_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent], kind: str) -> None:
-        item_id = req_str(d, "item_id", what)
-        index = opt_u64(d, "content_index", what) or 0
-        delta = req_str(d, "delta", what)
+        item_id, index, delta = _ref(d, what, "delta")
         part = self._part(item_id, index, what)
         if part.kind != kind:
             raise new_error("UNKNOWN_ITEM", f"{what} for {part.canon}, which is a {part.kind} part")
         self._delta(part, delta, out)
 
     def _content_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent], field: str) -> None:
-        item_id = req_str(d, "item_id", what)
-        index = opt_u64(d, "content_index", what) or 0
-        text = req_str(d, field, what)
+        item_id, index, text = _ref(d, what, field)
         self._check(self._part(item_id, index, what), text, what, out)
 
     def _text_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
@@ -367,21 +378,19 @@ class OpenAIResponsesMapper:
         self._content_done(d, what, out, "refusal")
 
     def _args_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        item_id = req_str(d, "item_id", what)
-        delta = req_str(d, "delta", what)
+        item_id, _, delta = _ref(d, what, "delta")
         acc = self._item(item_id, what, "function_call").acc
         assert acc is not None
         self._delta(acc, delta, out)
 
     def _args_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        item_id = req_str(d, "item_id", what)
-        arguments = req_str(d, "arguments", what)
+        item_id, _, arguments = _ref(d, what, "arguments")
         acc = self._item(item_id, what, "function_call").acc
         assert acc is not None
         self._check(acc, arguments, what, out)
 
     def _summary_part(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        item_id = req_str(d, "item_id", what)
+        item_id, _, _ = _ref(d, what)
         entry = self._item(item_id, what, "reasoning")
         assert entry.acc is not None
         if entry.summaries:
@@ -389,14 +398,13 @@ class OpenAIResponsesMapper:
         entry.summaries += 1
 
     def _reasoning_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        item_id = req_str(d, "item_id", what)
-        delta = req_str(d, "delta", what)
+        item_id, _, delta = _ref(d, what, "delta")
         acc = self._item(item_id, what, "reasoning").acc
         assert acc is not None
         self._delta(acc, delta, out)
 
     def _reasoning_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        self._item(req_str(d, "item_id", what), what, "reasoning")
+        self._item(_ref(d, what)[0], what, "reasoning")
 
     def _item_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         opt_u64(d, "output_index", what)

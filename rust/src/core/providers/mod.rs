@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 use crate::core::errors::CoreError;
 use crate::core::events::Event;
 
+pub mod openai_chat;
+pub mod openai_responses;
+
 /// Maps one provider's events to canonical events.
 pub trait Mapper {
     /// One decoded provider event: the SSE `event:` name (None when the
@@ -29,11 +32,12 @@ pub trait Mapper {
 /// The mapper for a provider id, or None if the id is unknown.
 /// `choice` selects one choice of a multi-choice (`n > 1`) Chat response.
 pub fn mapper_for(provider: &str, choice: Option<usize>) -> Option<Box<dyn Mapper>> {
-    let _ = choice;
     match provider {
+        "openai-chat" => Some(Box::new(openai_chat::OpenAIChat::new(choice))),
+        "openai-responses" => Some(Box::new(openai_responses::OpenAIResponses::new())),
         _ => None,
     }
 }
 
 /// The provider ids [`mapper_for`] knows.
-pub const PROVIDERS: &[&str] = &[];
+pub const PROVIDERS: &[&str] = &["openai-chat", "openai-responses"];
