@@ -8,5 +8,8 @@
 
 pub mod errors;
 pub mod events;
+pub mod json;
 pub mod limits;
 pub mod providers;
+pub mod assemble;
+pub mod sse;
