@@ -4,11 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::core::errors::CoreError;
-use crate::core::events::Event;
-
+pub mod anthropic;
+pub mod gemini;
+pub mod jsontext;
 pub mod openai_chat;
 pub mod openai_responses;
+
+use crate::core::errors::CoreError;
+use crate::core::events::Event;
 
 /// Maps one provider's events to canonical events.
 pub trait Mapper: Send + Sync {
@@ -35,9 +38,11 @@ pub fn mapper_for(provider: &str, choice: Option<usize>) -> Option<Box<dyn Mappe
     match provider {
         "openai-chat" => Some(Box::new(openai_chat::OpenAIChat::new(choice))),
         "openai-responses" => Some(Box::new(openai_responses::OpenAIResponses::new())),
+        "anthropic" => Some(Box::new(anthropic::AnthropicMapper::new())),
+        "gemini" => Some(Box::new(gemini::GeminiMapper::new(choice))),
         _ => None,
     }
 }
 
 /// The provider ids [`mapper_for`] knows.
-pub const PROVIDERS: &[&str] = &["openai-chat", "openai-responses"];
+pub const PROVIDERS: &[&str] = &["openai-chat", "openai-responses", "anthropic", "gemini"];
