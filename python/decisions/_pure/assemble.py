@@ -582,7 +582,7 @@ _DONE: Final = "[DONE]"
 
 def _decode(data: str | bytes | bytearray | memoryview) -> Any:
     """Event data or a body as JSON (``[DONE]`` passes through as the str)."""
-    if type(data) is not str:
+    if not isinstance(data, str):
         try:
             data = bytes(data).decode("utf-8")
         except UnicodeDecodeError:
