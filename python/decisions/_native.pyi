@@ -8,12 +8,8 @@ name the module exports must be in ``__all__`` here.
 
 from typing import Any, final
 
-from typing_extensions import Self
-
 from .limits import Limits
 from .types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, SSEEvent
-
-__all__ = ["__version__", "error_codes", "default_limits", "loads"]
 
 __all__ = [
     "__version__",
@@ -51,7 +47,7 @@ class SSEDecoder:
     ``retry`` are the last valid values seen. Errors are ``StreamError`` with
     a byte offset into the stream; after one, every call raises ``STREAM_FAILED``."""
 
-    def __new__(cls, *, limits: Limits | None = None) -> Self: ...
+    def __new__(cls, *, limits: Limits | None = None) -> SSEDecoder: ...
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[SSEEvent]:
         """Consume a chunk; return the events it completed."""
     def finish(self) -> list[SSEEvent]:
@@ -78,7 +74,7 @@ class StreamAssembler:
         limits: Limits | None = None,
         choice: int | None = None,
         keep_events: bool = False,
-    ) -> Self: ...
+    ) -> StreamAssembler: ...
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Raw SSE bytes of the provider's stream, in any chunking."""
     def feed_event(
