@@ -14,7 +14,7 @@ import json
 from types import ModuleType
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from decisions import Limits, OutputError
@@ -156,6 +156,7 @@ def test_generated_streams_reach_every_outcome(both: tuple[ModuleType, ModuleTyp
     native, _ = both
     seen: set[str] = set()
 
+    @settings(derandomize=True, max_examples=300, database=None)
     @given(events=damaged_stream(), limits=LIMITS)
     def collect(events: list[CanonicalEvent], limits: Limits | None) -> None:
         result = run_events(native, events, limits, "object")
