@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet "maturin>=1.5,<2" "pydantic>=2.6" "jsonschema>=4.21" \
 	    "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "orjson>=3.9" "jiter>=0.5" \
-	    "openai>=1.40" "anthropic>=0.34" "httpx>=0.27" "mypy>=1.10"
+	    "openai>=1.40" "anthropic>=0.34" "httpx>=0.27" "mypy>=1.10" "google-genai>=1.0"
 	touch $@
 
 .PHONY: venv
@@ -36,8 +36,23 @@ pytest: build ## run the Python suite on the native backend, then with DECISIONS
 	DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
 	DECISIONS_PURE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
 
+.PHONY: typecheck
+typecheck: build ## mypy --strict on the package, and stubtest of _native.pyi against the built extension
+	$(PY) -m mypy --strict python/decisions
+	$(PY) -m mypy.stubtest decisions._native --allowlist packaging/stubtest-allowlist.txt
+
+.PHONY: lint
+lint: typecheck ## typecheck, then clippy (unwrap/expect/panic/indexing denied in rust/src/core)
+	cargo clippy --quiet --features python --all-targets -- -D warnings
+
+.PHONY: wheels
+wheels: venv ## the binary wheel (maturin, release) and the pure py3-none-any wheel, into dist/
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH maturin build --release --quiet --out dist
+	$(PY) packaging/pure/build.py --out dist
+	@ls -1 dist/*.whl
+
 .PHONY: test
-test: cargo-test pytest ## everything CI runs: cargo test and pytest on both backends
+test: cargo-test typecheck pytest ## everything CI runs: cargo test, mypy/stubtest, pytest on both backends (incl. the wheels)
 
 .PHONY: demo
 demo: build ## the main job: run the demo over bundled examples

@@ -1,11 +1,14 @@
 """Selects the backend once, at import: the Rust core when it imports, the
-pure-Python twin otherwise. ``DECISIONS_PURE=1`` forces the twin. Nothing
-else in the package repeats this check.
+pure-Python twin otherwise. ``DECISIONS_PURE=1`` forces the twin, and so does a
+free-threaded CPython (the extension is built for the GIL; importing it there
+would switch the GIL back on for the whole process). Nothing else in the
+package repeats this check.
 """
 
 from __future__ import annotations
 
 import os
+import sysconfig
 from types import ModuleType
 from typing import Literal
 
@@ -17,6 +20,11 @@ __all__ = ["BACKEND", "impl", "native_module"]
 
 def _forced_pure() -> bool:
     return os.environ.get("DECISIONS_PURE", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def free_threaded() -> bool:
+    """True on a free-threaded (``--disable-gil``) CPython build."""
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 
 def native_module() -> ModuleType | None:
@@ -39,7 +47,7 @@ def native_module() -> ModuleType | None:
 
 impl: ModuleType
 BACKEND: Literal["native", "pure"]
-_native_impl = None if _forced_pure() else native_module()
+_native_impl = None if _forced_pure() or free_threaded() else native_module()
 if _native_impl is None:
     impl, BACKEND = _pure, "pure"
 else:

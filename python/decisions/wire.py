@@ -1,0 +1,146 @@
+"""The canonical event wire format: how a backend forwards normalized events
+to its own front end, and how the front end reads them back.
+
+Two framings of the same JSON object per event (``{"type": ..., **fields}``,
+what ``event.to_dict()`` gives):
+
+* JSON lines: one compact JSON object per line (``encode_json`` / ``decode_json``,
+  ``read_json_lines``);
+* SSE: ``event: <type>`` and ``data: <json>`` per event (``encode_sse`` /
+  ``read_sse``), ready to write to a ``text/event-stream`` response.
+
+Reading is strict: text is parsed by :func:`decisions.loads`, an unknown
+``type``, a missing or unknown field, or a value of the wrong type raises
+:class:`~decisions.StreamError` ``MALFORMED_EVENT``. Feeding the events read
+back to ``StreamAssembler("canonical")`` rebuilds the same response.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from typing import Any, Final, get_args
+
+from . import _backend
+from .errors import StreamError
+from .limits import Limits
+from .types import EVENT_TYPES, FINISH_REASONS, CanonicalEvent, ItemKind
+
+__all__ = [
+    "CONTENT_TYPE_JSON_LINES",
+    "CONTENT_TYPE_SSE",
+    "event_from_dict",
+    "encode_json",
+    "decode_json",
+    "encode_sse",
+    "read_json_lines",
+    "read_sse",
+    "aread_sse",
+]
+
+CONTENT_TYPE_JSON_LINES: Final = "application/jsonl"
+CONTENT_TYPE_SSE: Final = "text/event-stream"
+
+_ITEM_KINDS: Final = frozenset(get_args(ItemKind))
+_INT_OR_NONE = (int, type(None))
+_STR_OR_NONE = (str, type(None))
+
+
+def _malformed(message: str, *, offset: int | None = None) -> StreamError:
+    return StreamError("MALFORMED_EVENT", f"canonical event: {message}", offset=offset)
+
+
+def _check_value(type_name: str, name: str, value: Any, annotation: str) -> None:
+    if annotation == "str":
+        ok = isinstance(value, str)
+    elif annotation == "str | None":
+        ok = isinstance(value, _STR_OR_NONE)
+    elif annotation == "int | None":
+        ok = isinstance(value, _INT_OR_NONE) and not isinstance(value, bool)
+    elif annotation == "bool":
+        ok = isinstance(value, bool)
+    elif annotation == "ItemKind":
+        ok = value in _ITEM_KINDS
+    elif annotation == "FinishReason":
+        ok = value in FINISH_REASONS
+    else:  # a field type this reader does not know: refuse rather than guess
+        raise _malformed(f"{type_name}.{name} has an unsupported type {annotation}")
+    if not ok:
+        raise _malformed(f"{type_name}.{name} must be {annotation}, not {value!r}")
+
+
+def event_from_dict(data: Mapping[str, Any]) -> CanonicalEvent:
+    """The canonical event for one wire object (``{"type": ..., **fields}``)."""
+    if not isinstance(data, Mapping):
+        raise _malformed(f"an event is a JSON object, not {type(data).__name__}")
+    type_name = data.get("type")
+    cls = EVENT_TYPES.get(type_name) if isinstance(type_name, str) else None
+    if cls is None or not isinstance(type_name, str):
+        raise _malformed(f"unknown event type {type_name!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields) - {"type"})
+    if unknown:
+        raise _malformed(f"{type_name} has unknown fields {unknown}")
+    kwargs: dict[str, Any] = {}
+    for name, spec in fields.items():
+        if name in data:
+            _check_value(type_name, name, data[name], str(spec.type))
+            kwargs[name] = data[name]
+        elif spec.default is dataclasses.MISSING:
+            raise _malformed(f"{type_name} is missing the field {name!r}")
+    event: CanonicalEvent = cls(**kwargs)  # type: ignore[assignment]
+    return event
+
+
+def encode_json(event: CanonicalEvent) -> str:
+    """One event as compact JSON text (no newline)."""
+    return json.dumps(event.to_dict(), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def decode_json(text: str | bytes, *, limits: Limits | None = None) -> CanonicalEvent:
+    """One event from its JSON text (strict parse, then the shape check)."""
+    return event_from_dict(_backend.impl.loads(text, limits=limits))
+
+
+def encode_sse(event: CanonicalEvent) -> bytes:
+    """One event as an SSE frame: ``event: <type>``, ``data: <json>``, blank line."""
+    return f"event: {event.type}\ndata: {encode_json(event)}\n\n".encode()
+
+
+def read_json_lines(lines: Iterable[str | bytes], *, limits: Limits | None = None) -> Iterator[CanonicalEvent]:
+    """Events from JSON lines; blank lines are skipped. Errors carry the line number (from 1) as offset."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield decode_json(line, limits=limits)
+        except StreamError as error:
+            raise _malformed(f"line {number}: {error.message}", offset=number) from error
+
+
+def _from_sse(frame: Any, limits: Limits | None) -> CanonicalEvent:
+    event = decode_json(frame.data, limits=limits)
+    if frame.event not in ("message", event.type):
+        raise _malformed(f"SSE event name {frame.event!r} does not match its type {event.type!r}")
+    return event
+
+
+def read_sse(chunks: Iterable[bytes], *, limits: Limits | None = None) -> Iterator[CanonicalEvent]:
+    """Events from SSE bytes in any chunking (decoded by :class:`decisions.SSEDecoder`)."""
+    decoder = _backend.impl.SSEDecoder(limits=limits)
+    for chunk in chunks:
+        for frame in decoder.feed(chunk):
+            yield _from_sse(frame, limits)
+    for frame in decoder.finish():
+        yield _from_sse(frame, limits)
+
+
+async def aread_sse(chunks: AsyncIterable[bytes], *, limits: Limits | None = None) -> AsyncIterator[CanonicalEvent]:
+    """:func:`read_sse` over an async byte stream."""
+    decoder = _backend.impl.SSEDecoder(limits=limits)
+    async for chunk in chunks:
+        for frame in decoder.feed(chunk):
+            yield _from_sse(frame, limits)
+    for frame in decoder.finish():
+        yield _from_sse(frame, limits)

@@ -1,0 +1,139 @@
+"""Both wheels, each installed into its own fresh virtual environment.
+
+``maturin build --release`` gives the binary wheel, ``packaging/pure/build.py``
+the ``py3-none-any`` one. Each is installed with ``--no-deps`` into a new venv
+whose runtime dependencies come from the test environment (a ``.pth`` line, so
+nothing is downloaded), then imported and smoke-tested there. Marked ``wheels``
+(deselect with ``-m "not wheels"``); it runs once, in the native pass of
+``make test``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import decisions
+
+ROOT = Path(__file__).resolve().parent.parent
+PURE_RUN = os.environ.get("DECISIONS_PURE", "").strip().lower() not in ("", "0", "false", "no")
+
+pytestmark = [
+    pytest.mark.wheels,
+    pytest.mark.skipif(PURE_RUN, reason="built and checked once, in the native pass"),
+]
+
+#: Run inside each fresh venv: which backend, from where, and a real job.
+SMOKE = r"""
+import json, sys, decisions, decisions.cli
+from decisions import loads, ParseError
+assert decisions.__file__.startswith(sys.prefix), decisions.__file__
+assert loads('{"path": "a.txt", "n": [1, 2.5, null]}') == {"path": "a.txt", "n": [1, 2.5, None]}
+try:
+    loads('{"pattern": "\\d+"}')
+except ParseError as error:
+    code = error.code
+else:
+    raise AssertionError("invalid escape accepted")
+print(json.dumps({"backend": decisions.BACKEND, "escape": code, "version": decisions.__version__}))
+"""
+
+
+def _build_wheels(out: Path) -> dict[str, Path]:
+    env = dict(os.environ, VIRTUAL_ENV=sys.prefix, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    maturin = shutil.which("maturin", path=env["PATH"])
+    assert maturin, "maturin is not installed in the test environment"
+    subprocess.run(
+        [maturin, "build", "--release", "--quiet", "--interpreter", sys.executable, "--out", str(out)],
+        cwd=ROOT, env=env, check=True, capture_output=True,
+    )
+    subprocess.run([sys.executable, str(ROOT / "packaging" / "pure" / "build.py"), "--out", str(out)], check=True)
+    binary = [w for w in out.glob("decisions-*.whl") if not w.name.endswith("-py3-none-any.whl")]
+    pure = list(out.glob("decisions-*-py3-none-any.whl"))
+    assert len(binary) == 1 and len(pure) == 1, sorted(w.name for w in out.iterdir())
+    return {"native": binary[0], "pure": pure[0]}
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return _build_wheels(tmp_path_factory.mktemp("wheels"))
+
+
+def _fresh_venv(where: Path, wheel: Path) -> Path:
+    """A new venv holding only ``wheel``; runtime deps resolve from this environment."""
+    venv.EnvBuilder(with_pip=False).create(where)
+    python = where / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    # Dependencies (pydantic, jsonschema, ...) from the test venv, after the venv's own packages.
+    (site / "zz_test_deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--python", str(python), str(wheel)],
+        check=True,
+    )
+    return python
+
+
+def _names(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.namelist()
+
+
+def test_binary_wheel_holds_the_extension_and_its_stub(wheels: dict[str, Path]) -> None:
+    names = _names(wheels["native"])
+    assert any(n.startswith("decisions/_native.") and n.endswith(".so") for n in names)
+    assert "decisions/_native.pyi" in names and "decisions/py.typed" in names
+    assert any(n.startswith("decisions/examples/") for n in names), "bundled examples missing"
+
+
+def test_pure_wheel_has_no_extension(wheels: dict[str, Path]) -> None:
+    names = _names(wheels["pure"])
+    assert wheels["pure"].name == f"decisions-{decisions.__version__}-py3-none-any.whl"
+    assert not [n for n in names if n.endswith((".so", ".pyd", ".dylib", ".pyi"))]
+    assert "decisions/py.typed" in names and "decisions/_pure/__init__.py" in names
+    assert any(n.startswith("decisions/examples/") for n in names), "bundled examples missing"
+    with zipfile.ZipFile(wheels["pure"]) as archive:
+        meta = archive.read(f"decisions-{decisions.__version__}.dist-info/METADATA").decode()
+        entry_points = archive.read(f"decisions-{decisions.__version__}.dist-info/entry_points.txt").decode()
+    assert "Requires-Python: >=3.11" in meta
+    assert "decisions = decisions.cli:main" in entry_points
+
+
+@pytest.mark.parametrize("kind", ["native", "pure"])
+def test_wheel_installs_and_runs_in_a_fresh_venv(kind: str, wheels: dict[str, Path], tmp_path: Path) -> None:
+    python = _fresh_venv(tmp_path / "venv", wheels[kind])
+    env = {k: v for k, v in os.environ.items() if k not in ("DECISIONS_PURE", "PYTHONPATH", "VIRTUAL_ENV")}
+    out = subprocess.run([str(python), "-I", "-c", SMOKE], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report == {"backend": kind, "escape": "INVALID_ESCAPE", "version": decisions.__version__}
+    # The console script runs the main job over the bundled examples.
+    script = tmp_path / "venv" / "bin" / "decisions"
+    inspect = subprocess.run([str(script), "inspect", "--json"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert inspect.returncode == 1, inspect.stderr  # the examples include typed failures
+    results = json.loads(inspect.stdout)
+    assert results["backend"] == kind and len(results["examples"]) >= 6
+
+
+def test_free_threaded_cpython_selects_the_pure_twin() -> None:
+    """No free-threaded interpreter on this machine: the selector's check is
+    exercised by reporting a ``Py_GIL_DISABLED`` build to it."""
+    code = (
+        "import sysconfig\n"
+        "real = sysconfig.get_config_var\n"
+        "sysconfig.get_config_var = lambda name: 1 if name == 'Py_GIL_DISABLED' else real(name)\n"
+        "import decisions\nprint(decisions.BACKEND)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DECISIONS_PURE"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "pure"
