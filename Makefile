@@ -42,8 +42,7 @@ typecheck: build ## mypy --strict on the package, and stubtest of _native.pyi ag
 	$(PY) -m mypy.stubtest decisions._native --allowlist packaging/stubtest-allowlist.txt
 
 .PHONY: lint
-lint: typecheck ## typecheck, then clippy (unwrap/expect/panic/indexing denied in rust/src/core)
-	cargo clippy --quiet --features python --all-targets -- -D warnings
+lint: typecheck clippy ## typecheck, then clippy (unwrap/expect/panic/indexing denied in rust/src/core)
 
 .PHONY: wheels
 wheels: venv ## the binary wheel (maturin, release) and the pure py3-none-any wheel, into dist/
@@ -61,3 +60,24 @@ demo: build ## the main job: run the demo over bundled examples
 .PHONY: bench
 bench: build ## benchmarks: medians side by side, printed as ratios
 	$(PY) benches/report.py
+
+# --- hardening: clippy, fuzzing, long property runs ---
+
+.PHONY: clippy
+clippy: venv ## clippy on the core (unwrap/expect/panic/indexing denied there) and the binding
+	cargo clippy --all-targets --quiet
+	PYO3_PYTHON=$(abspath $(PY)) cargo clippy --all-targets --features python --quiet
+
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+.PHONY: fuzz
+fuzz: ## run each cargo-fuzz target for FUZZ_SECONDS (FUZZ_TARGETS= to pick); summary in fuzz/logs
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+
+.PHONY: test-long
+test-long: build ## the native-vs-pure differential tests with the long hypothesis profile
+	HYPOTHESIS_PROFILE=long DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q -m differential $(PYTEST_ARGS)
+
+.PHONY: test-memory
+test-memory: build ## the 1 GiB adversarial-stream memory run, on both backends
+	DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q -m slow tests/test_resources.py $(PYTEST_ARGS)

@@ -59,3 +59,15 @@ def both() -> tuple[ModuleType, ModuleType]:
     if _NATIVE is None:
         pytest.skip("differential tests need the native backend")
     return _NATIVE, _pure
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that uses ``both`` as ``differential`` (``make test-long``
+    selects them), and skip ``slow`` tests unless a ``-m`` expression asks for them."""
+    wants_slow = "slow" in (config.option.markexpr or "")
+    skip_slow = pytest.mark.skip(reason="slow: run with -m slow")
+    for item in items:
+        if "both" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.differential)
+        if not wants_slow and item.get_closest_marker("slow") is not None:
+            item.add_marker(skip_slow)

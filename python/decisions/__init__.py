@@ -9,6 +9,7 @@ wrong. It never executes a tool.
 
 from __future__ import annotations
 
+from . import _backend
 from ._backend import BACKEND
 from ._version import __version__
 from .errors import (
@@ -23,6 +24,8 @@ from .errors import (
 )
 from .limits import DEFAULT_LIMITS, Limits
 
+loads = _backend.impl.loads
+
 __all__ = [
     "BACKEND",
     "DEFAULT_LIMITS",
@@ -36,4 +39,5 @@ __all__ = [
     "StreamError",
     "TransportError",
     "__version__",
+    "loads",
 ]

@@ -4,5 +4,6 @@ no wheel fits.
 """
 
 from .._version import __version__
+from .json import loads
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "loads"]

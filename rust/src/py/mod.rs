@@ -1,6 +1,7 @@
 //! The binding layer: Python objects in, core calls, Python objects out.
 
 mod common;
+mod json;
 
 use pyo3::prelude::*;
 
@@ -29,5 +30,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(default_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(json::loads, m)?)?;
     Ok(())
 }

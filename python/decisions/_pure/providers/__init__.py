@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from ...types import CanonicalEvent
+from .openai_chat import OpenAIChatMapper
+from .openai_responses import OpenAIResponsesMapper
 
 __all__ = ["Mapper", "PROVIDERS", "mapper_for"]
 
@@ -34,7 +36,10 @@ class Mapper(Protocol):
 
 
 #: provider id -> factory taking the selected ``choice`` (or None).
-_FACTORIES: dict[str, Callable[[int | None], Mapper]] = {}
+_FACTORIES: dict[str, Callable[[int | None], Mapper]] = {
+    "openai-chat": OpenAIChatMapper,
+    "openai-responses": OpenAIResponsesMapper,
+}
 
 PROVIDERS: tuple[str, ...] = tuple(_FACTORIES)
 

@@ -1,0 +1,834 @@
+//! The strict JSON parser: RFC 8259 plus the I-JSON rules (RFC 7493).
+//!
+//! One left-to-right pass with an explicit stack (no recursion), generic over
+//! a [`Builder`] so the core knows nothing of Python: the binding builds
+//! Python objects directly, the tests build `serde_json::Value`s. Errors are a
+//! [`Code`] and a character offset; the message and hint are rendered by
+//! `decisions._json_errors`, which both backends share. The rules (the order
+//! of the checks and the position each code reports) are written down in the
+//! docstring of `python/decisions/_pure/json.py`, the twin of this file.
+
+use crate::core::errors::Code;
+use crate::core::limits::Limits;
+
+/// What the parser calls to build values. `Value` is one finished value.
+pub trait Builder {
+    type Value;
+    type Error;
+    fn null(&mut self) -> Result<Self::Value, Self::Error>;
+    fn boolean(&mut self, value: bool) -> Result<Self::Value, Self::Error>;
+    fn int(&mut self, value: i64) -> Result<Self::Value, Self::Error>;
+    fn uint(&mut self, value: u64) -> Result<Self::Value, Self::Error>;
+    fn float(&mut self, value: f64) -> Result<Self::Value, Self::Error>;
+    /// A string value; `ascii` is true when every byte is below 0x80.
+    fn string(&mut self, value: &str, ascii: bool) -> Result<Self::Value, Self::Error>;
+    /// An object key (may be cached by the builder).
+    fn key(&mut self, value: &str, ascii: bool) -> Result<Self::Value, Self::Error>;
+    /// An array holding `items`, in order.
+    fn array(&mut self, items: std::vec::Drain<'_, Self::Value>) -> Result<Self::Value, Self::Error>;
+    fn object(&mut self) -> Result<Self::Value, Self::Error>;
+    /// Insert a member; `Ok(false)` when the key was already present.
+    fn insert(&mut self, object: &mut Self::Value, key: Self::Value, value: Self::Value) -> Result<bool, Self::Error>;
+}
+
+/// A parse failure: the code and the character offset it applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonError {
+    pub code: Code,
+    pub pos: usize,
+}
+
+/// Why parsing stopped: a parse error, or the builder failed (out of memory).
+#[derive(Debug)]
+pub enum Failure<E> {
+    Parse(JsonError),
+    Build(E),
+}
+
+impl<E> From<JsonError> for Failure<E> {
+    fn from(e: JsonError) -> Self {
+        Failure::Parse(e)
+    }
+}
+
+/// Checks that come before parsing, on the raw bytes: size, UTF-16/32, BOM.
+/// `Err` holds the code (its position is always 0).
+pub fn precheck(data: &[u8], limits: &Limits) -> Result<(), Code> {
+    if data.len() > limits.max_document_bytes {
+        return Err(Code::DOCUMENT_TOO_LARGE);
+    }
+    match data {
+        [0xFE, 0xFF, ..] | [0xFF, 0xFE, ..] | [0, _, ..] | [_, 0, ..] => Err(Code::UTF16_INPUT),
+        [0xEF, 0xBB, 0xBF, ..] => Err(Code::BOM),
+        _ => Ok(()),
+    }
+}
+
+/// Parse bytes: the prechecks, UTF-8 validation, then the document.
+pub fn parse_bytes<B: Builder>(data: &[u8], limits: &Limits, builder: &mut B) -> Result<B::Value, Failure<B::Error>> {
+    precheck(data, limits).map_err(|code| JsonError { code, pos: 0 })?;
+    let text = match std::str::from_utf8(data) {
+        Ok(text) => text,
+        Err(e) => {
+            let prefix = data.get(..e.valid_up_to()).unwrap_or_default();
+            return Err(JsonError { code: Code::INVALID_UTF8, pos: char_count(prefix) }.into());
+        }
+    };
+    parse_valid(text.as_bytes(), limits, builder)
+}
+
+/// Parse text already known to be UTF-8 (a Python `str`): the prechecks, then the document.
+pub fn parse_str<B: Builder>(text: &str, limits: &Limits, builder: &mut B) -> Result<B::Value, Failure<B::Error>> {
+    precheck(text.as_bytes(), limits).map_err(|code| JsonError { code, pos: 0 })?;
+    parse_valid(text.as_bytes(), limits, builder)
+}
+
+/// Characters in valid UTF-8 `bytes` (bytes that are not continuation bytes).
+pub fn char_count(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| (b & 0xC0) != 0x80).count()
+}
+
+/// `text` must be valid UTF-8 (the string scanner relies on it).
+fn parse_valid<B: Builder>(text: &[u8], limits: &Limits, builder: &mut B) -> Result<B::Value, Failure<B::Error>> {
+    let mut parser = Parser { text, pos: 0, values: 0, limits, scratch: Vec::new() };
+    parser.run(builder).map_err(|f| match f {
+        Failure::Parse(JsonError { code, pos }) => {
+            Failure::Parse(JsonError { code, pos: char_count(text.get(..pos).unwrap_or(text)) })
+        }
+        other => other,
+    })
+}
+
+struct Frame<V> {
+    /// The object being filled (`None` for an array, whose items wait on the value stack).
+    object: Option<V>,
+    /// An object's pending key and the byte offset of its opening quote.
+    key: Option<(V, usize)>,
+    /// Index of the array's first item on the value stack.
+    start: usize,
+    /// Items or members so far.
+    count: usize,
+}
+
+struct Parser<'a> {
+    text: &'a [u8],
+    /// Byte offset (converted to characters only when an error is reported).
+    pos: usize,
+    values: usize,
+    limits: &'a Limits,
+    scratch: Vec<u8>,
+}
+
+#[inline]
+fn fail<T, E>(code: Code, pos: usize) -> Result<T, Failure<E>> {
+    Err(Failure::Parse(JsonError { code, pos }))
+}
+
+#[inline]
+fn is_digit(b: u8) -> bool {
+    b.is_ascii_digit()
+}
+
+fn hex_value(b: u8) -> Option<u32> {
+    match b {
+        b'0'..=b'9' => Some(u32::from(b - b'0')),
+        b'a'..=b'f' => Some(u32::from(b - b'a' + 10)),
+        b'A'..=b'F' => Some(u32::from(b - b'A' + 10)),
+        _ => None,
+    }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Mask with the high bit set in the first byte of `word` that is `"`, `\` or
+/// below 0x20 (bits above the first hit may be spurious; only the lowest is used).
+#[inline]
+fn special_mask(word: u64) -> u64 {
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    let zero_quote = quote.wrapping_sub(ONES) & !quote;
+    let zero_backslash = backslash.wrapping_sub(ONES) & !backslash;
+    let control = word.wrapping_sub(ONES * 0x20) & !word;
+    (zero_quote | zero_backslash | control) & HIGHS
+}
+
+impl<'a> Parser<'a> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.text.get(self.pos).copied()
+    }
+
+    #[inline]
+    fn at(&self, i: usize) -> Option<u8> {
+        self.text.get(i).copied()
+    }
+
+    #[inline]
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn starts_with(&self, i: usize, lit: &[u8]) -> bool {
+        self.text.get(i..).is_some_and(|rest| rest.starts_with(lit))
+    }
+
+    /// The code for a character that cannot stand at `i`: comments, fences
+    /// and single quotes get their own codes, anything else `default`.
+    fn classify(&self, i: usize, default: Code) -> Code {
+        match self.at(i) {
+            Some(b'/') if matches!(self.at(i + 1), Some(b'/' | b'*')) => Code::COMMENT,
+            Some(b'`') if self.starts_with(i, b"```") => Code::MARKDOWN_FENCE,
+            Some(b'\'') => Code::SINGLE_QUOTES,
+            _ => default,
+        }
+    }
+
+    fn end_error<T, E>(&self) -> Result<T, Failure<E>> {
+        fail(Code::UNEXPECTED_END, self.text.len())
+    }
+
+    fn run<B: Builder>(&mut self, b: &mut B) -> Result<B::Value, Failure<B::Error>> {
+        let mut stack: Vec<Frame<B::Value>> = Vec::new();
+        let mut items: Vec<B::Value> = Vec::new();
+        self.skip_ws();
+        if self.pos >= self.text.len() {
+            return fail(Code::EMPTY_INPUT, self.pos);
+        }
+        'value: loop {
+            // A value starts at self.pos (whitespace skipped).
+            let start = self.pos;
+            let Some(c) = self.peek() else { return self.end_error() };
+            let container = match c {
+                b'{' | b'[' => true,
+                b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => false,
+                b'N' if self.starts_with(start, b"NaN") => return fail(Code::NAN_OR_INFINITY, start),
+                b'I' if self.starts_with(start, b"Infinity") => return fail(Code::NAN_OR_INFINITY, start),
+                b'+' | b'.' => return fail(Code::INVALID_NUMBER, start),
+                _ => return fail(self.classify(start, Code::UNEXPECTED_CHARACTER), start),
+            };
+            if let Some(top) = stack.last_mut() {
+                if top.object.is_none() {
+                    if top.count >= self.limits.max_array_items {
+                        return fail(Code::TOO_MANY_ITEMS, start);
+                    }
+                    top.count += 1;
+                }
+            }
+            if self.values >= self.limits.max_values {
+                return fail(Code::TOO_MANY_VALUES, start);
+            }
+            self.values += 1;
+            if container && stack.len() >= self.limits.max_depth {
+                return fail(Code::DEPTH_EXCEEDED, start);
+            }
+            let mut value = match c {
+                b'{' => {
+                    self.pos += 1;
+                    self.skip_ws();
+                    match self.peek() {
+                        Some(b'}') => {
+                            self.pos += 1;
+                            b.object().map_err(Failure::Build)?
+                        }
+                        Some(b'"') => {
+                            let object = b.object().map_err(Failure::Build)?;
+                            stack.push(Frame { object: Some(object), key: None, start: 0, count: 0 });
+                            self.member(b, &mut stack)?;
+                            continue 'value;
+                        }
+                        None => return self.end_error(),
+                        Some(_) => return fail(self.classify(self.pos, Code::KEY_NOT_STRING), self.pos),
+                    }
+                }
+                b'[' => {
+                    self.pos += 1;
+                    self.skip_ws();
+                    match self.peek() {
+                        Some(b']') => {
+                            self.pos += 1;
+                            b.array(items.drain(items.len()..)).map_err(Failure::Build)?
+                        }
+                        None => return self.end_error(),
+                        Some(_) => {
+                            stack.push(Frame { object: None, key: None, start: items.len(), count: 0 });
+                            continue 'value;
+                        }
+                    }
+                }
+                b'"' => {
+                    let (s, ascii) = self.string(start)?;
+                    b.string(s, ascii).map_err(Failure::Build)?
+                }
+                b't' => {
+                    self.literal(b"true")?;
+                    b.boolean(true).map_err(Failure::Build)?
+                }
+                b'f' => {
+                    self.literal(b"false")?;
+                    b.boolean(false).map_err(Failure::Build)?
+                }
+                b'n' => {
+                    self.literal(b"null")?;
+                    b.null().map_err(Failure::Build)?
+                }
+                _ => self.number(b)?,
+            };
+            // A value is complete: attach it, closing containers as they end.
+            loop {
+                let Some(top) = stack.last_mut() else {
+                    self.skip_ws();
+                    if self.pos < self.text.len() {
+                        return fail(self.classify(self.pos, Code::TRAILING_CONTENT), self.pos);
+                    }
+                    return Ok(value);
+                };
+                if let Some(object) = top.object.as_mut() {
+                    if let Some((key, key_pos)) = top.key.take() {
+                        if !b.insert(object, key, value).map_err(Failure::Build)? {
+                            return fail(Code::DUPLICATE_KEY, key_pos);
+                        }
+                    }
+                    self.skip_ws();
+                    match self.peek() {
+                        Some(b',') => {
+                            let comma = self.pos;
+                            self.pos += 1;
+                            self.skip_ws();
+                            match self.peek() {
+                                Some(b'"') => {
+                                    self.member(b, &mut stack)?;
+                                    continue 'value;
+                                }
+                                Some(b'}') => return fail(Code::TRAILING_COMMA, comma),
+                                None => return self.end_error(),
+                                Some(_) => return fail(self.classify(self.pos, Code::KEY_NOT_STRING), self.pos),
+                            }
+                        }
+                        Some(b'}') => {
+                            self.pos += 1;
+                            let Some(frame) = stack.pop() else { return self.end_error() };
+                            let Some(object) = frame.object else { return self.end_error() };
+                            value = object;
+                        }
+                        None => return self.end_error(),
+                        Some(_) => return fail(self.classify(self.pos, Code::UNEXPECTED_CHARACTER), self.pos),
+                    }
+                } else {
+                    items.push(value);
+                    self.skip_ws();
+                    match self.peek() {
+                        Some(b',') => {
+                            let comma = self.pos;
+                            self.pos += 1;
+                            self.skip_ws();
+                            match self.peek() {
+                                Some(b']') => return fail(Code::TRAILING_COMMA, comma),
+                                None => return self.end_error(),
+                                Some(_) => continue 'value,
+                            }
+                        }
+                        Some(b']') => {
+                            self.pos += 1;
+                            let start = top.start;
+                            stack.pop();
+                            value = b.array(items.drain(start..)).map_err(Failure::Build)?;
+                        }
+                        None => return self.end_error(),
+                        Some(_) => return fail(self.classify(self.pos, Code::UNEXPECTED_CHARACTER), self.pos),
+                    }
+                }
+            }
+        }
+    }
+
+    /// An object member from its key's opening quote (at self.pos) through
+    /// the colon and the whitespace after it; leaves self.pos at the value.
+    fn member<B: Builder>(&mut self, b: &mut B, stack: &mut [Frame<B::Value>]) -> Result<(), Failure<B::Error>> {
+        let key_pos = self.pos;
+        let Some(top) = stack.last_mut() else { return self.end_error() };
+        if top.count >= self.limits.max_object_members {
+            return fail(Code::TOO_MANY_MEMBERS, key_pos);
+        }
+        top.count += 1;
+        let (s, ascii) = self.string(key_pos)?;
+        let key = b.key(s, ascii).map_err(Failure::Build)?;
+        top.key = Some((key, key_pos));
+        self.skip_ws();
+        match self.peek() {
+            Some(b':') => self.pos += 1,
+            None => return self.end_error(),
+            Some(_) => return fail(self.classify(self.pos, Code::UNEXPECTED_CHARACTER), self.pos),
+        }
+        self.skip_ws();
+        if self.pos >= self.text.len() {
+            return self.end_error();
+        }
+        Ok(())
+    }
+
+    fn literal<E>(&mut self, lit: &[u8]) -> Result<(), Failure<E>> {
+        for (k, &expected) in lit.iter().enumerate() {
+            match self.at(self.pos + k) {
+                None => return self.end_error(),
+                Some(got) if got != expected => return fail(Code::UNEXPECTED_CHARACTER, self.pos + k),
+                Some(_) => {}
+            }
+        }
+        self.pos += lit.len();
+        Ok(())
+    }
+
+    /// Index of the first `"`, `\` or control byte at or after `i`, or the end.
+    #[inline]
+    fn find_special(&self, mut i: usize, ascii: &mut bool) -> usize {
+        let text = self.text;
+        while let Some(chunk) = text.get(i..i + 8) {
+            let mut word_bytes = [0u8; 8];
+            word_bytes.copy_from_slice(chunk);
+            let word = u64::from_le_bytes(word_bytes);
+            let mask = special_mask(word);
+            if mask != 0 {
+                let k = (mask.trailing_zeros() / 8) as usize;
+                if *ascii && chunk.iter().take(k).any(|&b| b >= 0x80) {
+                    *ascii = false;
+                }
+                return i + k;
+            }
+            if word & HIGHS != 0 {
+                *ascii = false;
+            }
+            i += 8;
+        }
+        while let Some(&byte) = text.get(i) {
+            if byte == b'"' || byte == b'\\' || byte < 0x20 {
+                return i;
+            }
+            if byte >= 0x80 {
+                *ascii = false;
+            }
+            i += 1;
+        }
+        i
+    }
+
+    /// The string whose opening quote is at `quote`: its decoded text
+    /// (borrowed from the input when it has no escapes) and whether it is ASCII.
+    fn string<E>(&mut self, quote: usize) -> Result<(&str, bool), Failure<E>> {
+        let (bytes, ascii) = self.string_bytes(quote)?;
+        // SAFETY: the input is valid UTF-8 and the slices taken from it start
+        // and end at ASCII bytes (quotes, backslashes, escape ends); escapes
+        // add whole characters encoded by `char::encode_utf8`.
+        Ok((unsafe { std::str::from_utf8_unchecked(bytes) }, ascii))
+    }
+
+    fn string_bytes<E>(&mut self, quote: usize) -> Result<(&[u8], bool), Failure<E>> {
+        let max = self.limits.max_string_bytes;
+        let mut ascii = true;
+        let mut cur = quote + 1;
+        let mut decoded = 0usize;
+        let mut escaped = false;
+        self.scratch.clear();
+        loop {
+            let j = self.find_special(cur, &mut ascii);
+            decoded += j - cur;
+            if decoded > max {
+                return fail(Code::STRING_TOO_LONG, quote);
+            }
+            let Some(c) = self.at(j) else { return self.end_error() };
+            match c {
+                b'"' => {
+                    self.pos = j + 1;
+                    if !escaped {
+                        return Ok((self.text.get(quote + 1..j).unwrap_or_default(), ascii));
+                    }
+                    self.scratch.extend_from_slice(self.text.get(cur..j).unwrap_or_default());
+                    return Ok((&self.scratch, ascii));
+                }
+                b'\\' => {
+                    if !escaped {
+                        escaped = true;
+                    }
+                    self.scratch.extend_from_slice(self.text.get(cur..j).unwrap_or_default());
+                    let Some(e) = self.at(j + 1) else { return self.end_error() };
+                    let simple = match e {
+                        b'"' => Some(b'"'),
+                        b'\\' => Some(b'\\'),
+                        b'/' => Some(b'/'),
+                        b'b' => Some(8),
+                        b'f' => Some(12),
+                        b'n' => Some(b'\n'),
+                        b'r' => Some(b'\r'),
+                        b't' => Some(b'\t'),
+                        b'u' => None,
+                        _ => return fail(Code::INVALID_ESCAPE, j),
+                    };
+                    if let Some(byte) = simple {
+                        self.scratch.push(byte);
+                        decoded += 1;
+                        cur = j + 2;
+                        continue;
+                    }
+                    let first = self.hex4(j)?;
+                    let (ch, next) = match first {
+                        0xD800..=0xDBFF => {
+                            let m = j + 6;
+                            match (self.at(m), self.at(m + 1)) {
+                                (None, _) | (Some(b'\\'), None) => return self.end_error(),
+                                (Some(b'\\'), Some(b'u')) => {}
+                                _ => return fail(Code::LONE_SURROGATE, j),
+                            }
+                            let second = self.hex4(m)?;
+                            if !(0xDC00..=0xDFFF).contains(&second) {
+                                return fail(Code::LONE_SURROGATE, j);
+                            }
+                            (0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00), m + 6)
+                        }
+                        0xDC00..=0xDFFF => return fail(Code::LONE_SURROGATE, j),
+                        cp => (cp, j + 6),
+                    };
+                    let Some(ch) = char::from_u32(ch) else { return fail(Code::LONE_SURROGATE, j) };
+                    let mut buf = [0u8; 4];
+                    let encoded = ch.encode_utf8(&mut buf);
+                    if ch as u32 >= 0x80 {
+                        ascii = false;
+                    }
+                    self.scratch.extend_from_slice(encoded.as_bytes());
+                    decoded += encoded.len();
+                    cur = next;
+                }
+                _ => return fail(Code::CONTROL_CHARACTER, j),
+            }
+        }
+    }
+
+    /// The four hex digits of the `\u` escape whose backslash is at `j`.
+    fn hex4<E>(&self, j: usize) -> Result<u32, Failure<E>> {
+        let mut value = 0u32;
+        for k in 0..4 {
+            let Some(byte) = self.at(j + 2 + k) else { return self.end_error() };
+            let Some(digit) = hex_value(byte) else { return fail(Code::INVALID_UNICODE_ESCAPE, j) };
+            value = value * 16 + digit;
+        }
+        Ok(value)
+    }
+
+    fn digits(&mut self) {
+        while let Some(b) = self.peek() {
+            if !is_digit(b) {
+                break;
+            }
+            self.pos += 1;
+        }
+    }
+
+    /// One or more digits where the grammar requires them.
+    fn required_digits<E>(&mut self, start: usize) -> Result<(), Failure<E>> {
+        match self.peek() {
+            None => self.end_error(),
+            Some(b) if is_digit(b) => {
+                self.digits();
+                Ok(())
+            }
+            Some(_) => fail(Code::INVALID_NUMBER, start),
+        }
+    }
+
+    fn number<B: Builder>(&mut self, b: &mut B) -> Result<B::Value, Failure<B::Error>> {
+        let start = self.pos;
+        let negative = self.peek() == Some(b'-');
+        if negative {
+            self.pos += 1;
+            if self.starts_with(self.pos, b"Infinity") || self.starts_with(self.pos, b"NaN") {
+                return fail(Code::NAN_OR_INFINITY, start);
+            }
+        }
+        match self.peek() {
+            None => return self.end_error(),
+            Some(b'0') => {
+                self.pos += 1;
+                if self.peek().is_some_and(is_digit) {
+                    return fail(Code::LEADING_ZERO, start);
+                }
+            }
+            Some(b'1'..=b'9') => self.digits(),
+            Some(_) => return fail(Code::INVALID_NUMBER, start),
+        }
+        let int_end = self.pos;
+        let mut is_float = false;
+        if self.peek() == Some(b'.') {
+            is_float = true;
+            self.pos += 1;
+            self.required_digits(start)?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            is_float = true;
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            self.required_digits(start)?;
+        }
+        if self.pos - start > self.limits.max_number_length {
+            return fail(Code::NUMBER_TOO_LONG, start);
+        }
+        let text = self.text.get(start..self.pos).unwrap_or_default();
+        if is_float {
+            let parsed = std::str::from_utf8(text).ok().and_then(|s| s.parse::<f64>().ok());
+            return match parsed {
+                Some(f) if f.is_finite() => b.float(f).map_err(Failure::Build),
+                _ => fail(Code::NUMBER_OUT_OF_RANGE, start),
+            };
+        }
+        let digits = self.text.get(start + usize::from(negative)..int_end).unwrap_or_default();
+        let mut magnitude: u64 = 0;
+        for &d in digits {
+            magnitude = match magnitude.checked_mul(10).and_then(|m| m.checked_add(u64::from(d - b'0'))) {
+                Some(m) => m,
+                None => return fail(Code::NUMBER_OUT_OF_RANGE, start),
+            };
+        }
+        if !negative {
+            return b.uint(magnitude).map_err(Failure::Build);
+        }
+        if magnitude <= 1u64 << 63 {
+            // -(2^63) wraps to i64::MIN, which is exactly the value.
+            return b.int((magnitude as i64).wrapping_neg()).map_err(Failure::Build);
+        }
+        fail(Code::NUMBER_OUT_OF_RANGE, start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Map, Number, Value};
+
+    /// Builds `serde_json::Value`s, for comparison with serde_json itself.
+    struct ValueBuilder;
+
+    impl Builder for ValueBuilder {
+        type Value = Value;
+        type Error = ();
+        fn null(&mut self) -> Result<Value, ()> {
+            Ok(Value::Null)
+        }
+        fn boolean(&mut self, v: bool) -> Result<Value, ()> {
+            Ok(Value::Bool(v))
+        }
+        fn int(&mut self, v: i64) -> Result<Value, ()> {
+            Ok(Value::Number(v.into()))
+        }
+        fn uint(&mut self, v: u64) -> Result<Value, ()> {
+            Ok(Value::Number(v.into()))
+        }
+        fn float(&mut self, v: f64) -> Result<Value, ()> {
+            Number::from_f64(v).map(Value::Number).ok_or(())
+        }
+        fn string(&mut self, v: &str, _ascii: bool) -> Result<Value, ()> {
+            Ok(Value::String(v.to_owned()))
+        }
+        fn key(&mut self, v: &str, _ascii: bool) -> Result<Value, ()> {
+            Ok(Value::String(v.to_owned()))
+        }
+        fn array(&mut self, items: std::vec::Drain<'_, Value>) -> Result<Value, ()> {
+            Ok(Value::Array(items.collect()))
+        }
+        fn object(&mut self) -> Result<Value, ()> {
+            Ok(Value::Object(Map::new()))
+        }
+        fn insert(&mut self, object: &mut Value, key: Value, value: Value) -> Result<bool, ()> {
+            match (object, key) {
+                (Value::Object(map), Value::String(k)) => Ok(map.insert(k, value).is_none()),
+                _ => Err(()),
+            }
+        }
+    }
+
+    fn parse_with(text: &[u8], limits: &Limits) -> Result<Value, JsonError> {
+        match parse_bytes(text, limits, &mut ValueBuilder) {
+            Ok(v) => Ok(v),
+            Err(Failure::Parse(e)) => Err(e),
+            Err(Failure::Build(())) => panic!("builder failed"),
+        }
+    }
+
+    fn parse(text: &str) -> Result<Value, JsonError> {
+        parse_with(text.as_bytes(), &Limits::default())
+    }
+
+    fn err(text: &str) -> (Code, usize) {
+        let e = parse(text).expect_err(text);
+        (e.code, e.pos)
+    }
+
+    #[test]
+    fn accepts_and_matches_serde_json() {
+        let docs = [
+            "0", "-0.0", "1.5e3", "1E-2", "123456789", "-9223372036854775808", "18446744073709551615",
+            "true", "false", "null", r#""""#, r#""a\"b\\c\/d\b\f\n\r\t""#, r#""\u00e9\u20ac\ud83d\ude00""#,
+            "\"h\u{e9}llo \u{1F600}\"", "[]", "{}", " [1, 2.5, \"x\", null, true, {\"k\": []}] ",
+            r#"{"a": {"b": {"c": [1, [2, [3]]]}}, "d": "e"}"#, "1e-400", "0.1", "2.2250738585072014e-308",
+            r#"["12345678", "abcdefghijklmnop", "quote\"in the middle of a long run"]"#,
+        ];
+        for doc in docs {
+            let ours = parse(doc).unwrap_or_else(|e| panic!("{doc}: {e:?}"));
+            let theirs: Value = serde_json::from_str(doc).unwrap_or_else(|e| panic!("{doc}: {e}"));
+            assert_eq!(ours, theirs, "{doc}");
+        }
+    }
+
+    #[test]
+    fn numbers_keep_their_kind() {
+        assert_eq!(parse("-0").ok(), Some(Value::Number(0i64.into())));
+        assert!(parse("-0.0").ok().and_then(|v| v.as_f64()).is_some_and(|f| f == 0.0 && f.is_sign_negative()));
+        assert_eq!(parse("-9223372036854775808").ok().and_then(|v| v.as_i64()), Some(i64::MIN));
+        assert_eq!(parse("18446744073709551615").ok().and_then(|v| v.as_u64()), Some(u64::MAX));
+    }
+
+    #[test]
+    fn error_codes_and_positions() {
+        use Code::*;
+        let cases: &[(&str, Code, usize)] = &[
+            ("", EMPTY_INPUT, 0),
+            ("  \n", EMPTY_INPUT, 3),
+            ("[1,", UNEXPECTED_END, 3),
+            ("{\"a\":", UNEXPECTED_END, 5),
+            ("\"abc", UNEXPECTED_END, 4),
+            ("tru", UNEXPECTED_END, 3),
+            ("trUe", UNEXPECTED_CHARACTER, 2),
+            ("[1 2]", UNEXPECTED_CHARACTER, 3),
+            ("{} {}", TRAILING_CONTENT, 3),
+            ("```json\n{}\n```", MARKDOWN_FENCE, 0),
+            ("{} ```", MARKDOWN_FENCE, 3),
+            ("[1, // x\n 2]", COMMENT, 4),
+            ("/* x */ 1", COMMENT, 0),
+            ("{'a': 1}", SINGLE_QUOTES, 1),
+            ("['a']", SINGLE_QUOTES, 1),
+            ("[1, 2,]", TRAILING_COMMA, 5),
+            ("{\"a\": 1 ,  }", TRAILING_COMMA, 8),
+            ("{a: 1}", KEY_NOT_STRING, 1),
+            ("{\"a\": 1, 2: 3}", KEY_NOT_STRING, 9),
+            ("{\"a\": 1, \"a\": 2}", DUPLICATE_KEY, 9),
+            ("{\"é\": 1, \"é\": 2}", DUPLICATE_KEY, 9),
+            ("-", UNEXPECTED_END, 1),
+            ("[-x]", INVALID_NUMBER, 1),
+            ("[1.]", INVALID_NUMBER, 1),
+            ("[1.5e]", INVALID_NUMBER, 1),
+            (".5", INVALID_NUMBER, 0),
+            ("+1", INVALID_NUMBER, 0),
+            ("[01]", LEADING_ZERO, 1),
+            ("-012", LEADING_ZERO, 0),
+            ("NaN", NAN_OR_INFINITY, 0),
+            ("[Infinity]", NAN_OR_INFINITY, 1),
+            ("[-Infinity]", NAN_OR_INFINITY, 1),
+            ("18446744073709551616", NUMBER_OUT_OF_RANGE, 0),
+            ("-9223372036854775809", NUMBER_OUT_OF_RANGE, 0),
+            ("[1e400]", NUMBER_OUT_OF_RANGE, 1),
+            ("\"a\\d\"", INVALID_ESCAPE, 2),
+            ("\"\\u12G4\"", INVALID_UNICODE_ESCAPE, 1),
+            ("\"\\ud800\"", LONE_SURROGATE, 1),
+            ("\"\\udc00\\ud800\"", LONE_SURROGATE, 1),
+            ("\"\\ud800\\u0041\"", LONE_SURROGATE, 1),
+            ("\"\\ud800\\n\"", LONE_SURROGATE, 1),
+            ("\"\\ud800", UNEXPECTED_END, 7),
+            ("\"a\tb\"", CONTROL_CHARACTER, 2),
+            ("é", UNEXPECTED_CHARACTER, 0),
+            ("[\"é\", x]", UNEXPECTED_CHARACTER, 6),
+        ];
+        for &(doc, code, pos) in cases {
+            assert_eq!(err(doc), (code, pos), "{doc:?}");
+        }
+    }
+
+    #[test]
+    fn byte_level_errors() {
+        let limits = Limits::default();
+        let e = |b: &[u8]| parse_with(b, &limits).expect_err("must fail");
+        assert_eq!(e(b"\xEF\xBB\xBF{}"), JsonError { code: Code::BOM, pos: 0 });
+        assert_eq!(e(b"\xFF\xFE{\x00}\x00"), JsonError { code: Code::UTF16_INPUT, pos: 0 });
+        assert_eq!(e(b"{\x00}\x00"), JsonError { code: Code::UTF16_INPUT, pos: 0 });
+        assert_eq!(e(b"[\"\xC3\xA9\xC3\x28\"]"), JsonError { code: Code::INVALID_UTF8, pos: 3 });
+        assert_eq!(e(b"\"\xC0\xAF\""), JsonError { code: Code::INVALID_UTF8, pos: 1 });
+    }
+
+    #[test]
+    fn limits_just_under_and_just_over() {
+        let base = Limits::default();
+        let check = |limits: Limits, ok: &str, bad: &str, code: Code, pos: usize| {
+            assert!(parse_with(ok.as_bytes(), &limits).is_ok(), "{ok}");
+            assert_eq!(parse_with(bad.as_bytes(), &limits), Err(JsonError { code, pos }), "{bad}");
+        };
+        check(Limits { max_document_bytes: 4, ..base }, "[12]", "[123]", Code::DOCUMENT_TOO_LARGE, 0);
+        check(Limits { max_depth: 2, ..base }, "[[1]]", "[[[1]]]", Code::DEPTH_EXCEEDED, 2);
+        check(Limits { max_string_bytes: 3, ..base }, "[\"ab\\n\"]", "[\"a\u{e9}x\"]", Code::STRING_TOO_LONG, 1);
+        check(Limits { max_array_items: 2, ..base }, "[1,2]", "[1,2,3]", Code::TOO_MANY_ITEMS, 5);
+        check(Limits { max_object_members: 1, ..base }, "{\"a\":1}", "{\"a\":1,\"b\":2}", Code::TOO_MANY_MEMBERS, 7);
+        check(Limits { max_values: 3, ..base }, "[1,2]", "[1,[2]]", Code::TOO_MANY_VALUES, 4);
+        check(Limits { max_number_length: 3, ..base }, "1.5", "-1.5", Code::NUMBER_TOO_LONG, 0);
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        for depth in [100_000usize, 1_000_000] {
+            let doc = "[".repeat(depth);
+            assert_eq!(err(&doc), (Code::DEPTH_EXCEEDED, 64));
+            let doc = "{\"a\":".repeat(depth);
+            assert_eq!(err(&doc), (Code::DEPTH_EXCEEDED, 64 * 5));
+        }
+        let limits = Limits { max_depth: 1_000, ..Limits::default() };
+        let doc = format!("{}{}", "[".repeat(1_000), "]".repeat(1_000));
+        assert!(parse_with(doc.as_bytes(), &limits).is_ok());
+    }
+
+    fn without_negative_zero(v: Value) -> Value {
+        match v {
+            Value::Number(n) if n.as_f64() == Some(0.0) => Value::Number(0i64.into()),
+            Value::Array(items) => Value::Array(items.into_iter().map(without_negative_zero).collect()),
+            Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, without_negative_zero(v))).collect()),
+            other => other,
+        }
+    }
+
+    /// Small deterministic generator of JSON-ish text: whatever both parsers
+    /// accept must give the same value, and serde_json must reject what we
+    /// reject unless it is one of the documented differences.
+    #[test]
+    fn differential_against_serde_json() {
+        let pieces = [
+            "{", "}", "[", "]", ",", ":", "\"k\"", "\"v\\n\"", "1", "-0", "2.5e3", "true", "null", " ", "\"\\u00e9\"",
+            "\"\\ud83d\\ude00\"", "0", "\"a\"", "\"b\"", "18446744073709551615", "-9223372036854775808",
+        ];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut agreed = 0;
+        for _ in 0..20_000 {
+            let mut doc = String::new();
+            let n = 1 + (state % 12) as usize;
+            for _ in 0..n {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                doc.push_str(pieces[(state % pieces.len() as u64) as usize]);
+            }
+            let ours = parse(&doc);
+            let theirs = serde_json::from_str::<Value>(&doc);
+            match (ours, theirs) {
+                (Ok(a), Ok(b)) => {
+                    // serde_json reads `-0` as the float -0.0; here it is the integer 0.
+                    assert_eq!(without_negative_zero(a), without_negative_zero(b), "{doc}");
+                    agreed += 1;
+                }
+                (Err(_), Err(_)) => {}
+                (Ok(a), Err(e)) => panic!("{doc}: we accept {a:?}, serde_json says {e}"),
+                // Documented differences: serde_json keeps the last duplicate key
+                // and turns integers beyond 64 bits into floats.
+                (Err(e), Ok(_)) => {
+                    assert!(matches!(e.code, Code::DUPLICATE_KEY | Code::NUMBER_OUT_OF_RANGE), "{doc}: {e:?}")
+                }
+            }
+        }
+        assert!(agreed > 100);
+    }
+}

@@ -1,0 +1,348 @@
+//! `decisions._native.loads`: the core parser building Python objects directly
+//! (no intermediate value tree), with raw FFI on the hot path.
+
+use std::ptr::NonNull;
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
+
+use crate::core::json::{parse_bytes, parse_str, Builder, Failure, JsonError};
+use crate::core::limits::Limits;
+
+use super::common::limits_from;
+
+/// An owned reference to a Python object (decremented on drop).
+pub(crate) struct Obj(NonNull<ffi::PyObject>);
+
+impl Obj {
+    /// Take ownership of a new reference, or fetch the pending Python error.
+    #[inline]
+    fn new(py: Python<'_>, ptr: *mut ffi::PyObject) -> PyResult<Obj> {
+        match NonNull::new(ptr) {
+            Some(p) => Ok(Obj(p)),
+            None => Err(PyErr::fetch(py)),
+        }
+    }
+
+    #[inline]
+    fn into_ptr(self) -> *mut ffi::PyObject {
+        let ptr = self.0.as_ptr();
+        std::mem::forget(self);
+        ptr
+    }
+}
+
+impl Drop for Obj {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: we own one reference and hold the GIL (the builder only
+        // lives inside `loads`, which runs with the GIL held).
+        unsafe { ffi::Py_DECREF(self.0.as_ptr()) }
+    }
+}
+
+/// Keys of at most this many bytes are cached.
+const KEY_CACHE_MAX_LEN: usize = 32;
+const KEY_CACHE_SLOTS: usize = 2048;
+
+struct CachedKey {
+    bytes: [u8; KEY_CACHE_MAX_LEN],
+    len: usize,
+    obj: NonNull<ffi::PyObject>,
+}
+
+// SAFETY: the cached objects are only touched with the GIL held (inside
+// `loads`), and the mutex makes access exclusive.
+unsafe impl Send for CachedKey {}
+
+/// A direct-mapped cache of short object keys (immortal for the process: at
+/// most `KEY_CACHE_SLOTS` small strings), so repeated keys are neither
+/// decoded nor hashed again.
+static KEY_CACHE: Mutex<Vec<Option<CachedKey>>> = Mutex::new(Vec::new());
+
+#[inline]
+fn key_hash(bytes: &[u8]) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h ^ (h >> 29)) as usize % KEY_CACHE_SLOTS
+}
+
+struct PyBuilder<'py, 'c> {
+    py: Python<'py>,
+    cache: Option<MutexGuard<'c, Vec<Option<CachedKey>>>>,
+}
+
+#[inline]
+fn new_str(py: Python<'_>, value: &str, ascii: bool) -> PyResult<Obj> {
+    let len = value.len() as ffi::Py_ssize_t;
+    #[cfg(not(feature = "abi3"))]
+    if ascii {
+        // SAFETY: a fresh compact ASCII string of `len` characters has room
+        // for exactly `len` bytes at PyUnicode_DATA; we fill all of them.
+        unsafe {
+            let obj = Obj::new(py, ffi::PyUnicode_New(len, 127))?;
+            std::ptr::copy_nonoverlapping(value.as_ptr(), ffi::PyUnicode_DATA(obj.0.as_ptr()).cast::<u8>(), value.len());
+            return Ok(obj);
+        }
+    }
+    #[cfg(feature = "abi3")]
+    let _ = ascii;
+    // SAFETY: `value` is valid UTF-8 of `len` bytes.
+    Obj::new(py, unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), len) })
+}
+
+impl Builder for PyBuilder<'_, '_> {
+    type Value = Obj;
+    type Error = PyErr;
+
+    #[inline]
+    fn null(&mut self) -> PyResult<Obj> {
+        // SAFETY: None is a valid object; we take a new reference to it.
+        unsafe {
+            let none = ffi::Py_None();
+            ffi::Py_INCREF(none);
+            Obj::new(self.py, none)
+        }
+    }
+
+    #[inline]
+    fn boolean(&mut self, value: bool) -> PyResult<Obj> {
+        // SAFETY: True/False are valid objects; we take a new reference.
+        unsafe {
+            let obj = if value { ffi::Py_True() } else { ffi::Py_False() };
+            ffi::Py_INCREF(obj);
+            Obj::new(self.py, obj)
+        }
+    }
+
+    #[inline]
+    fn int(&mut self, value: i64) -> PyResult<Obj> {
+        // SAFETY: plain constructor call with the GIL held.
+        Obj::new(self.py, unsafe { ffi::PyLong_FromLongLong(value) })
+    }
+
+    #[inline]
+    fn uint(&mut self, value: u64) -> PyResult<Obj> {
+        // SAFETY: plain constructor call with the GIL held.
+        Obj::new(self.py, unsafe { ffi::PyLong_FromUnsignedLongLong(value) })
+    }
+
+    #[inline]
+    fn float(&mut self, value: f64) -> PyResult<Obj> {
+        // SAFETY: plain constructor call with the GIL held.
+        Obj::new(self.py, unsafe { ffi::PyFloat_FromDouble(value) })
+    }
+
+    #[inline]
+    fn string(&mut self, value: &str, ascii: bool) -> PyResult<Obj> {
+        new_str(self.py, value, ascii)
+    }
+
+    #[inline]
+    fn key(&mut self, value: &str, ascii: bool) -> PyResult<Obj> {
+        let bytes = value.as_bytes();
+        let Some(cache) = self.cache.as_mut().filter(|_| bytes.len() <= KEY_CACHE_MAX_LEN) else {
+            return new_str(self.py, value, ascii);
+        };
+        let slot = key_hash(bytes);
+        if let Some(Some(entry)) = cache.get(slot) {
+            if entry.bytes.get(..entry.len) == Some(bytes) {
+                let ptr = entry.obj.as_ptr();
+                // SAFETY: the cache holds a reference; we hand out a new one.
+                unsafe { ffi::Py_INCREF(ptr) };
+                return Obj::new(self.py, ptr);
+            }
+        }
+        let obj = new_str(self.py, value, ascii)?;
+        // Compute the hash now so every dict insert of this key reuses it.
+        // SAFETY: `obj` is a valid str.
+        if unsafe { ffi::PyObject_Hash(obj.0.as_ptr()) } == -1 {
+            return Err(PyErr::fetch(self.py));
+        }
+        if let Some(entry) = cache.get_mut(slot) {
+            let mut stored = [0u8; KEY_CACHE_MAX_LEN];
+            if let Some(prefix) = stored.get_mut(..bytes.len()) {
+                prefix.copy_from_slice(bytes);
+                // SAFETY: the cache keeps its own reference.
+                unsafe { ffi::Py_INCREF(obj.0.as_ptr()) };
+                if let Some(old) = entry.replace(CachedKey { bytes: stored, len: bytes.len(), obj: obj.0 }) {
+                    drop(Obj(old.obj));
+                }
+            }
+        }
+        Ok(obj)
+    }
+
+    #[inline]
+    fn array(&mut self, items: std::vec::Drain<'_, Obj>) -> PyResult<Obj> {
+        // SAFETY: a new list of exactly `items.len()` slots, each set once
+        // (PyList_SET_ITEM steals the reference we release with into_ptr).
+        unsafe {
+            let list = Obj::new(self.py, ffi::PyList_New(items.len() as ffi::Py_ssize_t))?;
+            for (i, item) in items.enumerate() {
+                #[cfg(not(feature = "abi3"))]
+                ffi::PyList_SET_ITEM(list.0.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
+                #[cfg(feature = "abi3")]
+                ffi::PyList_SetItem(list.0.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
+            }
+            Ok(list)
+        }
+    }
+
+    #[inline]
+    fn object(&mut self) -> PyResult<Obj> {
+        // SAFETY: plain constructor call with the GIL held.
+        Obj::new(self.py, unsafe { ffi::PyDict_New() })
+    }
+
+    #[inline]
+    fn insert(&mut self, object: &mut Obj, key: Obj, value: Obj) -> PyResult<bool> {
+        // SAFETY: `object` is a dict we created, `key` a str; PyDict_SetItem
+        // takes its own references. A key already present leaves the size
+        // unchanged, which is how duplicates are found without a lookup.
+        unsafe {
+            let dict = object.0.as_ptr();
+            let before = ffi::PyDict_Size(dict);
+            if ffi::PyDict_SetItem(dict, key.0.as_ptr(), value.0.as_ptr()) != 0 {
+                return Err(PyErr::fetch(self.py));
+            }
+            Ok(ffi::PyDict_Size(dict) != before)
+        }
+    }
+}
+
+static DEFAULT_LIMITS: Limits = Limits {
+    max_document_bytes: 8 * 1024 * 1024,
+    max_depth: 64,
+    max_string_bytes: 4 * 1024 * 1024,
+    max_array_items: 100_000,
+    max_object_members: 10_000,
+    max_values: 1_000_000,
+    max_number_length: 100,
+    max_call_argument_bytes: 8 * 1024 * 1024,
+    max_calls_per_response: 128,
+    max_response_bytes: 32 * 1024 * 1024,
+    max_sse_line_bytes: 32 * 1024 * 1024,
+    max_sse_event_bytes: 32 * 1024 * 1024,
+    max_stream_events: 2_000_000,
+    max_stream_bytes: 256 * 1024 * 1024,
+    max_bytes_without_data: 1024 * 1024,
+};
+
+static PARSE_ERROR: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
+static STR_INPUT_ERROR: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
+
+fn helper(py: Python<'_>, cell: &'static GILOnceCell<Py<PyAny>>, name: &str) -> PyResult<Py<PyAny>> {
+    cell.get_or_try_init(py, || Ok::<_, PyErr>(py.import("decisions._json_errors")?.getattr(name)?.unbind()))
+        .map(|f| f.clone_ref(py))
+}
+
+/// The `ParseError` for `err`, rendered by `decisions._json_errors` (shared with the pure twin).
+fn parse_error(py: Python<'_>, err: JsonError, data: &Bound<'_, PyAny>, limits: Option<&Bound<'_, PyAny>>) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let render = helper(py, &PARSE_ERROR, "parse_error")?;
+        let exc = render.bind(py).call1((err.code.as_str(), data, err.pos, limits))?;
+        Ok(PyErr::from_value(exc))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+fn finish(
+    py: Python<'_>,
+    result: Result<Obj, Failure<PyErr>>,
+    data: &Bound<'_, PyAny>,
+    limits: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyObject> {
+    match result {
+        // SAFETY: we own the reference and hand it over.
+        Ok(obj) => Ok(unsafe { PyObject::from_owned_ptr(py, obj.into_ptr()) }),
+        Err(Failure::Parse(err)) => Err(parse_error(py, err, data, limits)),
+        Err(Failure::Build(err)) => Err(err),
+    }
+}
+
+/// loads(data, /, *, limits=None)
+/// --
+///
+/// Parse one strict JSON document (RFC 8259 + I-JSON) into plain Python values.
+#[pyfunction]
+#[pyo3(signature = (data, /, *, limits = None))]
+pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bound<'_, PyAny>>) -> PyResult<PyObject> {
+    let custom;
+    let lim: &Limits = match limits {
+        Some(obj) if !obj.is_none() => {
+            custom = limits_from(py, Some(obj))?;
+            &custom
+        }
+        _ => &DEFAULT_LIMITS,
+    };
+    let mut builder = PyBuilder { py, cache: KEY_CACHE.try_lock().ok() };
+    if let Some(cache) = builder.cache.as_mut() {
+        if cache.is_empty() {
+            cache.resize_with(KEY_CACHE_SLOTS, || None);
+        }
+    }
+    let ptr = data.as_ptr();
+    // SAFETY: type checks and buffer access on a live object with the GIL held;
+    // the borrowed byte slices do not outlive `data` (or the buffer view).
+    unsafe {
+        if ffi::PyUnicode_Check(ptr) != 0 {
+            if ffi::PyUnicode_GetLength(ptr) as usize > lim.max_document_bytes {
+                return finish(py, Err(Failure::Parse(JsonError { code: crate::core::errors::Code::DOCUMENT_TOO_LARGE, pos: 0 })), data, limits);
+            }
+            let mut size: ffi::Py_ssize_t = 0;
+            let utf8 = ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size);
+            if utf8.is_null() {
+                // Lone surrogates: a str that is not UTF-8 (shared rule, rendered in Python).
+                let _ = PyErr::fetch(py);
+                let render = helper(py, &STR_INPUT_ERROR, "str_input_error")?;
+                let exc = render.bind(py).call1((data, limits))?;
+                return Err(PyErr::from_value(exc));
+            }
+            let bytes = std::slice::from_raw_parts(utf8.cast::<u8>(), size as usize);
+            let text = std::str::from_utf8_unchecked(bytes);
+            let result = parse_str(text, lim, &mut builder);
+            return finish(py, result, data, limits);
+        }
+        if ffi::PyBytes_Check(ptr) != 0 {
+            let bytes = std::slice::from_raw_parts(
+                ffi::PyBytes_AsString(ptr).cast::<u8>(),
+                ffi::PyBytes_Size(ptr) as usize,
+            );
+            let result = parse_bytes(bytes, lim, &mut builder);
+            return finish(py, result, data, limits);
+        }
+        if ffi::PyByteArray_Check(ptr) != 0 || ffi::PyMemoryView_Check(ptr) != 0 {
+            let mut view = std::mem::MaybeUninit::<ffi::Py_buffer>::zeroed();
+            if ffi::PyObject_GetBuffer(ptr, view.as_mut_ptr(), ffi::PyBUF_CONTIG_RO) == 0 {
+                let mut view = view.assume_init();
+                let bytes = if view.len > 0 {
+                    std::slice::from_raw_parts(view.buf.cast::<u8>(), view.len as usize)
+                } else {
+                    &[]
+                };
+                let result = parse_bytes(bytes, lim, &mut builder);
+                ffi::PyBuffer_Release(&mut view);
+                return finish(py, result, data, limits);
+            }
+            // Not contiguous: parse a copy.
+            let _ = PyErr::fetch(py);
+            let copy = Obj::new(py, ffi::PyBytes_FromObject(ptr))?;
+            let bytes = std::slice::from_raw_parts(
+                ffi::PyBytes_AsString(copy.0.as_ptr()).cast::<u8>(),
+                ffi::PyBytes_Size(copy.0.as_ptr()) as usize,
+            );
+            let result = parse_bytes(bytes, lim, &mut builder);
+            return finish(py, result, data, limits);
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "loads() argument must be str, bytes, bytearray or memoryview, not {}",
+        data.get_type().name()?
+    )))
+}

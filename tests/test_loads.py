@@ -1,0 +1,280 @@
+"""decisions.loads on both backends: values, every error code with its
+position, the limits each way, deep nesting, input types and the error object."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import pickle
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import decisions
+from decisions import DEFAULT_LIMITS, ERROR_CODES, Limits, ParseError
+
+
+def fail(impl: ModuleType, data: Any, limits: Limits | None = None) -> ParseError:
+    with pytest.raises(ParseError) as info:
+        impl.loads(data, limits=limits)
+    return info.value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0",
+        "-1",
+        "1.5",
+        "-2.5e-3",
+        "1E+2",
+        "true",
+        "false",
+        "null",
+        '""',
+        '"plain"',
+        r'"esc \" \\ \/ \b \f \n \r \t"',
+        r'"\u00e9\u20ac\ud83d\ude00\u0000"',
+        '"h\u00e9llo \u4e16\u754c \U0001f600"',
+        "[]",
+        "{}",
+        ' \t\n\r[1, "two", 3.0, null, true, false, {"k": []}] \n',
+        '{"a": {"b": {"c": [1, [2, [3]]]}}, "d": "e", "": 0}',
+        "1e-400",
+        "[9223372036854775807, -9223372036854775808, 18446744073709551615]",
+        '"' + "x" * 1000 + r"\n" + "y" * 1000 + '"',
+    ],
+)
+def test_valid_documents_match_json(impl: ModuleType, text: str) -> None:
+    assert impl.loads(text) == json.loads(text)
+
+
+def test_number_kinds(impl: ModuleType) -> None:
+    assert impl.loads("-0") == 0 and type(impl.loads("-0")) is int
+    neg_zero = impl.loads("-0.0")
+    assert type(neg_zero) is float and neg_zero == 0.0 and math.copysign(1, neg_zero) == -1
+    assert impl.loads("18446744073709551615") == 2**64 - 1
+    assert impl.loads("-9223372036854775808") == -(2**63)
+    assert type(impl.loads("1.0")) is float and type(impl.loads("1e2")) is float
+    assert impl.loads("0.1") == 0.1 and impl.loads("2.2250738585072014e-308") == 2.2250738585072014e-308
+    assert impl.loads("1e-400") == 0.0
+
+
+# (document, code, pos): one row per code at least, with the exact offset.
+ERROR_CASES: list[tuple[str | bytes, str, int]] = [
+    ("", "EMPTY_INPUT", 0),
+    (" \n\t", "EMPTY_INPUT", 3),
+    (b"\xff", "INVALID_UTF8", 0),
+    (b'["\xc3\xa9\xc3\x28"]', "INVALID_UTF8", 3),
+    (b'"\xc0\xaf"', "INVALID_UTF8", 1),
+    (b'"\xed\xa0\x80"', "INVALID_UTF8", 1),
+    ("[1, \ud800]", "INVALID_UTF8", 4),
+    (b"\xff\xfe[\x00]\x00", "UTF16_INPUT", 0),
+    (b"\x00[\x00]", "UTF16_INPUT", 0),
+    (b"[\x00]\x00", "UTF16_INPUT", 0),
+    ("[\x00]", "UTF16_INPUT", 0),
+    (b"\xef\xbb\xbf{}", "BOM", 0),
+    ("\ufeff{}", "BOM", 0),
+    ("[1,", "UNEXPECTED_END", 3),
+    ('{"a":', "UNEXPECTED_END", 5),
+    ('{"a"', "UNEXPECTED_END", 4),
+    ('"abc', "UNEXPECTED_END", 4),
+    ("tru", "UNEXPECTED_END", 3),
+    ("-", "UNEXPECTED_END", 1),
+    ("1.", "UNEXPECTED_END", 2),
+    ('"\\u12', "UNEXPECTED_END", 5),
+    ('"\\ud800', "UNEXPECTED_END", 7),
+    ('"\\ud800\\', "UNEXPECTED_END", 8),
+    ("trUe", "UNEXPECTED_CHARACTER", 2),
+    ("[1 2]", "UNEXPECTED_CHARACTER", 3),
+    ('{"a" 1}', "UNEXPECTED_CHARACTER", 5),
+    ('{"a": 1 "b": 2}', "UNEXPECTED_CHARACTER", 8),
+    ("[\u00e9]", "UNEXPECTED_CHARACTER", 1),
+    ('["\u00e9", x]', "UNEXPECTED_CHARACTER", 6),
+    ("{} {}", "TRAILING_CONTENT", 3),
+    ('"a" "b"', "TRAILING_CONTENT", 4),
+    ("1 2", "TRAILING_CONTENT", 2),
+    ("```json\n{}\n```", "MARKDOWN_FENCE", 0),
+    ("{}\n```", "MARKDOWN_FENCE", 3),
+    ("[1, // note\n 2]", "COMMENT", 4),
+    ("/* c */ 1", "COMMENT", 0),
+    ("{} // done", "COMMENT", 3),
+    ("{'a': 1}", "SINGLE_QUOTES", 1),
+    ("['a']", "SINGLE_QUOTES", 1),
+    ("[1, 2,]", "TRAILING_COMMA", 5),
+    ('{"a": 1 ,  }', "TRAILING_COMMA", 8),
+    ("{a: 1}", "KEY_NOT_STRING", 1),
+    ('{"a": 1, 2: 3}', "KEY_NOT_STRING", 9),
+    ('{"a": 1, "a": 2}', "DUPLICATE_KEY", 9),
+    ('{"\u00e9": 1, "\u00e9": 2}', "DUPLICATE_KEY", 9),
+    ('{"a": 1, "\\u0061": 2}', "DUPLICATE_KEY", 9),
+    ('[{"k": {"x": 1}, "k": [}]', "UNEXPECTED_CHARACTER", 23),
+    ("[-x]", "INVALID_NUMBER", 1),
+    ("[1.x]", "INVALID_NUMBER", 1),
+    ("[1.5e]", "INVALID_NUMBER", 1),
+    (".5", "INVALID_NUMBER", 0),
+    ("+1", "INVALID_NUMBER", 0),
+    ("[01]", "LEADING_ZERO", 1),
+    ("-012", "LEADING_ZERO", 0),
+    ("NaN", "NAN_OR_INFINITY", 0),
+    ("[Infinity]", "NAN_OR_INFINITY", 1),
+    ("[1, -Infinity]", "NAN_OR_INFINITY", 4),
+    ("18446744073709551616", "NUMBER_OUT_OF_RANGE", 0),
+    ("-9223372036854775809", "NUMBER_OUT_OF_RANGE", 0),
+    ("[" + "9" * 100 + "]", "NUMBER_OUT_OF_RANGE", 1),
+    ("[1e400]", "NUMBER_OUT_OF_RANGE", 1),
+    ("-1.5E309", "NUMBER_OUT_OF_RANGE", 0),
+    ("[" + "1" * 101 + "]", "NUMBER_TOO_LONG", 1),
+    ("0." + "0" * 99, "NUMBER_TOO_LONG", 0),
+    ('"a\\d"', "INVALID_ESCAPE", 2),
+    ('"\\x41"', "INVALID_ESCAPE", 1),
+    ('"\\u12G4"', "INVALID_UNICODE_ESCAPE", 1),
+    ('"\\ud800\\u12', "UNEXPECTED_END", 11),
+    ('"\\ud800\\uZZZZ"', "INVALID_UNICODE_ESCAPE", 7),
+    ('"\\ud800"', "LONE_SURROGATE", 1),
+    ('["ok", "\\udc00\\ud800"]', "LONE_SURROGATE", 8),
+    ('"\\ud800\\u0041"', "LONE_SURROGATE", 1),
+    ('"\\ud800\\n"', "LONE_SURROGATE", 1),
+    ('{"\\udfff": 1}', "LONE_SURROGATE", 2),
+    ('"a\tb"', "CONTROL_CHARACTER", 2),
+    ('"line\nbreak"', "CONTROL_CHARACTER", 5),
+    ('"a\x00"', "CONTROL_CHARACTER", 2),
+]
+
+
+@pytest.mark.parametrize(("data", "code", "pos"), ERROR_CASES)
+def test_error_code_and_position(impl: ModuleType, data: str | bytes, code: str, pos: int) -> None:
+    err = fail(impl, data)
+    assert (err.code, err.pos) == (code, pos)
+    assert err.offset == pos and err.layer == "parse" and err.hint
+
+
+def test_every_parse_code_is_tested() -> None:
+    limit_codes = {"DOCUMENT_TOO_LARGE", "DEPTH_EXCEEDED", "STRING_TOO_LONG", "TOO_MANY_ITEMS"}
+    limit_codes |= {"TOO_MANY_MEMBERS", "TOO_MANY_VALUES"}
+    tested = {code for _, code, _ in ERROR_CASES} | limit_codes
+    loads_codes = {c for c, e in ERROR_CODES.items() if e.layer == "parse"}
+    # Raised by the decision layer, not by loads.
+    loads_codes -= {"ARGUMENTS_NOT_OBJECT", "DOUBLE_ENCODED_JSON"}
+    assert loads_codes == tested
+
+
+LIMIT_CASES: list[tuple[dict[str, int], str, str, str, int]] = [
+    ({"max_document_bytes": 4}, "[12]", "[123]", "DOCUMENT_TOO_LARGE", 0),
+    ({"max_document_bytes": 4}, '"\u00e9"', '"\u00e9 "', "DOCUMENT_TOO_LARGE", 0),
+    ({"max_depth": 2}, "[[1]]", "[[[1]]]", "DEPTH_EXCEEDED", 2),
+    ({"max_depth": 2}, '{"a": {}}', '{"a": {"b": {}}}', "DEPTH_EXCEEDED", 12),
+    ({"max_string_bytes": 3}, '["ab\\n"]', '["a\u00e9x"]', "STRING_TOO_LONG", 1),
+    ({"max_string_bytes": 3}, '{"abc": 1}', '{"abcd": 1}', "STRING_TOO_LONG", 1),
+    ({"max_string_bytes": 4}, '"\\ud83d\\ude00"', '"a\\ud83d\\ude00"', "STRING_TOO_LONG", 0),
+    ({"max_array_items": 2}, "[1,2]", "[1,2,3]", "TOO_MANY_ITEMS", 5),
+    ({"max_array_items": 2}, "[[1,2],[3]]", "[[1,2],[3,4,5]]", "TOO_MANY_ITEMS", 12),
+    ({"max_object_members": 1}, '{"a":1}', '{"a":1,"b":2}', "TOO_MANY_MEMBERS", 7),
+    ({"max_values": 3}, "[1,2]", "[1,[2]]", "TOO_MANY_VALUES", 4),
+    ({"max_values": 3}, '{"a": 1, "b": 2}', '{"a": 1, "b": 2, "c": 3}', "TOO_MANY_VALUES", 22),
+    ({"max_number_length": 3}, "1.5", "-1.5", "NUMBER_TOO_LONG", 0),
+    ({"max_number_length": 3}, "[100]", "[1000]", "NUMBER_TOO_LONG", 1),
+]
+
+
+@pytest.mark.parametrize(("fields", "ok", "bad", "code", "pos"), LIMIT_CASES)
+def test_limits_just_under_and_just_over(
+    impl: ModuleType, fields: dict[str, int], ok: str, bad: str, code: str, pos: int
+) -> None:
+    limits = Limits(**fields)
+    assert impl.loads(ok, limits=limits) == json.loads(ok)
+    assert impl.loads(ok.encode(), limits=limits) == json.loads(ok)
+    err = fail(impl, bad, limits)
+    assert (err.code, err.pos) == (code, pos)
+    assert str(next(iter(fields.values()))) in (err.hint or "")
+
+
+def test_string_limit_is_checked_before_the_string_ends(impl: ModuleType) -> None:
+    # The limit fires as soon as the decoded string is too long, so a later
+    # problem in the same string is not reached.
+    limits = Limits(max_string_bytes=4)
+    assert (fail(impl, '"abcdef\\d"', limits).code, fail(impl, '"abcdef', limits).pos) == ("STRING_TOO_LONG", 0)
+    assert fail(impl, '"abc\\d"', limits).code == "INVALID_ESCAPE"
+
+
+def test_large_document_within_limits(impl: ModuleType) -> None:
+    records = [{"id": i, "name": f"user {i}", "score": i / 7, "tags": ["a", "b"]} for i in range(3000)]
+    text = json.dumps({"path": "data.json", "records": records})
+    assert impl.loads(text) == json.loads(text)
+    content = json.dumps(records, indent=2)
+    assert impl.loads(json.dumps({"content": content})) == {"content": content}
+
+
+@pytest.mark.parametrize("depth", [100_000, 1_000_000])
+@pytest.mark.parametrize("opener", ["[", '{"a":'])
+def test_deep_nesting_is_depth_exceeded(impl: ModuleType, depth: int, opener: str) -> None:
+    err = fail(impl, opener * depth)
+    assert (err.code, err.pos) == ("DEPTH_EXCEEDED", 64 * len(opener))
+    closed = "[" * depth + "]" * depth
+    assert fail(impl, closed.encode()).code == "DEPTH_EXCEEDED"
+
+
+def test_nesting_up_to_the_ceiling(impl: ModuleType) -> None:
+    limits = Limits(max_depth=5000)
+    text = "[" * 5000 + "1" + "]" * 5000
+    value = impl.loads(text, limits=limits)
+    for _ in range(4999):
+        value = value[0]
+    assert value == [1]
+    assert fail(impl, "[" + text + "]", limits).code == "DEPTH_EXCEEDED"
+
+
+@pytest.mark.parametrize("kind", [str, bytes, bytearray, memoryview])
+def test_input_types(impl: ModuleType, kind: type) -> None:
+    text = '{"k": ["\u00e9", 1]}'
+    data = text if kind is str else kind(text.encode())
+    assert impl.loads(data) == {"k": ["\u00e9", 1]}
+    bad = '{"k": ["\u00e9", 1,]}'
+    err = fail(impl, bad if kind is str else kind(bad.encode()))
+    assert (err.code, err.pos, err.doc) == ("TRAILING_COMMA", 13, bad)
+
+
+def test_non_contiguous_memoryview(impl: ModuleType) -> None:
+    view = memoryview(b"[ 1 , 2 ] ")[::2]
+    assert impl.loads(view) == [1, 2]
+
+
+def test_bad_argument_types(impl: ModuleType) -> None:
+    with pytest.raises(TypeError, match="str, bytes, bytearray or memoryview, not int"):
+        impl.loads(1)
+    with pytest.raises(TypeError, match="limits must be a decisions.Limits, not dict"):
+        impl.loads("1", limits={"max_depth": 3})
+    with pytest.raises(TypeError):
+        impl.loads("1", DEFAULT_LIMITS)
+
+
+def test_parse_error_object(impl: ModuleType) -> None:
+    text = '{\n  "path": "C:\\dir"\n}'
+    err = fail(impl, text)
+    assert isinstance(err, json.JSONDecodeError) and isinstance(err, ValueError)
+    assert (err.code, err.pos, err.lineno, err.colno) == ("INVALID_ESCAPE", 15, 2, 14)
+    assert err.hint == (
+        "invalid escape '\\d' at line 2 column 14: a backslash inside a JSON string must be written as '\\\\'"
+    )
+    assert err.doc == text and err.msg == ERROR_CODES["INVALID_ESCAPE"].meaning
+    assert err.retryable is True
+    assert err.to_dict()["lineno"] == 2
+    again = pickle.loads(pickle.dumps(err))
+    assert (again.code, again.pos, again.hint) == (err.code, err.pos, err.hint)
+    try:
+        impl.loads("[1,]")
+    except json.JSONDecodeError as caught:  # existing handlers keep working
+        assert caught.pos == 2
+
+
+def test_public_loads_is_the_selected_backend() -> None:
+    assert decisions.loads is decisions._backend.impl.loads
+    assert decisions.loads('{"a": 1}') == {"a": 1}
+
+
+def test_custom_limits_are_not_confused_with_defaults(impl: ModuleType) -> None:
+    small = dataclasses.replace(DEFAULT_LIMITS, max_depth=1)
+    assert fail(impl, "[[]]", small).code == "DEPTH_EXCEEDED"
+    assert impl.loads("[[]]") == [[]]
