@@ -77,8 +77,8 @@ def _fresh_venv(where: Path, wheel: Path) -> Path:
     # Dependencies (pydantic, jsonschema, ...) from the test venv, after the venv's own packages.
     (site / "zz_test_deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-         "--python", str(python), str(wheel)],
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", "--no-index",
+         str(wheel)],
         check=True,
     )
     return python

@@ -23,11 +23,51 @@ from .errors import (
     TransportError,
 )
 from .limits import DEFAULT_LIMITS, Limits
+from .capabilities import STRATEGIES, Capabilities, Strategy, capabilities, choose_strategy
+from .repair import RepairBudget, apply_fixes, fingerprint, fix_invalid_escapes, is_repairable, repair_prompt
+from .requests import (
+    OutputDefinition,
+    RequestPlan,
+    RequestRecord,
+    ToolDefinition,
+    build_request,
+    convert_schema,
+    output_fragment,
+    schema_digest,
+    tool_fragment,
+)
+from .textcalls import parse_json_text, parse_tool_calls, tool_calls_response
+from .trace import Redactor, parse_record
 
 loads = _backend.impl.loads
 
 __all__ = [
     "BACKEND",
+    "Capabilities",
+    "OutputDefinition",
+    "Redactor",
+    "RepairBudget",
+    "RequestPlan",
+    "RequestRecord",
+    "STRATEGIES",
+    "Strategy",
+    "ToolDefinition",
+    "apply_fixes",
+    "build_request",
+    "capabilities",
+    "choose_strategy",
+    "convert_schema",
+    "fingerprint",
+    "fix_invalid_escapes",
+    "is_repairable",
+    "output_fragment",
+    "parse_json_text",
+    "parse_record",
+    "parse_tool_calls",
+    "repair_prompt",
+    "schema_digest",
+    "tool_calls_response",
+    "tool_fragment",
     "DEFAULT_LIMITS",
     "DomainError",
     "ERROR_CODES",

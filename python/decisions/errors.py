@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Mapping
 
+from ._redact import redact_secrets
+
 __all__ = [
     "ERROR_CODES",
     "Layer",
@@ -201,12 +203,16 @@ class OutputError(Exception):
         if entry is None or entry.layer != self.layer:
             raise ValueError(f"{code!r} is not a {self.layer} error code")
         self.code = code
-        self.message = message if message is not None else entry.meaning
+        # Credentials never travel in a message, hint or issue (see _redact).
+        self.message = redact_secrets(message) if message is not None else entry.meaning
         self.retryable = entry.retryable if retryable is None else retryable
         self.offset = offset
         self.path = path
-        self.issues = tuple(dict(issue) for issue in issues)
-        self.hint = hint
+        self.issues = tuple(
+            {key: redact_secrets(value) if isinstance(value, str) else value for key, value in issue.items()}
+            for issue in issues
+        )
+        self.hint = redact_secrets(hint) if hint is not None else None
         Exception.__init__(self, self._render())
 
     def _render(self) -> str:

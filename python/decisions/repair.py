@@ -1,0 +1,389 @@
+"""Bounded repair: what to tell the model after a failure, and when to stop.
+
+:func:`repair_prompt` renders an :class:`~decisions.errors.OutputError` as
+a message fit to send back to the model: the layer, the stable code, the
+JSON paths, and for a parse error the line, column, a short excerpt around
+the offset and the concrete fix (for ``\\d``: write ``\\\\d``). It carries no
+stack trace, no internal state and no secrets (credentials are redacted from
+the excerpt), and is cut to a length limit.
+
+:class:`RepairBudget` bounds the loop for one run: a maximum number of
+repair attempts, an early stop when the same fingerprint (layer, code, path)
+comes back after a repair prompt (``REPEATED_ERROR``), and a refusal to send
+truncated output for repair (the fix is a larger output limit or a shorter
+task, never a guess at the missing end).
+
+:func:`apply_fixes` applies deterministic fixes from a small whitelist
+(invalid ``\\d``-style escapes, one Markdown fence). They are off unless
+asked for, and every applied fix is named in the result so that a decision
+built from repaired text can say so -- and a side-effecting tool can refuse it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final, Iterable, Literal
+
+from .errors import ERROR_CODES, OutputError, ParseError, PolicyError
+from .limits import Limits
+from .trace import Redactor
+
+__all__ = [
+    "Fix",
+    "FIXES",
+    "TRUNCATION_CODES",
+    "Fingerprint",
+    "fingerprint",
+    "is_repairable",
+    "repair_prompt",
+    "RepairBudget",
+    "Fixed",
+    "apply_fixes",
+    "fix_invalid_escapes",
+]
+
+Fix = Literal["invalid_escapes", "markdown_fence"]
+#: The whitelist of deterministic fixes (all off unless named).
+FIXES: Final[tuple[Fix, ...]] = ("invalid_escapes", "markdown_fence")
+
+#: Codes that mean the output was cut off: never sent for repair.
+TRUNCATION_CODES: Final = frozenset({"INCOMPLETE_RESPONSE", "INCOMPLETE_TOOL_CALL", "ITEM_NOT_ENDED",
+                                     "NO_TERMINAL_EVENT"})
+_TRUNCATION_ADVICE: Final = (
+    "the output was cut off before it was complete: raise the output token limit or shorten the task; "
+    "a cut-off value is never repaired by guessing its end"
+)
+#: Layers whose errors the model can fix by writing a different answer.
+_REPAIRABLE_LAYERS: Final = frozenset({"parse", "schema", "domain", "policy"})
+#: Codes of the budget itself: they end the loop.
+_BUDGET_CODES: Final = frozenset({"REPAIR_BUDGET_EXHAUSTED", "REPEATED_ERROR"})
+
+DEFAULT_MAX_CHARS: Final = 2000
+_EXCERPT_RADIUS: Final = 32
+_MAX_ISSUES: Final = 12
+
+_FIX_TEXT: Final[dict[str, str]] = {
+    "EMPTY_INPUT": "the reply held no JSON value; send the value",
+    "UNEXPECTED_END": "the JSON ends early; close every string, array and object",
+    "TRAILING_CONTENT": "send exactly one JSON value and nothing after it",
+    "MARKDOWN_FENCE": "send the JSON alone, without ``` fences or text around it",
+    "COMMENT": "remove the comment; JSON has no comments",
+    "SINGLE_QUOTES": "use double quotes for strings and keys",
+    "TRAILING_COMMA": "remove the comma before the closing bracket or brace",
+    "KEY_NOT_STRING": "write every object key as a double-quoted string",
+    "DUPLICATE_KEY": "write each key only once in an object",
+    "INVALID_NUMBER": "write the number as JSON does (digits, optional fraction and exponent)",
+    "LEADING_ZERO": "remove the leading zero from the number",
+    "NAN_OR_INFINITY": "use a finite number or null; NaN and Infinity are not JSON",
+    "INVALID_UNICODE_ESCAPE": "write \\u followed by exactly four hex digits",
+    "LONE_SURROGATE": "write both halves of a surrogate pair, or the character itself",
+    "CONTROL_CHARACTER": "escape control characters inside strings: a newline is \\n, a tab is \\t",
+    "ARGUMENTS_NOT_OBJECT": "the arguments must be one JSON object {...}",
+    "DOUBLE_ENCODED_JSON": "send the object itself, not a string that contains JSON",
+    "UNEXPECTED_CHARACTER": "this character cannot appear here; check the JSON syntax at the marked place",
+    "INVALID_UTF8": "send valid UTF-8 text",
+    "BOM": "remove the byte order mark at the start",
+}
+
+
+# ---------------------------------------------------------------- fingerprints and the budget
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """What identifies "the same error" across attempts."""
+
+    layer: str
+    code: str
+    path: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layer": self.layer, "code": self.code, "path": self.path}
+
+
+def fingerprint(error: OutputError) -> Fingerprint:
+    """(layer, code, path) of ``error``; for several schema issues, their
+    sorted paths stand in for the path."""
+    path = error.path
+    if path is None and error.issues:
+        path = ",".join(sorted({str(issue.get("path", "")) for issue in error.issues}))
+    return Fingerprint(error.layer, error.code, path)
+
+
+def is_repairable(error: OutputError) -> bool:
+    """Whether asking the model to write a different answer can fix ``error``:
+    a retryable parse, schema, domain or policy error. Truncation, transport
+    and stream failures are not (retry the request, or raise the limit)."""
+    return error.layer in _REPAIRABLE_LAYERS and error.retryable and error.code not in _BUDGET_CODES
+
+
+@dataclass
+class RepairBudget:
+    """The repair allowance of one run.
+
+    Call :meth:`next_prompt` with each failure: it returns the message to
+    send back to the model, or raises -- the error itself when it is not
+    repairable (truncation, transport, non-retryable codes),
+    ``PolicyError(REPEATED_ERROR)`` when the model repeats a fingerprint it
+    was already told about, ``PolicyError(REPAIR_BUDGET_EXHAUSTED)`` once
+    ``max_attempts`` repair prompts were sent.
+    """
+
+    max_attempts: int = 2
+    max_chars: int = DEFAULT_MAX_CHARS
+    redactor: Redactor | None = None
+    attempts: int = 0
+    history: list[Fingerprint] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if type(self.max_attempts) is not int or self.max_attempts < 0:
+            raise ValueError("max_attempts must be a non-negative int")
+
+    @property
+    def remaining(self) -> int:
+        return self.max_attempts - self.attempts
+
+    def next_prompt(self, error: OutputError, **prompt_options: Any) -> str:
+        """The repair message for ``error``, counted against the budget."""
+        print_ = fingerprint(error)
+        if error.code in TRUNCATION_CODES:
+            raise _with_hint(error, _TRUNCATION_ADVICE)
+        if not is_repairable(error):
+            raise error
+        if print_ in self.history:
+            raise PolicyError(
+                "REPEATED_ERROR",
+                f"the model repeated {print_.code} at {print_.path or 'the same place'} after a repair prompt",
+                path=print_.path,
+                hint="the same error came back; change the prompt or the schema instead of asking again",
+            ) from error
+        if self.attempts >= self.max_attempts:
+            raise PolicyError(
+                "REPAIR_BUDGET_EXHAUSTED",
+                f"{self.attempts} repair attempt(s) were spent; the last error was {print_.code}",
+                path=print_.path,
+            ) from error
+        self.history.append(print_)
+        self.attempts += 1
+        prompt_options.setdefault("max_chars", self.max_chars)
+        prompt_options.setdefault("redactor", self.redactor)
+        return repair_prompt(error, **prompt_options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The state for a trace record."""
+        return {"max_attempts": self.max_attempts, "attempts": self.attempts,
+                "history": [f.to_dict() for f in self.history]}
+
+
+def _with_hint(error: OutputError, hint: str) -> OutputError:
+    """A copy of a (stream-layer) truncation error carrying ``hint``."""
+    return type(error)(error.code, error.message, retryable=error.retryable, offset=error.offset,
+                       path=error.path, issues=error.issues, hint=hint)
+
+
+# ---------------------------------------------------------------- the prompt
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line, one character per character (so the caret
+    stays aligned): raw line breaks and tabs become spaces."""
+    return text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
+
+
+def _excerpt(doc: str, offset: int) -> tuple[str, int]:
+    """A one-line excerpt around ``offset`` and the caret column in it."""
+    start = max(0, offset - _EXCERPT_RADIUS)
+    end = min(len(doc), offset + _EXCERPT_RADIUS)
+    before = ("..." if start > 0 else "") + _one_line(doc[start:offset])
+    after = _one_line(doc[offset:end]) + ("..." if end < len(doc) else "")
+    return before + after, len(before)
+
+
+def _escape_fix(doc: str, offset: int) -> str | None:
+    """For ``\\d`` at ``offset``: the concrete rewrite."""
+    if doc[offset:offset + 1] != "\\" or offset + 1 >= len(doc):
+        backslash = doc.rfind("\\", max(0, offset - 2), offset + 1)
+        if backslash < 0:
+            return None
+        offset = backslash
+    char = doc[offset + 1:offset + 2]
+    if not char or char in '"\\/bfnrtu':
+        return None
+    shown = _one_line(char)
+    return (f"a backslash in a JSON string must be escaped: write \\\\{shown} instead of \\{shown} "
+            "(valid escapes are \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)")
+
+
+def _parse_section(error: ParseError, text: str | None, redactor: Redactor) -> list[str]:
+    doc = text if text is not None else (error.doc or "")
+    offset = error.pos or 0
+    lines = [f"Position: line {error.lineno}, column {error.colno} (character {offset})."]
+    if doc and 0 <= offset <= len(doc):
+        excerpt, caret = _excerpt(doc, offset)
+        excerpt = redactor.redact_text(excerpt)
+        if caret <= len(excerpt):
+            lines += ["Near:", "  " + excerpt, "  " + " " * caret + "^"]
+    fix = _escape_fix(doc, offset) if error.code == "INVALID_ESCAPE" and doc else None
+    if error.code == "INVALID_ESCAPE" and fix is None:
+        fix = "a backslash in a JSON string must be escaped: write \\\\ for a literal backslash (\\\\d, not \\d)"
+    fix = fix or _FIX_TEXT.get(error.code) or error.hint
+    if fix:
+        lines.append(f"Fix: {fix}.")
+    return lines
+
+
+def _issue_lines(error: OutputError, high_impact: frozenset[str]) -> list[str]:
+    lines = []
+    issues = list(error.issues)
+    for issue in issues[:_MAX_ISSUES]:
+        path = str(issue.get("path", "$"))
+        code = str(issue.get("code", "invalid"))
+        expected = issue.get("expected")
+        line = f"- {path}: {code}"
+        if expected is not None:
+            line += f" (expected {expected})"
+        leaf = re.split(r"[.\[\]]", path.rstrip("]"))[-1].strip("'\"")
+        if code in ("required", "missing") and leaf in high_impact:
+            line += "; do not invent this value: if you do not know it, do not make the call"
+        lines.append(line)
+    if len(issues) > _MAX_ISSUES:
+        lines.append(f"- and {len(issues) - _MAX_ISSUES} more issue(s)")
+    return lines
+
+
+def repair_prompt(
+    error: OutputError,
+    *,
+    text: str | None = None,
+    schema_name: str | None = None,
+    target: Literal["value", "tool_call"] = "value",
+    high_impact: Iterable[str] = (),
+    max_chars: int = DEFAULT_MAX_CHARS,
+    redactor: Redactor | None = None,
+) -> str:
+    """The message to send back to the model after ``error``.
+
+    ``text`` is the model's output the error's offset points into (a
+    ``ParseError`` carries it already); ``schema_name`` names the schema in
+    the closing instruction; ``high_impact`` lists argument names the model
+    must never guess (a missing one is reported with "do not invent").
+    Credentials found by ``redactor`` (default: API keys and bearer tokens)
+    are masked. Raises ``ValueError`` for an error that must not be sent for
+    repair (see :func:`is_repairable`).
+    """
+    if error.code in TRUNCATION_CODES:
+        raise ValueError(f"{error.code}: {_TRUNCATION_ADVICE}")
+    if not is_repairable(error):
+        raise ValueError(f"{error.code} is not repairable by the model; handle it in the caller")
+    if max_chars < 200:
+        raise ValueError("max_chars must be at least 200")
+    redactor = redactor or Redactor()
+    meaning = ERROR_CODES[error.code].meaning
+    lines = [f"Your previous response could not be used: {error.layer} error {error.code} ({meaning})."]
+    if error.path:
+        lines.append(f"Where: {error.path}")
+    if isinstance(error, ParseError):
+        lines += _parse_section(error, text, redactor)
+    else:
+        lines += _issue_lines(error, frozenset(high_impact))
+        if error.hint:
+            lines.append(f"Fix: {redactor.redact_text(error.hint)}")
+    what = "tool call" if target == "tool_call" else "JSON value"
+    against = f" matching the schema {schema_name}" if schema_name else " matching the supplied schema"
+    closing = f"Return exactly one corrected {what}{against}; change only what is wrong."
+    body = "\n".join(redactor.redact_text(line) for line in lines)
+    budget = max_chars - len(closing) - 1
+    if len(body) > budget:
+        body = body[: max(0, budget - 4)].rstrip() + " ..."
+    return f"{body}\n{closing}"
+
+
+# ---------------------------------------------------------------- deterministic fixes
+
+
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """The text after deterministic fixes, the value parsed from it, and the
+    names of the fixes that changed something (empty: nothing was repaired)."""
+
+    value: Any
+    text: str
+    repaired: tuple[Fix, ...]
+
+
+_STRING_SPECIAL: Final = re.compile(r'["\\]')
+
+
+def fix_invalid_escapes(text: str) -> tuple[str, int]:
+    """Double every backslash, inside JSON strings only, that starts an
+    escape JSON does not define (``\\d`` -> ``\\\\d``). Returns the new
+    text and the number of escapes fixed."""
+    out: list[str] = []
+    fixed = 0
+    index = 0
+    in_string = False
+    length = len(text)
+    while index < length:
+        if not in_string:
+            quote = text.find('"', index)
+            if quote < 0:
+                out.append(text[index:])
+                break
+            out.append(text[index:quote + 1])
+            index = quote + 1
+            in_string = True
+            continue
+        match = _STRING_SPECIAL.search(text, index)
+        if match is None:
+            out.append(text[index:])
+            break
+        pos = match.start()
+        out.append(text[index:pos])
+        if match.group() == '"':
+            out.append('"')
+            in_string = False
+            index = pos + 1
+            continue
+        following = text[pos + 1:pos + 2]
+        if following and following in '"\\/bfnrtu':
+            out.append(text[pos:pos + 2])
+            index = pos + 2
+        else:
+            out.append("\\\\")
+            fixed += 1
+            index = pos + 1
+    return "".join(out), fixed
+
+
+def apply_fixes(text: str, fixes: Iterable[Fix] = (), *, limits: Limits | None = None) -> Fixed:
+    """Parse ``text`` as one JSON value, applying only the named
+    deterministic ``fixes`` when the strict parse fails on what they fix.
+
+    With no fixes this is a strict parse. A fix is applied only for the error
+    it addresses (``invalid_escapes`` for ``INVALID_ESCAPE``,
+    ``markdown_fence`` for ``MARKDOWN_FENCE``) and is named in
+    :attr:`Fixed.repaired`; any other error is raised unchanged.
+    """
+    from .textcalls import parse_json_text
+
+    wanted = tuple(dict.fromkeys(fixes))
+    for fix in wanted:
+        if fix not in FIXES:
+            raise ValueError(f"unknown fix {fix!r}; the whitelist is {FIXES}")
+    allow_fence = "markdown_fence" in wanted
+    repaired: list[Fix] = []
+    try:
+        result = parse_json_text(text, limits=limits, allow_fence=allow_fence)
+    except ParseError as error:
+        if error.code != "INVALID_ESCAPE" or "invalid_escapes" not in wanted:
+            raise
+        fixed_text, count = fix_invalid_escapes(text)
+        if not count:
+            raise
+        text = fixed_text
+        repaired.append("invalid_escapes")
+        result = parse_json_text(text, limits=limits, allow_fence=allow_fence)
+    if result.repaired:
+        repaired.append("markdown_fence")
+    return Fixed(result.value, text, tuple(repaired))

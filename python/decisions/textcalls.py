@@ -1,0 +1,280 @@
+"""The JSON-text fallback: values and tool calls a model writes as plain text.
+
+Two readers, both strict and bounded:
+
+- :func:`parse_json_text` takes a reply that must be exactly one JSON value:
+  no prose, no Markdown fence (``MARKDOWN_FENCE``), at most ``max_chars``
+  characters, parsed by the strict :func:`decisions.loads`. With
+  ``allow_fence=True`` -- an explicit, off-by-default option -- exactly one
+  fenced block with nothing outside it is accepted, and the result says so in
+  ``repaired``.
+- :func:`parse_tool_calls` reads the ``<tool_call>{"name": ..., "arguments":
+  {...}}</tool_call>`` blocks that Qwen- and Hermes-style models write, several
+  per reply, with a scanner that knows JSON strings: a ``</tool_call>`` inside
+  a string does not end the block, an unclosed block or a block with more
+  than one value is an error with its offset, and text outside the blocks is
+  kept as text, never searched for actions.
+
+:func:`tool_calls_response` turns a text-only :class:`~decisions.types.NormalizedResponse`
+into one with tool-call items, so :func:`decisions.decide` checks those calls
+exactly like native ones.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from ._backend import impl
+from .errors import ParseError, SchemaError, StreamError
+from .limits import DEFAULT_LIMITS, Limits
+from .requests import canonical_json
+from .types import NormalizedResponse, TextItem, ToolCallItem
+
+__all__ = [
+    "TOOL_CALL_OPEN",
+    "TOOL_CALL_CLOSE",
+    "TextValue",
+    "TextCall",
+    "TextCalls",
+    "parse_json_text",
+    "parse_tool_calls",
+    "tool_calls_response",
+]
+
+TOOL_CALL_OPEN: Final = "<tool_call>"
+TOOL_CALL_CLOSE: Final = "</tool_call>"
+
+_FENCE_LINE: Final = re.compile(r"(?m)^[ \t]*```")
+_ONE_FENCE: Final = re.compile(r"\A\s*```[A-Za-z0-9_+-]*[ \t]*\r?\n(?P<body>.*?)\r?\n[ \t]*```\s*\Z", re.DOTALL)
+_JSON_SPECIAL: Final = re.compile(r'["\\{}\[\]]')
+_WS: Final = " \t\r\n"
+_ENVELOPE_KEYS: Final = frozenset({"name", "arguments"})
+
+
+@dataclass(frozen=True, slots=True)
+class TextValue:
+    """A JSON value read from text; ``repaired`` names the deterministic
+    fixes applied (``("markdown_fence",)`` when a fence was accepted)."""
+
+    value: Any
+    repaired: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TextCall:
+    """One ``<tool_call>`` block: the tool ``name``, its ``arguments`` object,
+    the arguments as canonical JSON text, and the block's character span."""
+
+    name: str
+    arguments: dict[str, Any]
+    arguments_json: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class TextCalls:
+    """The calls found in a reply, in order, and the text outside them."""
+
+    calls: tuple[TextCall, ...]
+    text: str
+
+
+def _shifted(error: ParseError, doc: str, base: int) -> ParseError:
+    """``error`` with its offset moved from a slice into the whole text."""
+    return ParseError(error.code, error.message, doc=doc, pos=base + (error.pos or 0),
+                      hint=error.hint, path=error.path)
+
+
+def _loads(doc: str, start: int, end: int, limits: Limits) -> Any:
+    try:
+        return impl.loads(doc[start:end], limits=limits)
+    except ParseError as error:
+        raise _shifted(error, doc, start) from None
+
+
+def _check_size(text: str, max_chars: int | None, limits: Limits) -> None:
+    if max_chars is not None and len(text) > max_chars:
+        raise ParseError("DOCUMENT_TOO_LARGE", f"the reply is longer than {max_chars} characters",
+                         doc="", pos=max_chars, hint="answer with a shorter value")
+    if len(text) > limits.max_document_bytes or len(text.encode("utf-8", "surrogatepass")) > limits.max_document_bytes:
+        raise ParseError("DOCUMENT_TOO_LARGE", doc="", pos=0)
+
+
+def parse_json_text(
+    text: str,
+    *,
+    limits: Limits | None = None,
+    max_chars: int | None = None,
+    allow_fence: bool = False,
+) -> TextValue:
+    """The single JSON value ``text`` holds.
+
+    Raises :class:`~decisions.ParseError`: ``DOCUMENT_TOO_LARGE`` past
+    ``max_chars`` characters (or ``limits.max_document_bytes``),
+    ``MARKDOWN_FENCE`` for a fenced block (unless ``allow_fence`` and it is the
+    only thing in the reply), and every strict-parser error, with the offset
+    into ``text``.
+    """
+    limits = limits or DEFAULT_LIMITS
+    _check_size(text, max_chars, limits)
+    fence = _FENCE_LINE.search(text)
+    if fence is None:
+        return TextValue(_loads(text, 0, len(text), limits))
+    block = _ONE_FENCE.match(text) if allow_fence else None
+    if block is None or _FENCE_LINE.search(block.group("body")) is not None:
+        raise ParseError(
+            "MARKDOWN_FENCE", doc=text, pos=fence.start() + fence.group().index("`"),
+            hint="send the JSON value alone, without ``` fences or any text around it",
+        )
+    return TextValue(_loads(text, block.start("body"), block.end("body"), limits), ("markdown_fence",))
+
+
+def _value_end(text: str, start: int) -> int:
+    """The index just past the JSON object or array opening at ``start``,
+    following strings and escapes; -1 if the input ends first."""
+    depth = 0
+    in_string = False
+    skip_to = -1
+    for match in _JSON_SPECIAL.finditer(text, start):
+        index = match.start()
+        if index < skip_to:
+            continue
+        char = match.group()
+        if in_string:
+            if char == "\\":
+                skip_to = index + 2
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return -1
+
+
+def _skip_ws(text: str, index: int) -> int:
+    while index < len(text) and text[index] in _WS:
+        index += 1
+    return index
+
+
+def _envelope(value: Any, doc: str, start: int) -> tuple[str, dict[str, Any]]:
+    if not isinstance(value, dict):
+        raise ParseError("UNEXPECTED_CHARACTER", "a <tool_call> block holds one JSON object",
+                         doc=doc, pos=start, hint='write {"name": "...", "arguments": {...}}')
+    issues = []
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        issues.append({"path": "$.name", "code": "required" if "name" not in value else "type",
+                       "expected": "the tool name as a non-empty string"})
+    if "arguments" not in value:
+        issues.append({"path": "$.arguments", "code": "required", "expected": "an object"})
+    for key in sorted(set(value) - _ENVELOPE_KEYS):
+        issues.append({"path": f"$.{key}", "code": "unknown_field", "expected": "only name and arguments"})
+    if issues:
+        raise SchemaError("SCHEMA_MISMATCH", "a <tool_call> block must be {\"name\": ..., \"arguments\": {...}}",
+                          path=issues[0]["path"], issues=tuple(issues), offset=start,
+                          hint='write {"name": "...", "arguments": {...}}')
+    arguments = value["arguments"]
+    if isinstance(arguments, str):
+        raise ParseError("DOUBLE_ENCODED_JSON", doc=doc, pos=start, path="$.arguments",
+                         hint="send the arguments object itself, not a string holding JSON")
+    if not isinstance(arguments, dict):
+        raise ParseError("ARGUMENTS_NOT_OBJECT", doc=doc, pos=start, path="$.arguments",
+                         hint="arguments must be a JSON object")
+    return name, arguments
+
+
+def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
+    """The ``<tool_call>`` blocks in ``text`` and the text outside them.
+
+    Each block holds exactly one JSON object ``{"name": str, "arguments":
+    object}`` (whitespace around it allowed). Raises ``ParseError`` (offsets
+    into ``text``) for an unclosed block (``UNEXPECTED_END``), a second value
+    or other content in a block (``TRAILING_CONTENT``), a fence inside a
+    block (``MARKDOWN_FENCE``), a stray ``</tool_call>``, or any strict-parser
+    error; ``SchemaError`` for a block that is not a name/arguments envelope;
+    ``StreamError(TOO_MANY_CALLS)`` past ``limits.max_calls_per_response``.
+    """
+    limits = limits or DEFAULT_LIMITS
+    if len(text) > limits.max_response_bytes or len(text.encode("utf-8", "surrogatepass")) > limits.max_response_bytes:
+        raise StreamError("RESPONSE_TOO_LARGE")
+    calls: list[TextCall] = []
+    outside: list[str] = []
+    pos = 0
+    while True:
+        opening = text.find(TOOL_CALL_OPEN, pos)
+        segment = text[pos:] if opening < 0 else text[pos:opening]
+        stray = segment.find(TOOL_CALL_CLOSE)
+        if stray >= 0:
+            raise ParseError("UNEXPECTED_CHARACTER", "a </tool_call> without its <tool_call>", doc=text,
+                             pos=pos + stray, hint="wrap each call in <tool_call> ... </tool_call>")
+        outside.append(segment)
+        if opening < 0:
+            break
+        if len(calls) >= limits.max_calls_per_response:
+            raise StreamError("TOO_MANY_CALLS", offset=opening)
+        start = _skip_ws(text, opening + len(TOOL_CALL_OPEN))
+        if start >= len(text):
+            raise ParseError("UNEXPECTED_END", "the <tool_call> block is not closed", doc=text, pos=len(text),
+                             hint="finish the JSON object and close the block with </tool_call>")
+        if text.startswith("```", start):
+            raise ParseError("MARKDOWN_FENCE", doc=text, pos=start,
+                             hint="put the JSON object directly inside <tool_call>, without ``` fences")
+        if text[start] != "{":
+            raise ParseError("UNEXPECTED_CHARACTER", "a <tool_call> block holds one JSON object", doc=text,
+                             pos=start, hint='write {"name": "...", "arguments": {...}}')
+        end = _value_end(text, start)
+        if end < 0:
+            closing = text.find(TOOL_CALL_CLOSE, start)
+            if closing >= 0:
+                _loads(text, start, closing, limits)  # raises the precise error inside the block
+            raise ParseError("UNEXPECTED_END", "the <tool_call> block ends before its JSON object closes",
+                             doc=text, pos=len(text),
+                             hint="finish the JSON object and close the block with </tool_call>")
+        after = _skip_ws(text, end)
+        if after >= len(text):
+            raise ParseError("UNEXPECTED_END", "the <tool_call> block is not closed", doc=text, pos=after,
+                             hint="close the block with </tool_call>")
+        if not text.startswith(TOOL_CALL_CLOSE, after):
+            raise ParseError("TRAILING_CONTENT", "a <tool_call> block holds exactly one JSON object", doc=text,
+                             pos=after, hint="put each call in its own <tool_call> ... </tool_call> block")
+        value = _loads(text, start, end, limits)
+        name, arguments = _envelope(value, text, start)
+        block_end = after + len(TOOL_CALL_CLOSE)
+        calls.append(TextCall(name, arguments, canonical_json(arguments), opening, block_end))
+        pos = block_end
+    return TextCalls(tuple(calls), "".join(outside))
+
+
+def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None = None) -> NormalizedResponse:
+    """``response`` with the ``<tool_call>`` blocks of its text turned into
+    tool-call items (call ids generated and flagged as such).
+
+    Only a response that finished with ``stop`` is read: a cut-off response
+    (``length``, content filter, ...) is returned unchanged, so the
+    completeness gate reports it as incomplete instead of a parse error on
+    the half-written block. Text outside the blocks stays a text item.
+    """
+    if response.finish_reason != "stop" or TOOL_CALL_OPEN not in response.text:
+        return response
+    if response.tool_calls:
+        raise ValueError("the response already has native tool calls")
+    found = parse_tool_calls(response.text, limits=limits)
+    items: list[Any] = []
+    outside = found.text.strip()
+    if outside:
+        items.append(TextItem(item_id="text_0", text=outside))
+    for index, call in enumerate(found.calls):
+        items.append(ToolCallItem(item_id=f"text_call_{index}", call_id=f"text_call_{index}", name=call.name,
+                                  arguments=call.arguments_json, call_id_generated=True))
+    kept = tuple(item for item in response.items if not isinstance(item, TextItem))
+    return replace(response, items=kept + tuple(items), finish_reason="tool_calls")
