@@ -137,12 +137,14 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
     return repr(value)
 
 
-def _repair(error: OutputError) -> str | None:
-    repair_prompt = getattr(importlib.import_module("decisions"), "repair_prompt", None)
-    if repair_prompt is None:
-        return error.hint
-    text: str = repair_prompt(error)
-    return text
+def _repair(error: OutputError, target: str) -> tuple[str | None, str | None]:
+    """``(repair message, None)``, or ``(None, why it is not sent to the model)``."""
+    from .repair import repair_prompt
+
+    try:
+        return repair_prompt(error, target="tool_call" if target == "tool_call" else "value"), None
+    except ValueError as refused:
+        return None, str(refused)
 
 
 def _decide(response: NormalizedResponse, tools: Any, output: Any, policy: Any) -> Any:
@@ -177,17 +179,20 @@ def inspect_bytes(
     ``{"source", "format", "provider", "backend", "events": [canonical event
     dicts], "response": NormalizedResponse dict | null, "decision": dict |
     null, "error": OutputError.to_dict() | null, "stage": where it stopped
-    ("stream" | "decide" | null), "repair_prompt": str | null, "exit_code"}``.
+    ("stream" | "decide" | null), "repair_prompt": str | null (the message
+    ``decisions.repair_prompt`` builds), "repair_refused": str | null (why the
+    error is not sent back to the model, e.g. truncation), "exit_code"}``.
     """
     fmt = detect_format(data)
     chosen = _detect(data, fmt, limits) if provider == "auto" else provider
     result: dict[str, Any] = {
         "source": source, "format": fmt, "provider": chosen, "backend": _backend.BACKEND,
         "events": [], "response": None, "decision": None, "error": None, "stage": None,
-        "repair_prompt": None, "exit_code": EXIT_DECISION,
+        "repair_prompt": None, "repair_refused": None, "exit_code": EXIT_DECISION,
     }
     events: list[Any] = []
     error: OutputError | None = None
+    target = "value"
     try:
         if fmt == "body":
             if chosen == "canonical":
@@ -210,6 +215,7 @@ def inspect_bytes(
         error, result["stage"] = failure, "stream"
     else:
         result["response"] = _jsonable(response)
+        target = "tool_call" if response.tool_calls else "value"
         try:
             decision = _decide(response, tools, output, policy)
         except OutputError as failure:
@@ -222,7 +228,7 @@ def inspect_bytes(
     result["events"] = [_jsonable(event) for event in events]
     if error is not None:
         result["error"] = error.to_dict()
-        result["repair_prompt"] = _repair(error)
+        result["repair_prompt"], result["repair_refused"] = _repair(error, target)
         result["exit_code"] = EXIT_FAILURE
     return result
 
@@ -292,6 +298,8 @@ def render(result: Mapping[str, Any], out: TextIO) -> None:
             w("repair message to the model:\n")
             for line in str(result["repair_prompt"]).splitlines():
                 w(f"  | {line}\n")
+        elif result.get("repair_refused"):
+            w(f"not sent back to the model: {result['repair_refused']}\n")
     w(f"exit: {result['exit_code']}\n\n")
 
 
