@@ -40,6 +40,10 @@ from .textcalls import parse_json_text, parse_tool_calls, tool_calls_response
 from .trace import Redactor, parse_record
 
 loads = _backend.impl.loads
+SSEDecoder = _backend.impl.SSEDecoder
+StreamAssembler = _backend.impl.StreamAssembler
+normalize = _backend.impl.normalize
+PROVIDERS: tuple[str, ...] = _backend.impl.PROVIDERS
 
 __all__ = [
     "BACKEND",
@@ -72,12 +76,16 @@ __all__ = [
     "DomainError",
     "ERROR_CODES",
     "Limits",
+    "PROVIDERS",
     "OutputError",
     "ParseError",
     "PolicyError",
+    "SSEDecoder",
     "SchemaError",
+    "StreamAssembler",
     "StreamError",
     "TransportError",
     "__version__",
     "loads",
+    "normalize",
 ]

@@ -9,10 +9,14 @@ name the module exports must be in ``__all__`` here.
 from typing import Any
 
 from .limits import Limits
+from .types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, SSEEvent
 
 __all__ = ["__version__", "error_codes", "default_limits", "loads"]
 
 __version__: str
+
+#: The provider ids ``StreamAssembler`` and ``normalize`` know, besides ``"canonical"``.
+PROVIDERS: tuple[str, ...]
 
 def error_codes() -> list[tuple[str, str]]:
     """Every error code the core can produce, with its layer: ``[(code, layer)]``."""
@@ -26,3 +30,68 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
     Raises :class:`decisions.ParseError` with the code and character offset of
     the first rule broken (the rules are in ``decisions._pure.json``).
     """
+
+class SSEDecoder:
+    """Incremental ``text/event-stream`` decoder: ``feed`` bytes in any
+    chunking, get the same :class:`~decisions.types.SSEEvent` list. ``id`` and
+    ``retry`` are the last valid values seen. Errors are ``StreamError`` with
+    a byte offset into the stream; after one, every call raises ``STREAM_FAILED``."""
+
+    def __init__(self, *, limits: Limits | None = None) -> None: ...
+    def feed(self, chunk: bytes | bytearray | memoryview, /) -> list[SSEEvent]:
+        """Consume a chunk; return the events it completed."""
+    def finish(self) -> list[SSEEvent]:
+        """End of stream: raises ``SSE_UNTERMINATED_EVENT`` if an event or line is unfinished."""
+
+class StreamAssembler:
+    """One provider stream in, one checked :class:`~decisions.types.NormalizedResponse` out.
+
+    ``provider`` is one of :data:`PROVIDERS` or ``"canonical"`` (canonical
+    events themselves: objects, or their ``to_dict()`` wire format as SSE data).
+    Unknown ids raise ``ValueError`` listing the known ones."""
+
+    @property
+    def provider(self) -> str:
+        """The provider id."""
+    @property
+    def state(self) -> str:
+        """``init``, ``started``, ``streaming``, ``completed`` or ``failed``."""
+    def __init__(
+        self,
+        provider: str,
+        *,
+        limits: Limits | None = None,
+        choice: int | None = None,
+        keep_events: bool = False,
+    ) -> None: ...
+    def feed(self, data: bytes | bytearray | memoryview, /) -> None:
+        """Raw SSE bytes of the provider's stream, in any chunking."""
+    def feed_event(
+        self, payload: dict[str, Any] | str | bytes | CanonicalEvent, event: str | None = None
+    ) -> None:
+        """One already-decoded provider event: its SSE ``data`` (JSON text or a
+        dict; with ``provider="canonical"`` also a canonical event object) and
+        its SSE ``event:`` name. Undecodable data is ``MALFORMED_EVENT``."""
+    def finish(self) -> NormalizedResponse:
+        """End of stream: the response, or the ``StreamError`` / ``TransportError``
+        that makes it incomplete. ``length`` / content-filter / refusal finishes
+        return a response whose unfinished tool calls are ``complete=False``."""
+    def snapshot(self) -> ResponseSnapshot:
+        """A provisional view for UIs (never accepted by ``decide``); each call's
+        partial parse is incremental."""
+    def abort(self) -> None:
+        """Cancel: later calls raise ``StreamError(STREAM_CANCELLED)``."""
+    def take_events(self) -> list[CanonicalEvent]:
+        """With ``keep_events=True``: the canonical events produced since the last
+        call; otherwise ``ValueError``."""
+
+def normalize(
+    body: bytes | str | dict[str, Any],
+    /,
+    *,
+    provider: str,
+    limits: Limits | None = None,
+    choice: int | None = None,
+) -> NormalizedResponse:
+    """A whole non-streaming response body -> :class:`~decisions.types.NormalizedResponse`
+    (with ``provider="canonical"``: a JSON array of canonical events)."""

@@ -4,6 +4,9 @@ no wheel fits.
 """
 
 from .._version import __version__
+from .assemble import StreamAssembler, normalize
 from .json import loads
+from .providers import PROVIDERS
+from .sse import SSEDecoder
 
-__all__ = ["__version__", "loads"]
+__all__ = ["PROVIDERS", "SSEDecoder", "StreamAssembler", "__version__", "loads", "normalize"]

@@ -11,3 +11,5 @@ pub mod events;
 pub mod json;
 pub mod limits;
 pub mod providers;
+pub mod assemble;
+pub mod sse;

@@ -1,6 +1,9 @@
 //! The binding layer: Python objects in, core calls, Python objects out.
 
+mod assemble;
 mod common;
+mod events;
+mod sse;
 mod json;
 
 use pyo3::prelude::*;
@@ -31,5 +34,9 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(default_limits, m)?)?;
     m.add_function(wrap_pyfunction!(json::loads, m)?)?;
+    m.add("PROVIDERS", pyo3::types::PyTuple::new(m.py(), crate::core::providers::PROVIDERS)?)?;
+    m.add_class::<sse::SSEDecoder>()?;
+    m.add_class::<assemble::StreamAssembler>()?;
+    m.add_function(wrap_pyfunction!(assemble::normalize, m)?)?;
     Ok(())
 }

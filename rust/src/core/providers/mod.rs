@@ -8,7 +8,7 @@ use crate::core::errors::CoreError;
 use crate::core::events::Event;
 
 /// Maps one provider's events to canonical events.
-pub trait Mapper {
+pub trait Mapper: Send + Sync {
     /// One decoded provider event: the SSE `event:` name (None when the
     /// stream gave none, or the caller's SDK already decoded it) and its JSON
     /// `data`. Canonical events are appended to `out`.

@@ -1,0 +1,686 @@
+"""Stream assembly (pure twin of ``rust/src/core/assemble.rs``).
+
+:class:`Assembler` consumes canonical events and enforces the state machine
+``init -> started -> streaming -> completed | failed``: only a legal terminal
+event and complete items give a :class:`~decisions.types.NormalizedResponse`.
+Each delta is appended to its own item's buffer (a list of pieces joined once,
+at the end), after the limits are checked: no re-join, re-scan or re-parse.
+
+:class:`StreamAssembler` is the public plumbing: SSE bytes -> decoder ->
+event data decoded as JSON -> provider mapper -> assembler. ``normalize`` does
+the same for a whole non-streaming body. The provider ``"canonical"`` takes
+canonical events themselves (objects, or their ``to_dict()`` wire format).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Final, Mapping
+
+from ..errors import OutputError, StreamError, TransportError
+from ..limits import DEFAULT_LIMITS, Limits
+from ..partial import PartialJSON
+from ..types import (
+    EVENT_TYPES,
+    FINISH_REASONS,
+    CallSnapshot,
+    CanonicalEvent,
+    Item,
+    ItemEnded,
+    ItemStarted,
+    NormalizedResponse,
+    ReasoningDelta,
+    ReasoningItem,
+    RefusalDelta,
+    RefusalItem,
+    ResponseFailed,
+    ResponseFinished,
+    ResponseSnapshot,
+    ResponseStarted,
+    TextDelta,
+    TextItem,
+    ToolArgumentsDelta,
+    ToolCallItem,
+    ToolCallStarted,
+    Usage,
+    UsageReported,
+    _Event,
+)
+from . import providers
+from .sse import _Framer
+
+__all__ = ["Assembler", "StreamAssembler", "normalize", "CanonicalMapper", "CANONICAL"]
+
+CANONICAL: Final = "canonical"
+
+_INIT, _STARTED, _STREAMING, _COMPLETED, _FAILED = range(5)
+_STATE_NAMES: Final = ("init", "started", "streaming", "completed", "failed")
+
+#: finish reasons that cut the response short: open calls become ``complete=False``.
+_TRUNCATING: Final = frozenset({"length", "content_filter", "refusal", "cancelled", "error"})
+_KINDS: Final = frozenset({"text", "refusal", "reasoning"})
+_U64_MAX: Final = (1 << 64) - 1
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+class _Item:
+    __slots__ = (
+        "kind", "item_id", "pieces", "nbytes", "ended", "call_id", "name", "call_id_generated",
+        "signature", "parser", "fed",
+    )
+
+    def __init__(self, kind: str, item_id: str) -> None:
+        self.kind = kind
+        self.item_id = item_id
+        self.pieces: list[str] = []
+        self.nbytes = 0
+        self.ended = False
+        self.call_id = ""
+        self.name = ""
+        self.call_id_generated = False
+        self.signature: list[str] | None = None
+        self.parser: PartialJSON | None = None
+        self.fed = 0  # characters already given to ``parser``
+
+    def text(self) -> str:
+        pieces = self.pieces
+        if len(pieces) == 1:
+            return pieces[0]
+        joined = "".join(pieces)
+        pieces[:] = [joined] if joined else []
+        return joined
+
+
+class Assembler:
+    """Canonical events in, one checked :class:`NormalizedResponse` out."""
+
+    __slots__ = (
+        "provider", "_limits", "_state", "_error", "_cancelled", "_provider_failure", "_items",
+        "_by_id", "_call_ids", "_calls", "_bytes", "_events", "_response_id", "_model",
+        "_usage", "_finish_reason", "_raw_finish_reason", "_response", "_handlers",
+    )
+
+    def __init__(self, provider: str, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.provider = provider
+        self._limits = limits
+        self._state = _INIT
+        self._error: OutputError | None = None
+        self._cancelled = False
+        self._provider_failure: ResponseFailed | None = None
+        self._items: list[_Item] = []
+        self._by_id: dict[str, _Item] = {}
+        self._call_ids: set[str] = set()
+        self._calls = 0
+        self._bytes = 0
+        self._events = 0
+        self._response_id: str | None = None
+        self._model: str | None = None
+        self._usage: dict[str, int | None] | None = None
+        self._finish_reason = "unknown"
+        self._raw_finish_reason: str | None = None
+        self._response: NormalizedResponse | None = None
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            ItemStarted: self._item_started,
+            TextDelta: self._text_delta,
+            RefusalDelta: self._text_delta,
+            ReasoningDelta: self._reasoning_delta,
+            ToolCallStarted: self._call_started,
+            ToolArgumentsDelta: self._arguments_delta,
+            ItemEnded: self._item_ended,
+            ResponseFinished: self._finished,
+            ResponseFailed: self._failed,
+        }
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def state(self) -> str:
+        """``init``, ``started``, ``streaming``, ``completed`` or ``failed``."""
+        return _STATE_NAMES[self._state]
+
+    def fail(self, err: OutputError) -> OutputError:
+        """Record a failure (from here or an earlier stage); later use raises ``STREAM_FAILED``."""
+        if self._error is None:
+            self._error = err
+        self._state = _FAILED
+        return err
+
+    def _fail(self, code: str, message: str) -> OutputError:
+        return self.fail(StreamError(code, message))
+
+    def cancel(self) -> None:
+        """``abort()``: every later call raises ``STREAM_CANCELLED``."""
+        self._cancelled = True
+        self._state = _FAILED
+
+    def check_usable(self) -> None:
+        """Raise if the stream was cancelled or already failed."""
+        if self._cancelled:
+            raise StreamError("STREAM_CANCELLED", "the stream was cancelled by the caller")
+        if self._error is not None:
+            raise StreamError("STREAM_FAILED", f"the stream already failed ({self._error.code})")
+
+    # ------------------------------------------------------------ events
+
+    def apply(self, event: CanonicalEvent) -> None:
+        """Consume one canonical event; raises ``StreamError`` on a protocol violation."""
+        self.check_usable()
+        self._events += 1
+        if self._events > self._limits.max_stream_events:
+            raise self._fail(
+                "TOO_MANY_EVENTS",
+                f"the response has more events than max_stream_events ({self._limits.max_stream_events})",
+            )
+        cls = type(event)
+        state = self._state
+        if state >= _COMPLETED:  # a terminal event was seen (finished, or the provider failed)
+            if cls is UsageReported:
+                self._merge_usage(event)
+                return
+            raise self._fail("EVENT_AFTER_TERMINAL", f"{event.type} after the terminal event")
+        if cls is ResponseStarted:
+            if state != _INIT:
+                raise self._fail("DUPLICATE_START", "the response was started twice")
+            self._state = _STARTED
+            self._response_id = event.response_id
+            self._model = event.model
+            return
+        if state == _INIT:
+            if cls not in EVENT_TYPES.values() and cls is not UsageReported:
+                raise TypeError(f"not a canonical event: {cls.__name__}")
+            raise self._fail("EVENT_BEFORE_START", f"{event.type} before response_started")
+        if cls is UsageReported:
+            self._merge_usage(event)
+            return
+        handler = self._handlers.get(cls)
+        if handler is None:
+            raise TypeError(f"not a canonical event: {cls.__name__}")
+        self._state = _STREAMING
+        handler(event)
+
+    def _new_item(self, kind: str, item_id: str) -> _Item:
+        if item_id in self._by_id:
+            raise self._fail("DUPLICATE_ITEM_ID", f'two items share the item id "{item_id}"')
+        item = _Item(kind, item_id)
+        self._by_id[item_id] = item
+        self._items.append(item)
+        return item
+
+    def _item_started(self, event: ItemStarted) -> None:
+        if event.kind not in _KINDS:
+            raise self._fail("MALFORMED_EVENT", f'item_started event field "kind" must be an item kind')
+        self._new_item(event.kind, event.item_id)
+
+    def _open_item(self, event: Any, kind: str) -> _Item:
+        item_id = event.item_id
+        item = self._by_id.get(item_id)
+        if item is None:
+            raise self._fail(
+                "DELTA_BEFORE_START", f'{event.type} for item "{item_id}", which was never started'
+            )
+        if item.kind != kind:
+            raise self._fail(
+                "UNKNOWN_ITEM", f'{event.type} for item "{item_id}", which is a {item.kind} item'
+            )
+        if item.ended:
+            raise self._fail("DELTA_AFTER_END", f'{event.type} for item "{item_id}", which has ended')
+        return item
+
+    def _add_bytes(self, size: int) -> None:
+        total = self._bytes + size
+        if total > self._limits.max_response_bytes:
+            raise self._fail(
+                "RESPONSE_TOO_LARGE",
+                f"the response content exceeds max_response_bytes ({self._limits.max_response_bytes})",
+            )
+        self._bytes = total
+
+    def _text_delta(self, event: TextDelta | RefusalDelta) -> None:
+        item = self._open_item(event, "text" if type(event) is TextDelta else "refusal")
+        delta = event.delta
+        self._add_bytes(_utf8_len(delta))
+        item.pieces.append(delta)
+
+    def _reasoning_delta(self, event: ReasoningDelta) -> None:
+        item = self._open_item(event, "reasoning")
+        delta, signature = event.delta, event.signature
+        self._add_bytes(_utf8_len(delta) + (0 if signature is None else _utf8_len(signature)))
+        if delta:
+            item.pieces.append(delta)
+        if signature is not None:
+            if item.signature is None:
+                item.signature = []
+            item.signature.append(signature)
+
+    def _call_started(self, event: ToolCallStarted) -> None:
+        existing = self._by_id.get(event.item_id)
+        if existing is not None:
+            if existing.kind == "tool_call" and existing.call_id == event.call_id and existing.name != event.name:
+                raise self._fail(
+                    "CALL_NAME_CHANGED",
+                    f'tool call "{event.call_id}" changed its name from "{existing.name}" to "{event.name}"',
+                )
+            raise self._fail("DUPLICATE_ITEM_ID", f'two items share the item id "{event.item_id}"')
+        if event.call_id in self._call_ids:
+            raise self._fail("DUPLICATE_CALL_ID", f'two tool calls share the call id "{event.call_id}"')
+        if self._calls >= self._limits.max_calls_per_response:
+            raise self._fail(
+                "TOO_MANY_CALLS",
+                f"the response has more tool calls than max_calls_per_response "
+                f"({self._limits.max_calls_per_response})",
+            )
+        item = self._new_item("tool_call", event.item_id)
+        item.call_id = event.call_id
+        item.name = event.name
+        item.call_id_generated = event.call_id_generated
+        self._call_ids.add(event.call_id)
+        self._calls += 1
+
+    def _arguments_delta(self, event: ToolArgumentsDelta) -> None:
+        item = self._open_item(event, "tool_call")
+        delta = event.delta
+        size = _utf8_len(delta)
+        total = item.nbytes + size
+        if total > self._limits.max_call_argument_bytes:
+            raise self._fail(
+                "ARGUMENTS_TOO_LARGE",
+                f'the arguments of tool call "{item.call_id}" exceed max_call_argument_bytes '
+                f"({self._limits.max_call_argument_bytes})",
+            )
+        self._add_bytes(size)
+        item.nbytes = total
+        item.pieces.append(delta)
+
+    def _item_ended(self, event: ItemEnded) -> None:
+        item = self._by_id.get(event.item_id)
+        if item is None:
+            raise self._fail("UNKNOWN_ITEM", f'item_ended for item "{event.item_id}", which was never started')
+        if item.ended:
+            raise self._fail("DELTA_AFTER_END", f'item_ended for item "{event.item_id}", which has ended')
+        item.ended = True
+
+    def _merge_usage(self, event: UsageReported) -> None:
+        usage = self._usage if self._usage is not None else {}
+        for name in ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens"):
+            value = getattr(event, name)
+            if value is not None:
+                usage[name] = value
+        self._usage = usage
+
+    def _finished(self, event: ResponseFinished) -> None:
+        if event.finish_reason not in FINISH_REASONS:
+            raise self._fail(
+                "MALFORMED_EVENT", 'response_finished event field "finish_reason" must be a finish reason'
+            )
+        self._finish_reason = event.finish_reason
+        self._raw_finish_reason = event.raw_finish_reason
+        self._state = _COMPLETED
+
+    def _failed(self, event: ResponseFailed) -> None:
+        self._provider_failure = event
+        self._state = _FAILED
+
+    # ------------------------------------------------------------ results
+
+    def finish(self, unknown_events: Mapping[str, int] | None = None) -> NormalizedResponse:
+        """The response, if a legal terminal event and complete items were seen."""
+        self.check_usable()
+        failure = self._provider_failure
+        if failure is not None:
+            message = f"{failure.code}: {failure.message}" if failure.message else failure.code
+            raise TransportError("PROVIDER_ERROR", message, retryable=failure.retryable)
+        if self._response is not None:
+            return self._response
+        if self._state != _COMPLETED:
+            raise self._fail("NO_TERMINAL_EVENT", "the stream ended without a terminal event")
+        truncated = self._finish_reason in _TRUNCATING
+        items: list[Item] = []
+        for item in self._items:
+            if not item.ended and not truncated:
+                raise self._fail("ITEM_NOT_ENDED", f'item "{item.item_id}" was never ended')
+            items.append(_build_item(item))
+        usage = None if self._usage is None else Usage(**self._usage)
+        self._response = NormalizedResponse(
+            provider=self.provider,
+            response_id=self._response_id,
+            model=self._model,
+            items=tuple(items),
+            finish_reason=self._finish_reason,  # type: ignore[arg-type]
+            raw_finish_reason=self._raw_finish_reason,
+            usage=usage,
+            unknown_events=dict(unknown_events or {}),
+        )
+        return self._response
+
+    def snapshot(self) -> ResponseSnapshot:
+        """A provisional view: text so far, each call's arguments and their partial parse."""
+        if self._cancelled:
+            raise StreamError("STREAM_CANCELLED", "the stream was cancelled by the caller")
+        calls = []
+        text: list[str] = []
+        for item in self._items:
+            if item.kind == "text":
+                text.append(item.text())
+            elif item.kind == "tool_call":
+                arguments = item.text()
+                parser = item.parser
+                if parser is None:
+                    parser = item.parser = PartialJSON()
+                if item.fed < len(arguments):
+                    parser.feed(arguments[item.fed:])
+                    item.fed = len(arguments)
+                calls.append(
+                    CallSnapshot(
+                        item_id=item.item_id,
+                        call_id=item.call_id,
+                        name=item.name,
+                        arguments=arguments,
+                        partial=parser.value(),
+                        ended=item.ended,
+                    )
+                )
+        return ResponseSnapshot(
+            provider=self.provider,
+            response_id=self._response_id,
+            model=self._model,
+            text="".join(text),
+            calls=tuple(calls),
+            state=self.state,
+        )
+
+
+def _build_item(item: _Item) -> Item:
+    kind = item.kind
+    if kind == "tool_call":
+        return ToolCallItem(
+            item_id=item.item_id,
+            call_id=item.call_id,
+            name=item.name,
+            arguments=item.text(),
+            complete=item.ended,
+            call_id_generated=item.call_id_generated,
+        )
+    if kind == "text":
+        return TextItem(item_id=item.item_id, text=item.text())
+    if kind == "refusal":
+        return RefusalItem(item_id=item.item_id, text=item.text())
+    signature = None if item.signature is None else "".join(item.signature)
+    return ReasoningItem(item_id=item.item_id, text=item.text(), signature=signature)
+
+
+# ---------------------------------------------------------------- canonical wire format
+
+_STR, _OPT_STR, _BOOL, _OPT_INT, _KIND, _FINISH = range(6)
+_EXPECTED: Final = (
+    "a string", "a string or null", "a boolean", "an integer or null", "an item kind", "a finish reason",
+)
+#: type -> ((field, kind, required), ...), in the order the fields are checked.
+_FIELDS: Final[Mapping[str, tuple[tuple[str, int, bool], ...]]] = {
+    "response_started": (("response_id", _OPT_STR, False), ("model", _OPT_STR, False)),
+    "item_started": (("item_id", _STR, True), ("kind", _KIND, True)),
+    "text_delta": (("item_id", _STR, True), ("delta", _STR, True)),
+    "refusal_delta": (("item_id", _STR, True), ("delta", _STR, True)),
+    "reasoning_delta": (("item_id", _STR, True), ("delta", _STR, False), ("signature", _OPT_STR, False)),
+    "tool_call_started": (
+        ("item_id", _STR, True), ("call_id", _STR, True), ("name", _STR, True),
+        ("call_id_generated", _BOOL, False),
+    ),
+    "tool_arguments_delta": (("item_id", _STR, True), ("delta", _STR, True)),
+    "item_ended": (("item_id", _STR, True),),
+    "usage": tuple(
+        (name, _OPT_INT, False)
+        for name in ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
+    ),
+    "response_finished": (("finish_reason", _FINISH, True), ("raw_finish_reason", _OPT_STR, False)),
+    "response_failed": (
+        ("code", _STR, True), ("message", _STR, False), ("retryable", _BOOL, False),
+        ("error_type", _OPT_STR, False),
+    ),
+}
+
+
+def _valid(kind: int, value: Any) -> bool:
+    if kind == _STR:
+        return type(value) is str
+    if kind == _OPT_STR:
+        return value is None or type(value) is str
+    if kind == _BOOL:
+        return type(value) is bool
+    if kind == _OPT_INT:
+        return value is None or (type(value) is int and 0 <= value <= _U64_MAX)
+    if kind == _KIND:
+        return value in _KINDS
+    return value in FINISH_REASONS
+
+
+def _malformed(message: str) -> StreamError:
+    return StreamError("MALFORMED_EVENT", message)
+
+
+def canonical_event(payload: Any) -> CanonicalEvent | None:
+    """A canonical event from its ``to_dict()`` wire format; None for an unknown ``type``."""
+    if type(payload) is not dict:
+        raise _malformed("a canonical event must be a JSON object")
+    kind = payload.get("type")
+    if type(kind) is not str:
+        raise _malformed('a canonical event needs a "type" string')
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        return None
+    names = {name for name, _, _ in fields}
+    extra = sorted(key for key in payload if key != "type" and key not in names)
+    if extra:
+        raise _malformed(f'{kind} event has an unknown field "{extra[0]}"')
+    args: dict[str, Any] = {}
+    for name, field_kind, required in fields:
+        if name not in payload:
+            if required:
+                raise _malformed(f'{kind} event lacks the field "{name}"')
+            continue
+        value = payload[name]
+        if not _valid(field_kind, value):
+            raise _malformed(f'{kind} event field "{name}" must be {_EXPECTED[field_kind]}')
+        args[name] = value
+    return EVENT_TYPES[kind](**args)  # type: ignore[return-value]
+
+
+def _event_fields(event: _Event) -> dict[str, Any]:
+    data: dict[str, Any] = {"type": event.type}
+    for name, _, _ in _FIELDS[event.type]:
+        data[name] = getattr(event, name)
+    return data
+
+
+class CanonicalMapper:
+    """The ``"canonical"`` provider: each event's data is a canonical event's
+    wire format; a whole body is a JSON array of them."""
+
+    def __init__(self) -> None:
+        self.unknown_events: dict[str, int] = {}
+
+    def map_event(self, event: str | None, payload: Any) -> list[CanonicalEvent]:
+        mapped = canonical_event(payload)
+        if mapped is None:
+            name = payload["type"]
+            self.unknown_events[name] = self.unknown_events.get(name, 0) + 1
+            return []
+        return [mapped]
+
+    def end(self) -> list[CanonicalEvent]:
+        return []
+
+    def map_body(self, body: Any) -> list[CanonicalEvent]:
+        if type(body) is not list:
+            raise _malformed("a canonical body must be a JSON array of events")
+        out: list[CanonicalEvent] = []
+        for payload in body:
+            out.extend(self.map_event(None, payload))
+        return out
+
+
+# ---------------------------------------------------------------- public plumbing
+
+
+def _mapper(provider: str, choice: int | None) -> providers.Mapper:
+    if not isinstance(provider, str):
+        raise TypeError(f"provider must be a str, not {type(provider).__name__}")
+    if provider == CANONICAL:
+        return CanonicalMapper()
+    mapper = providers.mapper_for(provider, choice)
+    if mapper is None:
+        known = ", ".join((*providers.PROVIDERS, CANONICAL))
+        raise ValueError(f"unknown provider {provider!r}; known: {known}")
+    return mapper
+
+
+def _check_options(limits: Limits | None, choice: int | None) -> Limits:
+    if limits is not None and not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
+    if choice is not None and (type(choice) is not int or choice < 0):
+        raise ValueError(f"choice must be a non-negative int or None, not {choice!r}")
+    return DEFAULT_LIMITS if limits is None else limits
+
+
+_DONE: Final = "[DONE]"
+
+
+def _decode(data: str | bytes | bytearray | memoryview) -> Any:
+    """Event data or a body as JSON (``[DONE]`` passes through as the str)."""
+    if not isinstance(data, str):
+        try:
+            data = bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _malformed("event data is not valid UTF-8") from None
+    if data == _DONE:
+        return _DONE
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        raise _malformed("event data is not valid JSON") from None
+
+
+class StreamAssembler:
+    """One provider stream in, one checked :class:`NormalizedResponse` out."""
+
+    __slots__ = ("provider", "_limits", "_mapper", "_assembler", "_framer", "_kept")
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        limits: Limits | None = None,
+        choice: int | None = None,
+        keep_events: bool = False,
+    ) -> None:
+        self._limits = _check_options(limits, choice)
+        self._mapper = _mapper(provider, choice)
+        self.provider = provider
+        self._assembler = Assembler(provider, self._limits)
+        self._framer: _Framer | None = None
+        self._kept: list[CanonicalEvent] | None = [] if keep_events else None
+
+    @property
+    def state(self) -> str:
+        """``init``, ``started``, ``streaming``, ``completed`` or ``failed``."""
+        return self._assembler.state
+
+    def _apply_all(self, events: list[CanonicalEvent]) -> None:
+        apply = self._assembler.apply
+        for event in events:
+            apply(event)
+        if self._kept is not None:
+            self._kept.extend(events)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Raw SSE bytes of the provider's stream, in any chunking."""
+        self._assembler.check_usable()
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"feed() takes bytes, not {type(data).__name__}")
+        framer = self._framer
+        if framer is None:
+            framer = self._framer = _Framer(self._limits)
+        try:
+            raws = framer.feed_raw(data)
+            map_event = self._mapper.map_event
+            for event, payload, _, _ in raws:
+                self._apply_all(map_event(event, _decode(payload)))
+        except OutputError as err:
+            raise self._assembler.fail(err) from None
+
+    def feed_event(
+        self, payload: dict[str, Any] | str | bytes | CanonicalEvent, event: str | None = None
+    ) -> None:
+        """One already-decoded provider event (its SSE ``data`` and ``event:`` name)."""
+        self._assembler.check_usable()
+        if isinstance(payload, _Event):
+            if self.provider != CANONICAL:
+                raise TypeError("canonical event objects are accepted only with provider='canonical'")
+            decoded: Any = _event_fields(payload)
+        elif isinstance(payload, dict):
+            decoded = payload
+        elif isinstance(payload, (str, bytes, bytearray, memoryview)):
+            decoded = None
+        else:
+            raise TypeError(f"feed_event() takes a dict, str or bytes, not {type(payload).__name__}")
+        if event is not None and not isinstance(event, str):
+            raise TypeError(f"event must be a str or None, not {type(event).__name__}")
+        try:
+            if decoded is None:
+                decoded = _decode(payload)  # type: ignore[arg-type]
+            self._apply_all(self._mapper.map_event(event, decoded))
+        except OutputError as err:
+            raise self._assembler.fail(err) from None
+
+    def finish(self) -> NormalizedResponse:
+        """End of stream: the response, or the error that makes it incomplete."""
+        assembler = self._assembler
+        assembler.check_usable()
+        if assembler._response is None and assembler._provider_failure is None:
+            try:
+                if self._framer is not None:
+                    self._framer.finish_raw()
+                self._apply_all(self._mapper.end())
+            except OutputError as err:
+                raise assembler.fail(err) from None
+        return assembler.finish(self._mapper.unknown_events)
+
+    def snapshot(self) -> ResponseSnapshot:
+        """A provisional view for UIs (never accepted by ``decide``)."""
+        return self._assembler.snapshot()
+
+    def abort(self) -> None:
+        """Cancel: later calls raise ``StreamError(STREAM_CANCELLED)``."""
+        self._assembler.cancel()
+
+    def take_events(self) -> list[CanonicalEvent]:
+        """With ``keep_events=True``: the canonical events produced since the last call."""
+        if self._kept is None:
+            raise ValueError("take_events() needs StreamAssembler(..., keep_events=True)")
+        events, self._kept = self._kept, []
+        return events
+
+
+def normalize(
+    body: bytes | str | dict[str, Any],
+    /,
+    *,
+    provider: str,
+    limits: Limits | None = None,
+    choice: int | None = None,
+) -> NormalizedResponse:
+    """A whole non-streaming response body -> :class:`NormalizedResponse`."""
+    checked = _check_options(limits, choice)
+    mapper = _mapper(provider, choice)
+    if isinstance(body, (dict, list)):
+        decoded: Any = body
+    elif isinstance(body, (str, bytes, bytearray, memoryview)):
+        decoded = _decode(body)
+    else:
+        raise TypeError(f"normalize() takes bytes, str or dict, not {type(body).__name__}")
+    assembler = Assembler(provider, checked)
+    for event in mapper.map_body(decoded):
+        assembler.apply(event)
+    return assembler.finish(mapper.unknown_events)

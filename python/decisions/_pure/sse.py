@@ -1,0 +1,248 @@
+"""Incremental Server-Sent-Events framing (pure twin of ``rust/src/core/sse.rs``).
+
+WHATWG ``text/event-stream`` parsing over bytes fed in arbitrary chunks:
+CR, LF and CRLF line ends (a CR ending one chunk and its LF starting the next
+count once), one leading BOM stripped, ``:`` comments, ``data`` lines joined
+with ``\\n``, one space after the colon removed, unknown fields ignored, an
+event without data never dispatched. Each line is decoded as strict UTF-8 once
+it is complete (line ends are ASCII, so a multi-byte character split across
+chunks decodes exactly); invalid UTF-8 is an error, never U+FFFD.
+
+Offsets in errors are byte offsets into the stream (BOM included):
+the bad byte for ``SSE_INVALID_UTF8``, the first byte past the limit for
+``SSE_STREAM_TOO_LARGE``, otherwise the first byte of the line that crossed.
+"""
+
+from __future__ import annotations
+
+from ..errors import OutputError, StreamError
+from ..limits import DEFAULT_LIMITS, Limits
+from ..types import SSEEvent
+
+__all__ = ["SSEDecoder", "RawEvent"]
+
+_BOM = b"\xef\xbb\xbf"
+_U64_MAX = (1 << 64) - 1
+
+#: ``(event or None, data, id, retry)``: an event before it becomes an ``SSEEvent``.
+RawEvent = tuple["str | None", str, "str | None", "int | None"]
+
+
+class _Framer:
+    """The decoder's state machine; ``feed_raw`` returns raw event tuples."""
+
+    __slots__ = (
+        "_limits", "_line", "_line_start", "_pos", "_skip_lf", "_bom_done", "_bom_held",
+        "_data", "_data_bytes", "_has_data", "_event", "_last_id", "_retry", "_events",
+        "_without_data", "_error",
+    )
+
+    def __init__(self, limits: Limits) -> None:
+        self._limits = limits
+        self._line = bytearray()  # the current unterminated line
+        self._line_start = 0  # stream offset of its first byte
+        self._pos = 0  # stream bytes consumed
+        self._skip_lf = False  # the previous byte was a CR ending a line
+        self._bom_done = False
+        self._bom_held = b""
+        self._data: list[str] = []
+        self._data_bytes = 0
+        self._has_data = False
+        self._event: str | None = None
+        self._last_id: str | None = None
+        self._retry: int | None = None
+        self._events = 0
+        self._without_data = 0
+        self._error: OutputError | None = None
+
+    # ------------------------------------------------------------ errors
+
+    def _fail(self, code: str, message: str, offset: int | None) -> StreamError:
+        err = StreamError(code, message, offset=offset)
+        self._error = err
+        return err
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise StreamError(
+                "STREAM_FAILED", f"the event stream already failed ({self._error.code})"
+            )
+
+    # ------------------------------------------------------------ input
+
+    def feed_raw(self, chunk: bytes | bytearray | memoryview) -> list[RawEvent]:
+        self._check()
+        if not isinstance(chunk, (bytes, bytearray, memoryview)):
+            raise TypeError(f"feed() takes bytes, not {type(chunk).__name__}")
+        data = bytes(chunk)
+        limit = self._limits.max_stream_bytes
+        if self._pos + len(self._bom_held) + len(data) > limit:
+            raise self._fail(
+                "SSE_STREAM_TOO_LARGE",
+                f"the stream is longer than max_stream_bytes ({limit})",
+                limit,
+            )
+        if not self._bom_done:
+            data = self._bom_held + data
+            if len(data) < 3 and _BOM.startswith(data):
+                self._bom_held = data
+                return []
+            self._bom_held = b""
+            self._bom_done = True
+            if data.startswith(_BOM):
+                data = data[3:]
+                self._pos = 3
+                self._line_start = 3
+        out: list[RawEvent] = []
+        if not data:
+            return out
+        if self._skip_lf:
+            self._skip_lf = False
+            if data[:1] == b"\n":
+                data = data[1:]
+                self._pos += 1
+                self._line_start = self._pos
+        for piece in data.splitlines(keepends=True):
+            self._skip_lf = False
+            last = piece[-1:]
+            if last == b"\n":
+                body = piece[:-2] if piece[-2:] == b"\r\n" else piece[:-1]
+            elif last == b"\r":
+                body = piece[:-1]
+            else:  # unterminated tail: keep it, bounded by the line limit
+                if len(self._line) + len(piece) > self._limits.max_sse_line_bytes:
+                    raise self._line_too_long()
+                self._line += piece
+                self._pos += len(piece)
+                return out
+            if self._line:
+                if len(self._line) + len(body) > self._limits.max_sse_line_bytes:
+                    raise self._line_too_long()
+                self._line += body
+                line = bytes(self._line)
+                self._line.clear()
+            else:
+                if len(body) > self._limits.max_sse_line_bytes:
+                    raise self._line_too_long()
+                line = body
+            end = self._pos + len(piece)
+            self._line_end(line, end - self._line_start, out)
+            self._pos = end
+            self._line_start = end
+            # a CR ending the chunk: an LF starting the next one belongs to it
+            self._skip_lf = last == b"\r"
+        return out
+
+    def _line_too_long(self) -> StreamError:
+        return self._fail(
+            "SSE_LINE_TOO_LONG",
+            f"an event-stream line exceeds max_sse_line_bytes ({self._limits.max_sse_line_bytes})",
+            self._line_start,
+        )
+
+    def _line_end(self, raw: bytes, length: int, out: list[RawEvent]) -> None:
+        """One complete line (without its line end); ``length`` counts the line end."""
+        start = self._line_start
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._fail(
+                "SSE_INVALID_UTF8", "the event stream is not valid UTF-8", start + exc.start
+            ) from None
+        if not line:
+            self._dispatch(out, start, length)
+            return
+        if line[0] == ":":
+            self._no_data(length, start)
+            return
+        name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            size = len(value) if value.isascii() else len(value.encode())
+            total = self._data_bytes + size + (1 if self._has_data else 0)
+            if total > self._limits.max_sse_event_bytes:
+                raise self._fail(
+                    "SSE_EVENT_TOO_LARGE",
+                    f"an event's data exceeds max_sse_event_bytes ({self._limits.max_sse_event_bytes})",
+                    start,
+                )
+            self._data.append(value)
+            self._data_bytes = total
+            self._has_data = True
+            self._without_data = 0
+            return
+        if name == "event":
+            self._event = value
+        elif name == "id":
+            if "\x00" not in value:
+                self._last_id = value
+        elif name == "retry":
+            if value and value.isascii() and value.isdigit() and int(value) <= _U64_MAX:
+                self._retry = int(value)
+        self._no_data(length, start)
+
+    def _no_data(self, length: int, start: int) -> None:
+        self._without_data += length
+        if self._without_data > self._limits.max_bytes_without_data:
+            raise self._fail(
+                "SSE_NO_DATA",
+                f"more than max_bytes_without_data ({self._limits.max_bytes_without_data}) "
+                "arrived without a data event",
+                start,
+            )
+
+    def _dispatch(self, out: list[RawEvent], start: int, length: int) -> None:
+        if not self._has_data:
+            self._event = None
+            self._no_data(length, start)
+            return
+        if self._events >= self._limits.max_stream_events:
+            raise self._fail(
+                "SSE_TOO_MANY_EVENTS",
+                f"the stream has more events than max_stream_events ({self._limits.max_stream_events})",
+                start,
+            )
+        self._events += 1
+        data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
+        out.append((self._event or None, data, self._last_id, self._retry))
+        self._data = []
+        self._data_bytes = 0
+        self._has_data = False
+        self._event = None
+
+    def finish_raw(self) -> list[RawEvent]:
+        self._check()
+        if self._line or self._bom_held or self._has_data:
+            raise self._fail(
+                "SSE_UNTERMINATED_EVENT",
+                "the stream ended in the middle of an event",
+                self._line_start,
+            )
+        return []
+
+
+class SSEDecoder:
+    """Incremental ``text/event-stream`` decoder: ``feed`` bytes in any
+    chunking, get the same :class:`~decisions.types.SSEEvent` list. ``id`` and
+    ``retry`` are the last valid values seen (they persist across events)."""
+
+    __slots__ = ("_framer",)
+
+    def __init__(self, *, limits: Limits | None = None) -> None:
+        if limits is not None and not isinstance(limits, Limits):
+            raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
+        self._framer = _Framer(limits if limits is not None else DEFAULT_LIMITS)
+
+    def feed(self, chunk: bytes | bytearray | memoryview) -> list[SSEEvent]:
+        """Consume a chunk; return the events it completed."""
+        return [_event(raw) for raw in self._framer.feed_raw(chunk)]
+
+    def finish(self) -> list[SSEEvent]:
+        """End of stream: raises ``SSE_UNTERMINATED_EVENT`` if an event or line is unfinished."""
+        return [_event(raw) for raw in self._framer.finish_raw()]
+
+
+def _event(raw: RawEvent) -> SSEEvent:
+    event, data, id_, retry = raw
+    return SSEEvent(data=data, event="message" if event is None else event, id=id_, retry=retry)

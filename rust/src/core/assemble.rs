@@ -1,0 +1,793 @@
+//! Stream assembly: canonical events in, one checked response out.
+//!
+//! [`Assembler`] enforces the state machine `init -> started -> streaming ->
+//! completed | failed`: only a legal terminal event and complete items give a
+//! [`Response`]. Each delta is appended to its own item's buffer after the
+//! limits are checked; nothing accumulated is re-joined, re-scanned or
+//! re-parsed. [`CanonicalMapper`] is the `"canonical"` provider: event data in
+//! the canonical wire format (`decisions.types` `to_dict()`).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde_json::Value;
+
+use crate::core::errors::{Code, CoreError};
+use crate::core::events::{Event, FinishReason, ItemKind, Usage};
+use crate::core::limits::Limits;
+use crate::core::providers::Mapper;
+
+/// The assembler's state (`StreamAssembler.state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum State {
+    Init,
+    Started,
+    Streaming,
+    Completed,
+    Failed,
+}
+
+impl State {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            State::Init => "init",
+            State::Started => "started",
+            State::Streaming => "streaming",
+            State::Completed => "completed",
+            State::Failed => "failed",
+        }
+    }
+}
+
+/// What an item holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Text,
+    Refusal,
+    Reasoning,
+    ToolCall,
+}
+
+impl Kind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Kind::Text => "text",
+            Kind::Refusal => "refusal",
+            Kind::Reasoning => "reasoning",
+            Kind::ToolCall => "tool_call",
+        }
+    }
+}
+
+/// One item as far as it has streamed. `text` is the text, refusal, reasoning
+/// or the arguments JSON text of a tool call.
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub kind: Kind,
+    pub item_id: String,
+    pub text: String,
+    pub ended: bool,
+    pub call_id: String,
+    pub name: String,
+    pub call_id_generated: bool,
+    pub signature: Option<String>,
+}
+
+/// A complete response (`decisions.types.NormalizedResponse`). Tool-call
+/// items are complete unless `ended` is false (a truncating finish reason).
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub response_id: Option<String>,
+    pub model: Option<String>,
+    pub items: Vec<Item>,
+    pub finish_reason: FinishReason,
+    pub raw_finish_reason: Option<String>,
+    pub usage: Option<Usage>,
+    pub unknown_events: BTreeMap<String, u64>,
+}
+
+/// The provider's failure event, kept for `finish()`.
+#[derive(Debug, Clone)]
+struct ProviderFailure {
+    code: String,
+    message: String,
+    retryable: bool,
+}
+
+/// Canonical events in, one [`Response`] out.
+#[derive(Debug)]
+pub struct Assembler {
+    limits: Limits,
+    state: State,
+    error: Option<Code>,
+    cancelled: bool,
+    provider_failure: Option<ProviderFailure>,
+    items: Vec<Item>,
+    by_id: HashMap<String, usize>,
+    call_ids: HashSet<String>,
+    calls: usize,
+    bytes: usize,
+    events: usize,
+    response_id: Option<String>,
+    model: Option<String>,
+    usage: Option<Usage>,
+    finish_reason: FinishReason,
+    raw_finish_reason: Option<String>,
+    response: Option<Response>,
+}
+
+fn err(code: Code, message: String) -> CoreError {
+    CoreError::new(code, message)
+}
+
+const fn event_type(event: &Event) -> &'static str {
+    match event {
+        Event::ResponseStarted { .. } => "response_started",
+        Event::ItemStarted { .. } => "item_started",
+        Event::TextDelta { .. } => "text_delta",
+        Event::RefusalDelta { .. } => "refusal_delta",
+        Event::ReasoningDelta { .. } => "reasoning_delta",
+        Event::ToolCallStarted { .. } => "tool_call_started",
+        Event::ToolArgumentsDelta { .. } => "tool_arguments_delta",
+        Event::ItemEnded { .. } => "item_ended",
+        Event::Usage(_) => "usage",
+        Event::ResponseFinished { .. } => "response_finished",
+        Event::ResponseFailed { .. } => "response_failed",
+    }
+}
+
+const fn is_truncating(reason: FinishReason) -> bool {
+    matches!(
+        reason,
+        FinishReason::Length
+            | FinishReason::ContentFilter
+            | FinishReason::Refusal
+            | FinishReason::Cancelled
+            | FinishReason::Error
+    )
+}
+
+impl Assembler {
+    pub fn new(limits: Limits) -> Assembler {
+        Assembler {
+            limits,
+            state: State::Init,
+            error: None,
+            cancelled: false,
+            provider_failure: None,
+            items: Vec::new(),
+            by_id: HashMap::new(),
+            call_ids: HashSet::new(),
+            calls: 0,
+            bytes: 0,
+            events: 0,
+            response_id: None,
+            model: None,
+            usage: None,
+            finish_reason: FinishReason::Unknown,
+            raw_finish_reason: None,
+            response: None,
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn response_id(&self) -> Option<&str> {
+        self.response_id.as_deref()
+    }
+
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The items so far, in the order they started.
+    pub fn items(&self) -> &[Item] {
+        &self.items
+    }
+
+    /// Record a failure (from here or an earlier stage); later use raises `STREAM_FAILED`.
+    pub fn fail(&mut self, error: CoreError) -> CoreError {
+        if self.error.is_none() {
+            self.error = Some(error.code);
+        }
+        self.state = State::Failed;
+        error
+    }
+
+    fn fail_with(&mut self, code: Code, message: String) -> CoreError {
+        self.fail(err(code, message))
+    }
+
+    /// `abort()`: every later call raises `STREAM_CANCELLED`.
+    pub fn cancel(&mut self) {
+        self.cancelled = true;
+        self.state = State::Failed;
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled
+    }
+
+    /// A finished response or a provider failure was seen: nothing more to map at EOF.
+    pub fn is_settled(&self) -> bool {
+        self.response.is_some() || self.provider_failure.is_some()
+    }
+
+    /// Err if the stream was cancelled or already failed.
+    pub fn check_usable(&self) -> Result<(), CoreError> {
+        if self.cancelled {
+            return Err(err(Code::STREAM_CANCELLED, "the stream was cancelled by the caller".into()));
+        }
+        if let Some(code) = self.error {
+            return Err(err(Code::STREAM_FAILED, format!("the stream already failed ({})", code.as_str())));
+        }
+        Ok(())
+    }
+
+    /// Consume one canonical event.
+    pub fn apply(&mut self, event: Event) -> Result<(), CoreError> {
+        self.check_usable()?;
+        self.events += 1;
+        if self.events > self.limits.max_stream_events {
+            let msg = format!(
+                "the response has more events than max_stream_events ({})",
+                self.limits.max_stream_events
+            );
+            return Err(self.fail_with(Code::TOO_MANY_EVENTS, msg));
+        }
+        let state = self.state;
+        if state >= State::Completed {
+            if let Event::Usage(usage) = event {
+                self.merge_usage(usage);
+                return Ok(());
+            }
+            let msg = format!("{} after the terminal event", event_type(&event));
+            return Err(self.fail_with(Code::EVENT_AFTER_TERMINAL, msg));
+        }
+        if let Event::ResponseStarted { response_id, model } = event {
+            if state != State::Init {
+                return Err(self.fail_with(Code::DUPLICATE_START, "the response was started twice".into()));
+            }
+            self.state = State::Started;
+            self.response_id = response_id;
+            self.model = model;
+            return Ok(());
+        }
+        if state == State::Init {
+            let msg = format!("{} before response_started", event_type(&event));
+            return Err(self.fail_with(Code::EVENT_BEFORE_START, msg));
+        }
+        if let Event::Usage(usage) = event {
+            self.merge_usage(usage);
+            return Ok(());
+        }
+        self.state = State::Streaming;
+        match event {
+            Event::ItemStarted { item_id, kind } => {
+                let kind = match kind {
+                    ItemKind::Text => Kind::Text,
+                    ItemKind::Refusal => Kind::Refusal,
+                    ItemKind::Reasoning => Kind::Reasoning,
+                };
+                self.new_item(kind, item_id).map(|_| ())
+            }
+            Event::TextDelta { item_id, delta } => self.text_delta("text_delta", Kind::Text, &item_id, &delta),
+            Event::RefusalDelta { item_id, delta } => {
+                self.text_delta("refusal_delta", Kind::Refusal, &item_id, &delta)
+            }
+            Event::ReasoningDelta { item_id, delta, signature } => {
+                self.reasoning_delta(&item_id, &delta, signature.as_deref())
+            }
+            Event::ToolCallStarted { item_id, call_id, name, call_id_generated } => {
+                self.call_started(item_id, call_id, name, call_id_generated)
+            }
+            Event::ToolArgumentsDelta { item_id, delta } => self.arguments_delta(&item_id, &delta),
+            Event::ItemEnded { item_id } => self.item_ended(&item_id),
+            Event::ResponseFinished { finish_reason, raw_finish_reason } => {
+                self.finish_reason = finish_reason;
+                self.raw_finish_reason = raw_finish_reason;
+                self.state = State::Completed;
+                Ok(())
+            }
+            Event::ResponseFailed { code, message, retryable, .. } => {
+                self.provider_failure = Some(ProviderFailure { code, message, retryable });
+                self.state = State::Failed;
+                Ok(())
+            }
+            Event::ResponseStarted { .. } | Event::Usage(_) => Ok(()),
+        }
+    }
+
+    fn new_item(&mut self, kind: Kind, item_id: String) -> Result<usize, CoreError> {
+        if self.by_id.contains_key(&item_id) {
+            let msg = format!("two items share the item id \"{item_id}\"");
+            return Err(self.fail_with(Code::DUPLICATE_ITEM_ID, msg));
+        }
+        let index = self.items.len();
+        self.by_id.insert(item_id.clone(), index);
+        self.items.push(Item {
+            kind,
+            item_id,
+            text: String::new(),
+            ended: false,
+            call_id: String::new(),
+            name: String::new(),
+            call_id_generated: false,
+            signature: None,
+        });
+        Ok(index)
+    }
+
+    fn open_item(&mut self, event: &str, kind: Kind, item_id: &str) -> Result<usize, CoreError> {
+        let Some(&index) = self.by_id.get(item_id) else {
+            let msg = format!("{event} for item \"{item_id}\", which was never started");
+            return Err(self.fail_with(Code::DELTA_BEFORE_START, msg));
+        };
+        let (item_kind, ended) = match self.items.get(index) {
+            Some(item) => (item.kind, item.ended),
+            None => return Err(self.fail_with(Code::UNKNOWN_ITEM, format!("item \"{item_id}\" is missing"))),
+        };
+        if item_kind != kind {
+            let msg = format!("{event} for item \"{item_id}\", which is a {} item", item_kind.as_str());
+            return Err(self.fail_with(Code::UNKNOWN_ITEM, msg));
+        }
+        if ended {
+            let msg = format!("{event} for item \"{item_id}\", which has ended");
+            return Err(self.fail_with(Code::DELTA_AFTER_END, msg));
+        }
+        Ok(index)
+    }
+
+    fn add_bytes(&mut self, size: usize) -> Result<(), CoreError> {
+        let total = self.bytes.saturating_add(size);
+        if total > self.limits.max_response_bytes {
+            let msg = format!(
+                "the response content exceeds max_response_bytes ({})",
+                self.limits.max_response_bytes
+            );
+            return Err(self.fail_with(Code::RESPONSE_TOO_LARGE, msg));
+        }
+        self.bytes = total;
+        Ok(())
+    }
+
+    fn text_delta(&mut self, event: &str, kind: Kind, item_id: &str, delta: &str) -> Result<(), CoreError> {
+        let index = self.open_item(event, kind, item_id)?;
+        self.add_bytes(delta.len())?;
+        if let Some(item) = self.items.get_mut(index) {
+            item.text.push_str(delta);
+        }
+        Ok(())
+    }
+
+    fn reasoning_delta(&mut self, item_id: &str, delta: &str, signature: Option<&str>) -> Result<(), CoreError> {
+        let index = self.open_item("reasoning_delta", Kind::Reasoning, item_id)?;
+        self.add_bytes(delta.len().saturating_add(signature.map_or(0, str::len)))?;
+        if let Some(item) = self.items.get_mut(index) {
+            item.text.push_str(delta);
+            if let Some(signature) = signature {
+                item.signature.get_or_insert_with(String::new).push_str(signature);
+            }
+        }
+        Ok(())
+    }
+
+    fn call_started(
+        &mut self,
+        item_id: String,
+        call_id: String,
+        name: String,
+        call_id_generated: bool,
+    ) -> Result<(), CoreError> {
+        if let Some(existing) = self.by_id.get(&item_id).and_then(|&i| self.items.get(i)) {
+            if existing.kind == Kind::ToolCall && existing.call_id == call_id && existing.name != name {
+                let msg = format!(
+                    "tool call \"{call_id}\" changed its name from \"{}\" to \"{name}\"",
+                    existing.name
+                );
+                return Err(self.fail_with(Code::CALL_NAME_CHANGED, msg));
+            }
+            let msg = format!("two items share the item id \"{item_id}\"");
+            return Err(self.fail_with(Code::DUPLICATE_ITEM_ID, msg));
+        }
+        if self.call_ids.contains(&call_id) {
+            let msg = format!("two tool calls share the call id \"{call_id}\"");
+            return Err(self.fail_with(Code::DUPLICATE_CALL_ID, msg));
+        }
+        if self.calls >= self.limits.max_calls_per_response {
+            let msg = format!(
+                "the response has more tool calls than max_calls_per_response ({})",
+                self.limits.max_calls_per_response
+            );
+            return Err(self.fail_with(Code::TOO_MANY_CALLS, msg));
+        }
+        let index = self.new_item(Kind::ToolCall, item_id)?;
+        self.call_ids.insert(call_id.clone());
+        self.calls += 1;
+        if let Some(item) = self.items.get_mut(index) {
+            item.call_id = call_id;
+            item.name = name;
+            item.call_id_generated = call_id_generated;
+        }
+        Ok(())
+    }
+
+    fn arguments_delta(&mut self, item_id: &str, delta: &str) -> Result<(), CoreError> {
+        let index = self.open_item("tool_arguments_delta", Kind::ToolCall, item_id)?;
+        let (current, call_id) = match self.items.get(index) {
+            Some(item) => (item.text.len(), item.call_id.as_str()),
+            None => return Ok(()),
+        };
+        if current.saturating_add(delta.len()) > self.limits.max_call_argument_bytes {
+            let msg = format!(
+                "the arguments of tool call \"{call_id}\" exceed max_call_argument_bytes ({})",
+                self.limits.max_call_argument_bytes
+            );
+            return Err(self.fail_with(Code::ARGUMENTS_TOO_LARGE, msg));
+        }
+        self.add_bytes(delta.len())?;
+        if let Some(item) = self.items.get_mut(index) {
+            item.text.push_str(delta);
+        }
+        Ok(())
+    }
+
+    fn item_ended(&mut self, item_id: &str) -> Result<(), CoreError> {
+        let Some(item) = self.by_id.get(item_id).copied().and_then(|i| self.items.get_mut(i)) else {
+            let msg = format!("item_ended for item \"{item_id}\", which was never started");
+            return Err(self.fail_with(Code::UNKNOWN_ITEM, msg));
+        };
+        if item.ended {
+            let msg = format!("item_ended for item \"{item_id}\", which has ended");
+            return Err(self.fail_with(Code::DELTA_AFTER_END, msg));
+        }
+        item.ended = true;
+        Ok(())
+    }
+
+    fn merge_usage(&mut self, usage: Usage) {
+        let merged = self.usage.get_or_insert_with(Usage::default);
+        merged.input_tokens = usage.input_tokens.or(merged.input_tokens);
+        merged.output_tokens = usage.output_tokens.or(merged.output_tokens);
+        merged.cached_tokens = usage.cached_tokens.or(merged.cached_tokens);
+        merged.reasoning_tokens = usage.reasoning_tokens.or(merged.reasoning_tokens);
+    }
+
+    /// The response, if a legal terminal event and complete items were seen.
+    /// The provider's failure event gives a `PROVIDER_ERROR` (transport).
+    pub fn finish(&mut self, unknown_events: &BTreeMap<String, u64>) -> Result<&Response, CoreError> {
+        self.check_usable()?;
+        if let Some(failure) = &self.provider_failure {
+            let message = if failure.message.is_empty() {
+                failure.code.clone()
+            } else {
+                format!("{}: {}", failure.code, failure.message)
+            };
+            let mut error = err(Code::PROVIDER_ERROR, message);
+            error.retryable = Some(failure.retryable);
+            return Err(error);
+        }
+        if self.response.is_none() {
+            if self.state != State::Completed {
+                let msg = "the stream ended without a terminal event".to_string();
+                return Err(self.fail_with(Code::NO_TERMINAL_EVENT, msg));
+            }
+            let truncated = is_truncating(self.finish_reason);
+            if !truncated {
+                if let Some(open) = self.items.iter().find(|item| !item.ended) {
+                    let msg = format!("item \"{}\" was never ended", open.item_id);
+                    return Err(self.fail_with(Code::ITEM_NOT_ENDED, msg));
+                }
+            }
+            self.response = Some(Response {
+                response_id: self.response_id.clone(),
+                model: self.model.clone(),
+                items: std::mem::take(&mut self.items),
+                finish_reason: self.finish_reason,
+                raw_finish_reason: self.raw_finish_reason.clone(),
+                usage: self.usage,
+                unknown_events: unknown_events.clone(),
+            });
+            self.by_id.clear();
+        }
+        self.response
+            .as_ref()
+            .ok_or_else(|| err(Code::STREAM_FAILED, "the response is missing".into()))
+    }
+
+    /// The finished response's items when `finish` moved them out, else the live ones.
+    pub fn current_items(&self) -> &[Item] {
+        match &self.response {
+            Some(response) => &response.items,
+            None => &self.items,
+        }
+    }
+}
+
+// ------------------------------------------------------------------ canonical wire format
+
+#[derive(Clone, Copy)]
+enum Field {
+    Str,
+    OptStr,
+    Bool,
+    OptInt,
+    Kind,
+    Finish,
+}
+
+impl Field {
+    const fn expected(self) -> &'static str {
+        match self {
+            Field::Str => "a string",
+            Field::OptStr => "a string or null",
+            Field::Bool => "a boolean",
+            Field::OptInt => "an integer or null",
+            Field::Kind => "an item kind",
+            Field::Finish => "a finish reason",
+        }
+    }
+
+    fn valid(self, value: &Value) -> bool {
+        match self {
+            Field::Str => value.is_string(),
+            Field::OptStr => value.is_null() || value.is_string(),
+            Field::Bool => value.is_boolean(),
+            Field::OptInt => value.is_null() || value.as_u64().is_some(),
+            Field::Kind => matches!(value.as_str(), Some("text" | "refusal" | "reasoning")),
+            Field::Finish => value.as_str().and_then(FinishReason::parse).is_some(),
+        }
+    }
+}
+
+type Spec = &'static [(&'static str, Field, bool)];
+
+fn spec(kind: &str) -> Option<Spec> {
+    use Field::*;
+    Some(match kind {
+        "response_started" => &[("response_id", OptStr, false), ("model", OptStr, false)],
+        "item_started" => &[("item_id", Str, true), ("kind", Kind, true)],
+        "text_delta" | "refusal_delta" | "tool_arguments_delta" => &[("item_id", Str, true), ("delta", Str, true)],
+        "reasoning_delta" => &[("item_id", Str, true), ("delta", Str, false), ("signature", OptStr, false)],
+        "tool_call_started" => &[
+            ("item_id", Str, true),
+            ("call_id", Str, true),
+            ("name", Str, true),
+            ("call_id_generated", Bool, false),
+        ],
+        "item_ended" => &[("item_id", Str, true)],
+        "usage" => &[
+            ("input_tokens", OptInt, false),
+            ("output_tokens", OptInt, false),
+            ("cached_tokens", OptInt, false),
+            ("reasoning_tokens", OptInt, false),
+        ],
+        "response_finished" => &[("finish_reason", Finish, true), ("raw_finish_reason", OptStr, false)],
+        "response_failed" => &[
+            ("code", Str, true),
+            ("message", Str, false),
+            ("retryable", Bool, false),
+            ("error_type", OptStr, false),
+        ],
+        _ => return None,
+    })
+}
+
+fn malformed(message: String) -> CoreError {
+    CoreError::new(Code::MALFORMED_EVENT, message)
+}
+
+/// A canonical event from its wire format; `Ok(None)` for an unknown `type`.
+pub fn canonical_event(payload: Value) -> Result<Option<Event>, CoreError> {
+    let Value::Object(mut map) = payload else {
+        return Err(malformed("a canonical event must be a JSON object".into()));
+    };
+    let kind = match map.remove("type") {
+        Some(Value::String(kind)) => kind,
+        _ => return Err(malformed("a canonical event needs a \"type\" string".into())),
+    };
+    let Some(fields) = spec(&kind) else {
+        map.insert("type".into(), Value::String(kind));
+        return Ok(None);
+    };
+    // the map is ordered, so the first unknown key is the smallest, as in the pure twin
+    if let Some(extra) = map.keys().find(|key| !fields.iter().any(|(name, _, _)| name == key)) {
+        return Err(malformed(format!("{kind} event has an unknown field \"{extra}\"")));
+    }
+    for (name, field, required) in fields {
+        match map.get(*name) {
+            None if *required => return Err(malformed(format!("{kind} event lacks the field \"{name}\""))),
+            Some(value) if !field.valid(value) => {
+                return Err(malformed(format!("{kind} event field \"{name}\" must be {}", field.expected())))
+            }
+            _ => {}
+        }
+    }
+    let m = &mut map;
+    let event = match kind.as_str() {
+        "response_started" => Event::ResponseStarted { response_id: take_opt(m, "response_id"), model: take_opt(m, "model") },
+        "item_started" => {
+            let kind = match m.get("kind").and_then(Value::as_str) {
+                Some("refusal") => ItemKind::Refusal,
+                Some("reasoning") => ItemKind::Reasoning,
+                _ => ItemKind::Text,
+            };
+            Event::ItemStarted { item_id: take(m, "item_id"), kind }
+        }
+        "text_delta" => Event::TextDelta { item_id: take(m, "item_id"), delta: take(m, "delta") },
+        "refusal_delta" => Event::RefusalDelta { item_id: take(m, "item_id"), delta: take(m, "delta") },
+        "tool_arguments_delta" => Event::ToolArgumentsDelta { item_id: take(m, "item_id"), delta: take(m, "delta") },
+        "reasoning_delta" => Event::ReasoningDelta {
+            item_id: take(m, "item_id"),
+            delta: take(m, "delta"),
+            signature: take_opt(m, "signature"),
+        },
+        "tool_call_started" => Event::ToolCallStarted {
+            item_id: take(m, "item_id"),
+            call_id: take(m, "call_id"),
+            name: take(m, "name"),
+            call_id_generated: m.get("call_id_generated").and_then(Value::as_bool).unwrap_or(false),
+        },
+        "item_ended" => Event::ItemEnded { item_id: take(m, "item_id") },
+        "usage" => Event::Usage(Usage {
+            input_tokens: m.get("input_tokens").and_then(Value::as_u64),
+            output_tokens: m.get("output_tokens").and_then(Value::as_u64),
+            cached_tokens: m.get("cached_tokens").and_then(Value::as_u64),
+            reasoning_tokens: m.get("reasoning_tokens").and_then(Value::as_u64),
+        }),
+        "response_finished" => Event::ResponseFinished {
+            finish_reason: m
+                .get("finish_reason")
+                .and_then(Value::as_str)
+                .and_then(FinishReason::parse)
+                .unwrap_or(FinishReason::Unknown),
+            raw_finish_reason: take_opt(m, "raw_finish_reason"),
+        },
+        _ => Event::ResponseFailed {
+            code: take(m, "code"),
+            message: take(m, "message"),
+            retryable: m.get("retryable").and_then(Value::as_bool).unwrap_or(false),
+            error_type: take_opt(m, "error_type"),
+        },
+    };
+    Ok(Some(event))
+}
+
+fn take(map: &mut serde_json::Map<String, Value>, name: &str) -> String {
+    match map.remove(name) {
+        Some(Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+fn take_opt(map: &mut serde_json::Map<String, Value>, name: &str) -> Option<String> {
+    match map.remove(name) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// The `[DONE]` sentinel some providers send as the last `data`; it is not
+/// JSON and is handed to the mapper as is (the pure twin passes the str).
+pub const DONE: &str = "[DONE]";
+
+/// Event data parsed as JSON, `[DONE]` as the string itself.
+pub fn decode_data(data: &str) -> Result<Value, CoreError> {
+    if data == DONE {
+        return Ok(Value::String(DONE.to_string()));
+    }
+    serde_json::from_str(data).map_err(|_| malformed("event data is not valid JSON".into()))
+}
+
+/// The `"canonical"` provider: each event's data is a canonical event's wire
+/// format; a whole body is a JSON array of them.
+#[derive(Debug, Default)]
+pub struct CanonicalMapper {
+    unknown: BTreeMap<String, u64>,
+}
+
+impl CanonicalMapper {
+    fn map_value(&mut self, value: Value, out: &mut Vec<Event>) -> Result<(), CoreError> {
+        let name = value.get("type").and_then(Value::as_str).map(str::to_string);
+        match canonical_event(value)? {
+            Some(event) => out.push(event),
+            None => *self.unknown.entry(name.unwrap_or_default()).or_insert(0) += 1,
+        }
+        Ok(())
+    }
+}
+
+impl Mapper for CanonicalMapper {
+    fn map_event(&mut self, _event: Option<&str>, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+        let value = decode_data(data)?;
+        self.map_value(value, out)
+    }
+
+    fn end(&mut self, _out: &mut Vec<Event>) -> Result<(), CoreError> {
+        Ok(())
+    }
+
+    fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+        let Value::Array(values) = decode_data(body)? else {
+            return Err(malformed("a canonical body must be a JSON array of events".into()));
+        };
+        for value in values {
+            self.map_value(value, out)?;
+        }
+        Ok(())
+    }
+
+    fn unknown_events(&self) -> &BTreeMap<String, u64> {
+        &self.unknown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn started() -> Event {
+        Event::ResponseStarted { response_id: Some("r".into()), model: None }
+    }
+
+    fn call(id: &str) -> Event {
+        Event::ToolCallStarted { item_id: id.into(), call_id: format!("c{id}"), name: "f".into(), call_id_generated: false }
+    }
+
+    fn delta(id: &str, d: &str) -> Event {
+        Event::ToolArgumentsDelta { item_id: id.into(), delta: d.into() }
+    }
+
+    fn run(events: Vec<Event>) -> Result<Response, CoreError> {
+        let mut a = Assembler::new(Limits::default());
+        for e in events {
+            a.apply(e)?;
+        }
+        a.finish(&BTreeMap::new()).cloned()
+    }
+
+    #[test]
+    fn interleaved_calls_are_kept_apart() {
+        let events = vec![
+            started(),
+            call("a"),
+            call("b"),
+            delta("a", "{\"x\":"),
+            delta("b", "{\"y\":"),
+            delta("a", "1}"),
+            delta("b", "2}"),
+            Event::ItemEnded { item_id: "a".into() },
+            Event::ItemEnded { item_id: "b".into() },
+            Event::ResponseFinished { finish_reason: FinishReason::ToolCalls, raw_finish_reason: None },
+        ];
+        let response = run(events).ok();
+        let texts: Vec<String> = response.map(|r| r.items.into_iter().map(|i| i.text).collect()).unwrap_or_default();
+        assert_eq!(texts, vec!["{\"x\":1}".to_string(), "{\"y\":2}".to_string()]);
+    }
+
+    #[test]
+    fn protocol_errors_have_their_codes() {
+        let code = |events: Vec<Event>| run(events).err().map(|e| e.code);
+        assert_eq!(code(vec![call("a")]), Some(Code::EVENT_BEFORE_START));
+        assert_eq!(code(vec![started(), delta("a", "x")]), Some(Code::DELTA_BEFORE_START));
+        assert_eq!(code(vec![started(), call("a"), call("a")]), Some(Code::DUPLICATE_ITEM_ID));
+        assert_eq!(code(vec![started(), call("a")]), Some(Code::NO_TERMINAL_EVENT));
+        let finished = Event::ResponseFinished { finish_reason: FinishReason::Stop, raw_finish_reason: None };
+        assert_eq!(code(vec![started(), call("a"), finished.clone()]), Some(Code::ITEM_NOT_ENDED));
+        assert_eq!(code(vec![started(), finished, delta("a", "x")]), Some(Code::EVENT_AFTER_TERMINAL));
+    }
+
+    #[test]
+    fn canonical_wire_format_is_checked() {
+        let mut m = CanonicalMapper::default();
+        let mut out = Vec::new();
+        let ok = m.map_event(None, r#"{"type":"item_ended","item_id":"x"}"#, &mut out);
+        assert!(ok.is_ok());
+        assert_eq!(out, vec![Event::ItemEnded { item_id: "x".into() }]);
+        let bad = m.map_event(None, r#"{"type":"item_ended","item_id":"x","zz":1,"aa":2}"#, &mut out);
+        assert_eq!(bad.err().map(|e| e.message), Some("item_ended event has an unknown field \"aa\"".to_string()));
+        assert!(m.map_event(None, r#"{"type":"future"}"#, &mut out).is_ok());
+        assert_eq!(m.unknown_events().get("future"), Some(&1));
+    }
+}

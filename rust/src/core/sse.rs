@@ -1,0 +1,310 @@
+//! Incremental Server-Sent-Events framing (WHATWG `text/event-stream`).
+//!
+//! Bytes arrive in arbitrary chunks. CR, LF and CRLF end lines (a CR ending
+//! one chunk and its LF starting the next count once); one leading BOM is
+//! stripped; `:` starts a comment; `data` lines are joined with `\n`; one space
+//! after the colon is removed; unknown fields are ignored; an event without
+//! data is never dispatched. Each line is validated as UTF-8 once complete
+//! (line ends are ASCII, so a character split across chunks decodes exactly);
+//! invalid UTF-8 is an error, never U+FFFD.
+//!
+//! Error offsets are byte offsets into the stream (BOM included): the bad byte
+//! for `SSE_INVALID_UTF8`, the first byte past the limit for
+//! `SSE_STREAM_TOO_LARGE`, otherwise the first byte of the line that crossed.
+
+use crate::core::errors::{Code, CoreError};
+use crate::core::limits::Limits;
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// One dispatched event. `event` is None when the stream gave no (or an
+/// empty) `event:` field; `id` and `retry` are the last valid values seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    pub event: Option<String>,
+    pub data: String,
+    pub id: Option<String>,
+    pub retry: Option<u64>,
+}
+
+/// The decoder. Memory is bounded by `max_sse_line_bytes` (one pending line)
+/// plus `max_sse_event_bytes` (one pending event's data).
+#[derive(Debug)]
+pub struct Decoder {
+    limits: Limits,
+    line: Vec<u8>,
+    line_start: usize,
+    pos: usize,
+    skip_lf: bool,
+    bom_done: bool,
+    bom_held: Vec<u8>,
+    data: String,
+    has_data: bool,
+    event: Option<String>,
+    last_id: Option<String>,
+    retry: Option<u64>,
+    events: usize,
+    without_data: usize,
+    failed: Option<Code>,
+}
+
+impl Decoder {
+    pub fn new(limits: Limits) -> Decoder {
+        Decoder {
+            limits,
+            line: Vec::new(),
+            line_start: 0,
+            pos: 0,
+            skip_lf: false,
+            bom_done: false,
+            bom_held: Vec::new(),
+            data: String::new(),
+            has_data: false,
+            event: None,
+            last_id: None,
+            retry: None,
+            events: 0,
+            without_data: 0,
+            failed: None,
+        }
+    }
+
+    fn fail(&mut self, code: Code, message: String, offset: usize) -> CoreError {
+        self.failed = Some(code);
+        CoreError::at(code, message, offset)
+    }
+
+    /// Err(`STREAM_FAILED`) once the decoder has failed.
+    pub fn check(&self) -> Result<(), CoreError> {
+        match self.failed {
+            Some(code) => Err(CoreError::new(
+                Code::STREAM_FAILED,
+                format!("the event stream already failed ({})", code.as_str()),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn line_too_long(&mut self) -> CoreError {
+        let msg = format!("an event-stream line exceeds max_sse_line_bytes ({})", self.limits.max_sse_line_bytes);
+        self.fail(Code::SSE_LINE_TOO_LONG, msg, self.line_start)
+    }
+
+    /// Consume a chunk; dispatched events are appended to `out`.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), CoreError> {
+        self.check()?;
+        let limit = self.limits.max_stream_bytes;
+        if self.pos.saturating_add(self.bom_held.len()).saturating_add(chunk.len()) > limit {
+            let msg = format!("the stream is longer than max_stream_bytes ({limit})");
+            return Err(self.fail(Code::SSE_STREAM_TOO_LARGE, msg, limit));
+        }
+        let held;
+        let mut data: &[u8] = chunk;
+        if !self.bom_done {
+            let mut joined = std::mem::take(&mut self.bom_held);
+            joined.extend_from_slice(chunk);
+            if joined.len() < 3 && BOM.starts_with(&joined) {
+                self.bom_held = joined;
+                return Ok(());
+            }
+            self.bom_done = true;
+            held = joined;
+            data = &held;
+            if let Some(rest) = data.strip_prefix(BOM) {
+                data = rest;
+                self.pos = 3;
+                self.line_start = 3;
+            }
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        if self.skip_lf {
+            self.skip_lf = false;
+            if let Some(rest) = data.strip_prefix(b"\n") {
+                data = rest;
+                self.pos += 1;
+                self.line_start = self.pos;
+            }
+        }
+        while !data.is_empty() {
+            let Some(end) = memchr::memchr2(b'\r', b'\n', data) else {
+                if self.line.len().saturating_add(data.len()) > self.limits.max_sse_line_bytes {
+                    return Err(self.line_too_long());
+                }
+                self.line.extend_from_slice(data);
+                self.pos += data.len();
+                return Ok(());
+            };
+            let (body, rest) = data.split_at(end);
+            let is_cr = rest.first() == Some(&b'\r');
+            let mut term = 1;
+            if is_cr && rest.get(1) == Some(&b'\n') {
+                term = 2;
+            }
+            let length = self.pos - self.line_start + end + term;
+            if self.line.is_empty() {
+                if body.len() > self.limits.max_sse_line_bytes {
+                    return Err(self.line_too_long());
+                }
+                self.line_end(body, length, out)?;
+            } else {
+                if self.line.len().saturating_add(body.len()) > self.limits.max_sse_line_bytes {
+                    return Err(self.line_too_long());
+                }
+                let mut line = std::mem::take(&mut self.line);
+                line.extend_from_slice(body);
+                let result = self.line_end(&line, length, out);
+                line.clear();
+                self.line = line;
+                result?;
+            }
+            self.pos += end + term;
+            self.line_start = self.pos;
+            data = rest.get(term..).unwrap_or_default();
+            if is_cr && term == 1 && data.is_empty() {
+                self.skip_lf = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// One complete line, without its line end; `length` counts the line end.
+    fn line_end(&mut self, raw: &[u8], length: usize, out: &mut Vec<SseEvent>) -> Result<(), CoreError> {
+        let start = self.line_start;
+        let line = match std::str::from_utf8(raw) {
+            Ok(line) => line,
+            Err(e) => {
+                let msg = "the event stream is not valid UTF-8".to_string();
+                return Err(self.fail(Code::SSE_INVALID_UTF8, msg, start + e.valid_up_to()));
+            }
+        };
+        if line.is_empty() {
+            return self.dispatch(out, start, length);
+        }
+        if line.starts_with(':') {
+            return self.no_data(length, start);
+        }
+        let (name, value) = match line.split_once(':') {
+            Some((name, value)) => (name, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match name {
+            "data" => {
+                let total = self.data.len() + value.len() + usize::from(self.has_data);
+                if total > self.limits.max_sse_event_bytes {
+                    let msg = format!(
+                        "an event's data exceeds max_sse_event_bytes ({})",
+                        self.limits.max_sse_event_bytes
+                    );
+                    return Err(self.fail(Code::SSE_EVENT_TOO_LARGE, msg, start));
+                }
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+                self.without_data = 0;
+                return Ok(());
+            }
+            "event" => self.event = Some(value.to_string()),
+            "id" if !value.contains('\0') => self.last_id = Some(value.to_string()),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                if let Ok(retry) = value.parse::<u64>() {
+                    self.retry = Some(retry);
+                }
+            }
+            _ => {}
+        }
+        self.no_data(length, start)
+    }
+
+    fn no_data(&mut self, length: usize, start: usize) -> Result<(), CoreError> {
+        self.without_data = self.without_data.saturating_add(length);
+        if self.without_data > self.limits.max_bytes_without_data {
+            let msg = format!(
+                "more than max_bytes_without_data ({}) arrived without a data event",
+                self.limits.max_bytes_without_data
+            );
+            return Err(self.fail(Code::SSE_NO_DATA, msg, start));
+        }
+        Ok(())
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<SseEvent>, start: usize, length: usize) -> Result<(), CoreError> {
+        if !self.has_data {
+            self.event = None;
+            return self.no_data(length, start);
+        }
+        if self.events >= self.limits.max_stream_events {
+            let msg = format!("the stream has more events than max_stream_events ({})", self.limits.max_stream_events);
+            return Err(self.fail(Code::SSE_TOO_MANY_EVENTS, msg, start));
+        }
+        self.events += 1;
+        let event = self.event.take().filter(|e| !e.is_empty());
+        out.push(SseEvent {
+            event,
+            data: std::mem::take(&mut self.data),
+            id: self.last_id.clone(),
+            retry: self.retry,
+        });
+        self.has_data = false;
+        Ok(())
+    }
+
+    /// End of stream: an unfinished line or event is `SSE_UNTERMINATED_EVENT`.
+    pub fn finish(&mut self) -> Result<(), CoreError> {
+        self.check()?;
+        if !self.line.is_empty() || !self.bom_held.is_empty() || self.has_data {
+            let msg = "the stream ended in the middle of an event".to_string();
+            return Err(self.fail(Code::SSE_UNTERMINATED_EVENT, msg, self.line_start));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(chunks: &[&[u8]]) -> Result<Vec<SseEvent>, CoreError> {
+        let mut d = Decoder::new(Limits::default());
+        let mut out = Vec::new();
+        for c in chunks {
+            d.feed(c, &mut out)?;
+        }
+        d.finish()?;
+        Ok(out)
+    }
+
+    #[test]
+    fn crlf_split_across_chunks_counts_once() {
+        let whole = decode(&[b"data: a\r\n\r\ndata: b\r\n\r\n"]).unwrap_or_default();
+        let split = decode(&[b"data: a\r", b"\n\r", b"\ndata: b\r", b"\n\r\n"]).unwrap_or_default();
+        assert_eq!(whole.len(), 2);
+        assert_eq!(whole, split);
+    }
+
+    #[test]
+    fn bom_utf8_and_fields() {
+        let bytes: &[u8] = b"\xEF\xBB\xBF: c\nevent: e\nid: 1\nretry: 5\ndata: \xC3\xA9\ndata:x\n\n";
+        let mut one_by_one: Vec<&[u8]> = Vec::new();
+        for i in 0..bytes.len() {
+            one_by_one.push(bytes.get(i..i + 1).unwrap_or_default());
+        }
+        let events = decode(&one_by_one).unwrap_or_default();
+        assert_eq!(events, decode(&[bytes]).unwrap_or_default());
+        assert_eq!(
+            events,
+            vec![SseEvent { event: Some("e".into()), data: "é\nx".into(), id: Some("1".into()), retry: Some(5) }]
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_and_unterminated() {
+        let err = decode(&[b"data: \xFF\n\n"]).err().map(|e| (e.code, e.offset));
+        assert_eq!(err, Some((Code::SSE_INVALID_UTF8, Some(6))));
+        let err = decode(&[b"data: x\n"]).err().map(|e| e.code);
+        assert_eq!(err, Some(Code::SSE_UNTERMINATED_EVENT));
+    }
+}

@@ -1,0 +1,381 @@
+//! `decisions._native.StreamAssembler` and `normalize`: SSE decoder ->
+//! provider mapper -> assembler, with the provider `"canonical"` for
+//! canonical events themselves.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
+
+use crate::core::assemble::{Assembler, CanonicalMapper, Kind};
+use crate::core::errors::{Code, CoreError};
+use crate::core::events::Event;
+use crate::core::limits::Limits;
+use crate::core::providers::{mapper_for, Mapper, PROVIDERS};
+use crate::core::sse::{Decoder, SseEvent};
+use crate::py::common::limits_from;
+use crate::py::events::{core_err, event_to_py, kw, obj, response_to_py, types};
+use crate::py::sse::with_bytes;
+
+const CANONICAL: &str = "canonical";
+
+fn mapper(provider: &Bound<'_, PyAny>, choice: Option<usize>) -> PyResult<(String, Box<dyn Mapper>)> {
+    let Ok(name) = provider.downcast::<PyString>() else {
+        return Err(PyTypeError::new_err(format!("provider must be a str, not {}", provider.get_type().name()?)));
+    };
+    let name = name.to_str()?.to_string();
+    if name == CANONICAL {
+        return Ok((name, Box::new(CanonicalMapper::default())));
+    }
+    match mapper_for(&name, choice) {
+        Some(mapper) => Ok((name, mapper)),
+        None => {
+            let known: Vec<&str> = PROVIDERS.iter().copied().chain([CANONICAL]).collect();
+            Err(PyValueError::new_err(format!("unknown provider {}; known: {}", provider.repr()?, known.join(", "))))
+        }
+    }
+}
+
+fn options(py: Python<'_>, limits: Option<&Bound<'_, PyAny>>, choice: Option<&Bound<'_, PyAny>>) -> PyResult<(Limits, Option<usize>)> {
+    let limits = limits_from(py, limits)?;
+    let choice = match choice.filter(|c| !c.is_none()) {
+        None => None,
+        Some(c) => {
+            let value = if c.is_exact_instance_of::<pyo3::types::PyInt>() { c.extract::<usize>().ok() } else { None };
+            match value {
+                Some(v) => Some(v),
+                None => {
+                    return Err(PyValueError::new_err(format!(
+                        "choice must be a non-negative int or None, not {}",
+                        c.repr()?
+                    )))
+                }
+            }
+        }
+    };
+    Ok((limits, choice))
+}
+
+fn malformed(message: &str) -> CoreError {
+    CoreError::new(Code::MALFORMED_EVENT, message)
+}
+
+/// JSON text of a dict/list payload (serialised once, by the stdlib).
+fn dumps(py: Python<'_>, value: &Bound<'_, PyAny>) -> Result<String, CoreError> {
+    let t = types(py).map_err(|_| malformed("decisions.types is not importable"))?;
+    t.json_dumps
+        .bind(py)
+        .call1((value,))
+        .and_then(|s| s.extract::<String>())
+        .map_err(|_| malformed("event payload is not JSON-serialisable"))
+}
+
+fn utf8(bytes: &[u8]) -> Result<String, CoreError> {
+    std::str::from_utf8(bytes)
+        .map(str::to_string)
+        .map_err(|_| malformed("event data is not valid UTF-8"))
+}
+
+/// One provider stream in, one checked `decisions.types.NormalizedResponse` out.
+#[pyclass(module = "decisions._native")]
+pub struct StreamAssembler {
+    provider: String,
+    limits: Limits,
+    mapper: Box<dyn Mapper>,
+    assembler: Assembler,
+    decoder: Option<Decoder>,
+    kept: Option<Vec<Event>>,
+    sse: Vec<SseEvent>,
+    mapped: Vec<Event>,
+    /// Per item index: the incremental partial parser and the bytes it has seen.
+    parsers: Vec<Option<(Py<PyAny>, usize)>>,
+    response: Option<Py<PyAny>>,
+}
+
+impl StreamAssembler {
+    /// Apply `self.mapped` in order (keeping copies when asked).
+    fn apply_mapped(&mut self) -> Result<(), CoreError> {
+        let mut mapped = std::mem::take(&mut self.mapped);
+        let mut result = Ok(());
+        for event in mapped.drain(..) {
+            if let Some(kept) = self.kept.as_mut() {
+                kept.push(event.clone());
+            }
+            result = self.assembler.apply(event);
+            if result.is_err() {
+                break;
+            }
+        }
+        mapped.clear();
+        self.mapped = mapped;
+        result
+    }
+
+    fn feed_bytes(&mut self, bytes: &[u8]) -> Result<(), CoreError> {
+        let decoder = self.decoder.get_or_insert_with(|| Decoder::new(self.limits));
+        let mut sse = std::mem::take(&mut self.sse);
+        let mut result = decoder.feed(bytes, &mut sse);
+        if result.is_ok() {
+            for event in sse.iter() {
+                result = self
+                    .mapper
+                    .map_event(event.event.as_deref(), &event.data, &mut self.mapped)
+                    .and_then(|()| self.apply_mapped());
+                if result.is_err() {
+                    break;
+                }
+            }
+        }
+        sse.clear();
+        self.sse = sse;
+        self.mapped.clear();
+        result
+    }
+
+    fn failed(&mut self, py: Python<'_>, error: CoreError) -> PyErr {
+        core_err(py, self.assembler.fail(error))
+    }
+
+    fn usable(&self, py: Python<'_>) -> PyResult<()> {
+        self.assembler.check_usable().map_err(|e| core_err(py, e))
+    }
+}
+
+#[pymethods]
+impl StreamAssembler {
+    #[new]
+    #[pyo3(signature = (provider, *, limits = None, choice = None, keep_events = false))]
+    fn new(
+        py: Python<'_>,
+        provider: &Bound<'_, PyAny>,
+        limits: Option<&Bound<'_, PyAny>>,
+        choice: Option<&Bound<'_, PyAny>>,
+        keep_events: bool,
+    ) -> PyResult<Self> {
+        let (limits, choice) = options(py, limits, choice)?;
+        let (provider, mapper) = mapper(provider, choice)?;
+        Ok(StreamAssembler {
+            provider,
+            limits,
+            mapper,
+            assembler: Assembler::new(limits),
+            decoder: None,
+            kept: keep_events.then(Vec::new),
+            sse: Vec::new(),
+            mapped: Vec::new(),
+            parsers: Vec::new(),
+            response: None,
+        })
+    }
+
+    /// The provider id.
+    #[getter]
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    /// `init`, `started`, `streaming`, `completed` or `failed`.
+    #[getter]
+    fn state(&self) -> &'static str {
+        self.assembler.state().as_str()
+    }
+
+    /// Raw SSE bytes of the provider's stream, in any chunking.
+    fn feed(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.usable(py)?;
+        let result = with_bytes(data, "feed()", |bytes| self.feed_bytes(bytes))?;
+        result.map_err(|e| self.failed(py, e))
+    }
+
+    /// One already-decoded provider event (its SSE `data` and `event:` name).
+    #[pyo3(signature = (payload, event = None))]
+    fn feed_event(&mut self, py: Python<'_>, payload: &Bound<'_, PyAny>, event: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.usable(py)?;
+        let t = types(py)?;
+        enum Payload<'a, 'py> {
+            Json(&'a Bound<'py, PyAny>),
+            Text(String),
+            Bytes,
+        }
+        let kind = if payload.is_instance(t.event_base.bind(py))? {
+            if self.provider != CANONICAL {
+                return Err(PyTypeError::new_err(
+                    "canonical event objects are accepted only with provider='canonical'",
+                ));
+            }
+            Payload::Json(payload)
+        } else if payload.is_instance_of::<PyDict>() {
+            Payload::Json(payload)
+        } else if let Ok(text) = payload.downcast::<PyString>() {
+            Payload::Text(text.to_str()?.to_string())
+        } else if payload.is_instance_of::<PyBytes>()
+            || payload.is_instance_of::<PyByteArray>()
+            || payload.is_instance_of::<PyMemoryView>()
+        {
+            Payload::Bytes
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "feed_event() takes a dict, str or bytes, not {}",
+                payload.get_type().name()?
+            )));
+        };
+        let name: Option<String> = match event.filter(|e| !e.is_none()) {
+            None => None,
+            Some(e) => match e.downcast::<PyString>() {
+                Ok(s) => Some(s.to_str()?.to_string()),
+                Err(_) => {
+                    return Err(PyTypeError::new_err(format!(
+                        "event must be a str or None, not {}",
+                        e.get_type().name()?
+                    )))
+                }
+            },
+        };
+        let data = match kind {
+            Payload::Json(value) if value.is_instance(t.event_base.bind(py))? => {
+                let dict = value.call_method0("to_dict")?;
+                dumps(py, &dict)
+            }
+            Payload::Json(value) => dumps(py, value),
+            Payload::Text(text) => Ok(text),
+            Payload::Bytes => with_bytes(payload, "feed_event()", utf8)?,
+        };
+        let result = data.and_then(|data| {
+            self.mapper.map_event(name.as_deref(), &data, &mut self.mapped)?;
+            self.apply_mapped()
+        });
+        self.mapped.clear();
+        result.map_err(|e| self.failed(py, e))
+    }
+
+    /// End of stream: the response, or the error that makes it incomplete.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.usable(py)?;
+        if let Some(response) = &self.response {
+            return Ok(response.clone_ref(py));
+        }
+        if !self.assembler.is_settled() {
+            let result = match self.decoder.as_mut() {
+                Some(decoder) => decoder.finish(),
+                None => Ok(()),
+            }
+            .and_then(|()| self.mapper.end(&mut self.mapped))
+            .and_then(|()| self.apply_mapped());
+            self.mapped.clear();
+            result.map_err(|e| self.failed(py, e))?;
+        }
+        let unknown = self.mapper.unknown_events().clone();
+        let response = self.assembler.finish(&unknown).map_err(|e| core_err(py, e))?;
+        let t = types(py)?;
+        let built = response_to_py(py, t, &self.provider, response)?;
+        self.response = Some(built.clone_ref(py));
+        Ok(built)
+    }
+
+    /// A provisional view for UIs: text so far, each call's arguments and
+    /// their best-effort partial parse (incremental: only new text is parsed).
+    fn snapshot(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if self.assembler.is_cancelled() {
+            return Err(core_err(py, CoreError::new(Code::STREAM_CANCELLED, "the stream was cancelled by the caller")));
+        }
+        let t = types(py)?;
+        let items = self.assembler.current_items();
+        if self.parsers.len() < items.len() {
+            self.parsers.resize_with(items.len(), || None);
+        }
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        for (item, slot) in items.iter().zip(self.parsers.iter_mut()) {
+            match item.kind {
+                Kind::Text => text.push_str(&item.text),
+                Kind::ToolCall => {
+                    if slot.is_none() {
+                        *slot = Some((t.partial_json.bind(py).call0()?.unbind(), 0));
+                    }
+                    let Some((parser, fed)) = slot.as_mut() else { continue };
+                    if let Some(new) = item.text.get(*fed..).filter(|s| !s.is_empty()) {
+                        parser.bind(py).call_method1("feed", (new,))?;
+                        *fed = item.text.len();
+                    }
+                    let partial = parser.bind(py).call_method0("value")?;
+                    let kwargs = kw(
+                        py,
+                        &[
+                            ("item_id", obj(py, item.item_id.as_str())?),
+                            ("call_id", obj(py, item.call_id.as_str())?),
+                            ("name", obj(py, item.name.as_str())?),
+                            ("arguments", obj(py, item.text.as_str())?),
+                            ("partial", partial),
+                            ("ended", obj(py, item.ended)?),
+                        ],
+                    )?;
+                    calls.push(t.call_snapshot.bind(py).call((), Some(&kwargs))?);
+                }
+                Kind::Refusal | Kind::Reasoning => {}
+            }
+        }
+        let kwargs = kw(
+            py,
+            &[
+                ("provider", obj(py, self.provider.as_str())?),
+                ("response_id", obj(py, self.assembler.response_id())?),
+                ("model", obj(py, self.assembler.model())?),
+                ("text", obj(py, text)?),
+                ("calls", PyTuple::new(py, calls)?.into_any()),
+                ("state", obj(py, self.assembler.state().as_str())?),
+            ],
+        )?;
+        Ok(t.response_snapshot.bind(py).call((), Some(&kwargs))?.unbind())
+    }
+
+    /// Cancel: later calls raise `StreamError(STREAM_CANCELLED)`.
+    fn abort(&mut self) {
+        self.assembler.cancel();
+    }
+
+    /// With `keep_events=True`: the canonical events produced since the last call.
+    fn take_events(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+        let Some(kept) = self.kept.as_mut() else {
+            return Err(PyValueError::new_err("take_events() needs StreamAssembler(..., keep_events=True)"));
+        };
+        let events = std::mem::take(kept);
+        let t = types(py)?;
+        events.iter().map(|e| event_to_py(py, t, e)).collect()
+    }
+}
+
+/// A whole non-streaming response body -> `decisions.types.NormalizedResponse`.
+#[pyfunction]
+#[pyo3(signature = (body, /, *, provider, limits = None, choice = None))]
+pub fn normalize(
+    py: Python<'_>,
+    body: &Bound<'_, PyAny>,
+    provider: &Bound<'_, PyAny>,
+    limits: Option<&Bound<'_, PyAny>>,
+    choice: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let (limits, choice) = options(py, limits, choice)?;
+    let (provider, mut mapper) = mapper(provider, choice)?;
+    let text = if body.is_instance_of::<PyDict>() || body.is_instance_of::<PyList>() {
+        dumps(py, body)
+    } else if let Ok(text) = body.downcast::<PyString>() {
+        Ok(text.to_str()?.to_string())
+    } else if body.is_instance_of::<PyBytes>()
+        || body.is_instance_of::<PyByteArray>()
+        || body.is_instance_of::<PyMemoryView>()
+    {
+        with_bytes(body, "normalize()", utf8)?
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "normalize() takes bytes, str or dict, not {}",
+            body.get_type().name()?
+        )));
+    };
+    let mut assembler = Assembler::new(limits);
+    let mut events = Vec::new();
+    let result = text.and_then(|text| mapper.map_body(&text, &mut events)).and_then(|()| {
+        events.into_iter().try_for_each(|event| assembler.apply(event))
+    });
+    result.map_err(|e| core_err(py, e))?;
+    let response = assembler.finish(mapper.unknown_events()).map_err(|e| core_err(py, e))?;
+    response_to_py(py, types(py)?, &provider, response)
+}

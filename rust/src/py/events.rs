@@ -1,0 +1,250 @@
+//! Core events, responses and errors to and from the Python classes of
+//! `decisions.types` / `decisions.errors`.
+
+use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
+use pyo3::sync::GILOnceCell;
+use pyo3::types::{PyDict, PyString, PyTuple};
+
+use crate::core::assemble::{Item, Kind, Response};
+use crate::core::errors::CoreError;
+use crate::core::events::{Event, Usage};
+use crate::core::sse::SseEvent;
+use crate::py::common::new_error;
+
+/// The Python classes the binding builds, looked up once.
+pub(crate) struct Types {
+    pub sse_event: Py<PyAny>,
+    pub event_base: Py<PyAny>,
+    response_started: Py<PyAny>,
+    item_started: Py<PyAny>,
+    text_delta: Py<PyAny>,
+    refusal_delta: Py<PyAny>,
+    reasoning_delta: Py<PyAny>,
+    tool_call_started: Py<PyAny>,
+    tool_arguments_delta: Py<PyAny>,
+    item_ended: Py<PyAny>,
+    usage_reported: Py<PyAny>,
+    response_finished: Py<PyAny>,
+    response_failed: Py<PyAny>,
+    usage: Py<PyAny>,
+    text_item: Py<PyAny>,
+    refusal_item: Py<PyAny>,
+    reasoning_item: Py<PyAny>,
+    tool_call_item: Py<PyAny>,
+    normalized_response: Py<PyAny>,
+    pub call_snapshot: Py<PyAny>,
+    pub response_snapshot: Py<PyAny>,
+    pub partial_json: Py<PyAny>,
+    pub json_dumps: Py<PyAny>,
+}
+
+static TYPES: GILOnceCell<Types> = GILOnceCell::new();
+
+pub(crate) fn types(py: Python<'_>) -> PyResult<&Types> {
+    TYPES.get_or_try_init(py, || {
+        let m = py.import("decisions.types")?;
+        let get = |name: &str| -> PyResult<Py<PyAny>> { Ok(m.getattr(name)?.unbind()) };
+        Ok(Types {
+            sse_event: get("SSEEvent")?,
+            event_base: get("_Event")?,
+            response_started: get("ResponseStarted")?,
+            item_started: get("ItemStarted")?,
+            text_delta: get("TextDelta")?,
+            refusal_delta: get("RefusalDelta")?,
+            reasoning_delta: get("ReasoningDelta")?,
+            tool_call_started: get("ToolCallStarted")?,
+            tool_arguments_delta: get("ToolArgumentsDelta")?,
+            item_ended: get("ItemEnded")?,
+            usage_reported: get("UsageReported")?,
+            response_finished: get("ResponseFinished")?,
+            response_failed: get("ResponseFailed")?,
+            usage: get("Usage")?,
+            text_item: get("TextItem")?,
+            refusal_item: get("RefusalItem")?,
+            reasoning_item: get("ReasoningItem")?,
+            tool_call_item: get("ToolCallItem")?,
+            normalized_response: get("NormalizedResponse")?,
+            call_snapshot: get("CallSnapshot")?,
+            response_snapshot: get("ResponseSnapshot")?,
+            partial_json: py.import("decisions.partial")?.getattr("PartialJSON")?.unbind(),
+            json_dumps: py.import("json")?.getattr("dumps")?.unbind(),
+        })
+    })
+}
+
+/// A core error as the `decisions.errors` exception of its layer.
+pub(crate) fn core_err(py: Python<'_>, error: CoreError) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let fields = PyDict::new(py);
+        if let Some(offset) = error.offset {
+            fields.set_item("offset", offset)?;
+        }
+        if let Some(retryable) = error.retryable {
+            fields.set_item("retryable", retryable)?;
+        }
+        Ok(new_error(py, error.code, Some(&error.message), Some(&fields)))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// `SSEEvent(data, event, id, retry)`.
+pub(crate) fn sse_event(py: Python<'_>, t: &Types, event: SseEvent) -> PyResult<Py<PyAny>> {
+    let name = event.event.unwrap_or_else(|| "message".to_string());
+    let args = (event.data, name, event.id, event.retry);
+    Ok(t.sse_event.bind(py).call1(args)?.unbind())
+}
+
+pub(crate) fn kw<'py>(py: Python<'py>, pairs: &[(&str, Bound<'py, PyAny>)]) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (key, value) in pairs {
+        dict.set_item(*key, value)?;
+    }
+    Ok(dict)
+}
+
+pub(crate) fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, value: T) -> PyResult<Bound<'py, PyAny>> {
+    value.into_bound_py_any(py)
+}
+
+fn usage_kwargs<'py>(py: Python<'py>, usage: &Usage) -> PyResult<Bound<'py, PyDict>> {
+    kw(
+        py,
+        &[
+            ("input_tokens", obj(py, usage.input_tokens)?),
+            ("output_tokens", obj(py, usage.output_tokens)?),
+            ("cached_tokens", obj(py, usage.cached_tokens)?),
+            ("reasoning_tokens", obj(py, usage.reasoning_tokens)?),
+        ],
+    )
+}
+
+/// A core canonical event as its `decisions.types` class.
+pub(crate) fn event_to_py(py: Python<'_>, t: &Types, event: &Event) -> PyResult<Py<PyAny>> {
+    let (class, kwargs) = match event {
+        Event::ResponseStarted { response_id, model } => (
+            &t.response_started,
+            kw(py, &[("response_id", obj(py, response_id.as_deref())?), ("model", obj(py, model.as_deref())?)])?,
+        ),
+        Event::ItemStarted { item_id, kind } => (
+            &t.item_started,
+            kw(py, &[("item_id", obj(py, item_id.as_str())?), ("kind", obj(py, kind.as_str())?)])?,
+        ),
+        Event::TextDelta { item_id, delta } => (
+            &t.text_delta,
+            kw(py, &[("item_id", obj(py, item_id.as_str())?), ("delta", obj(py, delta.as_str())?)])?,
+        ),
+        Event::RefusalDelta { item_id, delta } => (
+            &t.refusal_delta,
+            kw(py, &[("item_id", obj(py, item_id.as_str())?), ("delta", obj(py, delta.as_str())?)])?,
+        ),
+        Event::ReasoningDelta { item_id, delta, signature } => (
+            &t.reasoning_delta,
+            kw(
+                py,
+                &[
+                    ("item_id", obj(py, item_id.as_str())?),
+                    ("delta", obj(py, delta.as_str())?),
+                    ("signature", obj(py, signature.as_deref())?),
+                ],
+            )?,
+        ),
+        Event::ToolCallStarted { item_id, call_id, name, call_id_generated } => (
+            &t.tool_call_started,
+            kw(
+                py,
+                &[
+                    ("item_id", obj(py, item_id.as_str())?),
+                    ("call_id", obj(py, call_id.as_str())?),
+                    ("name", obj(py, name.as_str())?),
+                    ("call_id_generated", obj(py, *call_id_generated)?),
+                ],
+            )?,
+        ),
+        Event::ToolArgumentsDelta { item_id, delta } => (
+            &t.tool_arguments_delta,
+            kw(py, &[("item_id", obj(py, item_id.as_str())?), ("delta", obj(py, delta.as_str())?)])?,
+        ),
+        Event::ItemEnded { item_id } => (&t.item_ended, kw(py, &[("item_id", obj(py, item_id.as_str())?)])?),
+        Event::Usage(usage) => (&t.usage_reported, usage_kwargs(py, usage)?),
+        Event::ResponseFinished { finish_reason, raw_finish_reason } => (
+            &t.response_finished,
+            kw(
+                py,
+                &[
+                    ("finish_reason", obj(py, finish_reason.as_str())?),
+                    ("raw_finish_reason", obj(py, raw_finish_reason.as_deref())?),
+                ],
+            )?,
+        ),
+        Event::ResponseFailed { code, message, retryable, error_type } => (
+            &t.response_failed,
+            kw(
+                py,
+                &[
+                    ("code", obj(py, code.as_str())?),
+                    ("message", obj(py, message.as_str())?),
+                    ("retryable", obj(py, *retryable)?),
+                    ("error_type", obj(py, error_type.as_deref())?),
+                ],
+            )?,
+        ),
+    };
+    Ok(class.bind(py).call((), Some(&kwargs))?.unbind())
+}
+
+/// One response item as its `decisions.types` class.
+fn item_to_py(py: Python<'_>, t: &Types, item: &Item) -> PyResult<Py<PyAny>> {
+    let id = obj(py, item.item_id.as_str())?;
+    let text = PyString::new(py, &item.text).into_any();
+    let (class, kwargs) = match item.kind {
+        Kind::Text => (&t.text_item, kw(py, &[("item_id", id), ("text", text)])?),
+        Kind::Refusal => (&t.refusal_item, kw(py, &[("item_id", id), ("text", text)])?),
+        Kind::Reasoning => (
+            &t.reasoning_item,
+            kw(py, &[("item_id", id), ("text", text), ("signature", obj(py, item.signature.as_deref())?)])?,
+        ),
+        Kind::ToolCall => (
+            &t.tool_call_item,
+            kw(
+                py,
+                &[
+                    ("item_id", id),
+                    ("call_id", obj(py, item.call_id.as_str())?),
+                    ("name", obj(py, item.name.as_str())?),
+                    ("arguments", text),
+                    ("complete", obj(py, item.ended)?),
+                    ("call_id_generated", obj(py, item.call_id_generated)?),
+                ],
+            )?,
+        ),
+    };
+    Ok(class.bind(py).call((), Some(&kwargs))?.unbind())
+}
+
+/// A finished core response as `decisions.types.NormalizedResponse`.
+pub(crate) fn response_to_py(py: Python<'_>, t: &Types, provider: &str, r: &Response) -> PyResult<Py<PyAny>> {
+    let items = r.items.iter().map(|item| item_to_py(py, t, item)).collect::<PyResult<Vec<_>>>()?;
+    let usage = match &r.usage {
+        Some(usage) => t.usage.bind(py).call((), Some(&usage_kwargs(py, usage)?))?,
+        None => py.None().into_bound(py),
+    };
+    let unknown = PyDict::new(py);
+    for (name, count) in &r.unknown_events {
+        unknown.set_item(name, count)?;
+    }
+    let kwargs = kw(
+        py,
+        &[
+            ("provider", obj(py, provider)?),
+            ("response_id", obj(py, r.response_id.as_deref())?),
+            ("model", obj(py, r.model.as_deref())?),
+            ("items", PyTuple::new(py, items)?.into_any()),
+            ("finish_reason", obj(py, r.finish_reason.as_str())?),
+            ("raw_finish_reason", obj(py, r.raw_finish_reason.as_deref())?),
+            ("usage", usage),
+            ("unknown_events", unknown.into_any()),
+        ],
+    )?;
+    Ok(t.normalized_response.bind(py).call((), Some(&kwargs))?.unbind())
+}
