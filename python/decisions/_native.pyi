@@ -6,12 +6,21 @@ runs ``mypy.stubtest decisions._native`` against the built extension; every
 name the module exports must be in ``__all__`` here.
 """
 
-from typing import Any
+from typing import Any, final
 
 from .limits import Limits
 from .types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, SSEEvent
 
-__all__ = ["__version__", "error_codes", "default_limits", "loads"]
+__all__ = [
+    "__version__",
+    "error_codes",
+    "default_limits",
+    "loads",
+    "PROVIDERS",
+    "SSEDecoder",
+    "StreamAssembler",
+    "normalize",
+]
 
 __version__: str
 
@@ -31,18 +40,20 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
     the first rule broken (the rules are in ``decisions._pure.json``).
     """
 
+@final
 class SSEDecoder:
     """Incremental ``text/event-stream`` decoder: ``feed`` bytes in any
     chunking, get the same :class:`~decisions.types.SSEEvent` list. ``id`` and
     ``retry`` are the last valid values seen. Errors are ``StreamError`` with
     a byte offset into the stream; after one, every call raises ``STREAM_FAILED``."""
 
-    def __init__(self, *, limits: Limits | None = None) -> None: ...
-    def feed(self, chunk: bytes | bytearray | memoryview, /) -> list[SSEEvent]:
+    def __new__(cls, *, limits: Limits | None = None) -> SSEDecoder: ...
+    def feed(self, chunk: bytes | bytearray | memoryview) -> list[SSEEvent]:
         """Consume a chunk; return the events it completed."""
     def finish(self) -> list[SSEEvent]:
         """End of stream: raises ``SSE_UNTERMINATED_EVENT`` if an event or line is unfinished."""
 
+@final
 class StreamAssembler:
     """One provider stream in, one checked :class:`~decisions.types.NormalizedResponse` out.
 
@@ -56,15 +67,15 @@ class StreamAssembler:
     @property
     def state(self) -> str:
         """``init``, ``started``, ``streaming``, ``completed`` or ``failed``."""
-    def __init__(
-        self,
+    def __new__(
+        cls,
         provider: str,
         *,
         limits: Limits | None = None,
         choice: int | None = None,
         keep_events: bool = False,
-    ) -> None: ...
-    def feed(self, data: bytes | bytearray | memoryview, /) -> None:
+    ) -> StreamAssembler: ...
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Raw SSE bytes of the provider's stream, in any chunking."""
     def feed_event(
         self, payload: dict[str, Any] | str | bytes | CanonicalEvent, event: str | None = None

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from ._backend import impl
 from .errors import ParseError, SchemaError, StreamError
@@ -190,7 +190,7 @@ def _envelope(value: Any, doc: str, start: int) -> tuple[str, dict[str, Any]]:
     if not isinstance(arguments, dict):
         raise ParseError("ARGUMENTS_NOT_OBJECT", doc=doc, pos=start, path="$.arguments",
                          hint="arguments must be a JSON object")
-    return name, arguments
+    return cast(str, name), arguments
 
 
 def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:

@@ -15,7 +15,7 @@ canonical events themselves (objects, or their ``to_dict()`` wire format).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Final, Mapping
+from typing import Any, Callable, Final, Mapping, cast
 
 from ..errors import OutputError, StreamError, TransportError
 from ..limits import DEFAULT_LIMITS, Limits
@@ -178,22 +178,23 @@ class Assembler:
         state = self._state
         if state >= _COMPLETED:  # a terminal event was seen (finished, or the provider failed)
             if cls is UsageReported:
-                self._merge_usage(event)
+                self._merge_usage(cast(UsageReported, event))
                 return
             raise self._fail("EVENT_AFTER_TERMINAL", f"{event.type} after the terminal event")
         if cls is ResponseStarted:
             if state != _INIT:
                 raise self._fail("DUPLICATE_START", "the response was started twice")
             self._state = _STARTED
-            self._response_id = event.response_id
-            self._model = event.model
+            started = cast(ResponseStarted, event)
+            self._response_id = started.response_id
+            self._model = started.model
             return
         if state == _INIT:
             if cls not in EVENT_TYPES.values() and cls is not UsageReported:
                 raise TypeError(f"not a canonical event: {cls.__name__}")
             raise self._fail("EVENT_BEFORE_START", f"{event.type} before response_started")
         if cls is UsageReported:
-            self._merge_usage(event)
+            self._merge_usage(cast(UsageReported, event))
             return
         handler = self._handlers.get(cls)
         if handler is None:
