@@ -8,8 +8,11 @@ nothing touches the network.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import importlib.util
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -29,11 +32,21 @@ def _direct(provider: str, data: bytes) -> Any:
     return response, assembler.take_events()
 
 
-def _sse_transport(body: bytes, content_type: str = "text/event-stream") -> httpx.MockTransport:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=body, headers={"content-type": content_type})
+def _sdk_http(sdk: ModuleType) -> ModuleType:
+    """The HTTP package an SDK is built on (``httpx``, or ``httpx2`` in current releases)."""
+    base = importlib.import_module(f"{sdk.__name__}._base_client")
+    http = getattr(base, "httpx2", None) or getattr(base, "httpx")
+    assert isinstance(http, ModuleType)
+    return http
 
-    return httpx.MockTransport(handler)
+
+def _sdk_client(sdk: ModuleType, body: bytes, content_type: str) -> Any:
+    http = _sdk_http(sdk)
+
+    def handler(request: Any) -> Any:
+        return http.Response(200, content=body, headers={"content-type": content_type})
+
+    return http.Client(transport=http.MockTransport(handler))
 
 
 # ---------------------------------------------------------------- openai
@@ -41,7 +54,7 @@ def _sse_transport(body: bytes, content_type: str = "text/event-stream") -> http
 
 def _openai(body: bytes, content_type: str = "text/event-stream") -> Any:
     openai = pytest.importorskip("openai")
-    http = httpx.Client(transport=_sse_transport(body, content_type))
+    http = _sdk_client(openai, body, content_type)
     return openai.OpenAI(api_key="sk-test", base_url="http://test.invalid/v1", http_client=http, max_retries=0)
 
 
@@ -93,7 +106,7 @@ def test_openai_whole_body_object() -> None:
 
 def _anthropic(body: bytes, content_type: str = "text/event-stream") -> Any:
     anthropic = pytest.importorskip("anthropic")
-    http = httpx.Client(transport=_sse_transport(body, content_type))
+    http = _sdk_client(anthropic, body, content_type)
     return anthropic.Anthropic(api_key="sk-ant-test", base_url="http://test.invalid", http_client=http, max_retries=0)
 
 
@@ -174,70 +187,80 @@ def test_duck_typed_models_and_dicts() -> None:
 
 # ---------------------------------------------------------------- httpx
 
+_HTTP_NAMES = ["httpx"] + (["httpx2"] if importlib.util.find_spec("httpx2") is not None else [])
 
-class _Body(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """Chunks, then optionally an httpx transport error (a dropped connection)."""
 
-    def __init__(self, chunks: list[bytes], error: Exception | None = None) -> None:
-        self.chunks = chunks
-        self.error = error
+@pytest.fixture(params=_HTTP_NAMES)
+def http(request: pytest.FixtureRequest) -> ModuleType:
+    """``httpx`` and, where installed, ``httpx2`` (same API)."""
+    return importlib.import_module(request.param)
 
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self.chunks
-        if self.error is not None:
-            raise self.error
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self.chunks:
-            yield chunk
-        if self.error is not None:
-            raise self.error
+def _body(http: ModuleType, chunks: list[bytes], error: Exception | None = None) -> Any:
+    """A response body: chunks, then optionally a transport error (a dropped connection)."""
+
+    class Body(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __iter__(self) -> Iterator[bytes]:
+            yield from chunks
+            if error is not None:
+                raise error
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for chunk in chunks:
+                yield chunk
+            if error is not None:
+                raise error
+
+    return Body()
 
 
 def _split(data: bytes, size: int = 37) -> list[bytes]:
     return [data[i : i + size] for i in range(0, len(data), size)]
 
 
-def _client(body: _Body, status: int = 200) -> Callable[[], httpx.Client]:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(status, stream=body, headers={"content-type": "text/event-stream"})
+def _client(http: ModuleType, body: Any, status: int = 200) -> Any:
+    def handler(request: Any) -> Any:
+        return http.Response(status, stream=body, headers={"content-type": "text/event-stream"})
 
-    return lambda: httpx.Client(transport=httpx.MockTransport(handler))
+    return http.Client(transport=http.MockTransport(handler))
 
 
-def _async_client(body: _Body, status: int = 200) -> httpx.AsyncClient:
-    async def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(status, stream=body, headers={"content-type": "text/event-stream"})
+def _async_client(http: ModuleType, body: Any, status: int = 200) -> Any:
+    async def handler(request: Any) -> Any:
+        return http.Response(status, stream=body, headers={"content-type": "text/event-stream"})
 
-    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    return http.AsyncClient(transport=http.MockTransport(handler))
+
+
+URL = "http://test.invalid/"
 
 
 @pytest.mark.parametrize("name,provider", [("healthy", "openai-chat"), ("parallel", "anthropic"), ("invalid_escape", "openai-responses")])
-def test_httpx_sync_events_then_response(name: str, provider: str) -> None:
+def test_httpx_sync_events_then_response(http: ModuleType, name: str, provider: str) -> None:
     expected, expected_events = _direct(provider, RAW[name])
-    with _client(_Body(_split(RAW[name])))() as client, client.stream("POST", "http://test.invalid/") as http:
-        stream = integrations.stream_httpx(http, provider=provider)
+    with _client(http, _body(http, _split(RAW[name]))) as client, client.stream("POST", URL) as response:
+        stream = integrations.stream_httpx(response, provider=provider)
         events = list(stream)
         assert stream.finish() == expected
     assert events == expected_events
 
 
-def test_httpx_finish_reads_the_rest() -> None:
+def test_httpx_finish_reads_the_rest(http: ModuleType) -> None:
     expected, _ = _direct("anthropic", RAW["parallel"])
-    with _client(_Body(_split(RAW["parallel"])))() as client, client.stream("POST", "http://test.invalid/") as http:
-        stream = integrations.stream_httpx(http, provider="anthropic")
+    with _client(http, _body(http, _split(RAW["parallel"]))) as client, client.stream("POST", URL) as response:
+        stream = integrations.stream_httpx(response, provider="anthropic")
         first = next(iter(stream))
         assert first.type == "response_started"
         assert stream.finish() == expected
 
 
-def test_httpx_async_events_then_response() -> None:
+def test_httpx_async_events_then_response(http: ModuleType) -> None:
     expected, expected_events = _direct("openai-chat", RAW["healthy"])
 
     async def run() -> tuple[list[Any], Any]:
-        async with _async_client(_Body(_split(RAW["healthy"]))) as client:
-            async with client.stream("POST", "http://test.invalid/") as http:
-                stream = integrations.astream_httpx(http, provider="openai-chat")
+        async with _async_client(http, _body(http, _split(RAW["healthy"]))) as client:
+            async with client.stream("POST", URL) as response:
+                stream = integrations.astream_httpx(response, provider="openai-chat")
                 events = [event async for event in stream]
                 return events, await stream.finish()
 
@@ -245,12 +268,12 @@ def test_httpx_async_events_then_response() -> None:
     assert events == expected_events and response == expected
 
 
-@pytest.mark.parametrize("error", [httpx.RemoteProtocolError("peer closed connection"), httpx.ReadError("reset by peer")])
-def test_httpx_dropped_connection_is_a_transport_error(error: Exception) -> None:
+@pytest.mark.parametrize("error_name", ["RemoteProtocolError", "ReadError"])
+def test_httpx_dropped_connection_is_a_transport_error(http: ModuleType, error_name: str) -> None:
     data = RAW["parallel"]
-    half = _split(data[: len(data) // 2])
-    with _client(_Body(half, error))() as client, client.stream("POST", "http://test.invalid/") as http:
-        stream = integrations.stream_httpx(http, provider="anthropic")
+    error = getattr(http, error_name)("peer closed connection")
+    with _client(http, _body(http, _split(data[: len(data) // 2]), error)) as client, client.stream("POST", URL) as response:
+        stream = integrations.stream_httpx(response, provider="anthropic")
         seen: list[Any] = []
         with pytest.raises(TransportError) as info:
             for event in stream:
@@ -261,14 +284,15 @@ def test_httpx_dropped_connection_is_a_transport_error(error: Exception) -> None
             stream.finish()
 
 
-@pytest.mark.parametrize("error", [httpx.RemoteProtocolError("peer closed connection"), httpx.ReadError("reset")])
-def test_httpx_async_dropped_connection_is_a_transport_error(error: Exception) -> None:
+@pytest.mark.parametrize("error_name", ["RemoteProtocolError", "ReadError"])
+def test_httpx_async_dropped_connection_is_a_transport_error(http: ModuleType, error_name: str) -> None:
     data = RAW["healthy"]
+    error = getattr(http, error_name)("reset by peer")
 
     async def run() -> None:
-        async with _async_client(_Body(_split(data[: len(data) // 2]), error)) as client:
-            async with client.stream("POST", "http://test.invalid/") as http:
-                stream = integrations.astream_httpx(http, provider="openai-chat")
+        async with _async_client(http, _body(http, _split(data[: len(data) // 2]), error)) as client:
+            async with client.stream("POST", URL) as response:
+                stream = integrations.astream_httpx(response, provider="openai-chat")
                 with pytest.raises(TransportError) as info:
                     await stream.finish()
                 assert info.value.code == "CONNECTION_CLOSED"
@@ -276,30 +300,35 @@ def test_httpx_async_dropped_connection_is_a_transport_error(error: Exception) -
     asyncio.run(run())
 
 
-def test_httpx_body_ending_early_is_a_stream_error() -> None:
+def test_httpx_body_ending_early_is_a_stream_error(http: ModuleType) -> None:
     data = RAW["parallel"]
     cut = data[: data.index(b"event: message_delta")]  # at an event boundary, before the terminal events
-    with _client(_Body(_split(cut)))() as client, client.stream("POST", "http://test.invalid/") as http:
-        stream = integrations.stream_httpx(http, provider="anthropic")
+    with _client(http, _body(http, _split(cut))) as client, client.stream("POST", URL) as response:
+        stream = integrations.stream_httpx(response, provider="anthropic")
         with pytest.raises(StreamError) as info:
             stream.finish()
     assert info.value.code == "NO_TERMINAL_EVENT"
 
 
-def test_httpx_body_ending_mid_event_is_a_stream_error() -> None:
+def test_httpx_body_ending_mid_event_is_a_stream_error(http: ModuleType) -> None:
     data = RAW["healthy"]
     cut = data[: len(data) - 30]
-    with _client(_Body(_split(cut)))() as client, client.stream("POST", "http://test.invalid/") as http:
+    with _client(http, _body(http, _split(cut))) as client, client.stream("POST", URL) as response:
         with pytest.raises(StreamError) as info:
-            integrations.stream_httpx(http, provider="openai-chat").finish()
+            integrations.stream_httpx(response, provider="openai-chat").finish()
     assert info.value.code in ("NO_TERMINAL_EVENT", "SSE_UNTERMINATED_EVENT")
 
 
 @pytest.mark.parametrize(("status", "retryable"), [(500, True), (429, True), (400, False)])
-def test_httpx_error_status_is_a_transport_error(status: int, retryable: bool) -> None:
-    body = _Body([b'{"error": {"message": "bad request"}}'])
-    with _client(body, status)() as client, client.stream("POST", "http://test.invalid/") as http:
+def test_httpx_error_status_is_a_transport_error(http: ModuleType, status: int, retryable: bool) -> None:
+    body = _body(http, [b'{"error": {"message": "bad request"}}'])
+    with _client(http, body, status) as client, client.stream("POST", URL) as response:
         with pytest.raises(TransportError) as info:
-            integrations.stream_httpx(http, provider="openai-chat").finish()
+            integrations.stream_httpx(response, provider="openai-chat").finish()
     assert info.value.code == "HTTP_STATUS" and info.value.retryable is retryable
     assert "bad request" in info.value.message
+
+
+def test_other_response_objects_are_refused() -> None:
+    with pytest.raises(TypeError, match="httpx"):
+        integrations.stream_httpx(object(), provider="openai-chat")

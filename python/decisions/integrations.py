@@ -6,8 +6,9 @@ names, no fields the API did not send), so ``StreamAssembler.feed_event`` and
 ``normalize`` see exactly what the raw stream would have carried. The SDKs are
 never imported here: objects are recognised by their module and methods.
 
-httpx helpers read a streaming response (``client.stream(...)``) as canonical
-events, then give the :class:`~decisions.types.NormalizedResponse`. A dropped
+httpx helpers (for ``httpx`` and its successor ``httpx2``, which the current
+openai and anthropic SDKs use) read a streaming response (``client.stream(...)``)
+as canonical events, then give the :class:`~decisions.types.NormalizedResponse`. A dropped
 connection ends in :class:`~decisions.TransportError` ``CONNECTION_CLOSED``, a
 body that stops before the provider's terminal event in
 :class:`~decisions.StreamError` ``NO_TERMINAL_EVENT``: never a half answer.
@@ -16,15 +17,15 @@ body that stops before the provider's terminal event in
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+import importlib
+import json
+from types import ModuleType
+from typing import Any, Final
 
 from . import _backend
 from .errors import TransportError
 from .limits import Limits
 from .types import CanonicalEvent, NormalizedResponse
-
-if TYPE_CHECKING:
-    import httpx
 
 __all__ = [
     "to_payload",
@@ -113,7 +114,12 @@ def detect_provider(obj: Any) -> str | None:
         return "gemini"
     if root == "anthropic":
         return "anthropic"
-    payload = to_payload(obj) if root is not None else obj
+    try:
+        payload: Any = obj if isinstance(obj, Mapping) else to_payload(obj)
+        if isinstance(payload, (str, bytes)):
+            payload = json.loads(payload)
+    except (TypeError, ValueError):
+        return None
     if not isinstance(payload, Mapping):
         return None
     kind = payload.get("type")
@@ -190,7 +196,15 @@ def normalize_sdk(
 # ---------------------------------------------------------------- httpx
 
 
-def _check_status(response: httpx.Response, body: bytes) -> None:
+def _http_module(response: Any) -> ModuleType:
+    """``httpx`` or ``httpx2``: the package the response object comes from."""
+    root = (type(response).__module__ or "").split(".")[0]
+    if root not in ("httpx", "httpx2"):
+        raise TypeError(f"expected an httpx or httpx2 Response, not {type(response).__name__}")
+    return importlib.import_module(root)
+
+
+def _check_status(response: Any, body: bytes) -> None:
     if response.is_success:
         return
     excerpt = body[:300].decode("utf-8", "replace")
@@ -209,7 +223,8 @@ def _dropped(error: Exception) -> TransportError:
 
 
 class _EventStreamBase:
-    def __init__(self, response: httpx.Response, *, provider: str, limits: Limits | None, choice: int | None) -> None:
+    def __init__(self, response: Any, *, provider: str, limits: Limits | None, choice: int | None) -> None:
+        self._transport_error: type[Exception] = _http_module(response).TransportError
         self.http_response = response
         self.provider = provider
         self._assembler: Any = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice, keep_events=True)
@@ -255,7 +270,7 @@ class HttpxEventStream(_EventStreamBase):
     left and returns the NormalizedResponse, or raises the stream's typed error.
     """
 
-    def __init__(self, response: httpx.Response, *, provider: str, limits: Limits | None, choice: int | None) -> None:
+    def __init__(self, response: Any, *, provider: str, limits: Limits | None, choice: int | None) -> None:
         super().__init__(response, provider=provider, limits=limits, choice=choice)
         self._iterator = self._events()
 
@@ -263,14 +278,12 @@ class HttpxEventStream(_EventStreamBase):
         return self._iterator
 
     def _events(self) -> Iterator[CanonicalEvent]:
-        import httpx
-
         if not self.http_response.is_success:
             _check_status(self.http_response, self.http_response.read())
         try:
             for chunk in self.http_response.iter_bytes():
                 yield from self._feed(chunk)
-        except httpx.TransportError as error:
+        except self._transport_error as error:
             raise self._fail(error) from error
         yield from self._end()
 
@@ -284,20 +297,18 @@ class HttpxEventStream(_EventStreamBase):
 class AsyncHttpxEventStream(_EventStreamBase):
     """:class:`HttpxEventStream` for ``httpx.AsyncClient`` responses."""
 
-    def __init__(self, response: httpx.Response, *, provider: str, limits: Limits | None, choice: int | None) -> None:
+    def __init__(self, response: Any, *, provider: str, limits: Limits | None, choice: int | None) -> None:
         super().__init__(response, provider=provider, limits=limits, choice=choice)
         self._iterator = self._events()
 
     async def _events(self) -> AsyncIterator[CanonicalEvent]:
-        import httpx
-
         if not self.http_response.is_success:
             _check_status(self.http_response, await self.http_response.aread())
         try:
             async for chunk in self.http_response.aiter_bytes():
                 for event in self._feed(chunk):
                     yield event
-        except httpx.TransportError as error:
+        except self._transport_error as error:
             raise self._fail(error) from error
         for event in self._end():
             yield event
@@ -313,15 +324,15 @@ class AsyncHttpxEventStream(_EventStreamBase):
 
 
 def stream_httpx(
-    response: httpx.Response, *, provider: str, limits: Limits | None = None, choice: int | None = None
+    response: Any, *, provider: str, limits: Limits | None = None, choice: int | None = None
 ) -> HttpxEventStream:
-    """Wrap a streaming response from ``httpx.Client.stream(...)``."""
+    """Wrap a streaming response from ``httpx.Client.stream(...)`` (or httpx2's)."""
     return HttpxEventStream(response, provider=provider, limits=limits, choice=choice)
 
 
 def astream_httpx(
-    response: httpx.Response, *, provider: str, limits: Limits | None = None, choice: int | None = None
+    response: Any, *, provider: str, limits: Limits | None = None, choice: int | None = None
 ) -> AsyncHttpxEventStream:
-    """Wrap a streaming response from ``httpx.AsyncClient.stream(...)``."""
+    """Wrap a streaming response from ``httpx.AsyncClient.stream(...)`` (or httpx2's)."""
     return AsyncHttpxEventStream(response, provider=provider, limits=limits, choice=choice)
 
