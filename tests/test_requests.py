@@ -452,3 +452,70 @@ def test_json_text_strategy_sends_no_schema() -> None:
 def test_duplicate_tool_names_rejected() -> None:
     with pytest.raises(ValueError, match="unique"):
         build_request("openai-chat", tools=[ToolDefinition("a", ReadFile), ToolDefinition("a", Address)])
+
+
+# ---------------------------------------------------------------- preparing a response for decide
+
+
+def _response(*items: Any, finish: str = "tool_calls") -> Any:
+    from decisions.types import NormalizedResponse
+
+    return NormalizedResponse(provider="openai-chat", response_id="r", model="m", items=items,
+                              finish_reason=finish)  # type: ignore[arg-type]
+
+
+def _call(name: str, arguments: str, call_id: str = "c1") -> Any:
+    from decisions.types import ToolCallItem
+
+    return ToolCallItem(item_id=call_id, call_id=call_id, name=name, arguments=arguments)
+
+
+def test_prepare_turns_the_submit_call_into_the_final_answer() -> None:
+    from decisions.types import TextItem
+
+    plan = build_request(capabilities("openai-chat", native_structured_output=False), output=Address)
+    written = {"street": "1 Main", "city": "X", "zip": None, "floor": None}
+    prepared = plan.prepare(_response(TextItem(item_id="t", text="Here you go."),
+                                      _call("submit_Address", json.dumps(written))))
+    assert prepared.tool_calls == () and prepared.finish_reason == "stop"
+    assert json.loads(prepared.text) == {"street": "1 Main", "city": "X", "zip": None}
+    Address.model_validate_json(prepared.text)
+    with pytest.raises(SchemaError) as info:
+        plan.prepare(_response(_call("submit_Address", "{}"), _call("submit_Address", "{}", "c2")))
+    assert info.value.code == "AMBIGUOUS_DECISION"
+
+
+def test_prepare_restores_tool_arguments_and_leaves_bad_text_alone() -> None:
+    plan = build_request("openai-responses", tools=[ToolDefinition("read_file", ReadFile)])
+    prepared = plan.prepare(_response(_call("read_file", '{"path": "a.py", "max_bytes": null}')))
+    # max_bytes was Optional in the original: its null is kept
+    assert json.loads(prepared.tool_calls[0].arguments) == {"path": "a.py", "max_bytes": None}
+    plan = build_request("openai-chat", tools=[ToolDefinition("addr", Address)])
+    prepared = plan.prepare(_response(_call("addr", '{"street": "s", "city": "c", "zip": null, "floor": null}')))
+    assert json.loads(prepared.tool_calls[0].arguments) == {"street": "s", "city": "c", "zip": None}
+    broken = _response(_call("addr", '{"street": "\\d'))
+    assert plan.prepare(broken).tool_calls[0].arguments == '{"street": "\\d'
+    cut = _response(_call("addr", '{"street"'), finish="length")
+    assert plan.prepare(cut) is cut
+
+
+def test_prepare_unwraps_a_native_root_wrapper() -> None:
+    from decisions.types import TextItem
+
+    output = OutputDefinition(Annotated[Union[Search, Finish], Field(discriminator="kind")], name="step")
+    plan = build_request("openai-chat", output=output)
+    prepared = plan.prepare(_response(TextItem(item_id="t", text='{"value": {"kind": "finish", "answer": "a"}}'),
+                                      finish="stop"))
+    assert json.loads(prepared.text) == {"kind": "finish", "answer": "a"}
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+def test_tool_without_arguments_is_an_empty_closed_object() -> None:
+    fragment, _ = tool_fragment(ToolDefinition("get_time", NoArgs, "Current time"), "openai-chat")
+    assert fragment["function"]["parameters"] == {"properties": {}, "title": "NoArgs", "type": "object",
+                                                  "additionalProperties": False}
+    with pytest.raises(SchemaError):  # "any object" is a map, not "no arguments"
+        tool_fragment(ToolDefinition("get_time", {"type": "object"}), "openai-chat")

@@ -34,12 +34,14 @@ import copy
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Iterable, Literal, Mapping, Sequence
 
 from ._version import __version__
 from .capabilities import ANNOTATION_KEYWORDS, Capabilities, Strategy, capabilities, choose_strategy
 from .errors import SchemaError
+from .limits import DEFAULT_LIMITS, Limits
+from .types import Item, NormalizedResponse, TextItem, ToolCallItem
 
 __all__ = [
     "ToolDefinition",
@@ -474,7 +476,7 @@ class _Converter:
         required = [name for name in node.get("required", ()) if isinstance(name, str)]
         extra = node.get("additionalProperties", None)
         if self.strict and caps.strict_requires_closed_objects:
-            if extra not in (None, False) or (extra is None and not props):
+            if extra not in (None, False) or (extra is None and "properties" not in node):
                 raise _unsupported(
                     "an object with open or free-form keys (a map) cannot be closed in strict mode; "
                     "use a list of key/value objects or strict=False",
@@ -912,6 +914,77 @@ class RequestPlan:
     def to_dict(self) -> dict[str, Any]:
         return {"provider": self.provider, "strategy": self.strategy, "submit_tool": self.submit_tool,
                 "records": [r.to_dict() for r in self.records]}
+
+    def prepare(self, response: NormalizedResponse, *, limits: Limits | None = None) -> NormalizedResponse:
+        """``response`` in the shape :func:`decisions.decide` checks against
+        the ORIGINAL schemas.
+
+        - a call to the ``submit_*`` control tool becomes the final answer
+          text (it is a control protocol, never a tool to execute; text the
+          model wrote beside it is not part of the answer); beside other tool
+          calls, or twice, it is ``AMBIGUOUS_DECISION``;
+        - arguments and answers written for a converted schema are restored
+          (:meth:`RequestRecord.restore`): the root wrapper removed, the nulls
+          strict mode forced removed.
+
+        Text that does not parse is left as it is, so that ``decide`` reports
+        the parse error (or the cut-off) at its real place. A response that is
+        not finished is returned unchanged.
+        """
+        if response.finish_reason not in ("stop", "tool_calls"):
+            return response
+        limits = limits or DEFAULT_LIMITS
+        by_name = {record.name: record for record in self.records if record.kind == "tool"}
+        items: list[Item] = []
+        submitted: list[ToolCallItem] = []
+        others = 0
+        for item in response.items:
+            if isinstance(item, ToolCallItem):
+                if self.submit_tool is not None and item.name == self.submit_tool:
+                    submitted.append(item)
+                    continue
+                others += 1
+                record = by_name.get(item.name)
+                if record is not None and record.nullable_added:
+                    item = replace(item, arguments=_restored_text(item.arguments, record, limits))
+            items.append(item)
+        output = self.output_record
+        if submitted:
+            if len(submitted) > 1 or others:
+                raise SchemaError(
+                    "AMBIGUOUS_DECISION",
+                    f"the response submits the final answer ({self.submit_tool}) and also "
+                    + ("submits it again" if len(submitted) > 1 else "does something else"),
+                    path="$",
+                    hint=f"either call tools or call {self.submit_tool} once, alone",
+                )
+            assert output is not None
+            text = _restored_text(submitted[0].arguments, output, limits)
+            items = [item for item in items if not isinstance(item, TextItem)]
+            items.append(TextItem(item_id=submitted[0].item_id, text=text))
+            return replace(response, items=tuple(items), finish_reason="stop")
+        if (self.strategy == "native_structured_output" and output is not None and not others
+                and (output.root_key is not None or output.nullable_added) and response.text.strip()):
+            text = _restored_text(response.text, output, limits)
+            items = [item for item in items if not isinstance(item, TextItem)]
+            items.append(TextItem(item_id="output", text=text))
+        return replace(response, items=tuple(items))
+
+
+def _restored_text(text: str, record: RequestRecord, limits: Limits) -> str:
+    """``text`` restored through ``record`` as canonical JSON, or unchanged
+    when it does not parse (the decision layer reports that error)."""
+    from ._backend import impl
+    from .errors import ParseError
+
+    try:
+        value = impl.loads(text, limits=limits)
+    except ParseError:
+        return text
+    try:
+        return canonical_json(record.restore(value))
+    except SchemaError:
+        return text
 
 
 def _tools_param(caps: Capabilities, fragments: list[dict[str, Any]]) -> dict[str, Any]:

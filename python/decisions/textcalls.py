@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from ._backend import impl
 from .errors import ParseError, SchemaError, StreamError
@@ -170,7 +170,7 @@ def _envelope(value: Any, doc: str, start: int) -> tuple[str, dict[str, Any]]:
     if not isinstance(value, dict):
         raise ParseError("UNEXPECTED_CHARACTER", "a <tool_call> block holds one JSON object",
                          doc=doc, pos=start, hint='write {"name": "...", "arguments": {...}}')
-    issues = []
+    issues: list[dict[str, str]] = []
     name = value.get("name")
     if not isinstance(name, str) or not name:
         issues.append({"path": "$.name", "code": "required" if "name" not in value else "type",
@@ -190,7 +190,7 @@ def _envelope(value: Any, doc: str, start: int) -> tuple[str, dict[str, Any]]:
     if not isinstance(arguments, dict):
         raise ParseError("ARGUMENTS_NOT_OBJECT", doc=doc, pos=start, path="$.arguments",
                          hint="arguments must be a JSON object")
-    return cast(str, name), arguments
+    return str(name), arguments
 
 
 def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:

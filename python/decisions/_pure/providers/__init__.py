@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from ...types import CanonicalEvent
+from .anthropic import AnthropicMapper
+from .gemini import GeminiMapper
 from .openai_chat import OpenAIChatMapper
 from .openai_responses import OpenAIResponsesMapper
 
@@ -39,6 +41,8 @@ class Mapper(Protocol):
 _FACTORIES: dict[str, Callable[[int | None], Mapper]] = {
     "openai-chat": OpenAIChatMapper,
     "openai-responses": OpenAIResponsesMapper,
+    "anthropic": AnthropicMapper,
+    "gemini": GeminiMapper,
 }
 
 PROVIDERS: tuple[str, ...] = tuple(_FACTORIES)

@@ -4,6 +4,10 @@
 
 use std::collections::BTreeMap;
 
+pub mod anthropic;
+pub mod gemini;
+pub mod jsontext;
+
 use crate::core::errors::CoreError;
 use crate::core::events::Event;
 
@@ -29,11 +33,12 @@ pub trait Mapper: Send + Sync {
 /// The mapper for a provider id, or None if the id is unknown.
 /// `choice` selects one choice of a multi-choice (`n > 1`) Chat response.
 pub fn mapper_for(provider: &str, choice: Option<usize>) -> Option<Box<dyn Mapper>> {
-    let _ = choice;
     match provider {
+        "anthropic" => Some(Box::new(anthropic::AnthropicMapper::new())),
+        "gemini" => Some(Box::new(gemini::GeminiMapper::new(choice))),
         _ => None,
     }
 }
 
 /// The provider ids [`mapper_for`] knows.
-pub const PROVIDERS: &[&str] = &[];
+pub const PROVIDERS: &[&str] = &["anthropic", "gemini"];

@@ -1,0 +1,394 @@
+"""Anthropic Messages (pure twin of ``rust/src/core/providers/anthropic.rs``).
+
+Stream: ``message_start`` → (``content_block_start`` → ``content_block_delta``*
+→ ``content_block_stop``)* → ``message_delta`` → ``message_stop``, with
+``ping`` anywhere and ``error`` possible at any point after HTTP 200.
+
+Terminal authority: ``message_stop`` (finishes with the stop reason of the last
+``message_delta``) or ``error`` (fails). Nothing may follow either.
+
+Mapping:
+- content block ``index`` *n* becomes item ``block_<n>``; a ``tool_use`` block
+  keeps its ``id`` as the call id.
+- ``text`` → text item; ``thinking`` → reasoning item (``signature_delta`` is
+  its signature); ``redacted_thinking`` → reasoning item with empty text whose
+  signature is the opaque ``data``.
+- ``tool_use`` → tool call. Its arguments are the joined ``partial_json``
+  deltas; when there are none (a tool without arguments, or a whole body) they
+  are the block's ``input`` object as deterministic JSON text (``{}`` for an
+  empty input).
+- every other block type (``server_tool_use``, ``web_search_tool_result``,
+  ``mcp_tool_use``, ``compaction``, ...) runs on Anthropic's side and is not a
+  client tool call: it is counted in ``unknown_events`` as
+  ``content_block:<type>`` and its deltas are not mapped.
+- ``citations_delta`` and unknown delta types are counted as
+  ``content_block_delta:<type>``; unknown event types by their type.
+- a ``message_start`` whose message already holds content blocks (and a stop
+  reason) maps them as a whole body would.
+- stop reasons: ``end_turn``/``stop_sequence`` → stop, ``tool_use`` →
+  tool_calls, ``max_tokens``/``model_context_window_exceeded`` → length,
+  ``refusal`` → refusal; anything else (``pause_turn``: the server paused a
+  long turn that must be continued) → unknown. The raw value is kept.
+- usage: input = ``input_tokens`` + cache reads + cache writes, cached = cache
+  reads, output = ``output_tokens``; later values override earlier ones and
+  one usage event is emitted at the terminal.
+- an ``error`` before ``message_start`` (or an error body) is preceded by a
+  response start without id or model, so it reaches the caller as the
+  provider's failure.
+- ``error`` types ``overloaded_error``, ``api_error``, ``rate_limit_error`` and
+  ``timeout_error`` are retryable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import new_error
+from ...types import (
+    CanonicalEvent,
+    FinishReason,
+    ItemEnded,
+    ItemStarted,
+    ReasoningDelta,
+    ResponseFailed,
+    ResponseFinished,
+    ResponseStarted,
+    TextDelta,
+    ToolArgumentsDelta,
+    ToolCallStarted,
+    UsageReported,
+)
+from .jsontext import dumps
+
+__all__ = ["AnthropicMapper", "finish_reason", "RETRYABLE_ERRORS"]
+
+#: provider error types worth retrying
+RETRYABLE_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
+
+_STOP_REASONS: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "refusal",
+}
+
+# block kinds
+_TEXT, _TOOL, _THINKING, _RECORDED = "text", "tool_use", "thinking", "recorded"
+
+#: delta type -> (its text field, the block kind it belongs to)
+_DELTAS: dict[str, tuple[str | None, str]] = {
+    "text_delta": ("text", _TEXT),
+    "input_json_delta": ("partial_json", _TOOL),
+    "thinking_delta": ("thinking", _THINKING),
+    "signature_delta": ("signature", _THINKING),
+    "citations_delta": (None, _TEXT),
+}
+
+
+def finish_reason(raw: str | None) -> FinishReason:
+    """The normalized finish reason of an Anthropic ``stop_reason``."""
+    return "unknown" if raw is None else _STOP_REASONS.get(raw, "unknown")
+
+
+def _malformed(what: str) -> Exception:
+    return new_error("MALFORMED_EVENT", f"anthropic {what} does not have the documented shape")
+
+
+def _obj(value: Any, what: str) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise _malformed(what)
+    return value
+
+
+def _opt_str(obj: dict[str, Any], key: str, what: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and type(value) is not str:
+        raise _malformed(what)
+    return value
+
+
+def _req_str(obj: dict[str, Any], key: str, what: str) -> str:
+    value = obj.get(key)
+    if type(value) is not str:
+        raise _malformed(what)
+    return value
+
+
+def _req_index(obj: dict[str, Any], what: str) -> int:
+    value = obj.get("index")
+    if type(value) is not int or value < 0 or value > 0xFFFF_FFFF_FFFF_FFFF:
+        raise _malformed(what)
+    return value
+
+
+def _opt_count(obj: dict[str, Any], key: str, what: str) -> int | None:
+    value = obj.get(key)
+    if value is not None and (type(value) is not int or value < 0 or value > 0xFFFF_FFFF_FFFF_FFFF):
+        raise _malformed(what)
+    return value
+
+
+class _Block:
+    __slots__ = ("kind", "item_id", "ended", "input", "saw_json")
+
+    def __init__(self, kind: str, item_id: str, input: Any = None) -> None:
+        self.kind = kind
+        self.item_id = item_id
+        self.ended = False
+        self.input = input
+        self.saw_json = False
+
+
+class AnthropicMapper:
+    """Maps Anthropic Messages events and bodies to canonical events."""
+
+    def __init__(self, choice: int | None = None) -> None:
+        del choice  # Messages responses have exactly one candidate
+        self.unknown_events: dict[str, int] = {}
+        self._started = False
+        self._terminal = False
+        self._blocks: dict[int, _Block] = {}
+        self._stop_reason: str | None = None
+        self._usage: dict[str, int | None] = {}
+
+    # ------------------------------------------------------------ helpers
+
+    def _count(self, key: str) -> None:
+        self.unknown_events[key] = self.unknown_events.get(key, 0) + 1
+
+    def _merge_usage(self, usage: Any, what: str) -> None:
+        if usage is None:
+            return
+        usage = _obj(usage, what)
+        for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+            value = _opt_count(usage, key, what)
+            if value is not None:
+                self._usage[key] = value
+
+    def _usage_event(self) -> list[CanonicalEvent]:
+        if not self._usage:
+            return []
+        u = self._usage
+        parts = [u.get("input_tokens"), u.get("cache_read_input_tokens"), u.get("cache_creation_input_tokens")]
+        present = [p for p in parts if p is not None]
+        return [
+            UsageReported(
+                input_tokens=sum(present) if present else None,
+                output_tokens=u.get("output_tokens"),
+                cached_tokens=u.get("cache_read_input_tokens"),
+            )
+        ]
+
+    def _finish(self) -> list[CanonicalEvent]:
+        self._terminal = True
+        out = self._usage_event()
+        out.append(ResponseFinished(finish_reason=finish_reason(self._stop_reason), raw_finish_reason=self._stop_reason))
+        return out
+
+    @staticmethod
+    def _failed(payload: dict[str, Any], what: str) -> ResponseFailed:
+        error = _obj(payload.get("error"), what)
+        error_type = _req_str(error, "type", what)
+        message = _opt_str(error, "message", what) or ""
+        return ResponseFailed(
+            code=error_type, message=message, retryable=error_type in RETRYABLE_ERRORS, error_type=error_type
+        )
+
+    def _start_failed(self, failed: ResponseFailed) -> list[CanonicalEvent]:
+        """The failure, preceded by an (id-less) start when the provider failed
+        before starting the message."""
+        if self._started:
+            return [failed]
+        self._started = True
+        return [ResponseStarted(), failed]
+
+    def _open_block(self, index: int, block: dict[str, Any], what: str, out: list[CanonicalEvent]) -> _Block:
+        """Start content block ``index``; a whole body's block also carries its content."""
+        if index in self._blocks:
+            raise new_error("DUPLICATE_ITEM_ID", f"anthropic content block {index} was started twice")
+        block_type = _req_str(block, "type", what)
+        item_id = f"block_{index}"
+        if block_type == "text":
+            text = _opt_str(block, "text", what)
+            state = _Block(_TEXT, item_id)
+            out.append(ItemStarted(item_id=item_id, kind="text"))
+            if text:
+                out.append(TextDelta(item_id=item_id, delta=text))
+        elif block_type == "tool_use":
+            call_id = _req_str(block, "id", what)
+            name = _req_str(block, "name", what)
+            tool_input = block.get("input")
+            if tool_input is not None:
+                _obj(tool_input, what)
+            state = _Block(_TOOL, item_id, tool_input)
+            out.append(ToolCallStarted(item_id=item_id, call_id=call_id, name=name))
+        elif block_type == "thinking":
+            thinking = _opt_str(block, "thinking", what)
+            signature = _opt_str(block, "signature", what)
+            state = _Block(_THINKING, item_id)
+            out.append(ItemStarted(item_id=item_id, kind="reasoning"))
+            if thinking or signature:
+                out.append(ReasoningDelta(item_id=item_id, delta=thinking or "", signature=signature or None))
+        elif block_type == "redacted_thinking":
+            data = _req_str(block, "data", what)
+            state = _Block(_THINKING, item_id)
+            out.append(ItemStarted(item_id=item_id, kind="reasoning"))
+            out.append(ReasoningDelta(item_id=item_id, delta="", signature=data))
+        else:
+            state = _Block(_RECORDED, item_id)
+            self._count(f"content_block:{block_type}")
+        self._blocks[index] = state
+        return state
+
+    def _close_block(self, index: int, out: list[CanonicalEvent]) -> None:
+        state = self._blocks.get(index)
+        if state is None:
+            raise new_error("UNKNOWN_ITEM", f"anthropic content_block_stop names block {index}, which never started")
+        if state.ended:
+            raise new_error("DELTA_AFTER_END", f"anthropic content block {index} was stopped twice")
+        state.ended = True
+        if state.kind == _RECORDED:
+            return
+        if state.kind == _TOOL and not state.saw_json:
+            out.append(ToolArgumentsDelta(item_id=state.item_id, delta=dumps({} if state.input is None else state.input)))
+        out.append(ItemEnded(item_id=state.item_id))
+
+    # ------------------------------------------------------------ stream
+
+    def map_event(self, event: str | None, payload: Any) -> list[CanonicalEvent]:
+        """One Anthropic stream event (its ``data`` decoded)."""
+        if type(payload) is not dict:
+            raise _malformed("event")
+        event_type = payload.get("type")
+        if type(event_type) is not str:
+            raise _malformed("event")
+        if event is not None and event != "message" and event != event_type:
+            raise new_error(
+                "MALFORMED_EVENT", f"anthropic SSE event {event} carries data of type {event_type}"
+            )
+        if self._terminal:
+            raise new_error("EVENT_AFTER_TERMINAL", f"anthropic {event_type} event after the end of the message")
+        what = f"{event_type} event"
+        out: list[CanonicalEvent] = []
+        if event_type == "ping":
+            return out
+        if event_type == "error":
+            failed = self._failed(payload, what)
+            self._terminal = True
+            return self._start_failed(failed)
+        if event_type == "message_start":
+            message = _obj(payload.get("message"), what)
+            response_id = _opt_str(message, "id", what)
+            model = _opt_str(message, "model", what)
+            if self._started:
+                raise new_error("DUPLICATE_START", "anthropic message_start after the message had started")
+            content = message.get("content")
+            if content is not None and type(content) is not list:
+                raise _malformed(what)
+            stop_reason = _opt_str(message, "stop_reason", what)
+            self._merge_usage(message.get("usage"), what)
+            self._started = True
+            out.append(ResponseStarted(response_id=response_id, model=model))
+            # a message_start may already carry whole blocks (a programmatic tool call's turn)
+            for index, block in enumerate(content or ()):
+                self._open_block(index, _obj(block, what), what, out)
+                self._close_block(index, out)
+            if stop_reason is not None:
+                self._stop_reason = stop_reason
+            return out
+        if event_type not in ("content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"):
+            self._count(event_type)
+            return out
+        if not self._started:
+            raise new_error("EVENT_BEFORE_START", f"anthropic {event_type} event before message_start")
+        if event_type == "content_block_delta":
+            self._delta(payload, what, out)
+        elif event_type == "content_block_start":
+            index = _req_index(payload, what)
+            self._open_block(index, _obj(payload.get("content_block"), what), what, out)
+        elif event_type == "content_block_stop":
+            self._close_block(_req_index(payload, what), out)
+        elif event_type == "message_delta":
+            delta = _obj(payload.get("delta"), what)
+            stop_reason = _opt_str(delta, "stop_reason", what)
+            self._merge_usage(payload.get("usage"), what)
+            if stop_reason is not None:
+                self._stop_reason = stop_reason
+        else:  # message_stop
+            out.extend(self._finish())
+        return out
+
+    def _delta(self, payload: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
+        index = _req_index(payload, what)
+        delta = _obj(payload.get("delta"), what)
+        delta_type = _req_str(delta, "type", what)
+        field, wanted = _DELTAS.get(delta_type, (None, None))
+        text = None
+        if field is not None:
+            text = _req_str(delta, field, what)
+        elif delta_type == "citations_delta":
+            _obj(delta.get("citation"), what)
+        state = self._blocks.get(index)
+        if state is None:
+            raise new_error("DELTA_BEFORE_START", f"anthropic {delta_type} for content block {index} before its start")
+        if state.ended:
+            raise new_error("DELTA_AFTER_END", f"anthropic {delta_type} for content block {index} after its stop")
+        if state.kind == _RECORDED:
+            return  # part of a block that runs on the provider's side (counted at its start)
+        if wanted is not None and state.kind != wanted:
+            raise new_error(
+                "MALFORMED_EVENT", f"anthropic {delta_type} for content block {index}, which is not a {wanted} block"
+            )
+        item_id = state.item_id
+        if text is None:  # citations_delta or an unknown delta type: recorded, not mapped
+            self._count(f"content_block_delta:{delta_type}")
+        elif delta_type == "text_delta":
+            out.append(TextDelta(item_id=item_id, delta=text))
+        elif delta_type == "input_json_delta":
+            if text:
+                if state.input:
+                    raise new_error(
+                        "MALFORMED_EVENT",
+                        f"anthropic tool_use block {index} has both an input object and input_json_delta text",
+                    )
+                state.saw_json = True
+                out.append(ToolArgumentsDelta(item_id=item_id, delta=text))
+        elif delta_type == "thinking_delta":
+            out.append(ReasoningDelta(item_id=item_id, delta=text))
+        else:  # signature_delta
+            out.append(ReasoningDelta(item_id=item_id, delta="", signature=text))
+
+    def end(self) -> list[CanonicalEvent]:
+        """EOF: an Anthropic stream implies nothing at its end."""
+        return []
+
+    # ------------------------------------------------------------ whole body
+
+    def map_body(self, body: Any) -> list[CanonicalEvent]:
+        """A whole ``message`` body, or an ``error`` body."""
+        body = _obj(body, "body")
+        body_type = body.get("type")
+        if body_type == "error":
+            failed = self._failed(body, "error body")
+            self._terminal = True
+            return self._start_failed(failed)
+        if body_type != "message":
+            raise _malformed("body")
+        what = "message body"
+        response_id = _opt_str(body, "id", what)
+        model = _opt_str(body, "model", what)
+        content = body.get("content")
+        if type(content) is not list:
+            raise _malformed(what)
+        stop_reason = _opt_str(body, "stop_reason", what)
+        self._merge_usage(body.get("usage"), what)
+        self._started = True
+        out: list[CanonicalEvent] = [ResponseStarted(response_id=response_id, model=model)]
+        for index, block in enumerate(content):
+            self._open_block(index, _obj(block, what), what, out)
+            self._close_block(index, out)
+        self._stop_reason = stop_reason
+        out.extend(self._finish())
+        return out

@@ -1,0 +1,492 @@
+"""Google Gemini ``generateContent`` / ``streamGenerateContent`` (pure twin of
+``rust/src/core/providers/gemini.rs``).
+
+Every stream chunk is a ``GenerateContentResponse`` (SSE ``data`` with
+``alt=sse``, or one JSON value per line); a whole body is one such response,
+or a JSON array of them (``streamGenerateContent`` without ``alt=sse``).
+
+Terminal authority: Gemini sends no end event. The chunk whose selected
+candidate carries ``finishReason`` is the terminal (its parts are mapped
+first), as is a chunk whose ``promptFeedback`` carries a ``blockReason`` (the
+prompt was blocked: content_filter), or an ``error`` object (fails). Any chunk
+after the terminal is ``EVENT_AFTER_TERMINAL``; a stream that ends without one
+is a disconnect.
+
+Mapping:
+- items are ``item_<n>`` in order. Consecutive text parts form one text item,
+  consecutive ``thought: true`` parts one reasoning item; an empty text part
+  opens nothing.
+- a ``thoughtSignature`` on a thought part is that reasoning item's signature;
+  on any other part (text, function call, empty) it becomes a reasoning item of
+  its own (empty text, that signature) placed just before the part, so it can
+  be sent back with the turn.
+- ``functionCall`` with ``name`` and ``args`` (an object) is a whole call; its
+  arguments are ``args`` as deterministic JSON text (``{}`` when absent).
+  Streamed arguments (``willContinue: true``, then parts carrying
+  ``partialArgs`` of ``{jsonPath, stringValue|numberValue|boolValue|nullValue,
+  willContinue}``) are assembled into one object and emitted when a part
+  without ``willContinue`` closes the call. A string whose partial has
+  ``willContinue`` continues in the next partial with the same path.
+- Gemini gives no call ids unless ``functionCall.id`` is set: the call id is
+  ``<responseId>:call_<k>`` (``call_<k>`` without a response id), *k* counting
+  the response's calls from 0, with ``call_id_generated`` set.
+- other part kinds (``inlineData``, ``executableCode``, ...) are counted in
+  ``unknown_events`` as ``part:<key>``.
+- finish reasons: STOP → stop (tool_calls when the response holds a call),
+  MAX_TOKENS → length; SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII,
+  LANGUAGE, IMAGE_SAFETY, IMAGE_PROHIBITED_CONTENT, IMAGE_RECITATION →
+  content_filter; MALFORMED_FUNCTION_CALL, UNEXPECTED_TOOL_CALL,
+  TOO_MANY_TOOL_CALLS, MISSING_THOUGHT_SIGNATURE → error; anything else →
+  unknown. The raw value is kept.
+- usage (the last ``usageMetadata`` seen): input = ``promptTokenCount``,
+  cached = ``cachedContentTokenCount``, reasoning = ``thoughtsTokenCount``,
+  output = ``candidatesTokenCount`` + ``thoughtsTokenCount``.
+- several candidates are ``MULTIPLE_CHOICES`` unless ``choice`` selects one
+  (by candidate ``index``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+from ...errors import new_error
+from ...types import (
+    CanonicalEvent,
+    FinishReason,
+    ItemEnded,
+    ItemStarted,
+    ReasoningDelta,
+    ResponseFailed,
+    ResponseFinished,
+    ResponseStarted,
+    TextDelta,
+    ToolArgumentsDelta,
+    ToolCallStarted,
+    UsageReported,
+)
+from .jsontext import dumps
+
+__all__ = ["GeminiMapper", "finish_reason", "MAX_PATH_SEGMENTS"]
+
+#: deepest ``partialArgs`` jsonPath accepted
+MAX_PATH_SEGMENTS = 128
+
+_FINISH: dict[str, FinishReason] = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "LANGUAGE": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+    "TOO_MANY_TOOL_CALLS": "error",
+    "MISSING_THOUGHT_SIGNATURE": "error",
+}
+
+_RETRYABLE_STATUS = frozenset({"RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED"})
+_RETRYABLE_CODES = frozenset({429, 500, 502, 503, 504})
+_PART_KEYS = frozenset({"text", "thought", "thoughtSignature", "functionCall"})
+_VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
+_U64 = 0xFFFF_FFFF_FFFF_FFFF
+
+
+def finish_reason(raw: str, has_calls: bool) -> FinishReason:
+    """The normalized finish reason of a Gemini ``finishReason``."""
+    reason = _FINISH.get(raw, "unknown")
+    return "tool_calls" if reason == "stop" and has_calls else reason
+
+
+def _malformed(what: str) -> Exception:
+    return new_error("MALFORMED_EVENT", f"gemini {what} does not have the documented shape")
+
+
+def _obj(value: Any, what: str) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise _malformed(what)
+    return value
+
+
+def _opt_obj(obj: dict[str, Any], key: str, what: str) -> dict[str, Any] | None:
+    value = obj.get(key)
+    return None if value is None else _obj(value, what)
+
+
+def _opt_list(obj: dict[str, Any], key: str, what: str) -> list[Any] | None:
+    value = obj.get(key)
+    if value is not None and type(value) is not list:
+        raise _malformed(what)
+    return value
+
+
+def _opt_str(obj: dict[str, Any], key: str, what: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and type(value) is not str:
+        raise _malformed(what)
+    return value
+
+
+def _opt_bool(obj: dict[str, Any], key: str, what: str) -> bool:
+    value = obj.get(key)
+    if value is not None and type(value) is not bool:
+        raise _malformed(what)
+    return bool(value)
+
+
+def _opt_count(obj: dict[str, Any], key: str, what: str) -> int | None:
+    value = obj.get(key)
+    if value is not None and (type(value) is not int or value < 0 or value > _U64):
+        raise _malformed(what)
+    return value
+
+
+def parse_path(path: str) -> list[str | int]:
+    """The segments of a ``partialArgs`` jsonPath: ``$``, then ``.key``,
+    ``[n]``, ``['key']`` or ``["key"]``."""
+    bad = new_error("MALFORMED_EVENT", f"gemini partialArgs jsonPath {path} is not a supported path")
+    if not path.startswith("$"):
+        raise bad
+    segments: list[str | int] = []
+    i, n = 1, len(path)
+    while i < n:
+        if len(segments) >= MAX_PATH_SEGMENTS:
+            raise new_error("MALFORMED_EVENT", f"gemini partialArgs jsonPath is deeper than {MAX_PATH_SEGMENTS} levels")
+        ch = path[i]
+        if ch == ".":
+            j = i + 1
+            while j < n and path[j] not in ".[":
+                j += 1
+            if j == i + 1:
+                raise bad
+            segments.append(path[i + 1 : j])
+            i = j
+        elif ch == "[":
+            if i + 1 < n and path[i + 1] in "'\"":
+                quote = path[i + 1]
+                close = path.find(quote + "]", i + 2)
+                if close < 0:
+                    raise bad
+                segments.append(path[i + 2 : close])
+                i = close + 2
+            else:
+                close = path.find("]", i + 1)
+                digits = path[i + 1 : close] if close > 0 else ""
+                if not digits or not all("0" <= c <= "9" for c in digits) or len(digits) > 9:
+                    raise bad
+                segments.append(int(digits))
+                i = close + 1
+        else:
+            raise bad
+    if not segments or not isinstance(segments[0], str):
+        raise bad
+    return segments
+
+
+def _assign(root: dict[str, Any], segments: list[str | int], value: Any, append: bool) -> None:
+    """Set ``value`` at ``segments`` under ``root`` (or append to the string there)."""
+    conflict = new_error("MALFORMED_EVENT", "gemini partialArgs assign a path that conflicts with an earlier one")
+    node: Any = root
+    for seg, nxt in zip(segments, segments[1:]):
+        fresh: Any = {} if isinstance(nxt, str) else []
+        if isinstance(seg, str):
+            if type(node) is not dict:
+                raise conflict
+            if seg not in node:
+                node[seg] = fresh
+            node = node[seg]
+        else:
+            if type(node) is not list or seg > len(node):
+                raise conflict
+            if seg == len(node):
+                node.append(fresh)
+            node = node[seg]
+    last = segments[-1]
+    if isinstance(last, str):
+        if type(node) is not dict:
+            raise conflict
+        if append:
+            if type(node.get(last)) is not str:
+                raise conflict
+            node[last] += value
+        elif last in node:
+            raise conflict
+        else:
+            node[last] = value
+    else:
+        if type(node) is not list:
+            raise conflict
+        if append:
+            if last >= len(node) or type(node[last]) is not str:
+                raise conflict
+            node[last] += value
+        elif last != len(node):
+            raise conflict
+        else:
+            node.append(value)
+
+
+class _StreamedCall:
+    __slots__ = ("item_id", "args", "continuing")
+
+    def __init__(self, item_id: str, args: dict[str, Any]) -> None:
+        self.item_id = item_id
+        self.args = args
+        self.continuing: str | None = None
+
+
+class GeminiMapper:
+    """Maps Gemini response chunks and bodies to canonical events."""
+
+    def __init__(self, choice: int | None = None) -> None:
+        self.unknown_events: dict[str, int] = {}
+        self._choice = choice
+        self._started = False
+        self._terminal = False
+        self._response_id: str | None = None
+        self._items = 0
+        self._calls = 0
+        self._open: tuple[Literal["text", "reasoning"], str] | None = None  # (kind, item_id) of the open text/reasoning item
+        self._call: _StreamedCall | None = None
+        self._usage: UsageReported | None = None
+
+    # ------------------------------------------------------------ helpers
+
+    def _count(self, key: str) -> None:
+        self.unknown_events[key] = self.unknown_events.get(key, 0) + 1
+
+    def _new_item(self) -> str:
+        item_id = f"item_{self._items}"
+        self._items += 1
+        return item_id
+
+    def _close_open(self, out: list[CanonicalEvent]) -> None:
+        if self._open is not None:
+            out.append(ItemEnded(item_id=self._open[1]))
+            self._open = None
+
+    def _item(self, kind: Literal["text", "reasoning"], out: list[CanonicalEvent]) -> str:
+        """The open item of ``kind``, opened (closing any other) if needed."""
+        if self._open is not None and self._open[0] == kind:
+            return self._open[1]
+        self._close_open(out)
+        item_id = self._new_item()
+        out.append(ItemStarted(item_id=item_id, kind=kind))
+        self._open = (kind, item_id)
+        return item_id
+
+    def _start_call(self, fc: dict[str, Any], name: str, out: list[CanonicalEvent]) -> str:
+        self._close_open(out)
+        given = _opt_str(fc, "id", "functionCall")
+        if given:
+            call_id, generated = given, False
+        else:
+            call_id = f"call_{self._calls}" if self._response_id is None else f"{self._response_id}:call_{self._calls}"
+            generated = True
+        self._calls += 1
+        item_id = self._new_item()
+        out.append(ToolCallStarted(item_id=item_id, call_id=call_id, name=name, call_id_generated=generated))
+        return item_id
+
+    @staticmethod
+    def _read_usage(u: dict[str, Any]) -> UsageReported:
+        what = "usageMetadata"
+        candidates = _opt_count(u, "candidatesTokenCount", what)
+        thoughts = _opt_count(u, "thoughtsTokenCount", what)
+        output = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
+        return UsageReported(
+            input_tokens=_opt_count(u, "promptTokenCount", what),
+            output_tokens=output,
+            cached_tokens=_opt_count(u, "cachedContentTokenCount", what),
+            reasoning_tokens=thoughts,
+        )
+
+    def _usage_events(self) -> list[CanonicalEvent]:
+        return [] if self._usage is None else [self._usage]
+
+    def _finish(self, normalized: FinishReason, raw: str, out: list[CanonicalEvent]) -> None:
+        self._close_open(out)
+        out.extend(self._usage_events())
+        out.append(ResponseFinished(finish_reason=normalized, raw_finish_reason=raw))
+        self._terminal = True
+
+    # ------------------------------------------------------------ parts
+
+    def _part(self, part: dict[str, Any], out: list[CanonicalEvent]) -> None:
+        what = "part"
+        text = _opt_str(part, "text", what)
+        thought = _opt_bool(part, "thought", what)
+        signature = _opt_str(part, "thoughtSignature", what)
+        fc = _opt_obj(part, "functionCall", what)
+        for key in part:
+            if key not in _PART_KEYS:
+                self._count(f"part:{key}")
+        if fc is not None and (text is not None or thought):
+            raise new_error("MALFORMED_EVENT", "gemini part holds both a functionCall and text")
+        if self._call is not None and fc is None and (text or thought or signature):
+            raise new_error("MALFORMED_EVENT", "gemini part interrupts a function call whose arguments are still streaming")
+        if thought:
+            item_id = self._item("reasoning", out)
+            if text or signature:
+                out.append(ReasoningDelta(item_id=item_id, delta=text or "", signature=signature or None))
+            return
+        if signature:
+            self._close_open(out)
+            item_id = self._new_item()
+            out.append(ItemStarted(item_id=item_id, kind="reasoning"))
+            out.append(ReasoningDelta(item_id=item_id, delta="", signature=signature))
+            out.append(ItemEnded(item_id=item_id))
+        if fc is not None:
+            self._function_call(fc, out)
+        elif text:
+            out.append(TextDelta(item_id=self._item("text", out), delta=text))
+
+    def _function_call(self, fc: dict[str, Any], out: list[CanonicalEvent]) -> None:
+        what = "functionCall"
+        name = _opt_str(fc, "name", what)
+        args = _opt_obj(fc, "args", what)
+        partial = _opt_list(fc, "partialArgs", what)
+        will_continue = _opt_bool(fc, "willContinue", what)
+        call = self._call
+        if call is None:
+            if not name:
+                raise new_error("MALFORMED_EVENT", "gemini functionCall without a name starts no call")
+            item_id = self._start_call(fc, name, out)
+            if not will_continue and not partial:
+                out.append(ToolArgumentsDelta(item_id=item_id, delta=dumps({} if args is None else args)))
+                out.append(ItemEnded(item_id=item_id))
+                return
+            # the caller's payload is not mutated: partial arguments build on a copy
+            call = self._call = _StreamedCall(item_id, {} if args is None else copy.deepcopy(args))
+        elif args is not None or name:
+            raise new_error("MALFORMED_EVENT", "gemini functionCall starts a new call while another is streaming")
+        for entry in partial or ():
+            self._partial(call, _obj(entry, "partialArgs entry"))
+        if not will_continue:
+            out.append(ToolArgumentsDelta(item_id=call.item_id, delta=dumps(call.args)))
+            out.append(ItemEnded(item_id=call.item_id))
+            self._call = None
+
+    @staticmethod
+    def _partial(call: _StreamedCall, entry: dict[str, Any]) -> None:
+        what = "partialArgs entry"
+        path = entry.get("jsonPath")
+        if type(path) is not str:
+            raise _malformed(what)
+        present = [key for key in _VALUE_KEYS if key in entry]
+        if len(present) != 1:
+            raise _malformed(what)
+        key = present[0]
+        value = entry[key]
+        if key == "stringValue" and type(value) is not str:
+            raise _malformed(what)
+        if key == "numberValue" and type(value) not in (int, float):
+            raise _malformed(what)
+        if key == "boolValue" and type(value) is not bool:
+            raise _malformed(what)
+        if key == "nullValue":
+            if value is not None and value != "NULL_VALUE":
+                raise _malformed(what)
+            value = None
+        will_continue = _opt_bool(entry, "willContinue", what)
+        append = call.continuing == path
+        if append and key != "stringValue":
+            raise _malformed(what)
+        _assign(call.args, parse_path(path), value, append)
+        call.continuing = path if will_continue and key == "stringValue" else None
+
+    # ------------------------------------------------------------ chunks
+
+    def map_event(self, event: str | None, payload: Any) -> list[CanonicalEvent]:
+        """One streamed chunk (a ``GenerateContentResponse``)."""
+        del event  # Gemini streams name no events
+        chunk = _obj(payload, "chunk")
+        if self._terminal:
+            raise new_error("EVENT_AFTER_TERMINAL", "gemini chunk after the chunk that finished the response")
+        out: list[CanonicalEvent] = []
+        error = chunk.get("error")
+        if error is not None:
+            failed = self._failed(_obj(error, "error"))
+            if not self._started:  # the provider failed before responding: an id-less start first
+                self._started = True
+                out.append(ResponseStarted())
+            out.append(failed)
+            self._terminal = True
+            return out
+        what = "chunk"
+        response_id = _opt_str(chunk, "responseId", what)
+        model = _opt_str(chunk, "modelVersion", what)
+        if not self._started:
+            self._started = True
+            self._response_id = response_id
+            out.append(ResponseStarted(response_id=response_id, model=model))
+        elif response_id is not None and self._response_id is not None and response_id != self._response_id:
+            raise new_error(
+                "DUPLICATE_START", f"gemini chunk of response {response_id} inside response {self._response_id}"
+            )
+        usage = _opt_obj(chunk, "usageMetadata", "usageMetadata")
+        if usage is not None:
+            self._usage = self._read_usage(usage)
+        candidates = _opt_list(chunk, "candidates", what) or []
+        feedback = _opt_obj(chunk, "promptFeedback", "promptFeedback")
+        block_reason = None if feedback is None else _opt_str(feedback, "blockReason", "promptFeedback")
+        candidate = self._select(candidates)
+        finish = None
+        if candidate is not None:
+            content = _opt_obj(candidate, "content", "candidate")
+            finish = _opt_str(candidate, "finishReason", "candidate")
+            parts = [] if content is None else (_opt_list(content, "parts", "content") or [])
+            for part in parts:
+                self._part(_obj(part, "part"), out)
+        if finish is not None:
+            self._finish(finish_reason(finish, self._calls > 0), finish, out)
+        elif block_reason is not None:
+            self._finish("content_filter", block_reason, out)
+        return out
+
+    def _select(self, candidates: list[Any]) -> dict[str, Any] | None:
+        chosen = None
+        for position, candidate in enumerate(candidates):
+            candidate = _obj(candidate, "candidate")
+            index = _opt_count(candidate, "index", "candidate")
+            index = position if index is None else index
+            if self._choice is None:
+                if index != 0:
+                    raise new_error(
+                        "MULTIPLE_CHOICES", "gemini response has several candidates; select one with choice="
+                    )
+                chosen = candidate
+            elif index == self._choice:
+                chosen = candidate
+        return chosen
+
+    @staticmethod
+    def _failed(error: dict[str, Any]) -> ResponseFailed:
+        what = "error"
+        code = error.get("code")
+        if code is not None and (type(code) is not int or code < 0 or code > _U64):
+            raise _malformed(what)
+        status = _opt_str(error, "status", what)
+        message = _opt_str(error, "message", what) or ""
+        retryable = (status in _RETRYABLE_STATUS) or (code in _RETRYABLE_CODES)
+        name = status if status else ("UNKNOWN" if code is None else str(code))
+        return ResponseFailed(code=name, message=message, retryable=retryable, error_type=status)
+
+    def end(self) -> list[CanonicalEvent]:
+        """EOF: a Gemini stream implies nothing at its end (no finishReason seen
+        means the stream was cut)."""
+        return []
+
+    def map_body(self, body: Any) -> list[CanonicalEvent]:
+        """A whole ``GenerateContentResponse``, or a JSON array of stream chunks."""
+        if type(body) is list:
+            out: list[CanonicalEvent] = []
+            for chunk in body:
+                out.extend(self.map_event(None, chunk))
+            return out
+        return self.map_event(None, body)

@@ -1,0 +1,694 @@
+//! Anthropic Messages. The pure twin (`_pure/providers/anthropic.py`) documents
+//! the mapping; this file follows it check for check, in the same order, so
+//! both backends give the same events and the same error for the same input.
+//!
+//! Terminal authority: `message_stop` (finishes with the stop reason of the
+//! last `message_delta`) or `error` (fails). Nothing may follow either.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::{jsontext, Mapper};
+use crate::core::errors::{Code, CoreError};
+use crate::core::events::{Event, FinishReason, ItemKind, Usage};
+
+/// Provider error types worth retrying.
+pub const RETRYABLE_ERRORS: &[&str] = &[
+    "overloaded_error",
+    "api_error",
+    "rate_limit_error",
+    "timeout_error",
+];
+
+/// The normalized finish reason of an Anthropic `stop_reason`.
+pub fn finish_reason(raw: Option<&str>) -> FinishReason {
+    match raw {
+        Some("end_turn" | "stop_sequence") => FinishReason::Stop,
+        Some("tool_use") => FinishReason::ToolCalls,
+        Some("max_tokens" | "model_context_window_exceeded") => FinishReason::Length,
+        Some("refusal") => FinishReason::Refusal,
+        _ => FinishReason::Unknown,
+    }
+}
+
+// ------------------------------------------------------------------ wire shapes
+// Every documented object is read as raw JSON first and checked to be an
+// object before its typed struct is read: serde's derive would also accept a
+// JSON array in its place.
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
+    index: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content_block: Option<&'a RawValue>,
+    #[serde(borrow)]
+    delta: Option<&'a RawValue>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct MessageRaw<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<&'a RawValue>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    model: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    stop_reason: Option<&'a RawValue>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct BlockRaw<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<&'a RawValue>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow)]
+    thinking: Option<&'a RawValue>,
+    #[serde(borrow)]
+    signature: Option<&'a RawValue>,
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct DeltaRaw<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<&'a RawValue>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    partial_json: Option<&'a RawValue>,
+    #[serde(borrow)]
+    thinking: Option<&'a RawValue>,
+    #[serde(borrow)]
+    signature: Option<&'a RawValue>,
+    #[serde(borrow)]
+    citation: Option<&'a RawValue>,
+    #[serde(borrow)]
+    stop_reason: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ErrorRaw<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct UsageRaw {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
+
+fn malformed(what: &str) -> CoreError {
+    CoreError::new(
+        Code::MALFORMED_EVENT,
+        format!("anthropic {what} does not have the documented shape"),
+    )
+}
+
+fn is_object(raw: &RawValue) -> bool {
+    raw.get().trim_start().starts_with('{')
+}
+
+fn is_array(raw: &RawValue) -> bool {
+    raw.get().trim_start().starts_with('[')
+}
+
+/// A documented object (absent or null is malformed).
+fn obj<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>, what: &str) -> Result<T, CoreError> {
+    match raw {
+        Some(raw) if is_object(raw) => serde_json::from_str(raw.get()).map_err(|_| malformed(what)),
+        _ => Err(malformed(what)),
+    }
+}
+
+fn opt_str<'a>(raw: Option<&'a RawValue>, what: &str) -> Result<Option<Cow<'a, str>>, CoreError> {
+    match raw {
+        None => Ok(None),
+        Some(raw) => serde_json::from_str::<Str<'a>>(raw.get())
+            .map(|s| Some(s.0))
+            .map_err(|_| malformed(what)),
+    }
+}
+
+fn req_str<'a>(raw: Option<&'a RawValue>, what: &str) -> Result<Cow<'a, str>, CoreError> {
+    opt_str(raw, what)?.ok_or_else(|| malformed(what))
+}
+
+fn req_index(raw: Option<&RawValue>, what: &str) -> Result<u64, CoreError> {
+    match raw {
+        Some(raw) => serde_json::from_str::<u64>(raw.get()).map_err(|_| malformed(what)),
+        None => Err(malformed(what)),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Tool,
+    Thinking,
+    Recorded,
+}
+
+impl Kind {
+    const fn name(self) -> &'static str {
+        match self {
+            Kind::Text => "text",
+            Kind::Tool => "tool_use",
+            Kind::Thinking => "thinking",
+            Kind::Recorded => "recorded",
+        }
+    }
+}
+
+struct Block {
+    kind: Kind,
+    item_id: String,
+    ended: bool,
+    input: Option<Value>,
+    saw_json: bool,
+}
+
+#[derive(Default)]
+struct UsageAcc {
+    input: Option<u64>,
+    output: Option<u64>,
+    cache_creation: Option<u64>,
+    cache_read: Option<u64>,
+    seen: bool,
+}
+
+/// Maps Anthropic Messages events and bodies to canonical events.
+#[derive(Default)]
+pub struct AnthropicMapper {
+    unknown: BTreeMap<String, u64>,
+    started: bool,
+    terminal: bool,
+    blocks: HashMap<u64, Block>,
+    stop_reason: Option<String>,
+    usage: UsageAcc,
+}
+
+impl AnthropicMapper {
+    pub fn new() -> AnthropicMapper {
+        AnthropicMapper::default()
+    }
+
+    fn count(&mut self, key: String) {
+        *self.unknown.entry(key).or_insert(0) += 1;
+    }
+
+    fn merge_usage(&mut self, raw: Option<&RawValue>, what: &str) -> Result<(), CoreError> {
+        let Some(raw) = raw else { return Ok(()) };
+        let usage: UsageRaw = obj(Some(raw), what)?;
+        let pairs = [
+            (&mut self.usage.input, usage.input_tokens),
+            (&mut self.usage.output, usage.output_tokens),
+            (
+                &mut self.usage.cache_creation,
+                usage.cache_creation_input_tokens,
+            ),
+            (&mut self.usage.cache_read, usage.cache_read_input_tokens),
+        ];
+        for (slot, value) in pairs {
+            if value.is_some() {
+                *slot = value;
+                self.usage.seen = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        self.terminal = true;
+        let u = &self.usage;
+        if u.seen {
+            let parts = [u.input, u.cache_read, u.cache_creation];
+            let input = if parts.iter().any(Option::is_some) {
+                Some(
+                    parts
+                        .iter()
+                        .flatten()
+                        .fold(0u64, |acc, v| acc.saturating_add(*v)),
+                )
+            } else {
+                None
+            };
+            out.push(Event::Usage(Usage {
+                input_tokens: input,
+                output_tokens: u.output,
+                cached_tokens: u.cache_read,
+                reasoning_tokens: None,
+            }));
+        }
+        out.push(Event::ResponseFinished {
+            finish_reason: finish_reason(self.stop_reason.as_deref()),
+            raw_finish_reason: self.stop_reason.clone(),
+        });
+    }
+
+    fn failed(raw: Option<&RawValue>, what: &str) -> Result<Event, CoreError> {
+        let error: ErrorRaw<'_> = obj(raw, what)?;
+        let error_type = req_str(error.ty, what)?.into_owned();
+        let message = opt_str(error.message, what)?
+            .map(Cow::into_owned)
+            .unwrap_or_default();
+        Ok(Event::ResponseFailed {
+            retryable: RETRYABLE_ERRORS.contains(&error_type.as_str()),
+            code: error_type.clone(),
+            message,
+            error_type: Some(error_type),
+        })
+    }
+
+    /// The failure, preceded by an (id-less) start when the provider failed
+    /// before starting the message.
+    fn start_failed(&mut self, failed: Event, out: &mut Vec<Event>) {
+        if !self.started {
+            self.started = true;
+            out.push(Event::ResponseStarted { response_id: None, model: None });
+        }
+        out.push(failed);
+    }
+
+    fn open_block(
+        &mut self,
+        index: u64,
+        raw: Option<&RawValue>,
+        what: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
+        let block: BlockRaw<'_> = obj(raw, what)?;
+        if self.blocks.contains_key(&index) {
+            return Err(CoreError::new(
+                Code::DUPLICATE_ITEM_ID,
+                format!("anthropic content block {index} was started twice"),
+            ));
+        }
+        let block_type = req_str(block.ty, what)?;
+        let item_id = format!("block_{index}");
+        let mut state = Block {
+            kind: Kind::Recorded,
+            item_id: item_id.clone(),
+            ended: false,
+            input: None,
+            saw_json: false,
+        };
+        match block_type.as_ref() {
+            "text" => {
+                let text = opt_str(block.text, what)?;
+                state.kind = Kind::Text;
+                out.push(Event::ItemStarted {
+                    item_id: item_id.clone(),
+                    kind: ItemKind::Text,
+                });
+                if let Some(text) = text.filter(|t| !t.is_empty()) {
+                    out.push(Event::TextDelta {
+                        item_id,
+                        delta: text.into_owned(),
+                    });
+                }
+            }
+            "tool_use" => {
+                let call_id = req_str(block.id, what)?.into_owned();
+                let name = req_str(block.name, what)?.into_owned();
+                if let Some(input) = block.input {
+                    if !is_object(input) {
+                        return Err(malformed(what));
+                    }
+                    state.input =
+                        Some(serde_json::from_str(input.get()).map_err(|_| malformed(what))?);
+                }
+                state.kind = Kind::Tool;
+                out.push(Event::ToolCallStarted {
+                    item_id,
+                    call_id,
+                    name,
+                    call_id_generated: false,
+                });
+            }
+            "thinking" => {
+                let thinking = opt_str(block.thinking, what)?;
+                let signature = opt_str(block.signature, what)?;
+                state.kind = Kind::Thinking;
+                out.push(Event::ItemStarted {
+                    item_id: item_id.clone(),
+                    kind: ItemKind::Reasoning,
+                });
+                let thinking = thinking.map(Cow::into_owned).unwrap_or_default();
+                let signature = signature.map(Cow::into_owned).filter(|s| !s.is_empty());
+                if !thinking.is_empty() || signature.is_some() {
+                    out.push(Event::ReasoningDelta {
+                        item_id,
+                        delta: thinking,
+                        signature,
+                    });
+                }
+            }
+            "redacted_thinking" => {
+                let data = req_str(block.data, what)?.into_owned();
+                state.kind = Kind::Thinking;
+                out.push(Event::ItemStarted {
+                    item_id: item_id.clone(),
+                    kind: ItemKind::Reasoning,
+                });
+                out.push(Event::ReasoningDelta {
+                    item_id,
+                    delta: String::new(),
+                    signature: Some(data),
+                });
+            }
+            other => {
+                let key = format!("content_block:{other}");
+                self.count(key);
+            }
+        }
+        self.blocks.insert(index, state);
+        Ok(())
+    }
+
+    fn close_block(&mut self, index: u64, out: &mut Vec<Event>) -> Result<(), CoreError> {
+        let Some(state) = self.blocks.get_mut(&index) else {
+            return Err(CoreError::new(
+                Code::UNKNOWN_ITEM,
+                format!("anthropic content_block_stop names block {index}, which never started"),
+            ));
+        };
+        if state.ended {
+            return Err(CoreError::new(
+                Code::DELTA_AFTER_END,
+                format!("anthropic content block {index} was stopped twice"),
+            ));
+        }
+        state.ended = true;
+        if state.kind == Kind::Recorded {
+            return Ok(());
+        }
+        if state.kind == Kind::Tool && !state.saw_json {
+            let text = match &state.input {
+                Some(input) => jsontext::dumps(input),
+                None => "{}".to_owned(),
+            };
+            out.push(Event::ToolArgumentsDelta {
+                item_id: state.item_id.clone(),
+                delta: text,
+            });
+        }
+        out.push(Event::ItemEnded {
+            item_id: state.item_id.clone(),
+        });
+        Ok(())
+    }
+
+    fn message_start(
+        &mut self,
+        env: &Envelope<'_>,
+        what: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
+        let message: MessageRaw<'_> = obj(env.message, what)?;
+        let response_id = opt_str(message.id, what)?.map(Cow::into_owned);
+        let model = opt_str(message.model, what)?.map(Cow::into_owned);
+        if self.started {
+            return Err(CoreError::new(
+                Code::DUPLICATE_START,
+                "anthropic message_start after the message had started",
+            ));
+        }
+        let content = match message.content {
+            Some(raw) if is_array(raw) => {
+                serde_json::from_str::<Vec<&RawValue>>(raw.get()).map_err(|_| malformed(what))?
+            }
+            Some(_) => return Err(malformed(what)),
+            None => Vec::new(),
+        };
+        let stop_reason = opt_str(message.stop_reason, what)?.map(Cow::into_owned);
+        self.merge_usage(message.usage, what)?;
+        self.started = true;
+        out.push(Event::ResponseStarted { response_id, model });
+        for (index, block) in (0u64..).zip(content) {
+            self.open_block(index, Some(block), what, out)?;
+            self.close_block(index, out)?;
+        }
+        if stop_reason.is_some() {
+            self.stop_reason = stop_reason;
+        }
+        Ok(())
+    }
+
+    fn delta(
+        &mut self,
+        env: &Envelope<'_>,
+        what: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
+        let index = req_index(env.index, what)?;
+        let delta: DeltaRaw<'_> = obj(env.delta, what)?;
+        let delta_type = req_str(delta.ty, what)?;
+        let (field, wanted) = match delta_type.as_ref() {
+            "text_delta" => (Some(delta.text), Some(Kind::Text)),
+            "input_json_delta" => (Some(delta.partial_json), Some(Kind::Tool)),
+            "thinking_delta" => (Some(delta.thinking), Some(Kind::Thinking)),
+            "signature_delta" => (Some(delta.signature), Some(Kind::Thinking)),
+            "citations_delta" => (None, Some(Kind::Text)),
+            _ => (None, None),
+        };
+        let text = match field {
+            Some(raw) => Some(req_str(raw, what)?),
+            None => {
+                if delta_type == "citations_delta" {
+                    let _: serde::de::IgnoredAny = obj(delta.citation, what)?;
+                }
+                None
+            }
+        };
+        let Some(state) = self.blocks.get_mut(&index) else {
+            return Err(CoreError::new(
+                Code::DELTA_BEFORE_START,
+                format!("anthropic {delta_type} for content block {index} before its start"),
+            ));
+        };
+        if state.ended {
+            return Err(CoreError::new(
+                Code::DELTA_AFTER_END,
+                format!("anthropic {delta_type} for content block {index} after its stop"),
+            ));
+        }
+        if state.kind == Kind::Recorded {
+            return Ok(()); // part of a block that runs on the provider's side (counted at its start)
+        }
+        if let Some(wanted) = wanted {
+            if state.kind != wanted {
+                return Err(CoreError::new(
+                    Code::MALFORMED_EVENT,
+                    format!(
+                        "anthropic {delta_type} for content block {index}, which is not a {} block",
+                        wanted.name()
+                    ),
+                ));
+            }
+        }
+        let item_id = state.item_id.clone();
+        let Some(text) = text else {
+            let key = format!("content_block_delta:{delta_type}");
+            self.count(key);
+            return Ok(());
+        };
+        match delta_type.as_ref() {
+            "text_delta" => out.push(Event::TextDelta {
+                item_id,
+                delta: text.into_owned(),
+            }),
+            "input_json_delta" => {
+                if !text.is_empty() {
+                    if matches!(&state.input, Some(Value::Object(map)) if !map.is_empty()) {
+                        return Err(CoreError::new(
+                            Code::MALFORMED_EVENT,
+                            format!("anthropic tool_use block {index} has both an input object and input_json_delta text"),
+                        ));
+                    }
+                    state.saw_json = true;
+                    out.push(Event::ToolArgumentsDelta {
+                        item_id,
+                        delta: text.into_owned(),
+                    });
+                }
+            }
+            "thinking_delta" => out.push(Event::ReasoningDelta {
+                item_id,
+                delta: text.into_owned(),
+                signature: None,
+            }),
+            _ => out.push(Event::ReasoningDelta {
+                item_id,
+                delta: String::new(),
+                signature: Some(text.into_owned()),
+            }),
+        }
+        Ok(())
+    }
+}
+
+impl Mapper for AnthropicMapper {
+    fn map_event(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
+        if !data.trim_start().starts_with('{') {
+            return Err(malformed("event"));
+        }
+        let env: Envelope<'_> = serde_json::from_str(data).map_err(|_| malformed("event"))?;
+        let event_type = req_str(env.ty, "event")?;
+        if let Some(name) = event {
+            if name != "message" && name != event_type {
+                return Err(CoreError::new(
+                    Code::MALFORMED_EVENT,
+                    format!("anthropic SSE event {name} carries data of type {event_type}"),
+                ));
+            }
+        }
+        if self.terminal {
+            return Err(CoreError::new(
+                Code::EVENT_AFTER_TERMINAL,
+                format!("anthropic {event_type} event after the end of the message"),
+            ));
+        }
+        let what = format!("{event_type} event");
+        match event_type.as_ref() {
+            "ping" => Ok(()),
+            "error" => {
+                let failed = Self::failed(env.error, &what)?;
+                self.terminal = true;
+                self.start_failed(failed, out);
+                Ok(())
+            }
+            "message_start" => self.message_start(&env, &what, out),
+            "content_block_start"
+            | "content_block_delta"
+            | "content_block_stop"
+            | "message_delta"
+            | "message_stop" => {
+                if !self.started {
+                    return Err(CoreError::new(
+                        Code::EVENT_BEFORE_START,
+                        format!("anthropic {event_type} event before message_start"),
+                    ));
+                }
+                match event_type.as_ref() {
+                    "content_block_delta" => self.delta(&env, &what, out),
+                    "content_block_start" => {
+                        let index = req_index(env.index, &what)?;
+                        self.open_block(index, env.content_block, &what, out)
+                    }
+                    "content_block_stop" => {
+                        let index = req_index(env.index, &what)?;
+                        self.close_block(index, out)
+                    }
+                    "message_delta" => {
+                        let delta: DeltaRaw<'_> = obj(env.delta, &what)?;
+                        let stop_reason = opt_str(delta.stop_reason, &what)?.map(Cow::into_owned);
+                        self.merge_usage(env.usage, &what)?;
+                        if stop_reason.is_some() {
+                            self.stop_reason = stop_reason;
+                        }
+                        Ok(())
+                    }
+                    _ => {
+                        self.finish(out);
+                        Ok(())
+                    }
+                }
+            }
+            other => {
+                let key = other.to_owned();
+                self.count(key);
+                Ok(())
+            }
+        }
+    }
+
+    fn end(&mut self, _out: &mut Vec<Event>) -> Result<(), CoreError> {
+        Ok(())
+    }
+
+    fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+        if !body.trim_start().starts_with('{') {
+            return Err(malformed("body"));
+        }
+        let message: MessageRaw<'_> = serde_json::from_str(body).map_err(|_| malformed("body"))?;
+        let body_type = match message.ty {
+            Some(raw) => serde_json::from_str::<Str<'_>>(raw.get()).ok().map(|s| s.0),
+            None => None,
+        };
+        match body_type.as_deref() {
+            Some("error") => {
+                let failed = Self::failed(message.error, "error body")?;
+                self.terminal = true;
+                self.start_failed(failed, out);
+                return Ok(());
+            }
+            Some("message") => {}
+            _ => return Err(malformed("body")),
+        }
+        let what = "message body";
+        let response_id = opt_str(message.id, what)?.map(Cow::into_owned);
+        let model = opt_str(message.model, what)?.map(Cow::into_owned);
+        let content = match message.content {
+            Some(raw) if is_array(raw) => {
+                serde_json::from_str::<Vec<&RawValue>>(raw.get()).map_err(|_| malformed(what))?
+            }
+            _ => return Err(malformed(what)),
+        };
+        let stop_reason = opt_str(message.stop_reason, what)?.map(Cow::into_owned);
+        self.merge_usage(message.usage, what)?;
+        self.started = true;
+        out.push(Event::ResponseStarted { response_id, model });
+        for (index, block) in (0u64..).zip(content) {
+            self.open_block(index, Some(block), what, out)?;
+            self.close_block(index, out)?;
+        }
+        self.stop_reason = stop_reason;
+        self.finish(out);
+        Ok(())
+    }
+
+    fn unknown_events(&self) -> &BTreeMap<String, u64> {
+        &self.unknown
+    }
+}

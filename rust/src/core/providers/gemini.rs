@@ -1,0 +1,882 @@
+//! Google Gemini `generateContent` / `streamGenerateContent`. The pure twin
+//! (`_pure/providers/gemini.py`) documents the mapping; this file follows it
+//! check for check, in the same order.
+//!
+//! Terminal authority: Gemini sends no end event. The chunk whose selected
+//! candidate carries `finishReason` is the terminal (its parts are mapped
+//! first), as is a chunk whose `promptFeedback` carries a `blockReason`
+//! (content_filter), or an `error` object (fails). Any chunk after it is
+//! `EVENT_AFTER_TERMINAL`; a stream that ends without one is a disconnect.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::{jsontext, Mapper};
+use crate::core::errors::{Code, CoreError};
+use crate::core::events::{Event, FinishReason, ItemKind, Usage};
+
+/// Deepest `partialArgs` jsonPath accepted.
+pub const MAX_PATH_SEGMENTS: usize = 128;
+
+/// The normalized finish reason of a Gemini `finishReason`.
+pub fn finish_reason(raw: &str, has_calls: bool) -> FinishReason {
+    let reason = match raw {
+        "STOP" => FinishReason::Stop,
+        "MAX_TOKENS" => FinishReason::Length,
+        "SAFETY"
+        | "RECITATION"
+        | "BLOCKLIST"
+        | "PROHIBITED_CONTENT"
+        | "SPII"
+        | "LANGUAGE"
+        | "IMAGE_SAFETY"
+        | "IMAGE_PROHIBITED_CONTENT"
+        | "IMAGE_RECITATION" => FinishReason::ContentFilter,
+        "MALFORMED_FUNCTION_CALL"
+        | "UNEXPECTED_TOOL_CALL"
+        | "TOO_MANY_TOOL_CALLS"
+        | "MISSING_THOUGHT_SIGNATURE" => FinishReason::Error,
+        _ => FinishReason::Unknown,
+    };
+    if reason == FinishReason::Stop && has_calls {
+        FinishReason::ToolCalls
+    } else {
+        reason
+    }
+}
+
+const RETRYABLE_STATUS: &[&str] = &[
+    "RESOURCE_EXHAUSTED",
+    "UNAVAILABLE",
+    "INTERNAL",
+    "DEADLINE_EXCEEDED",
+];
+const RETRYABLE_CODES: &[u64] = &[429, 500, 502, 503, 504];
+const PART_KEYS: &[&str] = &["text", "thought", "thoughtSignature", "functionCall"];
+const VALUE_KEYS: &[&str] = &["stringValue", "numberValue", "boolValue", "nullValue"];
+
+// ------------------------------------------------------------------ wire shapes
+
+#[derive(Deserialize)]
+struct ChunkRaw<'a> {
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(rename = "responseId", borrow)]
+    response_id: Option<&'a RawValue>,
+    #[serde(rename = "modelVersion", borrow)]
+    model_version: Option<&'a RawValue>,
+    #[serde(rename = "usageMetadata", borrow)]
+    usage_metadata: Option<&'a RawValue>,
+    #[serde(borrow)]
+    candidates: Option<&'a RawValue>,
+    #[serde(rename = "promptFeedback", borrow)]
+    prompt_feedback: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct CandidateRaw<'a> {
+    #[serde(borrow)]
+    index: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(rename = "finishReason", borrow)]
+    finish_reason: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ContentRaw<'a> {
+    #[serde(borrow)]
+    parts: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FeedbackRaw<'a> {
+    #[serde(rename = "blockReason", borrow)]
+    block_reason: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FunctionCallRaw<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    args: Option<&'a RawValue>,
+    #[serde(rename = "partialArgs", borrow)]
+    partial_args: Option<&'a RawValue>,
+    #[serde(rename = "willContinue", borrow)]
+    will_continue: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct UsageRaw {
+    #[serde(rename = "promptTokenCount")]
+    prompt: Option<u64>,
+    #[serde(rename = "candidatesTokenCount")]
+    candidates: Option<u64>,
+    #[serde(rename = "thoughtsTokenCount")]
+    thoughts: Option<u64>,
+    #[serde(rename = "cachedContentTokenCount")]
+    cached: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct ErrorRaw<'a> {
+    #[serde(borrow)]
+    code: Option<&'a RawValue>,
+    #[serde(borrow)]
+    status: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// An object read as its members (presence matters, including `null`).
+type Members<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
+
+fn malformed(what: &str) -> CoreError {
+    CoreError::new(
+        Code::MALFORMED_EVENT,
+        format!("gemini {what} does not have the documented shape"),
+    )
+}
+
+fn err(code: Code, message: impl Into<String>) -> CoreError {
+    CoreError::new(code, message)
+}
+
+fn is_object(raw: &RawValue) -> bool {
+    raw.get().trim_start().starts_with('{')
+}
+
+fn is_null(raw: &RawValue) -> bool {
+    raw.get().trim() == "null"
+}
+
+fn obj<'a, T: Deserialize<'a>>(raw: &'a RawValue, what: &str) -> Result<T, CoreError> {
+    if !is_object(raw) {
+        return Err(malformed(what));
+    }
+    serde_json::from_str(raw.get()).map_err(|_| malformed(what))
+}
+
+fn opt_obj<'a, T: Deserialize<'a>>(
+    raw: Option<&'a RawValue>,
+    what: &str,
+) -> Result<Option<T>, CoreError> {
+    match raw {
+        None => Ok(None),
+        Some(raw) => obj(raw, what).map(Some),
+    }
+}
+
+fn opt_list<'a>(
+    raw: Option<&'a RawValue>,
+    what: &str,
+) -> Result<Option<Vec<&'a RawValue>>, CoreError> {
+    match raw {
+        None => Ok(None),
+        Some(raw) if raw.get().trim_start().starts_with('[') => serde_json::from_str(raw.get())
+            .map(Some)
+            .map_err(|_| malformed(what)),
+        Some(_) => Err(malformed(what)),
+    }
+}
+
+fn opt_str<'a>(raw: Option<&'a RawValue>, what: &str) -> Result<Option<Cow<'a, str>>, CoreError> {
+    match raw {
+        None => Ok(None),
+        Some(raw) => serde_json::from_str::<Str<'a>>(raw.get())
+            .map(|s| Some(s.0))
+            .map_err(|_| malformed(what)),
+    }
+}
+
+fn opt_bool(raw: Option<&RawValue>, what: &str) -> Result<bool, CoreError> {
+    match raw {
+        None => Ok(false),
+        Some(raw) => serde_json::from_str::<bool>(raw.get()).map_err(|_| malformed(what)),
+    }
+}
+
+fn opt_count(raw: Option<&RawValue>, what: &str) -> Result<Option<u64>, CoreError> {
+    match raw {
+        None => Ok(None),
+        Some(raw) => serde_json::from_str::<u64>(raw.get())
+            .map(Some)
+            .map_err(|_| malformed(what)),
+    }
+}
+
+/// A member that is absent or `null` reads as absent (as Python's `dict.get`).
+fn member<'a>(members: &Members<'a>, key: &str) -> Option<&'a RawValue> {
+    members.get(key).copied().filter(|raw| !is_null(raw))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+/// The segments of a `partialArgs` jsonPath: `$`, then `.key`, `[n]`,
+/// `['key']` or `["key"]`.
+fn parse_path(path: &str) -> Result<Vec<Seg>, CoreError> {
+    let bad = || {
+        err(
+            Code::MALFORMED_EVENT,
+            format!("gemini partialArgs jsonPath {path} is not a supported path"),
+        )
+    };
+    let bytes = path.as_bytes();
+    if bytes.first() != Some(&b'$') {
+        return Err(bad());
+    }
+    let mut segments = Vec::new();
+    let mut i = 1;
+    let n = bytes.len();
+    while i < n {
+        if segments.len() >= MAX_PATH_SEGMENTS {
+            return Err(err(
+                Code::MALFORMED_EVENT,
+                format!("gemini partialArgs jsonPath is deeper than {MAX_PATH_SEGMENTS} levels"),
+            ));
+        }
+        match bytes.get(i) {
+            Some(b'.') => {
+                let rest = path.get(i + 1..).ok_or_else(bad)?;
+                let len = rest.find(['.', '[']).unwrap_or(rest.len());
+                if len == 0 {
+                    return Err(bad());
+                }
+                segments.push(Seg::Key(rest.get(..len).ok_or_else(bad)?.to_owned()));
+                i += 1 + len;
+            }
+            Some(b'[') => match bytes.get(i + 1) {
+                Some(&quote @ (b'\'' | b'"')) => {
+                    let rest = path.get(i + 2..).ok_or_else(bad)?;
+                    let close = [char::from(quote), ']'].iter().collect::<String>();
+                    let at = rest.find(close.as_str()).ok_or_else(bad)?;
+                    segments.push(Seg::Key(rest.get(..at).ok_or_else(bad)?.to_owned()));
+                    i += 2 + at + 2;
+                }
+                _ => {
+                    let rest = path.get(i + 1..).ok_or_else(bad)?;
+                    let at = rest.find(']').ok_or_else(bad)?;
+                    let digits = rest.get(..at).ok_or_else(bad)?;
+                    if digits.is_empty()
+                        || digits.len() > 9
+                        || !digits.bytes().all(|b| b.is_ascii_digit())
+                    {
+                        return Err(bad());
+                    }
+                    segments.push(Seg::Index(digits.parse().map_err(|_| bad())?));
+                    i += 1 + at + 1;
+                }
+            },
+            _ => return Err(bad()),
+        }
+    }
+    match segments.first() {
+        Some(Seg::Key(_)) => Ok(segments),
+        _ => Err(bad()),
+    }
+}
+
+/// Set `value` at `segments` under `root` (or append to the string there).
+fn assign(root: &mut Value, segments: &[Seg], value: Value, append: bool) -> Result<(), CoreError> {
+    let conflict = || {
+        err(
+            Code::MALFORMED_EVENT,
+            "gemini partialArgs assign a path that conflicts with an earlier one",
+        )
+    };
+    let Some((last, init)) = segments.split_last() else {
+        return Err(conflict());
+    };
+    let mut node = root;
+    for (i, seg) in init.iter().enumerate() {
+        let fresh = match segments.get(i + 1) {
+            Some(Seg::Key(_)) => Value::Object(Map::new()),
+            _ => Value::Array(Vec::new()),
+        };
+        node = match seg {
+            Seg::Key(key) => {
+                let Value::Object(map) = node else {
+                    return Err(conflict());
+                };
+                map.entry(key.clone()).or_insert(fresh)
+            }
+            Seg::Index(at) => {
+                let Value::Array(items) = node else {
+                    return Err(conflict());
+                };
+                if *at > items.len() {
+                    return Err(conflict());
+                }
+                if *at == items.len() {
+                    items.push(fresh);
+                }
+                items.get_mut(*at).ok_or_else(conflict)?
+            }
+        };
+    }
+    match last {
+        Seg::Key(key) => {
+            let Value::Object(map) = node else {
+                return Err(conflict());
+            };
+            if append {
+                match (map.get_mut(key), value) {
+                    (Some(Value::String(s)), Value::String(more)) => s.push_str(&more),
+                    _ => return Err(conflict()),
+                }
+            } else if map.contains_key(key) {
+                return Err(conflict());
+            } else {
+                map.insert(key.clone(), value);
+            }
+        }
+        Seg::Index(at) => {
+            let Value::Array(items) = node else {
+                return Err(conflict());
+            };
+            if append {
+                match (items.get_mut(*at), value) {
+                    (Some(Value::String(s)), Value::String(more)) => s.push_str(&more),
+                    _ => return Err(conflict()),
+                }
+            } else if *at != items.len() {
+                return Err(conflict());
+            } else {
+                items.push(value);
+            }
+        }
+    }
+    Ok(())
+}
+
+struct StreamedCall {
+    item_id: String,
+    args: Value,
+    continuing: Option<String>,
+}
+
+/// Maps Gemini response chunks and bodies to canonical events.
+pub struct GeminiMapper {
+    unknown: BTreeMap<String, u64>,
+    choice: Option<usize>,
+    started: bool,
+    terminal: bool,
+    response_id: Option<String>,
+    items: u64,
+    calls: u64,
+    open: Option<(ItemKind, String)>,
+    call: Option<StreamedCall>,
+    usage: Option<Usage>,
+}
+
+impl GeminiMapper {
+    pub fn new(choice: Option<usize>) -> GeminiMapper {
+        GeminiMapper {
+            unknown: BTreeMap::new(),
+            choice,
+            started: false,
+            terminal: false,
+            response_id: None,
+            items: 0,
+            calls: 0,
+            open: None,
+            call: None,
+            usage: None,
+        }
+    }
+
+    fn count(&mut self, key: String) {
+        *self.unknown.entry(key).or_insert(0) += 1;
+    }
+
+    fn new_item(&mut self) -> String {
+        let id = format!("item_{}", self.items);
+        self.items += 1;
+        id
+    }
+
+    fn close_open(&mut self, out: &mut Vec<Event>) {
+        if let Some((_, item_id)) = self.open.take() {
+            out.push(Event::ItemEnded { item_id });
+        }
+    }
+
+    /// The open item of `kind`, opened (closing any other) if needed.
+    fn item(&mut self, kind: ItemKind, out: &mut Vec<Event>) -> String {
+        if let Some((open_kind, item_id)) = &self.open {
+            if *open_kind == kind {
+                return item_id.clone();
+            }
+        }
+        self.close_open(out);
+        let item_id = self.new_item();
+        out.push(Event::ItemStarted {
+            item_id: item_id.clone(),
+            kind,
+        });
+        self.open = Some((kind, item_id.clone()));
+        item_id
+    }
+
+    fn start_call(
+        &mut self,
+        fc: &FunctionCallRaw<'_>,
+        name: String,
+        out: &mut Vec<Event>,
+    ) -> Result<String, CoreError> {
+        self.close_open(out);
+        let given = opt_str(fc.id, "functionCall")?.filter(|id| !id.is_empty());
+        let (call_id, generated) = match given {
+            Some(id) => (id.into_owned(), false),
+            None => match &self.response_id {
+                Some(rid) => (format!("{rid}:call_{}", self.calls), true),
+                None => (format!("call_{}", self.calls), true),
+            },
+        };
+        self.calls += 1;
+        let item_id = self.new_item();
+        out.push(Event::ToolCallStarted {
+            item_id: item_id.clone(),
+            call_id,
+            name,
+            call_id_generated: generated,
+        });
+        Ok(item_id)
+    }
+
+    fn read_usage(raw: &RawValue) -> Result<Usage, CoreError> {
+        let u: UsageRaw = obj(raw, "usageMetadata")?;
+        let output = match (u.candidates, u.thoughts) {
+            (None, None) => None,
+            (c, t) => Some(c.unwrap_or(0).saturating_add(t.unwrap_or(0))),
+        };
+        Ok(Usage {
+            input_tokens: u.prompt,
+            output_tokens: output,
+            cached_tokens: u.cached,
+            reasoning_tokens: u.thoughts,
+        })
+    }
+
+    fn finish(&mut self, normalized: FinishReason, raw: String, out: &mut Vec<Event>) {
+        self.close_open(out);
+        if let Some(usage) = self.usage {
+            out.push(Event::Usage(usage));
+        }
+        out.push(Event::ResponseFinished {
+            finish_reason: normalized,
+            raw_finish_reason: Some(raw),
+        });
+        self.terminal = true;
+    }
+
+    fn part(&mut self, raw: &RawValue, out: &mut Vec<Event>) -> Result<(), CoreError> {
+        let what = "part";
+        let members: Members<'_> = obj(raw, what)?;
+        let text = opt_str(member(&members, "text"), what)?;
+        let thought = opt_bool(member(&members, "thought"), what)?;
+        let signature = opt_str(member(&members, "thoughtSignature"), what)?;
+        let fc: Option<FunctionCallRaw<'_>> = opt_obj(member(&members, "functionCall"), what)?;
+        for key in members.keys() {
+            if !PART_KEYS.contains(&key.as_ref()) {
+                self.count(format!("part:{key}"));
+            }
+        }
+        if fc.is_some() && (text.is_some() || thought) {
+            return Err(err(
+                Code::MALFORMED_EVENT,
+                "gemini part holds both a functionCall and text",
+            ));
+        }
+        let has_text = text.as_deref().is_some_and(|t| !t.is_empty());
+        let has_signature = signature.as_deref().is_some_and(|s| !s.is_empty());
+        if self.call.is_some() && fc.is_none() && (has_text || thought || has_signature) {
+            return Err(err(
+                Code::MALFORMED_EVENT,
+                "gemini part interrupts a function call whose arguments are still streaming",
+            ));
+        }
+        if thought {
+            let item_id = self.item(ItemKind::Reasoning, out);
+            if has_text || has_signature {
+                out.push(Event::ReasoningDelta {
+                    item_id,
+                    delta: text.map(Cow::into_owned).unwrap_or_default(),
+                    signature: signature.map(Cow::into_owned).filter(|s| !s.is_empty()),
+                });
+            }
+            return Ok(());
+        }
+        if let Some(signature) = signature.filter(|s| !s.is_empty()) {
+            self.close_open(out);
+            let item_id = self.new_item();
+            out.push(Event::ItemStarted {
+                item_id: item_id.clone(),
+                kind: ItemKind::Reasoning,
+            });
+            out.push(Event::ReasoningDelta {
+                item_id: item_id.clone(),
+                delta: String::new(),
+                signature: Some(signature.into_owned()),
+            });
+            out.push(Event::ItemEnded { item_id });
+        }
+        if let Some(fc) = fc {
+            self.function_call(&fc, out)?;
+        } else if let Some(text) = text.filter(|t| !t.is_empty()) {
+            let item_id = self.item(ItemKind::Text, out);
+            out.push(Event::TextDelta {
+                item_id,
+                delta: text.into_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    fn function_call(
+        &mut self,
+        fc: &FunctionCallRaw<'_>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
+        let what = "functionCall";
+        let name = opt_str(fc.name, what)?;
+        let args: Option<Value> = match fc.args {
+            None => None,
+            Some(raw) => {
+                if !is_object(raw) {
+                    return Err(malformed(what));
+                }
+                Some(serde_json::from_str(raw.get()).map_err(|_| malformed(what))?)
+            }
+        };
+        let partial = opt_list(fc.partial_args, what)?;
+        let will_continue = opt_bool(fc.will_continue, what)?;
+        let mut call = match self.call.take() {
+            None => {
+                let Some(name) = name.filter(|n| !n.is_empty()) else {
+                    return Err(err(
+                        Code::MALFORMED_EVENT,
+                        "gemini functionCall without a name starts no call",
+                    ));
+                };
+                let item_id = self.start_call(fc, name.into_owned(), out)?;
+                let args = args.unwrap_or_else(|| Value::Object(Map::new()));
+                if !will_continue && partial.as_ref().map_or(true, Vec::is_empty) {
+                    out.push(Event::ToolArgumentsDelta {
+                        item_id: item_id.clone(),
+                        delta: jsontext::dumps(&args),
+                    });
+                    out.push(Event::ItemEnded { item_id });
+                    return Ok(());
+                }
+                StreamedCall {
+                    item_id,
+                    args,
+                    continuing: None,
+                }
+            }
+            Some(call) => {
+                if args.is_some() || name.as_deref().is_some_and(|n| !n.is_empty()) {
+                    return Err(err(
+                        Code::MALFORMED_EVENT,
+                        "gemini functionCall starts a new call while another is streaming",
+                    ));
+                }
+                call
+            }
+        };
+        for entry in partial.unwrap_or_default() {
+            Self::partial(&mut call, entry)?;
+        }
+        if will_continue {
+            self.call = Some(call);
+        } else {
+            out.push(Event::ToolArgumentsDelta {
+                item_id: call.item_id.clone(),
+                delta: jsontext::dumps(&call.args),
+            });
+            out.push(Event::ItemEnded {
+                item_id: call.item_id,
+            });
+        }
+        Ok(())
+    }
+
+    fn partial(call: &mut StreamedCall, raw: &RawValue) -> Result<(), CoreError> {
+        let what = "partialArgs entry";
+        let entry: Members<'_> = obj(raw, what)?;
+        let path = match member(&entry, "jsonPath") {
+            Some(raw) => {
+                serde_json::from_str::<Str<'_>>(raw.get())
+                    .map_err(|_| malformed(what))?
+                    .0
+            }
+            None => return Err(malformed(what)),
+        };
+        let present: Vec<&str> = VALUE_KEYS
+            .iter()
+            .copied()
+            .filter(|key| entry.contains_key(*key))
+            .collect();
+        let [key] = present.as_slice() else {
+            return Err(malformed(what));
+        };
+        let raw_value = entry.get(*key).copied().ok_or_else(|| malformed(what))?;
+        let value: Value = serde_json::from_str(raw_value.get()).map_err(|_| malformed(what))?;
+        let value = match (*key, value) {
+            ("stringValue", v @ Value::String(_)) => v,
+            ("numberValue", v @ Value::Number(_)) => v,
+            ("boolValue", v @ Value::Bool(_)) => v,
+            ("nullValue", Value::Null) => Value::Null,
+            ("nullValue", Value::String(s)) if s == "NULL_VALUE" => Value::Null,
+            _ => return Err(malformed(what)),
+        };
+        let will_continue = opt_bool(member(&entry, "willContinue"), what)?;
+        let append = call.continuing.as_deref() == Some(path.as_ref());
+        if append && *key != "stringValue" {
+            return Err(malformed(what));
+        }
+        assign(&mut call.args, &parse_path(&path)?, value, append)?;
+        call.continuing = if will_continue && *key == "stringValue" {
+            Some(path.into_owned())
+        } else {
+            None
+        };
+        Ok(())
+    }
+
+    fn select<'a>(
+        &self,
+        candidates: &[&'a RawValue],
+    ) -> Result<Option<CandidateRaw<'a>>, CoreError> {
+        let mut chosen = None;
+        for (position, raw) in (0u64..).zip(candidates) {
+            let candidate: CandidateRaw<'a> = obj(raw, "candidate")?;
+            let index = opt_count(candidate.index, "candidate")?.unwrap_or(position);
+            match self.choice {
+                None => {
+                    if index != 0 {
+                        return Err(err(
+                            Code::MULTIPLE_CHOICES,
+                            "gemini response has several candidates; select one with choice=",
+                        ));
+                    }
+                    chosen = Some(candidate);
+                }
+                Some(choice) => {
+                    if u64::try_from(choice).ok() == Some(index) {
+                        chosen = Some(candidate);
+                    }
+                }
+            }
+        }
+        Ok(chosen)
+    }
+
+    fn failed(raw: &RawValue) -> Result<Event, CoreError> {
+        let what = "error";
+        let error: ErrorRaw<'_> = obj(raw, what)?;
+        let code = opt_count(error.code, what)?;
+        let status = opt_str(error.status, what)?.map(Cow::into_owned);
+        let message = opt_str(error.message, what)?
+            .map(Cow::into_owned)
+            .unwrap_or_default();
+        let retryable = status
+            .as_deref()
+            .is_some_and(|s| RETRYABLE_STATUS.contains(&s))
+            || code.is_some_and(|c| RETRYABLE_CODES.contains(&c));
+        let name = match (&status, code) {
+            (Some(s), _) if !s.is_empty() => s.clone(),
+            (_, Some(c)) => c.to_string(),
+            _ => "UNKNOWN".to_owned(),
+        };
+        Ok(Event::ResponseFailed {
+            code: name,
+            message,
+            retryable,
+            error_type: status,
+        })
+    }
+}
+
+impl Mapper for GeminiMapper {
+    fn map_event(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
+        if !data.trim_start().starts_with('{') {
+            return Err(malformed("chunk"));
+        }
+        let chunk: ChunkRaw<'_> = serde_json::from_str(data).map_err(|_| malformed("chunk"))?;
+        if self.terminal {
+            return Err(err(
+                Code::EVENT_AFTER_TERMINAL,
+                "gemini chunk after the chunk that finished the response",
+            ));
+        }
+        if let Some(error) = chunk.error {
+            let failed = Self::failed(error)?;
+            if !self.started {
+                // the provider failed before responding: an id-less start first
+                self.started = true;
+                out.push(Event::ResponseStarted { response_id: None, model: None });
+            }
+            out.push(failed);
+            self.terminal = true;
+            return Ok(());
+        }
+        let what = "chunk";
+        let response_id = opt_str(chunk.response_id, what)?.map(Cow::into_owned);
+        let model = opt_str(chunk.model_version, what)?.map(Cow::into_owned);
+        if !self.started {
+            self.started = true;
+            self.response_id = response_id.clone();
+            out.push(Event::ResponseStarted { response_id, model });
+        } else if let (Some(rid), Some(first)) = (&response_id, &self.response_id) {
+            if rid != first {
+                return Err(err(
+                    Code::DUPLICATE_START,
+                    format!("gemini chunk of response {rid} inside response {first}"),
+                ));
+            }
+        }
+        if let Some(raw) = chunk.usage_metadata {
+            self.usage = Some(Self::read_usage(raw)?);
+        }
+        let candidates = opt_list(chunk.candidates, what)?.unwrap_or_default();
+        let feedback: Option<FeedbackRaw<'_>> = opt_obj(chunk.prompt_feedback, "promptFeedback")?;
+        let block_reason = match &feedback {
+            Some(f) => opt_str(f.block_reason, "promptFeedback")?.map(Cow::into_owned),
+            None => None,
+        };
+        let candidate = self.select(&candidates)?;
+        let mut finish = None;
+        if let Some(candidate) = candidate {
+            let content: Option<ContentRaw<'_>> = opt_obj(candidate.content, "candidate")?;
+            finish = opt_str(candidate.finish_reason, "candidate")?.map(Cow::into_owned);
+            let parts = match content {
+                Some(content) => opt_list(content.parts, "content")?.unwrap_or_default(),
+                None => Vec::new(),
+            };
+            for part in parts {
+                self.part(part, out)?;
+            }
+        }
+        if let Some(raw) = finish {
+            let normalized = finish_reason(&raw, self.calls > 0);
+            self.finish(normalized, raw, out);
+        } else if let Some(raw) = block_reason {
+            self.finish(FinishReason::ContentFilter, raw, out);
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, _out: &mut Vec<Event>) -> Result<(), CoreError> {
+        Ok(())
+    }
+
+    fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+        if body.trim_start().starts_with('[') {
+            let chunks: Vec<&RawValue> =
+                serde_json::from_str(body).map_err(|_| malformed("chunk"))?;
+            for chunk in chunks {
+                self.map_event(None, chunk.get(), out)?;
+            }
+            return Ok(());
+        }
+        self.map_event(None, body, out)
+    }
+
+    fn unknown_events(&self) -> &BTreeMap<String, u64> {
+        &self.unknown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert_eq!(
+            parse_path("$.a[0]['b.c'][\"d\"].e").unwrap(),
+            vec![
+                Seg::Key("a".into()),
+                Seg::Index(0),
+                Seg::Key("b.c".into()),
+                Seg::Key("d".into()),
+                Seg::Key("e".into())
+            ]
+        );
+        for bad in [
+            "",
+            "a",
+            "$",
+            "$[0]",
+            "$..a",
+            "$.a[x]",
+            "$.a[",
+            "$.a['b]",
+            "$.a[1234567890]",
+        ] {
+            assert!(parse_path(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn assign_builds_and_appends() {
+        let mut root = Value::Object(Map::new());
+        assign(
+            &mut root,
+            &parse_path("$.a[0].b").unwrap(),
+            Value::String("x".into()),
+            false,
+        )
+        .unwrap();
+        assign(
+            &mut root,
+            &parse_path("$.a[0].b").unwrap(),
+            Value::String("y".into()),
+            true,
+        )
+        .unwrap();
+        assign(
+            &mut root,
+            &parse_path("$.a[1]").unwrap(),
+            Value::Bool(true),
+            false,
+        )
+        .unwrap();
+        assert_eq!(jsontext::dumps(&root), r#"{"a":[{"b":"xy"},true]}"#);
+        assert!(assign(
+            &mut root,
+            &parse_path("$.a[3]").unwrap(),
+            Value::Null,
+            false
+        )
+        .is_err());
+        assert!(assign(
+            &mut root,
+            &parse_path("$.a[0].b").unwrap(),
+            Value::Null,
+            false
+        )
+        .is_err());
+    }
+}
