@@ -75,8 +75,8 @@ BLOCKS = {"errors": error_table, "limits": limits_table}
 
 def block(text: str, name: str) -> str | None:
     """The current content of block ``name`` in ``text`` (None when absent)."""
-    match = re.search(rf"<!-- {name}:begin -->\n(.*?)\n<!-- {name}:end -->", text, re.S)
-    return match.group(1) if match else None
+    match = re.search(rf"<!-- {name}:begin -->\n(.*?)<!-- {name}:end -->", text, re.S)
+    return match.group(1).rstrip("\n") if match else None
 
 
 def render(text: str) -> str:
@@ -85,8 +85,8 @@ def render(text: str) -> str:
         if block(text, name) is None:
             raise SystemExit(f"README.md has no <!-- {name}:begin --> ... <!-- {name}:end --> block")
         text = re.sub(
-            rf"(<!-- {name}:begin -->\n).*?(\n<!-- {name}:end -->)",
-            lambda m, table=make(): m.group(1) + table + m.group(2),
+            rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)",
+            lambda m, table=make(): m.group(1) + table + "\n" + m.group(2),
             text,
             flags=re.S,
         )
