@@ -282,10 +282,10 @@ def _check_call(
     if rule is not None and rule.approval:
         reasons.append(rule.approval if isinstance(rule.approval, str) else f"{call.name!r} requires approval")
     if policy.approval is not None:
-        reason = policy.approval(call)
-        if reason:
-            reasons.append(str(reason))
-    status = "needs_approval" if reasons else "allowed"
+        approval_reason = policy.approval(call)
+        if approval_reason:
+            reasons.append(str(approval_reason))
+    status: Literal["needs_approval", "allowed"] = "needs_approval" if reasons else "allowed"
     return CallVerdict(call_id=call.call_id, status=status, reasons=tuple(reasons), paths=MappingProxyType(paths))
 
 
