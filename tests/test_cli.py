@@ -95,7 +95,7 @@ def test_unknown_tool_suggests_the_registered_name(report: dict[str, object]) ->
 def test_path_escape_is_denied_by_policy(report: dict[str, object]) -> None:
     result = _result(report, "path_escape")
     assert result["error"]["code"] == "PATH_OUTSIDE_WORKSPACE" and result["error"]["layer"] == "policy"
-    assert result["decision"]["verdicts"][0]["status"] == "denied"
+    assert result["stage"] == "decide" and result["decision"] is None
     assert result["exit_code"] == 1
 
 

@@ -190,6 +190,9 @@ def inspect_bytes(
         "events": [], "response": None, "decision": None, "error": None, "stage": None,
         "repair_prompt": None, "repair_refused": None, "exit_code": EXIT_DECISION,
     }
+    known = (*_backend.impl.PROVIDERS, "canonical")
+    if chosen not in known:
+        raise UsageError(f"the {_backend.BACKEND} backend does not know provider {chosen!r} (known: {', '.join(known)})")
     events: list[Any] = []
     error: OutputError | None = None
     target = "value"

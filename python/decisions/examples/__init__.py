@@ -13,16 +13,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
 from ..cli import inspect_bytes
+from ..domain import Tool, ToolRegistry
+from ..policy import Policy, ToolRule
 
 __all__ = ["Example", "EXAMPLES", "TOOLS", "POLICY", "WORKSPACE", "load", "run_examples"]
 
-#: The workspace the example policy confines paths to (never touched on disk).
-WORKSPACE: Final = "/srv/agent-workspace"
+#: The workspace the example policy confines paths to: a directory shipped
+#: with the examples (paths are resolved against it; nothing is read or written).
+WORKSPACE: Final = str(Path(__file__).resolve().parent / "workspace")
 
 
 class ReadFile(BaseModel):
@@ -48,9 +52,7 @@ class Search(BaseModel):
     path: str = "."
 
 
-def _registry() -> Any:
-    from .. import Tool, ToolRegistry
-
+def _registry() -> ToolRegistry:
     return ToolRegistry(
         [
             Tool(name="read_file", parameters=ReadFile, side_effects=False, description="Read a file."),
@@ -60,10 +62,17 @@ def _registry() -> Any:
     )
 
 
-def _policy() -> Any:
-    from .. import Policy
-
-    return Policy(workspace=WORKSPACE, path_arguments={"read_file": ("path",), "write_file": ("path",), "search": ("path",)})
+def _policy() -> Policy:
+    """Read anywhere in the workspace, write only under ``src/`` and ``notes/``."""
+    return Policy(
+        workspace=WORKSPACE,
+        write_scopes=("src", "notes"),
+        tools={
+            "read_file": ToolRule(paths={"path": "read"}),
+            "write_file": ToolRule(paths={"path": "write"}),
+            "search": ToolRule(paths={"path": "read"}),
+        },
+    )
 
 
 TOOLS: Final = _registry()
