@@ -38,6 +38,13 @@ from .requests import (
 )
 from .textcalls import parse_json_text, parse_tool_calls, tool_calls_response
 from .trace import Redactor, parse_record
+from .decide import check_complete, decide, parse_arguments
+from .decision import CallVerdict, Decision, FinalDecision, ToolCall, ToolDecision
+from .domain import Tool, ToolRegistry
+from .policy import PathArg, Policy, Run, ToolRule, resolve_path
+from .results import ResultBook, ToolResult, result_messages
+from .schema import Schema
+from .versions import SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
 
 loads = _backend.impl.loads
 SSEDecoder = _backend.impl.SSEDecoder
@@ -72,6 +79,29 @@ __all__ = [
     "schema_digest",
     "tool_calls_response",
     "tool_fragment",
+    "CallVerdict",
+    "Decision",
+    "FinalDecision",
+    "PathArg",
+    "Policy",
+    "ResultBook",
+    "Run",
+    "Schema",
+    "SchemaRef",
+    "SchemaRegistry",
+    "Tool",
+    "ToolCall",
+    "ToolDecision",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolRule",
+    "VersionedSchema",
+    "check_complete",
+    "decide",
+    "parse_arguments",
+    "resolve_path",
+    "result_messages",
+    "tool_name_args_to_calls",
     "DEFAULT_LIMITS",
     "DomainError",
     "ERROR_CODES",

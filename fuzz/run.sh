@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Run every cargo-fuzz target (or those named) for FUZZ_SECONDS each, then print
+# executions and crashes per target. The only toolchain here is stable:
+# RUSTC_BOOTSTRAP=1 lets it accept the -Z flags cargo-fuzz passes (sanitizer
+# coverage, AddressSanitizer). Crash inputs land in fuzz/artifacts/<target>/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export RUSTC_BOOTSTRAP=1
+SECONDS_EACH=${FUZZ_SECONDS:-60}
+LOGS=fuzz/logs
+mkdir -p "$LOGS"
+python3 fuzz/seeds.py >/dev/null
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    mapfile -t targets < <(cargo fuzz list)
+fi
+cargo fuzz build >"$LOGS/build.log" 2>&1 || { tail -30 "$LOGS/build.log"; exit 1; }
+status=0
+summary=()
+for t in "${targets[@]}"; do
+    mkdir -p "fuzz/corpus/$t"
+    # Regression inputs (once crashes, now fixed) are replayed first, as seeds.
+    extra=()
+    [ -d "fuzz/regressions/$t" ] && extra+=("fuzz/regressions/$t")
+    cargo fuzz run "$t" "fuzz/corpus/$t" "${extra[@]}" -- \
+        -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        -print_final_stats=1 >"$LOGS/$t.log" 2>&1
+    rc=$?
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$LOGS/$t.log" | grep -o '[0-9]*$' | tail -1)
+    crashes=$(ls "fuzz/artifacts/$t" 2>/dev/null | wc -l)
+    summary+=("$(printf '%-28s rc=%-3s executions=%-10s artifacts=%s' "$t" "$rc" "${runs:-?}" "$crashes")")
+    [ "$rc" -ne 0 ] && status=1
+done
+printf '%s\n' "${summary[@]}" | tee "$LOGS/summary.txt"
+exit $status

@@ -1,0 +1,7 @@
+//! Checks shared by the fuzz targets (each target is a thin `fuzz_target!`
+//! over one of these), so the same checks can replay regression inputs in
+//! `cargo test`.
+
+pub mod json;
+pub mod sse;
+pub mod assemble;

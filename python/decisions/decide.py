@@ -1,0 +1,309 @@
+"""``decide``: from a :class:`~decisions.types.NormalizedResponse` to a
+decision an agent may act on, or the typed error of the first layer that
+refuses it.
+
+The layers run in order and the first failure stops the chain:
+
+1. **completeness** (``StreamError``): only a response that finished with
+   ``stop`` or ``tool_calls`` goes on. ``length`` is ``INCOMPLETE_RESPONSE``
+   (retry with a larger budget; never repair a cut answer), a content filter
+   ``CONTENT_FILTERED``, a refusal (finish reason or refusal item)
+   ``REFUSAL``, ``cancelled`` ``RESPONSE_CANCELLED``, ``error``
+   ``RESPONSE_ERROR``, ``unknown`` ``UNKNOWN_FINISH_REASON``, a snapshot
+   ``SNAPSHOT_NOT_DECIDABLE``, an unfinished call ``INCOMPLETE_TOOL_CALL``.
+   ``tool_calls`` with no call is ``FINISH_REASON_MISMATCH``. ``stop`` with
+   calls is tolerated (Gemini and some Chat-compatible servers say ``stop``
+   when they call tools), but then a call whose arguments do not parse is
+   ``FINISH_REASON_MISMATCH``: the finish reason is not trusted to say the
+   call was finished. The number of calls is bounded here, before anything
+   is parsed (``TOO_MANY_TOOL_CALLS``).
+2. **parse** (``ParseError``): each call's arguments, and the final answer
+   when an output schema is given, go through the strict ``decisions.loads``
+   with the caller's limits. Errors keep the parser's code, offset and hint
+   and gain the path (``$.calls[0].arguments``). Arguments must be an object:
+   ``[]``, ``null``, numbers are ``ARGUMENTS_NOT_OBJECT``; a string holding
+   JSON is ``DOUBLE_ENCODED_JSON`` and is never unwrapped.
+3. **decision shape** (``SchemaError``): no call and no text is
+   ``EMPTY_DECISION``. Text beside calls follows ``text_policy``:
+   ``"trace"`` (default) keeps it on the decision as trace, never parsed for
+   actions, except that when an output schema is given and the text is
+   itself a JSON object or array, it is a final answer beside calls:
+   ``AMBIGUOUS_DECISION``; ``"reject"`` makes any non-blank text beside calls
+   ``AMBIGUOUS_DECISION``.
+4. **schema** (``SchemaError``): each call's arguments against its tool's
+   schema, the final answer against ``output``; all issues of the layer in
+   one ``SCHEMA_MISMATCH``.
+5. **domain** (``DomainError``): every call names a registered tool
+   (``UNKNOWN_TOOL`` with a few suggestions).
+6. **policy** (``PolicyError``): see :mod:`decisions.policy`; a cancelled
+   run refuses a final answer too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Literal, Mapping
+
+from . import _backend
+from .decision import Decision, FinalDecision, ToolCall, ToolDecision
+from .domain import Tool, ToolRegistry
+from .errors import DomainError, ParseError, PolicyError, SchemaError, StreamError
+from .limits import DEFAULT_LIMITS, Limits
+from .policy import Policy, Run, apply_policy
+from .schema import Schema, schema_mismatch
+from .types import FINISH_REASONS, NormalizedResponse, RefusalItem, ResponseSnapshot, ToolCallItem
+from .versions import VersionedSchema
+
+__all__ = ["decide", "check_complete", "parse_arguments", "TextPolicy"]
+
+TextPolicy = Literal["trace", "reject"]
+
+_FINISH_ERRORS: Mapping[str, tuple[str, str]] = {
+    "length": ("INCOMPLETE_RESPONSE", "the output was cut off at the token limit; retry with a larger limit or a smaller task"),
+    "content_filter": ("CONTENT_FILTERED", "the provider withheld the output; rephrase the request"),
+    "refusal": ("REFUSAL", "the model refused; do not retry the same request unchanged"),
+    "cancelled": ("RESPONSE_CANCELLED", "the response was cancelled"),
+    "error": ("RESPONSE_ERROR", "the provider reported an error; retry later"),
+    "unknown": ("UNKNOWN_FINISH_REASON", "the provider's finish reason is not one this package knows"),
+}
+
+
+def check_complete(response: object) -> NormalizedResponse:
+    """The completeness gate: ``response`` itself if it may become a
+    decision, else the ``StreamError`` that says why not."""
+    if isinstance(response, ResponseSnapshot):
+        raise StreamError("SNAPSHOT_NOT_DECIDABLE", f"a snapshot of a {response.state} stream is provisional", hint="wait for the stream to finish")
+    if not isinstance(response, NormalizedResponse):
+        raise TypeError(f"decide takes a NormalizedResponse, not {type(response).__name__}")
+    reason = response.finish_reason
+    raw = f" (provider: {response.raw_finish_reason!r})" if response.raw_finish_reason else ""
+    if reason not in FINISH_REASONS:
+        raise StreamError("UNKNOWN_FINISH_REASON", f"finish reason {reason!r}{raw} is not known")
+    if reason in _FINISH_ERRORS:
+        code, hint = _FINISH_ERRORS[reason]
+        raise StreamError(code, f"the response finished with {reason!r}{raw}", hint=hint)
+    for index, item in enumerate(response.items):
+        if isinstance(item, RefusalItem):
+            raise StreamError("REFUSAL", f"the response holds a refusal (item {index})", path=f"$.items[{index}]", hint=_FINISH_ERRORS["refusal"][1])
+    for index, call in enumerate(response.tool_calls):
+        if not call.complete:
+            raise StreamError(
+                "INCOMPLETE_TOOL_CALL",
+                f"tool call {call.call_id!r} ({call.name!r}) was not completed",
+                path=f"$.calls[{index}]",
+                hint="the call was cut off; it cannot run",
+            )
+    if reason == "tool_calls" and not response.tool_calls:
+        raise StreamError("FINISH_REASON_MISMATCH", "the finish reason says tool_calls but the response holds no call", path="$.calls")
+    return response
+
+
+def _loads(text: str, limits: Limits, path: str) -> Any:
+    try:
+        return _backend.impl.loads(text, limits=limits)
+    except ParseError as error:
+        raise ParseError(
+            error.code,
+            error.message,
+            doc=error.doc,
+            pos=error.pos,
+            lineno=error.lineno,
+            colno=error.colno,
+            hint=error.hint,
+            retryable=error.retryable,
+            path=path,
+        ) from error
+
+
+def _first_non_space(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t\r\n"))
+
+
+def parse_arguments(text: str, *, limits: Limits = DEFAULT_LIMITS, path: str = "$.arguments") -> dict[str, Any]:
+    """A call's arguments text parsed strictly into a JSON object, or the
+    ``ParseError`` that names why not (``path`` is named in it)."""
+    value = _loads(text, limits, path)
+    if isinstance(value, dict):
+        return value
+    pos = _first_non_space(text)
+    if isinstance(value, str):
+        try:
+            _backend.impl.loads(value, limits=limits)
+        except ParseError:
+            pass
+        else:
+            raise ParseError(
+                "DOUBLE_ENCODED_JSON",
+                "the arguments are a JSON string holding JSON, not an object",
+                doc=text,
+                pos=pos,
+                path=path,
+                hint="send the arguments object itself, not a string containing it",
+            )
+    kind = "null" if value is None else type(value).__name__
+    kind = {"list": "an array", "bool": "a boolean", "int": "a number", "float": "a number", "str": "a string"}.get(kind, kind)
+    raise ParseError(
+        "ARGUMENTS_NOT_OBJECT",
+        f"the arguments are {kind}, not a JSON object",
+        doc=text,
+        pos=pos,
+        path=path,
+        hint="arguments must be a JSON object such as {\"path\": \"a.txt\"}",
+    )
+
+
+def _output_schema(output: Any) -> tuple[Schema | None, str | None]:
+    if output is None:
+        return None, None
+    if isinstance(output, VersionedSchema):
+        return output.schema, output.schema_id
+    return Schema.of(output), None
+
+
+def _is_json_answer(text: str, limits: Limits) -> bool:
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return False
+    try:
+        _backend.impl.loads(stripped, limits=limits)
+    except ParseError:
+        return False
+    return True
+
+
+def decide(
+    response: NormalizedResponse | ResponseSnapshot,
+    *,
+    tools: ToolRegistry | Iterable[Tool] | Mapping[str, Any] | None = None,
+    output: Any = None,
+    policy: Policy | None = None,
+    run: Run | None = None,
+    limits: Limits | None = None,
+    text_policy: TextPolicy = "trace",
+    max_calls: int | None = None,
+    repaired: bool = False,
+) -> Decision:
+    """The decision ``response`` holds, or the first layer's error.
+
+    ``tools``: the registry (or tools, or a name → argument-schema mapping);
+    None skips the domain layer and argument schemas. ``output``: the final
+    answer's schema (Pydantic type, JSON Schema dict, :class:`Schema` or a
+    registered :class:`VersionedSchema`); None keeps the answer as text.
+    ``policy``: :class:`Policy` (None: every tool allowed, no path rules).
+    ``run``: cancellation and replay state. ``limits``: parser bounds and the
+    default call bound; ``max_calls`` overrides the bound. ``repaired``: the
+    response answers a repair prompt, so side-effecting tools are refused
+    (``REPAIRED_CALL_REFUSED``). Build registries and schemas once and pass
+    them in: compiling them costs more than a decision.
+    """
+    limits = DEFAULT_LIMITS if limits is None else limits
+    if text_policy not in ("trace", "reject"):
+        raise ValueError("text_policy must be 'trace' or 'reject'")
+    response = check_complete(response)
+    items = response.tool_calls
+    bound = limits.max_calls_per_response if max_calls is None else max_calls
+    if len(items) > bound:
+        raise DomainError(
+            "TOO_MANY_TOOL_CALLS",
+            f"the response holds {len(items)} tool calls; at most {bound} are allowed",
+            path="$.calls",
+            hint=f"make at most {bound} tool calls at once",
+        )
+    registry = None if tools is None else ToolRegistry.of(tools)
+    schema, schema_id = _output_schema(output)
+    text = response.text
+    if items:
+        arguments = [_parse_call(item, index, response, limits) for index, item in enumerate(items)]
+        if text.strip() and (text_policy == "reject" or (schema is not None and _is_json_answer(text, limits))):
+            raise SchemaError(
+                "AMBIGUOUS_DECISION",
+                "the response holds tool calls and a final answer",
+                path="$",
+                hint="either call tools or give the final answer, not both",
+            )
+        return _tool_decision(response, items, arguments, registry, policy, run, repaired, text)
+    if not text.strip():
+        raise SchemaError("EMPTY_DECISION", path="$", hint="call a tool or give the final answer")
+    value: Any = text
+    if schema is not None:
+        parsed = _loads(text, limits, "$")
+        value = schema.validate(parsed, text=text, root="$")
+    if run is not None and run.cancelled:
+        raise PolicyError("RUN_CANCELLED", path="$", hint="the run was cancelled; nothing may execute")
+    return FinalDecision(
+        value=value,
+        text=text,
+        schema_id=schema_id,
+        provider=response.provider,
+        response_id=response.response_id,
+        model=response.model,
+    )
+
+
+def _parse_call(item: ToolCallItem, index: int, response: NormalizedResponse, limits: Limits) -> dict[str, Any]:
+    path = f"$.calls[{index}].arguments"
+    try:
+        return parse_arguments(item.arguments, limits=limits, path=path)
+    except ParseError as error:
+        if response.finish_reason != "stop":
+            raise
+        raise StreamError(
+            "FINISH_REASON_MISMATCH",
+            f"the finish reason says stop, but the arguments of call {item.call_id!r} do not parse "
+            f"({error.code} at offset {error.pos})",
+            offset=error.pos,
+            path=path,
+            hint="the call may have been cut off; it cannot run",
+        ) from error
+
+
+def _tool_decision(
+    response: NormalizedResponse,
+    items: tuple[ToolCallItem, ...],
+    arguments: list[dict[str, Any]],
+    registry: ToolRegistry | None,
+    policy: Policy | None,
+    run: Run | None,
+    repaired: bool,
+    text: str,
+) -> ToolDecision:
+    issues: list[dict[str, str]] = []
+    validated: list[Any] = []
+    for index, (item, args) in enumerate(zip(items, arguments)):
+        tool = registry.get(item.name) if registry is not None else None
+        if tool is None or tool.schema is None:
+            validated.append(args)
+            continue
+        found, value = tool.schema.issues(args, text=item.arguments, root=f"$.calls[{index}].arguments")
+        issues.extend(found)
+        validated.append(value)
+    if issues:
+        raise schema_mismatch(issues)
+    if registry is not None:
+        for index, item in enumerate(items):
+            registry.resolve(item.name, path=f"$.calls[{index}].name")
+    calls = []
+    for index, (item, args, value) in enumerate(zip(items, arguments, validated)):
+        tool = registry.get(item.name) if registry is not None else None
+        calls.append(
+            ToolCall(
+                call_id=item.call_id,
+                name=item.name,
+                arguments=args,
+                index=index,
+                item_id=item.item_id,
+                call_id_generated=item.call_id_generated,
+                tool_version=tool.version if tool is not None else None,
+                validated=value,
+            )
+        )
+    active = Policy() if policy is None else policy
+    verdicts = apply_policy(calls, active, registry=registry, run=run, repaired=repaired)
+    return ToolDecision(
+        calls=tuple(calls),
+        verdicts=verdicts,
+        batch=active.batch,
+        text=text,
+        provider=response.provider,
+        response_id=response.response_id,
+        model=response.model,
+    )

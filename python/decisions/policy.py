@@ -1,0 +1,348 @@
+"""The policy layer: a call that is well-formed and known may still not be
+allowed.
+
+:class:`Policy` says which tools may run, which path arguments read or write
+where (scopes under one workspace root), which calls wait for an approval,
+and a state check the application runs last. :class:`Run` carries what
+changes during a run: cancellation, and the call ids already decided (a
+replayed call id is decided once only).
+
+Paths are checked *after* resolution. A path argument is refused as
+``PATH_INVALID`` when it is not a string, is empty, holds a NUL, a backslash,
+a ``~`` home form, a Windows drive (``C:``) or UNC (``//host``) form; else it
+is joined to the workspace root, every symlink and ``..`` is resolved, and the
+result must lie inside the root (component-wise: ``/ws-old`` is not inside
+``/ws``) or it is ``PATH_OUTSIDE_WORKSPACE``; then inside one of the scopes
+for its access (``read`` or ``write``) or it is ``SCOPE_DENIED``. An absolute
+path is accepted only if it resolves inside the workspace. The resolved path
+is recorded on the verdict: the executor should use it, not the raw argument.
+(A check cannot close the race with a process that changes the file system
+between the check and the use: run tools in a sandbox as well.)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+from .decision import BatchMode, CallVerdict, ToolCall
+from .domain import ToolRegistry
+from .errors import PolicyError
+from .schema import json_path
+
+__all__ = ["Access", "PathArg", "ToolRule", "Policy", "Run", "resolve_path", "apply_policy"]
+
+Access = Literal["read", "write"]
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_WHOLE_WORKSPACE = ("",)
+
+
+@dataclass(frozen=True, slots=True)
+class PathArg:
+    """A path argument: its access, and (optionally) scopes of its own that
+    replace the tool's or the policy's for this argument."""
+
+    access: Access
+    scopes: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolRule:
+    """Policy for one tool. ``paths`` maps a top-level argument name to its
+    access (``"read"``/``"write"`` or a :class:`PathArg`); the argument may be
+    a string or an array of strings. ``read_scopes``/``write_scopes`` replace
+    the policy's for this tool. ``approval`` True (or a reason) makes every
+    call of the tool wait for an approval. ``allowed`` False denies the tool."""
+
+    paths: Mapping[str, Access | PathArg] = field(default_factory=dict)
+    read_scopes: tuple[str, ...] | None = None
+    write_scopes: tuple[str, ...] | None = None
+    approval: bool | str = False
+    allowed: bool = True
+
+
+#: ``state_check(call)`` returns None or True to allow, False or a reason to refuse.
+StateCheck = Callable[[ToolCall], "bool | str | None"]
+#: ``approval(call)`` returns a reason when the call needs an approval, else None.
+ApprovalCheck = Callable[[ToolCall], "str | None"]
+
+
+def _reject(code: str, message: str, path: str, expected: str, hint: str) -> PolicyError:
+    return PolicyError(code, message, path=path, issues=({"path": path, "code": code.lower(), "expected": expected},), hint=hint)
+
+
+def _inside(root: str, target: str) -> bool:
+    return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def resolve_path(root: str | os.PathLike[str], raw: Any, *, path: str = "$") -> str:
+    """The resolved absolute path of ``raw`` under the (already resolved)
+    workspace ``root``, or :class:`PolicyError` ``PATH_INVALID`` /
+    ``PATH_OUTSIDE_WORKSPACE``. ``path`` is the JSON path named in the error."""
+    root = os.fspath(root)
+    expected = "a relative path inside the workspace"
+    if not isinstance(raw, str) or not raw.strip():
+        raise _reject("PATH_INVALID", "a path must be a non-empty string", path, expected, "give a relative path such as 'src/main.py'")
+    for bad, what in (("\x00", "a NUL character"), ("\\", "a backslash")):
+        if bad in raw:
+            raise _reject("PATH_INVALID", f"the path holds {what}", path, expected, "use '/' between path components and no control characters")
+    if raw.startswith("~"):
+        raise _reject("PATH_INVALID", "home-directory paths ('~') are not expanded", path, expected, "give a path relative to the workspace")
+    if _DRIVE.match(raw) or raw.startswith("//"):
+        raise _reject("PATH_INVALID", "drive and UNC paths are not accepted", path, expected, "give a path relative to the workspace")
+    try:
+        target = os.path.realpath(os.path.join(root, raw))
+    except (OSError, ValueError, RuntimeError) as error:
+        raise _reject("PATH_INVALID", f"the path cannot be resolved ({type(error).__name__})", path, expected, "give a path relative to the workspace") from error
+    if not _inside(root, target):
+        raise _reject(
+            "PATH_OUTSIDE_WORKSPACE",
+            "the path resolves outside the workspace",
+            path,
+            expected,
+            "give a path inside the workspace; '..' and symlinks that leave it are refused",
+        )
+    return target
+
+
+def _resolve_scope(root: str, scope: str) -> str:
+    target = os.path.realpath(os.path.join(root, scope))
+    if not _inside(root, target):
+        raise ValueError(f"scope {scope!r} is outside the workspace {root!r}")
+    return target
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """What may run. ``workspace`` is the root every path argument must stay
+    in (resolved once, here; required when any tool has path arguments).
+    ``read_scopes``/``write_scopes`` are paths relative to it (``""`` is the
+    whole workspace; default: read anywhere inside, write nowhere).
+    ``tools`` holds per-tool rules; a tool without a rule is allowed when
+    ``default`` is ``"allow"``, denied (``TOOL_DENIED``) when ``"deny"``.
+    ``batch`` says whether one bad call blocks the others (see
+    :data:`~decisions.decision.BatchMode`)."""
+
+    workspace: str | os.PathLike[str] | None = None
+    read_scopes: tuple[str, ...] = _WHOLE_WORKSPACE
+    write_scopes: tuple[str, ...] = ()
+    tools: Mapping[str, ToolRule] = field(default_factory=dict)
+    default: Literal["allow", "deny"] = "allow"
+    approval: ApprovalCheck | None = None
+    state_check: StateCheck | None = None
+    batch: BatchMode = "all_or_nothing"
+    root: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.default not in ("allow", "deny"):
+            raise ValueError("Policy.default must be 'allow' or 'deny'")
+        if self.batch not in ("all_or_nothing", "per_call"):
+            raise ValueError("Policy.batch must be 'all_or_nothing' or 'per_call'")
+        object.__setattr__(self, "tools", MappingProxyType(dict(self.tools)))
+        root = None
+        if self.workspace is not None:
+            root = os.path.realpath(os.fspath(self.workspace))
+            if not os.path.isdir(root):
+                raise ValueError(f"workspace {os.fspath(self.workspace)!r} is not a directory")
+        object.__setattr__(self, "root", root)
+        needs_root = any(rule.paths for rule in self.tools.values())
+        if needs_root and root is None:
+            raise ValueError("a Policy with path arguments needs a workspace")
+        if root is not None:
+            for scopes in self._all_scopes():
+                for scope in scopes:
+                    _resolve_scope(root, scope)
+
+    def _all_scopes(self) -> list[tuple[str, ...]]:
+        out = [self.read_scopes, self.write_scopes]
+        for rule in self.tools.values():
+            out += [s for s in (rule.read_scopes, rule.write_scopes) if s is not None]
+            out += [a.scopes for a in rule.paths.values() if isinstance(a, PathArg) and a.scopes is not None]
+        return out
+
+    def scopes(self, rule: ToolRule | None, arg: PathArg) -> tuple[str, ...]:
+        """The scopes that apply to one path argument."""
+        if arg.scopes is not None:
+            return arg.scopes
+        if rule is not None:
+            own = rule.read_scopes if arg.access == "read" else rule.write_scopes
+            if own is not None:
+                return own
+        return self.read_scopes if arg.access == "read" else self.write_scopes
+
+
+class Run:
+    """The state of one agent run that policy consults: whether it was
+    cancelled, and which call ids were already decided. Thread-safe."""
+
+    __slots__ = ("run_id", "_lock", "_cancelled", "_decided")
+
+    def __init__(self, run_id: str | None = None) -> None:
+        self.run_id = run_id
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._decided: set[str] = set()
+
+    def cancel(self) -> None:
+        """Cancel the run: no later decision is executable."""
+        with self._lock:
+            self._cancelled = True
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def decided(self, call_id: str) -> bool:
+        """True when ``call_id`` was already decided in this run."""
+        with self._lock:
+            return call_id in self._decided
+
+    def claim(self, call_ids: Sequence[str]) -> tuple[str, ...]:
+        """Record ``call_ids`` as decided, atomically; returns those that
+        were decided before (and records nothing when there are any), or
+        raises RUN_CANCELLED if the run was cancelled meanwhile."""
+        with self._lock:
+            if self._cancelled:
+                raise _cancelled()
+            seen = tuple(c for c in call_ids if c in self._decided)
+            if not seen:
+                self._decided.update(call_ids)
+            return seen
+
+
+def _cancelled() -> PolicyError:
+    return PolicyError("RUN_CANCELLED", path="$", hint="the run was cancelled; nothing may execute")
+
+
+def _check_call(
+    call: ToolCall,
+    index: int,
+    policy: Policy,
+    registry: ToolRegistry | None,
+    run: Run | None,
+    repaired: bool,
+) -> CallVerdict:
+    """One call's verdict; raises the PolicyError that denies it."""
+    base = f"$.calls[{index}]"
+    if run is not None and run.decided(call.call_id):
+        raise _reject("CALL_ALREADY_DECIDED", f"call {call.call_id!r} was already decided", f"{base}.call_id", "a new call id", "this call was already handled; do not repeat it")
+    rule = policy.tools.get(call.name)
+    if (rule is None and policy.default == "deny") or (rule is not None and not rule.allowed):
+        raise _reject("TOOL_DENIED", f"policy does not allow the tool {call.name!r}", f"{base}.name", "an allowed tool", "this tool is not allowed here")
+    if repaired:
+        tool = registry.get(call.name) if registry is not None else None
+        if tool is None or tool.side_effects:
+            raise _reject(
+                "REPAIRED_CALL_REFUSED",
+                f"a repaired call may not run the side-effecting tool {call.name!r}",
+                f"{base}.name",
+                "a read-only tool",
+                "send the call again without repair",
+            )
+    paths: dict[str, str] = {}
+    if rule is not None and rule.paths:
+        root = policy.root
+        assert root is not None  # Policy.__post_init__ requires it
+        for name, access in rule.paths.items():
+            arg = access if isinstance(access, PathArg) else PathArg(access)
+            if name not in call.arguments:
+                continue
+            value = call.arguments[name]
+            items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+            for position, raw in items:
+                parts: list[str | int] = ["calls", index, "arguments", name]
+                if position is not None:
+                    parts.append(position)
+                where = json_path(parts)
+                target = resolve_path(root, raw, path=where)
+                scopes = [_resolve_scope(root, s) for s in policy.scopes(rule, arg)]
+                if not any(_inside(s, target) for s in scopes):
+                    raise _reject(
+                        "SCOPE_DENIED",
+                        f"{call.name!r} may not {arg.access} {os.path.relpath(target, root)!r}",
+                        where,
+                        f"a path this tool may {arg.access}",
+                        f"this tool may not {arg.access} there",
+                    )
+                paths[where] = target
+    if policy.state_check is not None:
+        try:
+            outcome = policy.state_check(call)
+        except Exception as error:  # fail closed: a broken check refuses
+            outcome = f"the state check raised {type(error).__name__}"
+        if outcome is False or isinstance(outcome, str):
+            reason = outcome if isinstance(outcome, str) else "the state check refused the call"
+            raise _reject("STATE_CHECK_FAILED", reason, base, "a call the current state allows", "this action is not possible in the current state")
+    reasons: list[str] = []
+    if rule is not None and rule.approval:
+        reasons.append(rule.approval if isinstance(rule.approval, str) else f"{call.name!r} requires approval")
+    if policy.approval is not None:
+        reason = policy.approval(call)
+        if reason:
+            reasons.append(str(reason))
+    status = "needs_approval" if reasons else "allowed"
+    return CallVerdict(call_id=call.call_id, status=status, reasons=tuple(reasons), paths=MappingProxyType(paths))
+
+
+def apply_policy(
+    calls: Sequence[ToolCall],
+    policy: Policy,
+    *,
+    registry: ToolRegistry | None = None,
+    run: Run | None = None,
+    repaired: bool = False,
+) -> tuple[CallVerdict, ...]:
+    """Every call's verdict, in call order.
+
+    A cancelled run raises ``RUN_CANCELLED``. In ``per_call`` mode a denied
+    call comes back with status ``denied`` and its error. In
+    ``all_or_nothing`` mode a denied call raises: a lone call its own error;
+    in a batch of several, ``BATCH_REJECTED`` whose message and ``path`` name
+    the first denied call and its code, whose ``issues`` list every denied
+    call (with its own code) and every call it blocks (``batch_rejected``),
+    and whose ``__cause__`` is the first denied call's own error. The call
+    ids are recorded in ``run`` only when verdicts are returned.
+    """
+    if run is not None and run.cancelled:
+        raise _cancelled()
+    ids = [c.call_id for c in calls]
+    repeated = sorted({c for c in ids if ids.count(c) > 1})
+    if repeated:
+        raise _reject("CALL_ALREADY_DECIDED", f"call ids repeat within one response: {repeated}", "$.calls", "one call per call id", "give every call its own id")
+    verdicts: list[CallVerdict] = []
+    denied: list[tuple[int, PolicyError]] = []
+    for index, call in enumerate(calls):
+        try:
+            verdicts.append(_check_call(call, index, policy, registry, run, repaired))
+        except PolicyError as error:
+            denied.append((index, error))
+            verdicts.append(CallVerdict(call_id=call.call_id, status="denied", error=error))
+    if denied and policy.batch == "all_or_nothing":
+        index, first = denied[0]
+        if len(calls) == 1:
+            raise first
+        issues = [issue for _, error in denied for issue in error.issues]
+        issues += [
+            {"path": f"$.calls[{i}]", "code": "batch_rejected", "expected": "every call in the batch to pass"}
+            for i, v in enumerate(verdicts)
+            if v.status != "denied"
+        ]
+        raise PolicyError(
+            "BATCH_REJECTED",
+            f"call {index} ({calls[index].call_id!r}) was refused, so the batch may not run: "
+            f"{first.code}: {first.message}",
+            path=first.path,
+            issues=tuple(issues),
+            hint=f"call {index}: {first.hint}" if first.hint else None,
+        ) from first
+    if run is not None:
+        fresh = [v.call_id for v in verdicts if v.error is None or v.error.code != "CALL_ALREADY_DECIDED"]
+        replayed = run.claim(fresh)
+        if replayed:
+            raise _reject("CALL_ALREADY_DECIDED", f"call ids already decided: {list(replayed)}", "$.calls", "new call ids", "these calls were already handled; do not repeat them")
+    return tuple(verdicts)

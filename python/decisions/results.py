@@ -1,0 +1,146 @@
+"""Tool results: paired with their calls by call id, and shaped as each
+provider expects them back.
+
+A :class:`ResultBook` is opened on one :class:`~decisions.decision.ToolDecision`.
+It accepts one :class:`ToolResult` per call id: a result for a call the
+decision does not hold is ``UNKNOWN_CALL_ID``, a second result for an
+answered call is ``DUPLICATE_RESULT``; a rejected result changes nothing, so
+a late or repeated delivery can be retried safely. Tool output is data: it
+is passed on verbatim (a string as is, anything else as JSON text) and
+nothing in it is parsed or changes any decision.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .decision import ToolCall, ToolDecision
+from .errors import DomainError
+
+__all__ = ["ToolResult", "ResultBook", "ResultStatus", "result_messages", "RESULT_PROVIDERS"]
+
+ResultStatus = Literal["ok", "error"]
+RESULT_PROVIDERS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of running one call: ``status`` ``"ok"`` or ``"error"``,
+    ``content`` a string or a JSON-serialisable value."""
+
+    call_id: str
+    status: ResultStatus
+    content: Any
+
+    def __post_init__(self) -> None:
+        if self.status not in ("ok", "error"):
+            raise ValueError("ToolResult.status must be 'ok' or 'error'")
+        if not isinstance(self.call_id, str) or not self.call_id:
+            raise ValueError("ToolResult.call_id must be a non-empty string")
+
+    @property
+    def text(self) -> str:
+        """The content as text: a string as is, anything else as JSON."""
+        if isinstance(self.content, str):
+            return self.content
+        return json.dumps(self.content, ensure_ascii=False, allow_nan=False)
+
+
+class ResultBook:
+    """The results of one tool decision, paired with its calls by id. Thread-safe."""
+
+    __slots__ = ("decision", "_calls", "_results", "_lock")
+
+    def __init__(self, decision: ToolDecision) -> None:
+        self.decision = decision
+        self._calls: dict[str, ToolCall] = {c.call_id: c for c in decision.calls}
+        self._results: dict[str, ToolResult] = {}
+        self._lock = threading.Lock()
+
+    def add(self, result: ToolResult) -> ToolResult:
+        """Accept ``result``; raise ``UNKNOWN_CALL_ID`` or ``DUPLICATE_RESULT``
+        (leaving the book unchanged) when it does not pair with an open call."""
+        with self._lock:
+            if result.call_id not in self._calls:
+                raise DomainError(
+                    "UNKNOWN_CALL_ID",
+                    f"no call {result.call_id!r} in this decision",
+                    path="$.call_id",
+                    hint="answer only the calls of this decision",
+                )
+            if result.call_id in self._results:
+                raise DomainError(
+                    "DUPLICATE_RESULT",
+                    f"call {result.call_id!r} already has a result",
+                    path="$.call_id",
+                    hint="each call takes exactly one result",
+                )
+            self._results[result.call_id] = result
+            return result
+
+    def get(self, call_id: str) -> ToolResult | None:
+        """The accepted result for ``call_id``, or None."""
+        with self._lock:
+            return self._results.get(call_id)
+
+    @property
+    def pending(self) -> tuple[str, ...]:
+        """Call ids without a result, in call order."""
+        with self._lock:
+            return tuple(c for c in self._calls if c not in self._results)
+
+    @property
+    def complete(self) -> bool:
+        return not self.pending
+
+    @property
+    def results(self) -> tuple[ToolResult, ...]:
+        """The accepted results, in call order (not arrival order)."""
+        with self._lock:
+            return tuple(self._results[c] for c in self._calls if c in self._results)
+
+    def messages(self, provider: str) -> list[dict[str, Any]]:
+        """The provider-shaped message(s) carrying every result back, in
+        call order. Every call must have its result (ValueError otherwise):
+        the providers reject a turn with an unanswered call."""
+        pending = self.pending
+        if pending:
+            raise ValueError(f"calls without a result: {list(pending)}")
+        return result_messages(provider, [(self._calls[r.call_id], r) for r in self.results])
+
+
+def result_messages(provider: str, pairs: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
+    """Messages for ``(call, result)`` pairs in the wire format of ``provider``:
+
+    - ``openai-chat``: one ``{"role": "tool", "tool_call_id", "content"}`` per result;
+    - ``openai-responses``: one ``{"type": "function_call_output", "call_id", "output"}`` per result;
+    - ``anthropic``: one user message of ``tool_result`` blocks (``tool_use_id``, ``is_error``);
+    - ``gemini``: one user turn of ``functionResponse`` parts (``name``, ``response``
+      with ``output`` or ``error``, and ``id`` unless the call id was generated).
+    """
+    for call, result in pairs:
+        if call.call_id != result.call_id:
+            raise ValueError(f"result {result.call_id!r} does not pair with call {call.call_id!r}")
+    if provider == "openai-chat":
+        return [{"role": "tool", "tool_call_id": r.call_id, "content": r.text} for _, r in pairs]
+    if provider == "openai-responses":
+        return [{"type": "function_call_output", "call_id": r.call_id, "output": r.text} for _, r in pairs]
+    if provider == "anthropic":
+        blocks = [
+            {"type": "tool_result", "tool_use_id": r.call_id, "content": r.text, "is_error": r.status == "error"}
+            for _, r in pairs
+        ]
+        return [{"role": "user", "content": blocks}]
+    if provider == "gemini":
+        parts = []
+        for call, r in pairs:
+            response: dict[str, Any] = {"error" if r.status == "error" else "output": r.content}
+            body: dict[str, Any] = {"name": call.name, "response": response}
+            if not call.call_id_generated:
+                body["id"] = call.call_id
+            parts.append({"functionResponse": body})
+        return [{"role": "user", "parts": parts}]
+    raise ValueError(f"unknown provider {provider!r}; expected one of {RESULT_PROVIDERS}")

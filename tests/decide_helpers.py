@@ -1,0 +1,52 @@
+"""Builders shared by the decision-layer tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from decisions import _backend
+from decisions.types import FinishReason, Item, NormalizedResponse, TextItem, ToolCallItem
+
+#: The decision layers parse through ``decisions.loads``.
+needs_loads = pytest.mark.skipif(not hasattr(_backend.impl, "loads"), reason="decisions.loads is not built yet")
+
+
+def call(
+    name: str = "read_file",
+    arguments: str = '{"path": "a.txt"}',
+    *,
+    call_id: str = "call_1",
+    complete: bool = True,
+    generated: bool = False,
+) -> ToolCallItem:
+    return ToolCallItem(
+        item_id=f"item_{call_id}",
+        call_id=call_id,
+        name=name,
+        arguments=arguments,
+        complete=complete,
+        call_id_generated=generated,
+    )
+
+
+def text(value: str, item_id: str = "msg_1") -> TextItem:
+    return TextItem(item_id=item_id, text=value)
+
+
+def response(*items: Item, finish: FinishReason | str = "tool_calls", raw: str | None = None) -> NormalizedResponse:
+    return NormalizedResponse(
+        provider="openai-chat",
+        response_id="resp_1",
+        model="model-x",
+        items=tuple(items),
+        finish_reason=finish,  # type: ignore[arg-type]
+        raw_finish_reason=raw,
+    )
+
+
+READ_FILE_SCHEMA = {
+    "type": "object",
+    "properties": {"path": {"type": "string", "minLength": 1}, "limit": {"type": "integer", "minimum": 1}},
+    "required": ["path"],
+    "additionalProperties": False,
+}
