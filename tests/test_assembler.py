@@ -429,3 +429,37 @@ def test_snapshot_cost_does_not_reparse() -> None:
     small = statistics.median(per_piece(1_000) for _ in range(5))
     large = statistics.median(per_piece(200_000) for _ in range(5))
     assert large < small * 3
+
+
+# ------------------------------------------------------------------ cost per delta
+
+
+def _sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def _seconds_per_delta(impl: ModuleType, accumulated: int, deltas: int = 2000) -> float:
+    """Time of 8-byte argument deltas once ``accumulated`` bytes are already in the call."""
+    asm = impl.StreamAssembler("canonical")
+    asm.feed(_sse([START.to_dict(), call("a").to_dict()]))
+    piece = 64 * 1024
+    prefill = [{"type": "tool_arguments_delta", "item_id": "a", "delta": "x" * min(piece, accumulated - i)}
+               for i in range(0, accumulated, piece)]
+    asm.feed(_sse(prefill))
+    measured = _sse([{"type": "tool_arguments_delta", "item_id": "a", "delta": "abcdefg\u00e9"[:8]}] * deltas)
+    start = time.perf_counter()
+    asm.feed(measured)
+    elapsed = time.perf_counter() - start
+    assert len(asm.snapshot().calls[0].arguments) == accumulated + 8 * deltas
+    return elapsed / deltas
+
+
+def test_cost_per_delta_is_flat(impl: ModuleType) -> None:
+    """A delta costs the same whether the call holds 1 KiB or 1 MiB (no re-join,
+    re-scan or re-parse). Medians of interleaved repeats; no absolute times."""
+    small, large = [], []
+    for _ in range(5):
+        small.append(_seconds_per_delta(impl, 1024))
+        large.append(_seconds_per_delta(impl, 1024 * 1024))
+    ratio = statistics.median(large) / statistics.median(small)
+    assert ratio < 2.0, f"1 MiB vs 1 KiB: {ratio:.2f}x per delta"

@@ -160,14 +160,15 @@ def _strict_integer(checker: Any, instance: Any) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-_STRICT_CLASSES: dict[type, type] = {}
+_STRICT_CLASSES: dict[type, Any] = {}
 
 
-def _strict_validator_class(schema: Mapping[str, Any]) -> type:
+def _strict_validator_class(schema: Mapping[str, Any]) -> Any:
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls = _STRICT_CLASSES.get(base)
     if cls is None:
-        cls = jsonschema.validators.extend(
+        extend: Any = jsonschema.validators.extend
+        cls = extend(
             base, type_checker=base.TYPE_CHECKER.redefine("integer", _strict_integer)
         )
         _STRICT_CLASSES[base] = cls
@@ -258,8 +259,8 @@ def _alternatives(
 
 def _js_issues(error: jsonschema.exceptions.ValidationError, root: str) -> Iterator[dict[str, str]]:
     path = list(error.absolute_path)
-    keyword = error.validator
-    value = error.validator_value
+    keyword: Any = error.validator
+    value: Any = error.validator_value
     if keyword == "required":
         present = error.instance if isinstance(error.instance, dict) else {}
         for name in value:
@@ -346,8 +347,8 @@ class Schema:
             except ValidationError as error:
                 return _pydantic_issues(error, value, root), None
         issues: list[dict[str, str]] = []
-        for error in sorted(self._validator.iter_errors(value), key=_error_order):
-            issues.extend(_js_issues(error, root))
+        for failure in sorted(self._validator.iter_errors(value), key=_error_order):
+            issues.extend(_js_issues(failure, root))
             if len(issues) >= MAX_ISSUES:
                 break
         return (issues, None) if issues else ([], value)

@@ -184,8 +184,8 @@ class Assembler:
         if cls is ResponseStarted:
             if state != _INIT:
                 raise self._fail("DUPLICATE_START", "the response was started twice")
-            self._state = _STARTED
             started = cast(ResponseStarted, event)
+            self._state = _STARTED
             self._response_id = started.response_id
             self._model = started.model
             return
@@ -215,19 +215,18 @@ class Assembler:
             raise self._fail("MALFORMED_EVENT", f'item_started event field "kind" must be an item kind')
         self._new_item(event.kind, event.item_id)
 
-    def _open_item(self, event: Any, kind: str) -> _Item:
-        item_id = event.item_id
+    def _open_item(self, event_type: str, item_id: str, kind: str) -> _Item:
         item = self._by_id.get(item_id)
         if item is None:
             raise self._fail(
-                "DELTA_BEFORE_START", f'{event.type} for item "{item_id}", which was never started'
+                "DELTA_BEFORE_START", f'{event_type} for item "{item_id}", which was never started'
             )
         if item.kind != kind:
             raise self._fail(
-                "UNKNOWN_ITEM", f'{event.type} for item "{item_id}", which is a {item.kind} item'
+                "UNKNOWN_ITEM", f'{event_type} for item "{item_id}", which is a {item.kind} item'
             )
         if item.ended:
-            raise self._fail("DELTA_AFTER_END", f'{event.type} for item "{item_id}", which has ended')
+            raise self._fail("DELTA_AFTER_END", f'{event_type} for item "{item_id}", which has ended')
         return item
 
     def _add_bytes(self, size: int) -> None:
@@ -240,13 +239,15 @@ class Assembler:
         self._bytes = total
 
     def _text_delta(self, event: TextDelta | RefusalDelta) -> None:
-        item = self._open_item(event, "text" if type(event) is TextDelta else "refusal")
-        delta = event.delta
+        self._append_text(event.type, "text" if type(event) is TextDelta else "refusal", event.item_id, event.delta)
+
+    def _append_text(self, event_type: str, kind: str, item_id: str, delta: str) -> None:
+        item = self._open_item(event_type, item_id, kind)
         self._add_bytes(_utf8_len(delta))
         item.pieces.append(delta)
 
     def _reasoning_delta(self, event: ReasoningDelta) -> None:
-        item = self._open_item(event, "reasoning")
+        item = self._open_item(event.type, event.item_id, "reasoning")
         delta, signature = event.delta, event.signature
         self._add_bytes(_utf8_len(delta) + (0 if signature is None else _utf8_len(signature)))
         if delta:
@@ -281,8 +282,10 @@ class Assembler:
         self._calls += 1
 
     def _arguments_delta(self, event: ToolArgumentsDelta) -> None:
-        item = self._open_item(event, "tool_call")
-        delta = event.delta
+        self._append_arguments(event.item_id, event.delta)
+
+    def _append_arguments(self, item_id: str, delta: str) -> None:
+        item = self._open_item("tool_arguments_delta", item_id, "tool_call")
         size = _utf8_len(delta)
         total = item.nbytes + size
         if total > self._limits.max_call_argument_bytes:
@@ -294,6 +297,35 @@ class Assembler:
         self._add_bytes(size)
         item.nbytes = total
         item.pieces.append(delta)
+
+    # the same as ``apply`` of the event object, without building it (the
+    # canonical wire format's hot path)
+
+    def _enter(self, event_type: str) -> None:
+        if self._error is not None or self._cancelled:
+            self.check_usable()
+        self._events += 1
+        if self._events > self._limits.max_stream_events:
+            raise self._fail(
+                "TOO_MANY_EVENTS",
+                f"the response has more events than max_stream_events ({self._limits.max_stream_events})",
+            )
+        state = self._state
+        if state >= _COMPLETED:
+            raise self._fail("EVENT_AFTER_TERMINAL", f"{event_type} after the terminal event")
+        if state == _INIT:
+            raise self._fail("EVENT_BEFORE_START", f"{event_type} before response_started")
+        self._state = _STREAMING
+
+    def arguments_delta(self, item_id: str, delta: str) -> None:
+        """``apply(ToolArgumentsDelta(item_id=item_id, delta=delta))``."""
+        self._enter("tool_arguments_delta")
+        self._append_arguments(item_id, delta)
+
+    def text_delta(self, item_id: str, delta: str) -> None:
+        """``apply(TextDelta(item_id=item_id, delta=delta))``."""
+        self._enter("text_delta")
+        self._append_text("text_delta", "text", item_id, delta)
 
     def _item_ended(self, event: ItemEnded) -> None:
         item = self._by_id.get(event.item_id)
@@ -606,8 +638,24 @@ class StreamAssembler:
         try:
             raws = framer.feed_raw(data)
             map_event = self._mapper.map_event
+            if self._kept is not None or type(self._mapper) is not CanonicalMapper:
+                for event, payload, _, _ in raws:
+                    self._apply_all(map_event(event, _decode(payload)))
+                return
+            assembler = self._assembler
             for event, payload, _, _ in raws:
-                self._apply_all(map_event(event, _decode(payload)))
+                decoded = _decode(payload)
+                if type(decoded) is dict and len(decoded) == 3:  # a delta with exactly its fields?
+                    kind = decoded.get("type")
+                    if kind == "tool_arguments_delta" or kind == "text_delta":
+                        item_id, delta = decoded.get("item_id"), decoded.get("delta")
+                        if type(item_id) is str and type(delta) is str:
+                            if kind == "text_delta":
+                                assembler.text_delta(item_id, delta)
+                            else:
+                                assembler.arguments_delta(item_id, delta)
+                            continue
+                self._apply_all(map_event(event, decoded))
         except OutputError as err:
             raise self._assembler.fail(err) from None
 

@@ -102,6 +102,9 @@ class _Framer:
                 data = data[1:]
                 self._pos += 1
                 self._line_start = self._pos
+        if b"\r" not in data:
+            self._lf_lines(data, out)
+            return out
         for piece in data.splitlines(keepends=True):
             self._skip_lf = False
             last = piece[-1:]
@@ -132,6 +135,57 @@ class _Framer:
             # a CR ending the chunk: an LF starting the next one belongs to it
             self._skip_lf = last == b"\r"
         return out
+
+    def _lf_lines(self, data: bytes, out: list[RawEvent]) -> None:
+        """The common case, a chunk without CR: the same rules as ``_line_end``
+        with the ``data`` line inlined."""
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        max_line = self._limits.max_sse_line_bytes
+        if lines:
+            if self._line:
+                if len(self._line) + len(lines[0]) > max_line:
+                    raise self._line_too_long()
+                self._line += lines[0]
+                lines[0] = bytes(self._line)
+                self._line.clear()
+            max_event = self._limits.max_sse_event_bytes
+            for raw in lines:
+                size = len(raw)
+                if size > max_line:
+                    raise self._line_too_long()
+                if raw[:5] == b"data:":
+                    try:
+                        value = raw[5:].decode("utf-8")
+                    except UnicodeDecodeError:
+                        self._line_end(raw, size + 1, out)  # raises with the exact offset
+                        raise
+                    if value[:1] == " ":
+                        value = value[1:]
+                    total = self._data_bytes + (len(value) if value.isascii() else len(value.encode()))
+                    if self._has_data:
+                        total += 1
+                    if total > max_event:
+                        raise self._fail(
+                            "SSE_EVENT_TOO_LARGE",
+                            f"an event's data exceeds max_sse_event_bytes ({max_event})",
+                            self._line_start,
+                        )
+                    self._data.append(value)
+                    self._data_bytes = total
+                    self._has_data = True
+                    self._without_data = 0
+                elif raw:
+                    self._line_end(raw, size + 1, out)
+                else:
+                    self._dispatch(out, self._line_start, 1)
+                self._line_start += size + 1
+            self._pos = self._line_start
+        if tail:
+            if len(self._line) + len(tail) > max_line:
+                raise self._line_too_long()
+            self._line += tail
+            self._pos += len(tail)
 
     def _line_too_long(self) -> StreamError:
         return self._fail(

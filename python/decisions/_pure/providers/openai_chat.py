@@ -196,20 +196,27 @@ class OpenAIChatMapper:
 
     def _chunk(self, chunk: dict[str, Any], out: list[CanonicalEvent]) -> None:
         what = "chat.completion.chunk"
+        # the whole chunk is shape-checked before any of it is acted on
         rid = opt_str(chunk, "id", what)
         model = opt_str(chunk, "model", what)
-        choices = opt_list(chunk, "choices", what)
+        raw_choices = opt_list(chunk, "choices", what)
         usage = opt_obj(chunk, "usage", what)
+        usage_event = None if usage is None else chat_usage(usage, what)
         err = opt_obj(chunk, "error", what)
-        if not self._started and (rid or choices or usage is not None or err is not None):
-            self._start(rid or None, model or None, out)
-        if err is not None and not choices:
-            out.append(provider_error(err, what))
-            return
-        for position, raw in enumerate(choices or ()):
+        failure = None if err is None else provider_error(err, what)
+        choices = []
+        for position, raw in enumerate(raw_choices or ()):
             choice = obj(raw, what, f"choices[{position}]")
             index = opt_u64(choice, "index", what)
-            index = 0 if index is None else index
+            delta = opt_obj(choice, "delta", what)
+            finish = opt_str(choice, "finish_reason", what)
+            choices.append((0 if index is None else index, None if delta is None else _delta_parts(delta, what), finish))
+        if not self._started and (rid or choices or usage is not None or err is not None):
+            self._start(rid or None, model or None, out)
+        if failure is not None and not choices:
+            out.append(failure)
+            return
+        for index, parts, finish in choices:
             if index != self._choice:
                 if self._choice_given:
                     continue
@@ -217,22 +224,18 @@ class OpenAIChatMapper:
                     "MULTIPLE_CHOICES",
                     f"the stream has choice {index} besides choice 0; pass choice= to select one",
                 )
-            self._choice_delta(choice, out)
-        if usage is not None:
-            out.append(chat_usage(usage, what))
+            self._choice_delta(parts, finish, out)
+        if usage_event is not None:
+            out.append(usage_event)
 
     def _start(self, rid: str | None, model: str | None, out: list[CanonicalEvent]) -> None:
         self._started = True
         self._response_id = rid
         out.append(ResponseStarted(response_id=rid, model=model))
 
-    def _choice_delta(self, choice: dict[str, Any], out: list[CanonicalEvent]) -> None:
-        what = "chat.completion.chunk"
-        delta = opt_obj(choice, "delta", what)
-        finish = opt_str(choice, "finish_reason", what)
+    def _choice_delta(self, parts: "_Parts | None", finish: str | None, out: list[CanonicalEvent]) -> None:
         terminal = self._finished
-        if delta is not None:
-            parts = _delta_parts(delta, what)
+        if parts is not None:
             if terminal and parts.has_content():
                 raise new_error("EVENT_AFTER_TERMINAL", "content arrived after the choice's finish_reason")
             self._apply(parts, out)
@@ -344,44 +347,49 @@ class OpenAIChatMapper:
         body = obj(body, what, "the body")
         rid = opt_str(body, "id", what)
         model = opt_str(body, "model", what)
-        choices = opt_list(body, "choices", what)
+        raw_choices = opt_list(body, "choices", what)
         usage = opt_obj(body, "usage", what)
+        usage_event = None if usage is None else chat_usage(usage, what)
         err = opt_obj(body, "error", what)
+        failure = None if err is None else provider_error(err, what)
+        choices = []
+        for position, raw in enumerate(raw_choices or ()):
+            choice = obj(raw, what, f"choices[{position}]")
+            index = opt_u64(choice, "index", what)
+            message = opt_obj(choice, "message", what)
+            finish = opt_str(choice, "finish_reason", what)
+            choices.append((
+                position if index is None else index,
+                None if message is None else _delta_parts(message, what),
+                finish,
+            ))
         self._start(rid or None, model or None, out)
-        if err is not None and not choices:
-            out.append(provider_error(err, what))
+        if failure is not None and not choices:
+            out.append(failure)
             return out
         if not choices:
             raise malformed(what, "the body has no choices")
-        selected: dict[str, Any] | None = None
-        indexes: list[int] = []
-        for position, raw in enumerate(choices):
-            choice = obj(raw, what, f"choices[{position}]")
-            index = opt_u64(choice, "index", what)
-            index = position if index is None else index
-            indexes.append(index)
-            if index == self._choice:
-                selected = choice
         if not self._choice_given and len(choices) > 1:
             raise new_error(
                 "MULTIPLE_CHOICES", f"the body has {len(choices)} choices; pass choice= to select one"
             )
-        if selected is None:
-            raise new_error("MULTIPLE_CHOICES", f"choice {self._choice} is not among the choices {indexes}")
-        message = opt_obj(selected, "message", what)
-        finish = opt_str(selected, "finish_reason", what)
+        selected = [c for c in choices if c[0] == self._choice]
+        if not selected:
+            raise new_error(
+                "MULTIPLE_CHOICES", f"choice {self._choice} is not among the choices {[c[0] for c in choices]}"
+            )
+        _, parts, finish = selected[0]
         if finish is None:
             raise malformed(what, "the selected choice has no finish_reason")
-        if message is not None:
-            parts = _delta_parts(message, what)
+        if parts is not None:
             calls, parts.tool_calls = parts.tool_calls, []
             self._apply(parts, out)
             for _, call_id, name, arguments in calls:
                 call = self._new_call(call_id, name, out)
                 if arguments:
                     out.append(ToolArgumentsDelta(item_id=call.item_id, delta=arguments))
-        if usage is not None:
-            out.append(chat_usage(usage, what))
+        if usage_event is not None:
+            out.append(usage_event)
         self._finish_with(finish, out)
         return out
 
@@ -414,12 +422,17 @@ def _delta_parts(delta: dict[str, Any], what: str) -> _Parts:
         for i, raw in enumerate(content):
             part = obj(raw, what, f"content[{i}]")
             kind = req_str(part, "type", what)
+            text = opt_str(part, "text", what)
+            thinking = [
+                opt_str(obj(sub, what, f"content[{i}].thinking[{j}]"), "text", what) or ""
+                for j, sub in enumerate(opt_list(part, "thinking", what) or ())
+            ]
             if kind == "text":
-                parts.content.append(("text", req_str(part, "text", what)))
+                if text is None:
+                    raise malformed(what, "text must be a string")
+                parts.content.append(("text", text))
             elif kind == "thinking":
-                for j, sub in enumerate(opt_list(part, "thinking", what) or ()):
-                    sub = obj(sub, what, f"content[{i}].thinking[{j}]")
-                    parts.content.append(("reasoning", opt_str(sub, "text", what) or ""))
+                parts.content.extend(("reasoning", sub) for sub in thinking)
             else:
                 raise malformed(what, f"content part type {kind!r} is not known")
     elif content is not None:

@@ -85,13 +85,65 @@ class _Acc:
         return len(data) == self.length and hashlib.blake2b(data, digest_size=16).digest() == self.hash.digest()
 
 
+class _Out:
+    """A message, function call or reasoning output item, shape-checked."""
+
+    __slots__ = ("type", "id", "status", "call_id", "name", "arguments", "parts", "reasoning", "signature")
+
+    def __init__(self, item: dict[str, Any], kind: str, what: str) -> None:
+        self.type = kind
+        self.id = req_str(item, "id", what)
+        self.status = opt_str(item, "status", what)
+        self.call_id = opt_str(item, "call_id", what)
+        self.name = opt_str(item, "name", what)
+        self.arguments = opt_str(item, "arguments", what)
+        self.signature = opt_str(item, "encrypted_content", what)
+        #: content parts: (type, text or refusal); None for a part of another type
+        self.parts: list[tuple[str, str | None]] = []
+        for index, raw in enumerate(opt_list(item, "content", what) or ()):
+            part = obj(raw, what, f"content[{index}]")
+            kind_ = req_str(part, "type", what)
+            text = opt_str(part, "text", what)
+            refusal = opt_str(part, "refusal", what)
+            self.parts.append((kind_, text if kind_ != "refusal" else refusal))
+        summary = [
+            req_str(obj(raw, what, f"summary[{index}]"), "text", what)
+            for index, raw in enumerate(opt_list(item, "summary", what) or ())
+        ]
+        if kind == "function_call" and (self.call_id is None or self.name is None):
+            raise malformed(what, "a function_call item needs call_id and name")
+        if kind == "message":
+            for part_kind, text in self.parts:
+                if part_kind in _PART_KINDS and text is None:
+                    raise malformed(what, f"a {part_kind} part needs its text")
+        #: a reasoning item's text: summary parts joined by a blank line, then its content
+        self.reasoning = "\n\n".join(summary) + "".join(text or "" for _, text in self.parts)
+
+    @property
+    def complete(self) -> bool:
+        return self.status != "incomplete"
+
+
+_KNOWN_ITEMS = ("message", "function_call", "reasoning")
+_PART_KINDS = {"output_text": "text", "refusal": "refusal"}
+
+
+def _out_item(raw: Any, what: str, path: str) -> _Out | str:
+    """A known output item, or the type of another one (a builtin tool's)."""
+    item = obj(raw, what, path)
+    kind = req_str(item, "type", what)
+    if kind not in _KNOWN_ITEMS:
+        return kind
+    return _Out(item, kind, what)
+
+
 class _Item:
-    __slots__ = ("type", "parts", "call", "call_id", "name", "summaries")
+    __slots__ = ("type", "parts", "acc", "call_id", "name", "summaries")
 
     def __init__(self, type_: str) -> None:
         self.type = type_
         self.parts: dict[int, _Acc] = {}  # message: content_index -> part
-        self.call: _Acc | None = None  # function_call arguments / reasoning text
+        self.acc: _Acc | None = None  # function_call arguments / reasoning text
         self.call_id = ""
         self.name = ""
         self.summaries = 0  # reasoning summary parts seen
@@ -99,6 +151,48 @@ class _Item:
 
 def _part_id(item_id: str, index: int) -> str:
     return item_id if index == 0 else f"{item_id}:{index}"
+
+
+def _response(d: dict[str, Any], what: str) -> dict[str, Any]:
+    resp = obj(d.get("response"), what, "response")
+    opt_str(resp, "id", what)
+    opt_str(resp, "model", what)
+    return resp
+
+
+class _Final:
+    """The ``response`` object of a terminal event (or a whole body), shape-checked."""
+
+    __slots__ = ("id", "model", "status", "output", "usage", "error", "reason")
+
+    def __init__(self, resp: dict[str, Any], what: str) -> None:
+        self.id = opt_str(resp, "id", what)
+        self.model = opt_str(resp, "model", what)
+        self.status = opt_str(resp, "status", what)
+        self.output = [
+            _out_item(raw, what, f"output[{index}]") for index, raw in enumerate(opt_list(resp, "output", what) or ())
+        ]
+        usage = opt_obj(resp, "usage", what)
+        self.usage = None if usage is None else responses_usage(usage, what)
+        err = opt_obj(resp, "error", what)
+        self.error = None if err is None else provider_error(err, what)
+        details = opt_obj(resp, "incomplete_details", what)
+        self.reason = None if details is None else opt_str(details, "reason", what)
+
+
+def _ref(d: dict[str, Any], what: str, field: str | None = None) -> tuple[str, int, str]:
+    """A ``*.delta`` / ``*.done`` event: its item id, content index and (when
+    ``field`` is given) that required string field. Every field such events
+    may carry is shape-checked, whichever one the type uses."""
+    item_id = req_str(d, "item_id", what)
+    index = opt_u64(d, "content_index", what) or 0
+    values = {key: opt_str(d, key, what) for key in ("delta", "text", "refusal", "arguments")}
+    if field is None:
+        return item_id, index, ""
+    value = values[field]
+    if value is None:
+        raise malformed(what, f"{field} must be a string")
+    return item_id, index, value
 
 
 class OpenAIResponsesMapper:
@@ -122,23 +216,17 @@ class OpenAIResponsesMapper:
     def map_event(self, event: str | None, payload: Any) -> list[CanonicalEvent]:
         """One ``response.*`` (or ``error``) event, decoded."""
         data = obj(payload, "response event", "the event")
-        kind = data.get("type")
-        if not isinstance(kind, str):
-            kind = event if event not in (None, "message") else None
-        if kind is None:
-            raise malformed("response event", "type must be a string")
+        kind = req_str(data, "type", "response event")
         seq = opt_u64(data, "sequence_number", kind)
-        if seq is not None:
-            if self._seq is not None and seq <= self._seq:
-                raise new_error(
-                    "SEQUENCE_NOT_MONOTONIC", f"sequence_number {seq} after {self._seq} ({kind})"
-                )
-            self._seq = seq
         if self._terminal is not None:
             if kind == "response.failed" and self._terminal == "error":
                 self._terminal = "failed"
                 return []
             raise new_error("EVENT_AFTER_TERMINAL", f"{kind} after the response ended")
+        if seq is not None:
+            if self._seq is not None and seq <= self._seq:
+                raise new_error("SEQUENCE_NOT_MONOTONIC", f"sequence_number {seq} after {self._seq} ({kind})")
+            self._seq = seq
         handler = _HANDLERS.get(kind)
         if handler is None:
             self._count(kind)
@@ -152,77 +240,97 @@ class OpenAIResponsesMapper:
         return []
 
     def _created(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        resp = obj(d.get("response"), what, "response")
-        out.append(ResponseStarted(response_id=opt_str(resp, "id", what), model=opt_str(resp, "model", what)))
+        resp = _response(d, what)
+        out.append(ResponseStarted(response_id=resp.get("id"), model=resp.get("model")))
 
     def _in_progress(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        obj(d.get("response"), what, "response")
+        _response(d, what)
 
     def _item_added(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         opt_u64(d, "output_index", what)
-        item = obj(d.get("item"), what, "item")
-        kind = req_str(item, "type", what)
-        if kind not in ("message", "function_call", "reasoning"):
-            self._count(f"output_item:{kind}")
+        item = _out_item(d.get("item"), what, "item")
+        if isinstance(item, str):
+            self._count(f"output_item:{item}")
             return
-        item_id = req_str(item, "id", what)
-        if item_id in self._items:
-            raise new_error("DUPLICATE_ITEM_ID", f"output item {item_id} was added twice")
-        entry = self._items[item_id] = _Item(kind)
-        if kind == "message":
-            self._order.append(item_id)
-        elif kind == "function_call":
-            self._order.append(item_id)
-            entry.call_id = req_str(item, "call_id", what)
-            entry.name = req_str(item, "name", what)
-            entry.call = _Acc(item_id, "arguments")
+        if item.id in self._items:
+            raise new_error("DUPLICATE_ITEM_ID", f"output item {item.id} was added twice")
+        entry = self._items[item.id] = _Item(item.type)
+        if item.type == "message":
+            self._order.append(item.id)
+        elif item.type == "function_call":
+            assert item.call_id is not None and item.name is not None
+            self._order.append(item.id)
+            entry.call_id, entry.name = item.call_id, item.name
+            entry.acc = _Acc(item.id, "arguments")
             self._calls += 1
-            out.append(ToolCallStarted(item_id=item_id, call_id=entry.call_id, name=entry.name))
-            arguments = opt_str(item, "arguments", what)
-            if arguments:
-                entry.call.add(arguments)
-                out.append(ToolArgumentsDelta(item_id=item_id, delta=arguments))
+            out.append(ToolCallStarted(item_id=item.id, call_id=item.call_id, name=item.name))
+            if item.arguments:
+                self._delta(entry.acc, item.arguments, out)
         else:
-            entry.call = _Acc(item_id, "reasoning")
-            out.append(ItemStarted(item_id=item_id, kind="reasoning"))
+            entry.acc = _Acc(item.id, "reasoning")
+            out.append(ItemStarted(item_id=item.id, kind="reasoning"))
 
-    def _item(self, d: dict[str, Any], what: str, kind: str) -> tuple[str, _Item]:
-        item_id = req_str(d, "item_id", what)
+    def _item(self, item_id: str, what: str, kind: str) -> _Item:
         entry = self._items.get(item_id)
         if entry is None:
             raise new_error("DELTA_BEFORE_START", f"{what} for item {item_id}, which was never added")
         if entry.type != kind:
-            raise malformed(what, f"item {item_id} is a {entry.type}, not a {kind}")
-        return item_id, entry
+            raise new_error("UNKNOWN_ITEM", f"{what} for item {item_id}, which is a {entry.type}")
+        return entry
 
-    def _part(self, d: dict[str, Any], what: str) -> _Acc:
-        item_id, entry = self._item(d, what, "message")
-        index = opt_u64(d, "content_index", what) or 0
+    def _part(self, item_id: str, index: int, what: str) -> _Acc:
+        entry = self._item(item_id, what, "message")
         part = entry.parts.get(index)
         if part is None:
             raise new_error("DELTA_BEFORE_START", f"{what} for content part {index} of {item_id}, never added")
         return part
 
-    def _part_added(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        if self._reasoning_part(d, what):
-            return
-        item_id, entry = self._item(d, what, "message")
+    def _part_event(self, d: dict[str, Any], what: str) -> tuple[str, int, str, str | None]:
+        item_id = req_str(d, "item_id", what)
         index = opt_u64(d, "content_index", what) or 0
         part = obj(d.get("part"), what, "part")
         kind = req_str(part, "type", what)
-        if kind not in ("output_text", "refusal"):
+        text = opt_str(part, "text", what)
+        refusal = opt_str(part, "refusal", what)
+        return item_id, index, kind, refusal if kind == "refusal" else text
+
+    def _part_added(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
+        item_id, index, kind, text = self._part_event(d, what)
+        entry = self._items.get(item_id)
+        if entry is not None and entry.type == "reasoning" and kind == "reasoning_text":
+            return  # its deltas arrive as response.reasoning_text.delta
+        entry = self._item(item_id, what, "message")
+        canon_kind = _PART_KINDS.get(kind)
+        if canon_kind is None:
             self._count(f"content_part:{kind}")
             return
         if index in entry.parts:
             raise new_error("DUPLICATE_ITEM_ID", f"content part {index} of {item_id} was added twice")
-        canon = _part_id(item_id, index)
-        acc = entry.parts[index] = _Acc(canon, "text" if kind == "output_text" else "refusal")
-        out.append(ItemStarted(item_id=canon, kind=acc.kind))  # type: ignore[arg-type]
-        if kind == "refusal":
+        acc = entry.parts[index] = _Acc(_part_id(item_id, index), canon_kind)
+        out.append(ItemStarted(item_id=acc.canon, kind=canon_kind))  # type: ignore[arg-type]
+        if canon_kind == "refusal":
             self._refusals += 1
-        text = opt_str(part, "text" if kind == "output_text" else "refusal", what)
         if text:
             self._delta(acc, text, out)
+
+    def _part_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
+        item_id, index, kind, text = self._part_event(d, what)
+        entry = self._items.get(item_id)
+        if entry is not None and entry.type == "reasoning" and kind == "reasoning_text":
+            return
+        entry = self._item(item_id, what, "message")
+        acc = entry.parts.get(index)
+        if acc is None:
+            if kind in _PART_KINDS:
+                raise new_error("DELTA_BEFORE_START", f"{what} for content part {index} of {item_id}, never added")
+            self._count(f"content_part:{kind}")
+            return
+        if text is None:
+            raise malformed(what, f"a {kind} part needs its text")
+        self._check(acc, text, what, out)
+        if not acc.ended:
+            acc.ended = True
+            out.append(ItemEnded(item_id=acc.canon))
 
     def _delta(self, acc: _Acc, delta: str, out: list[CanonicalEvent]) -> None:
         if acc.ended:
@@ -246,195 +354,137 @@ class OpenAIResponsesMapper:
                 "OUTPUT_MISMATCH", f"{what}: the streamed {acc.kind} of {acc.canon} differs from the final value"
             )
 
+    def _content_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent], kind: str) -> None:
+        item_id, index, delta = _ref(d, what, "delta")
+        part = self._part(item_id, index, what)
+        if part.kind != kind:
+            raise new_error("UNKNOWN_ITEM", f"{what} for {part.canon}, which is a {part.kind} part")
+        self._delta(part, delta, out)
+
+    def _content_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent], field: str) -> None:
+        item_id, index, text = _ref(d, what, field)
+        self._check(self._part(item_id, index, what), text, what, out)
+
     def _text_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        part = self._part(d, what)
-        if part.kind != "text":
-            raise malformed(what, f"{part.canon} is not a text part")
-        self._delta(part, req_str(d, "delta", what), out)
+        self._content_delta(d, what, out, "text")
 
     def _text_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        part = self._part(d, what)
-        self._check(part, req_str(d, "text", what), what, out)
+        self._content_done(d, what, out, "text")
 
     def _refusal_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        part = self._part(d, what)
-        if part.kind != "refusal":
-            raise malformed(what, f"{part.canon} is not a refusal part")
-        self._delta(part, req_str(d, "delta", what), out)
+        self._content_delta(d, what, out, "refusal")
 
     def _refusal_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        part = self._part(d, what)
-        self._check(part, req_str(d, "refusal", what), what, out)
-
-    def _reasoning_part(self, d: dict[str, Any], what: str) -> bool:
-        """A ``reasoning_text`` content part of a reasoning item: its deltas
-        arrive as ``response.reasoning_text.delta``, so the part adds nothing."""
-        entry = self._items.get(req_str(d, "item_id", what))
-        if entry is None or entry.type != "reasoning":
-            return False
-        part = obj(d.get("part"), what, "part")
-        if req_str(part, "type", what) != "reasoning_text":
-            raise malformed(what, "a reasoning item's content part must be reasoning_text")
-        return True
-
-    def _part_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        if self._reasoning_part(d, what):
-            return
-        item_id, entry = self._item(d, what, "message")
-        index = opt_u64(d, "content_index", what) or 0
-        part = obj(d.get("part"), what, "part")
-        kind = req_str(part, "type", what)
-        acc = entry.parts.get(index)
-        if acc is None:
-            if kind in ("output_text", "refusal"):
-                raise new_error("DELTA_BEFORE_START", f"{what} for content part {index} of {item_id}, never added")
-            self._count(f"content_part:{kind}")
-            return
-        self._check(acc, req_str(part, "text" if acc.kind == "text" else "refusal", what), what, out)
-        if not acc.ended:
-            acc.ended = True
-            out.append(ItemEnded(item_id=acc.canon))
+        self._content_done(d, what, out, "refusal")
 
     def _args_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        _, entry = self._item(d, what, "function_call")
-        assert entry.call is not None
-        self._delta(entry.call, req_str(d, "delta", what), out)
+        item_id, _, delta = _ref(d, what, "delta")
+        acc = self._item(item_id, what, "function_call").acc
+        assert acc is not None
+        self._delta(acc, delta, out)
 
     def _args_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        _, entry = self._item(d, what, "function_call")
-        assert entry.call is not None
-        self._check(entry.call, req_str(d, "arguments", what), what, out)
+        item_id, _, arguments = _ref(d, what, "arguments")
+        acc = self._item(item_id, what, "function_call").acc
+        assert acc is not None
+        self._check(acc, arguments, what, out)
 
     def _summary_part(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        _, entry = self._item(d, what, "reasoning")
-        assert entry.call is not None
-        opt_u64(d, "summary_index", what)
+        item_id, _, _ = _ref(d, what)
+        entry = self._item(item_id, what, "reasoning")
+        assert entry.acc is not None
         if entry.summaries:
-            self._delta(entry.call, "\n\n", out)
+            self._delta(entry.acc, "\n\n", out)
         entry.summaries += 1
 
     def _reasoning_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        _, entry = self._item(d, what, "reasoning")
-        assert entry.call is not None
-        self._delta(entry.call, req_str(d, "delta", what), out)
+        item_id, _, delta = _ref(d, what, "delta")
+        acc = self._item(item_id, what, "reasoning").acc
+        assert acc is not None
+        self._delta(acc, delta, out)
 
     def _reasoning_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        self._item(d, what, "reasoning")
+        self._item(_ref(d, what)[0], what, "reasoning")
 
     def _item_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         opt_u64(d, "output_index", what)
-        item = obj(d.get("item"), what, "item")
-        kind = req_str(item, "type", what)
-        if kind not in ("message", "function_call", "reasoning"):
+        item = _out_item(d.get("item"), what, "item")
+        if isinstance(item, str):
             return
-        item_id = req_str(item, "id", what)
-        entry = self._items.get(item_id)
-        if entry is None or entry.type != kind:
-            raise new_error("OUTPUT_MISMATCH", f"{what}: {kind} {item_id} was never added to the stream")
-        self._compare_item(item, item_id, entry, what, out, end=True)
+        entry = self._items.get(item.id)
+        if entry is None or entry.type != item.type:
+            raise new_error("OUTPUT_MISMATCH", f"{what}: {item.type} {item.id} was never added to the stream")
+        self._compare(item, entry, what, out, end=True)
 
-    def _compare_item(
-        self, item: dict[str, Any], item_id: str, entry: _Item, what: str, out: list[CanonicalEvent],
-        *, end: bool,
-    ) -> None:
-        complete = opt_str(item, "status", what) != "incomplete"
+    def _compare(self, item: _Out, entry: _Item, what: str, out: list[CanonicalEvent], *, end: bool) -> None:
         if entry.type == "function_call":
-            assert entry.call is not None
-            if req_str(item, "call_id", what) != entry.call_id or req_str(item, "name", what) != entry.name:
-                raise new_error("OUTPUT_MISMATCH", f"{what}: the call_id or name of {item_id} changed")
-            self._check(entry.call, opt_str(item, "arguments", what) or "", what, out)
-            if end and complete and not entry.call.ended:
-                entry.call.ended = True
-                out.append(ItemEnded(item_id=item_id))
+            acc = entry.acc
+            assert acc is not None
+            if item.call_id != entry.call_id or item.name != entry.name:
+                raise new_error("OUTPUT_MISMATCH", f"{what}: the call_id or name of {item.id} changed")
+            self._check(acc, item.arguments or "", what, out)
+            if end and item.complete and not acc.ended:
+                acc.ended = True
+                out.append(ItemEnded(item_id=item.id))
         elif entry.type == "message":
-            seen: set[int] = set()
-            for index, raw in enumerate(opt_list(item, "content", what) or ()):
-                part = obj(raw, what, f"content[{index}]")
-                kind = req_str(part, "type", what)
-                if kind not in ("output_text", "refusal"):
+            seen = 0
+            for index, (kind, text) in enumerate(item.parts):
+                if kind not in _PART_KINDS:
                     continue
                 acc = entry.parts.get(index)
                 if acc is None:
-                    raise new_error("OUTPUT_MISMATCH", f"{what}: content part {index} of {item_id} never streamed")
-                seen.add(index)
-                self._check(acc, req_str(part, "text" if acc.kind == "text" else "refusal", what), what, out)
-                if end and complete and not acc.ended:
+                    raise new_error("OUTPUT_MISMATCH", f"{what}: content part {index} of {item.id} never streamed")
+                seen += 1
+                self._check(acc, text or "", what, out)
+                if end and item.complete and not acc.ended:
                     acc.ended = True
                     out.append(ItemEnded(item_id=acc.canon))
-            if set(entry.parts) - seen:
-                raise new_error("OUTPUT_MISMATCH", f"{what}: a streamed content part of {item_id} is missing")
+            if seen != len(entry.parts):
+                raise new_error("OUTPUT_MISMATCH", f"{what}: a streamed content part of {item.id} is missing")
         else:
-            assert entry.call is not None
-            if entry.call.length == 0 and not entry.call.ended:
-                text = _reasoning_text(item, what)
-                if text:
-                    self._delta(entry.call, text, out)
-            signature = opt_str(item, "encrypted_content", what)
-            if end and not entry.call.ended:
-                if signature:
-                    out.append(ReasoningDelta(item_id=item_id, delta="", signature=signature))
-                entry.call.ended = True
-                out.append(ItemEnded(item_id=item_id))
+            acc = entry.acc
+            assert acc is not None
+            if acc.length == 0 and not acc.ended and item.reasoning:
+                self._delta(acc, item.reasoning, out)
+            if end and not acc.ended:
+                if item.signature:
+                    out.append(ReasoningDelta(item_id=item.id, delta="", signature=item.signature))
+                acc.ended = True
+                out.append(ItemEnded(item_id=item.id))
 
-    def _completed(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        resp = obj(d.get("response"), what, "response")
-        self._final_output(resp, what, out)
-        self._finish(resp, what, out)
-
-    def _final_output(self, resp: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
+    def _terminal_event(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
+        final = _Final(obj(d.get("response"), what, "response"), what)
+        if what == "response.failed" or final.status in _FAILED:
+            self._terminal = "failed"
+            out.append(final.error or ResponseFailed(code="failed", message=""))
+            return
         seen: set[str] = set()
-        for index, raw in enumerate(opt_list(resp, "output", what) or ()):
-            item = obj(raw, what, f"output[{index}]")
-            kind = req_str(item, "type", what)
-            if kind not in ("message", "function_call", "reasoning"):
+        for item in final.output:
+            if isinstance(item, str):
                 continue
-            item_id = req_str(item, "id", what)
-            entry = self._items.get(item_id)
-            if entry is None or entry.type != kind:
-                raise new_error("OUTPUT_MISMATCH", f"{what}: the output has {kind} {item_id}, never streamed")
-            seen.add(item_id)
-            self._compare_item(item, item_id, entry, what, out, end=False)
+            entry = self._items.get(item.id)
+            if entry is None or entry.type != item.type:
+                raise new_error("OUTPUT_MISMATCH", f"{what}: the output has {item.type} {item.id}, never streamed")
+            seen.add(item.id)
+            self._compare(item, entry, what, out, end=False)
         for item_id in self._order:
             if item_id not in seen:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: streamed item {item_id} is not in the output")
+        self._finish(final, what == "response.incomplete", out)
 
-    def _finish(self, resp: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        status = opt_str(resp, "status", what)
-        usage = opt_obj(resp, "usage", what)
-        if status in _FAILED:
-            self._terminal = "failed"
-            err = opt_obj(resp, "error", what)
-            out.append(provider_error(err or {"code": "failed"}, what))
-            return
-        if usage is not None:
-            out.append(responses_usage(usage, what))
+    def _finish(self, final: _Final, incomplete: bool, out: list[CanonicalEvent]) -> None:
+        if final.usage is not None:
+            out.append(final.usage)
         self._terminal = "finished"
-        if what == "response.incomplete" or status == "incomplete":
-            details = opt_obj(resp, "incomplete_details", what)
-            reason = None if details is None else opt_str(details, "reason", what)
-            raw = reason or "incomplete"
-            out.append(ResponseFinished(finish_reason=_INCOMPLETE.get(raw, "unknown"), raw_finish_reason=raw))  # type: ignore[arg-type]
-        elif status == "cancelled":
-            out.append(ResponseFinished(finish_reason="cancelled", raw_finish_reason="cancelled"))
+        if incomplete or final.status == "incomplete":
+            raw = final.reason or "incomplete"
+            reason = _INCOMPLETE.get(raw, "unknown")
+        elif final.status == "cancelled":
+            raw, reason = "cancelled", "cancelled"
         else:
-            if self._calls:
-                reason = "tool_calls"
-            elif self._refusals:
-                reason = "refusal"
-            else:
-                reason = "stop"
-            out.append(ResponseFinished(finish_reason=reason, raw_finish_reason=status or "completed"))  # type: ignore[arg-type]
-
-    def _incomplete(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        resp = obj(d.get("response"), what, "response")
-        self._final_output(resp, what, out)
-        self._finish(resp, what, out)
-
-    def _failed(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        resp = obj(d.get("response"), what, "response")
-        err = opt_obj(resp, "error", what)
-        self._terminal = "failed"
-        out.append(provider_error(err or {"code": "failed"}, what))
+            raw = final.status or "completed"
+            reason = "tool_calls" if self._calls else "refusal" if self._refusals else "stop"
+        out.append(ResponseFinished(finish_reason=reason, raw_finish_reason=raw))  # type: ignore[arg-type]
 
     def _error(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         err = opt_obj(d, "error", what)
@@ -446,84 +496,56 @@ class OpenAIResponsesMapper:
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A ``response`` object (or an ``{"error": ...}`` body)."""
         what = "response"
-        out: list[CanonicalEvent] = []
-        resp = obj(body, what, "the body")
-        out.append(ResponseStarted(response_id=opt_str(resp, "id", what), model=opt_str(resp, "model", what)))
-        status = opt_str(resp, "status", what)
-        err = opt_obj(resp, "error", what)
-        if err is not None and (status is None or status in _FAILED):
-            out.append(provider_error(err, what))
+        final = _Final(obj(body, what, "the body"), what)
+        out: list[CanonicalEvent] = [ResponseStarted(response_id=final.id, model=final.model)]
+        if final.error is not None and (final.status is None or final.status in _FAILED):
+            out.append(final.error)
             return out
-        for index, raw in enumerate(opt_list(resp, "output", what) or ()):
-            item = obj(raw, what, f"output[{index}]")
-            self._body_item(item, what, out)
-        if status in (None, "queued", "in_progress"):
+        if final.status in _FAILED:
+            out.append(ResponseFailed(code="failed", message=""))
             return out
-        self._finish(resp, what, out)
+        for item in final.output:
+            if isinstance(item, str):
+                self._count(f"output_item:{item}")
+            else:
+                self._body_item(item, out)
+        if final.status in (None, "queued", "in_progress"):
+            return out
+        self._finish(final, False, out)
         return out
 
-    def _body_item(self, item: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        kind = req_str(item, "type", what)
-        if kind not in ("message", "function_call", "reasoning"):
-            self._count(f"output_item:{kind}")
-            return
-        item_id = req_str(item, "id", what)
-        complete = opt_str(item, "status", what) != "incomplete"
-        if kind == "function_call":
-            call_id = req_str(item, "call_id", what)
-            name = req_str(item, "name", what)
-            arguments = opt_str(item, "arguments", what) or ""
+    def _body_item(self, item: _Out, out: list[CanonicalEvent]) -> None:
+        if item.type == "function_call":
+            assert item.call_id is not None and item.name is not None
             self._calls += 1
-            out.append(ToolCallStarted(item_id=item_id, call_id=call_id, name=name))
-            if arguments:
-                out.append(ToolArgumentsDelta(item_id=item_id, delta=arguments))
-            if complete:
-                out.append(ItemEnded(item_id=item_id))
-        elif kind == "message":
-            for index, raw in enumerate(opt_list(item, "content", what) or ()):
-                part = obj(raw, what, f"content[{index}]")
-                part_kind = req_str(part, "type", what)
-                if part_kind not in ("output_text", "refusal"):
-                    self._count(f"content_part:{part_kind}")
+            out.append(ToolCallStarted(item_id=item.id, call_id=item.call_id, name=item.name))
+            if item.arguments:
+                out.append(ToolArgumentsDelta(item_id=item.id, delta=item.arguments))
+            if item.complete:
+                out.append(ItemEnded(item_id=item.id))
+        elif item.type == "message":
+            for index, (kind, text) in enumerate(item.parts):
+                canon_kind = _PART_KINDS.get(kind)
+                if canon_kind is None:
+                    self._count(f"content_part:{kind}")
                     continue
-                canon = _part_id(item_id, index)
-                if part_kind == "output_text":
-                    text = req_str(part, "text", what)
-                    out.append(ItemStarted(item_id=canon, kind="text"))
-                    if text:
-                        out.append(TextDelta(item_id=canon, delta=text))
-                else:
+                canon = _part_id(item.id, index)
+                out.append(ItemStarted(item_id=canon, kind=canon_kind))  # type: ignore[arg-type]
+                if canon_kind == "refusal":
                     self._refusals += 1
-                    text = req_str(part, "refusal", what)
-                    out.append(ItemStarted(item_id=canon, kind="refusal"))
                     if text:
                         out.append(RefusalDelta(item_id=canon, delta=text))
-                if complete:
+                elif text:
+                    out.append(TextDelta(item_id=canon, delta=text))
+                if item.complete:
                     out.append(ItemEnded(item_id=canon))
         else:
-            text = _reasoning_text(item, what)
-            out.append(ItemStarted(item_id=item_id, kind="reasoning"))
-            if text:
-                out.append(ReasoningDelta(item_id=item_id, delta=text))
-            signature = opt_str(item, "encrypted_content", what)
-            if signature:
-                out.append(ReasoningDelta(item_id=item_id, delta="", signature=signature))
-            out.append(ItemEnded(item_id=item_id))
-
-
-def _reasoning_text(item: dict[str, Any], what: str) -> str:
-    """A reasoning item's text: its summary parts joined by a blank line, then
-    its reasoning-text content."""
-    summary = []
-    for index, raw in enumerate(opt_list(item, "summary", what) or ()):
-        summary.append(req_str(obj(raw, what, f"summary[{index}]"), "text", what))
-    content = []
-    for index, raw in enumerate(opt_list(item, "content", what) or ()):
-        part = obj(raw, what, f"content[{index}]")
-        text = opt_str(part, "text", what)
-        if text:
-            content.append(text)
-    return "\n\n".join(summary) + "".join(content)
+            out.append(ItemStarted(item_id=item.id, kind="reasoning"))
+            if item.reasoning:
+                out.append(ReasoningDelta(item_id=item.id, delta=item.reasoning))
+            if item.signature:
+                out.append(ReasoningDelta(item_id=item.id, delta="", signature=item.signature))
+            out.append(ItemEnded(item_id=item.id))
 
 
 def responses_usage(usage: dict[str, Any], what: str) -> UsageReported:
@@ -558,8 +580,8 @@ _HANDLERS = {
     "response.reasoning_summary_text.done": OpenAIResponsesMapper._reasoning_done,
     "response.reasoning_text.delta": OpenAIResponsesMapper._reasoning_delta,
     "response.reasoning_text.done": OpenAIResponsesMapper._reasoning_done,
-    "response.completed": OpenAIResponsesMapper._completed,
-    "response.incomplete": OpenAIResponsesMapper._incomplete,
-    "response.failed": OpenAIResponsesMapper._failed,
+    "response.completed": OpenAIResponsesMapper._terminal_event,
+    "response.incomplete": OpenAIResponsesMapper._terminal_event,
+    "response.failed": OpenAIResponsesMapper._terminal_event,
     "error": OpenAIResponsesMapper._error,
 }

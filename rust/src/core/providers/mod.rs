@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 pub mod anthropic;
 pub mod gemini;
 pub mod jsontext;
+pub mod openai_chat;
+pub mod openai_responses;
 
 use crate::core::errors::CoreError;
 use crate::core::events::Event;
@@ -34,6 +36,8 @@ pub trait Mapper: Send + Sync {
 /// `choice` selects one choice of a multi-choice (`n > 1`) Chat response.
 pub fn mapper_for(provider: &str, choice: Option<usize>) -> Option<Box<dyn Mapper>> {
     match provider {
+        "openai-chat" => Some(Box::new(openai_chat::OpenAIChat::new(choice))),
+        "openai-responses" => Some(Box::new(openai_responses::OpenAIResponses::new())),
         "anthropic" => Some(Box::new(anthropic::AnthropicMapper::new())),
         "gemini" => Some(Box::new(gemini::GeminiMapper::new(choice))),
         _ => None,
@@ -41,4 +45,4 @@ pub fn mapper_for(provider: &str, choice: Option<usize>) -> Option<Box<dyn Mappe
 }
 
 /// The provider ids [`mapper_for`] knows.
-pub const PROVIDERS: &[&str] = &["anthropic", "gemini"];
+pub const PROVIDERS: &[&str] = &["openai-chat", "openai-responses", "anthropic", "gemini"];

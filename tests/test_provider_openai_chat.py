@@ -1,0 +1,342 @@
+"""The ``openai-chat`` provider (Chat Completions and OpenAI-compatible
+servers) on both backends: every recording, the notable ones in detail, and
+the quirks and failure modes on small synthetic streams."""
+
+from __future__ import annotations
+
+import json
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from decisions.errors import OutputError, StreamError, TransportError
+from decisions.types import NormalizedResponse, ReasoningItem, RefusalItem, TextItem, ToolCallItem
+from openai_recordings import outcome, recordings, run, run_events, short, sse
+
+PROVIDER = "openai-chat"
+RECORDINGS = recordings(PROVIDER)
+OPENAI = "openai-python/.inline-snapshot/external/"
+PARALLEL = OPENAI + "f82268f2fefd5cfbc7eeb59c297688be2f6ca0849a6e4f17851b517310841d9b.bin"
+REFUSAL = OPENAI + "173417d553406f034f643e5db3f8d591fb691ebac56f5ae39a22cc7d455c5353.bin"
+LENGTH = OPENAI + "4cc50a6135d254573a502310e6af1246f55edb6ad95fa24059f160996b68866d.bin"
+THREE_CHOICES = OPENAI + "a491adda08c3d4fde95f5b2ee3f60f7f745f1a56d82e62f58031cc2add502380.bin"
+BODIES = "openai-python/extracted/tests/lib/chat/test_completions/"
+VERCEL = "vercel-ai/packages/"
+
+
+def test_every_file_is_found() -> None:
+    formats = {fmt for _, fmt in RECORDINGS}
+    assert len(RECORDINGS) >= 60 and formats == {"raw-sse", "jsonl", "json-body"}
+
+
+@pytest.mark.parametrize(("path", "fmt"), RECORDINGS, ids=[short(p) for p, _ in RECORDINGS])
+def test_every_recording_gives_a_response_or_a_named_error(impl: ModuleType, path: str, fmt: str) -> None:
+    result = outcome(impl, PROVIDER, path, fmt)
+    if isinstance(result, NormalizedResponse):
+        assert result.provider == PROVIDER
+        assert result.finish_reason in ("stop", "tool_calls", "length", "refusal")
+        for call in result.tool_calls:
+            if call.complete:
+                json.loads(call.arguments or "{}")  # complete calls are whole JSON
+    else:
+        name, code = result
+        assert name in ("StreamError", "TransportError") and code
+
+
+@pytest.mark.parametrize(("path", "fmt"), RECORDINGS, ids=[short(p) for p, _ in RECORDINGS])
+def test_both_backends_agree_on_every_recording(both: tuple[ModuleType, ModuleType], path: str, fmt: str) -> None:
+    native, pure = both
+    assert outcome(native, PROVIDER, path, fmt) == outcome(pure, PROVIDER, path, fmt)
+
+
+def test_parallel_tool_calls(impl: ModuleType) -> None:
+    r = run(impl, PROVIDER, PARALLEL, "raw-sse")
+    assert r.finish_reason == "tool_calls" and r.raw_finish_reason == "tool_calls"
+    assert [(c.call_id, c.name, json.loads(c.arguments)) for c in r.tool_calls] == [
+        ("call_JMW1whyEaYG438VE1OIflxA2", "GetWeatherArgs", {"city": "Edinburgh", "country": "GB", "units": "c"}),
+        ("call_DNYTawLBoN8fj3KN6qU9N1Ou", "get_stock_price", {"ticker": "AAPL", "exchange": "NASDAQ"}),
+    ]
+    assert all(c.complete and not c.call_id_generated for c in r.tool_calls)
+    assert len({c.item_id for c in r.tool_calls}) == 2
+    # usage arrives in a chunk after the finish chunk
+    assert (r.usage.input_tokens, r.usage.output_tokens, r.usage.reasoning_tokens) == (149, 60, 0)
+
+
+def test_parallel_tool_calls_body_is_the_same_calls(impl: ModuleType) -> None:
+    body = run(impl, PROVIDER, BODIES + "test_parse_multiple_pydantic_tools.json", "json-body")
+    stream = run(impl, PROVIDER, PARALLEL, "raw-sse")
+    # a separate recording of the same request: same calls, other call ids
+    assert [(c.name, c.arguments) for c in body.tool_calls] == [(c.name, c.arguments) for c in stream.tool_calls]
+    assert body.finish_reason == stream.finish_reason == "tool_calls"
+
+
+def test_refusal(impl: ModuleType) -> None:
+    r = run(impl, PROVIDER, REFUSAL, "raw-sse")
+    assert (r.finish_reason, r.raw_finish_reason) == ("refusal", "stop")
+    assert r.items == (RefusalItem(item_id="choice0.refusal", text="I'm sorry, I can't assist with that request."),)
+
+
+def test_length(impl: ModuleType) -> None:
+    r = run(impl, PROVIDER, LENGTH, "raw-sse")
+    assert (r.finish_reason, r.raw_finish_reason, r.text) == ("length", "length", '{"')
+
+
+def test_three_choices_need_a_choice(impl: ModuleType) -> None:
+    with pytest.raises(StreamError) as info:
+        run(impl, PROVIDER, THREE_CHOICES, "raw-sse")
+    assert info.value.code == "MULTIPLE_CHOICES"
+    temperatures = []
+    for choice in (0, 1, 2):
+        r = run(impl, PROVIDER, THREE_CHOICES, "raw-sse", choice=choice)
+        assert r.finish_reason == "stop"
+        temperatures.append(json.loads(r.text)["temperature"])
+    assert temperatures == [65, 61, 59]
+
+
+def test_three_choices_body(impl: ModuleType) -> None:
+    path = BODIES + "test_parse_pydantic_model_multiple_choices.json"
+    with pytest.raises(StreamError) as info:
+        run(impl, PROVIDER, path, "json-body")
+    assert info.value.code == "MULTIPLE_CHOICES"
+    texts = {run(impl, PROVIDER, path, "json-body", choice=c).text for c in (0, 1, 2)}
+    assert len(texts) == 3 and all(json.loads(t)["city"] == "San Francisco" for t in texts)
+    with pytest.raises(StreamError) as info:
+        run(impl, PROVIDER, path, "json-body", choice=3)
+    assert info.value.code == "MULTIPLE_CHOICES"
+
+
+def test_reasoning_content_and_cached_usage(impl: ModuleType) -> None:
+    r = run(impl, PROVIDER, VERCEL + "deepseek/src/chat/__fixtures__/deepseek-tool-call.chunks.txt", "jsonl")
+    assert isinstance(r.items[0], ReasoningItem) and r.items[0].text.startswith("The user is asking")
+    (call,) = r.tool_calls
+    assert (call.call_id, call.name, json.loads(call.arguments)) == (
+        "call_00_ioIn7yN9p1ZOMNpDLwd4MgAF", "weather", {"location": "San Francisco"},
+    )
+    assert (r.usage.cached_tokens, r.usage.reasoning_tokens) == (320, 39)
+
+
+def test_mistral_content_parts_with_thinking(impl: ModuleType) -> None:
+    stream = run(impl, PROVIDER, VERCEL + "mistral/src/__fixtures__/mistral-reasoning.chunks.txt", "jsonl")
+    body = run(impl, PROVIDER, VERCEL + "mistral/src/__fixtures__/mistral-reasoning.json", "json-body")
+    assert stream.items == body.items
+    assert [type(i) for i in body.items] == [ReasoningItem, TextItem] and body.text == "2 + 2 = 4"
+
+
+def test_continuation_with_empty_name_is_the_same_call(impl: ModuleType) -> None:
+    r = run(impl, PROVIDER, VERCEL + "mistral/src/__fixtures__/mistral-incremental-tool-call.chunks.txt", "jsonl")
+    (call,) = r.tool_calls
+    assert (call.call_id, call.name) == ("chatcmpl-tool-9f149c74c42f265b", "webSearchTool")
+
+
+def test_prompt_filter_chunk_without_id_does_not_start(impl: ModuleType) -> None:
+    r = run(impl, PROVIDER, VERCEL + "openai/src/chat/__fixtures__/azure-model-router.1.chunks.txt", "jsonl")
+    assert r.response_id == "chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt" and r.model == "gpt-5-nano-2025-08-07"
+
+
+def test_error_body_is_a_provider_error(impl: ModuleType) -> None:
+    path = VERCEL + "openai/src/chat/__fixtures__/reasoning-model-legacy-parameter-error.json"
+    with pytest.raises(TransportError) as info:
+        run(impl, PROVIDER, path, "json-body")
+    assert info.value.code == "PROVIDER_ERROR" and "max_completion_tokens" in info.value.message
+    assert info.value.retryable is False
+
+
+# ---------------------------------------------------------------- synthetic streams
+
+
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, index: int = 0, **top: Any) -> dict[str, Any]:
+    return {"id": "chatcmpl-x", "model": "m", "choices": [{"index": index, "delta": delta or {}, "finish_reason": finish}], **top}
+
+
+def call(index: int, id: str | None = None, name: str | None = None, arguments: str | None = None) -> dict[str, Any]:
+    fn: dict[str, Any] = {}
+    if name is not None:
+        fn["name"] = name
+    if arguments is not None:
+        fn["arguments"] = arguments
+    out: dict[str, Any] = {"index": index, "function": fn}
+    if id is not None:
+        out["id"] = id
+    return out
+
+
+def feed_sse(impl: ModuleType, events: list[Any], **options: Any) -> NormalizedResponse:
+    assembler = impl.StreamAssembler(PROVIDER, **options)
+    assembler.feed(sse(events))
+    return assembler.finish()
+
+
+def error_code(impl: ModuleType, events: list[Any], **options: Any) -> str:
+    with pytest.raises(OutputError) as info:
+        feed_sse(impl, events, **options)
+    return info.value.code
+
+
+def test_missing_ids_are_generated_and_flagged(impl: ModuleType) -> None:
+    r = feed_sse(impl, [
+        chunk({"tool_calls": [call(0, name="a", arguments='{"x":'), call(1, name="b", arguments="{}")]}),
+        chunk({"tool_calls": [call(0, arguments="1}")]}),
+        chunk(finish="tool_calls"),
+        "[DONE]",
+    ])
+    assert [(c.call_id, c.name, c.arguments, c.call_id_generated) for c in r.tool_calls] == [
+        ("chatcmpl-x.call_0", "a", '{"x":1}', True),
+        ("chatcmpl-x.call_1", "b", "{}", True),
+    ]
+
+
+def test_index_reuse_with_another_id_is_another_call(impl: ModuleType) -> None:
+    r = feed_sse(impl, [
+        chunk({"tool_calls": [call(0, id="c1", name="read", arguments='{"p":1}')]}),
+        chunk({"tool_calls": [call(0, id="c2", name="read", arguments='{"p":2}')]}),
+        chunk(finish="tool_calls"),
+    ])
+    assert [(c.call_id, c.arguments) for c in r.tool_calls] == [("c1", '{"p":1}'), ("c2", '{"p":2}')]
+    assert all(c.complete for c in r.tool_calls)
+
+
+def test_repeated_id_continues_the_call(impl: ModuleType) -> None:
+    r = feed_sse(impl, [
+        chunk({"tool_calls": [call(0, id="c1", name="f", arguments='{"a"')]}),
+        chunk({"tool_calls": [call(0, id="c1", name="f", arguments=":1}")]}),
+        chunk(finish="tool_calls"),
+    ])
+    assert [(c.call_id, c.arguments) for c in r.tool_calls] == [("c1", '{"a":1}')]
+
+
+def test_name_change_is_named(impl: ModuleType) -> None:
+    assert error_code(impl, [
+        chunk({"tool_calls": [call(0, id="c1", name="f")]}),
+        chunk({"tool_calls": [call(0, name="g", arguments="{}")]}),
+    ]) == "CALL_NAME_CHANGED"
+
+
+def test_call_without_name_is_malformed(impl: ModuleType) -> None:
+    assert error_code(impl, [chunk({"tool_calls": [call(0, id="c1", arguments="{}")]})]) == "MALFORMED_EVENT"
+
+
+def test_done_without_finish_reason_is_not_a_finish(impl: ModuleType) -> None:
+    assert error_code(impl, [chunk({"content": "Hel"}), chunk({"content": "lo"}), "[DONE]"]) == "NO_TERMINAL_EVENT"
+
+
+def test_finish_without_done_is_a_finish(impl: ModuleType) -> None:
+    r = feed_sse(impl, [chunk({"content": "Hi"}), chunk(finish="stop")])
+    assert (r.text, r.finish_reason) == ("Hi", "stop")
+
+
+def test_cut_stream_is_not_a_finish(impl: ModuleType) -> None:
+    assert error_code(impl, [chunk({"tool_calls": [call(0, id="c", name="f", arguments='{"a"')]})]) == "NO_TERMINAL_EVENT"
+
+
+def test_nothing_after_done(impl: ModuleType) -> None:
+    assert error_code(impl, [chunk(finish="stop"), "[DONE]", chunk({"content": "x"})]) == "EVENT_AFTER_TERMINAL"
+
+
+def test_content_after_finish_reason(impl: ModuleType) -> None:
+    assert error_code(impl, [chunk(finish="stop"), chunk({"content": "x"})]) == "EVENT_AFTER_TERMINAL"
+
+
+def test_length_leaves_the_call_incomplete(impl: ModuleType) -> None:
+    r = feed_sse(impl, [chunk({"tool_calls": [call(0, id="c", name="f", arguments='{"a": 1}')]}), chunk(finish="length")])
+    (c,) = r.tool_calls
+    assert r.finish_reason == "length" and c.complete is False and c.arguments == '{"a": 1}'
+
+
+@pytest.mark.parametrize(
+    ("raw", "normalized"),
+    [("stop", "stop"), ("tool_calls", "tool_calls"), ("function_call", "tool_calls"), ("length", "length"),
+     ("content_filter", "content_filter")],
+)
+def test_finish_reasons(impl: ModuleType, raw: str, normalized: str) -> None:
+    r = feed_sse(impl, [chunk({"content": "x"}), chunk(finish=raw)])
+    assert (r.finish_reason, r.raw_finish_reason) == (normalized, raw)
+
+
+def test_unknown_finish_reason_keeps_items_open(impl: ModuleType) -> None:
+    assert error_code(impl, [chunk({"content": "x"}), chunk(finish="eos")]) == "ITEM_NOT_ENDED"
+
+
+def test_legacy_function_call(impl: ModuleType) -> None:
+    r = feed_sse(impl, [
+        chunk({"function_call": {"name": "f", "arguments": '{"a"'}}),
+        chunk({"function_call": {"arguments": ": 2}"}}),
+        chunk(finish="function_call"),
+    ])
+    (c,) = r.tool_calls
+    assert (c.name, c.arguments, c.call_id_generated, r.finish_reason) == ("f", '{"a": 2}', True, "tool_calls")
+
+
+def test_reasoning_fields_of_compatible_servers(impl: ModuleType) -> None:
+    r = feed_sse(impl, [
+        chunk({"reasoning": "think "}),
+        chunk({"reasoning_content": "more", "reasoning": "more"}),
+        chunk({"content": "answer"}),
+        chunk(finish="stop"),
+    ])
+    assert r.items == (
+        ReasoningItem(item_id="choice0.reasoning", text="think more"),
+        TextItem(item_id="choice0.content", text="answer"),
+    )
+    assert error_code(impl, [chunk({"reasoning_content": "a", "reasoning": "b"})]) == "MALFORMED_EVENT"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        chunk({"content": 5}),
+        chunk({"tool_calls": {"index": 0}}),
+        chunk({"tool_calls": [{"index": -1, "id": "c", "function": {"name": "f"}}]}),
+        chunk({"content": [{"type": "image", "url": "x"}]}),
+        chunk(finish=3),
+        {"id": "x", "choices": "none"},
+        {"id": "x", "choices": [], "usage": {"prompt_tokens": "9"}},
+        [1, 2],
+    ],
+)
+def test_known_chunk_with_wrong_shape_is_malformed(impl: ModuleType, bad: Any) -> None:
+    assert error_code(impl, [bad]) == "MALFORMED_EVENT"
+
+
+def test_error_chunk_is_a_provider_error(impl: ModuleType) -> None:
+    with pytest.raises(TransportError) as info:
+        feed_sse(impl, [chunk({"content": "x"}), {"error": {"message": "boom", "type": "server_error", "code": 500}}])
+    assert info.value.code == "PROVIDER_ERROR" and info.value.retryable is True
+
+
+def test_feed_event_accepts_dicts_text_and_bytes(impl: ModuleType) -> None:
+    events = [chunk({"content": "a"}), json.dumps(chunk({"content": "b"})), json.dumps(chunk(finish="stop")).encode(), "[DONE]"]
+    assert run_events(impl, PROVIDER, events).text == "ab"
+
+
+def test_stream_and_body_of_one_generation_agree(impl: ModuleType) -> None:
+    body = {
+        "id": "chatcmpl-g", "model": "m", "object": "chat.completion",
+        "choices": [{
+            "index": 0, "finish_reason": "tool_calls",
+            "message": {
+                "role": "assistant", "content": "Reading.", "reasoning_content": "Need the file.",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path": "a"}'}},
+                    {"type": "function", "function": {"name": "list", "arguments": "{}"}},
+                ],
+            },
+        }],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 2}},
+    }
+    chunks = [
+        {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "Need "}}]},
+        {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {"reasoning_content": "the file."}}]},
+        {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {"content": "Reading."}}]},
+        {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [call(0, "c1", "read", '{"pa')]}}]},
+        {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [call(0, None, None, 'th": "a"}')]}}]},
+        {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [call(1, None, "list", "{}")]}}]},
+        {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        {"id": "chatcmpl-g", "model": "m", "choices": [], "usage": body["usage"]},
+        "[DONE]",
+    ]
+    streamed = feed_sse(impl, chunks)
+    whole = impl.normalize(json.dumps(body), provider=PROVIDER)
+    assert streamed == whole
+    assert [c.call_id_generated for c in whole.tool_calls] == [False, True]
+    assert whole.usage is not None and whole.usage.cached_tokens == 2
