@@ -48,7 +48,9 @@ TOOL_CALL_CLOSE: Final = "</tool_call>"
 
 _FENCE_LINE: Final = re.compile(r"(?m)^[ \t]*```")
 _ONE_FENCE: Final = re.compile(r"\A\s*```[A-Za-z0-9_+-]*[ \t]*\r?\n(?P<body>.*?)\r?\n[ \t]*```\s*\Z", re.DOTALL)
-_JSON_SPECIAL: Final = re.compile(r'["\\{}\[\]]')
+_JSON_STRUCTURE: Final = re.compile(r'["{}\[\]]')
+#: The rest of a JSON string after its opening quote, through the closing quote.
+_STRING_REST: Final = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _WS: Final = " \t\r\n"
 _ENVELOPE_KEYS: Final = frozenset({"name", "arguments"})
 
@@ -134,30 +136,28 @@ def parse_json_text(
 
 def _value_end(text: str, start: int) -> int:
     """The index just past the JSON object or array opening at ``start``,
-    following strings and escapes; -1 if the input ends first."""
+    following strings and escapes; -1 if the input ends first. Strings are
+    skipped by one regular-expression match each (unrolled loop, linear)."""
     depth = 0
-    in_string = False
-    skip_to = -1
-    for match in _JSON_SPECIAL.finditer(text, start):
-        index = match.start()
-        if index < skip_to:
-            continue
+    pos = start
+    while True:
+        match = _JSON_STRUCTURE.search(text, pos)
+        if match is None:
+            return -1
         char = match.group()
-        if in_string:
-            if char == "\\":
-                skip_to = index + 2
-            elif char == '"':
-                in_string = False
-            continue
         if char == '"':
-            in_string = True
-        elif char in "{[":
+            body = _STRING_REST.match(text, match.end())
+            if body is None:
+                return -1
+            pos = body.end()
+            continue
+        pos = match.end()
+        if char in "{[":
             depth += 1
-        elif char in "}]":
+        else:
             depth -= 1
             if depth == 0:
-                return index + 1
-    return -1
+                return pos
 
 
 def _skip_ws(text: str, index: int) -> int:
