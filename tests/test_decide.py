@@ -118,6 +118,12 @@ def test_stop_with_arguments_that_do_not_parse_is_named_not_trusted() -> None:
     assert error.offset == error.__cause__.pos
 
 
+def test_stop_with_well_formed_arguments_that_are_not_an_object_keeps_the_parse_code() -> None:
+    with pytest.raises(ParseError) as info:
+        decide(response(call(arguments="[]"), finish="stop"))
+    assert info.value.code == "ARGUMENTS_NOT_OBJECT"
+
+
 # ---------------------------------------------------------------- parse
 
 

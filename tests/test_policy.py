@@ -245,6 +245,16 @@ def test_an_approval_callback(workspace: Path) -> None:
 
 
 @needs_loads
+def test_a_failing_approval_callback_asks_for_approval() -> None:
+    def broken(c: ToolCall) -> str | None:
+        raise KeyError("content")
+
+    decision = decide(response(call()), policy=Policy(approval=broken))
+    assert isinstance(decision, ToolDecision) and decision.needs_approval
+    assert decision.verdicts[0].reasons == ("the approval check raised KeyError",)
+
+
+@needs_loads
 def test_a_cancelled_run_executes_nothing() -> None:
     run = Run("run_42")
     run.cancel()

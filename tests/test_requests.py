@@ -519,3 +519,38 @@ def test_tool_without_arguments_is_an_empty_closed_object() -> None:
                                                   "additionalProperties": False}
     with pytest.raises(SchemaError):  # "any object" is a map, not "no arguments"
         tool_fragment(ToolDefinition("get_time", {"type": "object"}), "openai-chat")
+
+
+def test_one_tool_list_for_request_and_decide() -> None:
+    from decisions import Tool, ToolRegistry, decide
+    from decisions.types import NormalizedResponse, TextItem
+
+    tools = [Tool(name="addr", parameters=Address, side_effects=False, description="Store an address")]
+    plan = build_request("openai-chat", tools=tools, output=Person)
+    assert plan.params["tools"][0]["function"]["description"] == "Store an address"
+    assert plan.params["tools"][0]["function"]["strict"] is True
+    # the strict model must write every property; prepare restores, decide validates the original
+    written = '{"street": "s", "city": "c", "zip": null, "floor": null}'
+    response = NormalizedResponse(provider="openai-chat", response_id="r", model="m",
+                                  items=(_call("addr", written),), finish_reason="tool_calls")
+    with pytest.raises(SchemaError):
+        decide(response, tools=ToolRegistry(tools))  # null is not an int: the unrestored value fails
+    decision = decide(plan.prepare(response), tools=ToolRegistry(tools))
+    assert decision.calls[0].validated == Address(street="s", city="c")
+    # the final answer: native strict output, restored, validated against Person
+    answer = {"name": "Ada", "nickname": None, "favourite": None, "tags": None,
+              "home": {"street": "1", "city": "X", "zip": None, "floor": None}, "previous": None,
+              "born": "1815-12-10", "score": 50, "step": {"kind": "finish", "answer": "ok"}, "either": "x"}
+    final = NormalizedResponse(provider="openai-chat", response_id="r", model="m",
+                               items=(TextItem(item_id="t", text=json.dumps(answer)),), finish_reason="stop")
+    value = decide(plan.prepare(final), output=Person).value
+    assert isinstance(value, Person) and value.tags == [] and value.home.floor == 0
+    # a constraint the provider was not asked to enforce is still checked
+    answer["step"] = {"kind": "search", "query": ""}
+    bad = NormalizedResponse(provider="openai-chat", response_id="r", model="m",
+                             items=(TextItem(item_id="t", text=json.dumps(answer)),), finish_reason="stop")
+    with pytest.raises(SchemaError) as info:
+        decide(plan.prepare(bad), output=Person)
+    assert info.value.code == "SCHEMA_MISMATCH"
+    with pytest.raises(TypeError):
+        build_request("openai-chat", tools=["read_file"])

@@ -5,3 +5,4 @@
 pub mod json;
 pub mod sse;
 pub mod assemble;
+pub mod provider;

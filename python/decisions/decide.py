@@ -15,7 +15,8 @@ The layers run in order and the first failure stops the chain:
    calls is tolerated (Gemini and some Chat-compatible servers say ``stop``
    when they call tools), but then a call whose arguments do not parse is
    ``FINISH_REASON_MISMATCH``: the finish reason is not trusted to say the
-   call was finished. The number of calls is bounded here, before anything
+   call was finished (arguments that parse but are not an object keep
+   their own parse code). The number of calls is bounded here, before anything
    is parsed (``TOO_MANY_TOOL_CALLS``).
 2. **parse** (``ParseError``): each call's arguments, and the final answer
    when an output schema is given, go through the strict ``decisions.loads``
@@ -239,12 +240,16 @@ def decide(
     )
 
 
+#: Arguments that parse, but are not an object: a complete call, named as such.
+_WELL_FORMED = frozenset({"ARGUMENTS_NOT_OBJECT", "DOUBLE_ENCODED_JSON"})
+
+
 def _parse_call(item: ToolCallItem, index: int, response: NormalizedResponse, limits: Limits) -> dict[str, Any]:
     path = f"$.calls[{index}].arguments"
     try:
         return parse_arguments(item.arguments, limits=limits, path=path)
     except ParseError as error:
-        if response.finish_reason != "stop":
+        if response.finish_reason != "stop" or error.code in _WELL_FORMED:
             raise
         raise StreamError(
             "FINISH_REASON_MISMATCH",

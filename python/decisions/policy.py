@@ -66,9 +66,11 @@ class ToolRule:
     allowed: bool = True
 
 
-#: ``state_check(call)`` returns None or True to allow, False or a reason to refuse.
+#: ``state_check(call)`` returns None or True to allow, False or a reason to
+#: refuse; if it raises, the call is refused.
 StateCheck = Callable[[ToolCall], "bool | str | None"]
-#: ``approval(call)`` returns a reason when the call needs an approval, else None.
+#: ``approval(call)`` returns a reason when the call needs an approval, else
+#: None; if it raises, the call needs an approval.
 ApprovalCheck = Callable[[ToolCall], "str | None"]
 
 
@@ -282,7 +284,10 @@ def _check_call(
     if rule is not None and rule.approval:
         reasons.append(rule.approval if isinstance(rule.approval, str) else f"{call.name!r} requires approval")
     if policy.approval is not None:
-        approval_reason = policy.approval(call)
+        try:
+            approval_reason = policy.approval(call)
+        except Exception as error:  # fail closed: a broken check asks for a human
+            approval_reason = f"the approval check raised {type(error).__name__}"
         if approval_reason:
             reasons.append(str(approval_reason))
     status: Literal["needs_approval", "allowed"] = "needs_approval" if reasons else "allowed"

@@ -100,6 +100,8 @@ def _schema_of(source: Any) -> tuple[dict[str, Any], Any]:
 
     if isinstance(source, type) and issubclass(source, pydantic.BaseModel):
         return source.model_json_schema(), source
+    if isinstance(source, pydantic.TypeAdapter):
+        return source.json_schema(), source
     try:
         return pydantic.TypeAdapter(source).json_schema(), source
     except pydantic.PydanticSchemaGenerationError as exc:
@@ -135,6 +137,25 @@ class ToolDefinition:
         object.__setattr__(self, "schema", schema)
         object.__setattr__(self, "model", model)
         object.__setattr__(self, "control", control)
+
+    @classmethod
+    def of(cls, source: Any) -> ToolDefinition:
+        """``source`` itself, or the definition of a registered
+        :class:`decisions.Tool` (same name, parameters and description), so
+        one tool list serves both the request and :func:`decisions.decide`."""
+        if isinstance(source, ToolDefinition):
+            return source
+        from .domain import Tool
+        from .schema import Schema
+
+        if not isinstance(source, Tool):
+            raise TypeError(f"expected a ToolDefinition or a decisions.Tool, not {type(source).__name__}")
+        parameters = source.parameters
+        if parameters is None:
+            parameters = {"type": "object"}
+        elif isinstance(parameters, Schema):
+            parameters = parameters.spec
+        return cls(source.name, parameters, source.description)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -1013,7 +1034,7 @@ def _tool_choice(caps: Capabilities, only: str | None) -> dict[str, Any]:
 def build_request(
     provider: Capabilities | str,
     *,
-    tools: Sequence[ToolDefinition] = (),
+    tools: Sequence[ToolDefinition | Any] = (),
     output: OutputDefinition | Any = None,
     strict: bool | None = None,
     on_unsupported: OnUnsupported = "drop",
@@ -1027,9 +1048,11 @@ def build_request(
     native structured output; else a ``submit_<name>`` control tool with a
     forced tool choice; else JSON text (``instructions`` to put in the prompt,
     no schema sent). Tools are only declared where the provider has tool
-    calling.
+    calling; they may be :class:`ToolDefinition` or registered
+    :class:`decisions.Tool` objects.
     """
     caps = _caps(provider)
+    tools = [ToolDefinition.of(tool) for tool in tools]
     definition = None if output is None else OutputDefinition.of(output)
     if definition is not None and strategy is None:
         strategy = choose_strategy(caps, definition, strict=strict)
