@@ -170,3 +170,19 @@ def test_record_of_a_real_decision_and_a_real_failure() -> None:
     failed = parse_record(response=cut, error=info.value)
     assert (failed["error_layer"], failed["error_code"]) == ("stream", "INCOMPLETE_RESPONSE")
     assert failed["finish_reason"] == "length" and failed["decision_kind"] is None
+
+
+def test_decide_errors_never_echo_argument_values() -> None:
+    from decisions import Tool, ToolRegistry, decide
+
+    registry = ToolRegistry([Tool(name="login", parameters={
+        "type": "object", "properties": {"password": {"type": "string", "minLength": 64}, "pin": {"type": "integer"}},
+        "required": ["password", "pin"], "additionalProperties": False})])
+    arguments = json.dumps({"password": PASSWORD, "pin": OPENAI_KEY, "note": BEARER})
+    response = NormalizedResponse(provider="openai-chat", response_id="r", model="m", finish_reason="tool_calls",
+                                  items=(ToolCallItem(item_id="i", call_id="c", name="login", arguments=arguments),))
+    with pytest.raises(SchemaError) as info:
+        decide(response, tools=registry)
+    error = info.value
+    _clean(str(error), repr(error), error.to_dict(), repair_prompt(error, target="tool_call"),
+           parse_record(response=response, error=error, raw=arguments))

@@ -193,6 +193,37 @@ def _envelope(value: Any, doc: str, start: int) -> tuple[str, dict[str, Any]]:
     return str(name), arguments
 
 
+def _block_value(text: str, start: int, limits: Limits) -> tuple[Any, int]:
+    """The JSON value of the block whose object opens at ``start``, and the
+    index of its ``</tool_call>``.
+
+    Fast path: the text up to the first ``</tool_call>`` parses as one value.
+    Otherwise that tag sits inside a string (or the block is malformed): the
+    scanner finds where the object really ends, and the errors name the place.
+    """
+    closing = text.find(TOOL_CALL_CLOSE, start)
+    if closing >= 0:
+        try:
+            return impl.loads(text[start:closing], limits=limits), closing
+        except ParseError:
+            pass
+    end = _value_end(text, start)
+    if end < 0:
+        if closing >= 0:
+            _loads(text, start, closing, limits)  # raises the precise error inside the block
+        raise ParseError("UNEXPECTED_END", "the <tool_call> block ends before its JSON object closes",
+                         doc=text, pos=len(text),
+                         hint="finish the JSON object and close the block with </tool_call>")
+    after = _skip_ws(text, end)
+    if after >= len(text):
+        raise ParseError("UNEXPECTED_END", "the <tool_call> block is not closed", doc=text, pos=after,
+                         hint="close the block with </tool_call>")
+    if not text.startswith(TOOL_CALL_CLOSE, after):
+        raise ParseError("TRAILING_CONTENT", "a <tool_call> block holds exactly one JSON object", doc=text,
+                         pos=after, hint="put each call in its own <tool_call> ... </tool_call> block")
+    return _loads(text, start, end, limits), after
+
+
 def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
     """The ``<tool_call>`` blocks in ``text`` and the text outside them.
 
@@ -232,22 +263,7 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
         if text[start] != "{":
             raise ParseError("UNEXPECTED_CHARACTER", "a <tool_call> block holds one JSON object", doc=text,
                              pos=start, hint='write {"name": "...", "arguments": {...}}')
-        end = _value_end(text, start)
-        if end < 0:
-            closing = text.find(TOOL_CALL_CLOSE, start)
-            if closing >= 0:
-                _loads(text, start, closing, limits)  # raises the precise error inside the block
-            raise ParseError("UNEXPECTED_END", "the <tool_call> block ends before its JSON object closes",
-                             doc=text, pos=len(text),
-                             hint="finish the JSON object and close the block with </tool_call>")
-        after = _skip_ws(text, end)
-        if after >= len(text):
-            raise ParseError("UNEXPECTED_END", "the <tool_call> block is not closed", doc=text, pos=after,
-                             hint="close the block with </tool_call>")
-        if not text.startswith(TOOL_CALL_CLOSE, after):
-            raise ParseError("TRAILING_CONTENT", "a <tool_call> block holds exactly one JSON object", doc=text,
-                             pos=after, hint="put each call in its own <tool_call> ... </tool_call> block")
-        value = _loads(text, start, end, limits)
+        value, after = _block_value(text, start, limits)
         name, arguments = _envelope(value, text, start)
         block_end = after + len(TOOL_CALL_CLOSE)
         calls.append(TextCall(name, arguments, canonical_json(arguments), opening, block_end))
