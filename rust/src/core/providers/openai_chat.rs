@@ -683,3 +683,75 @@ impl Mapper for OpenAIChat {
         &self.unknown
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(m: &mut OpenAIChat, data: &str) -> Result<Vec<Event>, CoreError> {
+        let mut out = Vec::new();
+        m.map_event(None, data, &mut out)?;
+        Ok(out)
+    }
+
+    fn chunk(delta: &str, finish: &str) -> String {
+        format!(r#"{{"id":"r","model":"m","choices":[{{"index":0,"delta":{delta},"finish_reason":{finish}}}]}}"#)
+    }
+
+    #[test]
+    fn index_reuse_with_another_id_is_another_call() -> Result<(), CoreError> {
+        let mut m = OpenAIChat::new(None);
+        let a = feed(&mut m, &chunk(r#"{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]}"#, "null"))?;
+        assert!(matches!(a.first(), Some(Event::ResponseStarted { .. })));
+        let b = feed(&mut m, &chunk(r#"{"tool_calls":[{"index":0,"id":"b","function":{"name":"g"}}]}"#, "null"))?;
+        assert_eq!(
+            b,
+            vec![
+                Event::ItemEnded { item_id: "choice0.tool_calls[0]".into() },
+                Event::ToolCallStarted {
+                    item_id: "choice0.tool_calls[1]".into(),
+                    call_id: "b".into(),
+                    name: "g".into(),
+                    call_id_generated: false,
+                },
+            ]
+        );
+        let end = feed(&mut m, &chunk("{}", r#""tool_calls""#))?;
+        assert_eq!(end.last(), Some(&Event::ResponseFinished {
+            finish_reason: FinishReason::ToolCalls,
+            raw_finish_reason: Some("tool_calls".into()),
+        }));
+        Ok(())
+    }
+
+    #[test]
+    fn done_alone_finishes_nothing_and_ends_the_stream() -> Result<(), CoreError> {
+        let mut m = OpenAIChat::new(None);
+        feed(&mut m, &chunk(r#"{"content":"hi"}"#, "null"))?;
+        assert!(feed(&mut m, DONE)?.is_empty());
+        let err = feed(&mut m, &chunk(r#"{"content":"x"}"#, "null")).err().map(|e| e.code);
+        assert_eq!(err, Some(Code::EVENT_AFTER_TERMINAL));
+        Ok(())
+    }
+
+    #[test]
+    fn wrong_shapes_are_malformed() {
+        for bad in [
+            chunk(r#"{"content":5}"#, "null"),
+            chunk(r#"{"tool_calls":[{"index":-1}]}"#, "null"),
+            r#"["not", "an object"]"#.to_owned(),
+            "{".to_owned(),
+        ] {
+            let err = feed(&mut OpenAIChat::new(None), &bad).err().map(|e| e.code);
+            assert_eq!(err, Some(Code::MALFORMED_EVENT), "{bad}");
+        }
+    }
+
+    #[test]
+    fn escaped_strings_are_decoded() -> Result<(), CoreError> {
+        let mut m = OpenAIChat::new(None);
+        let out = feed(&mut m, &chunk(r#"{"content":"a\"b\u00e9"}"#, "null"))?;
+        assert_eq!(out.last(), Some(&Event::TextDelta { item_id: "choice0.content".into(), delta: "a\"bé".into() }));
+        Ok(())
+    }
+}

@@ -954,3 +954,67 @@ impl Mapper for OpenAIResponses {
         &self.unknown
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(events: &[&str]) -> Result<Vec<Event>, CoreError> {
+        let mut m = OpenAIResponses::new();
+        let mut out = Vec::new();
+        for e in events {
+            m.map_event(None, e, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    const CREATED: &str = r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","model":"m"}}"#;
+    const ADDED: &str = r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"function_call","id":"fc","call_id":"c","name":"f","arguments":""}}"#;
+    const DELTA: &str = r#"{"type":"response.function_call_arguments.delta","sequence_number":2,"item_id":"fc","delta":"{\"a\":1}"}"#;
+
+    #[test]
+    fn item_id_and_call_id_are_both_kept() -> Result<(), CoreError> {
+        let out = feed_all(&[CREATED, ADDED, DELTA])?;
+        assert!(out.contains(&Event::ToolCallStarted {
+            item_id: "fc".into(),
+            call_id: "c".into(),
+            name: "f".into(),
+            call_id_generated: false,
+        }));
+        Ok(())
+    }
+
+    #[test]
+    fn final_output_must_match_the_deltas() {
+        let done = r#"{"type":"response.completed","sequence_number":3,"response":{"id":"r","status":"completed","output":[{"type":"function_call","id":"fc","call_id":"c","name":"f","arguments":"{\"a\":2}"}]}}"#;
+        let err = feed_all(&[CREATED, ADDED, DELTA, done]).err().map(|e| e.code);
+        assert_eq!(err, Some(Code::OUTPUT_MISMATCH));
+    }
+
+    #[test]
+    fn sequence_numbers_must_increase() {
+        let again = r#"{"type":"response.in_progress","sequence_number":0,"response":{}}"#;
+        let err = feed_all(&[CREATED, again]).err().map(|e| e.code);
+        assert_eq!(err, Some(Code::SEQUENCE_NOT_MONOTONIC));
+    }
+
+    #[test]
+    fn builtin_items_of_any_shape_are_counted() -> Result<(), CoreError> {
+        let mut m = OpenAIResponses::new();
+        let mut out = Vec::new();
+        let item = r#"{"type":"response.output_item.added","item":{"type":"tool_search_call","arguments":{"q":1}}}"#;
+        m.map_event(None, CREATED, &mut out)?;
+        m.map_event(None, item, &mut out)?;
+        assert_eq!(m.unknown_events().get("output_item:tool_search_call"), Some(&1));
+        Ok(())
+    }
+
+    #[test]
+    fn digest_is_incremental() {
+        let mut d = Digest::new();
+        d.add("ab");
+        d.add("c");
+        let whole = Digest::of("abc");
+        assert_eq!((d.length, d.hash), (whole.length, whole.hash));
+    }
+}
