@@ -40,14 +40,29 @@ def _arguments(index: int, size: int) -> str:
     return json.dumps({"path": f"src/module_{index}.py", "content": body})
 
 
+def _split(text: str) -> list[str]:
+    return [text[j : j + DELTA] for j in range(0, len(text), DELTA)]
+
+
+def _sse(events: list[Any]) -> list[bytes]:
+    data = b"".join(b"data: " + (e if isinstance(e, bytes) else json.dumps(e).encode()) + b"\n\n" for e in events)
+    return [data[i : i + CHUNK] for i in range(0, len(data), CHUNK)]
+
+
 @lru_cache(maxsize=None)
-def stream(per_call: int) -> tuple[list[bytes], int]:
-    """The SSE bytes in 4 KiB chunks, and the number of events."""
-    events: list[dict[str, Any]] = [{"type": "response_started", "response_id": "resp_1", "model": "m"}]
+def stream(per_call: int, shape: str = "canonical") -> tuple[list[bytes], int]:
+    """The SSE bytes in 4 KiB chunks, and the number of events.
+
+    ``canonical``: the three calls' deltas interleaved. ``openai-chat``: Chat
+    Completions chunks, the calls one after the other (as the API sends them),
+    then the finish chunk, a usage chunk and ``[DONE]``."""
     calls = [_arguments(i, per_call) for i in range(3)]
+    if shape == "openai-chat":
+        return _openai_chat(calls)
+    events: list[Any] = [{"type": "response_started", "response_id": "resp_1", "model": "m"}]
     for i in range(3):
         events.append({"type": "tool_call_started", "item_id": f"it_{i}", "call_id": f"call_{i}", "name": "write_file"})
-    pieces = [[text[j : j + DELTA] for j in range(0, len(text), DELTA)] for text in calls]
+    pieces = [_split(text) for text in calls]
     for j in range(max(len(p) for p in pieces)):
         for i, p in enumerate(pieces):
             if j < len(p):
@@ -55,12 +70,29 @@ def stream(per_call: int) -> tuple[list[bytes], int]:
     events += [{"type": "item_ended", "item_id": f"it_{i}"} for i in range(3)]
     events.append({"type": "usage", "input_tokens": 10, "output_tokens": 20})
     events.append({"type": "response_finished", "finish_reason": "tool_calls", "raw_finish_reason": "tool_calls"})
-    data = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-    return [data[i : i + CHUNK] for i in range(0, len(data), CHUNK)], len(events)
+    return _sse(events), len(events)
+
+
+def _openai_chat(calls: list[str]) -> tuple[list[bytes], int]:
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": "gpt-4o"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+    events: list[Any] = [chunk({"role": "assistant", "content": None})]
+    for i, text in enumerate(calls):
+        start = {"index": i, "id": f"call_{i}", "type": "function", "function": {"name": "write_file", "arguments": ""}}
+        events.append(chunk({"tool_calls": [start]}))
+        events += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}) for p in _split(text)]
+    events.append(chunk({}, "tool_calls"))
+    events.append({**head, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}})
+    events.append(b"[DONE]")
+    return _sse(events), len(events)
 
 
 def lean_accumulate(chunks: list[bytes]) -> dict[str, Any]:
-    """What a careful hand-written consumer does: no checks beyond the shape."""
+    """What a careful hand-written consumer of the canonical stream does: no
+    checks beyond the shape."""
     buffer = b""
     calls: dict[str, tuple[str, str, list[str]]] = {}
     result: dict[str, Any] = {}
@@ -84,8 +116,35 @@ def lean_accumulate(chunks: list[bytes]) -> dict[str, Any]:
     return result
 
 
-def assemble(impl: ModuleType, chunks: list[bytes]) -> Any:
-    asm = impl.StreamAssembler("canonical")
+def lean_openai_chat(chunks: list[bytes]) -> dict[str, Any]:
+    """The same for Chat Completions chunks (the usual ``tool_calls[].index`` accumulator)."""
+    buffer = b""
+    calls: dict[int, list[Any]] = {}
+    result: dict[str, Any] = {}
+    for chunk in chunks:
+        blocks = (buffer + chunk).split(b"\n\n")
+        buffer = blocks.pop()
+        for block in blocks:
+            if not block.startswith(b"data: ") or block == b"data: [DONE]":
+                continue
+            event = json.loads(block[6:])
+            for choice in event["choices"]:
+                for call in choice["delta"].get("tool_calls") or ():
+                    entry = calls.get(call["index"])
+                    if entry is None:
+                        entry = calls[call["index"]] = [call.get("id"), call["function"].get("name"), []]
+                    entry[2].append(call["function"].get("arguments") or "")
+                if choice["finish_reason"]:
+                    result["finish_reason"] = choice["finish_reason"]
+    result["calls"] = [(call_id, name, "".join(parts)) for call_id, name, parts in calls.values()]
+    return result
+
+
+LEAN = {"canonical": lean_accumulate, "openai-chat": lean_openai_chat}
+
+
+def assemble(impl: ModuleType, chunks: list[bytes], provider: str = "canonical") -> Any:
+    asm = impl.StreamAssembler(provider)
     for chunk in chunks:
         asm.feed(chunk)
     return asm.finish()
@@ -122,12 +181,18 @@ def _check(name: str, result: Any, per_call: int) -> None:
     assert [args for _, _, args in calls] == [_arguments(i, per_call) for i in range(3)]
 
 
+@pytest.mark.parametrize("shape", ["canonical", "openai-chat"])
 @pytest.mark.parametrize("name", CONTENDERS)
-def test_assemble_2000_events(benchmark: Any, name: str) -> None:
-    chunks, events = stream(5 * KiB)
-    benchmark.group = "stream: decode + assemble, ~2,000 events, 3 calls, 8-byte deltas"
+def test_assemble_2000_events(benchmark: Any, name: str, shape: str) -> None:
+    chunks, events = stream(5 * KiB, shape)
+    benchmark.group = f"stream [{shape}]: decode + assemble, ~2,000 events, 3 calls, 8-byte deltas"
     benchmark.extra_info.update(events=events, baseline=name == "lean")
-    result = benchmark(_runner(name, lean_accumulate, assemble), chunks)
+    if name == "lean":
+        run: Callable[[list[bytes]], Any] = LEAN[shape]
+    else:
+        impl = BACKENDS[name]
+        run = lambda chunks: assemble(impl, chunks, shape)  # noqa: E731
+    result = benchmark(run, chunks)
     _check(name, result, 5 * KiB)
 
 

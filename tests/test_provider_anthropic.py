@@ -503,3 +503,26 @@ def test_backends_agree_on_mutated_recordings(both: tuple[ModuleType, ModuleType
     data = "\n".join(lines).encode()
     native, pure = both
     assert key(outcome(native, kind, data)) == key(outcome(pure, kind, data))
+
+
+@pytest.mark.parametrize(
+    "given, text",
+    [
+        ('{"id":123456789012345678901234567890}', '{"id":123456789012345678901234567890}'),
+        ('{"b":1E2,"a":-0,"c":0.00001,"d":1e16,"e":-0.0}', '{"a":0,"b":100.0,"c":1e-05,"d":1e+16,"e":-0.0}'),
+        ('{"s":"\\u0000 \\u007f é \\ud83d\\ude00","s":"last"}', '{"s":"last"}'),
+    ],
+    ids=["big-int-exact", "floats-as-python-repr", "repeated-key-last-wins"],
+)
+def test_whole_inputs_are_canonical_and_exact(impl: ModuleType, given: str, text: str) -> None:
+    block = '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":%s}}'
+    lines = [json.dumps(start()[1]), block % given, '{"type":"content_block_stop","index":0}', json.dumps(finish("tool_use")[1][1])]
+    (call,) = feed(impl, "lines", "\n".join(lines).encode()).tool_calls
+    assert call.arguments == text
+
+
+def test_non_finite_input_is_malformed(impl: ModuleType) -> None:
+    block = '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{"a":1e400}}}'
+    with pytest.raises(StreamError) as caught:
+        feed(impl, "lines", "\n".join([json.dumps(start()[1]), block]).encode())
+    assert caught.value.code == "MALFORMED_EVENT"

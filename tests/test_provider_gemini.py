@@ -402,3 +402,33 @@ def mutated(draw: Callable[..., Any]) -> list[str]:
 def test_backends_agree_on_mutated_recordings(both: tuple[ModuleType, ModuleType], lines: list[str]) -> None:
     native, pure = both
     assert key(outcome(lambda: stream(native, lines))) == key(outcome(lambda: stream(pure, lines)))
+
+
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        ('{"id":123456789012345678901234567890,"x":[1.0,-0,2.50]}', '{"id":123456789012345678901234567890,"x":[1.0,0,2.5]}'),
+        ('{"b":1e16,"a":0.00001}', '{"a":1e-05,"b":1e+16}'),
+    ],
+    ids=["big-int-exact", "floats-as-python-repr"],
+)
+def test_args_are_canonical_and_exact(impl: ModuleType, args: str, text: str) -> None:
+    line = '{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":%s}}]},"finishReason":"STOP"}]}' % args
+    (call,) = stream(impl, [line]).tool_calls
+    assert call.arguments == text
+
+
+@pytest.mark.parametrize("number", ["123456789012345678901234567890", "2.50", "1e400"])
+def test_streamed_numbers_are_exact(impl: ModuleType, number: str) -> None:
+    lines = [
+        '{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","willContinue":true}}]}}]}',
+        '{"candidates":[{"content":{"parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.a","numberValue":%s}]}}]},'
+        '"finishReason":"STOP"}]}' % number,
+    ]
+    if number == "1e400":
+        with pytest.raises(StreamError) as caught:
+            stream(impl, lines)
+        assert caught.value.code == "MALFORMED_EVENT"
+    else:
+        (call,) = stream(impl, lines).tool_calls
+        assert call.arguments == '{"a":%s}' % ("2.5" if number == "2.50" else number)

@@ -200,3 +200,112 @@ def test_escape_fixer_touches_only_invalid_escapes_inside_strings() -> None:
     assert count == 3
     assert decisions.loads(fixed) == {"ok": 'a\nb\\c"d\u00e9', "bad": "\\d\\s", "k\\w": 1}
     assert fix_invalid_escapes('{"a": 1}') == ('{"a": 1}', 0)
+
+
+# ---------------------------------------------------------------- the loop through decide
+
+
+from decisions import Policy, Tool, ToolRegistry, decide  # noqa: E402
+from decisions.repair import fix_response  # noqa: E402
+from decisions.types import NormalizedResponse, TextItem, ToolCallItem  # noqa: E402
+
+REGISTRY = ToolRegistry([
+    Tool(name="grep", parameters={"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
+                  "required": ["pattern", "path"], "additionalProperties": False}, side_effects=False),
+    Tool(name="write_file", parameters={"type": "object", "properties": {"path": {"type": "string"},
+                                                         "content": {"type": "string"}},
+                        "required": ["path", "content"], "additionalProperties": False}),
+])
+
+
+def _call_response(name: str, arguments: str, *, finish: str = "tool_calls", complete: bool = True) -> NormalizedResponse:
+    return NormalizedResponse(
+        provider="openai-chat", response_id="r", model="m", finish_reason=finish,  # type: ignore[arg-type]
+        items=(ToolCallItem(item_id="i", call_id="call_1", name=name, arguments=arguments, complete=complete),),
+    )
+
+
+def run_decide_loop(model: Callable[[list[str]], NormalizedResponse], budget: RepairBudget) -> tuple[Any, list[str]]:
+    prompts: list[str] = []
+    while True:
+        response = model(prompts)
+        try:
+            return decide(response, tools=REGISTRY, repaired=bool(prompts)), prompts
+        except OutputError as error:
+            text = response.tool_calls[0].arguments if response.tool_calls else response.text
+            prompts.append(budget.next_prompt(error, text=text, target="tool_call"))
+
+
+def scripted_responses(*replies: NormalizedResponse) -> Callable[[list[str]], NormalizedResponse]:
+    queue = list(replies)
+    return lambda prompts: queue.pop(0)
+
+
+GOOD_GREP = '{"pattern": "(\\\\d{4})", "path": "src"}'
+BAD_GREP = '{"pattern": "(\\d{4})", "path": "src"}'
+
+
+def test_decide_loop_fixed_by_the_model() -> None:
+    budget = RepairBudget()
+    decision, prompts = run_decide_loop(
+        scripted_responses(_call_response("grep", BAD_GREP), _call_response("grep", GOOD_GREP)), budget)
+    assert decision.kind == "tool" and decision.calls[0].arguments["pattern"] == "(\\d{4})"
+    assert decision.executable  # grep has no side effects, so a repaired call may run
+    assert len(prompts) == 1 and "$.calls[0].arguments" in prompts[0] and "write \\\\d" in prompts[0]
+
+
+def test_decide_loop_model_repeats_schema_error() -> None:
+    missing = '{"pattern": "x"}'
+    budget = RepairBudget(max_attempts=3)
+    with pytest.raises(PolicyError) as info:
+        run_decide_loop(scripted_responses(*[_call_response("grep", missing)] * 3), budget)
+    assert info.value.code == "REPEATED_ERROR" and budget.attempts == 1
+    assert budget.history[0].layer == "schema" and budget.history[0].code == "SCHEMA_MISMATCH"
+
+
+def test_decide_loop_truncated_call_is_not_repaired() -> None:
+    budget = RepairBudget()
+    cut = _call_response("write_file", '{"path": "a.py", "content": "def f(', finish="length", complete=False)
+    with pytest.raises(StreamError) as info:
+        run_decide_loop(scripted_responses(cut), budget)
+    assert info.value.code == "INCOMPLETE_RESPONSE" and budget.attempts == 0
+    assert "raise the output token limit" in (info.value.hint or "")
+    assert fix_response(cut, ["invalid_escapes"]) == (cut, ())
+
+
+def test_deterministic_fix_is_recorded_and_refused_by_side_effecting_tools() -> None:
+    response = _call_response("grep", BAD_GREP)
+    fixed, applied = fix_response(response, ["invalid_escapes"])
+    assert applied == ("invalid_escapes",)
+    decision = decide(fixed, tools=REGISTRY, repaired=bool(applied))
+    assert decision.executable and decision.calls[0].arguments["pattern"] == "(\\d{4})"
+    write = _call_response("write_file", '{"path": "a.py", "content": "\\d"}')
+    fixed, applied = fix_response(write, ["invalid_escapes"])
+    with pytest.raises(PolicyError) as refused:
+        decide(fixed, tools=REGISTRY, repaired=bool(applied), policy=Policy())
+    assert refused.value.code == "REPAIRED_CALL_REFUSED"
+    # off by default: nothing is changed, decide reports the parse error
+    assert fix_response(write) == (write, ())
+    with pytest.raises(ParseError):
+        decide(write, tools=REGISTRY)
+
+
+def test_missing_arguments_are_never_invented() -> None:
+    missing = _call_response("write_file", '{"path": "a.py"}')
+    assert fix_response(missing, ["invalid_escapes", "markdown_fence"]) == (missing, ())
+    with pytest.raises(SchemaError) as info:
+        decide(missing, tools=REGISTRY)
+    prompt = repair_prompt(info.value, target="tool_call", high_impact={"content"})
+    assert "do not invent this value" in prompt
+
+
+def test_fenced_final_answer_fix() -> None:
+    response = NormalizedResponse(provider="anthropic", response_id="r", model="m", finish_reason="stop",
+                                  items=(TextItem(item_id="t", text='```json\n{"a": 1}\n```'),))
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    with pytest.raises(ParseError) as info:
+        decide(response, output=schema)
+    assert info.value.code == "MARKDOWN_FENCE"
+    fixed, applied = fix_response(response, ["markdown_fence"])
+    assert applied == ("markdown_fence",)
+    assert decide(fixed, output=schema).value == {"a": 1}

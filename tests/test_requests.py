@@ -121,6 +121,10 @@ def test_golden_openai_chat_tool() -> None:
         },
     }
     assert record.strict is True and record.kind == "tool"
+    # property order is the order the model writes the fields in: kept
+    assert list(fragment["function"]["parameters"]["properties"]) == ["path", "max_bytes"]
+    assert list(convert_schema(Person.model_json_schema(), "openai-chat").schema["properties"]) == list(
+        Person.model_fields)
 
 
 def test_golden_openai_responses_tool() -> None:
@@ -143,8 +147,7 @@ def test_golden_anthropic_tool() -> None:
             "description": "Read a file from the workspace.",
             "properties": {
                 "path": {"description": "workspace-relative path", "title": "Path", "type": "string"},
-                "max_bytes": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None,
-                              "title": "Max Bytes"},
+                "max_bytes": {"anyOf": [{"type": "integer"}, {"type": "null"}], "title": "Max Bytes"},
             },
             "required": ["path"],
             "title": "ReadFile",
@@ -519,3 +522,67 @@ def test_tool_without_arguments_is_an_empty_closed_object() -> None:
                                                   "additionalProperties": False}
     with pytest.raises(SchemaError):  # "any object" is a map, not "no arguments"
         tool_fragment(ToolDefinition("get_time", {"type": "object"}), "openai-chat")
+
+
+def test_one_tool_list_for_request_and_decide() -> None:
+    from decisions import Tool, ToolRegistry, decide
+    from decisions.types import NormalizedResponse, TextItem
+
+    tools = [Tool(name="addr", parameters=Address, side_effects=False, description="Store an address")]
+    plan = build_request("openai-chat", tools=tools, output=Person)
+    assert plan.params["tools"][0]["function"]["description"] == "Store an address"
+    assert plan.params["tools"][0]["function"]["strict"] is True
+    # the strict model must write every property; prepare restores, decide validates the original
+    written = '{"street": "s", "city": "c", "zip": null, "floor": null}'
+    response = NormalizedResponse(provider="openai-chat", response_id="r", model="m",
+                                  items=(_call("addr", written),), finish_reason="tool_calls")
+    with pytest.raises(SchemaError):
+        decide(response, tools=ToolRegistry(tools))  # null is not an int: the unrestored value fails
+    decision = decide(plan.prepare(response), tools=ToolRegistry(tools))
+    assert decision.calls[0].validated == Address(street="s", city="c")
+    # the final answer: native strict output, restored, validated against Person
+    answer = {"name": "Ada", "nickname": None, "favourite": None, "tags": None,
+              "home": {"street": "1", "city": "X", "zip": None, "floor": None}, "previous": None,
+              "born": "1815-12-10", "score": 50, "step": {"kind": "finish", "answer": "ok"}, "either": "x"}
+    final = NormalizedResponse(provider="openai-chat", response_id="r", model="m",
+                               items=(TextItem(item_id="t", text=json.dumps(answer)),), finish_reason="stop")
+    value = decide(plan.prepare(final), output=Person).value
+    assert isinstance(value, Person) and value.tags == [] and value.home.floor == 0
+    # a constraint the provider was not asked to enforce is still checked
+    answer["step"] = {"kind": "search", "query": ""}
+    bad = NormalizedResponse(provider="openai-chat", response_id="r", model="m",
+                             items=(TextItem(item_id="t", text=json.dumps(answer)),), finish_reason="stop")
+    with pytest.raises(SchemaError) as info:
+        decide(plan.prepare(bad), output=Person)
+    assert info.value.code == "SCHEMA_MISMATCH"
+    with pytest.raises(TypeError):
+        build_request("openai-chat", tools=["read_file"])
+
+
+# ---------------------------------------------------------------- the SDKs' own strict transforms as oracles
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+def test_openai_sdk_strictifier_has_nothing_left_to_do(model: type[BaseModel]) -> None:
+    import copy
+
+    strictify = pytest.importorskip("openai.lib._pydantic")._ensure_strict_json_schema
+    sent = convert_schema(model.model_json_schema(), "openai-chat").schema
+    assert strictify(copy.deepcopy(sent), path=(), root=copy.deepcopy(sent)) == sent
+
+
+@pytest.mark.parametrize("model", [m for m in MODELS if m not in (TreeNode, Closed)], ids=lambda m: m.__name__)
+def test_anthropic_sdk_transform_finds_nothing_unsupported(model: type[BaseModel]) -> None:
+    import copy
+
+    transform = pytest.importorskip("anthropic").transform_schema
+    sent = convert_schema(model.model_json_schema(), "anthropic").schema
+    again = transform(copy.deepcopy(sent))
+    # The SDK moves every keyword it does not support into the description
+    # ("{keyword: value}"); nothing may be left for it to move.
+    ours = {here: node for node, here in _walk(sent)}
+    theirs = {here: node for node, here in _walk(again)}
+    assert set(ours) == set(theirs)
+    for here, node in ours.items():
+        assert theirs[here].get("description") == node.get("description"), here
+        assert theirs[here].get("additionalProperties") == node.get("additionalProperties"), here

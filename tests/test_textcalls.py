@@ -202,3 +202,22 @@ def test_cut_off_response_is_left_for_the_completeness_gate() -> None:
 def test_public_names() -> None:
     for name in ("parse_json_text", "parse_tool_calls", "tool_calls_response"):
         assert name in decisions.__all__
+
+
+def test_text_calls_go_through_decide_like_native_ones() -> None:
+    from decisions import Tool, ToolRegistry, decide
+
+    registry = ToolRegistry([Tool(name="read_file", parameters={
+        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"],
+        "additionalProperties": False}, side_effects=False)])
+    response = tool_calls_response(_text_response("Reading.\n" + _block("read_file", {"path": "a.py"})))
+    decision = decide(response, tools=registry)
+    assert decision.kind == "tool" and decision.executable
+    assert decision.calls[0].arguments == {"path": "a.py"} and decision.calls[0].call_id_generated
+    unknown = tool_calls_response(_text_response(_block("raed_file", {"path": "a.py"})))
+    with pytest.raises(decisions.DomainError) as info:
+        decide(unknown, tools=registry)
+    assert info.value.code == "UNKNOWN_TOOL"
+    bad = tool_calls_response(_text_response(_block("read_file", {"path": 3})))
+    with pytest.raises(SchemaError):
+        decide(bad, tools=registry)

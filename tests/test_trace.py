@@ -151,3 +151,38 @@ def test_stopwatch_measures_milliseconds() -> None:
 def test_redaction_pattern_is_not_fooled_by_surrounding_json(key: str) -> None:
     text = json.dumps({"k": key, "url": f"https://x/?key={key}"})
     assert not re.search("CANARY", Redactor().redact_text(text))
+
+
+def test_record_of_a_real_decision_and_a_real_failure() -> None:
+    from decisions import decide
+
+    response = _response("")
+    watch = Stopwatch()
+    decision = decide(response)
+    record = parse_record(response=response, decision=decision, validation_duration_ms=watch.ms(),
+                          strategy="native_structured_output")
+    assert (record["decision_kind"], record["tool_call_count"]) == ("tool", 1)
+    _clean(record)
+    cut = NormalizedResponse(provider="anthropic", response_id="msg_1", model="claude", items=(),
+                             finish_reason="length")
+    with pytest.raises(decisions.OutputError) as info:
+        decide(cut)
+    failed = parse_record(response=cut, error=info.value)
+    assert (failed["error_layer"], failed["error_code"]) == ("stream", "INCOMPLETE_RESPONSE")
+    assert failed["finish_reason"] == "length" and failed["decision_kind"] is None
+
+
+def test_decide_errors_never_echo_argument_values() -> None:
+    from decisions import Tool, ToolRegistry, decide
+
+    registry = ToolRegistry([Tool(name="login", parameters={
+        "type": "object", "properties": {"password": {"type": "string", "minLength": 64}, "pin": {"type": "integer"}},
+        "required": ["password", "pin"], "additionalProperties": False})])
+    arguments = json.dumps({"password": PASSWORD, "pin": OPENAI_KEY, "note": BEARER})
+    response = NormalizedResponse(provider="openai-chat", response_id="r", model="m", finish_reason="tool_calls",
+                                  items=(ToolCallItem(item_id="i", call_id="c", name="login", arguments=arguments),))
+    with pytest.raises(SchemaError) as info:
+        decide(response, tools=registry)
+    error = info.value
+    _clean(str(error), repr(error), error.to_dict(), repair_prompt(error, target="tool_call"),
+           parse_record(response=response, error=error, raw=arguments))

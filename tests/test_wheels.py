@@ -34,7 +34,7 @@ pytestmark = [
 
 #: Run inside each fresh venv: which backend, from where, and a real job.
 SMOKE = r"""
-import json, sys, decisions
+import json, sys, decisions, decisions.cli
 from decisions import loads, ParseError
 assert decisions.__file__.startswith(sys.prefix), decisions.__file__
 assert loads('{"path": "a.txt", "n": [1, 2.5, null]}') == {"path": "a.txt", "n": [1, 2.5, None]}
@@ -93,6 +93,7 @@ def test_binary_wheel_holds_the_extension_and_its_stub(wheels: dict[str, Path]) 
     names = _names(wheels["native"])
     assert any(n.startswith("decisions/_native.") and n.endswith(".so") for n in names)
     assert "decisions/_native.pyi" in names and "decisions/py.typed" in names
+    assert any(n.startswith("decisions/examples/") for n in names), "bundled examples missing"
 
 
 def test_pure_wheel_has_no_extension(wheels: dict[str, Path]) -> None:
@@ -100,6 +101,7 @@ def test_pure_wheel_has_no_extension(wheels: dict[str, Path]) -> None:
     assert wheels["pure"].name == f"decisions-{decisions.__version__}-py3-none-any.whl"
     assert not [n for n in names if n.endswith((".so", ".pyd", ".dylib", ".pyi"))]
     assert "decisions/py.typed" in names and "decisions/_pure/__init__.py" in names
+    assert any(n.startswith("decisions/examples/") for n in names), "bundled examples missing"
     with zipfile.ZipFile(wheels["pure"]) as archive:
         meta = archive.read(f"decisions-{decisions.__version__}.dist-info/METADATA").decode()
         entry_points = archive.read(f"decisions-{decisions.__version__}.dist-info/entry_points.txt").decode()
@@ -115,6 +117,12 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(kind: str, wheels: dict[str, Pa
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report == {"backend": kind, "escape": "INVALID_ESCAPE", "version": decisions.__version__}
+    # The console script runs the main job over the bundled examples.
+    script = tmp_path / "venv" / "bin" / "decisions"
+    inspect = subprocess.run([str(script), "inspect", "--json"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert inspect.returncode == 0, inspect.stderr  # 0: each example gave the outcome it shows
+    results = json.loads(inspect.stdout)
+    assert results["backend"] == kind and len(results["examples"]) == 6 and results["all_as_expected"]
 
 
 def test_free_threaded_cpython_selects_the_pure_twin() -> None:

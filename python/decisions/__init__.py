@@ -24,7 +24,15 @@ from .errors import (
 )
 from .limits import DEFAULT_LIMITS, Limits
 from .capabilities import STRATEGIES, Capabilities, Strategy, capabilities, choose_strategy
-from .repair import RepairBudget, apply_fixes, fingerprint, fix_invalid_escapes, is_repairable, repair_prompt
+from .repair import (
+    RepairBudget,
+    apply_fixes,
+    fingerprint,
+    fix_invalid_escapes,
+    fix_response,
+    is_repairable,
+    repair_prompt,
+)
 from .requests import (
     OutputDefinition,
     RequestPlan,
@@ -70,6 +78,7 @@ __all__ = [
     "convert_schema",
     "fingerprint",
     "fix_invalid_escapes",
+    "fix_response",
     "is_repairable",
     "output_fragment",
     "parse_json_text",

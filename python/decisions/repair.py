@@ -22,12 +22,14 @@ built from repaired text can say so -- and a side-effecting tool can refuse it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Iterable, Literal
 
 from .errors import ERROR_CODES, OutputError, ParseError, PolicyError
 from .limits import Limits
+from .requests import canonical_json
 from .trace import Redactor
+from .types import Item, NormalizedResponse, TextItem, ToolCallItem
 
 __all__ = [
     "Fix",
@@ -41,6 +43,7 @@ __all__ = [
     "Fixed",
     "apply_fixes",
     "fix_invalid_escapes",
+    "fix_response",
 ]
 
 Fix = Literal["invalid_escapes", "markdown_fence"]
@@ -387,3 +390,46 @@ def apply_fixes(text: str, fixes: Iterable[Fix] = (), *, limits: Limits | None =
     if result.repaired:
         repaired.append("markdown_fence")
     return Fixed(result.value, text, tuple(repaired))
+
+
+def fix_response(
+    response: NormalizedResponse, fixes: Iterable[Fix] = (), *, limits: Limits | None = None
+) -> tuple[NormalizedResponse, tuple[Fix, ...]]:
+    """``response`` with the named deterministic ``fixes`` applied to each
+    tool call's arguments and to the answer text, and the fixes that changed
+    something. Pass ``repaired=bool(applied)`` to :func:`decisions.decide`,
+    so a side-effecting tool refuses a repaired call.
+
+    Only complete responses are touched (a cut-off one goes to the
+    completeness gate as it is), only text that fails the strict parse with
+    the error a fix addresses is changed, and nothing is ever added: a
+    missing argument stays missing.
+    """
+    wanted = tuple(fixes)
+    if not wanted or response.finish_reason not in ("stop", "tool_calls"):
+        return response, ()
+    applied: list[Fix] = []
+    items: list[Item] = []
+    for item in response.items:
+        if isinstance(item, ToolCallItem) and item.complete:
+            item = replace(item, arguments=_fixed_text(item.arguments, wanted, applied, limits))
+        items.append(item)
+    if not response.tool_calls and response.text.strip():
+        text = _fixed_text(response.text, wanted, applied, limits)
+        if applied:
+            items = [item for item in items if not isinstance(item, TextItem)]
+            items.append(TextItem(item_id="text_fixed", text=text))
+    if not applied:
+        return response, ()
+    return replace(response, items=tuple(items)), tuple(dict.fromkeys(applied))
+
+
+def _fixed_text(text: str, fixes: tuple[Fix, ...], applied: list[Fix], limits: Limits | None) -> str:
+    try:
+        fixed = apply_fixes(text, fixes, limits=limits)
+    except ParseError:
+        return text  # not fixable: decide reports the error at its real place
+    if not fixed.repaired:
+        return text
+    applied.extend(fixed.repaired)
+    return canonical_json(fixed.value)

@@ -82,6 +82,12 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def _json_copy(value: Any) -> Any:
+    """A deep copy that is plain JSON (keys and their order kept: property
+    order is the order a model writes the fields in)."""
+    return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+
+
 def schema_digest(schema: Any) -> str:
     """``sha256:<hex>`` of the canonical JSON of ``schema``."""
     return "sha256:" + hashlib.sha256(canonical_json(schema).encode("utf-8")).hexdigest()
@@ -94,12 +100,14 @@ def _schema_of(source: Any) -> tuple[dict[str, Any], Any]:
     """The JSON Schema dict for a schema dict, a Pydantic model or any type
     Pydantic's ``TypeAdapter`` accepts; and the model/type (or None)."""
     if isinstance(source, Mapping):
-        schema = json.loads(canonical_json(source))
+        schema = _json_copy(source)
         return schema, None
     import pydantic
 
     if isinstance(source, type) and issubclass(source, pydantic.BaseModel):
         return source.model_json_schema(), source
+    if isinstance(source, pydantic.TypeAdapter):
+        return source.json_schema(), source
     try:
         return pydantic.TypeAdapter(source).json_schema(), source
     except pydantic.PydanticSchemaGenerationError as exc:
@@ -135,6 +143,25 @@ class ToolDefinition:
         object.__setattr__(self, "schema", schema)
         object.__setattr__(self, "model", model)
         object.__setattr__(self, "control", control)
+
+    @classmethod
+    def of(cls, source: Any) -> ToolDefinition:
+        """``source`` itself, or the definition of a registered
+        :class:`decisions.Tool` (same name, parameters and description), so
+        one tool list serves both the request and :func:`decisions.decide`."""
+        if isinstance(source, ToolDefinition):
+            return source
+        from .domain import Tool
+        from .schema import Schema
+
+        if not isinstance(source, Tool):
+            raise TypeError(f"expected a ToolDefinition or a decisions.Tool, not {type(source).__name__}")
+        parameters = source.parameters
+        if parameters is None:
+            parameters = {"type": "object"}
+        elif isinstance(parameters, Schema):
+            parameters = parameters.spec
+        return cls(source.name, parameters, source.description)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -501,7 +528,7 @@ class _Converter:
                     self.nullable.add(_pointer(path, "properties", name))
                 if isinstance(sent_props[name], dict):
                     sent_props[name].pop("default", None)
-                required.append(name)
+            required = list(sent_props)  # every property, in the order the model writes them
         if required and caps.supports("required"):
             out["required"] = required
 
@@ -583,7 +610,7 @@ def convert_schema(
         strict = caps.strict_json_schema
     elif strict and not caps.strict_json_schema:
         raise ValueError(f"{caps.provider} has no strict schema mode; pass strict=None or False")
-    original = json.loads(canonical_json(schema))
+    original = _json_copy(schema)
     converter = _Converter(original, caps, strict, on_unsupported)
     sent = converter.convert(original)
     root_key = None
@@ -1013,7 +1040,7 @@ def _tool_choice(caps: Capabilities, only: str | None) -> dict[str, Any]:
 def build_request(
     provider: Capabilities | str,
     *,
-    tools: Sequence[ToolDefinition] = (),
+    tools: Sequence[ToolDefinition | Any] = (),
     output: OutputDefinition | Any = None,
     strict: bool | None = None,
     on_unsupported: OnUnsupported = "drop",
@@ -1027,9 +1054,11 @@ def build_request(
     native structured output; else a ``submit_<name>`` control tool with a
     forced tool choice; else JSON text (``instructions`` to put in the prompt,
     no schema sent). Tools are only declared where the provider has tool
-    calling.
+    calling; they may be :class:`ToolDefinition` or registered
+    :class:`decisions.Tool` objects.
     """
     caps = _caps(provider)
+    tools = [ToolDefinition.of(tool) for tool in tools]
     definition = None if output is None else OutputDefinition.of(output)
     if definition is not None and strategy is None:
         strategy = choose_strategy(caps, definition, strict=strict)

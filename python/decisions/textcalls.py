@@ -48,7 +48,9 @@ TOOL_CALL_CLOSE: Final = "</tool_call>"
 
 _FENCE_LINE: Final = re.compile(r"(?m)^[ \t]*```")
 _ONE_FENCE: Final = re.compile(r"\A\s*```[A-Za-z0-9_+-]*[ \t]*\r?\n(?P<body>.*?)\r?\n[ \t]*```\s*\Z", re.DOTALL)
-_JSON_SPECIAL: Final = re.compile(r'["\\{}\[\]]')
+_JSON_STRUCTURE: Final = re.compile(r'["{}\[\]]')
+#: The rest of a JSON string after its opening quote, through the closing quote.
+_STRING_REST: Final = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _WS: Final = " \t\r\n"
 _ENVELOPE_KEYS: Final = frozenset({"name", "arguments"})
 
@@ -134,30 +136,28 @@ def parse_json_text(
 
 def _value_end(text: str, start: int) -> int:
     """The index just past the JSON object or array opening at ``start``,
-    following strings and escapes; -1 if the input ends first."""
+    following strings and escapes; -1 if the input ends first. Strings are
+    skipped by one regular-expression match each (unrolled loop, linear)."""
     depth = 0
-    in_string = False
-    skip_to = -1
-    for match in _JSON_SPECIAL.finditer(text, start):
-        index = match.start()
-        if index < skip_to:
-            continue
+    pos = start
+    while True:
+        match = _JSON_STRUCTURE.search(text, pos)
+        if match is None:
+            return -1
         char = match.group()
-        if in_string:
-            if char == "\\":
-                skip_to = index + 2
-            elif char == '"':
-                in_string = False
-            continue
         if char == '"':
-            in_string = True
-        elif char in "{[":
+            body = _STRING_REST.match(text, match.end())
+            if body is None:
+                return -1
+            pos = body.end()
+            continue
+        pos = match.end()
+        if char in "{[":
             depth += 1
-        elif char in "}]":
+        else:
             depth -= 1
             if depth == 0:
-                return index + 1
-    return -1
+                return pos
 
 
 def _skip_ws(text: str, index: int) -> int:
@@ -191,6 +191,37 @@ def _envelope(value: Any, doc: str, start: int) -> tuple[str, dict[str, Any]]:
         raise ParseError("ARGUMENTS_NOT_OBJECT", doc=doc, pos=start, path="$.arguments",
                          hint="arguments must be a JSON object")
     return str(name), arguments
+
+
+def _block_value(text: str, start: int, limits: Limits) -> tuple[Any, int]:
+    """The JSON value of the block whose object opens at ``start``, and the
+    index of its ``</tool_call>``.
+
+    Fast path: the text up to the first ``</tool_call>`` parses as one value.
+    Otherwise that tag sits inside a string (or the block is malformed): the
+    scanner finds where the object really ends, and the errors name the place.
+    """
+    closing = text.find(TOOL_CALL_CLOSE, start)
+    if closing >= 0:
+        try:
+            return impl.loads(text[start:closing], limits=limits), closing
+        except ParseError:
+            pass
+    end = _value_end(text, start)
+    if end < 0:
+        if closing >= 0:
+            _loads(text, start, closing, limits)  # raises the precise error inside the block
+        raise ParseError("UNEXPECTED_END", "the <tool_call> block ends before its JSON object closes",
+                         doc=text, pos=len(text),
+                         hint="finish the JSON object and close the block with </tool_call>")
+    after = _skip_ws(text, end)
+    if after >= len(text):
+        raise ParseError("UNEXPECTED_END", "the <tool_call> block is not closed", doc=text, pos=after,
+                         hint="close the block with </tool_call>")
+    if not text.startswith(TOOL_CALL_CLOSE, after):
+        raise ParseError("TRAILING_CONTENT", "a <tool_call> block holds exactly one JSON object", doc=text,
+                         pos=after, hint="put each call in its own <tool_call> ... </tool_call> block")
+    return _loads(text, start, end, limits), after
 
 
 def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
@@ -232,22 +263,7 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
         if text[start] != "{":
             raise ParseError("UNEXPECTED_CHARACTER", "a <tool_call> block holds one JSON object", doc=text,
                              pos=start, hint='write {"name": "...", "arguments": {...}}')
-        end = _value_end(text, start)
-        if end < 0:
-            closing = text.find(TOOL_CALL_CLOSE, start)
-            if closing >= 0:
-                _loads(text, start, closing, limits)  # raises the precise error inside the block
-            raise ParseError("UNEXPECTED_END", "the <tool_call> block ends before its JSON object closes",
-                             doc=text, pos=len(text),
-                             hint="finish the JSON object and close the block with </tool_call>")
-        after = _skip_ws(text, end)
-        if after >= len(text):
-            raise ParseError("UNEXPECTED_END", "the <tool_call> block is not closed", doc=text, pos=after,
-                             hint="close the block with </tool_call>")
-        if not text.startswith(TOOL_CALL_CLOSE, after):
-            raise ParseError("TRAILING_CONTENT", "a <tool_call> block holds exactly one JSON object", doc=text,
-                             pos=after, hint="put each call in its own <tool_call> ... </tool_call> block")
-        value = _loads(text, start, end, limits)
+        value, after = _block_value(text, start, limits)
         name, arguments = _envelope(value, text, start)
         block_end = after + len(TOOL_CALL_CLOSE)
         calls.append(TextCall(name, arguments, canonical_json(arguments), opening, block_end))

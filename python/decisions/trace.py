@@ -161,9 +161,10 @@ def _decision_kind(decision: Any) -> tuple[str | None, int]:
     if decision is None:
         return None, 0
     calls = getattr(decision, "calls", None)
-    if calls is not None:
-        return "tool", len(calls)
-    return "final", 0
+    kind = getattr(decision, "kind", None)
+    if not isinstance(kind, str):
+        kind = "tool" if calls is not None else "final"
+    return kind, len(calls) if calls is not None else 0
 
 
 def parse_record(

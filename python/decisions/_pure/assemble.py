@@ -622,10 +622,11 @@ class StreamAssembler:
 
     def _apply_all(self, events: list[CanonicalEvent]) -> None:
         apply = self._assembler.apply
+        kept = self._kept
         for event in events:
+            if kept is not None:  # kept even when it fails: the UI sees what was produced
+                kept.append(event)
             apply(event)
-        if self._kept is not None:
-            self._kept.extend(events)
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Raw SSE bytes of the provider's stream, in any chunking."""

@@ -7,8 +7,10 @@
 //! re-parsed. [`CanonicalMapper`] is the `"canonical"` provider: event data in
 //! the canonical wire format (`decisions.types` `to_dict()`).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::core::errors::{Code, CoreError};
@@ -698,8 +700,35 @@ impl CanonicalMapper {
     }
 }
 
+/// A delta with exactly its three fields: the hot path, read without building
+/// a `Value`. Anything else (other fields, duplicates, other types) takes the
+/// general path, which gives the same result or the documented error.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    item_id: Cow<'a, str>,
+    #[serde(borrow)]
+    delta: Cow<'a, str>,
+}
+
 impl Mapper for CanonicalMapper {
     fn map_event(&mut self, _event: Option<&str>, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+        if let Ok(wire) = serde_json::from_str::<WireDelta<'_>>(data) {
+            let (item_id, delta) = (wire.item_id.into_owned(), wire.delta.into_owned());
+            let event = match wire.kind.as_ref() {
+                "tool_arguments_delta" => Some(Event::ToolArgumentsDelta { item_id, delta }),
+                "text_delta" => Some(Event::TextDelta { item_id, delta }),
+                "refusal_delta" => Some(Event::RefusalDelta { item_id, delta }),
+                _ => None,
+            };
+            if let Some(event) = event {
+                out.push(event);
+                return Ok(());
+            }
+        }
         let value = decode_data(data)?;
         self.map_value(value, out)
     }

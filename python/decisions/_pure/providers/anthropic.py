@@ -131,13 +131,14 @@ def _opt_count(obj: dict[str, Any], key: str, what: str) -> int | None:
 
 
 class _Block:
-    __slots__ = ("kind", "item_id", "ended", "input", "saw_json")
+    __slots__ = ("kind", "item_id", "ended", "input", "input_nonempty", "saw_json")
 
-    def __init__(self, kind: str, item_id: str, input: Any = None) -> None:
+    def __init__(self, kind: str, item_id: str, input: str | None = None, input_nonempty: bool = False) -> None:
         self.kind = kind
         self.item_id = item_id
         self.ended = False
-        self.input = input
+        self.input = input  # a whole ``input`` object as canonical text
+        self.input_nonempty = input_nonempty
         self.saw_json = False
 
 
@@ -220,9 +221,13 @@ class AnthropicMapper:
             call_id = _req_str(block, "id", what)
             name = _req_str(block, "name", what)
             tool_input = block.get("input")
+            text = None
             if tool_input is not None:
-                _obj(tool_input, what)
-            state = _Block(_TOOL, item_id, tool_input)
+                try:
+                    text = dumps(_obj(tool_input, what))
+                except ValueError:  # NaN or an infinite float
+                    raise _malformed(what) from None
+            state = _Block(_TOOL, item_id, text, bool(tool_input))
             out.append(ToolCallStarted(item_id=item_id, call_id=call_id, name=name))
         elif block_type == "thinking":
             thinking = _opt_str(block, "thinking", what)
@@ -252,7 +257,7 @@ class AnthropicMapper:
         if state.kind == _RECORDED:
             return
         if state.kind == _TOOL and not state.saw_json:
-            out.append(ToolArgumentsDelta(item_id=state.item_id, delta=dumps({} if state.input is None else state.input)))
+            out.append(ToolArgumentsDelta(item_id=state.item_id, delta="{}" if state.input is None else state.input))
         out.append(ItemEnded(item_id=state.item_id))
 
     # ------------------------------------------------------------ stream
@@ -348,7 +353,7 @@ class AnthropicMapper:
             out.append(TextDelta(item_id=item_id, delta=text))
         elif delta_type == "input_json_delta":
             if text:
-                if state.input:
+                if state.input_nonempty:
                     raise new_error(
                         "MALFORMED_EVENT",
                         f"anthropic tool_use block {index} has both an input object and input_json_delta text",

@@ -48,6 +48,7 @@ Mapping:
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any, Literal
 
 from ...errors import new_error
@@ -144,6 +145,14 @@ def _opt_count(obj: dict[str, Any], key: str, what: str) -> int | None:
     if value is not None and (type(value) is not int or value < 0 or value > _U64):
         raise _malformed(what)
     return value
+
+
+def _canonical(value: Any, what: str) -> str:
+    """``dumps`` of a provider object; NaN or an infinite float is malformed."""
+    try:
+        return dumps(value)
+    except ValueError:
+        raise _malformed(what) from None
 
 
 def parse_path(path: str) -> list[str | int]:
@@ -357,8 +366,9 @@ class GeminiMapper:
             if not name:
                 raise new_error("MALFORMED_EVENT", "gemini functionCall without a name starts no call")
             item_id = self._start_call(fc, name, out)
+            text = _canonical({} if args is None else args, what)
             if not will_continue and not partial:
-                out.append(ToolArgumentsDelta(item_id=item_id, delta=dumps({} if args is None else args)))
+                out.append(ToolArgumentsDelta(item_id=item_id, delta=text))
                 out.append(ItemEnded(item_id=item_id))
                 return
             # the caller's payload is not mutated: partial arguments build on a copy
@@ -368,7 +378,7 @@ class GeminiMapper:
         for entry in partial or ():
             self._partial(call, _obj(entry, "partialArgs entry"))
         if not will_continue:
-            out.append(ToolArgumentsDelta(item_id=call.item_id, delta=dumps(call.args)))
+            out.append(ToolArgumentsDelta(item_id=call.item_id, delta=_canonical(call.args, what)))
             out.append(ItemEnded(item_id=call.item_id))
             self._call = None
 
@@ -385,7 +395,7 @@ class GeminiMapper:
         value = entry[key]
         if key == "stringValue" and type(value) is not str:
             raise _malformed(what)
-        if key == "numberValue" and type(value) not in (int, float):
+        if key == "numberValue" and (type(value) not in (int, float) or (type(value) is float and not math.isfinite(value))):
             raise _malformed(what)
         if key == "boolValue" and type(value) is not bool:
             raise _malformed(what)

@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 use super::{jsontext, Mapper};
 use crate::core::errors::{Code, CoreError};
@@ -199,7 +198,9 @@ struct Block {
     kind: Kind,
     item_id: String,
     ended: bool,
-    input: Option<Value>,
+    /// A whole `input` object as canonical text, and whether it has members.
+    input: Option<String>,
+    input_nonempty: bool,
     saw_json: bool,
 }
 
@@ -300,7 +301,10 @@ impl AnthropicMapper {
     fn start_failed(&mut self, failed: Event, out: &mut Vec<Event>) {
         if !self.started {
             self.started = true;
-            out.push(Event::ResponseStarted { response_id: None, model: None });
+            out.push(Event::ResponseStarted {
+                response_id: None,
+                model: None,
+            });
         }
         out.push(failed);
     }
@@ -326,6 +330,7 @@ impl AnthropicMapper {
             item_id: item_id.clone(),
             ended: false,
             input: None,
+            input_nonempty: false,
             saw_json: false,
         };
         match block_type.as_ref() {
@@ -347,11 +352,11 @@ impl AnthropicMapper {
                 let call_id = req_str(block.id, what)?.into_owned();
                 let name = req_str(block.name, what)?.into_owned();
                 if let Some(input) = block.input {
-                    if !is_object(input) {
+                    let Ok(jsontext::Node::Object(members)) = jsontext::parse(input.get()) else {
                         return Err(malformed(what));
-                    }
-                    state.input =
-                        Some(serde_json::from_str(input.get()).map_err(|_| malformed(what))?);
+                    };
+                    state.input_nonempty = !members.is_empty();
+                    state.input = Some(jsontext::dumps(&jsontext::Node::Object(members)));
                 }
                 state.kind = Kind::Tool;
                 out.push(Event::ToolCallStarted {
@@ -419,10 +424,7 @@ impl AnthropicMapper {
             return Ok(());
         }
         if state.kind == Kind::Tool && !state.saw_json {
-            let text = match &state.input {
-                Some(input) => jsontext::dumps(input),
-                None => "{}".to_owned(),
-            };
+            let text = state.input.take().unwrap_or_else(|| "{}".to_owned());
             out.push(Event::ToolArgumentsDelta {
                 item_id: state.item_id.clone(),
                 delta: text,
@@ -535,7 +537,7 @@ impl AnthropicMapper {
             }),
             "input_json_delta" => {
                 if !text.is_empty() {
-                    if matches!(&state.input, Some(Value::Object(map)) if !map.is_empty()) {
+                    if state.input_nonempty {
                         return Err(CoreError::new(
                             Code::MALFORMED_EVENT,
                             format!("anthropic tool_use block {index} has both an input object and input_json_delta text"),

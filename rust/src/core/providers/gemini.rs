@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+
+use super::jsontext::Node;
 
 use super::{jsontext, Mapper};
 use crate::core::errors::{Code, CoreError};
@@ -291,7 +292,7 @@ fn parse_path(path: &str) -> Result<Vec<Seg>, CoreError> {
 }
 
 /// Set `value` at `segments` under `root` (or append to the string there).
-fn assign(root: &mut Value, segments: &[Seg], value: Value, append: bool) -> Result<(), CoreError> {
+fn assign(root: &mut Node, segments: &[Seg], value: Node, append: bool) -> Result<(), CoreError> {
     let conflict = || {
         err(
             Code::MALFORMED_EVENT,
@@ -304,18 +305,18 @@ fn assign(root: &mut Value, segments: &[Seg], value: Value, append: bool) -> Res
     let mut node = root;
     for (i, seg) in init.iter().enumerate() {
         let fresh = match segments.get(i + 1) {
-            Some(Seg::Key(_)) => Value::Object(Map::new()),
-            _ => Value::Array(Vec::new()),
+            Some(Seg::Key(_)) => Node::Object(BTreeMap::new()),
+            _ => Node::Array(Vec::new()),
         };
         node = match seg {
             Seg::Key(key) => {
-                let Value::Object(map) = node else {
+                let Node::Object(map) = node else {
                     return Err(conflict());
                 };
                 map.entry(key.clone()).or_insert(fresh)
             }
             Seg::Index(at) => {
-                let Value::Array(items) = node else {
+                let Node::Array(items) = node else {
                     return Err(conflict());
                 };
                 if *at > items.len() {
@@ -330,12 +331,12 @@ fn assign(root: &mut Value, segments: &[Seg], value: Value, append: bool) -> Res
     }
     match last {
         Seg::Key(key) => {
-            let Value::Object(map) = node else {
+            let Node::Object(map) = node else {
                 return Err(conflict());
             };
             if append {
                 match (map.get_mut(key), value) {
-                    (Some(Value::String(s)), Value::String(more)) => s.push_str(&more),
+                    (Some(Node::String(s)), Node::String(more)) => s.push_str(&more),
                     _ => return Err(conflict()),
                 }
             } else if map.contains_key(key) {
@@ -345,12 +346,12 @@ fn assign(root: &mut Value, segments: &[Seg], value: Value, append: bool) -> Res
             }
         }
         Seg::Index(at) => {
-            let Value::Array(items) = node else {
+            let Node::Array(items) = node else {
                 return Err(conflict());
             };
             if append {
                 match (items.get_mut(*at), value) {
-                    (Some(Value::String(s)), Value::String(more)) => s.push_str(&more),
+                    (Some(Node::String(s)), Node::String(more)) => s.push_str(&more),
                     _ => return Err(conflict()),
                 }
             } else if *at != items.len() {
@@ -365,7 +366,7 @@ fn assign(root: &mut Value, segments: &[Seg], value: Value, append: bool) -> Res
 
 struct StreamedCall {
     item_id: String,
-    args: Value,
+    args: Node,
     continuing: Option<String>,
 }
 
@@ -554,14 +555,12 @@ impl GeminiMapper {
     ) -> Result<(), CoreError> {
         let what = "functionCall";
         let name = opt_str(fc.name, what)?;
-        let args: Option<Value> = match fc.args {
+        let args: Option<Node> = match fc.args {
             None => None,
-            Some(raw) => {
-                if !is_object(raw) {
-                    return Err(malformed(what));
-                }
-                Some(serde_json::from_str(raw.get()).map_err(|_| malformed(what))?)
-            }
+            Some(raw) => match jsontext::parse(raw.get()) {
+                Ok(node @ Node::Object(_)) => Some(node),
+                _ => return Err(malformed(what)),
+            },
         };
         let partial = opt_list(fc.partial_args, what)?;
         let will_continue = opt_bool(fc.will_continue, what)?;
@@ -574,7 +573,7 @@ impl GeminiMapper {
                     ));
                 };
                 let item_id = self.start_call(fc, name.into_owned(), out)?;
-                let args = args.unwrap_or_else(|| Value::Object(Map::new()));
+                let args = args.unwrap_or_else(|| Node::Object(BTreeMap::new()));
                 if !will_continue && partial.as_ref().map_or(true, Vec::is_empty) {
                     out.push(Event::ToolArgumentsDelta {
                         item_id: item_id.clone(),
@@ -636,14 +635,24 @@ impl GeminiMapper {
             return Err(malformed(what));
         };
         let raw_value = entry.get(*key).copied().ok_or_else(|| malformed(what))?;
-        let value: Value = serde_json::from_str(raw_value.get()).map_err(|_| malformed(what))?;
-        let value = match (*key, value) {
-            ("stringValue", v @ Value::String(_)) => v,
-            ("numberValue", v @ Value::Number(_)) => v,
-            ("boolValue", v @ Value::Bool(_)) => v,
-            ("nullValue", Value::Null) => Value::Null,
-            ("nullValue", Value::String(s)) if s == "NULL_VALUE" => Value::Null,
-            _ => return Err(malformed(what)),
+        let value = match *key {
+            "stringValue" => match serde_json::from_str::<String>(raw_value.get()) {
+                Ok(text) => Node::String(text),
+                Err(_) => return Err(malformed(what)),
+            },
+            "numberValue" => match jsontext::number(raw_value.get().trim()) {
+                Ok(text) => Node::Number(text),
+                Err(_) => return Err(malformed(what)),
+            },
+            "boolValue" => match serde_json::from_str::<bool>(raw_value.get()) {
+                Ok(b) => Node::Bool(b),
+                Err(_) => return Err(malformed(what)),
+            },
+            _ => match serde_json::from_str::<Option<String>>(raw_value.get()) {
+                Ok(None) => Node::Null,
+                Ok(Some(text)) if text == "NULL_VALUE" => Node::Null,
+                _ => return Err(malformed(what)),
+            },
         };
         let will_continue = opt_bool(member(&entry, "willContinue"), what)?;
         let append = call.continuing.as_deref() == Some(path.as_ref());
@@ -735,7 +744,10 @@ impl Mapper for GeminiMapper {
             if !self.started {
                 // the provider failed before responding: an id-less start first
                 self.started = true;
-                out.push(Event::ResponseStarted { response_id: None, model: None });
+                out.push(Event::ResponseStarted {
+                    response_id: None,
+                    model: None,
+                });
             }
             out.push(failed);
             self.terminal = true;
@@ -841,40 +853,34 @@ mod tests {
 
     #[test]
     fn assign_builds_and_appends() {
-        let mut root = Value::Object(Map::new());
+        let mut root = Node::Object(BTreeMap::new());
         assign(
             &mut root,
             &parse_path("$.a[0].b").unwrap(),
-            Value::String("x".into()),
+            Node::String("x".into()),
             false,
         )
         .unwrap();
         assign(
             &mut root,
             &parse_path("$.a[0].b").unwrap(),
-            Value::String("y".into()),
+            Node::String("y".into()),
             true,
         )
         .unwrap();
         assign(
             &mut root,
             &parse_path("$.a[1]").unwrap(),
-            Value::Bool(true),
+            Node::Bool(true),
             false,
         )
         .unwrap();
         assert_eq!(jsontext::dumps(&root), r#"{"a":[{"b":"xy"},true]}"#);
-        assert!(assign(
-            &mut root,
-            &parse_path("$.a[3]").unwrap(),
-            Value::Null,
-            false
-        )
-        .is_err());
+        assert!(assign(&mut root, &parse_path("$.a[3]").unwrap(), Node::Null, false).is_err());
         assert!(assign(
             &mut root,
             &parse_path("$.a[0].b").unwrap(),
-            Value::Null,
+            Node::Null,
             false
         )
         .is_err());

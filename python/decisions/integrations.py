@@ -1,0 +1,338 @@
+"""Working with what users already have: SDK objects and httpx responses.
+
+SDK objects (``openai``, ``anthropic``, ``google-genai``) are pydantic models;
+:func:`to_payload` turns one back into the provider's wire shape (API field
+names, no fields the API did not send), so ``StreamAssembler.feed_event`` and
+``normalize`` see exactly what the raw stream would have carried. The SDKs are
+never imported here: objects are recognised by their module and methods.
+
+httpx helpers (for ``httpx`` and its successor ``httpx2``, which the current
+openai and anthropic SDKs use) read a streaming response (``client.stream(...)``)
+as canonical events, then give the :class:`~decisions.types.NormalizedResponse`. A dropped
+connection ends in :class:`~decisions.TransportError` ``CONNECTION_CLOSED``, a
+body that stops before the provider's terminal event in
+:class:`~decisions.StreamError` ``NO_TERMINAL_EVENT``: never a half answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+import importlib
+import json
+from types import ModuleType
+from typing import Any, Final
+
+from . import _backend
+from .errors import TransportError
+from .limits import Limits
+from .types import CanonicalEvent, NormalizedResponse
+
+__all__ = [
+    "to_payload",
+    "detect_provider",
+    "feed_sdk_event",
+    "assemble_sdk_stream",
+    "normalize_sdk",
+    "HttpxEventStream",
+    "AsyncHttpxEventStream",
+    "stream_httpx",
+    "astream_httpx",
+]
+
+#: The SDK packages whose objects are recognised, by top-level module.
+_SDK_ROOTS: Final = ("openai", "anthropic", "google.genai")
+#: Helper-stream events the SDKs synthesise from the wire events (no new data).
+_DERIVED_PREFIXES: Final = ("content.", "refusal.", "tool_calls.", "logprobs.")
+_DERIVED_TYPES: Final = frozenset({"text", "citation", "thinking", "signature", "input_json"})
+_ANTHROPIC_WIRE_TYPES: Final = frozenset(
+    {"message_start", "message_delta", "message_stop", "content_block_start", "content_block_delta",
+     "content_block_stop", "ping"}
+)
+
+
+def _module(obj: object) -> str:
+    return type(obj).__module__ or ""
+
+
+def _sdk_of(obj: object) -> str | None:
+    module = _module(obj)
+    for root in _SDK_ROOTS:
+        if module == root or module.startswith(root + "."):
+            return root
+    return None
+
+
+def _wire_fields(obj: Any) -> set[str] | None:
+    """For an SDK helper subclass (defined outside ``<sdk>.types``), the API
+    names of the fields its nearest wire type declares; None for a wire type."""
+    module = _module(obj)
+    root = _sdk_of(obj)
+    if root is None or module.startswith(f"{root}.types"):
+        return None
+    for cls in type(obj).__mro__[1:]:
+        if (cls.__module__ or "").startswith(f"{root}.types") and hasattr(cls, "model_fields"):
+            return {field.alias or name for name, field in cls.model_fields.items()}
+    return set()
+
+
+def to_payload(obj: Any) -> dict[str, Any] | str | bytes | None:
+    """The provider's wire payload for one SDK object, dict, JSON text or bytes.
+
+    Returns None for an event an SDK helper stream synthesises from the wire
+    events (``text``, ``input_json``, ``content.delta``, ...): it carries nothing
+    the wire events did not. A helper's ``chunk`` event gives its chunk.
+    """
+    if isinstance(obj, (str, bytes, bytearray, memoryview)):
+        return bytes(obj) if isinstance(obj, (bytearray, memoryview)) else obj
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    event_type = getattr(obj, "type", None)
+    if isinstance(event_type, str) and _sdk_of(obj) in ("openai", "anthropic"):
+        if event_type == "chunk" and hasattr(obj, "chunk"):
+            return to_payload(obj.chunk)
+        if event_type in _DERIVED_TYPES or event_type.startswith(_DERIVED_PREFIXES):
+            return None
+    dump = getattr(obj, "model_dump", None)
+    if not callable(dump):
+        raise TypeError(f"cannot read a provider payload from {type(obj).__name__}: not a dict, text or pydantic model")
+    if _sdk_of(obj) == "google.genai":
+        # google-genai sets every field (None when absent) and names them in snake case.
+        data: dict[str, Any] = dump(mode="json", by_alias=True, exclude_none=True)
+    else:
+        data = dump(mode="json", by_alias=True, exclude_unset=True)
+    keep = _wire_fields(obj)
+    if keep is not None:
+        data = {key: value for key, value in data.items() if key in keep}
+    return data
+
+
+def detect_provider(obj: Any) -> str | None:
+    """The provider id for an SDK object or a decoded wire payload (an event
+    or a whole body), or None when it cannot tell."""
+    root = _sdk_of(obj)
+    if root == "google.genai":
+        return "gemini"
+    if root == "anthropic":
+        return "anthropic"
+    try:
+        payload: Any = obj if isinstance(obj, Mapping) else to_payload(obj)
+        if isinstance(payload, (str, bytes)):
+            payload = json.loads(payload)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(payload, Mapping):
+        return None
+    kind = payload.get("type")
+    obj_kind = payload.get("object")
+    if obj_kind in ("chat.completion", "chat.completion.chunk") or "choices" in payload:
+        return "openai-chat"
+    if obj_kind == "response" or (isinstance(kind, str) and kind.startswith("response.")):
+        return "openai-responses"
+    if kind in _ANTHROPIC_WIRE_TYPES or (kind == "message" and "content" in payload):
+        return "anthropic"
+    if kind == "error" and isinstance(payload.get("error"), Mapping):
+        return "anthropic"
+    if any(key in payload for key in ("candidates", "promptFeedback", "usageMetadata", "modelVersion")):
+        return "gemini"
+    if root == "openai":
+        return "openai-responses" if "output" in payload else None
+    return None
+
+
+def feed_sdk_event(assembler: Any, obj: Any) -> None:
+    """Feed one SDK stream event (or a dict / JSON text) to ``assembler``.
+    Helper-stream events that repeat wire data are skipped."""
+    payload = to_payload(obj)
+    if payload is not None:
+        assembler.feed_event(payload)
+
+
+def assemble_sdk_stream(
+    events: Iterable[Any],
+    *,
+    provider: str | None = None,
+    limits: Limits | None = None,
+    choice: int | None = None,
+) -> NormalizedResponse:
+    """Assemble a whole SDK stream (``client.chat.completions.create(stream=True)``,
+    ``client.messages.create(stream=True)``, ``generate_content_stream``...).
+    The provider is detected from the first event unless given."""
+    assembler: Any = None
+    for obj in events:
+        payload = to_payload(obj)
+        if payload is None:
+            continue
+        if assembler is None:
+            chosen = provider or detect_provider(obj) or detect_provider(payload)
+            if chosen is None:
+                raise ValueError(f"cannot tell the provider of {type(obj).__name__}; pass provider=")
+            assembler = _backend.impl.StreamAssembler(chosen, limits=limits, choice=choice)
+        assembler.feed_event(payload)
+    if assembler is None:
+        if provider is None:
+            raise ValueError("the stream is empty and no provider was given")
+        assembler = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice)
+    response: NormalizedResponse = assembler.finish()
+    return response
+
+
+def normalize_sdk(
+    obj: Any,
+    *,
+    provider: str | None = None,
+    limits: Limits | None = None,
+    choice: int | None = None,
+) -> NormalizedResponse:
+    """``normalize`` for a whole SDK response object (``ChatCompletion``,
+    ``Response``, ``Message``, ``GenerateContentResponse``) or a dict."""
+    payload = to_payload(obj)
+    chosen = provider or detect_provider(obj)
+    if payload is None or chosen is None:
+        raise ValueError(f"cannot tell the provider of {type(obj).__name__}; pass provider=")
+    response: NormalizedResponse = _backend.impl.normalize(payload, provider=chosen, limits=limits, choice=choice)
+    return response
+
+
+# ---------------------------------------------------------------- httpx
+
+
+def _http_module(response: Any) -> ModuleType:
+    """``httpx`` or ``httpx2``: the package the response object comes from."""
+    root = (type(response).__module__ or "").split(".")[0]
+    if root not in ("httpx", "httpx2"):
+        raise TypeError(f"expected an httpx or httpx2 Response, not {type(response).__name__}")
+    return importlib.import_module(root)
+
+
+def _check_status(response: Any, body: bytes) -> None:
+    if response.is_success:
+        return
+    excerpt = body[:300].decode("utf-8", "replace")
+    raise TransportError(
+        "HTTP_STATUS",
+        f"the provider answered HTTP {response.status_code}: {excerpt}",
+        retryable=response.status_code in (408, 409, 429) or response.status_code >= 500,
+    )
+
+
+def _dropped(error: Exception) -> TransportError:
+    return TransportError(
+        "CONNECTION_CLOSED",
+        f"the connection failed mid-stream ({type(error).__name__}: {error}); no response was produced",
+    )
+
+
+class _EventStreamBase:
+    def __init__(self, response: Any, *, provider: str, limits: Limits | None, choice: int | None) -> None:
+        self._transport_error: type[Exception] = _http_module(response).TransportError
+        self.http_response = response
+        self.provider = provider
+        self._assembler: Any = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice, keep_events=True)
+        self._result: NormalizedResponse | None = None
+        self._failure: BaseException | None = None
+
+    def _feed(self, chunk: bytes) -> list[CanonicalEvent]:
+        try:
+            self._assembler.feed(chunk)
+        except BaseException as error:
+            self._failure = error
+            raise
+        events: list[CanonicalEvent] = self._assembler.take_events()
+        return events
+
+    def _end(self) -> list[CanonicalEvent]:
+        try:
+            self._result = self._assembler.finish()
+        except BaseException as error:
+            self._failure = error
+            raise
+        events: list[CanonicalEvent] = self._assembler.take_events()
+        return events
+
+    def _fail(self, error: Exception) -> TransportError:
+        self._assembler.abort()
+        failure = _dropped(error)
+        self._failure = failure
+        return failure
+
+    def _done(self) -> NormalizedResponse:
+        if self._failure is not None:
+            raise self._failure
+        if self._result is None:
+            raise RuntimeError("the stream was not read to its end")
+        return self._result
+
+
+class HttpxEventStream(_EventStreamBase):
+    """Canonical events from a streaming ``httpx.Response``; then :meth:`finish`.
+
+    Iterate to forward events (e.g. to a UI); :meth:`finish` reads whatever is
+    left and returns the NormalizedResponse, or raises the stream's typed error.
+    """
+
+    def __init__(self, response: Any, *, provider: str, limits: Limits | None, choice: int | None) -> None:
+        super().__init__(response, provider=provider, limits=limits, choice=choice)
+        self._iterator = self._events()
+
+    def __iter__(self) -> Iterator[CanonicalEvent]:
+        return self._iterator
+
+    def _events(self) -> Iterator[CanonicalEvent]:
+        if not self.http_response.is_success:
+            _check_status(self.http_response, self.http_response.read())
+        try:
+            for chunk in self.http_response.iter_bytes():
+                yield from self._feed(chunk)
+        except self._transport_error as error:
+            raise self._fail(error) from error
+        yield from self._end()
+
+    def finish(self) -> NormalizedResponse:
+        """The NormalizedResponse (reading the rest of the stream first)."""
+        for _ in self._iterator:
+            pass
+        return self._done()
+
+
+class AsyncHttpxEventStream(_EventStreamBase):
+    """:class:`HttpxEventStream` for ``httpx.AsyncClient`` responses."""
+
+    def __init__(self, response: Any, *, provider: str, limits: Limits | None, choice: int | None) -> None:
+        super().__init__(response, provider=provider, limits=limits, choice=choice)
+        self._iterator = self._events()
+
+    async def _events(self) -> AsyncIterator[CanonicalEvent]:
+        if not self.http_response.is_success:
+            _check_status(self.http_response, await self.http_response.aread())
+        try:
+            async for chunk in self.http_response.aiter_bytes():
+                for event in self._feed(chunk):
+                    yield event
+        except self._transport_error as error:
+            raise self._fail(error) from error
+        for event in self._end():
+            yield event
+
+    def __aiter__(self) -> AsyncIterator[CanonicalEvent]:
+        return self._iterator
+
+    async def finish(self) -> NormalizedResponse:
+        """The NormalizedResponse (reading the rest of the stream first)."""
+        async for _ in self._iterator:
+            pass
+        return self._done()
+
+
+def stream_httpx(
+    response: Any, *, provider: str, limits: Limits | None = None, choice: int | None = None
+) -> HttpxEventStream:
+    """Wrap a streaming response from ``httpx.Client.stream(...)`` (or httpx2's)."""
+    return HttpxEventStream(response, provider=provider, limits=limits, choice=choice)
+
+
+def astream_httpx(
+    response: Any, *, provider: str, limits: Limits | None = None, choice: int | None = None
+) -> AsyncHttpxEventStream:
+    """Wrap a streaming response from ``httpx.AsyncClient.stream(...)`` (or httpx2's)."""
+    return AsyncHttpxEventStream(response, provider=provider, limits=limits, choice=choice)
+

@@ -1,0 +1,334 @@
+"""SDK objects and httpx responses, fed to the assembler without hand re-serialising.
+
+The SDK clients run against ``httpx.MockTransport`` serving the bundled
+example recordings, so the objects are exactly what a user's code receives;
+nothing touches the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+import httpx
+import pytest
+
+import decisions
+from decisions import StreamError, TransportError, integrations
+from decisions.examples import EXAMPLES, load
+
+RAW = {example.name: load(example) for example in EXAMPLES}
+
+
+def _direct(provider: str, data: bytes) -> Any:
+    assembler = decisions.StreamAssembler(provider, keep_events=True)
+    assembler.feed(data)
+    response = assembler.finish()
+    return response, assembler.take_events()
+
+
+def _sdk_http(sdk: ModuleType) -> ModuleType:
+    """The HTTP package an SDK is built on (``httpx``, or ``httpx2`` in current releases)."""
+    base = importlib.import_module(f"{sdk.__name__}._base_client")
+    http = getattr(base, "httpx2", None) or getattr(base, "httpx")
+    assert isinstance(http, ModuleType)
+    return http
+
+
+def _sdk_client(sdk: ModuleType, body: bytes, content_type: str) -> Any:
+    http = _sdk_http(sdk)
+
+    def handler(request: Any) -> Any:
+        return http.Response(200, content=body, headers={"content-type": content_type})
+
+    return http.Client(transport=http.MockTransport(handler))
+
+
+# ---------------------------------------------------------------- openai
+
+
+def _openai(body: bytes, content_type: str = "text/event-stream") -> Any:
+    openai = pytest.importorskip("openai")
+    http = _sdk_client(openai, body, content_type)
+    return openai.OpenAI(api_key="sk-test", base_url="http://test.invalid/v1", http_client=http, max_retries=0)
+
+
+def test_openai_chat_stream_objects() -> None:
+    client = _openai(RAW["healthy"])
+    chunks = list(client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True))
+    assert type(chunks[0]).__name__ == "ChatCompletionChunk"
+    assert integrations.detect_provider(chunks[0]) == "openai-chat"
+    expected, _ = _direct("openai-chat", RAW["healthy"])
+    assert integrations.assemble_sdk_stream(chunks) == expected
+    assembler = decisions.StreamAssembler("openai-chat")
+    for chunk in chunks:
+        integrations.feed_sdk_event(assembler, chunk)
+    assert assembler.finish() == expected
+
+
+def test_openai_chat_helper_stream_events() -> None:
+    client = _openai(RAW["healthy"])
+    with client.chat.completions.stream(model="m", messages=[{"role": "user", "content": "hi"}]) as stream:
+        events = list(stream)
+    kinds = {event.type for event in events}
+    assert "chunk" in kinds and kinds - {"chunk"}, kinds  # the helper adds derived events
+    expected, _ = _direct("openai-chat", RAW["healthy"])
+    assert integrations.assemble_sdk_stream(events) == expected
+
+
+def test_openai_responses_stream_and_helper() -> None:
+    client = _openai(RAW["invalid_escape"])
+    events = list(client.responses.create(model="m", input="hi", stream=True))
+    assert integrations.detect_provider(events[0]) == "openai-responses"
+    expected, _ = _direct("openai-responses", RAW["invalid_escape"])
+    assert integrations.assemble_sdk_stream(events) == expected
+    with client.responses.stream(model="m", input="hi") as stream:
+        helper_events = list(stream)
+    assert integrations.assemble_sdk_stream(helper_events) == expected
+
+
+def test_openai_whole_body_object() -> None:
+    client = _openai(RAW["path_escape"], "application/json")
+    completion = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert type(completion).__name__ == "ChatCompletion"
+    expected = decisions.normalize(RAW["path_escape"], provider="openai-chat")
+    assert integrations.normalize_sdk(completion) == expected
+    assert integrations.to_payload(completion) == json.loads(RAW["path_escape"])
+
+
+# ---------------------------------------------------------------- anthropic
+
+
+def _anthropic(body: bytes, content_type: str = "text/event-stream") -> Any:
+    anthropic = pytest.importorskip("anthropic")
+    http = _sdk_client(anthropic, body, content_type)
+    return anthropic.Anthropic(api_key="sk-ant-test", base_url="http://test.invalid", http_client=http, max_retries=0)
+
+
+def test_anthropic_raw_stream_objects() -> None:
+    client = _anthropic(RAW["parallel"])
+    events = list(client.messages.create(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}], stream=True))
+    assert integrations.detect_provider(events[0]) == "anthropic"
+    expected, _ = _direct("anthropic", RAW["parallel"])
+    assert integrations.assemble_sdk_stream(events) == expected
+
+
+def test_anthropic_helper_stream_events() -> None:
+    client = _anthropic(RAW["parallel"])
+    with client.messages.stream(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]) as stream:
+        events = list(stream)
+    kinds = {event.type for event in events}
+    assert {"text", "input_json"} <= kinds  # derived events, skipped by the adapter
+    expected, _ = _direct("anthropic", RAW["parallel"])
+    assert integrations.assemble_sdk_stream(events) == expected
+
+
+def test_anthropic_truncated_stream_keeps_its_finish_reason() -> None:
+    client = _anthropic(RAW["truncated"])
+    events = list(client.messages.create(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}], stream=True))
+    response = integrations.assemble_sdk_stream(events)
+    assert response.finish_reason == "length"
+    assert [call.complete for call in response.tool_calls] == [False]
+
+
+def test_anthropic_whole_message_object() -> None:
+    body = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.txt"}}],
+        "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 7},
+    }
+    client = _anthropic(json.dumps(body).encode(), "application/json")
+    message = client.messages.create(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}])
+    assert integrations.detect_provider(message) == "anthropic"
+    assert integrations.normalize_sdk(message) == decisions.normalize(body, provider="anthropic")
+
+
+# ---------------------------------------------------------------- google-genai
+
+
+def test_genai_response_objects() -> None:
+    genai_types = pytest.importorskip("google.genai.types")
+    body = json.loads(RAW["unknown_tool"])
+    response = genai_types.GenerateContentResponse.model_validate(body)
+    assert integrations.detect_provider(response) == "gemini"
+    payload = integrations.to_payload(response)
+    assert isinstance(payload, dict) and "functionCall" in json.dumps(payload)
+    assert integrations.normalize_sdk(response) == decisions.normalize(body, provider="gemini")
+    # A stream is a sequence of the same objects, one per chunk.
+    chunks = [response]
+    streamed = integrations.assemble_sdk_stream(chunks)
+    assert streamed.tool_calls[0].name == "readFile"
+
+
+class _DuckModel:
+    """A pydantic-like object from an unknown library: model_dump is all it has."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        return self.data
+
+
+def test_duck_typed_models_and_dicts() -> None:
+    body = json.loads(RAW["unknown_tool"])
+    assert integrations.normalize_sdk(_DuckModel(body)) == decisions.normalize(body, provider="gemini")
+    assert integrations.normalize_sdk(body) == decisions.normalize(body, provider="gemini")
+    with pytest.raises(TypeError, match="pydantic"):
+        integrations.to_payload(object())
+    with pytest.raises(ValueError, match="provider"):
+        integrations.normalize_sdk({"what": "is this"})
+
+
+# ---------------------------------------------------------------- httpx
+
+_HTTP_NAMES = ["httpx"] + (["httpx2"] if importlib.util.find_spec("httpx2") is not None else [])
+
+
+@pytest.fixture(params=_HTTP_NAMES)
+def http(request: pytest.FixtureRequest) -> ModuleType:
+    """``httpx`` and, where installed, ``httpx2`` (same API)."""
+    return importlib.import_module(request.param)
+
+
+def _body(http: ModuleType, chunks: list[bytes], error: Exception | None = None) -> Any:
+    """A response body: chunks, then optionally a transport error (a dropped connection)."""
+
+    class Body(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __iter__(self) -> Iterator[bytes]:
+            yield from chunks
+            if error is not None:
+                raise error
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for chunk in chunks:
+                yield chunk
+            if error is not None:
+                raise error
+
+    return Body()
+
+
+def _split(data: bytes, size: int = 37) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+def _client(http: ModuleType, body: Any, status: int = 200) -> Any:
+    def handler(request: Any) -> Any:
+        return http.Response(status, stream=body, headers={"content-type": "text/event-stream"})
+
+    return http.Client(transport=http.MockTransport(handler))
+
+
+def _async_client(http: ModuleType, body: Any, status: int = 200) -> Any:
+    async def handler(request: Any) -> Any:
+        return http.Response(status, stream=body, headers={"content-type": "text/event-stream"})
+
+    return http.AsyncClient(transport=http.MockTransport(handler))
+
+
+URL = "http://test.invalid/"
+
+
+@pytest.mark.parametrize("name,provider", [("healthy", "openai-chat"), ("parallel", "anthropic"), ("invalid_escape", "openai-responses")])
+def test_httpx_sync_events_then_response(http: ModuleType, name: str, provider: str) -> None:
+    expected, expected_events = _direct(provider, RAW[name])
+    with _client(http, _body(http, _split(RAW[name]))) as client, client.stream("POST", URL) as response:
+        stream = integrations.stream_httpx(response, provider=provider)
+        events = list(stream)
+        assert stream.finish() == expected
+    assert events == expected_events
+
+
+def test_httpx_finish_reads_the_rest(http: ModuleType) -> None:
+    expected, _ = _direct("anthropic", RAW["parallel"])
+    with _client(http, _body(http, _split(RAW["parallel"]))) as client, client.stream("POST", URL) as response:
+        stream = integrations.stream_httpx(response, provider="anthropic")
+        first = next(iter(stream))
+        assert first.type == "response_started"
+        assert stream.finish() == expected
+
+
+def test_httpx_async_events_then_response(http: ModuleType) -> None:
+    expected, expected_events = _direct("openai-chat", RAW["healthy"])
+
+    async def run() -> tuple[list[Any], Any]:
+        async with _async_client(http, _body(http, _split(RAW["healthy"]))) as client:
+            async with client.stream("POST", URL) as response:
+                stream = integrations.astream_httpx(response, provider="openai-chat")
+                events = [event async for event in stream]
+                return events, await stream.finish()
+
+    events, response = asyncio.run(run())
+    assert events == expected_events and response == expected
+
+
+@pytest.mark.parametrize("error_name", ["RemoteProtocolError", "ReadError"])
+def test_httpx_dropped_connection_is_a_transport_error(http: ModuleType, error_name: str) -> None:
+    data = RAW["parallel"]
+    error = getattr(http, error_name)("peer closed connection")
+    with _client(http, _body(http, _split(data[: len(data) // 2]), error)) as client, client.stream("POST", URL) as response:
+        stream = integrations.stream_httpx(response, provider="anthropic")
+        seen: list[Any] = []
+        with pytest.raises(TransportError) as info:
+            for event in stream:
+                seen.append(event)
+        assert info.value.code == "CONNECTION_CLOSED" and info.value.retryable
+        assert seen and seen[0].type == "response_started"  # events were forwarded, but no response
+        with pytest.raises(TransportError):
+            stream.finish()
+
+
+@pytest.mark.parametrize("error_name", ["RemoteProtocolError", "ReadError"])
+def test_httpx_async_dropped_connection_is_a_transport_error(http: ModuleType, error_name: str) -> None:
+    data = RAW["healthy"]
+    error = getattr(http, error_name)("reset by peer")
+
+    async def run() -> None:
+        async with _async_client(http, _body(http, _split(data[: len(data) // 2]), error)) as client:
+            async with client.stream("POST", URL) as response:
+                stream = integrations.astream_httpx(response, provider="openai-chat")
+                with pytest.raises(TransportError) as info:
+                    await stream.finish()
+                assert info.value.code == "CONNECTION_CLOSED"
+
+    asyncio.run(run())
+
+
+def test_httpx_body_ending_early_is_a_stream_error(http: ModuleType) -> None:
+    data = RAW["parallel"]
+    cut = data[: data.index(b"event: message_delta")]  # at an event boundary, before the terminal events
+    with _client(http, _body(http, _split(cut))) as client, client.stream("POST", URL) as response:
+        stream = integrations.stream_httpx(response, provider="anthropic")
+        with pytest.raises(StreamError) as info:
+            stream.finish()
+    assert info.value.code == "NO_TERMINAL_EVENT"
+
+
+def test_httpx_body_ending_mid_event_is_a_stream_error(http: ModuleType) -> None:
+    data = RAW["healthy"]
+    cut = data[: len(data) - 30]
+    with _client(http, _body(http, _split(cut))) as client, client.stream("POST", URL) as response:
+        with pytest.raises(StreamError) as info:
+            integrations.stream_httpx(response, provider="openai-chat").finish()
+    assert info.value.code in ("NO_TERMINAL_EVENT", "SSE_UNTERMINATED_EVENT")
+
+
+@pytest.mark.parametrize(("status", "retryable"), [(500, True), (429, True), (400, False)])
+def test_httpx_error_status_is_a_transport_error(http: ModuleType, status: int, retryable: bool) -> None:
+    body = _body(http, [b'{"error": {"message": "bad request"}}'])
+    with _client(http, body, status) as client, client.stream("POST", URL) as response:
+        with pytest.raises(TransportError) as info:
+            integrations.stream_httpx(response, provider="openai-chat").finish()
+    assert info.value.code == "HTTP_STATUS" and info.value.retryable is retryable
+    assert "bad request" in info.value.message
+
+
+def test_other_response_objects_are_refused() -> None:
+    with pytest.raises(TypeError, match="httpx"):
+        integrations.stream_httpx(object(), provider="openai-chat")
