@@ -471,3 +471,15 @@ def test_kept_events_include_the_one_that_failed(impl: ModuleType) -> None:
     with pytest.raises(StreamError):
         asm.feed_event(end("nope"))
     assert asm.take_events() == [START, end("nope")]
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_undecodable_data_is_malformed_for_every_provider(impl: ModuleType, provider: str) -> None:
+    asm = impl.StreamAssembler(provider)
+    with pytest.raises(StreamError) as info:
+        asm.feed(b"data: {oops\n\n")
+    assert (info.value.code, info.value.message) == ("MALFORMED_EVENT", "event data is not valid JSON")
+    assert asm.state == "failed"
+    with pytest.raises(StreamError) as info:
+        impl.normalize(b"{oops", provider=provider)
+    assert (info.value.code, info.value.message) == ("MALFORMED_EVENT", "event data is not valid JSON")

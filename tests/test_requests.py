@@ -121,6 +121,10 @@ def test_golden_openai_chat_tool() -> None:
         },
     }
     assert record.strict is True and record.kind == "tool"
+    # property order is the order the model writes the fields in: kept
+    assert list(fragment["function"]["parameters"]["properties"]) == ["path", "max_bytes"]
+    assert list(convert_schema(Person.model_json_schema(), "openai-chat").schema["properties"]) == list(
+        Person.model_fields)
 
 
 def test_golden_openai_responses_tool() -> None:
@@ -143,8 +147,7 @@ def test_golden_anthropic_tool() -> None:
             "description": "Read a file from the workspace.",
             "properties": {
                 "path": {"description": "workspace-relative path", "title": "Path", "type": "string"},
-                "max_bytes": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None,
-                              "title": "Max Bytes"},
+                "max_bytes": {"anyOf": [{"type": "integer"}, {"type": "null"}], "title": "Max Bytes"},
             },
             "required": ["path"],
             "title": "ReadFile",
@@ -554,3 +557,32 @@ def test_one_tool_list_for_request_and_decide() -> None:
     assert info.value.code == "SCHEMA_MISMATCH"
     with pytest.raises(TypeError):
         build_request("openai-chat", tools=["read_file"])
+
+
+# ---------------------------------------------------------------- the SDKs' own strict transforms as oracles
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+def test_openai_sdk_strictifier_has_nothing_left_to_do(model: type[BaseModel]) -> None:
+    import copy
+
+    strictify = pytest.importorskip("openai.lib._pydantic")._ensure_strict_json_schema
+    sent = convert_schema(model.model_json_schema(), "openai-chat").schema
+    assert strictify(copy.deepcopy(sent), path=(), root=copy.deepcopy(sent)) == sent
+
+
+@pytest.mark.parametrize("model", [m for m in MODELS if m not in (TreeNode, Closed)], ids=lambda m: m.__name__)
+def test_anthropic_sdk_transform_finds_nothing_unsupported(model: type[BaseModel]) -> None:
+    import copy
+
+    transform = pytest.importorskip("anthropic").transform_schema
+    sent = convert_schema(model.model_json_schema(), "anthropic").schema
+    again = transform(copy.deepcopy(sent))
+    # The SDK moves every keyword it does not support into the description
+    # ("{keyword: value}"); nothing may be left for it to move.
+    ours = {here: node for node, here in _walk(sent)}
+    theirs = {here: node for node, here in _walk(again)}
+    assert set(ours) == set(theirs)
+    for here, node in ours.items():
+        assert theirs[here].get("description") == node.get("description"), here
+        assert theirs[here].get("additionalProperties") == node.get("additionalProperties"), here

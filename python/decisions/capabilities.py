@@ -106,7 +106,7 @@ _OPENAI_FORMATS: Final = frozenset(
 )
 
 _ANTHROPIC_KEYWORDS: Final = _CORE | {
-    "anyOf", "allOf", "$ref", "$defs", "definitions", "const", "title", "description", "default",
+    "anyOf", "allOf", "$ref", "$defs", "definitions", "const", "title", "description",
     "format", "pattern", "minItems",
 }
 _ANTHROPIC_FORMATS: Final = frozenset(

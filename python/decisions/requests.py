@@ -82,6 +82,12 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def _json_copy(value: Any) -> Any:
+    """A deep copy that is plain JSON (keys and their order kept: property
+    order is the order a model writes the fields in)."""
+    return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+
+
 def schema_digest(schema: Any) -> str:
     """``sha256:<hex>`` of the canonical JSON of ``schema``."""
     return "sha256:" + hashlib.sha256(canonical_json(schema).encode("utf-8")).hexdigest()
@@ -94,7 +100,7 @@ def _schema_of(source: Any) -> tuple[dict[str, Any], Any]:
     """The JSON Schema dict for a schema dict, a Pydantic model or any type
     Pydantic's ``TypeAdapter`` accepts; and the model/type (or None)."""
     if isinstance(source, Mapping):
-        schema = json.loads(canonical_json(source))
+        schema = _json_copy(source)
         return schema, None
     import pydantic
 
@@ -522,7 +528,7 @@ class _Converter:
                     self.nullable.add(_pointer(path, "properties", name))
                 if isinstance(sent_props[name], dict):
                     sent_props[name].pop("default", None)
-                required.append(name)
+            required = list(sent_props)  # every property, in the order the model writes them
         if required and caps.supports("required"):
             out["required"] = required
 
@@ -604,7 +610,7 @@ def convert_schema(
         strict = caps.strict_json_schema
     elif strict and not caps.strict_json_schema:
         raise ValueError(f"{caps.provider} has no strict schema mode; pass strict=None or False")
-    original = json.loads(canonical_json(schema))
+    original = _json_copy(schema)
     converter = _Converter(original, caps, strict, on_unsupported)
     sent = converter.convert(original)
     root_key = None

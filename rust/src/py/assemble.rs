@@ -6,7 +6,9 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
-use crate::core::assemble::{Assembler, CanonicalMapper, Kind};
+use serde::de::IgnoredAny;
+
+use crate::core::assemble::{Assembler, CanonicalMapper, Kind, DONE};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::Event;
 use crate::core::limits::Limits;
@@ -69,6 +71,16 @@ fn dumps(py: Python<'_>, value: &Bound<'_, PyAny>) -> Result<String, CoreError> 
         .map_err(|_| malformed("event payload is not JSON-serialisable"))
 }
 
+/// A mapper's `MALFORMED_EVENT` for data that is not JSON at all becomes the
+/// plumbing's own error (the pure twin decodes the data before its mapper sees
+/// it), so both backends say the same thing.
+fn not_json(error: CoreError, data: &str) -> CoreError {
+    if error.code == Code::MALFORMED_EVENT && data != DONE && serde_json::from_str::<IgnoredAny>(data).is_err() {
+        return malformed("event data is not valid JSON");
+    }
+    error
+}
+
 fn utf8(bytes: &[u8]) -> Result<String, CoreError> {
     std::str::from_utf8(bytes)
         .map(str::to_string)
@@ -119,6 +131,7 @@ impl StreamAssembler {
                 result = self
                     .mapper
                     .map_event(event.event.as_deref(), &event.data, &mut self.mapped)
+                    .map_err(|e| not_json(e, &event.data))
                     .and_then(|()| self.apply_mapped());
                 if result.is_err() {
                     break;
@@ -240,7 +253,7 @@ impl StreamAssembler {
             Payload::Bytes => with_bytes(payload, "feed_event()", utf8)?,
         };
         let result = data.and_then(|data| {
-            self.mapper.map_event(name.as_deref(), &data, &mut self.mapped)?;
+            self.mapper.map_event(name.as_deref(), &data, &mut self.mapped).map_err(|e| not_json(e, &data))?;
             self.apply_mapped()
         });
         self.mapped.clear();
@@ -372,7 +385,7 @@ pub fn normalize(
     };
     let mut assembler = Assembler::new(limits);
     let mut events = Vec::new();
-    let result = text.and_then(|text| mapper.map_body(&text, &mut events)).and_then(|()| {
+    let result = text.and_then(|text| mapper.map_body(&text, &mut events).map_err(|e| not_json(e, &text))).and_then(|()| {
         events.into_iter().try_for_each(|event| assembler.apply(event))
     });
     result.map_err(|e| core_err(py, e))?;
