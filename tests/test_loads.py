@@ -14,6 +14,7 @@ import pytest
 
 import decisions
 from decisions import DEFAULT_LIMITS, ERROR_CODES, Limits, ParseError
+from json_values import same_value
 
 
 def fail(impl: ModuleType, data: Any, limits: Limits | None = None) -> ParseError:
@@ -278,3 +279,143 @@ def test_custom_limits_are_not_confused_with_defaults(impl: ModuleType) -> None:
     small = dataclasses.replace(DEFAULT_LIMITS, max_depth=1)
     assert fail(impl, "[[]]", small).code == "DEPTH_EXCEEDED"
     assert impl.loads("[[]]") == [[]]
+
+
+@pytest.mark.parametrize(("data", "code", "pos"), ERROR_CASES)
+def test_line_and_column_match_json_decode_error(impl: ModuleType, data: str | bytes, code: str, pos: int) -> None:
+    err = fail(impl, data)
+    reference = json.JSONDecodeError("x", err.doc, pos)
+    assert (err.lineno, err.colno) == (reference.lineno, reference.colno)
+    assert f"at line {err.lineno} column {err.colno}" in (err.hint or "") or code in (
+        "EMPTY_INPUT",
+        "UTF16_INPUT",
+        "BOM",
+        "DOCUMENT_TOO_LARGE",
+    )
+
+
+MULTILINE_CASES: list[tuple[str, str, int, int, int]] = [
+    ('{\n  "a": 1,\n  "a": 2\n}', "DUPLICATE_KEY", 14, 3, 3),
+    ('{\n  "a": [1,\n    2,\n  ]\n}', "TRAILING_COMMA", 18, 3, 6),
+    ('[\r\n"x\ty"]', "CONTROL_CHARACTER", 5, 2, 3),
+    ("[\n\n\n", "UNEXPECTED_END", 4, 4, 1),
+    ('{\n"path": "\u00e9\u00e9",\n"n": 012}', "LEADING_ZERO", 21, 3, 6),
+]
+
+
+@pytest.mark.parametrize(("text", "code", "pos", "lineno", "colno"), MULTILINE_CASES)
+def test_multiline_positions(impl: ModuleType, text: str, code: str, pos: int, lineno: int, colno: int) -> None:
+    for data in (text, text.encode()):
+        err = fail(impl, data)
+        assert (err.code, err.pos, err.lineno, err.colno) == (code, pos, lineno, colno)
+
+
+@pytest.mark.parametrize(("fields", "ok", "bad", "code", "pos"), LIMIT_CASES)
+def test_limits_on_every_input_type(
+    impl: ModuleType, fields: dict[str, int], ok: str, bad: str, code: str, pos: int
+) -> None:
+    limits = Limits(**fields)
+    for kind in (bytes, bytearray, memoryview):
+        assert impl.loads(kind(ok.encode()), limits=limits) == json.loads(ok)
+        err = fail(impl, kind(bad.encode()), limits)
+        assert (err.code, err.pos) == (code, pos)
+
+
+def test_default_limits_at_their_edges(impl: ModuleType) -> None:
+    depth = DEFAULT_LIMITS.max_depth
+    assert impl.loads("[" * depth + "]" * depth) is not None
+    err = fail(impl, "[" * (depth + 1) + "]" * (depth + 1))
+    assert (err.code, err.pos) == ("DEPTH_EXCEEDED", depth)
+    longest = "1" * DEFAULT_LIMITS.max_number_length
+    err = fail(impl, "[" + longest + "]")
+    assert (err.code, err.pos) == ("NUMBER_OUT_OF_RANGE", 1)  # in length, beyond 64 bits
+    assert impl.loads("0." + "5" * (DEFAULT_LIMITS.max_number_length - 2)) == 0.5555555555555556
+    assert (fail(impl, "[" + longest + "1]").code, fail(impl, "[" + longest + "1]").pos) == ("NUMBER_TOO_LONG", 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("-9223372036854775808", -(2**63)),
+        ("9223372036854775807", 2**63 - 1),
+        ("9223372036854775808", 2**63),
+        ("18446744073709551615", 2**64 - 1),
+        ("-0", 0),
+        ("0", 0),
+        ("1e308", 1e308),
+        ("-1.7976931348623157e308", -1.7976931348623157e308),
+        ("5e-324", 5e-324),
+        ("1e-400", 0.0),
+        ("-1e-400", -0.0),
+        ("-0.0", -0.0),
+        ("-0e0", -0.0),
+        ("0.0", 0.0),
+    ],
+)
+def test_number_edges_accepted(impl: ModuleType, text: str, value: int | float) -> None:
+    got = impl.loads(text)
+    assert same_value(got, value)
+    assert same_value(impl.loads(f"[{text}]".encode()), [value])
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["-9223372036854775809", "18446744073709551616", "-18446744073709551615", "1e400", "-1e400", "1.8e308", "1" * 25],
+)
+def test_number_edges_rejected(impl: ModuleType, text: str) -> None:
+    err = fail(impl, "[" + text + "]")
+    assert (err.code, err.pos) == ("NUMBER_OUT_OF_RANGE", 1)
+    assert "send it as a string" in (err.hint or "")
+
+
+HINTS: list[tuple[str, str]] = [
+    ('{"p": "a\\d"}', "invalid escape '\\d' at line 1 column 9: a backslash inside a JSON string must be written as '\\\\'"),
+    ('{"a": 1, "a": 2}', 'duplicate key "a" at line 1 column 10: each key may appear only once in an object'),
+    ("[1, 2,]", "trailing comma at line 1 column 6: remove the comma before the closing bracket or brace"),
+    ("```json\n{}\n```", "Markdown code fence at line 1 column 1: send the bare JSON value, without ``` fences"),
+    ("{'a': 1}", "single quote at line 1 column 2: JSON strings and keys must use double quotes"),
+    ("[NaN]", "NaN at line 1 column 2 is not JSON: use null or a string instead"),
+    ("[-Infinity]", "-Infinity at line 1 column 2 is not JSON: use null or a string instead"),
+    ("[07]", "number '07' at line 1 column 2 has a leading zero: write 7, not 07, or send a string"),
+    ('"a\nb"', "raw control character '\\n' in a string at line 1 column 3: escape it (\\n, \\t or \\u000a)"),
+    ("{a: 1}", "object key 'a' at line 1 column 2 is not a string: write keys in double quotes, like \"key\": value"),
+    ("{} x", "extra content at line 1 column 4 after the JSON value: send exactly one JSON value and nothing after it"),
+]
+
+
+@pytest.mark.parametrize(("text", "hint"), HINTS)
+def test_hints(impl: ModuleType, text: str, hint: str) -> None:
+    assert fail(impl, text).hint == hint
+    assert fail(impl, text.encode()).hint == hint
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (("1",), {"limits": {"max_depth": 3}}),
+        (("1",), {"limits": 64}),
+        (("1",), {"limits": "DEFAULT"}),
+        (("1", DEFAULT_LIMITS), {}),
+        ((), {}),
+        (("1",), {"limit": None}),
+        ((None,), {}),
+        ((1.5,), {}),
+        (([1],), {}),
+    ],
+)
+def test_type_errors_are_the_same_on_both(
+    both: tuple[ModuleType, ModuleType], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    messages = []
+    for impl in both:
+        with pytest.raises(TypeError) as info:
+            impl.loads(*args, **kwargs)
+        messages.append(str(info.value))
+    # CPython's own argument errors differ in one plural between C and Python functions.
+    assert messages[0].replace("arguments but", "argument but") == messages[1]
+
+
+def test_limits_none_is_the_default(impl: ModuleType) -> None:
+    text = "[" * 65 + "]" * 65
+    assert fail(impl, text, None).code == fail(impl, text, DEFAULT_LIMITS).code == "DEPTH_EXCEEDED"
+    assert impl.loads("[1]", limits=None) == impl.loads("[1]", limits=DEFAULT_LIMITS) == [1]

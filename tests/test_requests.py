@@ -586,3 +586,18 @@ def test_anthropic_sdk_transform_finds_nothing_unsupported(model: type[BaseModel
     for here, node in ours.items():
         assert theirs[here].get("description") == node.get("description"), here
         assert theirs[here].get("additionalProperties") == node.get("additionalProperties"), here
+
+
+def test_prepare_bounds_the_json_text_answer() -> None:
+    from decisions.errors import ParseError
+    from decisions.types import TextItem
+
+    plan = build_request("openai-compatible", output=Address, max_output_chars=60)
+    ok = _response(TextItem(item_id="t", text='{"street": "s", "city": "c"}'), finish="stop")
+    assert plan.prepare(ok) is ok
+    for text, code in (('{"street": "' + "s" * 80 + '", "city": "c"}', "DOCUMENT_TOO_LARGE"),
+                       ('Sure: {"street": "s", "city": "c"}', "UNEXPECTED_CHARACTER"),
+                       ('```json\n{"street": "s", "city": "c"}\n```', "MARKDOWN_FENCE")):
+        with pytest.raises(ParseError) as info:
+            plan.prepare(_response(TextItem(item_id="t", text=text), finish="stop"))
+        assert info.value.code == code

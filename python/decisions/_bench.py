@@ -11,11 +11,13 @@ fuller version; this one ships with the package.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import json
 import statistics
 import time
+import timeit
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -168,13 +170,16 @@ def _assemblers(provider: str) -> dict[str, Callable[[bytes], Any]]:
 
 
 def _measure(contenders: dict[str, Callable[[bytes], Any]], data: bytes, rounds: int, budget: float) -> dict[str, float]:
-    """Median seconds per call, contenders interleaved round by round."""
+    """Median seconds per call, contenders interleaved round by round.
+
+    Each contender is warmed up and calibrated first (``timeit``'s autorange:
+    enough calls to fill 0.2 s), then every round times each of them in turn
+    for its share of ``budget``."""
     loops: dict[str, int] = {}
+    share = budget / rounds / len(contenders)
     for name, fn in contenders.items():
-        start = time.perf_counter()
-        fn(data)
-        once = max(time.perf_counter() - start, 1e-7)
-        loops[name] = max(1, int(budget / rounds / len(contenders) / once))
+        calls, elapsed = timeit.Timer(functools.partial(fn, data)).autorange()
+        loops[name] = max(1, int(calls * share / max(elapsed, 1e-9)))
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, fn in contenders.items():

@@ -922,6 +922,7 @@ class RequestPlan:
     submit_tool: str | None = None
     instructions: str | None = None
     output: OutputDefinition | None = field(default=None, repr=False)
+    max_output_chars: int | None = None
 
     def record(self, name: str) -> RequestRecord:
         """The record of the tool or output called ``name``."""
@@ -952,7 +953,9 @@ class RequestPlan:
           calls, or twice, it is ``AMBIGUOUS_DECISION``;
         - arguments and answers written for a converted schema are restored
           (:meth:`RequestRecord.restore`): the root wrapper removed, the nulls
-          strict mode forced removed.
+          strict mode forced removed;
+        - under the JSON-text strategy the answer must be exactly one JSON
+          value within ``max_output_chars`` (``ParseError`` otherwise).
 
         Text that does not parse is left as it is, so that ``decide`` reports
         the parse error (or the cut-off) at its real place. A response that is
@@ -961,6 +964,13 @@ class RequestPlan:
         if response.finish_reason not in ("stop", "tool_calls"):
             return response
         limits = limits or DEFAULT_LIMITS
+        if self.strategy == "json_text" and not response.tool_calls:
+            from .textcalls import parse_json_text
+
+            # one bounded JSON value, no prose, no fence: checked here with the
+            # length limit, then parsed again and validated by decide
+            parse_json_text(response.text, limits=limits, max_chars=self.max_output_chars)
+            return response
         by_name = {record.name: record for record in self.records if record.kind == "tool"}
         items: list[Item] = []
         submitted: list[ToolCallItem] = []
@@ -1120,6 +1130,7 @@ def build_request(
         submit_tool=submit,
         instructions=instructions,
         output=definition,
+        max_output_chars=max_output_chars,
     )
 
 

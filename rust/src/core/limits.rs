@@ -25,25 +25,30 @@ pub struct Limits {
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
 
+impl Limits {
+    /// The defaults, as a constant (the binding uses it when `limits` is None).
+    pub const DEFAULT: Limits = Limits {
+        max_document_bytes: 8 * MIB,
+        max_depth: 64,
+        max_string_bytes: 4 * MIB,
+        max_array_items: 100_000,
+        max_object_members: 10_000,
+        max_values: 1_000_000,
+        max_number_length: 100,
+        max_call_argument_bytes: 8 * MIB,
+        max_calls_per_response: 128,
+        max_response_bytes: 32 * MIB,
+        max_sse_line_bytes: 32 * MIB,
+        max_sse_event_bytes: 32 * MIB,
+        max_stream_events: 2_000_000,
+        max_stream_bytes: 256 * MIB,
+        max_bytes_without_data: MIB,
+    };
+}
+
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            max_document_bytes: 8 * MIB,
-            max_depth: 64,
-            max_string_bytes: 4 * MIB,
-            max_array_items: 100_000,
-            max_object_members: 10_000,
-            max_values: 1_000_000,
-            max_number_length: 100,
-            max_call_argument_bytes: 8 * MIB,
-            max_calls_per_response: 128,
-            max_response_bytes: 32 * MIB,
-            max_sse_line_bytes: 32 * MIB,
-            max_sse_event_bytes: 32 * MIB,
-            max_stream_events: 2_000_000,
-            max_stream_bytes: 256 * MIB,
-            max_bytes_without_data: MIB,
-        }
+        Limits::DEFAULT
     }
 }
 

@@ -216,23 +216,7 @@ impl Builder for PyBuilder<'_, '_> {
     }
 }
 
-static DEFAULT_LIMITS: Limits = Limits {
-    max_document_bytes: 8 * 1024 * 1024,
-    max_depth: 64,
-    max_string_bytes: 4 * 1024 * 1024,
-    max_array_items: 100_000,
-    max_object_members: 10_000,
-    max_values: 1_000_000,
-    max_number_length: 100,
-    max_call_argument_bytes: 8 * 1024 * 1024,
-    max_calls_per_response: 128,
-    max_response_bytes: 32 * 1024 * 1024,
-    max_sse_line_bytes: 32 * 1024 * 1024,
-    max_sse_event_bytes: 32 * 1024 * 1024,
-    max_stream_events: 2_000_000,
-    max_stream_bytes: 256 * 1024 * 1024,
-    max_bytes_without_data: 1024 * 1024,
-};
+static DEFAULT_LIMITS: Limits = Limits::DEFAULT;
 
 static PARSE_ERROR: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
 static STR_INPUT_ERROR: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
