@@ -344,7 +344,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
 
         report = run_examples()
         if args.json:
-            json.dump(report, out, indent=2, ensure_ascii=False)
+            json.dump(dict(report, shape_version=JSON_SHAPE_VERSION), out, indent=2, ensure_ascii=False)
             out.write("\n")
         else:
             for example in report["examples"]:
