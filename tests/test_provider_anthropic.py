@@ -530,3 +530,19 @@ def test_non_finite_input_is_malformed(impl: ModuleType) -> None:
     with pytest.raises(StreamError) as caught:
         feed(impl, "lines", "\n".join([json.dumps(start()[1]), block]).encode())
     assert caught.value.code == "MALFORMED_EVENT"
+
+
+def test_refusal_fallback_streams_are_never_glued(impl: ModuleType) -> None:
+    """Stream A is refused after a partial "Hi"; stream B is the fallback
+    model's new generation, starting mid-sentence. Each is its own response,
+    and B appended to A is named, not joined."""
+    fable = SDK / "fixtures" / "fable-fallback"
+    first = feed(impl, "sse", (fable / "stream-a-refusal.sse").read_bytes())
+    second = feed(impl, "sse", (fable / "stream-b-fallback.sse").read_bytes())
+    assert (first.finish_reason, first.text) == ("refusal", "Hi")
+    assert second.finish_reason == "stop" and second.text.startswith(" there! Happy to explain.")
+    assert first.response_id != second.response_id and first.model != second.model
+    spliced = (fable / "stream-a-refusal.sse").read_bytes() + (fable / "stream-b-fallback.sse").read_bytes()
+    with pytest.raises(StreamError) as caught:
+        feed(impl, "sse", spliced)
+    assert caught.value.code == "EVENT_AFTER_TERMINAL"
