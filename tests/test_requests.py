@@ -601,3 +601,29 @@ def test_prepare_bounds_the_json_text_answer() -> None:
         with pytest.raises(ParseError) as info:
             plan.prepare(_response(TextItem(item_id="t", text=text), finish="stop"))
         assert info.value.code == code
+
+
+def test_anthropic_regex_subset_and_request_totals() -> None:
+    schema = {"type": "object", "properties": {
+        "a": {"type": "string", "pattern": "^[a-z]+\\d{2}$"},
+        "b": {"type": "string", "pattern": "^(?!tmp)[a-z]+$"},
+        "c": {"type": "string", "pattern": "(x)\\1"}}, "required": ["a", "b", "c"]}
+    converted = convert_schema(schema, "anthropic")
+    assert converted.schema["properties"]["a"]["pattern"] == "^[a-z]+\\d{2}$"
+    assert {(d.path, d.keyword) for d in converted.dropped} == {("#/properties/b", "pattern"),
+                                                                ("#/properties/c", "pattern")}
+    assert convert_schema(schema, "openai-chat").schema["properties"]["b"]["pattern"] == "^(?!tmp)[a-z]+$"
+    simple = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+    many = [ToolDefinition(f"t{i}", simple) for i in range(21)]
+    with pytest.raises(SchemaError, match="strict tools"):
+        build_request("anthropic", tools=many)
+    assert len(build_request("anthropic", tools=many, strict=False).params["tools"]) == 21
+    build_request("anthropic", tools=many[:20])
+    wide = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(25)}}
+    with pytest.raises(SchemaError, match="optional properties"):
+        build_request("anthropic", tools=[ToolDefinition("wide", wide)])
+    unions = {"type": "object", "properties": {f"p{i}": {"type": ["string", "integer"]} for i in range(17)},
+              "required": [f"p{i}" for i in range(17)]}
+    with pytest.raises(SchemaError, match="union types"):
+        build_request("anthropic", tools=[ToolDefinition("unions", unions)])
+    build_request("openai-chat", tools=many + [ToolDefinition("wide", wide)])  # no such totals documented
