@@ -68,3 +68,23 @@ def test_chain_error_depends_on_chunking_the_same_way(impl: ModuleType, split: i
     assert assembler.state == "failed"
     with pytest.raises(OutputError):
         assembler.finish()
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        [b": a\r\n: b\r\n: c\r\n"],
+        [b": a\r", b"\n: b\r", b"\n: c\r", b"\n"],
+        [bytes([b]) for b in b": a\r\n: b\r\n: c\r\n"],
+    ],
+    ids=["whole", "split-crlf", "bytes"],
+)
+def test_no_data_counts_a_split_crlf_once(impl: ModuleType, pieces: list[bytes]) -> None:
+    """sse_chunking: the LF of a CRLF that arrived in the next chunk was
+    skipped without being counted toward ``max_bytes_without_data``, so the
+    limit was crossed one line later (a later offset) than in one chunk."""
+    decoder = impl.SSEDecoder(limits=replace(DEFAULT_LIMITS, max_bytes_without_data=9))
+    with pytest.raises(StreamError) as info:
+        for piece in pieces:
+            decoder.feed(piece)
+    assert (info.value.code, info.value.offset) == ("SSE_NO_DATA", 5)

@@ -34,7 +34,7 @@ class _Framer:
     __slots__ = (
         "_limits", "_line", "_line_start", "_pos", "_skip_lf", "_bom_done", "_bom_held",
         "_data", "_data_bytes", "_has_data", "_event", "_last_id", "_retry", "_events",
-        "_without_data", "_error",
+        "_without_data", "_counted_at", "_error",
     )
 
     def __init__(self, limits: Limits) -> None:
@@ -53,6 +53,9 @@ class _Framer:
         self._retry: int | None = None
         self._events = 0
         self._without_data = 0
+        # start of the last line if it counted toward _without_data: the LF
+        # of its CRLF, arriving in the next chunk, is counted with it
+        self._counted_at: int | None = None
         self._error: OutputError | None = None
 
     # ------------------------------------------------------------ errors
@@ -102,6 +105,8 @@ class _Framer:
                 data = data[1:]
                 self._pos += 1
                 self._line_start = self._pos
+                if self._counted_at is not None:
+                    self._no_data(1, self._counted_at)
         if b"\r" not in data:
             self._lf_lines(data, out)
             return out
@@ -175,6 +180,7 @@ class _Framer:
                     self._data_bytes = total
                     self._has_data = True
                     self._without_data = 0
+                    self._counted_at = None
                 elif raw:
                     self._line_end(raw, size + 1, out)
                 else:
@@ -225,6 +231,7 @@ class _Framer:
             self._data_bytes = total
             self._has_data = True
             self._without_data = 0
+            self._counted_at = None
             return
         if name == "event":
             self._event = value
@@ -237,6 +244,7 @@ class _Framer:
         self._no_data(length, start)
 
     def _no_data(self, length: int, start: int) -> None:
+        self._counted_at = start
         self._without_data += length
         if self._without_data > self._limits.max_bytes_without_data:
             raise self._fail(
@@ -258,6 +266,7 @@ class _Framer:
                 start,
             )
         self._events += 1
+        self._counted_at = None
         data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
         out.append((self._event or None, data, self._last_id, self._retry))
         self._data = []

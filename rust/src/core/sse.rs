@@ -45,6 +45,9 @@ pub struct Decoder {
     retry: Option<u64>,
     events: usize,
     without_data: usize,
+    /// Start of the last line if it was counted toward `without_data`: the
+    /// LF of its CRLF, arriving in the next chunk, is counted with it.
+    counted_at: Option<usize>,
     failed: Option<Code>,
 }
 
@@ -65,6 +68,7 @@ impl Decoder {
             retry: None,
             events: 0,
             without_data: 0,
+            counted_at: None,
             failed: None,
         }
     }
@@ -125,6 +129,9 @@ impl Decoder {
                 data = rest;
                 self.pos += 1;
                 self.line_start = self.pos;
+                if let Some(start) = self.counted_at {
+                    self.no_data(1, start)?;
+                }
             }
         }
         while !data.is_empty() {
@@ -205,6 +212,7 @@ impl Decoder {
                 self.data.push_str(value);
                 self.has_data = true;
                 self.without_data = 0;
+                self.counted_at = None;
                 return Ok(());
             }
             "event" => self.event = Some(value.to_string()),
@@ -220,6 +228,7 @@ impl Decoder {
     }
 
     fn no_data(&mut self, length: usize, start: usize) -> Result<(), CoreError> {
+        self.counted_at = Some(start);
         self.without_data = self.without_data.saturating_add(length);
         if self.without_data > self.limits.max_bytes_without_data {
             let msg = format!(
@@ -241,6 +250,7 @@ impl Decoder {
             return Err(self.fail(Code::SSE_TOO_MANY_EVENTS, msg, start));
         }
         self.events += 1;
+        self.counted_at = None;
         let event = self.event.take().filter(|e| !e.is_empty());
         out.push(SseEvent {
             event,
