@@ -46,7 +46,10 @@ impl Drop for Obj {
 
 /// Keys of at most this many bytes are cached.
 const KEY_CACHE_MAX_LEN: usize = 32;
-const KEY_CACHE_SLOTS: usize = 2048;
+/// Sets of the key cache; each holds two keys (the most recent first), so
+/// two keys landing in one set do not evict each other on every document.
+const KEY_CACHE_SETS: usize = 2048;
+const KEY_CACHE_SLOTS: usize = 2 * KEY_CACHE_SETS;
 
 struct CachedKey {
     bytes: [u8; KEY_CACHE_MAX_LEN],
@@ -79,7 +82,7 @@ fn u32_at(bytes: &[u8], at: usize) -> u64 {
     bytes.get(at..at + 4).and_then(|b| b.try_into().ok()).map_or(0, |b| u64::from(u32::from_le_bytes(b)))
 }
 
-/// The cache slot of a key of at most `KEY_CACHE_MAX_LEN` bytes, from a few
+/// The cache set of a key of at most `KEY_CACHE_MAX_LEN` bytes, from a few
 /// fixed-size (overlapping) loads: no loop, no copy. Keys with the same
 /// length, ends and middle words share a slot (and evict each other).
 #[inline]
@@ -97,7 +100,7 @@ fn key_hash(bytes: &[u8]) -> usize {
         (byte(0) | byte(n / 2) << 8, byte(n.wrapping_sub(1)))
     };
     let h = (a ^ (n as u64)).wrapping_mul(K) ^ b.rotate_left(29).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
-    ((h ^ (h >> 31)).wrapping_mul(K) >> 40) as usize % KEY_CACHE_SLOTS
+    ((h ^ (h >> 31)).wrapping_mul(K) >> 40) as usize % KEY_CACHE_SETS
 }
 
 /// Whether `stored` (a cached key, zero-padded) holds exactly `bytes`
@@ -195,13 +198,15 @@ impl Builder for PyBuilder<'_, '_> {
         let Some(cache) = self.cache.as_mut().filter(|_| bytes.len() <= KEY_CACHE_MAX_LEN) else {
             return new_str(self.py, value, ascii);
         };
-        let slot = key_hash(bytes);
-        if let Some(Some(entry)) = cache.get(slot) {
-            if same_key(&entry.bytes, entry.len, bytes) {
-                let ptr = entry.obj.as_ptr();
-                // SAFETY: the cache holds a reference; we hand out a new one.
-                unsafe { ffi::Py_INCREF(ptr) };
-                return Obj::new(self.py, ptr);
+        let first = 2 * key_hash(bytes);
+        for slot in [first, first + 1] {
+            if let Some(Some(entry)) = cache.get(slot) {
+                if same_key(&entry.bytes, entry.len, bytes) {
+                    let ptr = entry.obj.as_ptr();
+                    // SAFETY: the cache holds a reference; we hand out a new one.
+                    unsafe { ffi::Py_INCREF(ptr) };
+                    return Obj::new(self.py, ptr);
+                }
             }
         }
         let obj = new_str(self.py, value, ascii)?;
@@ -210,10 +215,12 @@ impl Builder for PyBuilder<'_, '_> {
         if unsafe { ffi::PyObject_Hash(obj.0.as_ptr()) } == -1 {
             return Err(PyErr::fetch(self.py));
         }
-        if let Some(entry) = cache.get_mut(slot) {
-            let mut stored = [0u8; KEY_CACHE_MAX_LEN];
-            if let Some(prefix) = stored.get_mut(..bytes.len()) {
-                prefix.copy_from_slice(bytes);
+        let mut stored = [0u8; KEY_CACHE_MAX_LEN];
+        if let (Some(prefix), Some(set)) = (stored.get_mut(..bytes.len()), cache.get_mut(first..first + 2)) {
+            prefix.copy_from_slice(bytes);
+            // The older key of the set goes; the previous recent one becomes the older.
+            set.swap(0, 1);
+            if let Some(entry) = set.first_mut() {
                 // SAFETY: the cache keeps its own reference.
                 unsafe { ffi::Py_INCREF(obj.0.as_ptr()) };
                 if let Some(old) = entry.replace(CachedKey { bytes: stored, len: bytes.len(), obj: obj.0 }) {
