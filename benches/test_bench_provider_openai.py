@@ -147,6 +147,7 @@ def test_whole_stream(benchmark: Any, who: str) -> None:
     parts = slices(data)
     benchmark.group = "openai-chat-stream"
     benchmark.extra_info["events"] = events
+    benchmark.extra_info["baseline"] = who == "native"
     run = sdk if who == "sdk" else ours(IMPLS[who])
     check(benchmark(run, parts), 5 * 1024)
 
@@ -159,6 +160,7 @@ def test_growth(benchmark: Any, who: str, size: str) -> None:
     head_parts, tail_parts = slices(head), slices(tail)
     benchmark.group = "openai-chat-growth"
     benchmark.extra_info["events"] = events
+    benchmark.extra_info["baseline"] = who == "native" and size == "5k"
     fed: list[Any] = []
 
     def setup() -> tuple[tuple[Any], dict[str, Any]]:

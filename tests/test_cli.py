@@ -106,6 +106,7 @@ def test_no_arguments_runs_the_examples_readably() -> None:
         assert f"## {example.name}:" in text
     assert "INVALID_ESCAPE" in text and "repair message to the model:" in text
     assert "UNEXPECTED" not in text
+    assert text.rstrip().endswith(f"6/6 examples gave the outcome they were recorded to show (backend {decisions.BACKEND}).")
 
 
 def test_python_dash_m_runs_the_main_job() -> None:
@@ -215,3 +216,23 @@ def test_bench_quick_reports_ratios() -> None:
     assert "decisions (pure)" in parse and all(r["median_us"] > 0 for r in parse.values())
     assembly = report["assembly"]["openai-chat"]["results"]
     assert "decisions (pure)" in assembly and assembly["json per event"]["vs_json_per_event"] == 1.0
+
+
+def _chat_body(content: str) -> bytes:
+    return json.dumps({
+        "id": "chatcmpl-final", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+    }).encode()
+
+
+def test_output_schema_for_a_final_answer(tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    good.write_bytes(_chat_body('{"path": "docs/index.md"}'))
+    code, result = _inspect_json(str(good), "--output", "decisions.examples:ReadFile")
+    assert code == 0 and result["decision"]["kind"] == "final"
+    assert result["decision"]["value"] == {"path": "docs/index.md"}
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(_chat_body('{"path": 42}'))
+    code, result = _inspect_json(str(bad), "--output", "decisions.examples:ReadFile")
+    assert code == 1 and result["error"]["code"] == "SCHEMA_MISMATCH"
+    assert result["error"]["issues"] and "path" in result["repair_prompt"]

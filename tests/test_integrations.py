@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -163,6 +164,27 @@ def test_genai_response_objects() -> None:
     chunks = [response]
     streamed = integrations.assemble_sdk_stream(chunks)
     assert streamed.tool_calls[0].name == "readFile"
+
+
+GEMINI_STREAMS = [
+    "vercel-ai/packages/google/src/__fixtures__/google-stream-tool-call-arguments.chunks.txt",
+    "vercel-ai/packages/google/src/__fixtures__/google-stream-no-args-tool-call.chunks.txt",
+]
+
+
+@pytest.mark.parametrize("name", GEMINI_STREAMS, ids=lambda n: n.rsplit("/", 1)[-1])
+def test_genai_stream_objects_give_the_wire_payloads(name: str) -> None:
+    """A recorded streamGenerateContent, chunk by chunk, as google-genai objects
+    (thought signatures are bytes there: they must come back as the API's base64)."""
+    genai_types = pytest.importorskip("google.genai.types")
+    path = Path(__file__).parent / "fixtures" / name
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    objects = [genai_types.GenerateContentResponse.model_validate(line) for line in lines]
+    assert [integrations.to_payload(o) for o in objects] == lines
+    direct = decisions.StreamAssembler("gemini")
+    for line in lines:
+        direct.feed_event(line)
+    assert integrations.assemble_sdk_stream(objects) == direct.finish()
 
 
 class _DuckModel:

@@ -457,7 +457,8 @@ def test_sse_event_name_must_match_the_data(impl: ModuleType) -> None:
 
 # ------------------------------------------------------------------ differential fuzzing
 
-_MUTANTS = [None, 0, 1, -1, 1.5, "", "x", "text_delta", [], {}, True, {"type": "text"}]
+_MUTANTS = [None, 0, 1, -1, 1.5, "", "x", "text_delta", "input_json_delta", [], {}, True, {"type": "text"}]
+_KEYS = ["type", "index", "delta", "text", "partial_json", "thinking", "signature", "citation", "input"]
 _STREAMS = [r for r in RECORDINGS if r.kind == "lines"] + [r for r in RECORDINGS if r.kind == "body"][:10]
 
 
@@ -487,10 +488,13 @@ def mutated(draw: Callable[..., Any]) -> tuple[str, list[str]]:
             parent = value
             for step in path[:-1]:
                 parent = parent[step]
-            if draw(st.booleans()):
+            action = draw(st.sampled_from(["delete", "replace", "rename"]))
+            if action == "delete":
                 del parent[path[-1]]
-            else:
+            elif action == "replace" or not isinstance(parent, dict):
                 parent[path[-1]] = draw(st.sampled_from(_MUTANTS))
+            else:  # another documented key in its place (the typed fast path must not be fooled)
+                parent[draw(st.sampled_from(_KEYS))] = parent.pop(path[-1])
         lines[i] = json.dumps(value)
         if rec.kind == "lines" and draw(st.integers(0, 9)) == 0:
             lines.insert(draw(st.integers(0, len(lines))), lines[draw(st.integers(0, len(lines) - 1))])
@@ -526,3 +530,19 @@ def test_non_finite_input_is_malformed(impl: ModuleType) -> None:
     with pytest.raises(StreamError) as caught:
         feed(impl, "lines", "\n".join([json.dumps(start()[1]), block]).encode())
     assert caught.value.code == "MALFORMED_EVENT"
+
+
+def test_refusal_fallback_streams_are_never_glued(impl: ModuleType) -> None:
+    """Stream A is refused after a partial "Hi"; stream B is the fallback
+    model's new generation, starting mid-sentence. Each is its own response,
+    and B appended to A is named, not joined."""
+    fable = SDK / "fixtures" / "fable-fallback"
+    first = feed(impl, "sse", (fable / "stream-a-refusal.sse").read_bytes())
+    second = feed(impl, "sse", (fable / "stream-b-fallback.sse").read_bytes())
+    assert (first.finish_reason, first.text) == ("refusal", "Hi")
+    assert second.finish_reason == "stop" and second.text.startswith(" there! Happy to explain.")
+    assert first.response_id != second.response_id and first.model != second.model
+    spliced = (fable / "stream-a-refusal.sse").read_bytes() + (fable / "stream-b-fallback.sse").read_bytes()
+    with pytest.raises(StreamError) as caught:
+        feed(impl, "sse", spliced)
+    assert caught.value.code == "EVENT_AFTER_TERMINAL"

@@ -9,9 +9,13 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from decisions.errors import OutputError, StreamError, TransportError
 from decisions.types import NormalizedResponse, ReasoningItem, RefusalItem, TextItem, ToolCallItem
+from openai_mutations import damaged
+from openai_mutations import outcome as mutated_outcome
 from openai_recordings import outcome, recordings, run, run_events, short, sse
 
 PROVIDER = "openai-chat"
@@ -340,3 +344,34 @@ def test_stream_and_body_of_one_generation_agree(impl: ModuleType) -> None:
     assert streamed == whole
     assert [c.call_id_generated for c in whole.tool_calls] == [False, True]
     assert whole.usage is not None and whole.usage.cached_tokens == 2
+
+
+# ---------------------------------------------------------------- differential
+
+
+def _chat_events(path: str) -> list[Any]:
+    from openai_recordings import FIXTURES
+
+    data = (FIXTURES / path).read_text(encoding="utf-8")
+    if path.endswith(".bin"):
+        return [
+            line[6:] if line[6:] == "[DONE]" else json.loads(line[6:])
+            for line in data.splitlines() if line.startswith("data: ")
+        ]
+    return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+_BASES = [
+    _chat_events(PARALLEL),
+    _chat_events(VERCEL + "deepseek/src/chat/__fixtures__/deepseek-tool-call.chunks.txt")[-12:],
+    _chat_events(VERCEL + "mistral/src/__fixtures__/mistral-reasoning.chunks.txt"),
+    _chat_events(VERCEL + "openai/src/chat/__fixtures__/azure-model-router.1.chunks.txt"),
+]
+
+
+@given(data=st.data())
+def test_damaged_streams_give_the_same_result_on_both_backends(both: tuple[ModuleType, ModuleType], data: st.DataObject) -> None:
+    native, pure = both
+    base = data.draw(st.sampled_from(_BASES))
+    events = data.draw(damaged(base))
+    assert mutated_outcome(native, PROVIDER, events) == mutated_outcome(pure, PROVIDER, events)

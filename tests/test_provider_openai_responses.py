@@ -9,10 +9,14 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from decisions.errors import OutputError, StreamError, TransportError
 from decisions.types import NormalizedResponse, ReasoningItem, RefusalItem, TextItem, ToolCallItem
-from openai_recordings import lines, outcome, recordings, run, run_events, short, sse
+from openai_mutations import damaged
+from openai_mutations import outcome as mutated_outcome
+from openai_recordings import FIXTURES, lines, outcome, recordings, run, run_events, short, sse
 
 PROVIDER = "openai-responses"
 RECORDINGS = recordings(PROVIDER)
@@ -328,3 +332,54 @@ def test_known_event_with_wrong_shape_is_malformed(impl: ModuleType, bad: dict[s
 def test_delta_for_an_item_never_added(impl: ModuleType) -> None:
     s = Stream().created().add("response.function_call_arguments.delta", item_id="fc_x", delta="{}")
     assert error_code(impl, s.events) == "DELTA_BEFORE_START"
+
+
+# ---------------------------------------------------------------- differential
+
+_BASES = [
+    [json.loads(line) for line in lines(path)]
+    for path in (
+        AZURE + "azure-tool-call.1.chunks.txt",
+        LMSTUDIO + "lmstudio-tool-call.1.chunks.txt",
+        RESP + "openai-error.1.chunks.txt",
+        RESP + "openai-file-search-tool.1.chunks.txt",
+    )
+] + [
+    Stream().created().message("msg_1", "refusal", ["No", "pe."]).end(output=[message_item("msg_1", "refusal", "Nope.")]).events,
+    Stream().created().call("fc_1", "call_1", "f", ['{"a": "lo'], status="incomplete")
+    .end("response.incomplete", "incomplete", output=[call_item("fc_1", "call_1", "f", '{"a": "lo', "incomplete")],
+         incomplete_details={"reason": "max_output_tokens"}).events,
+]
+
+
+@given(data=st.data())
+def test_damaged_streams_give_the_same_result_on_both_backends(both: tuple[ModuleType, ModuleType], data: st.DataObject) -> None:
+    native, pure = both
+    events = data.draw(damaged(data.draw(st.sampled_from(_BASES))))
+    assert mutated_outcome(native, PROVIDER, events) == mutated_outcome(pure, PROVIDER, events)
+
+
+@given(data=st.data())
+def test_damaged_bodies_give_the_same_result_on_both_backends(both: tuple[ModuleType, ModuleType], data: st.DataObject) -> None:
+    native, pure = both
+    base = data.draw(st.sampled_from(_BODIES))
+    (body,) = data.draw(damaged([base], reorder=False))
+
+    def result(impl: ModuleType) -> Any:
+        try:
+            return impl.normalize(json.dumps(body), provider=PROVIDER)
+        except OutputError as err:
+            return (type(err).__name__, err.code)
+
+    assert result(native) == result(pure)
+
+
+_BODIES = [
+    json.loads((FIXTURES / path).read_text(encoding="utf-8"))
+    for path in (
+        RESP + "openai-file-search-tool.1.json",
+        AZURE + "azure-tool-call.1.json",
+        LMSTUDIO + "lmstudio-basic.1.json",
+        RESP + "openai-error.1.json",
+    )
+]

@@ -5,9 +5,9 @@ streaming example talks to a local stand-in server (``ANTHROPIC_BASE_URL``)
 that replays a recorded stream, so nothing leaves the machine. ``sh`` blocks:
 ``decisions ...`` lines run for real (exit code 0 or 1, never 2); ``make X``
 lines are checked to name a real target (``make -n``; ``make test`` itself is
-what runs this file); ``pip install`` lines must name this package or a wheel
-``make wheels`` builds. Any other shell line fails the test, so nothing in the
-README goes unchecked.
+what runs this file); ``pip install`` lines must be the two that
+``tests/test_wheels.py`` exercises. Any other shell line fails the test, so
+nothing in the README goes unchecked.
 """
 
 from __future__ import annotations
@@ -147,8 +147,11 @@ def test_shell_line(command: str) -> None:
         out = subprocess.run(["make", "-n", argv[1]], cwd=ROOT, capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
     elif argv[:2] == ["pip", "install"]:
-        (target,) = argv[2:]
-        assert target == "decisions" or target == f"dist/decisions-{decisions.__version__}-py3-none-any.whl"
+        # What these lines do is tested in tests/test_wheels.py (binary preferred, pure elsewhere).
+        assert argv[2:] in (
+            ["--no-index", "--find-links", "dist", "decisions"],
+            [f"dist/decisions-{decisions.__version__}-py3-none-any.whl"],
+        )
     elif argv[0] == "decisions":
         if PURE_RUN and argv[1] == "bench":
             pytest.skip("the bench line runs once, in the native pass")

@@ -137,3 +137,36 @@ def test_free_threaded_cpython_selects_the_pure_twin() -> None:
     env = {k: v for k, v in os.environ.items() if k != "DECISIONS_PURE"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "pure"
+
+
+def test_pip_prefers_the_binary_wheel_where_it_fits(wheels: dict[str, Path], tmp_path: Path) -> None:
+    """Both wheels side by side: pip installs the binary one here."""
+    (tmp_path / "venv").mkdir()
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "venv")
+    python = tmp_path / "venv" / "bin" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", "--no-index",
+         "--find-links", str(wheels["native"].parent), "decisions"],
+        check=True,
+    )
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert list(Path(site).glob("decisions/_native*.so"))
+
+
+@pytest.mark.parametrize(
+    "platform, version",
+    [("macosx_11_0_arm64", "3.12"), ("win_amd64", "3.11"), ("manylinux2014_aarch64", "3.13")],
+)
+def test_pip_falls_back_to_the_pure_wheel_elsewhere(
+    wheels: dict[str, Path], tmp_path: Path, platform: str, version: str
+) -> None:
+    """Where the binary wheel's tags do not fit, pip's resolver picks the pure one."""
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-index", "--only-binary=:all:",
+         "--platform", platform, "--python-version", version, "--find-links", str(wheels["native"].parent),
+         "--dest", str(tmp_path), "decisions"],
+        capture_output=True, text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert [p.name for p in tmp_path.glob("*.whl")] == [wheels["pure"].name]

@@ -76,6 +76,12 @@ class Capabilities:
     #: ``enum`` values may only be these JSON types
     enum_value_types: frozenset[str] = frozenset({"string", "number", "integer", "boolean", "null"})
     max_min_items: int | None = None
+    #: ``pattern`` must avoid backreferences, lookaround and word boundaries
+    pattern_subset: bool = False
+    #: per request, across all strict schemas (``None``: not documented)
+    max_strict_tools: int | None = None
+    max_optional_properties: int | None = None
+    max_union_properties: int | None = None
     #: object nesting the provider accepts (``None``: not documented)
     max_nesting: int | None = None
     max_tools: int | None = None
@@ -153,6 +159,10 @@ _PROFILES: Final[dict[str, Capabilities]] = {
         strict_requires_closed_objects=True,
         recursive_refs=False,
         max_min_items=1,
+        pattern_subset=True,
+        max_strict_tools=20,
+        max_optional_properties=24,
+        max_union_properties=16,
     ),
     "gemini": Capabilities(
         provider="gemini",

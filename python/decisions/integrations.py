@@ -17,6 +17,7 @@ body that stops before the provider's terminal event in
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+import base64
 import importlib
 import json
 from types import ModuleType
@@ -75,6 +76,25 @@ def _wire_fields(obj: Any) -> set[str] | None:
     return set()
 
 
+def _standard_base64(data: Any, raw: Any) -> None:
+    """Where ``raw`` (a python-mode dump) holds bytes, put their standard
+    base64 text at the same place in ``data`` (its JSON-mode twin)."""
+    stack = [(data, raw)]
+    while stack:
+        target, source = stack.pop()
+        if isinstance(target, dict) and isinstance(source, dict):
+            pairs: Iterable[tuple[Any, Any]] = ((key, source.get(key)) for key in list(target))
+        elif isinstance(target, list) and isinstance(source, list):
+            pairs = enumerate(source)
+        else:
+            continue
+        for key, value in pairs:
+            if isinstance(value, bytes):
+                target[key] = base64.b64encode(value).decode("ascii")
+            elif isinstance(value, (dict, list)):
+                stack.append((target[key], value))
+
+
 def to_payload(obj: Any) -> dict[str, Any] | str | bytes | None:
     """The provider's wire payload for one SDK object, dict, JSON text or bytes.
 
@@ -96,8 +116,11 @@ def to_payload(obj: Any) -> dict[str, Any] | str | bytes | None:
     if not callable(dump):
         raise TypeError(f"cannot read a provider payload from {type(obj).__name__}: not a dict, text or pydantic model")
     if _sdk_of(obj) == "google.genai":
-        # google-genai sets every field (None when absent) and names them in snake case.
+        # google-genai sets every field (None when absent) and names them in
+        # snake case; its JSON mode writes bytes (thought signatures) as
+        # URL-safe base64, where the API sends standard base64.
         data: dict[str, Any] = dump(mode="json", by_alias=True, exclude_none=True)
+        _standard_base64(data, dump(mode="python", by_alias=True, exclude_none=True))
     else:
         data = dump(mode="json", by_alias=True, exclude_unset=True)
     keep = _wire_fields(obj)

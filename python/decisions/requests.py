@@ -70,6 +70,9 @@ _SCHEMA_VALUED: Final = frozenset({"items", "not", "additionalProperties", "cont
 _SCHEMA_LISTS: Final = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _SCHEMA_MAPS: Final = frozenset({"properties", "patternProperties", "dependentSchemas"})
 _DEFS_KEYS: Final = ("$defs", "definitions")
+#: Regex constructs outside the subset some providers compile: backreferences,
+#: lookahead / lookbehind, word boundaries.
+_REGEX_BEYOND_SUBSET: Final = re.compile(r"\\[1-9]|\\k<|\(\?<?[=!]|\\[bB]")
 #: How deep a caller's schema may nest before it is refused.
 _MAX_SCHEMA_DEPTH: Final = 128
 
@@ -455,6 +458,11 @@ class _Converter:
                           f"{sorted(caps.enum_value_types)} only")
                 return _DROP
             return list(value)
+        if keyword == "pattern" and caps.pattern_subset and (
+                not isinstance(value, str) or _REGEX_BEYOND_SUBSET.search(value)):
+            self.drop(path, keyword, value, f"{caps.provider} takes regular expressions without "
+                      "backreferences, lookaround or word boundaries")
+            return _DROP
         if keyword == "minItems" and caps.max_min_items is not None and value > caps.max_min_items:
             self.drop(path, keyword, value, f"{caps.provider} enforces minItems up to {caps.max_min_items}")
             return _DROP
@@ -922,6 +930,7 @@ class RequestPlan:
     submit_tool: str | None = None
     instructions: str | None = None
     output: OutputDefinition | None = field(default=None, repr=False)
+    max_output_chars: int | None = None
 
     def record(self, name: str) -> RequestRecord:
         """The record of the tool or output called ``name``."""
@@ -952,7 +961,9 @@ class RequestPlan:
           calls, or twice, it is ``AMBIGUOUS_DECISION``;
         - arguments and answers written for a converted schema are restored
           (:meth:`RequestRecord.restore`): the root wrapper removed, the nulls
-          strict mode forced removed.
+          strict mode forced removed;
+        - under the JSON-text strategy the answer must be exactly one JSON
+          value within ``max_output_chars`` (``ParseError`` otherwise).
 
         Text that does not parse is left as it is, so that ``decide`` reports
         the parse error (or the cut-off) at its real place. A response that is
@@ -961,6 +972,13 @@ class RequestPlan:
         if response.finish_reason not in ("stop", "tool_calls"):
             return response
         limits = limits or DEFAULT_LIMITS
+        if self.strategy == "json_text" and not response.tool_calls:
+            from .textcalls import parse_json_text
+
+            # one bounded JSON value, no prose, no fence: checked here with the
+            # length limit, then parsed again and validated by decide
+            parse_json_text(response.text, limits=limits, max_chars=self.max_output_chars)
+            return response
         by_name = {record.name: record for record in self.records if record.kind == "tool"}
         items: list[Item] = []
         submitted: list[ToolCallItem] = []
@@ -1111,6 +1129,7 @@ def build_request(
             raise ValueError(f"unknown strategy {strategy!r}")
     if caps.max_tools is not None and len(fragments) > caps.max_tools:
         raise ValueError(f"{caps.provider} accepts at most {caps.max_tools} tools")
+    _check_strict_totals(caps, records)
     params = {**_tools_param(caps, fragments), **params}
     return RequestPlan(
         provider=caps.provider,
@@ -1120,7 +1139,50 @@ def build_request(
         submit_tool=submit,
         instructions=instructions,
         output=definition,
+        max_output_chars=max_output_chars,
     )
+
+
+def _property_counts(schema: Mapping[str, Any]) -> tuple[int, int]:
+    """(optional properties, properties whose schema is a union) in ``schema``."""
+    optional = unions = 0
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, Mapping):
+            continue
+        props = node.get("properties")
+        if isinstance(props, Mapping):
+            required = set(node.get("required", ()))
+            for name, sub in props.items():
+                optional += name not in required
+                if isinstance(sub, Mapping) and ("anyOf" in sub or isinstance(sub.get("type"), list)):
+                    unions += 1
+        stack.extend(value for value in node.values() if isinstance(value, (Mapping, list)))
+    return optional, unions
+
+
+def _check_strict_totals(caps: Capabilities, records: Sequence[RequestRecord]) -> None:
+    """The provider's per-request totals over all strict schemas."""
+    strict = [record for record in records if record.strict]
+    tools = sum(1 for record in strict if record.kind == "tool")
+    if caps.max_strict_tools is not None and tools > caps.max_strict_tools:
+        raise _unsupported(f"{tools} strict tools; {caps.provider} accepts {caps.max_strict_tools} per request "
+                           "(declare some with strict=False)", "#")
+    optional = unions = 0
+    for record in strict:
+        counts = _property_counts(record.sent_schema)
+        optional += counts[0]
+        unions += counts[1]
+    if caps.max_optional_properties is not None and optional > caps.max_optional_properties:
+        raise _unsupported(f"{optional} optional properties across the strict schemas; {caps.provider} "
+                           f"accepts {caps.max_optional_properties}", "#")
+    if caps.max_union_properties is not None and unions > caps.max_union_properties:
+        raise _unsupported(f"{unions} properties with union types across the strict schemas; {caps.provider} "
+                           f"accepts {caps.max_union_properties}", "#")
 
 
 def _converts(schema: Mapping[str, Any], caps: Capabilities, on_unsupported: OnUnsupported) -> bool:

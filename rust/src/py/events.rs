@@ -4,7 +4,8 @@
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
+use pyo3::{ffi, intern};
 
 use crate::core::assemble::{Item, Kind, Response};
 use crate::core::errors::CoreError;
@@ -88,11 +89,30 @@ pub(crate) fn core_err(py: Python<'_>, error: CoreError) -> PyErr {
     build().unwrap_or_else(|e| e)
 }
 
-/// `SSEEvent(data, event, id, retry)`.
+/// `SSEEvent(data=..., event=..., id=..., retry=...)`, built the way the
+/// frozen dataclass's own `__init__` builds it (allocate, then
+/// `object.__setattr__` each field) without running Python code per event.
 pub(crate) fn sse_event(py: Python<'_>, t: &Types, event: SseEvent) -> PyResult<Py<PyAny>> {
+    let class = t.sse_event.bind(py).downcast::<PyType>()?;
+    // SAFETY: `class` is a live type object; PyType_GenericAlloc returns a new
+    // reference (fields NULL) or NULL with an exception set.
+    let instance = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyType_GenericAlloc(class.as_type_ptr(), 0))? };
+    let set = |name: &Bound<'_, PyString>, value: Bound<'_, PyAny>| -> PyResult<()> {
+        // SAFETY: the three pointers are valid for the duration of the call;
+        // the function borrows them and returns 0 or -1 with an exception set.
+        let status = unsafe { ffi::PyObject_GenericSetAttr(instance.as_ptr(), name.as_ptr(), value.as_ptr()) };
+        if status == 0 {
+            Ok(())
+        } else {
+            Err(PyErr::fetch(py))
+        }
+    };
     let name = event.event.unwrap_or_else(|| "message".to_string());
-    let args = (event.data, name, event.id, event.retry);
-    Ok(t.sse_event.bind(py).call1(args)?.unbind())
+    set(intern!(py, "data"), PyString::new(py, &event.data).into_any())?;
+    set(intern!(py, "event"), PyString::new(py, &name).into_any())?;
+    set(intern!(py, "id"), obj(py, event.id)?)?;
+    set(intern!(py, "retry"), obj(py, event.retry)?)?;
+    Ok(instance.unbind())
 }
 
 pub(crate) fn kw<'py>(py: Python<'py>, pairs: &[(&str, Bound<'py, PyAny>)]) -> PyResult<Bound<'py, PyDict>> {

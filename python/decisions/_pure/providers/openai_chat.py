@@ -136,8 +136,11 @@ def opt_bool(d: dict[str, Any], key: str, what: str) -> bool | None:
 def provider_error(err: dict[str, Any], what: str) -> ResponseFailed:
     """An OpenAI-style ``{"code", "message", "type"}`` error object."""
     code = err.get("code")
-    if code is not None and (isinstance(code, bool) or not isinstance(code, (str, int))):
-        raise malformed(what, "error.code must be a string or an integer")
+    if code is not None and (
+        isinstance(code, bool) or not isinstance(code, (str, int))
+        or (isinstance(code, int) and not -(2**63) <= code <= _U64_MAX)
+    ):
+        raise malformed(what, "error.code must be a string or a 64-bit integer")
     message = opt_str(err, "message", what) or ""
     error_type = opt_str(err, "type", what)
     code_text = str(code) if code is not None else (error_type or "error")

@@ -6,9 +6,11 @@
 //! last `message_delta`) or `error` (fails). Nothing may follow either.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::fmt;
 
-use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use super::{jsontext, Mapper};
@@ -132,6 +134,74 @@ struct UsageRaw {
 #[derive(Deserialize)]
 struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 
+// The hot path: a `content_block_delta` read in one pass, every field typed.
+// It is used only when it reads cleanly and every check passes; anything else
+// (a wrong type, a repeated key, an array for an object, a state error) goes
+// through the general path, which names the failure exactly as the pure twin
+// does.
+
+#[derive(Deserialize)]
+struct FastEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Cow<'a, str>,
+    index: Option<u64>,
+    #[serde(borrow)]
+    delta: Option<FastDelta<'a>>,
+}
+
+/// A delta object; only a JSON object is accepted (derive would also take an array).
+#[derive(Default)]
+struct FastDelta<'a> {
+    ty: Option<Cow<'a, str>>,
+    /// The one text field present: its key and value.
+    text: Option<(&'static str, Cow<'a, str>)>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for FastDelta<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = FastDelta<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a delta object")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<FastDelta<'a>, M::Error> {
+                let mut delta = FastDelta::default();
+                let mut seen = [false; 5];
+                while let Some(key) = map.next_key::<Str<'de>>()? {
+                    let (slot, name): (usize, &'static str) = match key.0.as_ref() {
+                        "type" => (0, "type"),
+                        "text" => (1, "text"),
+                        "partial_json" => (2, "partial_json"),
+                        "thinking" => (3, "thinking"),
+                        "signature" => (4, "signature"),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    let Some(flag) = seen.get_mut(slot) else {
+                        return Err(de::Error::custom("slot"));
+                    };
+                    if std::mem::replace(flag, true) {
+                        return Err(de::Error::custom("repeated key"));
+                    }
+                    let value: Str<'de> = map.next_value()?;
+                    if slot == 0 {
+                        delta.ty = Some(value.0);
+                    } else if delta.text.is_some() {
+                        return Err(de::Error::custom("several text fields"));
+                    } else {
+                        delta.text = Some((name, value.0));
+                    }
+                }
+                Ok(delta)
+            }
+        }
+        deserializer.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
 fn malformed(what: &str) -> CoreError {
     CoreError::new(
         Code::MALFORMED_EVENT,
@@ -219,7 +289,7 @@ pub struct AnthropicMapper {
     unknown: BTreeMap<String, u64>,
     started: bool,
     terminal: bool,
-    blocks: HashMap<u64, Block>,
+    blocks: BTreeMap<u64, Block>,
     stop_reason: Option<String>,
     usage: UsageAcc,
 }
@@ -472,6 +542,62 @@ impl AnthropicMapper {
         Ok(())
     }
 
+    /// Apply a cleanly read delta whose every check passes; false sends the
+    /// event down the general path instead.
+    fn fast_delta(
+        &mut self,
+        event: Option<&str>,
+        fast: FastEvent<'_>,
+        out: &mut Vec<Event>,
+    ) -> bool {
+        if self.terminal
+            || !self.started
+            || !matches!(event, None | Some("message" | "content_block_delta"))
+        {
+            return false;
+        }
+        let (
+            Some(index),
+            Some(FastDelta {
+                ty: Some(delta_type),
+                text: Some((field, text)),
+            }),
+        ) = (fast.index, fast.delta)
+        else {
+            return false;
+        };
+        let Some(state) = self.blocks.get_mut(&index) else {
+            return false;
+        };
+        if state.ended {
+            return false;
+        }
+        let event = match (delta_type.as_ref(), field, state.kind) {
+            ("text_delta", "text", Kind::Text) => Event::TextDelta {
+                item_id: state.item_id.clone(),
+                delta: text.into_owned(),
+            },
+            ("input_json_delta", "partial_json", Kind::Tool) if !state.input_nonempty => {
+                if text.is_empty() {
+                    return true;
+                }
+                state.saw_json = true;
+                Event::ToolArgumentsDelta {
+                    item_id: state.item_id.clone(),
+                    delta: text.into_owned(),
+                }
+            }
+            ("thinking_delta", "thinking", Kind::Thinking) => Event::ReasoningDelta {
+                item_id: state.item_id.clone(),
+                delta: text.into_owned(),
+                signature: None,
+            },
+            _ => return false,
+        };
+        out.push(event);
+        true
+    }
+
     fn delta(
         &mut self,
         env: &Envelope<'_>,
@@ -574,6 +700,11 @@ impl Mapper for AnthropicMapper {
     ) -> Result<(), CoreError> {
         if !data.trim_start().starts_with('{') {
             return Err(malformed("event"));
+        }
+        if let Ok(fast) = serde_json::from_str::<FastEvent<'_>>(data) {
+            if fast.ty == "content_block_delta" && self.fast_delta(event, fast, out) {
+                return Ok(());
+            }
         }
         let env: Envelope<'_> = serde_json::from_str(data).map_err(|_| malformed("event"))?;
         let event_type = req_str(env.ty, "event")?;

@@ -12,7 +12,8 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use serde::de::{Deserializer, SeqAccess, Visitor};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::core::errors::{Code, CoreError};
@@ -53,6 +54,33 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
             }
         }
         d.deserialize_str(V).map(Str)
+    }
+}
+
+/// A JSON object deserialized as `T`. Serde would also build a struct from a
+/// JSON array of its fields; the pure twin (and the API) allow only objects.
+pub(crate) struct Obj<T>(pub T);
+
+impl<T> std::ops::Deref for Obj<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData)).map(Obj)
     }
 }
 
@@ -97,7 +125,7 @@ impl ErrObj<'_> {
             None | Some(serde_json::Value::Null) => None,
             Some(serde_json::Value::String(c)) => Some(c.clone()),
             Some(serde_json::Value::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_string()),
-            Some(_) => return Err(malformed(what, "error.code must be a string or an integer")),
+            Some(_) => return Err(malformed(what, "error.code must be a string or a 64-bit integer")),
         };
         let error_type = s(&self.kind).map(str::to_owned);
         let code = code.or_else(|| error_type.clone()).unwrap_or_else(|| "error".to_owned());
@@ -121,11 +149,11 @@ struct Chunk<'a> {
     #[serde(borrow, default)]
     model: Option<Str<'a>>,
     #[serde(borrow, default)]
-    choices: Option<Vec<Choice<'a>>>,
+    choices: Option<Vec<Obj<Choice<'a>>>>,
     #[serde(default)]
-    usage: Option<ChatUsage>,
+    usage: Option<Obj<ChatUsage>>,
     #[serde(borrow, default)]
-    error: Option<ErrObj<'a>>,
+    error: Option<Obj<ErrObj<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -133,7 +161,7 @@ struct Choice<'a> {
     #[serde(default)]
     index: Option<u64>,
     #[serde(borrow, default)]
-    delta: Option<Delta<'a>>,
+    delta: Option<Obj<Delta<'a>>>,
     #[serde(borrow, default)]
     finish_reason: Option<Str<'a>>,
 }
@@ -146,11 +174,11 @@ struct Body<'a> {
     #[serde(borrow, default)]
     model: Option<Str<'a>>,
     #[serde(borrow, default)]
-    choices: Option<Vec<BodyChoice<'a>>>,
+    choices: Option<Vec<Obj<BodyChoice<'a>>>>,
     #[serde(default)]
-    usage: Option<ChatUsage>,
+    usage: Option<Obj<ChatUsage>>,
     #[serde(borrow, default)]
-    error: Option<ErrObj<'a>>,
+    error: Option<Obj<ErrObj<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -158,7 +186,7 @@ struct BodyChoice<'a> {
     #[serde(default)]
     index: Option<u64>,
     #[serde(borrow, default)]
-    message: Option<Delta<'a>>,
+    message: Option<Obj<Delta<'a>>>,
     #[serde(borrow, default)]
     finish_reason: Option<Str<'a>>,
 }
@@ -175,9 +203,9 @@ struct Delta<'a> {
     #[serde(borrow, default)]
     reasoning: Option<Str<'a>>,
     #[serde(borrow, default)]
-    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    tool_calls: Option<Vec<Obj<ToolCallDelta<'a>>>>,
     #[serde(borrow, default)]
-    function_call: Option<FnDelta<'a>>,
+    function_call: Option<Obj<FnDelta<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -187,7 +215,7 @@ struct ToolCallDelta<'a> {
     #[serde(borrow, default)]
     id: Option<Str<'a>>,
     #[serde(borrow, default)]
-    function: Option<FnDelta<'a>>,
+    function: Option<Obj<FnDelta<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -201,7 +229,7 @@ struct FnDelta<'a> {
 /// `content`: a string, or (Mistral) an array of `text` / `thinking` parts.
 enum Content<'a> {
     Text(Str<'a>),
-    Parts(Vec<ContentPart<'a>>),
+    Parts(Vec<Obj<ContentPart<'a>>>),
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
@@ -223,7 +251,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut parts = Vec::new();
-                while let Some(part) = seq.next_element::<ContentPart<'de>>()? {
+                while let Some(part) = seq.next_element::<Obj<ContentPart<'de>>>()? {
                     parts.push(part);
                 }
                 Ok(Content::Parts(parts))
@@ -240,7 +268,7 @@ struct ContentPart<'a> {
     #[serde(borrow, default)]
     text: Option<Str<'a>>,
     #[serde(borrow, default)]
-    thinking: Option<Vec<Thinking<'a>>>,
+    thinking: Option<Vec<Obj<Thinking<'a>>>>,
 }
 
 #[derive(Deserialize)]
@@ -256,9 +284,9 @@ struct ChatUsage {
     #[serde(default)]
     completion_tokens: Option<u64>,
     #[serde(default)]
-    prompt_tokens_details: Option<PromptDetails>,
+    prompt_tokens_details: Option<Obj<PromptDetails>>,
     #[serde(default)]
-    completion_tokens_details: Option<CompletionDetails>,
+    completion_tokens_details: Option<Obj<CompletionDetails>>,
 }
 
 #[derive(Deserialize)]

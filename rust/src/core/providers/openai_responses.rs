@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::openai_chat::{malformed, parse, s, ErrObj, Str};
+use super::openai_chat::{malformed, parse, s, ErrObj, Obj, Str};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
@@ -41,7 +41,7 @@ struct RespHead<'a> {
 #[derive(Deserialize)]
 struct WithRespHead<'a> {
     #[serde(borrow)]
-    response: RespHead<'a>,
+    response: Obj<RespHead<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -55,17 +55,17 @@ struct Final<'a> {
     #[serde(borrow, default)]
     output: Option<Vec<&'a RawValue>>,
     #[serde(default)]
-    usage: Option<RespUsage>,
+    usage: Option<Obj<RespUsage>>,
     #[serde(borrow, default)]
-    error: Option<ErrObj<'a>>,
+    error: Option<Obj<ErrObj<'a>>>,
     #[serde(borrow, default)]
-    incomplete_details: Option<Details<'a>>,
+    incomplete_details: Option<Obj<Details<'a>>>,
 }
 
 #[derive(Deserialize)]
 struct WithFinal<'a> {
     #[serde(borrow)]
-    response: Final<'a>,
+    response: Obj<Final<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -81,9 +81,9 @@ struct RespUsage {
     #[serde(default)]
     output_tokens: Option<u64>,
     #[serde(default)]
-    input_tokens_details: Option<InDetails>,
+    input_tokens_details: Option<Obj<InDetails>>,
     #[serde(default)]
-    output_tokens_details: Option<OutDetails>,
+    output_tokens_details: Option<Obj<OutDetails>>,
 }
 
 #[derive(Deserialize)]
@@ -131,9 +131,9 @@ struct OutItem<'a> {
     #[serde(borrow, default)]
     encrypted_content: Option<Str<'a>>,
     #[serde(borrow, default)]
-    content: Option<Vec<Part<'a>>>,
+    content: Option<Vec<Obj<Part<'a>>>>,
     #[serde(borrow, default)]
-    summary: Option<Vec<Summary<'a>>>,
+    summary: Option<Vec<Obj<Summary<'a>>>>,
 }
 
 #[derive(Deserialize)]
@@ -266,7 +266,7 @@ struct PartEvent<'a> {
     #[serde(default)]
     content_index: Option<u64>,
     #[serde(borrow)]
-    part: Part<'a>,
+    part: Obj<Part<'a>>,
 }
 
 /// `*.delta` / `*.done` events: the field present depends on the type.
@@ -293,7 +293,7 @@ fn required<'x>(v: &'x Option<Str<'_>>, field: &str, what: &str) -> Result<&'x s
 #[derive(Deserialize)]
 struct ErrorEvent<'a> {
     #[serde(borrow, default)]
-    error: Option<ErrObj<'a>>,
+    error: Option<Obj<ErrObj<'a>>>,
 }
 
 // ------------------------------------------------------------ running hash
@@ -797,7 +797,7 @@ impl OpenAIResponses {
         self.terminal = Some(Terminal::Finished);
         let status = s(&fin.status);
         let (reason, raw) = if incomplete || status == Some("incomplete") {
-            let raw = fin.incomplete_details.as_ref().and_then(|d| s(&d.reason)).unwrap_or("incomplete");
+            let raw = fin.incomplete_details.as_ref().and_then(|d| s(&d.reason)).filter(|r| !r.is_empty()).unwrap_or("incomplete");
             let reason = match raw {
                 "max_output_tokens" => FinishReason::Length,
                 "content_filter" => FinishReason::ContentFilter,
@@ -814,7 +814,7 @@ impl OpenAIResponses {
             } else {
                 FinishReason::Stop
             };
-            (reason, status.unwrap_or("completed"))
+            (reason, status.filter(|st| !st.is_empty()).unwrap_or("completed"))
         };
         out.push(Event::ResponseFinished { finish_reason: reason, raw_finish_reason: Some(raw.to_owned()) });
     }
