@@ -106,6 +106,7 @@ def test_no_arguments_runs_the_examples_readably() -> None:
         assert f"## {example.name}:" in text
     assert "INVALID_ESCAPE" in text and "repair message to the model:" in text
     assert "UNEXPECTED" not in text
+    assert text.rstrip().endswith(f"6/6 examples gave the outcome they were recorded to show (backend {decisions.BACKEND}).")
 
 
 def test_python_dash_m_runs_the_main_job() -> None:

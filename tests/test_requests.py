@@ -627,3 +627,66 @@ def test_anthropic_regex_subset_and_request_totals() -> None:
     with pytest.raises(SchemaError, match="union types"):
         build_request("anthropic", tools=[ToolDefinition("unions", unions)])
     build_request("openai-chat", tools=many + [ToolDefinition("wide", wide)])  # no such totals documented
+
+
+# ---------------------------------------------------------------- property: any schema from a grammar
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_NAMES = st.sampled_from(["a", "b", "c", "path", "kind", "x-y", "n"])
+_EXTRA = st.fixed_dictionaries({}, optional={
+    "description": st.just("d"), "title": st.just("T"), "default": st.none(), "minLength": st.just(1),
+    "maxLength": st.just(9), "pattern": st.sampled_from(["^a+$", "(?=a)"]), "format": st.sampled_from(
+        ["date", "uri", "color"]), "minimum": st.just(0), "maximum": st.just(5), "multipleOf": st.just(2),
+    "examples": st.just(["e"]), "deprecated": st.just(False)})
+
+
+def _leaf() -> st.SearchStrategy[dict[str, Any]]:
+    base = st.sampled_from([{"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"},
+                            {"enum": ["x", "y"]}, {"const": "k"}, {"type": ["string", "null"]}])
+    return st.builds(lambda b, e: {**b, **e}, base, _EXTRA)
+
+
+def _schemas() -> st.SearchStrategy[dict[str, Any]]:
+    def extend(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+        obj = st.builds(
+            lambda props, required, closed: {
+                "type": "object", "properties": props,
+                "required": [n for n in props if n in required],
+                **({"additionalProperties": False} if closed else {})},
+            st.dictionaries(_NAMES, children, min_size=1, max_size=4), st.sets(_NAMES), st.booleans())
+        arr = st.builds(lambda item, lo, hi: {"type": "array", "items": item, **lo, **hi}, children,
+                        st.sampled_from([{}, {"minItems": 1}, {"minItems": 3}]),
+                        st.sampled_from([{}, {"maxItems": 4}, {"uniqueItems": True}]))
+        union = st.builds(lambda items, key: {key: items}, st.lists(children, min_size=2, max_size=3),
+                          st.sampled_from(["anyOf", "oneOf"]))
+        return obj | arr | union
+
+    body = st.recursive(_leaf(), extend, max_leaves=10)
+    return st.builds(lambda props: {"type": "object", "properties": props, "required": sorted(props)[:1]},
+                     st.dictionaries(_NAMES, body, min_size=1, max_size=4))
+
+
+@settings(max_examples=100)
+@given(_schemas(), st.sampled_from(PROVIDERS))
+def test_any_grammar_schema_converts_to_the_rules_or_is_refused_by_name(schema: dict[str, Any],
+                                                                        provider: str) -> None:
+    caps = capabilities(provider)
+    Draft202012Validator.check_schema(schema)
+    try:
+        converted = convert_schema(schema, caps)
+    except SchemaError as error:
+        assert error.code == "UNSUPPORTED_SCHEMA" and error.path is not None
+        return
+    assert_meets_strict_rules(converted.schema, caps, converted.strict)
+    for dropped in converted.dropped:
+        assert dropped.path.startswith("#")
+    if any(d.constraint for d in converted.dropped):
+        with pytest.raises(SchemaError) as info:
+            convert_schema(schema, caps, on_unsupported="reject")
+        assert info.value.code == "UNSUPPORTED_SCHEMA"
+    else:
+        assert convert_schema(schema, caps, on_unsupported="reject").schema == converted.schema
+    again = convert_schema(converted.schema, caps)
+    assert again.schema == converted.schema

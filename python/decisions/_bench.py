@@ -1,7 +1,7 @@
 """``decisions bench``: parse and stream-assembly timings on this machine.
 
 Every contender runs on the same payloads, interleaved round by round; the
-report gives each one's median time per call and its ratio to the stdlib
+report gives each one's median CPU time per call and its ratio to the stdlib
 baseline (``json.loads`` for parsing, ``json.loads`` of every event for
 assembly) and, where installed, to orjson. Optional contenders (orjson,
 jiter, the openai and anthropic SDKs' stream accumulators) are skipped when
@@ -170,7 +170,9 @@ def _assemblers(provider: str) -> dict[str, Callable[[bytes], Any]]:
 
 
 def _measure(contenders: dict[str, Callable[[bytes], Any]], data: bytes, rounds: int, budget: float) -> dict[str, float]:
-    """Median seconds per call, contenders interleaved round by round.
+    """Median CPU seconds per call, contenders interleaved round by round
+    (process CPU time: on a loaded machine, wall time mostly measures the
+    scheduler).
 
     Each contender is warmed up and calibrated first (``timeit``'s autorange:
     enough calls to fill 0.2 s), then every round times each of them in turn
@@ -178,16 +180,16 @@ def _measure(contenders: dict[str, Callable[[bytes], Any]], data: bytes, rounds:
     loops: dict[str, int] = {}
     share = budget / rounds / len(contenders)
     for name, fn in contenders.items():
-        calls, elapsed = timeit.Timer(functools.partial(fn, data)).autorange()
+        calls, elapsed = timeit.Timer(functools.partial(fn, data), timer=time.process_time).autorange()
         loops[name] = max(1, int(calls * share / max(elapsed, 1e-9)))
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, fn in contenders.items():
             n = loops[name]
-            start = time.perf_counter()
+            start = time.process_time()
             for _ in range(n):
                 fn(data)
-            samples[name].append((time.perf_counter() - start) / n)
+            samples[name].append((time.process_time() - start) / n)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -225,7 +227,7 @@ def _ratios(medians: dict[str, float], baseline: str, size: int) -> dict[str, An
 def render(report: dict[str, Any], out: TextIO) -> None:
     """The report as text tables (time ratios: lower is faster)."""
     out.write(f"decisions bench (backend {report['backend']}{', quick' if report['quick'] else ''}): "
-              "median time per call and its ratio to the baseline (lower is faster)\n")
+              "median CPU time per call and its ratio to the baseline (lower is faster)\n")
     for section, title in (("parse", "parse"), ("assembly", "stream assembly, bytes in -> response out")):
         for name, entry in report[section].items():
             out.write(f"\n{title}: {name} ({entry['bytes']:,} bytes)\n")

@@ -303,7 +303,7 @@ def render(result: Mapping[str, Any], out: TextIO) -> None:
                 w(f"  | {line}\n")
         elif result.get("repair_refused"):
             w(f"not sent back to the model: {result['repair_refused']}\n")
-    w(f"exit: {result['exit_code']}\n\n")
+    w(f"exit code for this recording: {result['exit_code']}\n\n")
 
 
 # ---------------------------------------------------------------- commands
@@ -351,6 +351,9 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(f"## {example['name']}: {example['title']}\n")
                 out.write(f"   expected: {example['expected']}  -> {'ok' if example['as_expected'] else 'UNEXPECTED'}\n")
                 render(example["result"], out)
+            matched = sum(1 for example in report["examples"] if example["as_expected"])
+            out.write(f"{matched}/{len(report['examples'])} examples gave the outcome they were recorded to show "
+                      f"(backend {report['backend']}).\n")
         return EXIT_DECISION if report["all_as_expected"] else EXIT_FAILURE
     data = _read(args.file)
     result = inspect_bytes(

@@ -104,11 +104,15 @@ class _Item:
         self.fed = 0  # characters already given to ``parser``
 
     def text(self) -> str:
+        # Joins the pieces so far into one. Only the first ``count`` pieces are
+        # replaced, each step a single list operation, so a delta appended by
+        # another thread meanwhile is kept, never lost.
         pieces = self.pieces
-        if len(pieces) == 1:
+        count = len(pieces)
+        if count == 1:
             return pieces[0]
-        joined = "".join(pieces)
-        pieces[:] = [joined] if joined else []
+        joined = "".join(pieces[:count])
+        pieces[:count] = [joined] if joined else []
         return joined
 
 

@@ -168,8 +168,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for FastDelta<'a> {
             fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<FastDelta<'a>, M::Error> {
                 let mut delta = FastDelta::default();
                 let mut seen = [false; 5];
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    let (slot, name): (usize, &'static str) = match key.as_ref() {
+                while let Some(key) = map.next_key::<Str<'de>>()? {
+                    let (slot, name): (usize, &'static str) = match key.0.as_ref() {
                         "type" => (0, "type"),
                         "text" => (1, "text"),
                         "partial_json" => (2, "partial_json"),
