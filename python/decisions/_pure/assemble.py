@@ -644,7 +644,7 @@ def _decode(data: str | bytes | bytearray | memoryview) -> Any:
 class StreamAssembler:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
-    __slots__ = ("provider", "_limits", "_mapper", "_assembler", "_framer", "_kept")
+    __slots__ = ("provider", "_limits", "_mapper", "_assembler", "_framer", "_kept", "_fast")
 
     def __init__(
         self,
@@ -660,6 +660,11 @@ class StreamAssembler:
         self._assembler = Assembler(provider, self._limits)
         self._framer: _Framer | None = None
         self._kept: list[CanonicalEvent] | None = [] if keep_events else None
+        # a mapper's ``fast_delta`` maps its common delta chunk straight to the
+        # assembler's delta entry points (not when the events are kept)
+        self._fast: Callable[[str | None, Any], tuple[bool, str, str] | None] | None = (
+            None if keep_events else getattr(self._mapper, "fast_delta", None)
+        )
 
     @property
     def state(self) -> str:
@@ -685,11 +690,19 @@ class StreamAssembler:
         try:
             raws = framer.feed_raw(data)
             map_event = self._mapper.map_event
-            if self._kept is not None or type(self._mapper) is not CanonicalMapper:
-                for event, payload, _, _ in raws:
-                    self._apply_all(map_event(event, _decode(payload)))
-                return
             assembler = self._assembler
+            if self._kept is not None or type(self._mapper) is not CanonicalMapper:
+                fast = self._fast
+                for event, payload, _, _ in raws:
+                    decoded = _decode(payload)
+                    hit = None if fast is None else fast(event, decoded)
+                    if hit is None:
+                        self._apply_all(map_event(event, decoded))
+                    elif hit[0]:
+                        assembler.text_delta(hit[1], hit[2])
+                    else:
+                        assembler.arguments_delta(hit[1], hit[2])
+                return
             for event, payload, _, _ in raws:
                 decoded = _decode(payload)
                 if type(decoded) is dict and len(decoded) == 3:  # a delta with exactly its fields?
@@ -726,7 +739,13 @@ class StreamAssembler:
         try:
             if decoded is None:
                 decoded = _decode(payload)  # type: ignore[arg-type]
-            self._apply_all(self._mapper.map_event(event, decoded))
+            hit = None if self._fast is None else self._fast(event, decoded)
+            if hit is None:
+                self._apply_all(self._mapper.map_event(event, decoded))
+            elif hit[0]:
+                self._assembler.text_delta(hit[1], hit[2])
+            else:
+                self._assembler.arguments_delta(hit[1], hit[2])
         except OutputError as err:
             raise self._assembler.fail(err) from None
 
