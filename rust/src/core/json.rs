@@ -204,6 +204,24 @@ fn hex_value(b: u8) -> Option<u32> {
     }
 }
 
+/// What the character after a backslash stands for: the byte of a simple
+/// escape, `u` for `\u` (four hex digits follow), 0 for an invalid escape.
+// Evaluated at compile time: an index out of range would be a build error, not a panic.
+#[allow(clippy::indexing_slicing)]
+static ESCAPES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table[b'/' as usize] = b'/';
+    table[b'b' as usize] = 8;
+    table[b'f' as usize] = 12;
+    table[b'n' as usize] = b'\n';
+    table[b'r' as usize] = b'\r';
+    table[b't' as usize] = b'\t';
+    table[b'u' as usize] = b'u';
+    table
+};
+
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
@@ -549,23 +567,16 @@ impl Parser<'_, '_> {
                     }
                     self.scratch.extend_from_slice(self.text.get(cur..j).unwrap_or_default());
                     let Some(e) = self.at(j + 1) else { return self.end_error() };
-                    let simple = match e {
-                        b'"' => Some(b'"'),
-                        b'\\' => Some(b'\\'),
-                        b'/' => Some(b'/'),
-                        b'b' => Some(8),
-                        b'f' => Some(12),
-                        b'n' => Some(b'\n'),
-                        b'r' => Some(b'\r'),
-                        b't' => Some(b'\t'),
-                        b'u' => None,
-                        _ => return fail(Code::INVALID_ESCAPE, j),
-                    };
-                    if let Some(byte) = simple {
-                        self.scratch.push(byte);
-                        decoded += 1;
-                        cur = j + 2;
-                        continue;
+                    // A table, not a match: mixed escapes would mispredict a jump table.
+                    match ESCAPES.get(usize::from(e)).copied().unwrap_or(0) {
+                        0 => return fail(Code::INVALID_ESCAPE, j),
+                        b'u' => {}
+                        byte => {
+                            self.scratch.push(byte);
+                            decoded += 1;
+                            cur = j + 2;
+                            continue;
+                        }
                     }
                     let first = self.hex4(j)?;
                     let (ch, next) = match first {
@@ -586,13 +597,19 @@ impl Parser<'_, '_> {
                         cp => (cp, j + 6),
                     };
                     let Some(ch) = char::from_u32(ch) else { return fail(Code::LONE_SURROGATE, j) };
-                    let mut buf = [0u8; 4];
-                    let encoded = ch.encode_utf8(&mut buf);
-                    if ch as u32 >= 0x80 {
+                    if (ch as u32) < 0x80 {
+                        self.scratch.push(ch as u8);
+                        decoded += 1;
+                    } else {
                         ascii = false;
+                        let mut buf = [0u8; 4];
+                        let encoded = ch.encode_utf8(&mut buf).as_bytes();
+                        self.scratch.reserve(encoded.len());
+                        for &byte in encoded {
+                            self.scratch.push(byte);
+                        }
+                        decoded += encoded.len();
                     }
-                    self.scratch.extend_from_slice(encoded.as_bytes());
-                    decoded += encoded.len();
                     cur = next;
                 }
                 _ => return fail(Code::CONTROL_CHARACTER, j),
@@ -602,6 +619,11 @@ impl Parser<'_, '_> {
 
     /// The four hex digits of the `\u` escape whose backslash is at `j`.
     fn hex4<E>(&self, j: usize) -> Result<u32, Failure<E>> {
+        if let Some(&[a, b, c, d]) = self.text.get(j + 2..j + 6) {
+            if let (Some(a), Some(b), Some(c), Some(d)) = (hex_value(a), hex_value(b), hex_value(c), hex_value(d)) {
+                return Ok((a << 12) | (b << 8) | (c << 4) | d);
+            }
+        }
         let mut value = 0u32;
         for k in 0..4 {
             let Some(byte) = self.at(j + 2 + k) else { return self.end_error() };

@@ -65,6 +65,9 @@ __all__ = ["AnthropicMapper", "finish_reason", "RETRYABLE_ERRORS"]
 #: provider error types worth retrying
 RETRYABLE_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 
+#: token counts are u64 in the Rust twin; sums saturate there.
+_U64_MAX = 2**64 - 1
+
 _STOP_REASONS: dict[str, FinishReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -176,7 +179,7 @@ class AnthropicMapper:
         present = [p for p in parts if p is not None]
         return [
             UsageReported(
-                input_tokens=sum(present) if present else None,
+                input_tokens=min(sum(present), _U64_MAX) if present else None,  # saturating, as in Rust
                 output_tokens=u.get("output_tokens"),
                 cached_tokens=u.get("cache_read_input_tokens"),
             )
