@@ -55,7 +55,7 @@ def report(results: dict[str, Any]) -> str:
             events = bench.get("extra_info", {}).get("events")
             per_event = f"  {median / events * 1e6:8.3f} us/event" if events else ""
             lines.append(
-                f"  {bench['name']:<60} median {median * 1e3:10.3f} ms  x{median / base_median:6.3f}{per_event}"
+                f"  {bench['name']:<60} median {median * 1e6:12.3f} us  x{median / base_median:6.3f}{per_event}"
             )
     return "\n".join(lines)
 

@@ -66,6 +66,21 @@ pub fn precheck(data: &[u8], limits: &Limits) -> Result<(), Code> {
 
 /// Parse bytes: the prechecks, UTF-8 validation, then the document.
 pub fn parse_bytes<B: Builder>(data: &[u8], limits: &Limits, builder: &mut B) -> Result<B::Value, Failure<B::Error>> {
+    parse_bytes_in(data, limits, builder, &mut Buffers::default())
+}
+
+/// Parse text already known to be UTF-8 (a Python `str`): the prechecks, then the document.
+pub fn parse_str<B: Builder>(text: &str, limits: &Limits, builder: &mut B) -> Result<B::Value, Failure<B::Error>> {
+    parse_str_in(text, limits, builder, &mut Buffers::default())
+}
+
+/// [`parse_bytes`] with working memory kept by the caller between calls.
+pub fn parse_bytes_in<B: Builder>(
+    data: &[u8],
+    limits: &Limits,
+    builder: &mut B,
+    buffers: &mut Buffers<B::Value>,
+) -> Result<B::Value, Failure<B::Error>> {
     precheck(data, limits).map_err(|code| JsonError { code, pos: 0 })?;
     let text = match std::str::from_utf8(data) {
         Ok(text) => text,
@@ -74,13 +89,56 @@ pub fn parse_bytes<B: Builder>(data: &[u8], limits: &Limits, builder: &mut B) ->
             return Err(JsonError { code: Code::INVALID_UTF8, pos: char_count(prefix) }.into());
         }
     };
-    parse_valid(text.as_bytes(), limits, builder)
+    parse_valid(text.as_bytes(), limits, builder, buffers)
 }
 
-/// Parse text already known to be UTF-8 (a Python `str`): the prechecks, then the document.
-pub fn parse_str<B: Builder>(text: &str, limits: &Limits, builder: &mut B) -> Result<B::Value, Failure<B::Error>> {
+/// [`parse_str`] with working memory kept by the caller between calls.
+pub fn parse_str_in<B: Builder>(
+    text: &str,
+    limits: &Limits,
+    builder: &mut B,
+    buffers: &mut Buffers<B::Value>,
+) -> Result<B::Value, Failure<B::Error>> {
     precheck(text.as_bytes(), limits).map_err(|code| JsonError { code, pos: 0 })?;
-    parse_valid(text.as_bytes(), limits, builder)
+    parse_valid(text.as_bytes(), limits, builder, buffers)
+}
+
+/// The parser's working memory: the container stack, the items of open
+/// arrays and the buffer of strings with escapes. A caller that parses often
+/// keeps one to skip the allocations; it is empty between parses.
+pub struct Buffers<V> {
+    stack: Vec<Frame<V>>,
+    items: Vec<V>,
+    scratch: Vec<u8>,
+}
+
+impl<V> Default for Buffers<V> {
+    fn default() -> Self {
+        Buffers::new()
+    }
+}
+
+impl<V> Buffers<V> {
+    pub const fn new() -> Self {
+        Buffers { stack: Vec::new(), items: Vec::new(), scratch: Vec::new() }
+    }
+
+    /// Drop what a failed parse left behind, and memory beyond a small reserve.
+    fn reset(&mut self) {
+        const KEEP: usize = 64 * 1024;
+        self.stack.clear();
+        self.items.clear();
+        self.scratch.clear();
+        if self.scratch.capacity() > KEEP {
+            self.scratch = Vec::new();
+        }
+        if self.items.capacity() * std::mem::size_of::<V>() > KEEP {
+            self.items = Vec::new();
+        }
+        if self.stack.capacity() * std::mem::size_of::<Frame<V>>() > KEEP {
+            self.stack = Vec::new();
+        }
+    }
 }
 
 /// Characters in valid UTF-8 `bytes` (bytes that are not continuation bytes).
@@ -89,9 +147,17 @@ pub fn char_count(bytes: &[u8]) -> usize {
 }
 
 /// `text` must be valid UTF-8 (the string scanner relies on it).
-fn parse_valid<B: Builder>(text: &[u8], limits: &Limits, builder: &mut B) -> Result<B::Value, Failure<B::Error>> {
-    let mut parser = Parser { text, pos: 0, values: 0, limits, scratch: Vec::new() };
-    parser.run(builder).map_err(|f| match f {
+fn parse_valid<B: Builder>(
+    text: &[u8],
+    limits: &Limits,
+    builder: &mut B,
+    buffers: &mut Buffers<B::Value>,
+) -> Result<B::Value, Failure<B::Error>> {
+    let Buffers { stack, items, scratch } = buffers;
+    let mut parser = Parser { text, pos: 0, values: 0, limits, scratch };
+    let result = parser.run(builder, stack, items);
+    buffers.reset();
+    result.map_err(|f| match f {
         Failure::Parse(JsonError { code, pos }) => {
             Failure::Parse(JsonError { code, pos: char_count(text.get(..pos).unwrap_or(text)) })
         }
@@ -110,13 +176,13 @@ struct Frame<V> {
     count: usize,
 }
 
-struct Parser<'a> {
+struct Parser<'a, 'b> {
     text: &'a [u8],
     /// Byte offset (converted to characters only when an error is reported).
     pos: usize,
     values: usize,
     limits: &'a Limits,
-    scratch: Vec<u8>,
+    scratch: &'b mut Vec<u8>,
 }
 
 #[inline]
@@ -138,6 +204,24 @@ fn hex_value(b: u8) -> Option<u32> {
     }
 }
 
+/// What the character after a backslash stands for: the byte of a simple
+/// escape, `u` for `\u` (four hex digits follow), 0 for an invalid escape.
+// Evaluated at compile time: an index out of range would be a build error, not a panic.
+#[allow(clippy::indexing_slicing)]
+static ESCAPES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table[b'/' as usize] = b'/';
+    table[b'b' as usize] = 8;
+    table[b'f' as usize] = 12;
+    table[b'n' as usize] = b'\n';
+    table[b'r' as usize] = b'\r';
+    table[b't' as usize] = b'\t';
+    table[b'u' as usize] = b'u';
+    table
+};
+
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
@@ -153,7 +237,7 @@ fn special_mask(word: u64) -> u64 {
     (zero_quote | zero_backslash | control) & HIGHS
 }
 
-impl<'a> Parser<'a> {
+impl Parser<'_, '_> {
     #[inline]
     fn peek(&self) -> Option<u8> {
         self.text.get(self.pos).copied()
@@ -190,9 +274,12 @@ impl<'a> Parser<'a> {
         fail(Code::UNEXPECTED_END, self.text.len())
     }
 
-    fn run<B: Builder>(&mut self, b: &mut B) -> Result<B::Value, Failure<B::Error>> {
-        let mut stack: Vec<Frame<B::Value>> = Vec::new();
-        let mut items: Vec<B::Value> = Vec::new();
+    fn run<B: Builder>(
+        &mut self,
+        b: &mut B,
+        stack: &mut Vec<Frame<B::Value>>,
+        items: &mut Vec<B::Value>,
+    ) -> Result<B::Value, Failure<B::Error>> {
         self.skip_ws();
         if self.pos >= self.text.len() {
             return fail(Code::EMPTY_INPUT, self.pos);
@@ -236,7 +323,7 @@ impl<'a> Parser<'a> {
                         Some(b'"') => {
                             let object = b.object().map_err(Failure::Build)?;
                             stack.push(Frame { object: Some(object), key: None, start: 0, count: 0 });
-                            self.member(b, &mut stack)?;
+                            self.member(b, stack)?;
                             continue 'value;
                         }
                         None => return self.end_error(),
@@ -299,7 +386,7 @@ impl<'a> Parser<'a> {
                             self.skip_ws();
                             match self.peek() {
                                 Some(b'"') => {
-                                    self.member(b, &mut stack)?;
+                                    self.member(b, stack)?;
                                     continue 'value;
                                 }
                                 Some(b'}') => return fail(Code::TRAILING_COMMA, comma),
@@ -385,6 +472,33 @@ impl<'a> Parser<'a> {
     #[inline]
     fn find_special(&self, mut i: usize, ascii: &mut bool) -> usize {
         let text = self.text;
+        #[cfg(target_arch = "x86_64")]
+        while let Some(chunk) = text.get(i..i + 16) {
+            // SSE2 is part of x86_64: 16 bytes per step.
+            #[allow(unused_unsafe)]
+            // SAFETY: `chunk` holds 16 readable bytes; the load is unaligned.
+            let (mask, high) = unsafe {
+                use std::arch::x86_64::*;
+                let v = _mm_loadu_si128(chunk.as_ptr().cast());
+                let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+                let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+                // b < 0x20 (unsigned) exactly when min(b, 0x1F) == b.
+                let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v);
+                let hits = _mm_or_si128(_mm_or_si128(quote, backslash), control);
+                (_mm_movemask_epi8(hits) as u32, _mm_movemask_epi8(v) as u32)
+            };
+            if mask != 0 {
+                let k = mask.trailing_zeros();
+                if high & ((1u32 << k) - 1) != 0 {
+                    *ascii = false;
+                }
+                return i + k as usize;
+            }
+            if high != 0 {
+                *ascii = false;
+            }
+            i += 16;
+        }
         while let Some(chunk) = text.get(i..i + 8) {
             let mut word_bytes = [0u8; 8];
             word_bytes.copy_from_slice(chunk);
@@ -445,7 +559,7 @@ impl<'a> Parser<'a> {
                         return Ok((self.text.get(quote + 1..j).unwrap_or_default(), ascii));
                     }
                     self.scratch.extend_from_slice(self.text.get(cur..j).unwrap_or_default());
-                    return Ok((&self.scratch, ascii));
+                    return Ok((self.scratch.as_slice(), ascii));
                 }
                 b'\\' => {
                     if !escaped {
@@ -453,23 +567,16 @@ impl<'a> Parser<'a> {
                     }
                     self.scratch.extend_from_slice(self.text.get(cur..j).unwrap_or_default());
                     let Some(e) = self.at(j + 1) else { return self.end_error() };
-                    let simple = match e {
-                        b'"' => Some(b'"'),
-                        b'\\' => Some(b'\\'),
-                        b'/' => Some(b'/'),
-                        b'b' => Some(8),
-                        b'f' => Some(12),
-                        b'n' => Some(b'\n'),
-                        b'r' => Some(b'\r'),
-                        b't' => Some(b'\t'),
-                        b'u' => None,
-                        _ => return fail(Code::INVALID_ESCAPE, j),
-                    };
-                    if let Some(byte) = simple {
-                        self.scratch.push(byte);
-                        decoded += 1;
-                        cur = j + 2;
-                        continue;
+                    // A table, not a match: mixed escapes would mispredict a jump table.
+                    match ESCAPES.get(usize::from(e)).copied().unwrap_or(0) {
+                        0 => return fail(Code::INVALID_ESCAPE, j),
+                        b'u' => {}
+                        byte => {
+                            self.scratch.push(byte);
+                            decoded += 1;
+                            cur = j + 2;
+                            continue;
+                        }
                     }
                     let first = self.hex4(j)?;
                     let (ch, next) = match first {
@@ -490,13 +597,19 @@ impl<'a> Parser<'a> {
                         cp => (cp, j + 6),
                     };
                     let Some(ch) = char::from_u32(ch) else { return fail(Code::LONE_SURROGATE, j) };
-                    let mut buf = [0u8; 4];
-                    let encoded = ch.encode_utf8(&mut buf);
-                    if ch as u32 >= 0x80 {
+                    if (ch as u32) < 0x80 {
+                        self.scratch.push(ch as u8);
+                        decoded += 1;
+                    } else {
                         ascii = false;
+                        let mut buf = [0u8; 4];
+                        let encoded = ch.encode_utf8(&mut buf).as_bytes();
+                        self.scratch.reserve(encoded.len());
+                        for &byte in encoded {
+                            self.scratch.push(byte);
+                        }
+                        decoded += encoded.len();
                     }
-                    self.scratch.extend_from_slice(encoded.as_bytes());
-                    decoded += encoded.len();
                     cur = next;
                 }
                 _ => return fail(Code::CONTROL_CHARACTER, j),
@@ -506,6 +619,11 @@ impl<'a> Parser<'a> {
 
     /// The four hex digits of the `\u` escape whose backslash is at `j`.
     fn hex4<E>(&self, j: usize) -> Result<u32, Failure<E>> {
+        if let Some(&[a, b, c, d]) = self.text.get(j + 2..j + 6) {
+            if let (Some(a), Some(b), Some(c), Some(d)) = (hex_value(a), hex_value(b), hex_value(c), hex_value(d)) {
+                return Ok((a << 12) | (b << 8) | (c << 4) | d);
+            }
+        }
         let mut value = 0u32;
         for k in 0..4 {
             let Some(byte) = self.at(j + 2 + k) else { return self.end_error() };

@@ -2,14 +2,14 @@
 //! (no intermediate value tree), with raw FFI on the hot path.
 
 use std::ptr::NonNull;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 
-use crate::core::json::{parse_bytes, parse_str, Builder, Failure, JsonError};
+use crate::core::json::{parse_bytes_in, parse_str_in, Buffers, Builder, Failure, JsonError};
 use crate::core::limits::Limits;
 
 use super::common::limits_from;
@@ -46,7 +46,10 @@ impl Drop for Obj {
 
 /// Keys of at most this many bytes are cached.
 const KEY_CACHE_MAX_LEN: usize = 32;
-const KEY_CACHE_SLOTS: usize = 2048;
+/// Sets of the key cache; each holds two keys (the most recent first), so
+/// two keys landing in one set do not evict each other on every document.
+const KEY_CACHE_SETS: usize = 2048;
+const KEY_CACHE_SLOTS: usize = 2 * KEY_CACHE_SETS;
 
 struct CachedKey {
     bytes: [u8; KEY_CACHE_MAX_LEN],
@@ -54,27 +57,73 @@ struct CachedKey {
     obj: NonNull<ffi::PyObject>,
 }
 
-// SAFETY: the cached objects are only touched with the GIL held (inside
-// `loads`), and the mutex makes access exclusive.
-unsafe impl Send for CachedKey {}
+/// What `loads` keeps between calls: a direct-mapped cache of short object
+/// keys (immortal for the process: at most `KEY_CACHE_SLOTS` small strings),
+/// so repeated keys are neither decoded nor hashed again, and the parser's
+/// working memory (empty between calls).
+struct State {
+    keys: Vec<Option<CachedKey>>,
+    buffers: Buffers<Obj>,
+}
 
-/// A direct-mapped cache of short object keys (immortal for the process: at
-/// most `KEY_CACHE_SLOTS` small strings), so repeated keys are neither
-/// decoded nor hashed again.
-static KEY_CACHE: Mutex<Vec<Option<CachedKey>>> = Mutex::new(Vec::new());
+// SAFETY: the objects are only touched with the GIL held (inside `loads`),
+// and the mutex makes access exclusive.
+unsafe impl Send for State {}
+
+static STATE: Mutex<State> = Mutex::new(State { keys: Vec::new(), buffers: Buffers::new() });
 
 #[inline]
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
+}
+
+#[inline]
+fn u32_at(bytes: &[u8], at: usize) -> u64 {
+    bytes.get(at..at + 4).and_then(|b| b.try_into().ok()).map_or(0, |b| u64::from(u32::from_le_bytes(b)))
+}
+
+/// The cache set of a key of at most `KEY_CACHE_MAX_LEN` bytes, from a few
+/// fixed-size (overlapping) loads: no loop, no copy. Keys with the same
+/// length, ends and middle words share a slot (and evict each other).
+#[inline]
 fn key_hash(bytes: &[u8]) -> usize {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let n = bytes.len();
+    let (a, b) = if n >= 16 {
+        (u64_at(bytes, 0) ^ u64_at(bytes, n - 8).rotate_left(32), u64_at(bytes, 8) ^ u64_at(bytes, n - 16))
+    } else if n >= 8 {
+        (u64_at(bytes, 0), u64_at(bytes, n - 8))
+    } else if n >= 4 {
+        (u32_at(bytes, 0), u32_at(bytes, n - 4))
+    } else {
+        let byte = |i: usize| u64::from(bytes.get(i).copied().unwrap_or(0));
+        (byte(0) | byte(n / 2) << 8, byte(n.wrapping_sub(1)))
+    };
+    let h = (a ^ (n as u64)).wrapping_mul(K) ^ b.rotate_left(29).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    ((h ^ (h >> 31)).wrapping_mul(K) >> 40) as usize % KEY_CACHE_SETS
+}
+
+/// Whether `stored` (a cached key, zero-padded) holds exactly `bytes`
+/// (at most `KEY_CACHE_MAX_LEN` bytes), by fixed-size overlapping loads.
+#[inline]
+fn same_key(stored: &[u8; KEY_CACHE_MAX_LEN], len: usize, bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    if n != len {
+        return false;
     }
-    (h ^ (h >> 29)) as usize % KEY_CACHE_SLOTS
+    if n >= 8 {
+        let ends = u64_at(stored, 0) == u64_at(bytes, 0) && u64_at(stored, n - 8) == u64_at(bytes, n - 8);
+        return ends && (n <= 16 || (u64_at(stored, 8) == u64_at(bytes, 8) && u64_at(stored, n - 16) == u64_at(bytes, n - 16)));
+    }
+    if n >= 4 {
+        return u32_at(stored, 0) == u32_at(bytes, 0) && u32_at(stored, n - 4) == u32_at(bytes, n - 4);
+    }
+    stored.get(..n) == Some(bytes)
 }
 
 struct PyBuilder<'py, 'c> {
     py: Python<'py>,
-    cache: Option<MutexGuard<'c, Vec<Option<CachedKey>>>>,
+    cache: Option<&'c mut Vec<Option<CachedKey>>>,
 }
 
 #[inline]
@@ -149,13 +198,15 @@ impl Builder for PyBuilder<'_, '_> {
         let Some(cache) = self.cache.as_mut().filter(|_| bytes.len() <= KEY_CACHE_MAX_LEN) else {
             return new_str(self.py, value, ascii);
         };
-        let slot = key_hash(bytes);
-        if let Some(Some(entry)) = cache.get(slot) {
-            if entry.bytes.get(..entry.len) == Some(bytes) {
-                let ptr = entry.obj.as_ptr();
-                // SAFETY: the cache holds a reference; we hand out a new one.
-                unsafe { ffi::Py_INCREF(ptr) };
-                return Obj::new(self.py, ptr);
+        let first = 2 * key_hash(bytes);
+        for slot in [first, first + 1] {
+            if let Some(Some(entry)) = cache.get(slot) {
+                if same_key(&entry.bytes, entry.len, bytes) {
+                    let ptr = entry.obj.as_ptr();
+                    // SAFETY: the cache holds a reference; we hand out a new one.
+                    unsafe { ffi::Py_INCREF(ptr) };
+                    return Obj::new(self.py, ptr);
+                }
             }
         }
         let obj = new_str(self.py, value, ascii)?;
@@ -164,10 +215,12 @@ impl Builder for PyBuilder<'_, '_> {
         if unsafe { ffi::PyObject_Hash(obj.0.as_ptr()) } == -1 {
             return Err(PyErr::fetch(self.py));
         }
-        if let Some(entry) = cache.get_mut(slot) {
-            let mut stored = [0u8; KEY_CACHE_MAX_LEN];
-            if let Some(prefix) = stored.get_mut(..bytes.len()) {
-                prefix.copy_from_slice(bytes);
+        let mut stored = [0u8; KEY_CACHE_MAX_LEN];
+        if let (Some(prefix), Some(set)) = (stored.get_mut(..bytes.len()), cache.get_mut(first..first + 2)) {
+            prefix.copy_from_slice(bytes);
+            // The older key of the set goes; the previous recent one becomes the older.
+            set.swap(0, 1);
+            if let Some(entry) = set.first_mut() {
                 // SAFETY: the cache keeps its own reference.
                 unsafe { ffi::Py_INCREF(obj.0.as_ptr()) };
                 if let Some(old) = entry.replace(CachedKey { bytes: stored, len: bytes.len(), obj: obj.0 }) {
@@ -202,16 +255,36 @@ impl Builder for PyBuilder<'_, '_> {
 
     #[inline]
     fn insert(&mut self, object: &mut Obj, key: Obj, value: Obj) -> PyResult<bool> {
-        // SAFETY: `object` is a dict we created, `key` a str; PyDict_SetItem
-        // takes its own references. A key already present leaves the size
+        // SAFETY: `object` is a dict we created, `key` a str; the dict takes
+        // its own references. A key already present leaves the size
         // unchanged, which is how duplicates are found without a lookup.
         unsafe {
             let dict = object.0.as_ptr();
-            let before = ffi::PyDict_Size(dict);
-            if ffi::PyDict_SetItem(dict, key.0.as_ptr(), value.0.as_ptr()) != 0 {
-                return Err(PyErr::fetch(self.py));
+            #[cfg(not(feature = "abi3"))]
+            {
+                let used = |d: *mut ffi::PyObject| (*d.cast::<ffi::PyDictObject>()).ma_used;
+                let before = used(dict);
+                // A str caches its hash (keys from the cache already have it).
+                let mut hash = (*key.0.as_ptr().cast::<ffi::PyASCIIObject>()).hash;
+                if hash == -1 {
+                    hash = ffi::PyObject_Hash(key.0.as_ptr());
+                    if hash == -1 {
+                        return Err(PyErr::fetch(self.py));
+                    }
+                }
+                if ffi::_PyDict_SetItem_KnownHash(dict, key.0.as_ptr(), value.0.as_ptr(), hash) != 0 {
+                    return Err(PyErr::fetch(self.py));
+                }
+                Ok(used(dict) != before)
             }
-            Ok(ffi::PyDict_Size(dict) != before)
+            #[cfg(feature = "abi3")]
+            {
+                let before = ffi::PyDict_Size(dict);
+                if ffi::PyDict_SetItem(dict, key.0.as_ptr(), value.0.as_ptr()) != 0 {
+                    return Err(PyErr::fetch(self.py));
+                }
+                Ok(ffi::PyDict_Size(dict) != before)
+            }
         }
     }
 }
@@ -265,12 +338,18 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
         }
         _ => &DEFAULT_LIMITS,
     };
-    let mut builder = PyBuilder { py, cache: KEY_CACHE.try_lock().ok() };
-    if let Some(cache) = builder.cache.as_mut() {
-        if cache.is_empty() {
-            cache.resize_with(KEY_CACHE_SLOTS, || None);
+    let mut guard = STATE.try_lock().ok();
+    let mut own = Buffers::new();
+    let (cache, buffers) = match guard.as_deref_mut() {
+        Some(State { keys, buffers }) => {
+            if keys.is_empty() {
+                keys.resize_with(KEY_CACHE_SLOTS, || None);
+            }
+            (Some(keys), buffers)
         }
-    }
+        None => (None, &mut own),
+    };
+    let mut builder = PyBuilder { py, cache };
     let ptr = data.as_ptr();
     // SAFETY: type checks and buffer access on a live object with the GIL held;
     // the borrowed byte slices do not outlive `data` (or the buffer view).
@@ -290,7 +369,7 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
             }
             let bytes = std::slice::from_raw_parts(utf8.cast::<u8>(), size as usize);
             let text = std::str::from_utf8_unchecked(bytes);
-            let result = parse_str(text, lim, &mut builder);
+            let result = parse_str_in(text, lim, &mut builder, buffers);
             return finish(py, result, data, limits);
         }
         if ffi::PyBytes_Check(ptr) != 0 {
@@ -298,7 +377,7 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
                 ffi::PyBytes_AsString(ptr).cast::<u8>(),
                 ffi::PyBytes_Size(ptr) as usize,
             );
-            let result = parse_bytes(bytes, lim, &mut builder);
+            let result = parse_bytes_in(bytes, lim, &mut builder, buffers);
             return finish(py, result, data, limits);
         }
         if ffi::PyByteArray_Check(ptr) != 0 || ffi::PyMemoryView_Check(ptr) != 0 {
@@ -310,7 +389,7 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
                 } else {
                     &[]
                 };
-                let result = parse_bytes(bytes, lim, &mut builder);
+                let result = parse_bytes_in(bytes, lim, &mut builder, buffers);
                 ffi::PyBuffer_Release(&mut view);
                 return finish(py, result, data, limits);
             }
@@ -321,7 +400,7 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
                 ffi::PyBytes_AsString(copy.0.as_ptr()).cast::<u8>(),
                 ffi::PyBytes_Size(copy.0.as_ptr()) as usize,
             );
-            let result = parse_bytes(bytes, lim, &mut builder);
+            let result = parse_bytes_in(bytes, lim, &mut builder, buffers);
             return finish(py, result, data, limits);
         }
     }
