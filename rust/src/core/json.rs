@@ -826,6 +826,32 @@ mod tests {
         }
     }
 
+    /// Strings whose escapes are dense, sparse or anywhere in between (the
+    /// scanner takes different paths for short and long runs), with and
+    /// without non-ASCII text, against serde_json.
+    #[test]
+    fn escaped_strings_match_serde_json() {
+        let escapes = ["\\n", "\\t", "\\\"", "\\\\", "\\/", "\\u00e9", "\\u2014", "\\ud83d\\ude00", "\\u0000"];
+        let fillers = ["a", "\u{e9}", "\u{6e21}", "\u{1F600}", " "];
+        let mut count = 0;
+        for run in 0..40usize {
+            for (k, filler) in fillers.iter().enumerate() {
+                let mut body = String::new();
+                for i in 0..12 {
+                    body.push_str(&filler.repeat(run));
+                    body.push_str(escapes[(i + k + run) % escapes.len()]);
+                }
+                body.push_str(&"z".repeat(run % 17));
+                let doc = format!("[\"{body}\", {{\"{body}\": 1}}]");
+                let ours = parse(&doc).unwrap_or_else(|e| panic!("{doc}: {e:?}"));
+                let theirs: Value = serde_json::from_str(&doc).unwrap_or_else(|e| panic!("{doc}: {e}"));
+                assert_eq!(ours, theirs, "{doc}");
+                count += 1;
+            }
+        }
+        assert_eq!(count, 200);
+    }
+
     #[test]
     fn numbers_keep_their_kind() {
         assert_eq!(parse("-0").ok(), Some(Value::Number(0i64.into())));
