@@ -54,7 +54,7 @@ wheels: venv ## the binary wheel (maturin, release) and the pure py3-none-any wh
 test: cargo-test typecheck pytest ## everything CI runs: cargo test, mypy/stubtest, pytest on both backends (incl. the wheels)
 
 .PHONY: demo
-demo: build ## the main job: run the demo over bundled examples
+demo: build ## the main job: `decisions inspect` over the bundled example recordings (exit 0 = each gave its outcome)
 	$(PY) -m decisions
 
 .PHONY: bench

@@ -546,3 +546,73 @@ def test_refusal_fallback_streams_are_never_glued(impl: ModuleType) -> None:
     with pytest.raises(StreamError) as caught:
         feed(impl, "sse", spliced)
     assert caught.value.code == "EVENT_AFTER_TERMINAL"
+
+
+def _fast_and_general(kind: str, data: bytes) -> tuple[object, object]:
+    """The pure backend's outcome (error message included) through its
+    ``fast_delta`` path and through ``map_event`` (``keep_events=True``)."""
+    from decisions import _pure
+
+    def run(keep: bool) -> object:
+        try:
+            assembler = _pure.StreamAssembler("anthropic", keep_events=keep)
+            if kind == "sse":
+                assembler.feed(data)
+            else:
+                for line in data.splitlines():
+                    if line.strip():
+                        assembler.feed_event(line)
+            return assembler.finish()
+        except OutputError as error:
+            return (type(error).__name__, error.code, error.message)
+
+    return run(False), run(True)
+
+
+def _tool_start(index: int, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    block = {"type": "tool_use", "id": f"toolu_{index}", "name": "f", "input": tool_input}
+    return ("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
+
+
+def _json_delta(index: Any, text: Any, name: str = "content_block_delta") -> tuple[str, dict[str, Any]]:
+    return (name, {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": text}})
+
+
+def _stop(index: int) -> tuple[str, dict[str, Any]]:
+    return ("content_block_stop", {"type": "content_block_stop", "index": index})
+
+
+_FAST_EDGES = {
+    "input object and json deltas": [start(), _tool_start(0, {"a": 1}), _json_delta(0, "{}"), _stop(0), *finish("tool_use")],
+    "json delta to a text block": [start(), *text_block(0, "x")[:1], _json_delta(0, "{}"), _stop(0), *finish("end_turn")],
+    "text delta to a tool block": [start(), _tool_start(0, {}), *text_block(0, "x")[1:], *finish("tool_use")],
+    "delta after the block stopped": [start(), _tool_start(0, {}), _json_delta(0, "{"), _stop(0), _json_delta(0, "}")],
+    "delta after message_stop": [start(), _tool_start(0, {}), _json_delta(0, "{}"), _stop(0), *finish("tool_use"), _json_delta(0, "x")],
+    "delta before the start": [_json_delta(0, "{}"), start()],
+    "delta for an unknown block": [start(), _tool_start(0, {}), _json_delta(1, "{}"), _stop(0), *finish("tool_use")],
+    "event name of another type": [start(), _tool_start(0, {}), _json_delta(0, "{}", name="ping"), _stop(0), *finish("tool_use")],
+    "bool index": [start(), _tool_start(0, {}), _json_delta(False, "{}"), _stop(0), *finish("tool_use")],
+    "json delta not a string": [start(), _tool_start(0, {}), _json_delta(0, 5), _stop(0), *finish("tool_use")],
+    "empty json delta": [start(), _tool_start(0, {}), _json_delta(0, ""), _stop(0), *finish("tool_use")],
+    "json delta to a server tool": [
+        start(),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}}),
+        _json_delta(0, "{}"), _stop(0), *finish("end_turn"),
+    ],
+}
+
+
+@pytest.mark.parametrize("events", list(_FAST_EDGES.values()), ids=list(_FAST_EDGES))
+def test_fast_delta_path_edges(events: list[tuple[str, dict[str, Any]]]) -> None:
+    fast, general = _fast_and_general("sse", sse(*events))
+    assert fast == general
+
+
+@given(case=mutated())
+def test_fast_delta_path_maps_like_map_event(case: tuple[str, list[str]]) -> None:
+    """The pure mapper's ``fast_delta`` (taken unless events are kept) gives
+    what ``map_event`` gives (taken with ``keep_events=True``)."""
+    kind, lines = case
+    fast, general = _fast_and_general(kind, "\n".join(lines).encode())
+    assert fast == general

@@ -375,3 +375,60 @@ def test_damaged_streams_give_the_same_result_on_both_backends(both: tuple[Modul
     base = data.draw(st.sampled_from(_BASES))
     events = data.draw(damaged(base))
     assert mutated_outcome(native, PROVIDER, events) == mutated_outcome(pure, PROVIDER, events)
+
+
+def _fast_and_general(events: list[Any]) -> tuple[Any, Any]:
+    """The pure backend's outcome (error message included) through its
+    ``fast_delta`` path and through ``map_event`` (``keep_events=True``)."""
+    from decisions import _pure
+
+    def run(keep: bool) -> Any:
+        try:
+            assembler = _pure.StreamAssembler(PROVIDER, keep_events=keep)
+            assembler.feed(sse(events))
+            return assembler.finish()
+        except OutputError as err:
+            return (type(err).__name__, err.code, err.message)
+
+    return run(False), run(True)
+
+
+_OPEN_CALL = [chunk({"tool_calls": [call(0, id="c", name="f", arguments="{")]}), chunk({"tool_calls": [call(0, arguments='"a"')]})]
+_OPEN_TEXT = [chunk({"content": "a"}), chunk({"content": "b"})]
+_FAST_EDGES = {
+    "text after finish": [*_OPEN_TEXT, chunk(finish="stop"), chunk({"content": "c"})],
+    "arguments after finish": [*_OPEN_CALL, chunk(finish="tool_calls"), chunk({"tool_calls": [call(0, arguments="}")]})],
+    "arguments after done": [*_OPEN_CALL, chunk(finish="tool_calls"), "[DONE]", chunk({"tool_calls": [call(0, arguments="}")]})],
+    "unknown call index": [*_OPEN_CALL, chunk({"tool_calls": [call(5, arguments="}")]}), chunk(finish="tool_calls")],
+    "index reused by another id": [*_OPEN_CALL, chunk({"tool_calls": [call(0, id="d", arguments="}")]}), chunk(finish="stop")],
+    "empty name continues": [*_OPEN_CALL, chunk({"tool_calls": [call(0, name="", arguments="}")]}), chunk(finish="tool_calls")],
+    "other name": [*_OPEN_CALL, chunk({"tool_calls": [call(0, name="g", arguments="}")]}), chunk(finish="tool_calls")],
+    "other choice": [*_OPEN_TEXT, chunk({"content": "c"}, index=1), chunk(finish="stop")],
+    "bool index": [*_OPEN_TEXT, {"id": "x", "choices": [{"index": True, "delta": {"content": "c"}}]}, chunk(finish="stop")],
+    "bool call index": [*_OPEN_CALL, chunk({"tool_calls": [{"index": False, "function": {"arguments": "}"}}]}), chunk(finish="stop")],
+    "id not a string": [*_OPEN_TEXT, {**chunk({"content": "c"}), "id": 5}, chunk(finish="stop")],
+    "model not a string": [*_OPEN_CALL, {**chunk({"tool_calls": [call(0, arguments="}")]}), "model": []}],
+    "usage with a delta": [*_OPEN_TEXT, {**chunk({"content": "c"}), "usage": {"prompt_tokens": 1}}, chunk(finish="stop")],
+    "refusal with content": [*_OPEN_TEXT, chunk({"content": "c", "refusal": "no"}), chunk(finish="stop")],
+    "reasoning with content": [*_OPEN_TEXT, chunk({"content": "c", "reasoning": 3}), chunk(finish="stop")],
+    "content not a string": [*_OPEN_TEXT, chunk({"content": 3}), chunk(finish="stop")],
+    "arguments not a string": [*_OPEN_CALL, chunk({"tool_calls": [{"index": 0, "function": {"arguments": 1}}]})],
+    "two calls in one delta": [*_OPEN_CALL, chunk({"tool_calls": [call(0, arguments="}"), call(0, arguments="")]}), chunk(finish="stop")],
+    "choices not a list": [*_OPEN_TEXT, {"id": "x", "choices": {"index": 0}}],
+    "delta not an object": [*_OPEN_TEXT, {"id": "x", "choices": [{"index": 0, "delta": "c"}]}],
+}
+
+
+@pytest.mark.parametrize("events", list(_FAST_EDGES.values()), ids=list(_FAST_EDGES))
+def test_fast_delta_path_edges(events: list[Any]) -> None:
+    fast, general = _fast_and_general(events)
+    assert fast == general
+
+
+@given(data=st.data())
+def test_fast_delta_path_maps_like_map_event(data: st.DataObject) -> None:
+    """The pure mapper's ``fast_delta`` (taken unless events are kept) gives
+    what ``map_event`` gives (taken with ``keep_events=True``), as raw SSE."""
+    base = data.draw(st.sampled_from([*_BASES, *_FAST_EDGES.values()]))
+    fast, general = _fast_and_general(data.draw(damaged(base)))
+    assert fast == general

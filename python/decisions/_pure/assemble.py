@@ -10,11 +10,29 @@ at the end), after the limits are checked: no re-join, re-scan or re-parse.
 event data decoded as JSON -> provider mapper -> assembler. ``normalize`` does
 the same for a whole non-streaming body. The provider ``"canonical"`` takes
 canonical events themselves (objects, or their ``to_dict()`` wire format).
+
+Envelope rule (the same in ``rust/src/core/assemble.rs``): provider event data
+and bodies must be RFC 8259 JSON. ``NaN`` / ``Infinity`` / ``-Infinity`` are
+syntax errors (``MALFORMED_EVENT`` "event data is not valid JSON"), and a
+``\\uD800``-``\\uDFFF`` escape that is not a high + low pair is refused
+anywhere in the text, read or not ("event data has a lone surrogate escape",
+checked first). Integers of any size parse; a mapper refuses a count that is
+not a u64 and sums of counts saturate at 2**64 - 1, as in Rust. The one
+allowed difference: a repeated key. ``json.loads`` keeps the last value; the
+native mappers' serde structs refuse a repeated field they read
+(``MALFORMED_EVENT``) and skip repeats of fields they do not read. Refusing
+every repeat here needs an ``object_pairs_hook`` on every object (about 40%
+more per decoded event), and last-wins in Rust a hand-written deserializer per
+struct; ``tests/test_envelope_parity.py`` checks both sides against these
+rules on hostile rewrites of every recording. ``feed_event`` dicts are taken as
+they are (not re-checked for ``nan`` floats or lone surrogates; the native
+side serialises them with ``json.dumps`` and then applies the rule).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable, Final, Mapping, cast
 
 from ..errors import OutputError, StreamError, TransportError
@@ -584,8 +602,30 @@ def _check_options(limits: Limits | None, choice: int | None) -> Limits:
 _DONE: Final = "[DONE]"
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+#: RFC 8259 JSON only: ``NaN`` / ``Infinity`` / ``-Infinity`` are syntax errors.
+_JSON_DECODE: Final = json.JSONDecoder(parse_constant=_reject_constant).decode
+#: one escape (``\\`` + any char), or a surrogate pair / a lone surrogate escape.
+_ESCAPE: Final = re.compile(
+    r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)", re.S
+)
+
+
+def _lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a ``\\uD800``-``\\uDFFF`` escape not part of a
+    high + low pair (escapes are scanned from the left, so ``\\\\ud800``
+    is an escaped backslash and letters)."""
+    if "\\ud" not in text and "\\uD" not in text:
+        return False
+    return any(m.group(1) for m in _ESCAPE.finditer(text))
+
+
 def _decode(data: str | bytes | bytearray | memoryview) -> Any:
-    """Event data or a body as JSON (``[DONE]`` passes through as the str)."""
+    """Event data or a body as strict JSON (``[DONE]`` passes through as the
+    str); the envelope rule is in the module docstring."""
     if not isinstance(data, str):
         try:
             data = bytes(data).decode("utf-8")
@@ -593,8 +633,10 @@ def _decode(data: str | bytes | bytearray | memoryview) -> Any:
             raise _malformed("event data is not valid UTF-8") from None
     if data == _DONE:
         return _DONE
+    if _lone_surrogate(data):
+        raise _malformed("event data has a lone surrogate escape")
     try:
-        return json.loads(data)
+        return _JSON_DECODE(data)
     except (ValueError, RecursionError):
         raise _malformed("event data is not valid JSON") from None
 
@@ -602,7 +644,7 @@ def _decode(data: str | bytes | bytearray | memoryview) -> Any:
 class StreamAssembler:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
-    __slots__ = ("provider", "_limits", "_mapper", "_assembler", "_framer", "_kept")
+    __slots__ = ("provider", "_limits", "_mapper", "_assembler", "_framer", "_kept", "_fast")
 
     def __init__(
         self,
@@ -618,6 +660,11 @@ class StreamAssembler:
         self._assembler = Assembler(provider, self._limits)
         self._framer: _Framer | None = None
         self._kept: list[CanonicalEvent] | None = [] if keep_events else None
+        # a mapper's ``fast_delta`` maps its common delta chunk straight to the
+        # assembler's delta entry points (not when the events are kept)
+        self._fast: Callable[[str | None, Any], tuple[bool, str, str] | None] | None = (
+            None if keep_events else getattr(self._mapper, "fast_delta", None)
+        )
 
     @property
     def state(self) -> str:
@@ -643,11 +690,19 @@ class StreamAssembler:
         try:
             raws = framer.feed_raw(data)
             map_event = self._mapper.map_event
-            if self._kept is not None or type(self._mapper) is not CanonicalMapper:
-                for event, payload, _, _ in raws:
-                    self._apply_all(map_event(event, _decode(payload)))
-                return
             assembler = self._assembler
+            if self._kept is not None or type(self._mapper) is not CanonicalMapper:
+                fast = self._fast
+                for event, payload, _, _ in raws:
+                    decoded = _decode(payload)
+                    hit = None if fast is None else fast(event, decoded)
+                    if hit is None:
+                        self._apply_all(map_event(event, decoded))
+                    elif hit[0]:
+                        assembler.text_delta(hit[1], hit[2])
+                    else:
+                        assembler.arguments_delta(hit[1], hit[2])
+                return
             for event, payload, _, _ in raws:
                 decoded = _decode(payload)
                 if type(decoded) is dict and len(decoded) == 3:  # a delta with exactly its fields?
@@ -684,7 +739,13 @@ class StreamAssembler:
         try:
             if decoded is None:
                 decoded = _decode(payload)  # type: ignore[arg-type]
-            self._apply_all(self._mapper.map_event(event, decoded))
+            hit = None if self._fast is None else self._fast(event, decoded)
+            if hit is None:
+                self._apply_all(self._mapper.map_event(event, decoded))
+            elif hit[0]:
+                self._assembler.text_delta(hit[1], hit[2])
+            else:
+                self._assembler.arguments_delta(hit[1], hit[2])
         except OutputError as err:
             raise self._assembler.fail(err) from None
 

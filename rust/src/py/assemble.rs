@@ -8,7 +8,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, 
 
 use serde::de::IgnoredAny;
 
-use crate::core::assemble::{Assembler, CanonicalMapper, Kind, DONE};
+use crate::core::assemble::{check_envelope, Assembler, CanonicalMapper, Kind, DONE};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::Event;
 use crate::core::limits::Limits;
@@ -128,10 +128,11 @@ impl StreamAssembler {
         let mut result = decoder.feed(bytes, &mut sse);
         if result.is_ok() {
             for event in sse.iter() {
-                result = self
-                    .mapper
-                    .map_event(event.event.as_deref(), &event.data, &mut self.mapped)
-                    .map_err(|e| not_json(e, &event.data))
+                result = check_envelope(&event.data)
+                    .and_then(|()| {
+                        let data = &event.data;
+                        self.mapper.map_event(event.event.as_deref(), data, &mut self.mapped).map_err(|e| not_json(e, data))
+                    })
                     .and_then(|()| self.apply_mapped());
                 if result.is_err() {
                     break;
@@ -253,6 +254,7 @@ impl StreamAssembler {
             Payload::Bytes => with_bytes(payload, "feed_event()", utf8)?,
         };
         let result = data.and_then(|data| {
+            check_envelope(&data)?;
             self.mapper.map_event(name.as_deref(), &data, &mut self.mapped).map_err(|e| not_json(e, &data))?;
             self.apply_mapped()
         });
@@ -385,7 +387,10 @@ pub fn normalize(
     };
     let mut assembler = Assembler::new(limits);
     let mut events = Vec::new();
-    let result = text.and_then(|text| mapper.map_body(&text, &mut events).map_err(|e| not_json(e, &text))).and_then(|()| {
+    let result = text.and_then(|text| {
+        check_envelope(&text)?;
+        mapper.map_body(&text, &mut events).map_err(|e| not_json(e, &text))
+    }).and_then(|()| {
         events.into_iter().try_for_each(|event| assembler.apply(event))
     });
     result.map_err(|e| core_err(py, e))?;

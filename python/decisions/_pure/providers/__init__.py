@@ -37,6 +37,13 @@ class Mapper(Protocol):
         ...
 
 
+# Optional: ``fast_delta(event, payload) -> tuple[bool, str, str] | None``: the
+# mapper's common delta event as ``(is_text, item_id, delta)``, without building
+# event objects, exactly what ``map_event`` would map it to (and with the same
+# effect on the mapper's state); None for any other event, which then goes
+# through ``map_event``. ``StreamAssembler`` uses it unless events are kept.
+
+
 #: provider id -> factory taking the selected ``choice`` (or None).
 _FACTORIES: dict[str, Callable[[int | None], Mapper]] = {
     "openai-chat": OpenAIChatMapper,

@@ -65,6 +65,9 @@ __all__ = ["AnthropicMapper", "finish_reason", "RETRYABLE_ERRORS"]
 #: provider error types worth retrying
 RETRYABLE_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 
+#: token counts are u64 in the Rust twin; sums saturate there.
+_U64_MAX = 2**64 - 1
+
 _STOP_REASONS: dict[str, FinishReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -176,7 +179,7 @@ class AnthropicMapper:
         present = [p for p in parts if p is not None]
         return [
             UsageReported(
-                input_tokens=sum(present) if present else None,
+                input_tokens=min(sum(present), _U64_MAX) if present else None,  # saturating, as in Rust
                 output_tokens=u.get("output_tokens"),
                 cached_tokens=u.get("cache_read_input_tokens"),
             )
@@ -364,6 +367,38 @@ class AnthropicMapper:
             out.append(ReasoningDelta(item_id=item_id, delta=text))
         else:  # signature_delta
             out.append(ReasoningDelta(item_id=item_id, delta="", signature=text))
+
+    def fast_delta(self, event: str | None, payload: Any) -> tuple[bool, str, str] | None:
+        """A ``text_delta`` / non-empty ``input_json_delta`` for an open text /
+        tool_use block (every checked field of the right type) as
+        ``(is_text, item_id, delta)``: what ``map_event`` maps it to, with the
+        same effect on the block's state; ``None`` for any other event, which
+        then goes through ``map_event``."""
+        if type(payload) is not dict or self._terminal or not self._started:
+            return None
+        if payload.get("type") != "content_block_delta" or (
+            event is not None and event != "message" and event != "content_block_delta"
+        ):
+            return None
+        index, delta = payload.get("index"), payload.get("delta")
+        if type(index) is not int or type(delta) is not dict:
+            return None
+        state = self._blocks.get(index)
+        if state is None or state.ended:
+            return None
+        delta_type = delta.get("type")
+        if delta_type == "input_json_delta":
+            text = delta.get("partial_json")
+            if state.kind != _TOOL or state.input_nonempty or type(text) is not str or not text:
+                return None
+            state.saw_json = True
+            return False, state.item_id, text
+        if delta_type == "text_delta":
+            text = delta.get("text")
+            if state.kind != _TEXT or type(text) is not str:
+                return None
+            return True, state.item_id, text
+        return None
 
     def end(self) -> list[CanonicalEvent]:
         """EOF: an Anthropic stream implies nothing at its end."""

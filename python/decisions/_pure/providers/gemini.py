@@ -307,7 +307,7 @@ class GeminiMapper:
         what = "usageMetadata"
         candidates = _opt_count(u, "candidatesTokenCount", what)
         thoughts = _opt_count(u, "thoughtsTokenCount", what)
-        output = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
+        output = None if candidates is None and thoughts is None else min((candidates or 0) + (thoughts or 0), _U64)  # saturating, as in Rust
         return UsageReported(
             input_tokens=_opt_count(u, "promptTokenCount", what),
             output_tokens=output,

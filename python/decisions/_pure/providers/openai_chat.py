@@ -197,6 +197,57 @@ class OpenAIChatMapper:
         """EOF adds nothing: the finish reason is the terminal."""
         return []
 
+    def fast_delta(self, event: str | None, payload: Any) -> tuple[bool, str, str] | None:
+        """The common chunk, without building event objects: one choice (the
+        selected one) whose delta only continues the open text item or an open
+        tool call's arguments, with every field ``map_event`` checks of the
+        right type. Returns ``(is_text, item_id, delta)``, exactly what
+        ``map_event`` would map it to (one non-empty ``TextDelta`` or
+        ``ToolArgumentsDelta``), and changes no state; ``None`` for any other
+        chunk, which then goes through ``map_event``."""
+        if type(payload) is not dict or self._finished or self._done or not self._started:
+            return None
+        get = payload.get
+        choices = get("choices")
+        if type(choices) is not list or len(choices) != 1 or get("usage") is not None or get("error") is not None:
+            return None
+        rid, model = get("id"), get("model")
+        if (rid is not None and type(rid) is not str) or (model is not None and type(model) is not str):
+            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None:
+            return None
+        index = choice.get("index")
+        if (0 if index is None else index) != self._choice or (index is not None and type(index) is not int):
+            return None
+        delta = choice.get("delta")
+        if type(delta) is not dict:
+            return None
+        d = delta.get
+        if d("refusal") is not None or d("reasoning_content") is not None or d("reasoning") is not None:
+            return None
+        content, calls = d("content"), d("tool_calls")
+        if d("function_call") is not None:
+            return None
+        if calls is None:
+            if type(content) is str and content and self._text is not None:
+                return True, self._text, content
+            return None
+        if content is not None or type(calls) is not list or len(calls) != 1:
+            return None
+        call = calls[0]
+        if type(call) is not dict or call.get("id") is not None:
+            return None
+        fn = call.get("function")
+        if type(fn) is not dict or fn.get("name") is not None:
+            return None
+        arguments = fn.get("arguments")
+        k = call.get("index")
+        if type(arguments) is not str or not arguments or (k is not None and type(k) is not int):
+            return None
+        current = self._calls.get(0 if k is None else k)
+        return None if current is None else (False, current.item_id, arguments)
+
     def _chunk(self, chunk: dict[str, Any], out: list[CanonicalEvent]) -> None:
         what = "chat.completion.chunk"
         # the whole chunk is shape-checked before any of it is acted on
