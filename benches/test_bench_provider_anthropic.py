@@ -5,7 +5,8 @@ The stream (generated, deterministic): ``message_start``, a short text block,
 then three ``tool_use`` blocks whose arguments (a write_file call) arrive in
 8-byte ``input_json_delta`` events, ``message_delta``, ``message_stop``; SSE
 bytes fed in 4 KiB chunks. With 5 KiB of arguments per call that is ~2,000
-events. Contenders: the native backend, the pure twin, and the SDK baseline
+events. Contenders: the native backend, the pure twin, a lean hand-written
+accumulator (the reference for the pure twin), and the SDK baseline
 (its ``SSEDecoder`` + ``accumulate_event`` per event, as its ``MessageStream``
 does; it re-parses the whole argument buffer on every delta).
 
@@ -97,9 +98,40 @@ def sdk(chunks: tuple[bytes, ...]) -> Any:
     return snapshot
 
 
+def lean(chunks: tuple[bytes, ...]) -> dict[str, Any]:
+    """A lean hand-written consumer (split on blank lines, ``json.loads`` per
+    event, a list of pieces per block, one join; no checks beyond the shape),
+    the reference for the pure twin's per-event cost."""
+    buffer = b""
+    blocks: dict[int, tuple[dict[str, Any], list[str]]] = {}
+    result: dict[str, Any] = {}
+    for chunk in chunks:
+        parts = (buffer + chunk).split(b"\n\n")
+        buffer = parts.pop()
+        for part in parts:
+            at = part.find(b"data: ")
+            if at < 0:
+                continue
+            event = json.loads(part[at + 6 :])
+            kind = event["type"]
+            if kind == "content_block_delta":
+                delta = event["delta"]
+                blocks[event["index"]][1].append(delta.get("partial_json") or delta.get("text") or "")
+            elif kind == "content_block_start":
+                blocks[event["index"]] = (event["content_block"], [])
+            elif kind == "message_delta":
+                result["stop_reason"] = event["delta"]["stop_reason"]
+    result["tool_calls"] = [
+        (block["id"], block["name"], "".join(pieces)) for block, pieces in blocks.values() if block["type"] == "tool_use"
+    ]
+    return result
+
+
 def _check(name: str, result: Any, texts: tuple[str, ...]) -> None:
     """Every contender must have produced the same three calls."""
-    if name == "sdk":
+    if name == "lean":
+        inputs = [json.loads(arguments) for _, _, arguments in result["tool_calls"]]
+    elif name == "sdk":
         inputs = [block.input for block in result.content if block.type == "tool_use"]
     else:
         assert result.finish_reason == "tool_calls"
@@ -107,8 +139,8 @@ def _check(name: str, result: Any, texts: tuple[str, ...]) -> None:
     assert inputs == [json.loads(text) for text in texts]
 
 
-CASES = [(size, name) for size in ("5KiB", "64KiB") for name in (*BACKENDS, "sdk")] + [
-    ("1MiB", name) for name in BACKENDS
+CASES = [(size, name) for size in ("5KiB", "64KiB") for name in (*BACKENDS, "lean", "sdk")] + [
+    ("1MiB", name) for name in (*BACKENDS, "lean")
 ]
 
 
@@ -116,7 +148,7 @@ CASES = [(size, name) for size in ("5KiB", "64KiB") for name in (*BACKENDS, "sdk
 def test_anthropic_stream(benchmark: Any, size: str, contender: str) -> None:
     pytest.importorskip("anthropic")
     chunks, events, texts = stream(SIZES[size])
-    run = sdk if contender == "sdk" else ours(BACKENDS[contender])
+    run = sdk if contender == "sdk" else lean if contender == "lean" else ours(BACKENDS[contender])
     benchmark.group = f"anthropic-{size}"
     benchmark.extra_info.update(events=events, contender=contender, baseline=contender == "sdk")
     heavy = SIZES[size] >= MiB or (contender != "native" and SIZES[size] >= 64 * KiB)
