@@ -53,10 +53,12 @@ def _field_comments() -> dict[str, str]:
     return comments
 
 
-def _human(value: int) -> str:
-    for unit, size in (("MiB", 1024 * 1024), ("KiB", 1024)):
-        if value >= size and value % size == 0:
-            return f"{value:,} ({value // size} {unit})"
+def _human(value: int, name: str) -> str:
+    """The value with thousands separators; a size in bytes also in KiB / MiB."""
+    if "bytes" in name:
+        for unit, size in (("MiB", 1024 * 1024), ("KiB", 1024)):
+            if value >= size and value % size == 0:
+                return f"{value:,} ({value // size} {unit})"
     return f"{value:,}"
 
 
@@ -66,7 +68,7 @@ def limits_table() -> str:
     rows = ["| limit | default | why |", "|---|---|---|"]
     for field in dataclasses.fields(Limits):
         value = getattr(DEFAULT_LIMITS, field.name)
-        rows.append(f"| `{field.name}` | {_human(value)} | {_cell(comments.get(field.name, ''))} |")
+        rows.append(f"| `{field.name}` | {_human(value, field.name)} | {_cell(comments.get(field.name, ''))} |")
     return "\n".join(rows)
 
 

@@ -184,7 +184,9 @@ def test_provider_failure_is_a_transport_error(impl: ModuleType) -> None:
 
 
 @pytest.mark.parametrize("reason", ["length", "content_filter", "refusal"])
-def test_truncating_finish_marks_open_calls_incomplete(impl: ModuleType, reason: str) -> None:
+def test_cut_finish_marks_every_call_incomplete(impl: ModuleType, reason: str) -> None:
+    """A cut response's calls are all incomplete: the one ended before the cut
+    too, though its arguments parse; the text stays as it streamed."""
     events = [
         START, call("done"), args("done", "{}"), end("done"),
         call("cut"), args("cut", '{"path": "a"}'),  # parses, yet was never ended
@@ -193,8 +195,36 @@ def test_truncating_finish_marks_open_calls_incomplete(impl: ModuleType, reason:
     ]
     response = run(impl, events)
     assert response.finish_reason == reason
-    assert [(c.item_id, c.complete) for c in response.tool_calls] == [("done", True), ("cut", False)]
+    assert [(c.item_id, c.arguments, c.complete) for c in response.tool_calls] == [
+        ("done", "{}", False), ("cut", '{"path": "a"}', False)
+    ]
     assert response.text == "partial"
+
+
+@pytest.mark.parametrize("reason", ["length", "content_filter", "refusal"])
+def test_cut_finish_after_every_call_ended(impl: ModuleType, reason: str) -> None:
+    """Anthropic's shape: content_block_stop, then ``stop_reason: max_tokens``."""
+    events = [START, call("a"), args("a", '{"path": "a"}'), end("a"), finished(reason)]
+    asm = impl.StreamAssembler("canonical")
+    for event in events:
+        asm.feed_event(event)
+    (tool,) = asm.finish().tool_calls
+    assert (tool.arguments, tool.complete) == ('{"path": "a"}', False)
+    # the snapshot still says the call's item ended: only completeness is cut
+    assert [c.ended for c in asm.snapshot().calls] == [True]
+
+
+@pytest.mark.parametrize("reason", ["cancelled", "error"])
+def test_cancelled_or_error_finish_marks_open_calls_incomplete(impl: ModuleType, reason: str) -> None:
+    events = [START, call("done"), args("done", "{}"), end("done"), call("open"), args("open", "{}"), finished(reason)]
+    response = run(impl, events)
+    assert [(c.item_id, c.complete) for c in response.tool_calls] == [("done", True), ("open", False)]
+
+
+@pytest.mark.parametrize("reason", ["stop", "tool_calls"])
+def test_normal_finish_keeps_ended_calls_complete(impl: ModuleType, reason: str) -> None:
+    events = [START, call("a"), args("a", "{}"), end("a"), finished(reason)]
+    assert [c.complete for c in run(impl, events).tool_calls] == [True]
 
 
 def test_state_machine_states(impl: ModuleType) -> None:
@@ -225,6 +255,54 @@ def test_state_machine_states(impl: ModuleType) -> None:
 )
 def test_limits(impl: ModuleType, events: list[CanonicalEvent], limits: dict[str, int], code: str) -> None:
     assert code_of(impl, events, **limits) == code
+
+
+def _items(count: int) -> list[CanonicalEvent]:
+    """``count`` items of every kind in turn (empty text, reasoning, refusal, tool calls), each ended."""
+    events: list[CanonicalEvent] = []
+    kinds = ("text", "reasoning", "refusal", "tool_call")
+    for index in range(count):
+        kind, item = kinds[index % 4], f"i{index}"
+        events.append(call(item) if kind == "tool_call" else ItemStarted(item_id=item, kind=kind))  # type: ignore[arg-type]
+        events.append(end(item))
+    return events
+
+
+@pytest.mark.parametrize("last", ["text", "reasoning", "refusal", "tool_call"])
+def test_max_items_per_response(impl: ModuleType, last: str) -> None:
+    """Items of any kind count, tool calls included; the limit is inclusive,
+    and the item past it is refused when it starts."""
+    limit = 9
+    head = [START, *_items(limit)]
+    response = run(impl, [*head, finished()], max_items_per_response=limit)
+    assert len(response.items) == limit
+    extra: CanonicalEvent = call("x") if last == "tool_call" else ItemStarted(item_id="x", kind=last)  # type: ignore[arg-type]
+    asm = impl.StreamAssembler("canonical", limits=Limits(max_items_per_response=limit))
+    for event in head:
+        asm.feed_event(event)
+    with pytest.raises(StreamError) as info:
+        asm.feed_event(extra)
+    assert info.value.code == "TOO_MANY_ITEMS_IN_RESPONSE"
+    assert info.value.layer == "stream" and info.value.retryable is False
+    assert info.value.message == f"the response has more items than max_items_per_response ({limit})"
+    assert asm.state == "failed"
+    assert len(asm.snapshot().calls) == limit // 4  # the refused call was not stored
+
+
+def test_max_items_per_response_default_over_sse(impl: ModuleType) -> None:
+    """The default bound, through the SSE path: 4,096 empty items pass, 4,097 fail."""
+    limit = Limits().max_items_per_response
+    assert limit == 4096
+    frame = lambda e: f"data: {json.dumps(e.to_dict())}\n\n".encode()  # noqa: E731
+    items = [frame(e) for i in range(limit + 1) for e in (ItemStarted(item_id=f"t{i}", kind="text"), end(f"t{i}"))]
+    head, tail = frame(START), frame(finished("stop"))
+    asm = impl.StreamAssembler("canonical")
+    asm.feed(head + b"".join(items[: 2 * limit]) + tail)
+    assert len(asm.finish().items) == limit
+    asm = impl.StreamAssembler("canonical")
+    with pytest.raises(StreamError) as info:
+        asm.feed(head + b"".join(items) + tail)
+    assert info.value.code == "TOO_MANY_ITEMS_IN_RESPONSE"
 
 
 def test_limits_are_inclusive(impl: ModuleType) -> None:

@@ -86,7 +86,7 @@ class StreamAssembler:
     def finish(self) -> NormalizedResponse:
         """End of stream: the response, or the ``StreamError`` / ``TransportError``
         that makes it incomplete. ``length`` / content-filter / refusal finishes
-        return a response whose unfinished tool calls are ``complete=False``."""
+        return a response whose tool calls are all ``complete=False``, ended or not."""
     def snapshot(self) -> ResponseSnapshot:
         """A provisional view for UIs (never accepted by ``decide``); each call's
         partial parse is incremental."""

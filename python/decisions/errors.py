@@ -88,6 +88,7 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
             "STREAM_FAILED": (False, "the stream already failed; no further events are accepted"),
             "ARGUMENTS_TOO_LARGE": (False, "a tool call's arguments exceed max_call_argument_bytes"),
             "TOO_MANY_CALLS": (False, "the response has more tool calls than max_calls_per_response"),
+            "TOO_MANY_ITEMS_IN_RESPONSE": (False, "the response has more items than max_items_per_response"),
             "RESPONSE_TOO_LARGE": (False, "the response content exceeds max_response_bytes"),
             "TOO_MANY_EVENTS": (False, "the response has more events than max_stream_events"),
             # completeness gate

@@ -51,6 +51,11 @@ class Limits:
     max_call_argument_bytes: int = 8 * MiB
     #: 128 tool calls per response: parallel calls are a handful in practice.
     max_calls_per_response: int = 128
+    #: 4,096 items (text, reasoning, refusal and tool calls) per response: real
+    #: responses have a handful; tool calls stay bounded by max_calls_per_response.
+    #: An empty item adds no content bytes, so without this bound a stream of
+    #: empty items would be limited only by max_stream_events.
+    max_items_per_response: int = 4096
     #: 32 MiB of accumulated content (text, reasoning, arguments) per response.
     max_response_bytes: int = 32 * MiB
     #: 32 MiB per SSE line: a terminal event (``response.completed``) repeats

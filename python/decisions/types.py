@@ -243,9 +243,11 @@ class ReasoningItem:
 class ToolCallItem:
     """A tool call with its complete arguments JSON *text* (not yet parsed).
 
-    ``complete`` is False when the response was cut (length, content filter,
-    refusal) while this call was being written: such a call can never become
-    executable, even if its arguments happen to parse.
+    ``complete`` is False for every tool call of a cut response (finish
+    reason length, content filter or refusal), whether or not the call had
+    ended before the cut, and for a call still open when the response was
+    cancelled or ended in an error: such a call can never become executable,
+    even if its arguments happen to parse.
     """
 
     kind: ClassVar[str] = "tool_call"

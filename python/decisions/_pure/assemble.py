@@ -74,8 +74,11 @@ CANONICAL: Final = "canonical"
 _INIT, _STARTED, _STREAMING, _COMPLETED, _FAILED = range(5)
 _STATE_NAMES: Final = ("init", "started", "streaming", "completed", "failed")
 
-#: finish reasons that cut the response short: open calls become ``complete=False``.
+#: finish reasons that cut the response short: open items are allowed at the finish.
 _TRUNCATING: Final = frozenset({"length", "content_filter", "refusal", "cancelled", "error"})
+#: finish reasons that cut the output itself: every tool call of the response
+#: is ``complete=False``, ended or not, and can never become executable.
+_CUTS_CALLS: Final = frozenset({"length", "content_filter", "refusal"})
 _KINDS: Final = frozenset({"text", "refusal", "reasoning"})
 _U64_MAX: Final = (1 << 64) - 1
 
@@ -227,6 +230,12 @@ class Assembler:
     def _new_item(self, kind: str, item_id: str) -> _Item:
         if item_id in self._by_id:
             raise self._fail("DUPLICATE_ITEM_ID", f'two items share the item id "{item_id}"')
+        if len(self._items) >= self._limits.max_items_per_response:
+            raise self._fail(
+                "TOO_MANY_ITEMS_IN_RESPONSE",
+                f"the response has more items than max_items_per_response "
+                f"({self._limits.max_items_per_response})",
+            )
         item = _Item(kind, item_id)
         self._by_id[item_id] = item
         self._items.append(item)
@@ -392,11 +401,12 @@ class Assembler:
         if self._state != _COMPLETED:
             raise self._fail("NO_TERMINAL_EVENT", "the stream ended without a terminal event")
         truncated = self._finish_reason in _TRUNCATING
+        cut = self._finish_reason in _CUTS_CALLS
         items: list[Item] = []
         for item in self._items:
             if not item.ended and not truncated:
                 raise self._fail("ITEM_NOT_ENDED", f'item "{item.item_id}" was never ended')
-            items.append(_build_item(item))
+            items.append(_build_item(item, cut))
         usage = None if self._usage is None else Usage(**self._usage)
         self._response = NormalizedResponse(
             provider=self.provider,
@@ -447,7 +457,9 @@ class Assembler:
         )
 
 
-def _build_item(item: _Item) -> Item:
+def _build_item(item: _Item, cut: bool) -> Item:
+    """The public item; with ``cut`` (the finish reason cut the output) a tool
+    call is incomplete even when it ended."""
     kind = item.kind
     if kind == "tool_call":
         return ToolCallItem(
@@ -455,7 +467,7 @@ def _build_item(item: _Item) -> Item:
             call_id=item.call_id,
             name=item.name,
             arguments=item.text(),
-            complete=item.ended,
+            complete=item.ended and not cut,
             call_id_generated=item.call_id_generated,
         )
     if kind == "text":

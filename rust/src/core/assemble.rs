@@ -87,8 +87,9 @@ pub struct Item {
     pub signature: Option<String>,
 }
 
-/// A complete response (`decisions.types.NormalizedResponse`). Tool-call
-/// items are complete unless `ended` is false (a truncating finish reason).
+/// A complete response (`decisions.types.NormalizedResponse`). A tool-call
+/// item is complete when it ended and the finish reason did not cut the
+/// output ([`Response::call_complete`]).
 #[derive(Debug, Clone)]
 pub struct Response {
     pub response_id: Option<String>,
@@ -98,6 +99,15 @@ pub struct Response {
     pub raw_finish_reason: Option<String>,
     pub usage: Option<Usage>,
     pub unknown_events: BTreeMap<String, u64>,
+}
+
+impl Response {
+    /// Whether a tool-call item of this response is complete: it ended, and
+    /// the finish reason (length, content filter, refusal) did not cut the
+    /// output. Every call of a cut response is incomplete, ended or not.
+    pub const fn call_complete(&self, item: &Item) -> bool {
+        item.ended && !cuts_calls(self.finish_reason)
+    }
 }
 
 /// The provider's failure event, kept for `finish()`.
@@ -150,6 +160,13 @@ const fn event_type(event: &Event) -> &'static str {
     }
 }
 
+/// Finish reasons that cut the output itself: every tool call of the
+/// response is incomplete and can never become executable.
+pub const fn cuts_calls(reason: FinishReason) -> bool {
+    matches!(reason, FinishReason::Length | FinishReason::ContentFilter | FinishReason::Refusal)
+}
+
+/// Finish reasons that cut the response short: open items are allowed at the finish.
 const fn is_truncating(reason: FinishReason) -> bool {
     matches!(
         reason,
@@ -318,6 +335,13 @@ impl Assembler {
         if self.by_id.contains_key(&item_id) {
             let msg = format!("two items share the item id \"{item_id}\"");
             return Err(self.fail_with(Code::DUPLICATE_ITEM_ID, msg));
+        }
+        if self.items.len() >= self.limits.max_items_per_response {
+            let msg = format!(
+                "the response has more items than max_items_per_response ({})",
+                self.limits.max_items_per_response
+            );
+            return Err(self.fail_with(Code::TOO_MANY_ITEMS_IN_RESPONSE, msg));
         }
         let index = self.items.len();
         self.by_id.insert(item_id.clone(), index);
@@ -857,6 +881,52 @@ mod tests {
         let finished = Event::ResponseFinished { finish_reason: FinishReason::Stop, raw_finish_reason: None };
         assert_eq!(code(vec![started(), call("a"), finished.clone()]), Some(Code::ITEM_NOT_ENDED));
         assert_eq!(code(vec![started(), finished, delta("a", "x")]), Some(Code::EVENT_AFTER_TERMINAL));
+    }
+
+    #[test]
+    fn items_of_every_kind_count_toward_max_items_per_response() {
+        let limits = Limits { max_items_per_response: 3, ..Limits::default() };
+        let text = |id: &str| Event::ItemStarted { item_id: id.into(), kind: ItemKind::Text };
+        let mut a = Assembler::new(limits);
+        for e in [started(), text("t"), call("a"), Event::ItemStarted { item_id: "r".into(), kind: ItemKind::Reasoning }] {
+            assert!(a.apply(e).is_ok());
+        }
+        for extra in [call("b"), text("u")] {
+            let mut b = Assembler::new(limits);
+            for e in [started(), text("t"), call("a"), text("v")] {
+                assert!(b.apply(e).is_ok());
+            }
+            let error = b.apply(extra).err();
+            assert_eq!(error.as_ref().map(|e| e.code), Some(Code::TOO_MANY_ITEMS_IN_RESPONSE));
+            assert_eq!(
+                error.map(|e| e.message),
+                Some("the response has more items than max_items_per_response (3)".to_string())
+            );
+            assert_eq!(b.items().len(), 3);
+        }
+    }
+
+    #[test]
+    fn a_cut_finish_makes_every_call_incomplete() {
+        for (reason, complete) in [
+            (FinishReason::Length, false),
+            (FinishReason::ContentFilter, false),
+            (FinishReason::Refusal, false),
+            (FinishReason::Cancelled, true),
+            (FinishReason::Error, true),
+            (FinishReason::ToolCalls, true),
+            (FinishReason::Stop, true),
+        ] {
+            let events = vec![
+                started(),
+                call("a"),
+                delta("a", "{}"),
+                Event::ItemEnded { item_id: "a".into() },
+                Event::ResponseFinished { finish_reason: reason, raw_finish_reason: None },
+            ];
+            let flags = run(events).map(|r| r.items.iter().map(|i| (i.ended, r.call_complete(i))).collect::<Vec<_>>());
+            assert_eq!(flags.ok(), Some(vec![(true, complete)]), "{reason:?}");
+        }
     }
 
     #[test]

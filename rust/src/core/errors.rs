@@ -59,6 +59,7 @@ codes! {
     STREAM_FAILED => "stream",
     ARGUMENTS_TOO_LARGE => "stream",
     TOO_MANY_CALLS => "stream",
+    TOO_MANY_ITEMS_IN_RESPONSE => "stream",
     RESPONSE_TOO_LARGE => "stream",
     TOO_MANY_EVENTS => "stream",
     // strict JSON

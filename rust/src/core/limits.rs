@@ -14,6 +14,7 @@ pub struct Limits {
     pub max_number_length: usize,
     pub max_call_argument_bytes: usize,
     pub max_calls_per_response: usize,
+    pub max_items_per_response: usize,
     pub max_response_bytes: usize,
     pub max_sse_line_bytes: usize,
     pub max_sse_event_bytes: usize,
@@ -37,6 +38,7 @@ impl Limits {
         max_number_length: 100,
         max_call_argument_bytes: 8 * MIB,
         max_calls_per_response: 128,
+        max_items_per_response: 4096,
         max_response_bytes: 32 * MIB,
         max_sse_line_bytes: 32 * MIB,
         max_sse_event_bytes: 32 * MIB,
@@ -53,7 +55,7 @@ impl Default for Limits {
 }
 
 /// Field names, in the order of the struct, as in `decisions.Limits`.
-pub const FIELD_NAMES: [&str; 15] = [
+pub const FIELD_NAMES: [&str; 16] = [
     "max_document_bytes",
     "max_depth",
     "max_string_bytes",
@@ -63,6 +65,7 @@ pub const FIELD_NAMES: [&str; 15] = [
     "max_number_length",
     "max_call_argument_bytes",
     "max_calls_per_response",
+    "max_items_per_response",
     "max_response_bytes",
     "max_sse_line_bytes",
     "max_sse_event_bytes",
@@ -73,8 +76,8 @@ pub const FIELD_NAMES: [&str; 15] = [
 
 impl Limits {
     /// Build from values in [`FIELD_NAMES`] order.
-    pub fn from_values(v: [usize; 15]) -> Limits {
-        let [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o] = v;
+    pub fn from_values(v: [usize; 16]) -> Limits {
+        let [a, b, c, d, e, f, g, h, i, p, j, k, l, m, n, o] = v;
         Limits {
             max_document_bytes: a,
             max_depth: b,
@@ -85,6 +88,7 @@ impl Limits {
             max_number_length: g,
             max_call_argument_bytes: h,
             max_calls_per_response: i,
+            max_items_per_response: p,
             max_response_bytes: j,
             max_sse_line_bytes: k,
             max_sse_event_bytes: l,
@@ -95,7 +99,7 @@ impl Limits {
     }
 
     /// Values in [`FIELD_NAMES`] order.
-    pub fn values(&self) -> [usize; 15] {
+    pub fn values(&self) -> [usize; 16] {
         [
             self.max_document_bytes,
             self.max_depth,
@@ -106,6 +110,7 @@ impl Limits {
             self.max_number_length,
             self.max_call_argument_bytes,
             self.max_calls_per_response,
+            self.max_items_per_response,
             self.max_response_bytes,
             self.max_sse_line_bytes,
             self.max_sse_event_bytes,

@@ -30,7 +30,7 @@ pub(crate) fn limits_from(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyR
             obj.get_type().name()?
         )));
     }
-    let mut values = [0usize; 15];
+    let mut values = [0usize; FIELD_NAMES.len()];
     for (slot, name) in values.iter_mut().zip(FIELD_NAMES) {
         *slot = obj.getattr(name)?.extract()?;
     }

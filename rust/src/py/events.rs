@@ -213,8 +213,8 @@ pub(crate) fn event_to_py(py: Python<'_>, t: &Types, event: &Event) -> PyResult<
     Ok(class.bind(py).call((), Some(&kwargs))?.unbind())
 }
 
-/// One response item as its `decisions.types` class.
-fn item_to_py(py: Python<'_>, t: &Types, item: &Item) -> PyResult<Py<PyAny>> {
+/// One response item as its `decisions.types` class (`complete`: a tool call's completeness).
+fn item_to_py(py: Python<'_>, t: &Types, item: &Item, complete: bool) -> PyResult<Py<PyAny>> {
     let id = obj(py, item.item_id.as_str())?;
     let text = PyString::new(py, &item.text).into_any();
     let (class, kwargs) = match item.kind {
@@ -233,7 +233,7 @@ fn item_to_py(py: Python<'_>, t: &Types, item: &Item) -> PyResult<Py<PyAny>> {
                     ("call_id", obj(py, item.call_id.as_str())?),
                     ("name", obj(py, item.name.as_str())?),
                     ("arguments", text),
-                    ("complete", obj(py, item.ended)?),
+                    ("complete", obj(py, complete)?),
                     ("call_id_generated", obj(py, item.call_id_generated)?),
                 ],
             )?,
@@ -244,7 +244,7 @@ fn item_to_py(py: Python<'_>, t: &Types, item: &Item) -> PyResult<Py<PyAny>> {
 
 /// A finished core response as `decisions.types.NormalizedResponse`.
 pub(crate) fn response_to_py(py: Python<'_>, t: &Types, provider: &str, r: &Response) -> PyResult<Py<PyAny>> {
-    let items = r.items.iter().map(|item| item_to_py(py, t, item)).collect::<PyResult<Vec<_>>>()?;
+    let items = r.items.iter().map(|item| item_to_py(py, t, item, r.call_complete(item))).collect::<PyResult<Vec<_>>>()?;
     let usage = match &r.usage {
         Some(usage) => t.usage.bind(py).call((), Some(&usage_kwargs(py, usage)?))?,
         None => py.None().into_bound(py),
