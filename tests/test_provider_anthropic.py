@@ -227,6 +227,27 @@ def test_max_tokens_cuts_a_tool_input(impl: ModuleType) -> None:
     assert response.usage is not None and response.usage.output_tokens == 124
 
 
+@pytest.mark.parametrize("stop_reason", ["max_tokens", "refusal"])
+def test_a_call_ended_before_a_cut_finish_is_incomplete(impl: ModuleType, stop_reason: str) -> None:
+    """content_block_stop, then a cutting stop_reason: the call's arguments
+    parse, yet it is incomplete (a cut response's calls never execute)."""
+    tool = {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}}
+    events = sse(
+        start(),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": tool}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "input_json_delta", "partial_json": '{"path": "a"}'}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        *finish(stop_reason),
+    )
+    response = feed(impl, "sse", events)
+    (call,) = response.tool_calls
+    assert (call.arguments, call.complete) == ('{"path": "a"}', False)
+    assert response.raw_finish_reason == stop_reason
+    ended = feed(impl, "sse", events.replace(stop_reason.encode(), b"tool_use"))
+    assert [c.complete for c in ended.tool_calls] == [True]
+
+
 def test_unterminated_last_event_is_named(impl: ModuleType) -> None:
     data = (SDK_STREAMS / "tool_use_response.txt").read_bytes()
     with pytest.raises(StreamError) as caught:
