@@ -58,15 +58,13 @@ from ...types import (
     ToolCallStarted,
     UsageReported,
 )
+from ._shape import U64_MAX, shape
 from .jsontext import dumps
 
 __all__ = ["AnthropicMapper", "finish_reason", "RETRYABLE_ERRORS"]
 
 #: provider error types worth retrying
 RETRYABLE_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
-
-#: token counts are u64 in the Rust twin; sums saturate there.
-_U64_MAX = 2**64 - 1
 
 _STOP_REASONS: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -95,42 +93,9 @@ def finish_reason(raw: str | None) -> FinishReason:
     return "unknown" if raw is None else _STOP_REASONS.get(raw, "unknown")
 
 
-def _malformed(what: str) -> Exception:
-    return new_error("MALFORMED_EVENT", f"anthropic {what} does not have the documented shape")
-
-
-def _obj(value: Any, what: str) -> dict[str, Any]:
-    if type(value) is not dict:
-        raise _malformed(what)
-    return value
-
-
-def _opt_str(obj: dict[str, Any], key: str, what: str) -> str | None:
-    value = obj.get(key)
-    if value is not None and type(value) is not str:
-        raise _malformed(what)
-    return value
-
-
-def _req_str(obj: dict[str, Any], key: str, what: str) -> str:
-    value = obj.get(key)
-    if type(value) is not str:
-        raise _malformed(what)
-    return value
-
-
-def _req_index(obj: dict[str, Any], what: str) -> int:
-    value = obj.get("index")
-    if type(value) is not int or value < 0 or value > 0xFFFF_FFFF_FFFF_FFFF:
-        raise _malformed(what)
-    return value
-
-
-def _opt_count(obj: dict[str, Any], key: str, what: str) -> int | None:
-    value = obj.get(key)
-    if value is not None and (type(value) is not int or value < 0 or value > 0xFFFF_FFFF_FFFF_FFFF):
-        raise _malformed(what)
-    return value
+_S = shape("anthropic")
+_malformed, _obj, _opt_str, _req_str = _S.malformed, _S.obj, _S.opt_str, _S.req_str
+_req_index, _opt_count = _S.req_index, _S.opt_count
 
 
 class _Block:
@@ -179,7 +144,7 @@ class AnthropicMapper:
         present = [p for p in parts if p is not None]
         return [
             UsageReported(
-                input_tokens=min(sum(present), _U64_MAX) if present else None,  # saturating, as in Rust
+                input_tokens=min(sum(present), U64_MAX) if present else None,  # saturating, as in Rust
                 output_tokens=u.get("output_tokens"),
                 cached_tokens=u.get("cache_read_input_tokens"),
             )

@@ -66,6 +66,7 @@ from ...types import (
     ToolCallStarted,
     UsageReported,
 )
+from ._shape import U64_MAX as _U64, shape
 from .jsontext import dumps
 
 __all__ = ["GeminiMapper", "finish_reason", "MAX_PATH_SEGMENTS"]
@@ -95,7 +96,6 @@ _RETRYABLE_STATUS = frozenset({"RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", 
 _RETRYABLE_CODES = frozenset({429, 500, 502, 503, 504})
 _PART_KEYS = frozenset({"text", "thought", "thoughtSignature", "functionCall"})
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
-_U64 = 0xFFFF_FFFF_FFFF_FFFF
 
 
 def finish_reason(raw: str, has_calls: bool) -> FinishReason:
@@ -104,47 +104,9 @@ def finish_reason(raw: str, has_calls: bool) -> FinishReason:
     return "tool_calls" if reason == "stop" and has_calls else reason
 
 
-def _malformed(what: str) -> Exception:
-    return new_error("MALFORMED_EVENT", f"gemini {what} does not have the documented shape")
-
-
-def _obj(value: Any, what: str) -> dict[str, Any]:
-    if type(value) is not dict:
-        raise _malformed(what)
-    return value
-
-
-def _opt_obj(obj: dict[str, Any], key: str, what: str) -> dict[str, Any] | None:
-    value = obj.get(key)
-    return None if value is None else _obj(value, what)
-
-
-def _opt_list(obj: dict[str, Any], key: str, what: str) -> list[Any] | None:
-    value = obj.get(key)
-    if value is not None and type(value) is not list:
-        raise _malformed(what)
-    return value
-
-
-def _opt_str(obj: dict[str, Any], key: str, what: str) -> str | None:
-    value = obj.get(key)
-    if value is not None and type(value) is not str:
-        raise _malformed(what)
-    return value
-
-
-def _opt_bool(obj: dict[str, Any], key: str, what: str) -> bool:
-    value = obj.get(key)
-    if value is not None and type(value) is not bool:
-        raise _malformed(what)
-    return bool(value)
-
-
-def _opt_count(obj: dict[str, Any], key: str, what: str) -> int | None:
-    value = obj.get(key)
-    if value is not None and (type(value) is not int or value < 0 or value > _U64):
-        raise _malformed(what)
-    return value
+_S = shape("gemini")
+_malformed, _obj, _opt_obj, _opt_list = _S.malformed, _S.obj, _S.opt_obj, _S.opt_list
+_opt_str, _opt_bool, _opt_count = _S.opt_str, _S.opt_bool, _S.opt_count
 
 
 def _canonical(value: Any, what: str) -> str:
