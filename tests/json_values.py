@@ -1,4 +1,5 @@
-"""Strict comparison of parsed JSON values, shared by the ``loads`` tests."""
+"""Helpers on parsed JSON values shared by the tests: strict comparison (the
+``loads`` tests) and the paths inside a value (the provider mutation tests)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,15 @@ def same_value(a: Any, b: Any) -> bool:
         elif x != y:
             return False
     return True
+
+
+def nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """``path`` and the path of every value inside ``value`` below it, in document order."""
+    out = [path]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += nodes(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += nodes(v, (*path, i))
+    return out

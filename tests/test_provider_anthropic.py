@@ -21,6 +21,7 @@ from decisions.errors import ERROR_CODES, OutputError, ParseError, StreamError, 
 from decisions.types import NormalizedResponse, ReasoningItem, TextItem, ToolCallItem
 
 from conftest import FIXTURES
+from json_values import nodes
 
 SDK = FIXTURES / "anthropic-sdk-python" / "tests"
 SDK_STREAMS = SDK / "lib" / "streaming" / "fixtures"
@@ -483,17 +484,6 @@ _KEYS = ["type", "index", "delta", "text", "partial_json", "thinking", "signatur
 _STREAMS = [r for r in RECORDINGS if r.kind == "lines"] + [r for r in RECORDINGS if r.kind == "body"][:10]
 
 
-def _nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [path]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _nodes(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _nodes(v, (*path, i))
-    return out
-
-
 @st.composite
 def mutated(draw: Callable[..., Any]) -> tuple[str, list[str]]:
     rec = draw(st.sampled_from(_STREAMS))
@@ -504,7 +494,7 @@ def mutated(draw: Callable[..., Any]) -> tuple[str, list[str]]:
     for _ in range(draw(st.integers(1, 3))):
         i = draw(st.integers(0, len(lines) - 1))
         value = json.loads(lines[i])
-        path = draw(st.sampled_from(_nodes(value)))
+        path = draw(st.sampled_from(nodes(value)))
         if path:
             parent = value
             for step in path[:-1]:

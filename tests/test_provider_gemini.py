@@ -22,6 +22,7 @@ from decisions.errors import ERROR_CODES, OutputError, StreamError, TransportErr
 from decisions.types import NormalizedResponse, ReasoningItem, TextItem, ToolCallItem
 
 from conftest import FIXTURES
+from json_values import nodes
 
 GOOGLE = FIXTURES / "vercel-ai" / "packages" / "google" / "src" / "__fixtures__"
 CHUNKS = sorted(GOOGLE.glob("*.chunks.txt"))
@@ -368,24 +369,13 @@ _MUTANTS = [None, 0, 1, -1, 1.5, "", "x", "STOP", "$.a", "$.a[0]", "NULL_VALUE",
 _ALL_LINES = [lines_of(p) for p in CHUNKS]
 
 
-def _nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [path]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _nodes(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _nodes(v, (*path, i))
-    return out
-
-
 @st.composite
 def mutated(draw: Callable[..., Any]) -> list[str]:
     lines = list(draw(st.sampled_from(_ALL_LINES)))
     for _ in range(draw(st.integers(1, 3))):
         i = draw(st.integers(0, len(lines) - 1))
         value = json.loads(lines[i])
-        path = draw(st.sampled_from(_nodes(value)))
+        path = draw(st.sampled_from(nodes(value)))
         if path:
             parent = value
             for step in path[:-1]:

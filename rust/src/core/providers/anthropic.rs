@@ -13,6 +13,7 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use super::shape::{is_array, Shape, Str};
 use super::{jsontext, Mapper};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
@@ -131,9 +132,6 @@ struct UsageRaw {
     cache_read_input_tokens: Option<u64>,
 }
 
-#[derive(Deserialize)]
-struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
-
 // The hot path: a `content_block_delta` read in one pass, every field typed.
 // It is used only when it reads cleanly and every check passes; anything else
 // (a wrong type, a repeated key, an array for an object, a state error) goes
@@ -202,48 +200,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for FastDelta<'a> {
     }
 }
 
-fn malformed(what: &str) -> CoreError {
-    CoreError::new(
-        Code::MALFORMED_EVENT,
-        format!("anthropic {what} does not have the documented shape"),
-    )
-}
-
-fn is_object(raw: &RawValue) -> bool {
-    raw.get().trim_start().starts_with('{')
-}
-
-fn is_array(raw: &RawValue) -> bool {
-    raw.get().trim_start().starts_with('[')
-}
-
-/// A documented object (absent or null is malformed).
-fn obj<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>, what: &str) -> Result<T, CoreError> {
-    match raw {
-        Some(raw) if is_object(raw) => serde_json::from_str(raw.get()).map_err(|_| malformed(what)),
-        _ => Err(malformed(what)),
-    }
-}
-
-fn opt_str<'a>(raw: Option<&'a RawValue>, what: &str) -> Result<Option<Cow<'a, str>>, CoreError> {
-    match raw {
-        None => Ok(None),
-        Some(raw) => serde_json::from_str::<Str<'a>>(raw.get())
-            .map(|s| Some(s.0))
-            .map_err(|_| malformed(what)),
-    }
-}
-
-fn req_str<'a>(raw: Option<&'a RawValue>, what: &str) -> Result<Cow<'a, str>, CoreError> {
-    opt_str(raw, what)?.ok_or_else(|| malformed(what))
-}
-
-fn req_index(raw: Option<&RawValue>, what: &str) -> Result<u64, CoreError> {
-    match raw {
-        Some(raw) => serde_json::from_str::<u64>(raw.get()).map_err(|_| malformed(what)),
-        None => Err(malformed(what)),
-    }
-}
+const SHAPE: Shape = Shape("anthropic");
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -305,7 +262,7 @@ impl AnthropicMapper {
 
     fn merge_usage(&mut self, raw: Option<&RawValue>, what: &str) -> Result<(), CoreError> {
         let Some(raw) = raw else { return Ok(()) };
-        let usage: UsageRaw = obj(Some(raw), what)?;
+        let usage: UsageRaw = SHAPE.req_obj(Some(raw), what)?;
         let pairs = [
             (&mut self.usage.input, usage.input_tokens),
             (&mut self.usage.output, usage.output_tokens),
@@ -353,9 +310,9 @@ impl AnthropicMapper {
     }
 
     fn failed(raw: Option<&RawValue>, what: &str) -> Result<Event, CoreError> {
-        let error: ErrorRaw<'_> = obj(raw, what)?;
-        let error_type = req_str(error.ty, what)?.into_owned();
-        let message = opt_str(error.message, what)?
+        let error: ErrorRaw<'_> = SHAPE.req_obj(raw, what)?;
+        let error_type = SHAPE.req_str(error.ty, what)?.into_owned();
+        let message = SHAPE.opt_str(error.message, what)?
             .map(Cow::into_owned)
             .unwrap_or_default();
         Ok(Event::ResponseFailed {
@@ -386,14 +343,14 @@ impl AnthropicMapper {
         what: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let block: BlockRaw<'_> = obj(raw, what)?;
+        let block: BlockRaw<'_> = SHAPE.req_obj(raw, what)?;
         if self.blocks.contains_key(&index) {
             return Err(CoreError::new(
                 Code::DUPLICATE_ITEM_ID,
                 format!("anthropic content block {index} was started twice"),
             ));
         }
-        let block_type = req_str(block.ty, what)?;
+        let block_type = SHAPE.req_str(block.ty, what)?;
         let item_id = format!("block_{index}");
         let mut state = Block {
             kind: Kind::Recorded,
@@ -405,7 +362,7 @@ impl AnthropicMapper {
         };
         match block_type.as_ref() {
             "text" => {
-                let text = opt_str(block.text, what)?;
+                let text = SHAPE.opt_str(block.text, what)?;
                 state.kind = Kind::Text;
                 out.push(Event::ItemStarted {
                     item_id: item_id.clone(),
@@ -419,11 +376,11 @@ impl AnthropicMapper {
                 }
             }
             "tool_use" => {
-                let call_id = req_str(block.id, what)?.into_owned();
-                let name = req_str(block.name, what)?.into_owned();
+                let call_id = SHAPE.req_str(block.id, what)?.into_owned();
+                let name = SHAPE.req_str(block.name, what)?.into_owned();
                 if let Some(input) = block.input {
                     let Ok(jsontext::Node::Object(members)) = jsontext::parse(input.get()) else {
-                        return Err(malformed(what));
+                        return Err(SHAPE.malformed(what));
                     };
                     state.input_nonempty = !members.is_empty();
                     state.input = Some(jsontext::dumps(&jsontext::Node::Object(members)));
@@ -437,8 +394,8 @@ impl AnthropicMapper {
                 });
             }
             "thinking" => {
-                let thinking = opt_str(block.thinking, what)?;
-                let signature = opt_str(block.signature, what)?;
+                let thinking = SHAPE.opt_str(block.thinking, what)?;
+                let signature = SHAPE.opt_str(block.signature, what)?;
                 state.kind = Kind::Thinking;
                 out.push(Event::ItemStarted {
                     item_id: item_id.clone(),
@@ -455,7 +412,7 @@ impl AnthropicMapper {
                 }
             }
             "redacted_thinking" => {
-                let data = req_str(block.data, what)?.into_owned();
+                let data = SHAPE.req_str(block.data, what)?.into_owned();
                 state.kind = Kind::Thinking;
                 out.push(Event::ItemStarted {
                     item_id: item_id.clone(),
@@ -512,9 +469,9 @@ impl AnthropicMapper {
         what: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let message: MessageRaw<'_> = obj(env.message, what)?;
-        let response_id = opt_str(message.id, what)?.map(Cow::into_owned);
-        let model = opt_str(message.model, what)?.map(Cow::into_owned);
+        let message: MessageRaw<'_> = SHAPE.req_obj(env.message, what)?;
+        let response_id = SHAPE.opt_str(message.id, what)?.map(Cow::into_owned);
+        let model = SHAPE.opt_str(message.model, what)?.map(Cow::into_owned);
         if self.started {
             return Err(CoreError::new(
                 Code::DUPLICATE_START,
@@ -523,12 +480,12 @@ impl AnthropicMapper {
         }
         let content = match message.content {
             Some(raw) if is_array(raw) => {
-                serde_json::from_str::<Vec<&RawValue>>(raw.get()).map_err(|_| malformed(what))?
+                serde_json::from_str::<Vec<&RawValue>>(raw.get()).map_err(|_| SHAPE.malformed(what))?
             }
-            Some(_) => return Err(malformed(what)),
+            Some(_) => return Err(SHAPE.malformed(what)),
             None => Vec::new(),
         };
-        let stop_reason = opt_str(message.stop_reason, what)?.map(Cow::into_owned);
+        let stop_reason = SHAPE.opt_str(message.stop_reason, what)?.map(Cow::into_owned);
         self.merge_usage(message.usage, what)?;
         self.started = true;
         out.push(Event::ResponseStarted { response_id, model });
@@ -604,9 +561,9 @@ impl AnthropicMapper {
         what: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let index = req_index(env.index, what)?;
-        let delta: DeltaRaw<'_> = obj(env.delta, what)?;
-        let delta_type = req_str(delta.ty, what)?;
+        let index = SHAPE.req_index(env.index, what)?;
+        let delta: DeltaRaw<'_> = SHAPE.req_obj(env.delta, what)?;
+        let delta_type = SHAPE.req_str(delta.ty, what)?;
         let (field, wanted) = match delta_type.as_ref() {
             "text_delta" => (Some(delta.text), Some(Kind::Text)),
             "input_json_delta" => (Some(delta.partial_json), Some(Kind::Tool)),
@@ -616,10 +573,10 @@ impl AnthropicMapper {
             _ => (None, None),
         };
         let text = match field {
-            Some(raw) => Some(req_str(raw, what)?),
+            Some(raw) => Some(SHAPE.req_str(raw, what)?),
             None => {
                 if delta_type == "citations_delta" {
-                    let _: serde::de::IgnoredAny = obj(delta.citation, what)?;
+                    let _: serde::de::IgnoredAny = SHAPE.req_obj(delta.citation, what)?;
                 }
                 None
             }
@@ -699,15 +656,15 @@ impl Mapper for AnthropicMapper {
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
         if !data.trim_start().starts_with('{') {
-            return Err(malformed("event"));
+            return Err(SHAPE.malformed("event"));
         }
         if let Ok(fast) = serde_json::from_str::<FastEvent<'_>>(data) {
             if fast.ty == "content_block_delta" && self.fast_delta(event, fast, out) {
                 return Ok(());
             }
         }
-        let env: Envelope<'_> = serde_json::from_str(data).map_err(|_| malformed("event"))?;
-        let event_type = req_str(env.ty, "event")?;
+        let env: Envelope<'_> = serde_json::from_str(data).map_err(|_| SHAPE.malformed("event"))?;
+        let event_type = SHAPE.req_str(env.ty, "event")?;
         if let Some(name) = event {
             if name != "message" && name != event_type {
                 return Err(CoreError::new(
@@ -746,16 +703,16 @@ impl Mapper for AnthropicMapper {
                 match event_type.as_ref() {
                     "content_block_delta" => self.delta(&env, &what, out),
                     "content_block_start" => {
-                        let index = req_index(env.index, &what)?;
+                        let index = SHAPE.req_index(env.index, &what)?;
                         self.open_block(index, env.content_block, &what, out)
                     }
                     "content_block_stop" => {
-                        let index = req_index(env.index, &what)?;
+                        let index = SHAPE.req_index(env.index, &what)?;
                         self.close_block(index, out)
                     }
                     "message_delta" => {
-                        let delta: DeltaRaw<'_> = obj(env.delta, &what)?;
-                        let stop_reason = opt_str(delta.stop_reason, &what)?.map(Cow::into_owned);
+                        let delta: DeltaRaw<'_> = SHAPE.req_obj(env.delta, &what)?;
+                        let stop_reason = SHAPE.opt_str(delta.stop_reason, &what)?.map(Cow::into_owned);
                         self.merge_usage(env.usage, &what)?;
                         if stop_reason.is_some() {
                             self.stop_reason = stop_reason;
@@ -782,9 +739,9 @@ impl Mapper for AnthropicMapper {
 
     fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
         if !body.trim_start().starts_with('{') {
-            return Err(malformed("body"));
+            return Err(SHAPE.malformed("body"));
         }
-        let message: MessageRaw<'_> = serde_json::from_str(body).map_err(|_| malformed("body"))?;
+        let message: MessageRaw<'_> = serde_json::from_str(body).map_err(|_| SHAPE.malformed("body"))?;
         let body_type = match message.ty {
             Some(raw) => serde_json::from_str::<Str<'_>>(raw.get()).ok().map(|s| s.0),
             None => None,
@@ -797,18 +754,18 @@ impl Mapper for AnthropicMapper {
                 return Ok(());
             }
             Some("message") => {}
-            _ => return Err(malformed("body")),
+            _ => return Err(SHAPE.malformed("body")),
         }
         let what = "message body";
-        let response_id = opt_str(message.id, what)?.map(Cow::into_owned);
-        let model = opt_str(message.model, what)?.map(Cow::into_owned);
+        let response_id = SHAPE.opt_str(message.id, what)?.map(Cow::into_owned);
+        let model = SHAPE.opt_str(message.model, what)?.map(Cow::into_owned);
         let content = match message.content {
             Some(raw) if is_array(raw) => {
-                serde_json::from_str::<Vec<&RawValue>>(raw.get()).map_err(|_| malformed(what))?
+                serde_json::from_str::<Vec<&RawValue>>(raw.get()).map_err(|_| SHAPE.malformed(what))?
             }
-            _ => return Err(malformed(what)),
+            _ => return Err(SHAPE.malformed(what)),
         };
-        let stop_reason = opt_str(message.stop_reason, what)?.map(Cow::into_owned);
+        let stop_reason = SHAPE.opt_str(message.stop_reason, what)?.map(Cow::into_owned);
         self.merge_usage(message.usage, what)?;
         self.started = true;
         out.push(Event::ResponseStarted { response_id, model });

@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 
 use super::jsontext::Node;
 
+use super::shape::{Shape, Str};
 use super::{jsontext, Mapper};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
@@ -136,84 +137,17 @@ struct ErrorRaw<'a> {
     message: Option<&'a RawValue>,
 }
 
-#[derive(Deserialize)]
-struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
-
 /// An object read as its members (presence matters, including `null`).
 type Members<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
 
-fn malformed(what: &str) -> CoreError {
-    CoreError::new(
-        Code::MALFORMED_EVENT,
-        format!("gemini {what} does not have the documented shape"),
-    )
-}
+const SHAPE: Shape = Shape("gemini");
 
 fn err(code: Code, message: impl Into<String>) -> CoreError {
     CoreError::new(code, message)
 }
 
-fn is_object(raw: &RawValue) -> bool {
-    raw.get().trim_start().starts_with('{')
-}
-
 fn is_null(raw: &RawValue) -> bool {
     raw.get().trim() == "null"
-}
-
-fn obj<'a, T: Deserialize<'a>>(raw: &'a RawValue, what: &str) -> Result<T, CoreError> {
-    if !is_object(raw) {
-        return Err(malformed(what));
-    }
-    serde_json::from_str(raw.get()).map_err(|_| malformed(what))
-}
-
-fn opt_obj<'a, T: Deserialize<'a>>(
-    raw: Option<&'a RawValue>,
-    what: &str,
-) -> Result<Option<T>, CoreError> {
-    match raw {
-        None => Ok(None),
-        Some(raw) => obj(raw, what).map(Some),
-    }
-}
-
-fn opt_list<'a>(
-    raw: Option<&'a RawValue>,
-    what: &str,
-) -> Result<Option<Vec<&'a RawValue>>, CoreError> {
-    match raw {
-        None => Ok(None),
-        Some(raw) if raw.get().trim_start().starts_with('[') => serde_json::from_str(raw.get())
-            .map(Some)
-            .map_err(|_| malformed(what)),
-        Some(_) => Err(malformed(what)),
-    }
-}
-
-fn opt_str<'a>(raw: Option<&'a RawValue>, what: &str) -> Result<Option<Cow<'a, str>>, CoreError> {
-    match raw {
-        None => Ok(None),
-        Some(raw) => serde_json::from_str::<Str<'a>>(raw.get())
-            .map(|s| Some(s.0))
-            .map_err(|_| malformed(what)),
-    }
-}
-
-fn opt_bool(raw: Option<&RawValue>, what: &str) -> Result<bool, CoreError> {
-    match raw {
-        None => Ok(false),
-        Some(raw) => serde_json::from_str::<bool>(raw.get()).map_err(|_| malformed(what)),
-    }
-}
-
-fn opt_count(raw: Option<&RawValue>, what: &str) -> Result<Option<u64>, CoreError> {
-    match raw {
-        None => Ok(None),
-        Some(raw) => serde_json::from_str::<u64>(raw.get())
-            .map(Some)
-            .map_err(|_| malformed(what)),
-    }
 }
 
 /// A member that is absent or `null` reads as absent (as Python's `dict.get`).
@@ -440,7 +374,7 @@ impl GeminiMapper {
         out: &mut Vec<Event>,
     ) -> Result<String, CoreError> {
         self.close_open(out);
-        let given = opt_str(fc.id, "functionCall")?.filter(|id| !id.is_empty());
+        let given = SHAPE.opt_str(fc.id, "functionCall")?.filter(|id| !id.is_empty());
         let (call_id, generated) = match given {
             Some(id) => (id.into_owned(), false),
             None => match &self.response_id {
@@ -460,7 +394,7 @@ impl GeminiMapper {
     }
 
     fn read_usage(raw: &RawValue) -> Result<Usage, CoreError> {
-        let u: UsageRaw = obj(raw, "usageMetadata")?;
+        let u: UsageRaw = SHAPE.obj(raw, "usageMetadata")?;
         let output = match (u.candidates, u.thoughts) {
             (None, None) => None,
             (c, t) => Some(c.unwrap_or(0).saturating_add(t.unwrap_or(0))),
@@ -487,11 +421,11 @@ impl GeminiMapper {
 
     fn part(&mut self, raw: &RawValue, out: &mut Vec<Event>) -> Result<(), CoreError> {
         let what = "part";
-        let members: Members<'_> = obj(raw, what)?;
-        let text = opt_str(member(&members, "text"), what)?;
-        let thought = opt_bool(member(&members, "thought"), what)?;
-        let signature = opt_str(member(&members, "thoughtSignature"), what)?;
-        let fc: Option<FunctionCallRaw<'_>> = opt_obj(member(&members, "functionCall"), what)?;
+        let members: Members<'_> = SHAPE.obj(raw, what)?;
+        let text = SHAPE.opt_str(member(&members, "text"), what)?;
+        let thought = SHAPE.opt_bool(member(&members, "thought"), what)?;
+        let signature = SHAPE.opt_str(member(&members, "thoughtSignature"), what)?;
+        let fc: Option<FunctionCallRaw<'_>> = SHAPE.opt_obj(member(&members, "functionCall"), what)?;
         for key in members.keys() {
             if !PART_KEYS.contains(&key.as_ref()) {
                 self.count(format!("part:{key}"));
@@ -554,16 +488,16 @@ impl GeminiMapper {
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
         let what = "functionCall";
-        let name = opt_str(fc.name, what)?;
+        let name = SHAPE.opt_str(fc.name, what)?;
         let args: Option<Node> = match fc.args {
             None => None,
             Some(raw) => match jsontext::parse(raw.get()) {
                 Ok(node @ Node::Object(_)) => Some(node),
-                _ => return Err(malformed(what)),
+                _ => return Err(SHAPE.malformed(what)),
             },
         };
-        let partial = opt_list(fc.partial_args, what)?;
-        let will_continue = opt_bool(fc.will_continue, what)?;
+        let partial = SHAPE.opt_list(fc.partial_args, what)?;
+        let will_continue = SHAPE.opt_bool(fc.will_continue, what)?;
         let mut call = match self.call.take() {
             None => {
                 let Some(name) = name.filter(|n| !n.is_empty()) else {
@@ -617,14 +551,14 @@ impl GeminiMapper {
 
     fn partial(call: &mut StreamedCall, raw: &RawValue) -> Result<(), CoreError> {
         let what = "partialArgs entry";
-        let entry: Members<'_> = obj(raw, what)?;
+        let entry: Members<'_> = SHAPE.obj(raw, what)?;
         let path = match member(&entry, "jsonPath") {
             Some(raw) => {
                 serde_json::from_str::<Str<'_>>(raw.get())
-                    .map_err(|_| malformed(what))?
+                    .map_err(|_| SHAPE.malformed(what))?
                     .0
             }
-            None => return Err(malformed(what)),
+            None => return Err(SHAPE.malformed(what)),
         };
         let present: Vec<&str> = VALUE_KEYS
             .iter()
@@ -632,32 +566,32 @@ impl GeminiMapper {
             .filter(|key| entry.contains_key(*key))
             .collect();
         let [key] = present.as_slice() else {
-            return Err(malformed(what));
+            return Err(SHAPE.malformed(what));
         };
-        let raw_value = entry.get(*key).copied().ok_or_else(|| malformed(what))?;
+        let raw_value = entry.get(*key).copied().ok_or_else(|| SHAPE.malformed(what))?;
         let value = match *key {
             "stringValue" => match serde_json::from_str::<String>(raw_value.get()) {
                 Ok(text) => Node::String(text),
-                Err(_) => return Err(malformed(what)),
+                Err(_) => return Err(SHAPE.malformed(what)),
             },
             "numberValue" => match jsontext::number(raw_value.get().trim()) {
                 Ok(text) => Node::Number(text),
-                Err(_) => return Err(malformed(what)),
+                Err(_) => return Err(SHAPE.malformed(what)),
             },
             "boolValue" => match serde_json::from_str::<bool>(raw_value.get()) {
                 Ok(b) => Node::Bool(b),
-                Err(_) => return Err(malformed(what)),
+                Err(_) => return Err(SHAPE.malformed(what)),
             },
             _ => match serde_json::from_str::<Option<String>>(raw_value.get()) {
                 Ok(None) => Node::Null,
                 Ok(Some(text)) if text == "NULL_VALUE" => Node::Null,
-                _ => return Err(malformed(what)),
+                _ => return Err(SHAPE.malformed(what)),
             },
         };
-        let will_continue = opt_bool(member(&entry, "willContinue"), what)?;
+        let will_continue = SHAPE.opt_bool(member(&entry, "willContinue"), what)?;
         let append = call.continuing.as_deref() == Some(path.as_ref());
         if append && *key != "stringValue" {
-            return Err(malformed(what));
+            return Err(SHAPE.malformed(what));
         }
         assign(&mut call.args, &parse_path(&path)?, value, append)?;
         call.continuing = if will_continue && *key == "stringValue" {
@@ -674,8 +608,8 @@ impl GeminiMapper {
     ) -> Result<Option<CandidateRaw<'a>>, CoreError> {
         let mut chosen = None;
         for (position, raw) in (0u64..).zip(candidates) {
-            let candidate: CandidateRaw<'a> = obj(raw, "candidate")?;
-            let index = opt_count(candidate.index, "candidate")?.unwrap_or(position);
+            let candidate: CandidateRaw<'a> = SHAPE.obj(raw, "candidate")?;
+            let index = SHAPE.opt_count(candidate.index, "candidate")?.unwrap_or(position);
             match self.choice {
                 None => {
                     if index != 0 {
@@ -698,10 +632,10 @@ impl GeminiMapper {
 
     fn failed(raw: &RawValue) -> Result<Event, CoreError> {
         let what = "error";
-        let error: ErrorRaw<'_> = obj(raw, what)?;
-        let code = opt_count(error.code, what)?;
-        let status = opt_str(error.status, what)?.map(Cow::into_owned);
-        let message = opt_str(error.message, what)?
+        let error: ErrorRaw<'_> = SHAPE.obj(raw, what)?;
+        let code = SHAPE.opt_count(error.code, what)?;
+        let status = SHAPE.opt_str(error.status, what)?.map(Cow::into_owned);
+        let message = SHAPE.opt_str(error.message, what)?
             .map(Cow::into_owned)
             .unwrap_or_default();
         let retryable = status
@@ -730,9 +664,9 @@ impl Mapper for GeminiMapper {
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
         if !data.trim_start().starts_with('{') {
-            return Err(malformed("chunk"));
+            return Err(SHAPE.malformed("chunk"));
         }
-        let chunk: ChunkRaw<'_> = serde_json::from_str(data).map_err(|_| malformed("chunk"))?;
+        let chunk: ChunkRaw<'_> = serde_json::from_str(data).map_err(|_| SHAPE.malformed("chunk"))?;
         if self.terminal {
             return Err(err(
                 Code::EVENT_AFTER_TERMINAL,
@@ -754,8 +688,8 @@ impl Mapper for GeminiMapper {
             return Ok(());
         }
         let what = "chunk";
-        let response_id = opt_str(chunk.response_id, what)?.map(Cow::into_owned);
-        let model = opt_str(chunk.model_version, what)?.map(Cow::into_owned);
+        let response_id = SHAPE.opt_str(chunk.response_id, what)?.map(Cow::into_owned);
+        let model = SHAPE.opt_str(chunk.model_version, what)?.map(Cow::into_owned);
         if !self.started {
             self.started = true;
             self.response_id = response_id.clone();
@@ -771,19 +705,19 @@ impl Mapper for GeminiMapper {
         if let Some(raw) = chunk.usage_metadata {
             self.usage = Some(Self::read_usage(raw)?);
         }
-        let candidates = opt_list(chunk.candidates, what)?.unwrap_or_default();
-        let feedback: Option<FeedbackRaw<'_>> = opt_obj(chunk.prompt_feedback, "promptFeedback")?;
+        let candidates = SHAPE.opt_list(chunk.candidates, what)?.unwrap_or_default();
+        let feedback: Option<FeedbackRaw<'_>> = SHAPE.opt_obj(chunk.prompt_feedback, "promptFeedback")?;
         let block_reason = match &feedback {
-            Some(f) => opt_str(f.block_reason, "promptFeedback")?.map(Cow::into_owned),
+            Some(f) => SHAPE.opt_str(f.block_reason, "promptFeedback")?.map(Cow::into_owned),
             None => None,
         };
         let candidate = self.select(&candidates)?;
         let mut finish = None;
         if let Some(candidate) = candidate {
-            let content: Option<ContentRaw<'_>> = opt_obj(candidate.content, "candidate")?;
-            finish = opt_str(candidate.finish_reason, "candidate")?.map(Cow::into_owned);
+            let content: Option<ContentRaw<'_>> = SHAPE.opt_obj(candidate.content, "candidate")?;
+            finish = SHAPE.opt_str(candidate.finish_reason, "candidate")?.map(Cow::into_owned);
             let parts = match content {
-                Some(content) => opt_list(content.parts, "content")?.unwrap_or_default(),
+                Some(content) => SHAPE.opt_list(content.parts, "content")?.unwrap_or_default(),
                 None => Vec::new(),
             };
             for part in parts {
@@ -806,7 +740,7 @@ impl Mapper for GeminiMapper {
     fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
         if body.trim_start().starts_with('[') {
             let chunks: Vec<&RawValue> =
-                serde_json::from_str(body).map_err(|_| malformed("chunk"))?;
+                serde_json::from_str(body).map_err(|_| SHAPE.malformed("chunk"))?;
             for chunk in chunks {
                 self.map_event(None, chunk.get(), out)?;
             }

@@ -9,6 +9,7 @@ pub mod gemini;
 pub mod jsontext;
 pub mod openai_chat;
 pub mod openai_responses;
+mod shape;
 
 use crate::core::errors::CoreError;
 use crate::core::events::Event;
