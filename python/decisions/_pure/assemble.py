@@ -164,6 +164,10 @@ class Assembler:
     @property
     def state(self) -> str:
         """``init``, ``started``, ``streaming``, ``completed`` or ``failed``."""
+        # Derived from the failure flags as well, so an ``abort()`` from another
+        # thread reads as failed even if a feed in flight moved ``_state`` on.
+        if self._cancelled or self._error is not None:
+            return "failed"
         return _STATE_NAMES[self._state]
 
     def fail(self, err: OutputError) -> OutputError:
