@@ -44,25 +44,33 @@ impl Drop for Obj {
     }
 }
 
-/// Keys of at most this many bytes are cached.
+/// ASCII keys of at most this many bytes are cached.
 const KEY_CACHE_MAX_LEN: usize = 32;
 /// Sets of the key cache; each holds two keys (the most recent first), so
 /// two keys landing in one set do not evict each other on every document.
 const KEY_CACHE_SETS: usize = 2048;
-const KEY_CACHE_SLOTS: usize = 2 * KEY_CACHE_SETS;
 
-struct CachedKey {
-    bytes: [u8; KEY_CACHE_MAX_LEN],
-    len: usize,
-    obj: NonNull<ffi::PyObject>,
+/// One cached key: its 64-bit hash (checked first, so a miss touches
+/// nothing else) and the str itself, whose own bytes confirm a hit.
+#[derive(Clone, Copy)]
+struct Slot {
+    tag: u64,
+    obj: Option<NonNull<ffi::PyObject>>,
 }
 
-/// What `loads` keeps between calls: a direct-mapped cache of short object
-/// keys (immortal for the process: at most `KEY_CACHE_SLOTS` small strings),
-/// so repeated keys are neither decoded nor hashed again, and the parser's
-/// working memory (empty between calls).
+/// Two slots in one 32-byte aligned block (one cache line, never two).
+#[derive(Clone, Copy)]
+#[repr(C, align(32))]
+struct KeySet([Slot; 2]);
+
+const EMPTY_SET: KeySet = KeySet([Slot { tag: 0, obj: None }; 2]);
+
+/// What `loads` keeps between calls: a set-associative cache of short ASCII
+/// object keys (immortal for the process: at most `2 * KEY_CACHE_SETS` small
+/// strings), so repeated keys are neither decoded nor hashed again, and the
+/// parser's working memory (empty between calls).
 struct State {
-    keys: Vec<Option<CachedKey>>,
+    keys: Vec<KeySet>,
     buffers: Buffers<Obj>,
 }
 
@@ -82,11 +90,10 @@ fn u32_at(bytes: &[u8], at: usize) -> u64 {
     bytes.get(at..at + 4).and_then(|b| b.try_into().ok()).map_or(0, |b| u64::from(u32::from_le_bytes(b)))
 }
 
-/// The cache set of a key of at most `KEY_CACHE_MAX_LEN` bytes, from a few
-/// fixed-size (overlapping) loads: no loop, no copy. Keys with the same
-/// length, ends and middle words share a slot (and evict each other).
+/// A 64-bit hash of a key of at most `KEY_CACHE_MAX_LEN` bytes, from a few
+/// fixed-size (overlapping) loads: no loop, no copy.
 #[inline]
-fn key_hash(bytes: &[u8]) -> usize {
+fn key_hash(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let n = bytes.len();
     let (a, b) = if n >= 16 {
@@ -100,30 +107,55 @@ fn key_hash(bytes: &[u8]) -> usize {
         (byte(0) | byte(n / 2) << 8, byte(n.wrapping_sub(1)))
     };
     let h = (a ^ (n as u64)).wrapping_mul(K) ^ b.rotate_left(29).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
-    ((h ^ (h >> 31)).wrapping_mul(K) >> 40) as usize % KEY_CACHE_SETS
+    (h ^ (h >> 31)).wrapping_mul(K)
 }
 
-/// Whether `stored` (a cached key, zero-padded) holds exactly `bytes`
-/// (at most `KEY_CACHE_MAX_LEN` bytes), by fixed-size overlapping loads.
+/// Whether `a` and `b` (at most `KEY_CACHE_MAX_LEN` bytes each) are equal,
+/// by fixed-size overlapping loads.
 #[inline]
-fn same_key(stored: &[u8; KEY_CACHE_MAX_LEN], len: usize, bytes: &[u8]) -> bool {
-    let n = bytes.len();
-    if n != len {
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    let n = b.len();
+    if a.len() != n {
         return false;
     }
     if n >= 8 {
-        let ends = u64_at(stored, 0) == u64_at(bytes, 0) && u64_at(stored, n - 8) == u64_at(bytes, n - 8);
-        return ends && (n <= 16 || (u64_at(stored, 8) == u64_at(bytes, 8) && u64_at(stored, n - 16) == u64_at(bytes, n - 16)));
+        let ends = u64_at(a, 0) == u64_at(b, 0) && u64_at(a, n - 8) == u64_at(b, n - 8);
+        return ends && (n <= 16 || (u64_at(a, 8) == u64_at(b, 8) && u64_at(a, n - 16) == u64_at(b, n - 16)));
     }
     if n >= 4 {
-        return u32_at(stored, 0) == u32_at(bytes, 0) && u32_at(stored, n - 4) == u32_at(bytes, n - 4);
+        return u32_at(a, 0) == u32_at(b, 0) && u32_at(a, n - 4) == u32_at(b, n - 4);
     }
-    stored.get(..n) == Some(bytes)
+    a == b
+}
+
+/// The UTF-8 bytes of a cached key (an ASCII str).
+///
+/// # Safety
+/// `obj` must be a live str; the slice must not outlive it.
+#[inline]
+unsafe fn cached_bytes<'a>(obj: NonNull<ffi::PyObject>) -> &'a [u8] {
+    let ptr = obj.as_ptr();
+    #[cfg(not(feature = "abi3"))]
+    {
+        // A compact ASCII str keeps its characters right after the header.
+        let len = (*ptr.cast::<ffi::PyASCIIObject>()).length as usize;
+        std::slice::from_raw_parts(ffi::PyUnicode_DATA(ptr).cast::<u8>(), len)
+    }
+    #[cfg(feature = "abi3")]
+    {
+        let mut len: ffi::Py_ssize_t = 0;
+        let data = ffi::PyUnicode_AsUTF8AndSize(ptr, &mut len);
+        if data.is_null() {
+            ffi::PyErr_Clear();
+            return &[];
+        }
+        std::slice::from_raw_parts(data.cast::<u8>(), len as usize)
+    }
 }
 
 struct PyBuilder<'py, 'c> {
     py: Python<'py>,
-    cache: Option<&'c mut Vec<Option<CachedKey>>>,
+    cache: Option<&'c mut Vec<KeySet>>,
 }
 
 #[inline]
@@ -195,17 +227,22 @@ impl Builder for PyBuilder<'_, '_> {
     #[inline]
     fn key(&mut self, value: &str, ascii: bool) -> PyResult<Obj> {
         let bytes = value.as_bytes();
-        let Some(cache) = self.cache.as_mut().filter(|_| bytes.len() <= KEY_CACHE_MAX_LEN) else {
+        let Some(cache) = self.cache.as_mut().filter(|_| ascii && bytes.len() <= KEY_CACHE_MAX_LEN) else {
             return new_str(self.py, value, ascii);
         };
-        let first = 2 * key_hash(bytes);
-        for slot in [first, first + 1] {
-            if let Some(Some(entry)) = cache.get(slot) {
-                if same_key(&entry.bytes, entry.len, bytes) {
-                    let ptr = entry.obj.as_ptr();
-                    // SAFETY: the cache holds a reference; we hand out a new one.
-                    unsafe { ffi::Py_INCREF(ptr) };
-                    return Obj::new(self.py, ptr);
+        let tag = key_hash(bytes);
+        let Some(set) = cache.get_mut((tag >> 40) as usize % KEY_CACHE_SETS) else {
+            return new_str(self.py, value, ascii);
+        };
+        for slot in &set.0 {
+            if slot.tag == tag {
+                if let Some(obj) = slot.obj {
+                    // SAFETY: the cache holds a reference to this str.
+                    if same_key(unsafe { cached_bytes(obj) }, bytes) {
+                        // SAFETY: the cache holds a reference; we hand out a new one.
+                        unsafe { ffi::Py_INCREF(obj.as_ptr()) };
+                        return Obj::new(self.py, obj.as_ptr());
+                    }
                 }
             }
         }
@@ -215,18 +252,13 @@ impl Builder for PyBuilder<'_, '_> {
         if unsafe { ffi::PyObject_Hash(obj.0.as_ptr()) } == -1 {
             return Err(PyErr::fetch(self.py));
         }
-        let mut stored = [0u8; KEY_CACHE_MAX_LEN];
-        if let (Some(prefix), Some(set)) = (stored.get_mut(..bytes.len()), cache.get_mut(first..first + 2)) {
-            prefix.copy_from_slice(bytes);
-            // The older key of the set goes; the previous recent one becomes the older.
-            set.swap(0, 1);
-            if let Some(entry) = set.first_mut() {
-                // SAFETY: the cache keeps its own reference.
-                unsafe { ffi::Py_INCREF(obj.0.as_ptr()) };
-                if let Some(old) = entry.replace(CachedKey { bytes: stored, len: bytes.len(), obj: obj.0 }) {
-                    drop(Obj(old.obj));
-                }
-            }
+        // The older key of the set goes; the previous recent one becomes the older.
+        // SAFETY: the cache keeps its own reference.
+        unsafe { ffi::Py_INCREF(obj.0.as_ptr()) };
+        let [recent, older] = set.0;
+        set.0 = [Slot { tag, obj: Some(obj.0) }, recent];
+        if let Some(old) = older.obj {
+            drop(Obj(old));
         }
         Ok(obj)
     }
@@ -343,7 +375,7 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
     let (cache, buffers) = match guard.as_deref_mut() {
         Some(State { keys, buffers }) => {
             if keys.is_empty() {
-                keys.resize_with(KEY_CACHE_SLOTS, || None);
+                keys.resize(KEY_CACHE_SETS, EMPTY_SET);
             }
             (Some(keys), buffers)
         }
