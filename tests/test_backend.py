@@ -34,6 +34,38 @@ def test_native_is_selected_when_it_imports(native: ModuleType) -> None:
     assert _run("import decisions; print(decisions.BACKEND)") == "native"
 
 
+def test_a_native_module_that_does_not_import_falls_back_with_a_warning() -> None:
+    code = (
+        "import importlib.abc, sys, warnings\n"
+        "class Broken(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'decisions._native':\n"
+        "            raise ImportError('dynamic module does not define module export function')\n"
+        "sys.meta_path.insert(0, Broken())\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import decisions\n"
+        "print(decisions.BACKEND, [str(w.message).startswith('decisions._native is present') for w in caught])\n"
+    )
+    assert _run(code) == "pure [True]"
+
+
+def test_a_missing_native_module_falls_back_silently() -> None:
+    code = (
+        "import importlib.abc, sys, warnings\n"
+        "class Missing(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'decisions._native':\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Missing())\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import decisions\n"
+        "print(decisions.BACKEND, len(caught))\n"
+    )
+    assert _run(code) == "pure 0"
+
+
 def test_stale_native_build_is_refused(native: ModuleType) -> None:
     code = (
         "import decisions._native as n; n.__version__ = '0.0.0-stale'\n"

@@ -7,8 +7,10 @@ package repeats this check.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sysconfig
+import warnings
 from types import ModuleType
 from typing import Literal
 
@@ -30,12 +32,22 @@ def free_threaded() -> bool:
 def native_module() -> ModuleType | None:
     """The compiled module if it is importable and current, else None.
 
-    A stale build (its version differs from the package's) is refused with an
-    ImportError rather than silently used.
+    No extension at all (a pure wheel) is the silent fallback. An extension
+    that is there but does not import (a broken or foreign build) also falls
+    back, with a RuntimeWarning that says why. A stale build (its version
+    differs from the package's) is refused with an ImportError rather than
+    silently used.
     """
     try:
-        from . import _native
-    except ImportError:
+        _native = importlib.import_module(f"{__package__}._native")
+    except ModuleNotFoundError:
+        return None
+    except ImportError as exc:
+        warnings.warn(
+            f"decisions._native is present but does not import ({exc}); using the pure-Python backend",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return None
     if _native.__version__ != __version__:
         raise ImportError(
