@@ -74,6 +74,24 @@ RETRYABLE_ERRORS = frozenset(
 # null for an optional field, the documented type otherwise.
 
 
+def _envelope(
+    d: dict[str, Any], what: str
+) -> tuple[
+    str | None, str | None, list[Any] | None, dict[str, Any] | None,
+    UsageReported | None, dict[str, Any] | None, ResponseFailed | None,
+]:
+    """The fields a chunk and a whole body share, shape-checked in one order:
+    id, model, choices, usage (and its event), error (and its failure)."""
+    rid = opt_str(d, "id", what)
+    model = opt_str(d, "model", what)
+    raw_choices = opt_list(d, "choices", what)
+    usage = opt_obj(d, "usage", what)
+    usage_event = None if usage is None else chat_usage(usage, what)
+    err = opt_obj(d, "error", what)
+    failure = None if err is None else provider_error(err, what)
+    return rid, model, raw_choices, usage, usage_event, err, failure
+
+
 def malformed(what: str, detail: str) -> Exception:
     """The error for a known event whose shape does not fit."""
     return new_error("MALFORMED_EVENT", f"{what}: {detail}")
@@ -251,13 +269,7 @@ class OpenAIChatMapper:
     def _chunk(self, chunk: dict[str, Any], out: list[CanonicalEvent]) -> None:
         what = "chat.completion.chunk"
         # the whole chunk is shape-checked before any of it is acted on
-        rid = opt_str(chunk, "id", what)
-        model = opt_str(chunk, "model", what)
-        raw_choices = opt_list(chunk, "choices", what)
-        usage = opt_obj(chunk, "usage", what)
-        usage_event = None if usage is None else chat_usage(usage, what)
-        err = opt_obj(chunk, "error", what)
-        failure = None if err is None else provider_error(err, what)
+        rid, model, raw_choices, usage, usage_event, err, failure = _envelope(chunk, what)
         choices = []
         for position, raw in enumerate(raw_choices or ()):
             choice = obj(raw, what, f"choices[{position}]")
@@ -399,13 +411,7 @@ class OpenAIChatMapper:
         what = "chat.completion"
         out: list[CanonicalEvent] = []
         body = obj(body, what, "the body")
-        rid = opt_str(body, "id", what)
-        model = opt_str(body, "model", what)
-        raw_choices = opt_list(body, "choices", what)
-        usage = opt_obj(body, "usage", what)
-        usage_event = None if usage is None else chat_usage(usage, what)
-        err = opt_obj(body, "error", what)
-        failure = None if err is None else provider_error(err, what)
+        rid, model, raw_choices, usage, usage_event, err, failure = _envelope(body, what)
         choices = []
         for position, raw in enumerate(raw_choices or ()):
             choice = obj(raw, what, f"choices[{position}]")
