@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import pickle
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -50,6 +51,20 @@ def fail(impl: ModuleType, data: Any, limits: Limits | None = None) -> ParseErro
 )
 def test_valid_documents_match_json(impl: ModuleType, text: str) -> None:
     assert impl.loads(text) == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["é", "Zürich", "\u00ff\u0100", "x" * 9 + "渡辺" + "y" * 17, "\u0800", "\uffff", "a\U0001F600b" * 5, "\U0010ffff",
+     "mixed ü 渡 😀 " * 20, "Grüße, " * 40],
+)
+def test_non_ascii_strings_take_their_narrowest_form(impl: ModuleType, text: str) -> None:
+    """Raw and escaped, as value and key: the same str as json.loads, in the
+    narrowest form that holds its characters (the same size in memory)."""
+    for doc in (json.dumps([text, {text: 1}], ensure_ascii=False), json.dumps([text, {text: 1}])):
+        got = impl.loads(doc)
+        assert got == [text, {text: 1}]
+        assert [sys.getsizeof(got[0]), sys.getsizeof(next(iter(got[1])))] == [sys.getsizeof(text)] * 2
 
 
 def test_number_kinds(impl: ModuleType) -> None:
@@ -111,6 +126,13 @@ ERROR_CASES: list[tuple[str | bytes, str, int]] = [
     ('{"a": 1, "a": 2}', "DUPLICATE_KEY", 9),
     ('{"\u00e9": 1, "\u00e9": 2}', "DUPLICATE_KEY", 9),
     ('{"a": 1, "\\u0061": 2}', "DUPLICATE_KEY", 9),
+    # Keys are compared when their object closes: the first repeat is reported,
+    # and an error met before the closing brace comes first.
+    ('{"a": 1, "b": 2, "a": 3, "b": 4}', "DUPLICATE_KEY", 17),
+    ('{"a": {"b": 1, "b": 2}, "a": 3}', "DUPLICATE_KEY", 15),
+    ('{"a": 1, "a": 2, "b": tru}', "UNEXPECTED_CHARACTER", 25),
+    ('{"a": 1, "a": 2', "UNEXPECTED_END", 15),
+    ('{"a": 1, "a": 2}}', "DUPLICATE_KEY", 9),
     ('[{"k": {"x": 1}, "k": [}]', "UNEXPECTED_CHARACTER", 23),
     ("[-x]", "INVALID_NUMBER", 1),
     ("[1.x]", "INVALID_NUMBER", 1),
@@ -279,6 +301,15 @@ def test_custom_limits_are_not_confused_with_defaults(impl: ModuleType) -> None:
     small = dataclasses.replace(DEFAULT_LIMITS, max_depth=1)
     assert fail(impl, "[[]]", small).code == "DEPTH_EXCEEDED"
     assert impl.loads("[[]]") == [[]]
+
+
+def test_each_limits_object_is_honoured_in_turn(impl: ModuleType) -> None:
+    shallow, deep = Limits(max_depth=1), Limits(max_depth=3)
+    for _ in range(2):
+        assert fail(impl, "[[]]", shallow).code == "DEPTH_EXCEEDED"
+        assert impl.loads("[[]]", limits=deep) == [[]]
+        assert fail(impl, "[[]]", Limits(max_depth=1)).code == "DEPTH_EXCEEDED"
+        assert impl.loads("[[]]", limits=None) == [[]]
 
 
 @pytest.mark.parametrize(("data", "code", "pos"), ERROR_CASES)

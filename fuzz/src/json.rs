@@ -22,7 +22,7 @@
 //! the depth errors agree too.
 
 use decisions::core::errors::Code;
-use decisions::core::json::{parse_bytes, Builder, Failure, JsonError};
+use decisions::core::json::{parse_bytes, Builder, Failure, JsonError, Object};
 use decisions::core::limits::Limits;
 use serde_json::Value as Serde;
 
@@ -77,20 +77,16 @@ impl Builder for JsonBuilder {
     fn array(&mut self, items: std::vec::Drain<'_, Json>) -> Result<Json, ()> {
         Ok(Json::Array(items.collect()))
     }
-    fn object(&mut self) -> Result<Json, ()> {
-        Ok(Json::Object(Vec::new()))
-    }
-    fn insert(&mut self, object: &mut Json, key: Json, value: Json) -> Result<bool, ()> {
-        match (object, key) {
-            (Json::Object(members), Json::Str(k)) => {
-                if members.iter().any(|(have, _)| *have == k) {
-                    return Ok(false);
-                }
-                members.push((k, value));
-                Ok(true)
+    fn object(&mut self, mut members: std::vec::Drain<'_, Json>) -> Result<Object<Json>, ()> {
+        let mut object: Vec<(String, Json)> = Vec::with_capacity(members.len() / 2);
+        while let Some(key) = members.next() {
+            let (Json::Str(key), Some(value)) = (key, members.next()) else { return Err(()) };
+            if object.iter().any(|(have, _)| *have == key) {
+                return Ok(Object::DuplicateKey(object.len()));
             }
-            _ => Err(()),
+            object.push((key, value));
         }
+        Ok(Object::Built(Json::Object(object)))
     }
 }
 
@@ -112,7 +108,7 @@ pub fn parse(data: &[u8], limits: &Limits) -> Result<Json, JsonError> {
     match parse_bytes(data, limits, &mut JsonBuilder) {
         Ok(v) => Ok(v),
         Err(Failure::Parse(e)) => Err(e),
-        Err(Failure::Build(())) => panic!("builder refused a member: the parser inserted into a non-object"),
+        Err(Failure::Build(())) => panic!("builder refused an object: its members were not key, value pairs"),
     }
 }
 

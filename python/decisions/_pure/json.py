@@ -42,8 +42,10 @@ Then one left-to-right pass; the first rule broken wins:
 - After an array item: ``,`` or ``]``; ``]`` right after a comma is
   ``TRAILING_COMMA`` at the comma. After a member value: ``,`` or ``}``.
   Anything else is ``UNEXPECTED_CHARACTER``.
-- A member is inserted when its value is complete: a key already in the
-  object is ``DUPLICATE_KEY`` at the opening quote of the second key.
+- Keys are compared when their object closes (its members are then known,
+  so it is built once, at its final size): a key that repeats an earlier key
+  of the object is ``DUPLICATE_KEY`` at the opening quote of the first such
+  repeat. An error met before the closing brace comes first.
 - After the top-level value only whitespace may follow: else
   ``TRAILING_CONTENT`` (or ``COMMENT`` / ``MARKDOWN_FENCE``).
 - The input ending where more is required is ``UNEXPECTED_END`` at the end
@@ -151,7 +153,8 @@ class _Exact:
 
     def run(self) -> Any:
         text, lim = self.text, self.lim
-        # frames: [container, is_object, pending key, key position, count]
+        # frames: [container, is_object, pending key, key position, count,
+        #          position of the first repeated key or -1]
         stack: list[list[Any]] = []
         self.ws()
         if self.pos >= self.n:
@@ -187,7 +190,7 @@ class _Exact:
                     self.pos += 1
                     value = {}
                 elif nxt == '"':
-                    stack.append([{}, True, None, 0, 0])
+                    stack.append([{}, True, None, 0, 0, -1])
                     self.member(stack[-1])
                     continue
                 elif not nxt:
@@ -204,7 +207,7 @@ class _Exact:
                 elif not nxt:
                     raise self.end()
                 else:
-                    stack.append([[], False, None, 0, 0])
+                    stack.append([[], False, None, 0, 0, -1])
                     continue
             elif c == '"':
                 value = self.string(start)
@@ -229,8 +232,8 @@ class _Exact:
                 top = stack[-1]
                 if top[1]:
                     obj = top[0]
-                    if top[2] in obj:
-                        raise _Fail("DUPLICATE_KEY", top[3])
+                    if top[2] in obj and top[5] < 0:
+                        top[5] = top[3]
                     obj[top[2]] = value
                     self.ws()
                     nxt = text[self.pos : self.pos + 1]
@@ -249,6 +252,8 @@ class _Exact:
                         raise _Fail(_classify(text, self.pos, "KEY_NOT_STRING"), self.pos)
                     if nxt == "}":
                         self.pos += 1
+                        if top[5] >= 0:
+                            raise _Fail("DUPLICATE_KEY", top[5])
                         value = stack.pop()[0]
                         continue
                     if not nxt:

@@ -26,9 +26,16 @@ pub trait Builder {
     fn key(&mut self, value: &str, ascii: bool) -> Result<Self::Value, Self::Error>;
     /// An array holding `items`, in order.
     fn array(&mut self, items: std::vec::Drain<'_, Self::Value>) -> Result<Self::Value, Self::Error>;
-    fn object(&mut self) -> Result<Self::Value, Self::Error>;
-    /// Insert a member; `Ok(false)` when the key was already present.
-    fn insert(&mut self, object: &mut Self::Value, key: Self::Value, value: Self::Value) -> Result<bool, Self::Error>;
+    /// An object from its complete `members`: key, value, key, value, ... in
+    /// document order (so the builder can size it once).
+    fn object(&mut self, members: std::vec::Drain<'_, Self::Value>) -> Result<Object<Self::Value>, Self::Error>;
+}
+
+/// What [`Builder::object`] made of an object's members.
+pub enum Object<V> {
+    Built(V),
+    /// The key of this member (counted from 0) repeats an earlier key.
+    DuplicateKey(usize),
 }
 
 /// A parse failure: the code and the character offset it applies to.
@@ -103,12 +110,14 @@ pub fn parse_str_in<B: Builder>(
     parse_valid(text.as_bytes(), limits, builder, buffers)
 }
 
-/// The parser's working memory: the container stack, the items of open
-/// arrays and the buffer of strings with escapes. A caller that parses often
-/// keeps one to skip the allocations; it is empty between parses.
+/// The parser's working memory: the container stack, the items and members
+/// of open containers, the offsets of their keys and the buffer of strings
+/// with escapes. A caller that parses often keeps one to skip the
+/// allocations; it is empty between parses.
 pub struct Buffers<V> {
-    stack: Vec<Frame<V>>,
+    stack: Vec<Frame>,
     items: Vec<V>,
+    key_offsets: Vec<usize>,
     scratch: Vec<u8>,
 }
 
@@ -120,7 +129,7 @@ impl<V> Default for Buffers<V> {
 
 impl<V> Buffers<V> {
     pub const fn new() -> Self {
-        Buffers { stack: Vec::new(), items: Vec::new(), scratch: Vec::new() }
+        Buffers { stack: Vec::new(), items: Vec::new(), key_offsets: Vec::new(), scratch: Vec::new() }
     }
 
     /// Drop what a failed parse left behind, and memory beyond a small reserve.
@@ -128,6 +137,7 @@ impl<V> Buffers<V> {
         const KEEP: usize = 64 * 1024;
         self.stack.clear();
         self.items.clear();
+        self.key_offsets.clear();
         self.scratch.clear();
         if self.scratch.capacity() > KEEP {
             self.scratch = Vec::new();
@@ -135,7 +145,10 @@ impl<V> Buffers<V> {
         if self.items.capacity() * std::mem::size_of::<V>() > KEEP {
             self.items = Vec::new();
         }
-        if self.stack.capacity() * std::mem::size_of::<Frame<V>>() > KEEP {
+        if self.key_offsets.capacity() * std::mem::size_of::<usize>() > KEEP {
+            self.key_offsets = Vec::new();
+        }
+        if self.stack.capacity() * std::mem::size_of::<Frame>() > KEEP {
             self.stack = Vec::new();
         }
     }
@@ -153,9 +166,9 @@ fn parse_valid<B: Builder>(
     builder: &mut B,
     buffers: &mut Buffers<B::Value>,
 ) -> Result<B::Value, Failure<B::Error>> {
-    let Buffers { stack, items, scratch } = buffers;
+    let Buffers { stack, items, key_offsets, scratch } = buffers;
     let mut parser = Parser { text, pos: 0, values: 0, limits, scratch };
-    let result = parser.run(builder, stack, items);
+    let result = parser.run(builder, stack, items, key_offsets);
     buffers.reset();
     result.map_err(|f| match f {
         Failure::Parse(JsonError { code, pos }) => {
@@ -165,13 +178,15 @@ fn parse_valid<B: Builder>(
     })
 }
 
-struct Frame<V> {
-    /// The object being filled (`None` for an array, whose items wait on the value stack).
-    object: Option<V>,
-    /// An object's pending key and the byte offset of its opening quote.
-    key: Option<(V, usize)>,
-    /// Index of the array's first item on the value stack.
+/// An open array or object. Its items (an object's keys and values, in
+/// turn) wait on the value stack until it closes; an object's key offsets
+/// wait on the key stack.
+struct Frame {
+    object: bool,
+    /// Index of the first item or key on the value stack.
     start: usize,
+    /// Index of the first key's offset on the key stack.
+    keys: usize,
     /// Items or members so far.
     count: usize,
 }
@@ -277,8 +292,9 @@ impl Parser<'_, '_> {
     fn run<B: Builder>(
         &mut self,
         b: &mut B,
-        stack: &mut Vec<Frame<B::Value>>,
+        stack: &mut Vec<Frame>,
         items: &mut Vec<B::Value>,
+        key_offsets: &mut Vec<usize>,
     ) -> Result<B::Value, Failure<B::Error>> {
         self.skip_ws();
         if self.pos >= self.text.len() {
@@ -297,7 +313,7 @@ impl Parser<'_, '_> {
                 _ => return fail(self.classify(start, Code::UNEXPECTED_CHARACTER), start),
             };
             if let Some(top) = stack.last_mut() {
-                if top.object.is_none() {
+                if !top.object {
                     if top.count >= self.limits.max_array_items {
                         return fail(Code::TOO_MANY_ITEMS, start);
                     }
@@ -318,12 +334,11 @@ impl Parser<'_, '_> {
                     match self.peek() {
                         Some(b'}') => {
                             self.pos += 1;
-                            b.object().map_err(Failure::Build)?
+                            self.close_object(b, items, key_offsets, items.len(), key_offsets.len())?
                         }
                         Some(b'"') => {
-                            let object = b.object().map_err(Failure::Build)?;
-                            stack.push(Frame { object: Some(object), key: None, start: 0, count: 0 });
-                            self.member(b, stack)?;
+                            stack.push(Frame { object: true, start: items.len(), keys: key_offsets.len(), count: 0 });
+                            self.member(b, stack, items, key_offsets)?;
                             continue 'value;
                         }
                         None => return self.end_error(),
@@ -340,7 +355,7 @@ impl Parser<'_, '_> {
                         }
                         None => return self.end_error(),
                         Some(_) => {
-                            stack.push(Frame { object: None, key: None, start: items.len(), count: 0 });
+                            stack.push(Frame { object: false, start: items.len(), keys: 0, count: 0 });
                             continue 'value;
                         }
                     }
@@ -372,12 +387,8 @@ impl Parser<'_, '_> {
                     }
                     return Ok(value);
                 };
-                if let Some(object) = top.object.as_mut() {
-                    if let Some((key, key_pos)) = top.key.take() {
-                        if !b.insert(object, key, value).map_err(Failure::Build)? {
-                            return fail(Code::DUPLICATE_KEY, key_pos);
-                        }
-                    }
+                items.push(value);
+                if top.object {
                     self.skip_ws();
                     match self.peek() {
                         Some(b',') => {
@@ -386,7 +397,7 @@ impl Parser<'_, '_> {
                             self.skip_ws();
                             match self.peek() {
                                 Some(b'"') => {
-                                    self.member(b, stack)?;
+                                    self.member(b, stack, items, key_offsets)?;
                                     continue 'value;
                                 }
                                 Some(b'}') => return fail(Code::TRAILING_COMMA, comma),
@@ -396,15 +407,14 @@ impl Parser<'_, '_> {
                         }
                         Some(b'}') => {
                             self.pos += 1;
-                            let Some(frame) = stack.pop() else { return self.end_error() };
-                            let Some(object) = frame.object else { return self.end_error() };
-                            value = object;
+                            let (start, keys) = (top.start, top.keys);
+                            stack.pop();
+                            value = self.close_object(b, items, key_offsets, start, keys)?;
                         }
                         None => return self.end_error(),
                         Some(_) => return fail(self.classify(self.pos, Code::UNEXPECTED_CHARACTER), self.pos),
                     }
                 } else {
-                    items.push(value);
                     self.skip_ws();
                     match self.peek() {
                         Some(b',') => {
@@ -431,9 +441,35 @@ impl Parser<'_, '_> {
         }
     }
 
+    /// The object whose members start at `start` on the value stack and whose
+    /// key offsets start at `keys` on the key stack; a key that repeats an
+    /// earlier one is `DUPLICATE_KEY` at its opening quote.
+    fn close_object<B: Builder>(
+        &self,
+        b: &mut B,
+        items: &mut Vec<B::Value>,
+        key_offsets: &mut Vec<usize>,
+        start: usize,
+        keys: usize,
+    ) -> Result<B::Value, Failure<B::Error>> {
+        match b.object(items.drain(start..)).map_err(Failure::Build)? {
+            Object::Built(object) => {
+                key_offsets.truncate(keys);
+                Ok(object)
+            }
+            Object::DuplicateKey(i) => fail(Code::DUPLICATE_KEY, key_offsets.get(keys + i).copied().unwrap_or(self.pos)),
+        }
+    }
+
     /// An object member from its key's opening quote (at self.pos) through
     /// the colon and the whitespace after it; leaves self.pos at the value.
-    fn member<B: Builder>(&mut self, b: &mut B, stack: &mut [Frame<B::Value>]) -> Result<(), Failure<B::Error>> {
+    fn member<B: Builder>(
+        &mut self,
+        b: &mut B,
+        stack: &mut [Frame],
+        items: &mut Vec<B::Value>,
+        key_offsets: &mut Vec<usize>,
+    ) -> Result<(), Failure<B::Error>> {
         let key_pos = self.pos;
         let Some(top) = stack.last_mut() else { return self.end_error() };
         if top.count >= self.limits.max_object_members {
@@ -441,8 +477,8 @@ impl Parser<'_, '_> {
         }
         top.count += 1;
         let (s, ascii) = self.string(key_pos)?;
-        let key = b.key(s, ascii).map_err(Failure::Build)?;
-        top.key = Some((key, key_pos));
+        items.push(b.key(s, ascii).map_err(Failure::Build)?);
+        key_offsets.push(key_pos);
         self.skip_ws();
         match self.peek() {
             Some(b':') => self.pos += 1,
@@ -782,14 +818,16 @@ mod tests {
         fn array(&mut self, items: std::vec::Drain<'_, Value>) -> Result<Value, ()> {
             Ok(Value::Array(items.collect()))
         }
-        fn object(&mut self) -> Result<Value, ()> {
-            Ok(Value::Object(Map::new()))
-        }
-        fn insert(&mut self, object: &mut Value, key: Value, value: Value) -> Result<bool, ()> {
-            match (object, key) {
-                (Value::Object(map), Value::String(k)) => Ok(map.insert(k, value).is_none()),
-                _ => Err(()),
+        fn object(&mut self, mut members: std::vec::Drain<'_, Value>) -> Result<Object<Value>, ()> {
+            let mut map = Map::new();
+            while let Some(key) = members.next() {
+                let (Value::String(key), Some(value)) = (key, members.next()) else { return Err(()) };
+                if map.contains_key(&key) {
+                    return Ok(Object::DuplicateKey(map.len()));
+                }
+                map.insert(key, value);
             }
+            Ok(Object::Built(Value::Object(map)))
         }
     }
 

@@ -9,7 +9,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 
-use crate::core::json::{parse_bytes_in, parse_str_in, Buffers, Builder, Failure, JsonError};
+use crate::core::json::{parse_bytes_in, parse_str_in, Buffers, Builder, Failure, JsonError, Object};
 use crate::core::limits::Limits;
 
 use super::common::limits_from;
@@ -67,10 +67,13 @@ const EMPTY_SET: KeySet = KeySet([Slot { tag: 0, obj: None }; 2]);
 
 /// What `loads` keeps between calls: a set-associative cache of short ASCII
 /// object keys (immortal for the process: at most `2 * KEY_CACHE_SETS` small
-/// strings), so repeated keys are neither decoded nor hashed again, and the
-/// parser's working memory (empty between calls).
+/// strings), so repeated keys are neither decoded nor hashed again; the last
+/// `Limits` object passed and its values (a `Limits` is frozen, so a caller
+/// that passes the same one each time has it read once); and the parser's
+/// working memory (empty between calls).
 struct State {
     keys: Vec<KeySet>,
+    limits: Option<(Py<PyAny>, Limits)>,
     buffers: Buffers<Obj>,
 }
 
@@ -78,7 +81,7 @@ struct State {
 // and the mutex makes access exclusive.
 unsafe impl Send for State {}
 
-static STATE: Mutex<State> = Mutex::new(State { keys: Vec::new(), buffers: Buffers::new() });
+static STATE: Mutex<State> = Mutex::new(State { keys: Vec::new(), limits: None, buffers: Buffers::new() });
 
 #[inline]
 fn u64_at(bytes: &[u8], at: usize) -> u64 {
@@ -160,21 +163,89 @@ struct PyBuilder<'py, 'c> {
 
 #[inline]
 fn new_str(py: Python<'_>, value: &str, ascii: bool) -> PyResult<Obj> {
-    let len = value.len() as ffi::Py_ssize_t;
     #[cfg(not(feature = "abi3"))]
-    if ascii {
-        // SAFETY: a fresh compact ASCII string of `len` characters has room
-        // for exactly `len` bytes at PyUnicode_DATA; we fill all of them.
-        unsafe {
-            let obj = Obj::new(py, ffi::PyUnicode_New(len, 127))?;
-            std::ptr::copy_nonoverlapping(value.as_ptr(), ffi::PyUnicode_DATA(obj.0.as_ptr()).cast::<u8>(), value.len());
-            return Ok(obj);
+    {
+        if ascii {
+            // SAFETY: a fresh compact ASCII string of `len` characters has room
+            // for exactly `len` bytes at PyUnicode_DATA; we fill all of them.
+            unsafe {
+                let obj = Obj::new(py, ffi::PyUnicode_New(value.len() as ffi::Py_ssize_t, 127))?;
+                std::ptr::copy_nonoverlapping(value.as_ptr(), ffi::PyUnicode_DATA(obj.0.as_ptr()).cast::<u8>(), value.len());
+                return Ok(obj);
+            }
         }
+        new_wide_str(py, value)
     }
     #[cfg(feature = "abi3")]
-    let _ = ascii;
-    // SAFETY: `value` is valid UTF-8 of `len` bytes.
-    Obj::new(py, unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), len) })
+    {
+        let _ = ascii;
+        // SAFETY: `value` is valid UTF-8 of `len` bytes.
+        Obj::new(py, unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), value.len() as ffi::Py_ssize_t) })
+    }
+}
+
+/// A str of text that is not all ASCII, made at once in its final compact
+/// form (no decoder, no widening, no resize). The widest byte of the UTF-8
+/// tells the kind: lead bytes below 0xC4 encode at most U+00FF (one byte per
+/// character), below 0xF0 at most U+FFFF (two), else four; and the text does
+/// hold a character that needs that width, as the compact form requires.
+#[cfg(not(feature = "abi3"))]
+fn new_wide_str(py: Python<'_>, value: &str) -> PyResult<Obj> {
+    let widest = value.bytes().fold(0u8, u8::max);
+    let length = value.chars().count();
+    let max_char: ffi::Py_UCS4 = match widest {
+        0..=0xC3 => 0xFF,
+        0xC4..=0xEF => 0xFFFF,
+        _ => 0x10_FFFF,
+    };
+    // SAFETY: a fresh compact string of `length` characters of the kind
+    // `max_char` gives, whose `length` slots `decode_into` fills.
+    unsafe {
+        let obj = Obj::new(py, ffi::PyUnicode_New(length as ffi::Py_ssize_t, max_char))?;
+        let data = ffi::PyUnicode_DATA(obj.0.as_ptr());
+        let bytes = value.as_bytes();
+        match max_char {
+            0xFF => decode_into(std::slice::from_raw_parts_mut(data.cast::<u8>(), length), bytes, |c| c as u8),
+            0xFFFF => decode_into(std::slice::from_raw_parts_mut(data.cast::<u16>(), length), bytes, |c| c as u16),
+            _ => decode_into(std::slice::from_raw_parts_mut(data.cast::<u32>(), length), bytes, |c| c),
+        }
+        Ok(obj)
+    }
+}
+
+/// Decode valid UTF-8 `bytes` into `slots`, one code point each (as many
+/// slots as characters); runs of ASCII go eight bytes at a time.
+#[cfg(not(feature = "abi3"))]
+#[inline(always)]
+fn decode_into<T: Copy>(slots: &mut [T], bytes: &[u8], narrow: impl Fn(u32) -> T) {
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let byte = |i: usize| u32::from(bytes.get(i).copied().unwrap_or(0));
+    let (mut i, mut k) = (0, 0);
+    while k < slots.len() {
+        if let (Some(run), Some(out)) = (bytes.get(i..i + 8), slots.get_mut(k..k + 8)) {
+            let word = run.try_into().map_or(HIGHS, u64::from_le_bytes);
+            if word & HIGHS == 0 {
+                for (slot, &b) in out.iter_mut().zip(run) {
+                    *slot = narrow(u32::from(b));
+                }
+                i += 8;
+                k += 8;
+                continue;
+            }
+        }
+        let lead = byte(i);
+        let (code, width) = match lead {
+            0..=0x7F => (lead, 1),
+            0x80..=0xDF => ((lead & 0x1F) << 6 | (byte(i + 1) & 0x3F), 2),
+            0xE0..=0xEF => ((lead & 0x0F) << 12 | (byte(i + 1) & 0x3F) << 6 | (byte(i + 2) & 0x3F), 3),
+            _ => ((lead & 0x07) << 18 | (byte(i + 1) & 0x3F) << 12 | (byte(i + 2) & 0x3F) << 6 | (byte(i + 3) & 0x3F), 4),
+        };
+        if let Some(slot) = slots.get_mut(k) {
+            *slot = narrow(code);
+        }
+        i += width;
+        k += 1;
+    }
 }
 
 impl Builder for PyBuilder<'_, '_> {
@@ -280,43 +351,47 @@ impl Builder for PyBuilder<'_, '_> {
     }
 
     #[inline]
-    fn object(&mut self) -> PyResult<Obj> {
-        // SAFETY: plain constructor call with the GIL held.
-        Obj::new(self.py, unsafe { ffi::PyDict_New() })
-    }
-
-    #[inline]
-    fn insert(&mut self, object: &mut Obj, key: Obj, value: Obj) -> PyResult<bool> {
-        // SAFETY: `object` is a dict we created, `key` a str; the dict takes
-        // its own references. A key already present leaves the size
-        // unchanged, which is how duplicates are found without a lookup.
+    fn object(&mut self, mut members: std::vec::Drain<'_, Obj>) -> PyResult<Object<Obj>> {
+        // SAFETY: a dict we create, sized once for its members; str keys; the
+        // dict takes its own references. A key already present leaves the
+        // size unchanged, which is how duplicates are found without a lookup.
         unsafe {
-            let dict = object.0.as_ptr();
             #[cfg(not(feature = "abi3"))]
-            {
-                let used = |d: *mut ffi::PyObject| (*d.cast::<ffi::PyDictObject>()).ma_used;
-                let before = used(dict);
-                // A str caches its hash (keys from the cache already have it).
-                let mut hash = (*key.0.as_ptr().cast::<ffi::PyASCIIObject>()).hash;
-                if hash == -1 {
-                    hash = ffi::PyObject_Hash(key.0.as_ptr());
+            let dict = Obj::new(self.py, ffi::_PyDict_NewPresized((members.len() / 2) as ffi::Py_ssize_t))?;
+            #[cfg(feature = "abi3")]
+            let dict = Obj::new(self.py, ffi::PyDict_New())?;
+            let ptr = dict.0.as_ptr();
+            let mut index = 0;
+            while let (Some(key), Some(value)) = (members.next(), members.next()) {
+                #[cfg(not(feature = "abi3"))]
+                {
+                    // A str caches its hash (keys from the cache already have it).
+                    let mut hash = (*key.0.as_ptr().cast::<ffi::PyASCIIObject>()).hash;
                     if hash == -1 {
+                        hash = ffi::PyObject_Hash(key.0.as_ptr());
+                        if hash == -1 {
+                            return Err(PyErr::fetch(self.py));
+                        }
+                    }
+                    if ffi::_PyDict_SetItem_KnownHash(ptr, key.0.as_ptr(), value.0.as_ptr(), hash) != 0 {
                         return Err(PyErr::fetch(self.py));
                     }
+                    if (*ptr.cast::<ffi::PyDictObject>()).ma_used == index {
+                        return Ok(Object::DuplicateKey(index as usize));
+                    }
                 }
-                if ffi::_PyDict_SetItem_KnownHash(dict, key.0.as_ptr(), value.0.as_ptr(), hash) != 0 {
-                    return Err(PyErr::fetch(self.py));
+                #[cfg(feature = "abi3")]
+                {
+                    if ffi::PyDict_SetItem(ptr, key.0.as_ptr(), value.0.as_ptr()) != 0 {
+                        return Err(PyErr::fetch(self.py));
+                    }
+                    if ffi::PyDict_Size(ptr) == index {
+                        return Ok(Object::DuplicateKey(index as usize));
+                    }
                 }
-                Ok(used(dict) != before)
+                index += 1;
             }
-            #[cfg(feature = "abi3")]
-            {
-                let before = ffi::PyDict_Size(dict);
-                if ffi::PyDict_SetItem(dict, key.0.as_ptr(), value.0.as_ptr()) != 0 {
-                    return Err(PyErr::fetch(self.py));
-                }
-                Ok(ffi::PyDict_Size(dict) != before)
-            }
+            Ok(Object::Built(dict))
         }
     }
 }
@@ -362,18 +437,29 @@ fn finish(
 #[pyfunction]
 #[pyo3(signature = (data, /, *, limits = None))]
 pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bound<'_, PyAny>>) -> PyResult<PyObject> {
+    // A call made while another is under way (a finalizer that the garbage
+    // collector runs during a parse may call loads) finds the state taken:
+    // it parses without the caches.
+    let mut guard = STATE.try_lock().ok();
     let custom;
-    let lim: &Limits = match limits {
-        Some(obj) if !obj.is_none() => {
-            custom = limits_from(py, Some(obj))?;
+    let lim: &Limits = match (limits, guard.as_deref_mut()) {
+        (Some(obj), _) if obj.is_none() => &DEFAULT_LIMITS,
+        (Some(obj), Some(State { limits: Some((last, values)), .. })) if last.is(obj) => {
+            custom = *values;
             &custom
         }
-        _ => &DEFAULT_LIMITS,
+        (Some(obj), state) => {
+            custom = limits_from(py, Some(obj))?;
+            if let Some(state) = state {
+                state.limits = Some((obj.clone().unbind(), custom));
+            }
+            &custom
+        }
+        (None, _) => &DEFAULT_LIMITS,
     };
-    let mut guard = STATE.try_lock().ok();
     let mut own = Buffers::new();
     let (cache, buffers) = match guard.as_deref_mut() {
-        Some(State { keys, buffers }) => {
+        Some(State { keys, buffers, .. }) => {
             if keys.is_empty() {
                 keys.resize(KEY_CACHE_SETS, EMPTY_SET);
             }
