@@ -201,3 +201,22 @@ def test_mutated_bytes_agree(both: tuple[ModuleType, ModuleType], data: bytes, l
 @given(text=SEEDS, limits=LIMITS)
 def test_seeds_agree(both: tuple[ModuleType, ModuleType], text: str, limits: Limits | None) -> None:
     assert_agree(both, text, limits)
+
+
+@given(
+    digits=st.integers(min_value=0, max_value=10**20),
+    fraction=st.integers(min_value=0, max_value=24),
+    exponent=st.none() | st.integers(min_value=-30, max_value=30),
+    negative=st.booleans(),
+)
+def test_decimals_are_correctly_rounded(
+    both: tuple[ModuleType, ModuleType], digits: int, fraction: int, exponent: int | None, negative: bool
+) -> None:
+    """Short decimals (the native parser's exact fast path) and the rest round
+    like ``float()``, bit for bit, sign of zero included."""
+    text = str(digits).rjust(fraction + 1, "0")
+    text = text[: len(text) - fraction] + "." + text[len(text) - fraction :] if fraction else text + ".0"
+    text = ("-" if negative else "") + text + ("" if exponent is None else f"e{exponent}")
+    for impl in both:
+        got = impl.loads(text)
+        assert isinstance(got, float) and got.hex() == float(text).hex(), (impl.__name__, text)

@@ -237,6 +237,36 @@ static ESCAPES: [u8; 256] = {
     table
 };
 
+/// Powers of ten that are exact doubles.
+const EXACT_POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+    1e21, 1e22,
+];
+
+/// The value of `digits.fraction` (no sign, no exponent) when it can be had
+/// exactly with one rounding (Clinger's fast path): its digits read as an
+/// integer below 2^53 and at most 22 fraction digits make a quotient of two
+/// exact doubles, which IEEE division rounds correctly. `None`: anything else
+/// (the general conversion decides).
+fn short_decimal(number: &[u8]) -> Option<f64> {
+    if number.len() > 20 {
+        return None;
+    }
+    let mut mantissa: u64 = 0;
+    let mut fraction_digits = None;
+    for (i, &byte) in number.iter().enumerate() {
+        match byte {
+            b'0'..=b'9' => mantissa = mantissa * 10 + u64::from(byte - b'0'),
+            b'.' => fraction_digits = Some(number.len() - i - 1),
+            _ => return None,
+        }
+    }
+    if mantissa >= 1 << 53 {
+        return None;
+    }
+    Some(mantissa as f64 / EXACT_POWERS_OF_TEN.get(fraction_digits?).copied()?)
+}
+
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
@@ -592,23 +622,42 @@ impl Parser<'_, '_> {
 
     /// The string whose opening quote is at `quote`: its decoded text
     /// (borrowed from the input when it has no escapes) and whether it is ASCII.
+    /// Most strings have no escape: they are the run up to the next quote,
+    /// found here; the rest go to [`Self::string_bytes`].
+    #[inline(always)]
     fn string<E>(&mut self, quote: usize) -> Result<(&str, bool), Failure<E>> {
-        let (bytes, ascii) = self.string_bytes(quote)?;
+        let mut ascii = true;
+        let end = self.find_special(quote + 1, &mut ascii);
+        let bytes = if self.at(end) == Some(b'"') && end - quote - 1 <= self.limits.max_string_bytes {
+            self.pos = end + 1;
+            self.text.get(quote + 1..end).unwrap_or_default()
+        } else {
+            let (bytes, all_ascii) = self.string_bytes(quote, end, ascii)?;
+            ascii = all_ascii;
+            bytes
+        };
         // SAFETY: the input is valid UTF-8 and the slices taken from it start
         // and end at ASCII bytes (quotes, backslashes, escape ends); escapes
         // add whole characters encoded by `char::encode_utf8`.
         Ok((unsafe { std::str::from_utf8_unchecked(bytes) }, ascii))
     }
 
-    fn string_bytes<E>(&mut self, quote: usize) -> Result<(&[u8], bool), Failure<E>> {
+    /// A string with escapes, or one that breaks a rule; `first` is the first
+    /// quote, backslash or control byte after the opening quote, and `ascii`
+    /// whether the bytes before it are ASCII.
+    #[inline(never)]
+    fn string_bytes<E>(&mut self, quote: usize, first: usize, mut ascii: bool) -> Result<(&[u8], bool), Failure<E>> {
         let max = self.limits.max_string_bytes;
-        let mut ascii = true;
         let mut cur = quote + 1;
         let mut decoded = 0usize;
-        let mut escaped = false;
+        let mut found = Some(first);
         self.scratch.clear();
         loop {
-            let j = if escaped { self.find_special_near(cur, &mut ascii) } else { self.find_special(cur, &mut ascii) };
+            // After an escape: the next run is often short (or empty, as in `\n\t`).
+            let j = match found.take() {
+                Some(j) => j,
+                None => self.find_special_near(cur, &mut ascii),
+            };
             decoded += j - cur;
             if decoded > max {
                 return fail(Code::STRING_TOO_LONG, quote);
@@ -617,16 +666,12 @@ impl Parser<'_, '_> {
             match c {
                 b'"' => {
                     self.pos = j + 1;
-                    if !escaped {
-                        return Ok((self.text.get(quote + 1..j).unwrap_or_default(), ascii));
-                    }
                     if j > cur {
                         self.scratch.extend_from_slice(self.text.get(cur..j).unwrap_or_default());
                     }
                     return Ok((self.scratch.as_slice(), ascii));
                 }
                 b'\\' => {
-                    escaped = true;
                     if j > cur {
                         self.scratch.extend_from_slice(self.text.get(cur..j).unwrap_or_default());
                     }
@@ -758,6 +803,9 @@ impl Parser<'_, '_> {
         }
         let text = self.text.get(start..self.pos).unwrap_or_default();
         if is_float {
+            if let Some(f) = self.text.get(start + usize::from(negative)..self.pos).and_then(short_decimal) {
+                return b.float(if negative { -f } else { f }).map_err(Failure::Build);
+            }
             let parsed = std::str::from_utf8(text).ok().and_then(|s| s.parse::<f64>().ok());
             return match parsed {
                 Some(f) if f.is_finite() => b.float(f).map_err(Failure::Build),
