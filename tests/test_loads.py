@@ -4,10 +4,12 @@ position, the limits each way, deep nesting, input types and the error object.""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import math
 import pickle
 import sys
+import weakref
 from types import ModuleType
 from typing import Any
 
@@ -450,3 +452,52 @@ def test_limits_none_is_the_default(impl: ModuleType) -> None:
     text = "[" * 65 + "]" * 65
     assert fail(impl, text, None).code == fail(impl, text, DEFAULT_LIMITS).code == "DEPTH_EXCEEDED"
     assert impl.loads("[1]", limits=None) == impl.loads("[1]", limits=DEFAULT_LIMITS) == [1]
+
+
+def _same_tracking(got: Any, expected: Any) -> None:
+    assert gc.is_tracked(got) == gc.is_tracked(expected), got
+    if isinstance(got, dict):
+        for key in got:
+            _same_tracking(got[key], expected[key])
+    elif isinstance(got, list):
+        for mine, theirs in zip(got, expected):
+            _same_tracking(mine, theirs)
+
+
+RECORDS: list[dict[str, Any]] = [
+    {"id": i, "tags": ["a"] * (i % 3), "address": {"city": "x"}, "empty": {}, "nested": [[i]]} for i in range(1500)
+]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [[], {}, [[]], {"a": {}}, {"a": {"b": 1}}, [{"a": 1}], RECORDS, {"records": RECORDS}],
+    ids=["list", "dict", "nested-list", "dict-of-dict", "dict-of-scalars", "list-of-dict", "records", "wrapped-records"],
+)
+def test_the_collector_tracks_the_tree_as_json_loads_does(impl: ModuleType, value: Any) -> None:
+    """Every list, and each dict holding a list or dict, small document or large."""
+    text = json.dumps(value)
+    _same_tracking(impl.loads(text), json.loads(text))
+
+
+class _Marker:
+    pass
+
+
+def test_a_cycle_made_later_in_a_large_document_is_collected(impl: ModuleType) -> None:
+    tree = impl.loads(json.dumps({"records": RECORDS}))
+    marker = _Marker()
+    alive = weakref.ref(marker)
+    tree["records"][-1]["tags"] += [tree, marker]
+    del tree, marker
+    gc.collect()
+    assert alive() is None
+
+
+def test_a_large_document_that_fails_at_its_end_leaves_the_collector_sound(impl: ModuleType) -> None:
+    text = json.dumps({"records": RECORDS})
+    for broken in (text[:-1], text[:-1] + ', "records": 1}', text[:-2] + "x}"):
+        with pytest.raises(ParseError):
+            impl.loads(broken)
+        gc.collect()
+    assert impl.loads(text) == {"records": RECORDS}

@@ -1,5 +1,16 @@
 //! `decisions._native.loads`: the core parser building Python objects directly
 //! (no intermediate value tree), with raw FFI on the hot path.
+//!
+//! In a large document, lists and dicts are kept out of the cyclic garbage
+//! collector while the document is parsed and handed to it together once the
+//! document is complete. Such a document allocates enough containers to set
+//! off many collections; without this, each would traverse the half-built
+//! tree again (it cannot hold a cycle), and the older generations would be
+//! collected over it as it is promoted. The first `TRACKED_AS_MADE`
+//! containers are tracked as they are made: a document with no more than
+//! these sets off at most one collection, which costs less than holding them
+//! back. The finished tree is tracked as the `json` module's would be: every
+//! list, and each dict that holds a list or a dict.
 
 use std::ptr::NonNull;
 use std::sync::Mutex;
@@ -75,13 +86,15 @@ struct State {
     keys: Vec<KeySet>,
     limits: Option<(Py<PyAny>, Limits)>,
     buffers: Buffers<Obj>,
+    untracked: Vec<NonNull<ffi::PyObject>>,
 }
 
 // SAFETY: the objects are only touched with the GIL held (inside `loads`),
 // and the mutex makes access exclusive.
 unsafe impl Send for State {}
 
-static STATE: Mutex<State> = Mutex::new(State { keys: Vec::new(), limits: None, buffers: Buffers::new() });
+static STATE: Mutex<State> =
+    Mutex::new(State { keys: Vec::new(), limits: None, buffers: Buffers::new(), untracked: Vec::new() });
 
 #[inline]
 fn u64_at(bytes: &[u8], at: usize) -> u64 {
@@ -157,9 +170,72 @@ unsafe fn cached_bytes<'a>(obj: NonNull<ffi::PyObject>) -> &'a [u8] {
     }
 }
 
+/// Containers of a document tracked by the collector as they are made (see the module docs).
+const TRACKED_AS_MADE: usize = 256;
+
 struct PyBuilder<'py, 'c> {
     py: Python<'py>,
     cache: Option<&'c mut Vec<KeySet>>,
+    /// Containers made so far, up to `TRACKED_AS_MADE`.
+    containers: usize,
+    /// The containers made after those, that the collector is to track once
+    /// the document is complete.
+    untracked: &'c mut Vec<NonNull<ffi::PyObject>>,
+}
+
+impl PyBuilder<'_, '_> {
+    /// Count a container just made; whether it is one to hold back (the
+    /// document has already made `TRACKED_AS_MADE`).
+    #[inline]
+    fn past_tracked_as_made(&mut self) -> bool {
+        if self.containers < TRACKED_AS_MADE {
+            self.containers += 1;
+            return false;
+        }
+        true
+    }
+
+    /// Keep `container`, just made (and tracked), out of the collector until
+    /// the document is complete.
+    ///
+    /// # Safety
+    /// `container` is a live list or dict that no other code has seen yet.
+    #[inline]
+    unsafe fn hold_back(&mut self, container: NonNull<ffi::PyObject>) {
+        ffi::PyObject_GC_UnTrack(container.as_ptr().cast());
+        self.untracked.push(container);
+    }
+
+    /// The Python outcome of a parse. On success every container held back
+    /// is in the returned tree, alive: the collector tracks them now. On
+    /// failure they are gone with the values that were dropped.
+    fn finish(
+        &mut self,
+        result: Result<Obj, Failure<PyErr>>,
+        data: &Bound<'_, PyAny>,
+        limits: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyObject> {
+        let held_back = self.untracked.drain(..);
+        match result {
+            Ok(obj) => {
+                for container in held_back {
+                    // SAFETY: part of the tree we own (see above), GIL held.
+                    unsafe {
+                        if ffi::PyObject_GC_IsTracked(container.as_ptr()) == 0 {
+                            ffi::PyObject_GC_Track(container.as_ptr().cast());
+                        }
+                    }
+                }
+                // SAFETY: we own the reference and hand it over.
+                Ok(unsafe { PyObject::from_owned_ptr(self.py, obj.into_ptr()) })
+            }
+            Err(Failure::Parse(err)) => {
+                drop(held_back);
+                Err(parse_error(self.py, err, data, limits))
+            }
+            Err(Failure::Build(err)) => Err(err),
+        }
+    }
 }
 
 #[inline]
@@ -341,6 +417,9 @@ impl Builder for PyBuilder<'_, '_> {
         // (PyList_SET_ITEM steals the reference we release with into_ptr).
         unsafe {
             let list = Obj::new(self.py, ffi::PyList_New(items.len() as ffi::Py_ssize_t))?;
+            if self.past_tracked_as_made() {
+                self.hold_back(list.0);
+            }
             for (i, item) in items.enumerate() {
                 #[cfg(not(feature = "abi3"))]
                 ffi::PyList_SET_ITEM(list.0.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
@@ -392,6 +471,10 @@ impl Builder for PyBuilder<'_, '_> {
                 }
                 index += 1;
             }
+            // A dict is tracked once it holds a container.
+            if self.past_tracked_as_made() && ffi::PyObject_GC_IsTracked(ptr) != 0 {
+                self.hold_back(dict.0);
+            }
             Ok(Object::Built(dict))
         }
     }
@@ -415,20 +498,6 @@ fn parse_error(py: Python<'_>, err: JsonError, data: &Bound<'_, PyAny>, limits: 
         Ok(PyErr::from_value(exc))
     };
     build().unwrap_or_else(|e| e)
-}
-
-fn finish(
-    py: Python<'_>,
-    result: Result<Obj, Failure<PyErr>>,
-    data: &Bound<'_, PyAny>,
-    limits: Option<&Bound<'_, PyAny>>,
-) -> PyResult<PyObject> {
-    match result {
-        // SAFETY: we own the reference and hand it over.
-        Ok(obj) => Ok(unsafe { PyObject::from_owned_ptr(py, obj.into_ptr()) }),
-        Err(Failure::Parse(err)) => Err(parse_error(py, err, data, limits)),
-        Err(Failure::Build(err)) => Err(err),
-    }
 }
 
 /// loads(data, /, *, limits=None)
@@ -458,24 +527,28 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
         }
         (None, _) => &DEFAULT_LIMITS,
     };
-    let mut own = Buffers::new();
-    let (cache, buffers) = match guard.as_deref_mut() {
-        Some(State { keys, buffers, .. }) => {
+    let (mut own_buffers, mut own_untracked) = (Buffers::new(), Vec::new());
+    let (cache, buffers, untracked) = match guard.as_deref_mut() {
+        Some(State { keys, buffers, untracked, .. }) => {
             if keys.is_empty() {
                 keys.resize(KEY_CACHE_SETS, EMPTY_SET);
             }
-            (Some(keys), buffers)
+            // Keep a small reserve between calls, not the peak of a large document.
+            if untracked.capacity() > 8192 {
+                *untracked = Vec::new();
+            }
+            (Some(keys), buffers, untracked)
         }
-        None => (None, &mut own),
+        None => (None, &mut own_buffers, &mut own_untracked),
     };
-    let mut builder = PyBuilder { py, cache };
+    let mut builder = PyBuilder { py, cache, containers: 0, untracked };
     let ptr = data.as_ptr();
     // SAFETY: type checks and buffer access on a live object with the GIL held;
     // the borrowed byte slices do not outlive `data` (or the buffer view).
     unsafe {
         if ffi::PyUnicode_Check(ptr) != 0 {
             if ffi::PyUnicode_GetLength(ptr) as usize > lim.max_document_bytes {
-                return finish(py, Err(Failure::Parse(JsonError { code: crate::core::errors::Code::DOCUMENT_TOO_LARGE, pos: 0 })), data, limits);
+                return builder.finish(Err(Failure::Parse(JsonError { code: crate::core::errors::Code::DOCUMENT_TOO_LARGE, pos: 0 })), data, limits);
             }
             let mut size: ffi::Py_ssize_t = 0;
             let utf8 = ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size);
@@ -489,7 +562,7 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
             let bytes = std::slice::from_raw_parts(utf8.cast::<u8>(), size as usize);
             let text = std::str::from_utf8_unchecked(bytes);
             let result = parse_str_in(text, lim, &mut builder, buffers);
-            return finish(py, result, data, limits);
+            return builder.finish(result, data, limits);
         }
         if ffi::PyBytes_Check(ptr) != 0 {
             let bytes = std::slice::from_raw_parts(
@@ -497,7 +570,7 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
                 ffi::PyBytes_Size(ptr) as usize,
             );
             let result = parse_bytes_in(bytes, lim, &mut builder, buffers);
-            return finish(py, result, data, limits);
+            return builder.finish(result, data, limits);
         }
         if ffi::PyByteArray_Check(ptr) != 0 || ffi::PyMemoryView_Check(ptr) != 0 {
             let mut view = std::mem::MaybeUninit::<ffi::Py_buffer>::zeroed();
@@ -510,7 +583,7 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
                 };
                 let result = parse_bytes_in(bytes, lim, &mut builder, buffers);
                 ffi::PyBuffer_Release(&mut view);
-                return finish(py, result, data, limits);
+                return builder.finish(result, data, limits);
             }
             // Not contiguous: parse a copy.
             let _ = PyErr::fetch(py);
@@ -520,7 +593,7 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
                 ffi::PyBytes_Size(copy.0.as_ptr()) as usize,
             );
             let result = parse_bytes_in(bytes, lim, &mut builder, buffers);
-            return finish(py, result, data, limits);
+            return builder.finish(result, data, limits);
         }
     }
     Err(PyTypeError::new_err(format!(
