@@ -89,14 +89,14 @@ pub fn parse_bytes_in<B: Builder>(
     buffers: &mut Buffers<B::Value>,
 ) -> Result<B::Value, Failure<B::Error>> {
     precheck(data, limits).map_err(|code| JsonError { code, pos: 0 })?;
-    let text = match std::str::from_utf8(data) {
-        Ok(text) => text,
-        Err(e) => {
+    // The fast check says only whether; the standard one says where.
+    if simdutf8::basic::from_utf8(data).is_err() {
+        if let Err(e) = std::str::from_utf8(data) {
             let prefix = data.get(..e.valid_up_to()).unwrap_or_default();
             return Err(JsonError { code: Code::INVALID_UTF8, pos: char_count(prefix) }.into());
         }
-    };
-    parse_valid(text.as_bytes(), limits, builder, buffers)
+    }
+    parse_valid(data, limits, builder, buffers)
 }
 
 /// [`parse_str`] with working memory kept by the caller between calls.

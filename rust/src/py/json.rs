@@ -442,7 +442,11 @@ impl Builder for PyBuilder<'_, '_> {
             let dict = Obj::new(self.py, ffi::PyDict_New())?;
             let ptr = dict.0.as_ptr();
             let mut index = 0;
+            let mut holds_container = false;
             while let (Some(key), Some(value)) = (members.next(), members.next()) {
+                let kind = ffi::Py_TYPE(value.0.as_ptr());
+                holds_container |= kind == std::ptr::addr_of_mut!(ffi::PyList_Type)
+                    || kind == std::ptr::addr_of_mut!(ffi::PyDict_Type);
                 #[cfg(not(feature = "abi3"))]
                 {
                     // A str caches its hash (keys from the cache already have it).
@@ -471,8 +475,9 @@ impl Builder for PyBuilder<'_, '_> {
                 }
                 index += 1;
             }
-            // A dict is tracked once it holds a container.
-            if self.past_tracked_as_made() && ffi::PyObject_GC_IsTracked(ptr) != 0 {
+            // The collector tracks a dict once it holds a list or dict (the
+            // only containers a document has).
+            if holds_container && self.past_tracked_as_made() {
                 self.hold_back(dict.0);
             }
             Ok(Object::Built(dict))
