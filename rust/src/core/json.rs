@@ -282,6 +282,26 @@ fn special_mask(word: u64) -> u64 {
     (zero_quote | zero_backslash | control) & HIGHS
 }
 
+/// For 16 bytes: a bit per `"`, `\` or control byte, and a bit per byte at
+/// or above 0x80 (SSE2, which every x86_64 has).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn special16(chunk: &[u8]) -> (u32, u32) {
+    use std::arch::x86_64::*;
+    debug_assert!(chunk.len() >= 16);
+    #[allow(unused_unsafe)]
+    // SAFETY: callers pass at least 16 readable bytes; the load is unaligned.
+    unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        // b < 0x20 (unsigned) exactly when min(b, 0x1F) == b.
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v);
+        let hits = _mm_or_si128(_mm_or_si128(quote, backslash), control);
+        (_mm_movemask_epi8(hits) as u32, _mm_movemask_epi8(v) as u32)
+    }
+}
+
 impl Parser<'_, '_> {
     #[inline]
     fn peek(&self) -> Option<u8> {
@@ -565,31 +585,38 @@ impl Parser<'_, '_> {
     fn find_special(&self, mut i: usize, ascii: &mut bool) -> usize {
         let text = self.text;
         #[cfg(target_arch = "x86_64")]
-        while let Some(chunk) = text.get(i..i + 16) {
-            // SSE2 is part of x86_64: 16 bytes per step.
-            #[allow(unused_unsafe)]
-            // SAFETY: `chunk` holds 16 readable bytes; the load is unaligned.
-            let (mask, high) = unsafe {
-                use std::arch::x86_64::*;
-                let v = _mm_loadu_si128(chunk.as_ptr().cast());
-                let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-                let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-                // b < 0x20 (unsigned) exactly when min(b, 0x1F) == b.
-                let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v);
-                let hits = _mm_or_si128(_mm_or_si128(quote, backslash), control);
-                (_mm_movemask_epi8(hits) as u32, _mm_movemask_epi8(v) as u32)
-            };
-            if mask != 0 {
-                let k = mask.trailing_zeros();
-                if high & ((1u32 << k) - 1) != 0 {
+        {
+            while let Some(chunk) = text.get(i..i + 16) {
+                let (mask, high) = special16(chunk);
+                if mask != 0 {
+                    let k = mask.trailing_zeros();
+                    if high & ((1u32 << k) - 1) != 0 {
+                        *ascii = false;
+                    }
+                    return i + k as usize;
+                }
+                if high != 0 {
                     *ascii = false;
                 }
-                return i + k as usize;
+                i += 16;
             }
-            if high != 0 {
-                *ascii = false;
+            // Fewer than 16 bytes left: the text's last 16, less those before `i`.
+            if let Some(chunk) = text.len().checked_sub(16).and_then(|start| text.get(start..)) {
+                let skip = i + 16 - text.len();
+                let (mask, high) = special16(chunk);
+                let (mask, high) = (mask >> skip, high >> skip);
+                if mask != 0 {
+                    let k = mask.trailing_zeros();
+                    if high & ((1u32 << k) - 1) != 0 {
+                        *ascii = false;
+                    }
+                    return i + k as usize;
+                }
+                if high != 0 {
+                    *ascii = false;
+                }
+                return text.len();
             }
-            i += 16;
         }
         while let Some(chunk) = text.get(i..i + 8) {
             let mut word_bytes = [0u8; 8];

@@ -242,6 +242,11 @@ impl PyBuilder<'_, '_> {
 fn new_str(py: Python<'_>, value: &str, ascii: bool) -> PyResult<Obj> {
     #[cfg(not(feature = "abi3"))]
     {
+        if ascii && value.len() == 1 {
+            // One ASCII character: the interpreter's shared str for it, no allocation.
+            // SAFETY: `value` is one byte of valid UTF-8.
+            return Obj::new(py, unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), 1) });
+        }
         if ascii {
             // SAFETY: a fresh compact ASCII string of `len` characters has room
             // for exactly `len` bytes at PyUnicode_DATA; we fill all of them.
