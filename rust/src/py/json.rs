@@ -184,10 +184,10 @@ struct PyBuilder<'py, 'c> {
 }
 
 impl PyBuilder<'_, '_> {
-    /// Count a container just made; whether it is one to hold back (the
-    /// document has already made `TRACKED_AS_MADE`).
+    /// Count a container just made; whether to hold it back (the document
+    /// has already made `TRACKED_AS_MADE`).
     #[inline]
-    fn past_tracked_as_made(&mut self) -> bool {
+    fn should_hold_back(&mut self) -> bool {
         if self.containers < TRACKED_AS_MADE {
             self.containers += 1;
             return false;
@@ -220,6 +220,8 @@ impl PyBuilder<'_, '_> {
             Ok(obj) => {
                 for container in held_back {
                     // SAFETY: part of the tree we own (see above), GIL held.
+                    // Nothing tracks them meanwhile; the check is there
+                    // because tracking an object twice aborts the interpreter.
                     unsafe {
                         if ffi::PyObject_GC_IsTracked(container.as_ptr()) == 0 {
                             ffi::PyObject_GC_Track(container.as_ptr().cast());
@@ -229,10 +231,7 @@ impl PyBuilder<'_, '_> {
                 // SAFETY: we own the reference and hand it over.
                 Ok(unsafe { PyObject::from_owned_ptr(self.py, obj.into_ptr()) })
             }
-            Err(Failure::Parse(err)) => {
-                drop(held_back);
-                Err(parse_error(self.py, err, data, limits))
-            }
+            Err(Failure::Parse(err)) => Err(parse_error(self.py, err, data, limits)),
             Err(Failure::Build(err)) => Err(err),
         }
     }
@@ -261,7 +260,7 @@ fn new_str(py: Python<'_>, value: &str, ascii: bool) -> PyResult<Obj> {
     #[cfg(feature = "abi3")]
     {
         let _ = ascii;
-        // SAFETY: `value` is valid UTF-8 of `len` bytes.
+        // SAFETY: `value` is valid UTF-8.
         Obj::new(py, unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), value.len() as ffi::Py_ssize_t) })
     }
 }
@@ -422,7 +421,7 @@ impl Builder for PyBuilder<'_, '_> {
         // (PyList_SET_ITEM steals the reference we release with into_ptr).
         unsafe {
             let list = Obj::new(self.py, ffi::PyList_New(items.len() as ffi::Py_ssize_t))?;
-            if self.past_tracked_as_made() {
+            if self.should_hold_back() {
                 self.hold_back(list.0);
             }
             for (i, item) in items.enumerate() {
@@ -482,7 +481,7 @@ impl Builder for PyBuilder<'_, '_> {
             }
             // The collector tracks a dict once it holds a list or dict (the
             // only containers a document has).
-            if holds_container && self.past_tracked_as_made() {
+            if holds_container && self.should_hold_back() {
                 self.hold_back(dict.0);
             }
             Ok(Object::Built(dict))
