@@ -672,7 +672,7 @@ impl Parser<'_, '_> {
     /// A string with escapes, or one that breaks a rule; `first` is the first
     /// quote, backslash or control byte after the opening quote, and `ascii`
     /// whether the bytes before it are ASCII.
-    #[inline(never)]
+    #[inline]
     fn string_bytes<E>(&mut self, quote: usize, first: usize, mut ascii: bool) -> Result<(&[u8], bool), Failure<E>> {
         let max = self.limits.max_string_bytes;
         let mut cur = quote + 1;
