@@ -243,28 +243,11 @@ const EXACT_POWERS_OF_TEN: [f64; 23] = [
     1e21, 1e22,
 ];
 
-/// The value of `digits.fraction` (no sign, no exponent) when it can be had
-/// exactly with one rounding (Clinger's fast path): its digits read as an
-/// integer below 2^53 and at most 22 fraction digits make a quotient of two
-/// exact doubles, which IEEE division rounds correctly. `None`: anything else
-/// (the general conversion decides).
-fn short_decimal(number: &[u8]) -> Option<f64> {
-    if number.len() > 20 {
-        return None;
-    }
-    let mut mantissa: u64 = 0;
-    let mut fraction_digits = None;
-    for (i, &byte) in number.iter().enumerate() {
-        match byte {
-            b'0'..=b'9' => mantissa = mantissa * 10 + u64::from(byte - b'0'),
-            b'.' => fraction_digits = Some(number.len() - i - 1),
-            _ => return None,
-        }
-    }
-    if mantissa >= 1 << 53 {
-        return None;
-    }
-    Some(mantissa as f64 / EXACT_POWERS_OF_TEN.get(fraction_digits?).copied()?)
+/// A number read by [`Parser::short_number`].
+enum Short {
+    Uint(u64),
+    Int(i64),
+    Float(f64),
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -790,8 +773,74 @@ impl Parser<'_, '_> {
         }
     }
 
+    /// The common numbers in one pass, and where they end: an integer of at
+    /// most 18 digits, or a decimal without exponent whose at most 18 digits,
+    /// read as an integer, stay below 2^53, which is then exact with one
+    /// rounding (Clinger's fast path: the quotient of two exact doubles, which
+    /// IEEE division rounds correctly). `None`: anything else, or anything
+    /// wrong, which the general reading judges.
+    #[inline]
+    fn short_number(&self, start: usize) -> Option<(Short, usize)> {
+        const MAX_DIGITS: usize = 18;
+        let negative = self.at(start) == Some(b'-');
+        let mut end = start + usize::from(negative);
+        let mut mantissa = 0u64;
+        let mut digits = 0;
+        match self.at(end)? {
+            b'0' => end += 1,
+            b'1'..=b'9' => {
+                while let Some(digit @ b'0'..=b'9') = self.at(end) {
+                    mantissa = mantissa * 10 + u64::from(digit - b'0');
+                    end += 1;
+                    digits += 1;
+                    if digits > MAX_DIGITS {
+                        return None;
+                    }
+                }
+            }
+            _ => return None,
+        }
+        let mut fraction = None;
+        if self.at(end) == Some(b'.') {
+            end += 1;
+            let first = end;
+            while let Some(digit @ b'0'..=b'9') = self.at(end) {
+                mantissa = mantissa * 10 + u64::from(digit - b'0');
+                end += 1;
+                digits += 1;
+                if digits > MAX_DIGITS {
+                    return None;
+                }
+            }
+            fraction = Some(end - first).filter(|&n| n > 0);
+            fraction?;
+        }
+        if matches!(self.at(end), Some(b'0'..=b'9' | b'.' | b'e' | b'E')) || end - start > self.limits.max_number_length {
+            return None;
+        }
+        let value = match fraction {
+            None if negative => Short::Int((mantissa as i64).wrapping_neg()),
+            None => Short::Uint(mantissa),
+            Some(n) if mantissa < 1 << 53 => {
+                let magnitude = mantissa as f64 / EXACT_POWERS_OF_TEN.get(n).copied()?;
+                Short::Float(if negative { -magnitude } else { magnitude })
+            }
+            Some(_) => return None,
+        };
+        Some((value, end))
+    }
+
     fn number<B: Builder>(&mut self, b: &mut B) -> Result<B::Value, Failure<B::Error>> {
         let start = self.pos;
+        if let Some((value, end)) = self.short_number(start) {
+            self.pos = end;
+            return match value {
+                Short::Uint(v) => b.uint(v),
+                Short::Int(v) => b.int(v),
+                Short::Float(v) => b.float(v),
+            }
+            .map_err(Failure::Build);
+        }
         let negative = self.peek() == Some(b'-');
         if negative {
             self.pos += 1;
@@ -830,9 +879,6 @@ impl Parser<'_, '_> {
         }
         let text = self.text.get(start..self.pos).unwrap_or_default();
         if is_float {
-            if let Some(f) = self.text.get(start + usize::from(negative)..self.pos).and_then(short_decimal) {
-                return b.float(if negative { -f } else { f }).map_err(Failure::Build);
-            }
             let parsed = std::str::from_utf8(text).ok().and_then(|s| s.parse::<f64>().ok());
             return match parsed {
                 Some(f) if f.is_finite() => b.float(f).map_err(Failure::Build),

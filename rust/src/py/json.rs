@@ -28,14 +28,17 @@ use super::common::limits_from;
 /// An owned reference to a Python object (decremented on drop).
 pub(crate) struct Obj(NonNull<ffi::PyObject>);
 
+/// A call of the builder failed (out of memory): the interpreter's error
+/// indicator holds why, and is fetched once parsing has stopped. A unit, so
+/// every value the parser passes around stays one pointer wide.
+pub(crate) struct Failed;
+
 impl Obj {
-    /// Take ownership of a new reference, or fetch the pending Python error.
+    /// Take ownership of a new reference; `Failed` when the call that was to
+    /// make it failed (its error stays set).
     #[inline]
-    fn new(py: Python<'_>, ptr: *mut ffi::PyObject) -> PyResult<Obj> {
-        match NonNull::new(ptr) {
-            Some(p) => Ok(Obj(p)),
-            None => Err(PyErr::fetch(py)),
-        }
+    fn made(ptr: *mut ffi::PyObject) -> Result<Obj, Failed> {
+        NonNull::new(ptr).map(Obj).ok_or(Failed)
     }
 
     #[inline]
@@ -211,7 +214,7 @@ impl PyBuilder<'_, '_> {
     /// failure they are gone with the values that were dropped.
     fn finish(
         &mut self,
-        result: Result<Obj, Failure<PyErr>>,
+        result: Result<Obj, Failure<Failed>>,
         data: &Bound<'_, PyAny>,
         limits: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyObject> {
@@ -232,36 +235,36 @@ impl PyBuilder<'_, '_> {
                 Ok(unsafe { PyObject::from_owned_ptr(self.py, obj.into_ptr()) })
             }
             Err(Failure::Parse(err)) => Err(parse_error(self.py, err, data, limits)),
-            Err(Failure::Build(err)) => Err(err),
+            Err(Failure::Build(Failed)) => Err(PyErr::fetch(self.py)),
         }
     }
 }
 
 #[inline]
-fn new_str(py: Python<'_>, value: &str, ascii: bool) -> PyResult<Obj> {
+fn new_str(value: &str, ascii: bool) -> Result<Obj, Failed> {
     #[cfg(not(feature = "abi3"))]
     {
         if ascii && value.len() == 1 {
             // One ASCII character: the interpreter's shared str for it, no allocation.
             // SAFETY: `value` is one byte of valid UTF-8.
-            return Obj::new(py, unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), 1) });
+            return Obj::made(unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), 1) });
         }
         if ascii {
             // SAFETY: a fresh compact ASCII string of `len` characters has room
             // for exactly `len` bytes at PyUnicode_DATA; we fill all of them.
             unsafe {
-                let obj = Obj::new(py, ffi::PyUnicode_New(value.len() as ffi::Py_ssize_t, 127))?;
+                let obj = Obj::made(ffi::PyUnicode_New(value.len() as ffi::Py_ssize_t, 127))?;
                 std::ptr::copy_nonoverlapping(value.as_ptr(), ffi::PyUnicode_DATA(obj.0.as_ptr()).cast::<u8>(), value.len());
                 return Ok(obj);
             }
         }
-        new_wide_str(py, value)
+        new_wide_str(value)
     }
     #[cfg(feature = "abi3")]
     {
         let _ = ascii;
         // SAFETY: `value` is valid UTF-8.
-        Obj::new(py, unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), value.len() as ffi::Py_ssize_t) })
+        Obj::made(unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), value.len() as ffi::Py_ssize_t) })
     }
 }
 
@@ -271,7 +274,7 @@ fn new_str(py: Python<'_>, value: &str, ascii: bool) -> PyResult<Obj> {
 /// character), below 0xF0 at most U+FFFF (two), else four; and the text does
 /// hold a character that needs that width, as the compact form requires.
 #[cfg(not(feature = "abi3"))]
-fn new_wide_str(py: Python<'_>, value: &str) -> PyResult<Obj> {
+fn new_wide_str(value: &str) -> Result<Obj, Failed> {
     let widest = value.bytes().fold(0u8, u8::max);
     let length = value.chars().count();
     let max_char: ffi::Py_UCS4 = match widest {
@@ -282,7 +285,7 @@ fn new_wide_str(py: Python<'_>, value: &str) -> PyResult<Obj> {
     // SAFETY: a fresh compact string of `length` characters of the kind
     // `max_char` gives, whose `length` slots `decode_into` fills.
     unsafe {
-        let obj = Obj::new(py, ffi::PyUnicode_New(length as ffi::Py_ssize_t, max_char))?;
+        let obj = Obj::made(ffi::PyUnicode_New(length as ffi::Py_ssize_t, max_char))?;
         let data = ffi::PyUnicode_DATA(obj.0.as_ptr());
         let bytes = value.as_bytes();
         match max_char {
@@ -331,60 +334,66 @@ fn decode_into<T: Copy>(slots: &mut [T], bytes: &[u8], narrow: impl Fn(u32) -> T
 
 impl Builder for PyBuilder<'_, '_> {
     type Value = Obj;
-    type Error = PyErr;
+    type Error = Failed;
 
     #[inline]
-    fn null(&mut self) -> PyResult<Obj> {
+    fn null(&mut self) -> Result<Obj, Failed> {
         // SAFETY: None is a valid object; we take a new reference to it.
         unsafe {
             let none = ffi::Py_None();
             ffi::Py_INCREF(none);
-            Obj::new(self.py, none)
+            Obj::made(none)
         }
     }
 
     #[inline]
-    fn boolean(&mut self, value: bool) -> PyResult<Obj> {
+    fn boolean(&mut self, value: bool) -> Result<Obj, Failed> {
         // SAFETY: True/False are valid objects; we take a new reference.
         unsafe {
             let obj = if value { ffi::Py_True() } else { ffi::Py_False() };
             ffi::Py_INCREF(obj);
-            Obj::new(self.py, obj)
+            Obj::made(obj)
         }
     }
 
     #[inline]
-    fn int(&mut self, value: i64) -> PyResult<Obj> {
+    fn int(&mut self, value: i64) -> Result<Obj, Failed> {
         // SAFETY: plain constructor call with the GIL held.
-        Obj::new(self.py, unsafe { ffi::PyLong_FromLongLong(value) })
+        Obj::made(unsafe { ffi::PyLong_FromLongLong(value) })
     }
 
     #[inline]
-    fn uint(&mut self, value: u64) -> PyResult<Obj> {
+    fn uint(&mut self, value: u64) -> Result<Obj, Failed> {
+        // The signed constructor has the interpreter's fast path for values
+        // of one internal digit; the unsigned one always counts digits.
+        // SAFETY: plain constructor calls with the GIL held.
+        let obj = match i64::try_from(value) {
+            Ok(signed) => unsafe { ffi::PyLong_FromLongLong(signed) },
+            Err(_) => unsafe { ffi::PyLong_FromUnsignedLongLong(value) },
+        };
+        Obj::made(obj)
+    }
+
+    #[inline]
+    fn float(&mut self, value: f64) -> Result<Obj, Failed> {
         // SAFETY: plain constructor call with the GIL held.
-        Obj::new(self.py, unsafe { ffi::PyLong_FromUnsignedLongLong(value) })
+        Obj::made(unsafe { ffi::PyFloat_FromDouble(value) })
     }
 
     #[inline]
-    fn float(&mut self, value: f64) -> PyResult<Obj> {
-        // SAFETY: plain constructor call with the GIL held.
-        Obj::new(self.py, unsafe { ffi::PyFloat_FromDouble(value) })
+    fn string(&mut self, value: &str, ascii: bool) -> Result<Obj, Failed> {
+        new_str(value, ascii)
     }
 
     #[inline]
-    fn string(&mut self, value: &str, ascii: bool) -> PyResult<Obj> {
-        new_str(self.py, value, ascii)
-    }
-
-    #[inline]
-    fn key(&mut self, value: &str, ascii: bool) -> PyResult<Obj> {
+    fn key(&mut self, value: &str, ascii: bool) -> Result<Obj, Failed> {
         let bytes = value.as_bytes();
         let Some(cache) = self.cache.as_mut().filter(|_| ascii && bytes.len() <= KEY_CACHE_MAX_LEN) else {
-            return new_str(self.py, value, ascii);
+            return new_str(value, ascii);
         };
         let tag = key_hash(bytes);
         let Some(set) = cache.get_mut((tag >> 40) as usize % KEY_CACHE_SETS) else {
-            return new_str(self.py, value, ascii);
+            return new_str(value, ascii);
         };
         for slot in &set.0 {
             if slot.tag == tag {
@@ -393,16 +402,16 @@ impl Builder for PyBuilder<'_, '_> {
                     if same_key(unsafe { cached_bytes(obj) }, bytes) {
                         // SAFETY: the cache holds a reference; we hand out a new one.
                         unsafe { ffi::Py_INCREF(obj.as_ptr()) };
-                        return Obj::new(self.py, obj.as_ptr());
+                        return Obj::made(obj.as_ptr());
                     }
                 }
             }
         }
-        let obj = new_str(self.py, value, ascii)?;
+        let obj = new_str(value, ascii)?;
         // Compute the hash now so every dict insert of this key reuses it.
         // SAFETY: `obj` is a valid str.
         if unsafe { ffi::PyObject_Hash(obj.0.as_ptr()) } == -1 {
-            return Err(PyErr::fetch(self.py));
+            return Err(Failed);
         }
         // The older key of the set goes; the previous recent one becomes the older.
         // SAFETY: the cache keeps its own reference.
@@ -416,11 +425,11 @@ impl Builder for PyBuilder<'_, '_> {
     }
 
     #[inline]
-    fn array(&mut self, items: std::vec::Drain<'_, Obj>) -> PyResult<Obj> {
+    fn array(&mut self, items: std::vec::Drain<'_, Obj>) -> Result<Obj, Failed> {
         // SAFETY: a new list of exactly `items.len()` slots, each set once
         // (PyList_SET_ITEM steals the reference we release with into_ptr).
         unsafe {
-            let list = Obj::new(self.py, ffi::PyList_New(items.len() as ffi::Py_ssize_t))?;
+            let list = Obj::made(ffi::PyList_New(items.len() as ffi::Py_ssize_t))?;
             if self.should_hold_back() {
                 self.hold_back(list.0);
             }
@@ -435,15 +444,15 @@ impl Builder for PyBuilder<'_, '_> {
     }
 
     #[inline]
-    fn object(&mut self, mut members: std::vec::Drain<'_, Obj>) -> PyResult<Object<Obj>> {
+    fn object(&mut self, mut members: std::vec::Drain<'_, Obj>) -> Result<Object<Obj>, Failed> {
         // SAFETY: a dict we create, sized once for its members; str keys; the
         // dict takes its own references. A key already present leaves the
         // size unchanged, which is how duplicates are found without a lookup.
         unsafe {
             #[cfg(not(feature = "abi3"))]
-            let dict = Obj::new(self.py, ffi::_PyDict_NewPresized((members.len() / 2) as ffi::Py_ssize_t))?;
+            let dict = Obj::made(ffi::_PyDict_NewPresized((members.len() / 2) as ffi::Py_ssize_t))?;
             #[cfg(feature = "abi3")]
-            let dict = Obj::new(self.py, ffi::PyDict_New())?;
+            let dict = Obj::made(ffi::PyDict_New())?;
             let ptr = dict.0.as_ptr();
             let mut index = 0;
             let mut holds_container = false;
@@ -458,11 +467,11 @@ impl Builder for PyBuilder<'_, '_> {
                     if hash == -1 {
                         hash = ffi::PyObject_Hash(key.0.as_ptr());
                         if hash == -1 {
-                            return Err(PyErr::fetch(self.py));
+                            return Err(Failed);
                         }
                     }
                     if ffi::_PyDict_SetItem_KnownHash(ptr, key.0.as_ptr(), value.0.as_ptr(), hash) != 0 {
-                        return Err(PyErr::fetch(self.py));
+                        return Err(Failed);
                     }
                     if (*ptr.cast::<ffi::PyDictObject>()).ma_used == index {
                         return Ok(Object::DuplicateKey(index as usize));
@@ -471,7 +480,7 @@ impl Builder for PyBuilder<'_, '_> {
                 #[cfg(feature = "abi3")]
                 {
                     if ffi::PyDict_SetItem(ptr, key.0.as_ptr(), value.0.as_ptr()) != 0 {
-                        return Err(PyErr::fetch(self.py));
+                        return Err(Failed);
                     }
                     if ffi::PyDict_Size(ptr) == index {
                         return Ok(Object::DuplicateKey(index as usize));
@@ -596,7 +605,7 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
             }
             // Not contiguous: parse a copy.
             let _ = PyErr::fetch(py);
-            let copy = Obj::new(py, ffi::PyBytes_FromObject(ptr))?;
+            let copy = Obj::made(ffi::PyBytes_FromObject(ptr)).map_err(|Failed| PyErr::fetch(py))?;
             let bytes = std::slice::from_raw_parts(
                 ffi::PyBytes_AsString(copy.0.as_ptr()).cast::<u8>(),
                 ffi::PyBytes_Size(copy.0.as_ptr()) as usize,
