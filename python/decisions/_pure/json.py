@@ -87,6 +87,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 from .._json_errors import parse_error, str_input_error, utf16_str
@@ -108,6 +109,7 @@ class _Flag(Exception):
 
 
 _WS: Final = re.compile(r"[ \t\n\r]*")
+_WS_CHARS: Final = " \t\n\r"
 _SPECIAL: Final = re.compile(r'["\\\x00-\x1f]')
 _DIGITS: Final = re.compile(r"[0-9]*")
 _HEX4: Final = re.compile(r"[0-9a-fA-F]{4}")
@@ -451,7 +453,12 @@ def _flag(*_: Any) -> Any:
     raise _Flag
 
 
-def _decoder(lim: Limits) -> json.JSONDecoder:
+#: The stdlib's C scanner: (text, index) -> (value, end); StopIteration where
+#: no value starts, json.JSONDecodeError on bad syntax.
+_Scanner = Callable[[str, int], tuple[Any, int]]
+
+
+def _scanner(lim: Limits) -> _Scanner:
     max_members = lim.max_object_members
     max_number = lim.max_number_length
     # Shorter integer literals are within both the length limit and 64 bits.
@@ -481,13 +488,16 @@ def _decoder(lim: Limits) -> json.JSONDecoder:
             raise _Flag
         return value
 
-    return json.JSONDecoder(
+    decoder = json.JSONDecoder(
         object_pairs_hook=pairs, parse_int=parse_int, parse_float=parse_float, parse_constant=_flag, strict=True
     )
+    # Called directly, without JSONDecoder.decode's Python frames.
+    scan: _Scanner = decoder.scan_once  # type: ignore[attr-defined]
+    return scan
 
 
-_DEFAULT_DECODER: Final = _decoder(DEFAULT_LIMITS)
-_decoders: dict[Limits, json.JSONDecoder] = {}
+_DEFAULT_SCANNER: Final = _scanner(DEFAULT_LIMITS)
+_scanners: dict[Limits, _Scanner] = {}
 
 
 def _walk(value: Any, lim: Limits, check_strings: bool) -> None:
@@ -529,26 +539,31 @@ def _walk(value: Any, lim: Limits, check_strings: bool) -> None:
 
 
 def _fast(text: str, size: int, lim: Limits) -> Any:
-    decoder = _DEFAULT_DECODER if lim is DEFAULT_LIMITS else _decoders.get(lim)
-    if decoder is None:
-        if len(_decoders) > 16:
-            _decoders.clear()
-        decoder = _decoders[lim] = _decoder(lim)
-    value = decoder.decode(text)
+    scan = _DEFAULT_SCANNER if lim is DEFAULT_LIMITS else _scanners.get(lim)
+    if scan is None:
+        if len(_scanners) > 16:
+            _scanners.clear()
+        scan = _scanners[lim] = _scanner(lim)
+    start = _WS.match(text).end() if text[:1] in _WS_CHARS else 0  # type: ignore[union-attr]
+    value, end = scan(text, start)
+    if end != len(text) and _WS.match(text, end).end() != len(text):  # type: ignore[union-attr]
+        raise _Flag
     if "\\u" in text and not _surrogates_paired(text):
         raise _Flag
     check_strings = size > lim.max_string_bytes
     if check_strings:
         _walk(value, lim, True)
     elif type(value) is dict or type(value) is list:
-        opens = text.count("[")
-        commas = text.count(",")
-        if (
-            opens + text.count("{") > lim.max_depth
-            or commas + 1 > lim.max_array_items
-            or 1 + opens + commas + text.count(":") > lim.max_values
-        ):
+        # Each bound below counts characters of the text, so a text shorter
+        # than the bound cannot break it: count only what could.
+        n = len(text)
+        if n > lim.max_depth and text.count("[") + text.count("{") > lim.max_depth:
             _walk(value, lim, False)
+        elif n >= min(lim.max_array_items, lim.max_values):
+            opens = text.count("[")
+            commas = text.count(",")
+            if commas + 1 > lim.max_array_items or 1 + opens + commas + text.count(":") > lim.max_values:
+                _walk(value, lim, False)
     return value
 
 
@@ -600,7 +615,7 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
         )
     try:
         return _fast(text, size, lim)
-    except (ValueError, _Flag, RecursionError):
+    except (ValueError, _Flag, RecursionError, StopIteration):
         # json.JSONDecodeError is a ValueError; so is int()'s digit limit.
         pass
     try:
