@@ -477,6 +477,7 @@ impl Parser<'_, '_> {
     /// The object whose members start at `start` on the value stack and whose
     /// key offsets start at `keys` on the key stack; a key that repeats an
     /// earlier one is `DUPLICATE_KEY` at its opening quote.
+    #[inline(always)]
     fn close_object<B: Builder>(
         &self,
         b: &mut B,
@@ -496,6 +497,7 @@ impl Parser<'_, '_> {
 
     /// An object member from its key's opening quote (at self.pos) through
     /// the colon and the whitespace after it; leaves self.pos at the value.
+    #[inline(always)]
     fn member<B: Builder>(
         &mut self,
         b: &mut B,
