@@ -285,6 +285,19 @@ fn special16(chunk: &[u8]) -> (u32, u32) {
     }
 }
 
+/// The first hit of a 16-byte step that starts at `i` (bit k of `mask`: byte
+/// `i + k` is special, of `high`: it is not ASCII), with the non-ASCII bytes
+/// before it noted in `ascii`; `None` when no byte is special.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn first_hit(i: usize, mask: u32, high: u32, ascii: &mut bool) -> Option<usize> {
+    let before = if mask == 0 { u32::MAX } else { (1u32 << mask.trailing_zeros()) - 1 };
+    if high & before != 0 {
+        *ascii = false;
+    }
+    (mask != 0).then(|| i + mask.trailing_zeros() as usize)
+}
+
 impl Parser<'_, '_> {
     #[inline]
     fn peek(&self) -> Option<u8> {
@@ -573,15 +586,8 @@ impl Parser<'_, '_> {
         {
             while let Some(chunk) = text.get(i..i + 16) {
                 let (mask, high) = special16(chunk);
-                if mask != 0 {
-                    let k = mask.trailing_zeros();
-                    if high & ((1u32 << k) - 1) != 0 {
-                        *ascii = false;
-                    }
-                    return i + k as usize;
-                }
-                if high != 0 {
-                    *ascii = false;
+                if let Some(at) = first_hit(i, mask, high, ascii) {
+                    return at;
                 }
                 i += 16;
             }
@@ -589,18 +595,7 @@ impl Parser<'_, '_> {
             if let Some(chunk) = text.len().checked_sub(16).and_then(|start| text.get(start..)) {
                 let skip = i + 16 - text.len();
                 let (mask, high) = special16(chunk);
-                let (mask, high) = (mask >> skip, high >> skip);
-                if mask != 0 {
-                    let k = mask.trailing_zeros();
-                    if high & ((1u32 << k) - 1) != 0 {
-                        *ascii = false;
-                    }
-                    return i + k as usize;
-                }
-                if high != 0 {
-                    *ascii = false;
-                }
-                return text.len();
+                return first_hit(i, mask >> skip, high >> skip, ascii).unwrap_or(text.len());
             }
         }
         while let Some(chunk) = text.get(i..i + 8) {
