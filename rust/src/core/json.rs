@@ -778,37 +778,19 @@ impl Parser<'_, '_> {
     /// wrong, which the general reading judges.
     #[inline]
     fn short_number(&self, start: usize) -> Option<(Short, usize)> {
-        const MAX_DIGITS: usize = 18;
         let negative = self.at(start) == Some(b'-');
         let mut end = start + usize::from(negative);
         let mut mantissa = 0u64;
         let mut digits = 0;
         match self.at(end)? {
             b'0' => end += 1,
-            b'1'..=b'9' => {
-                while let Some(digit @ b'0'..=b'9') = self.at(end) {
-                    mantissa = mantissa * 10 + u64::from(digit - b'0');
-                    end += 1;
-                    digits += 1;
-                    if digits > MAX_DIGITS {
-                        return None;
-                    }
-                }
-            }
+            b'1'..=b'9' => end = self.short_digits(end, &mut mantissa, &mut digits)?,
             _ => return None,
         }
         let mut fraction = None;
         if self.at(end) == Some(b'.') {
-            end += 1;
-            let first = end;
-            while let Some(digit @ b'0'..=b'9') = self.at(end) {
-                mantissa = mantissa * 10 + u64::from(digit - b'0');
-                end += 1;
-                digits += 1;
-                if digits > MAX_DIGITS {
-                    return None;
-                }
-            }
+            let first = end + 1;
+            end = self.short_digits(first, &mut mantissa, &mut digits)?;
             fraction = Some(end - first).filter(|&n| n > 0);
             fraction?;
         }
@@ -825,6 +807,22 @@ impl Parser<'_, '_> {
             Some(_) => return None,
         };
         Some((value, end))
+    }
+
+    /// The digits from `at` on, added to `mantissa` and counted in `digits`:
+    /// where they end, or `None` once a short number's 18 digits are passed
+    /// (so `mantissa` cannot overflow).
+    #[inline(always)]
+    fn short_digits(&self, mut at: usize, mantissa: &mut u64, digits: &mut usize) -> Option<usize> {
+        while let Some(digit @ b'0'..=b'9') = self.at(at) {
+            *mantissa = *mantissa * 10 + u64::from(digit - b'0');
+            at += 1;
+            *digits += 1;
+            if *digits > 18 {
+                return None;
+            }
+        }
+        Some(at)
     }
 
     fn number<B: Builder>(&mut self, b: &mut B) -> Result<B::Value, Failure<B::Error>> {
