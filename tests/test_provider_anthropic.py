@@ -523,11 +523,11 @@ def test_backends_agree_on_mutated_recordings(both: tuple[ModuleType, ModuleType
 @pytest.mark.parametrize(
     "given, text",
     [
-        ('{"id":123456789012345678901234567890}', '{"id":123456789012345678901234567890}'),
+        ('{"id":18446744073709551615}', '{"id":18446744073709551615}'),
         ('{"b":1E2,"a":-0,"c":0.00001,"d":1e16,"e":-0.0}', '{"a":0,"b":100.0,"c":1e-05,"d":1e+16,"e":-0.0}'),
-        ('{"s":"\\u0000 \\u007f é \\ud83d\\ude00","s":"last"}', '{"s":"last"}'),
+        ('{"s":"\\u0000 \\u007f é \\ud83d\\ude00"}', '{"s":"\\u0000 \x7f é \U0001f600"}'),
     ],
-    ids=["big-int-exact", "floats-as-python-repr", "repeated-key-last-wins"],
+    ids=["u64-exact", "floats-as-python-repr", "escapes"],
 )
 def test_whole_inputs_are_canonical_and_exact(impl: ModuleType, given: str, text: str) -> None:
     block = '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":%s}}'
@@ -536,11 +536,19 @@ def test_whole_inputs_are_canonical_and_exact(impl: ModuleType, given: str, text
     assert call.arguments == text
 
 
-def test_non_finite_input_is_malformed(impl: ModuleType) -> None:
-    block = '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{"a":1e400}}}'
-    with pytest.raises(StreamError) as caught:
-        feed(impl, "lines", "\n".join([json.dumps(start()[1]), block]).encode())
-    assert caught.value.code == "MALFORMED_EVENT"
+@pytest.mark.parametrize(
+    "given, code, path",
+    [
+        ('{"a":1e400}', "NUMBER_OUT_OF_RANGE", "$.content_block.input.a"),
+        ('{"id":123456789012345678901234567890}', "NUMBER_OUT_OF_RANGE", "$.content_block.input.id"),
+        ('{"s":"x","s":"last"}', "DUPLICATE_KEY", "$.content_block.input.s"),
+    ],
+)
+def test_input_objects_follow_the_strict_rules(impl: ModuleType, given: str, code: str, path: str) -> None:
+    block = '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":%s}}'
+    with pytest.raises(ParseError) as caught:
+        feed(impl, "lines", "\n".join([json.dumps(start()[1]), block % given]).encode())
+    assert (caught.value.code, caught.value.path) == (code, path)
 
 
 def test_refusal_fallback_streams_are_never_glued(impl: ModuleType) -> None:

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from decisions.errors import ERROR_CODES, OutputError, StreamError, TransportError
+from decisions.errors import ERROR_CODES, OutputError, ParseError, StreamError, TransportError
 from decisions.types import NormalizedResponse, ReasoningItem, TextItem, ToolCallItem
 
 from conftest import FIXTURES
@@ -397,10 +397,10 @@ def test_backends_agree_on_mutated_recordings(both: tuple[ModuleType, ModuleType
 @pytest.mark.parametrize(
     "args, text",
     [
-        ('{"id":123456789012345678901234567890,"x":[1.0,-0,2.50]}', '{"id":123456789012345678901234567890,"x":[1.0,0,2.5]}'),
+        ('{"id":18446744073709551615,"x":[1.0,-0,2.50]}', '{"id":18446744073709551615,"x":[1.0,0,2.5]}'),
         ('{"b":1e16,"a":0.00001}', '{"a":1e-05,"b":1e+16}'),
     ],
-    ids=["big-int-exact", "floats-as-python-repr"],
+    ids=["u64-exact", "floats-as-python-repr"],
 )
 def test_args_are_canonical_and_exact(impl: ModuleType, args: str, text: str) -> None:
     line = '{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":%s}}]},"finishReason":"STOP"}]}' % args
@@ -408,17 +408,18 @@ def test_args_are_canonical_and_exact(impl: ModuleType, args: str, text: str) ->
     assert call.arguments == text
 
 
-@pytest.mark.parametrize("number", ["123456789012345678901234567890", "2.50", "1e400"])
+@pytest.mark.parametrize("number", ["123456789012345678901234567890", "18446744073709551615", "2.50", "1e400"])
 def test_streamed_numbers_are_exact(impl: ModuleType, number: str) -> None:
     lines = [
         '{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","willContinue":true}}]}}]}',
         '{"candidates":[{"content":{"parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.a","numberValue":%s}]}}]},'
         '"finishReason":"STOP"}]}' % number,
     ]
-    if number == "1e400":
-        with pytest.raises(StreamError) as caught:
+    if number in ("1e400", "123456789012345678901234567890"):
+        with pytest.raises(ParseError) as caught:
             stream(impl, lines)
-        assert caught.value.code == "MALFORMED_EVENT"
+        path = "$.candidates[0].content.parts[0].functionCall.partialArgs[0].numberValue"
+        assert (caught.value.code, caught.value.path) == ("NUMBER_OUT_OF_RANGE", path)
     else:
         (call,) = stream(impl, lines).tool_calls
         assert call.arguments == '{"a":%s}' % ("2.5" if number == "2.50" else number)

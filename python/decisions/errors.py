@@ -10,8 +10,9 @@ fails if either backend can produce a code that is not in it.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Mapping
+from typing import Any, Final, Iterable, Literal, Mapping
 
 from ._redact import redact_secrets
 
@@ -351,6 +352,22 @@ _CLASSES: Final[Mapping[str, type[OutputError]]] = {
 def error_class(code: str) -> type[OutputError]:
     """The exception class that carries ``code``."""
     return _CLASSES[ERROR_CODES[code].layer]
+
+
+_IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def json_path(parts: Iterable[str | int], root: str = "$") -> str:
+    """``$.a[0]["b c"]`` from ``("a", 0, "b c")``: the paths errors carry."""
+    out = [root]
+    for part in parts:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif _IDENT.match(part):
+            out.append(f".{part}")
+        else:
+            out.append(f"[{json.dumps(part, ensure_ascii=False)}]")
+    return "".join(out)
 
 
 def new_error(code: str, message: str | None = None, **fields: Any) -> OutputError:

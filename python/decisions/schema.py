@@ -26,7 +26,7 @@ import jsonschema.exceptions
 import jsonschema.validators
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from .errors import SchemaError
+from .errors import SchemaError, json_path
 
 __all__ = ["Schema", "ISSUE_CODES", "MAX_ISSUES", "json_path", "schema_mismatch"]
 
@@ -49,22 +49,6 @@ ISSUE_CODES: Final[Mapping[str, str]] = {
 
 #: At most this many issues are reported for one value.
 MAX_ISSUES: Final = 32
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def json_path(parts: Iterable[str | int], root: str = "$") -> str:
-    """``$.a[0]["b c"]`` from ``("a", 0, "b c")``."""
-    out = [root]
-    for part in parts:
-        if isinstance(part, int):
-            out.append(f"[{part}]")
-        elif _IDENT.match(part):
-            out.append(f".{part}")
-        else:
-            out.append(f"[{json.dumps(part, ensure_ascii=False)}]")
-    return "".join(out)
-
 
 def _issue(root: str, parts: Iterable[str | int], code: str, expected: str) -> dict[str, str]:
     return {"path": json_path(parts, root), "code": code, "expected": expected}

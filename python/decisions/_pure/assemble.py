@@ -11,22 +11,10 @@ event data decoded as JSON -> provider mapper -> assembler. ``normalize`` does
 the same for a whole non-streaming body. The provider ``"canonical"`` takes
 canonical events themselves (objects, or their ``to_dict()`` wire format).
 
-Envelope rule (the same in ``rust/src/core/assemble.rs``): provider event data
-and bodies must be RFC 8259 JSON. ``NaN`` / ``Infinity`` / ``-Infinity`` are
-syntax errors (``MALFORMED_EVENT`` "event data is not valid JSON"), and a
-``\\uD800``-``\\uDFFF`` escape that is not a high + low pair is refused
-anywhere in the text, read or not ("event data has a lone surrogate escape",
-checked first). Integers of any size parse; a mapper refuses a count that is
-not a u64 and sums of counts saturate at 2**64 - 1, as in Rust. The one
-allowed difference: a repeated key. ``json.loads`` keeps the last value; the
-native mappers' serde structs refuse a repeated field they read
-(``MALFORMED_EVENT``) and skip repeats of fields they do not read. Refusing
-every repeat here needs an ``object_pairs_hook`` on every object (about 40%
-more per decoded event), and last-wins in Rust a hand-written deserializer per
-struct; ``tests/test_envelope_parity.py`` checks both sides against these
-rules on hostile rewrites of every recording. ``feed_event`` dicts are taken as
-they are (not re-checked for ``nan`` floats or lone surrogates; the native
-side serialises them with ``json.dumps`` and then applies the rule).
+Event data reaches a mapper only after the envelope rule (``envelope.py``,
+twin of ``rust/src/core/envelope.rs``) has passed it; a payload handed over
+as a dict is first written as JSON text (``decisions._payload``), on both
+backends, so a dict and the same text give the same outcome.
 """
 
 from __future__ import annotations
@@ -35,6 +23,7 @@ import json
 import re
 from typing import Any, Callable, Final, Mapping, cast
 
+from .._payload import payload_text
 from ..errors import OutputError, StreamError, TransportError
 from ..limits import DEFAULT_LIMITS, Limits
 from ..partial import PartialJSON
@@ -65,6 +54,7 @@ from ..types import (
     _Event,
 )
 from . import providers
+from .envelope import decode
 from .sse import _Framer
 
 __all__ = ["Assembler", "StreamAssembler", "normalize", "CanonicalMapper", "CANONICAL"]
@@ -615,52 +605,11 @@ def _check_options(limits: Limits | None, choice: int | None) -> Limits:
     return DEFAULT_LIMITS if limits is None else limits
 
 
-_DONE: Final = "[DONE]"
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-#: RFC 8259 JSON only: ``NaN`` / ``Infinity`` / ``-Infinity`` are syntax errors.
-_JSON_DECODE: Final = json.JSONDecoder(parse_constant=_reject_constant).decode
-#: one escape (``\\`` + any char), or a surrogate pair / a lone surrogate escape.
-_ESCAPE: Final = re.compile(
-    r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)", re.S
-)
-
-
-def _lone_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a ``\\uD800``-``\\uDFFF`` escape not part of a
-    high + low pair (escapes are scanned from the left, so ``\\\\ud800``
-    is an escaped backslash and letters)."""
-    if "\\ud" not in text and "\\uD" not in text:
-        return False
-    return any(m.group(1) for m in _ESCAPE.finditer(text))
-
-
-def _decode(data: str | bytes | bytearray | memoryview) -> Any:
-    """Event data or a body as strict JSON (``[DONE]`` passes through as the
-    str); the envelope rule is in the module docstring."""
-    if not isinstance(data, str):
-        try:
-            data = bytes(data).decode("utf-8")
-        except UnicodeDecodeError:
-            raise _malformed("event data is not valid UTF-8") from None
-    if data == _DONE:
-        return _DONE
-    if _lone_surrogate(data):
-        raise _malformed("event data has a lone surrogate escape")
-    try:
-        return _JSON_DECODE(data)
-    except (ValueError, RecursionError):
-        raise _malformed("event data is not valid JSON") from None
-
 
 class StreamAssembler:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
-    __slots__ = ("provider", "_limits", "_mapper", "_assembler", "_framer", "_kept", "_fast")
+    __slots__ = ("provider", "_limits", "_mapper", "_fields", "_assembler", "_framer", "_kept", "_fast")
 
     def __init__(
         self,
@@ -672,6 +621,7 @@ class StreamAssembler:
     ) -> None:
         self._limits = _check_options(limits, choice)
         self._mapper = _mapper(provider, choice)
+        self._fields = getattr(self._mapper, "ARGUMENT_FIELDS", ())
         self.provider = provider
         self._assembler = Assembler(provider, self._limits)
         self._framer: _Framer | None = None
@@ -707,10 +657,11 @@ class StreamAssembler:
             raws = framer.feed_raw(data)
             map_event = self._mapper.map_event
             assembler = self._assembler
+            limits, fields = self._limits, self._fields
             if self._kept is not None or type(self._mapper) is not CanonicalMapper:
                 fast = self._fast
                 for event, payload, _, _ in raws:
-                    decoded = _decode(payload)
+                    decoded = decode(payload, limits, fields)
                     hit = None if fast is None else fast(event, decoded)
                     if hit is None:
                         self._apply_all(map_event(event, decoded))
@@ -720,7 +671,7 @@ class StreamAssembler:
                         assembler.arguments_delta(hit[1], hit[2])
                 return
             for event, payload, _, _ in raws:
-                decoded = _decode(payload)
+                decoded = decode(payload, limits, fields)
                 if type(decoded) is dict and len(decoded) == 3:  # a delta with exactly its fields?
                     kind = decoded.get("type")
                     if kind == "tool_arguments_delta" or kind == "text_delta":
@@ -744,9 +695,7 @@ class StreamAssembler:
             if self.provider != CANONICAL:
                 raise TypeError("canonical event objects are accepted only with provider='canonical'")
             decoded: Any = _event_fields(payload)
-        elif isinstance(payload, dict):
-            decoded = payload
-        elif isinstance(payload, (str, bytes, bytearray, memoryview)):
+        elif isinstance(payload, (dict, str, bytes, bytearray, memoryview)):
             decoded = None
         else:
             raise TypeError(f"feed_event() takes a dict, str or bytes, not {type(payload).__name__}")
@@ -754,7 +703,8 @@ class StreamAssembler:
             raise TypeError(f"event must be a str or None, not {type(event).__name__}")
         try:
             if decoded is None:
-                decoded = _decode(payload)  # type: ignore[arg-type]
+                text = payload_text(payload) if isinstance(payload, dict) else payload
+                decoded = decode(text, self._limits, self._fields)  # type: ignore[arg-type]
             hit = None if self._fast is None else self._fast(event, decoded)
             if hit is None:
                 self._apply_all(self._mapper.map_event(event, decoded))
@@ -806,11 +756,12 @@ def normalize(
     checked = _check_options(limits, choice)
     mapper = _mapper(provider, choice)
     if isinstance(body, (dict, list)):
-        decoded: Any = body
+        text: str | bytes | bytearray | memoryview = payload_text(body)
     elif isinstance(body, (str, bytes, bytearray, memoryview)):
-        decoded = _decode(body)
+        text = body
     else:
         raise TypeError(f"normalize() takes bytes, str or dict, not {type(body).__name__}")
+    decoded = decode(text, checked, getattr(mapper, "ARGUMENT_FIELDS", ()))
     assembler = Assembler(provider, checked)
     for event in mapper.map_body(decoded):
         assembler.apply(event)

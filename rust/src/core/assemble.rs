@@ -7,18 +7,8 @@
 //! re-parsed. [`CanonicalMapper`] is the `"canonical"` provider: event data in
 //! the canonical wire format (`decisions.types` `to_dict()`).
 //!
-//! Envelope rule (the same in `python/decisions/_pure/assemble.py`): provider
-//! event data and bodies must be RFC 8259 JSON. serde_json already refuses
-//! `NaN` / `Infinity` (the pure twin decodes with `parse_constant` refusing
-//! them); [`check_envelope`] refuses a `\uD800`-`\uDFFF` escape that is not
-//! a high + low pair anywhere in the text, before any mapper reads it (serde
-//! refuses one only in a field read as a string). Integers of any size are
-//! JSON; a mapper refuses a count that is not a u64 and sums of counts
-//! saturate. The one allowed difference is a repeated key: the mappers' serde
-//! structs refuse a repeated field they read (`MALFORMED_EVENT`) and skip
-//! repeats of fields they do not read, while `json.loads` keeps the last
-//! value; matching either way costs a pass over every object on one side
-//! (see the pure module docstring). `tests/test_envelope_parity.py` checks it.
+//! Event data reaches a mapper only after the envelope rule
+//! ([`crate::core::envelope`]) has passed it.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -711,45 +701,6 @@ fn take_opt(map: &mut serde_json::Map<String, Value>, name: &str) -> Option<Stri
 /// JSON and is handed to the mapper as is (the pure twin passes the str).
 pub const DONE: &str = "[DONE]";
 
-/// The value of the `\uXXXX` escape whose `u` is at `at`, if it is one.
-fn hex_escape(bytes: &[u8], at: usize) -> Option<u32> {
-    if bytes.get(at) != Some(&b'u') {
-        return None;
-    }
-    let digits = bytes.get(at + 1..at + 5)?;
-    let mut value = 0;
-    for &d in digits {
-        value = value * 16 + char::from(d).to_digit(16)?;
-    }
-    Some(value)
-}
-
-/// The envelope rule's surrogate check (see the module docs): a `\uD800`-
-/// `\uDFFF` escape not part of a high + low pair is refused anywhere in the
-/// text. serde_json refuses one only where a field is read as a string, and
-/// skips it inside ignored values and raw values, so the check is done here,
-/// on the text, before any mapper reads it. Escapes are scanned from the left
-/// (`\\ud800` is an escaped backslash and letters); the pure twin's
-/// `_lone_surrogate` scans the same way.
-pub fn check_envelope(data: &str) -> Result<(), CoreError> {
-    let bytes = data.as_bytes();
-    let mut from = 0;
-    while let Some(found) = bytes.get(from..).and_then(|rest| memchr::memchr(b'\\', rest)) {
-        let at = from + found;
-        from = match hex_escape(bytes, at + 1) {
-            Some(0xD800..=0xDBFF)
-                if bytes.get(at + 6) == Some(&b'\\')
-                    && matches!(hex_escape(bytes, at + 7), Some(0xDC00..=0xDFFF)) =>
-            {
-                at + 12
-            }
-            Some(0xD800..=0xDFFF) => return Err(malformed("event data has a lone surrogate escape".into())),
-            _ => at + 2,
-        };
-    }
-    Ok(())
-}
-
 /// Event data parsed as JSON, `[DONE]` as the string itself.
 pub fn decode_data(data: &str) -> Result<Value, CoreError> {
     if data == DONE {
@@ -926,17 +877,6 @@ mod tests {
             ];
             let flags = run(events).map(|r| r.items.iter().map(|i| (i.ended, r.call_complete(i))).collect::<Vec<_>>());
             assert_eq!(flags.ok(), Some(vec![(true, complete)]), "{reason:?}");
-        }
-    }
-
-    #[test]
-    fn lone_surrogate_escapes_are_refused_anywhere() {
-        for ok in [r#"{"a":"\ud83d\ude00"}"#, r#"{"a":"\\ud800"}"#, r#"{"a":"\u0041\\"}"#, "[DONE]", r#""\"#] {
-            assert!(check_envelope(ok).is_ok(), "{ok}");
-        }
-        for bad in [r#"{"x":"\ud800"}"#, r#"{"x":"\uDC00"}"#, r#"{"x":"\\\ud800"}"#, r#"{"\ud83d\u0041":1}"#, r#"["\ud83d\ud83d\ude00"]"#] {
-            let err = check_envelope(bad).err().map(|e| e.code);
-            assert_eq!(err, Some(Code::MALFORMED_EVENT), "{bad}");
         }
     }
 

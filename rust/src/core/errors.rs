@@ -117,15 +117,17 @@ pub struct CoreError {
     /// Overrides the code's default `retryable` (e.g. a provider's
     /// `overloaded_error` is retryable, its `invalid_request_error` is not).
     pub retryable: Option<bool>,
+    /// The JSON path of the place the error is about, where there is one.
+    pub path: Option<String>,
 }
 
 impl CoreError {
     pub fn new(code: Code, message: impl Into<String>) -> CoreError {
-        CoreError { code, message: message.into(), offset: None, retryable: None }
+        CoreError { code, message: message.into(), offset: None, retryable: None, path: None }
     }
 
     pub fn at(code: Code, message: impl Into<String>, offset: usize) -> CoreError {
-        CoreError { code, message: message.into(), offset: Some(offset), retryable: None }
+        CoreError { code, message: message.into(), offset: Some(offset), retryable: None, path: None }
     }
 }
 

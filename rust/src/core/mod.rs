@@ -6,6 +6,7 @@
 //! enforces it; tests may use them (see `clippy.toml`).
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+pub mod envelope;
 pub mod errors;
 pub mod events;
 pub mod json;

@@ -6,9 +6,9 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
-use serde::de::IgnoredAny;
 
-use crate::core::assemble::{check_envelope, Assembler, CanonicalMapper, Kind, DONE};
+use crate::core::assemble::{Assembler, CanonicalMapper, Kind};
+use crate::core::envelope;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::Event;
 use crate::core::limits::Limits;
@@ -61,24 +61,15 @@ fn malformed(message: &str) -> CoreError {
     CoreError::new(Code::MALFORMED_EVENT, message)
 }
 
-/// JSON text of a dict/list payload (serialised once, by the stdlib).
+/// JSON text of a dict/list payload (`decisions._payload.payload_text`, as
+/// in the pure twin).
 fn dumps(py: Python<'_>, value: &Bound<'_, PyAny>) -> Result<String, CoreError> {
     let t = types(py).map_err(|_| malformed("decisions.types is not importable"))?;
-    t.json_dumps
+    t.payload_text
         .bind(py)
         .call1((value,))
         .and_then(|s| s.extract::<String>())
         .map_err(|_| malformed("event payload is not JSON-serialisable"))
-}
-
-/// A mapper's `MALFORMED_EVENT` for data that is not JSON at all becomes the
-/// plumbing's own error (the pure twin decodes the data before its mapper sees
-/// it), so both backends say the same thing.
-fn not_json(error: CoreError, data: &str) -> CoreError {
-    if error.code == Code::MALFORMED_EVENT && data != DONE && serde_json::from_str::<IgnoredAny>(data).is_err() {
-        return malformed("event data is not valid JSON");
-    }
-    error
 }
 
 fn utf8(bytes: &[u8]) -> Result<String, CoreError> {
@@ -128,10 +119,10 @@ impl StreamAssembler {
         let mut result = decoder.feed(bytes, &mut sse);
         if result.is_ok() {
             for event in sse.iter() {
-                result = check_envelope(&event.data)
+                result = envelope::check(&event.data, &self.limits, self.mapper.argument_fields())
                     .and_then(|()| {
                         let data = &event.data;
-                        self.mapper.map_event(event.event.as_deref(), data, &mut self.mapped).map_err(|e| not_json(e, data))
+                        self.mapper.map_event(event.event.as_deref(), data, &mut self.mapped)
                     })
                     .and_then(|()| self.apply_mapped());
                 if result.is_err() {
@@ -254,8 +245,8 @@ impl StreamAssembler {
             Payload::Bytes => with_bytes(payload, "feed_event()", utf8)?,
         };
         let result = data.and_then(|data| {
-            check_envelope(&data)?;
-            self.mapper.map_event(name.as_deref(), &data, &mut self.mapped).map_err(|e| not_json(e, &data))?;
+            envelope::check(&data, &self.limits, self.mapper.argument_fields())?;
+            self.mapper.map_event(name.as_deref(), &data, &mut self.mapped)?;
             self.apply_mapped()
         });
         self.mapped.clear();
@@ -388,8 +379,8 @@ pub fn normalize(
     let mut assembler = Assembler::new(limits);
     let mut events = Vec::new();
     let result = text.and_then(|text| {
-        check_envelope(&text)?;
-        mapper.map_body(&text, &mut events).map_err(|e| not_json(e, &text))
+        envelope::check(&text, &limits, mapper.argument_fields())?;
+        mapper.map_body(&text, &mut events)
     }).and_then(|()| {
         events.into_iter().try_for_each(|event| assembler.apply(event))
     });

@@ -37,7 +37,8 @@ pub(crate) struct Types {
     pub call_snapshot: Py<PyAny>,
     pub response_snapshot: Py<PyAny>,
     pub partial_json: Py<PyAny>,
-    pub json_dumps: Py<PyAny>,
+    /// `decisions._payload.payload_text`: a dict payload as JSON text.
+    pub payload_text: Py<PyAny>,
 }
 
 static TYPES: GILOnceCell<Types> = GILOnceCell::new();
@@ -69,7 +70,7 @@ pub(crate) fn types(py: Python<'_>) -> PyResult<&Types> {
             call_snapshot: get("CallSnapshot")?,
             response_snapshot: get("ResponseSnapshot")?,
             partial_json: py.import("decisions.partial")?.getattr("PartialJSON")?.unbind(),
-            json_dumps: py.import("json")?.getattr("dumps")?.unbind(),
+            payload_text: py.import("decisions._payload")?.getattr("payload_text")?.unbind(),
         })
     })
 }
@@ -79,7 +80,12 @@ pub(crate) fn core_err(py: Python<'_>, error: CoreError) -> PyErr {
     let build = || -> PyResult<PyErr> {
         let fields = PyDict::new(py);
         if let Some(offset) = error.offset {
-            fields.set_item("offset", offset)?;
+            // a parse-layer error's offset is `pos`, as in json.JSONDecodeError
+            let name = if error.code.layer() == "parse" { "pos" } else { "offset" };
+            fields.set_item(name, offset)?;
+        }
+        if let Some(path) = &error.path {
+            fields.set_item("path", path)?;
         }
         if let Some(retryable) = error.retryable {
             fields.set_item("retryable", retryable)?;

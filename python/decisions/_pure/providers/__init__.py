@@ -37,6 +37,9 @@ class Mapper(Protocol):
         ...
 
 
+# Optional: ``ARGUMENT_FIELDS``: the fields of the provider's events and bodies
+# that carry a tool call's arguments as a JSON object (see ``_pure/envelope.py``).
+#
 # Optional: ``fast_delta(event, payload) -> tuple[bool, str, str] | None``: the
 # mapper's common delta event as ``(is_text, item_id, delta)``, without building
 # event objects, exactly what ``map_event`` would map it to (and with the same

@@ -41,7 +41,7 @@ Mapping:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from ...errors import new_error
 from ...types import (
@@ -112,6 +112,14 @@ class _Block:
 
 class AnthropicMapper:
     """Maps Anthropic Messages events and bodies to canonical events."""
+
+    #: where a ``tool_use`` block's ``input`` object sits: in
+    #: ``content_block_start``, in ``message_start``'s message, in a body
+    ARGUMENT_FIELDS: Final = (
+        ("content_block", "input"),
+        ("message", "content", None, "input"),
+        ("content", None, "input"),
+    )
 
     def __init__(self, choice: int | None = None) -> None:
         del choice  # Messages responses have exactly one candidate

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from ...errors import new_error
 from ...types import (
@@ -213,6 +213,13 @@ class _StreamedCall:
 
 class GeminiMapper:
     """Maps Gemini response chunks and bodies to canonical events."""
+
+    #: where a ``functionCall``'s ``args`` object and its streamed
+    #: ``partialArgs`` sit, in a chunk and a body
+    ARGUMENT_FIELDS: Final = (
+        ("candidates", None, "content", "parts", None, "functionCall", "args"),
+        ("candidates", None, "content", "parts", None, "functionCall", "partialArgs"),
+    )
 
     def __init__(self, choice: int | None = None) -> None:
         self.unknown_events: dict[str, int] = {}

@@ -15,6 +15,7 @@ use serde_json::value::RawValue;
 
 use super::shape::{is_array, Shape, Str};
 use super::{jsontext, Mapper};
+use crate::core::envelope::Seg;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 
@@ -648,7 +649,19 @@ impl AnthropicMapper {
     }
 }
 
+/// Where a `tool_use` block's `input` object sits: in `content_block_start`,
+/// in `message_start`'s message and in a whole body.
+const ARGUMENT_FIELDS: &[&[Seg]] = &[
+    &[Seg::Key("content_block"), Seg::Key("input")],
+    &[Seg::Key("message"), Seg::Key("content"), Seg::Index, Seg::Key("input")],
+    &[Seg::Key("content"), Seg::Index, Seg::Key("input")],
+];
+
 impl Mapper for AnthropicMapper {
+    fn argument_fields(&self) -> &'static [&'static [Seg]] {
+        ARGUMENT_FIELDS
+    }
+
     fn map_event(
         &mut self,
         event: Option<&str>,

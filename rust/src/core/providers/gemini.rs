@@ -18,6 +18,7 @@ use super::jsontext::Node;
 
 use super::shape::{Shape, Str};
 use super::{jsontext, Mapper};
+use crate::core::envelope::Seg as Field;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 
@@ -656,7 +657,34 @@ impl GeminiMapper {
     }
 }
 
+/// Where a `functionCall`'s `args` object and its streamed `partialArgs`
+/// sit, in a chunk and in a body.
+const ARGUMENT_FIELDS: &[&[Field]] = &[
+    &[
+        Field::Key("candidates"),
+        Field::Index,
+        Field::Key("content"),
+        Field::Key("parts"),
+        Field::Index,
+        Field::Key("functionCall"),
+        Field::Key("args"),
+    ],
+    &[
+        Field::Key("candidates"),
+        Field::Index,
+        Field::Key("content"),
+        Field::Key("parts"),
+        Field::Index,
+        Field::Key("functionCall"),
+        Field::Key("partialArgs"),
+    ],
+];
+
 impl Mapper for GeminiMapper {
+    fn argument_fields(&self) -> &'static [&'static [Field]] {
+        ARGUMENT_FIELDS
+    }
+
     fn map_event(
         &mut self,
         _event: Option<&str>,

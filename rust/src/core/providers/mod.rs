@@ -11,6 +11,7 @@ pub mod openai_chat;
 pub mod openai_responses;
 mod shape;
 
+use crate::core::envelope::Seg;
 use crate::core::errors::CoreError;
 use crate::core::events::Event;
 
@@ -28,6 +29,12 @@ pub trait Mapper: Send + Sync {
 
     /// A whole non-streaming response body.
     fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError>;
+
+    /// The fields of this provider's events and bodies that carry a tool
+    /// call's arguments as a JSON object (see [`crate::core::envelope`]).
+    fn argument_fields(&self) -> &'static [&'static [Seg]] {
+        &[]
+    }
 
     /// Provider event types seen but not known, with their counts.
     fn unknown_events(&self) -> &BTreeMap<String, u64>;

@@ -1,0 +1,177 @@
+"""The envelope rule (pure twin of ``rust/src/core/envelope.rs``): what every
+provider event's data and every whole body must be before a mapper reads it.
+
+Event data is parsed with the strict parser (:func:`decisions._pure.json.loads`)
+under :func:`envelope_limits`: RFC 8259, no repeated key in any object (read by
+a mapper or not), no number beyond 64 bits or longer than
+``max_number_length``, at most :data:`ENVELOPE_MAX_DEPTH` levels. A mapper
+therefore never builds, walks, copies or serialises a tree deeper than that.
+
+A broken rule is reported by where it is. Inside a field that carries a tool
+call's arguments as a JSON object (each mapper lists its own in
+``ARGUMENT_FIELDS``: a tuple of keys, ``None`` for any array index), the model
+wrote it: a :class:`~decisions.errors.ParseError` with the strict parser's own
+code (``DUPLICATE_KEY``, ``DEPTH_EXCEEDED``, ...), the JSON path of the place in
+the event and its character offset, exactly as the same rule broken in
+arguments sent as text. Anywhere else the provider sent it: ``MALFORMED_EVENT``
+naming the rule and the path. Bad syntax is ``MALFORMED_EVENT`` "event data is
+not valid JSON" wherever it is, and a lone surrogate escape "event data has a
+lone surrogate escape", checked over the whole text first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Any, Final
+
+from ..errors import OutputError, ParseError, json_path, new_error
+from ..limits import Limits
+from .json import loads
+
+__all__ = ["DONE", "ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "envelope_limits"]
+
+#: The deepest nesting accepted in event data or a body (the native mappers'
+#: ``serde_json`` stops at 128, CPython's recursion limit at 1,000).
+ENVELOPE_MAX_DEPTH: Final = 100
+
+#: The ``[DONE]`` sentinel some providers send as the last ``data``: not JSON,
+#: handed to the mapper as the str.
+DONE: Final = "[DONE]"
+
+#: A path to a field holding a tool call's arguments as an object: keys, and
+#: ``None`` for any array index.
+ArgumentField = tuple["str | None", ...]
+
+_limits: dict[Limits, Limits] = {}
+
+
+def envelope_limits(limits: Limits) -> Limits:
+    """The limits event data is parsed under: the document and its strings may
+    be as large as one SSE event, nesting is :data:`ENVELOPE_MAX_DEPTH`; the
+    number, item, member and value bounds are the caller's."""
+    derived = _limits.get(limits)
+    if derived is None:
+        if len(_limits) > 16:
+            _limits.clear()
+        derived = _limits[limits] = dataclasses.replace(
+            limits,
+            max_document_bytes=limits.max_sse_event_bytes,
+            max_string_bytes=limits.max_sse_event_bytes,
+            max_depth=ENVELOPE_MAX_DEPTH,
+        )
+    return derived
+
+
+#: one escape (``\\`` + any char), or a surrogate pair / a lone surrogate escape.
+_ESCAPE: Final = re.compile(
+    r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)", re.S
+)
+
+
+def _lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a ``\\uD800``-``\\uDFFF`` escape not part of a
+    high + low pair (escapes are scanned from the left, so ``\\\\ud800``
+    is an escaped backslash and letters)."""
+    if "\\ud" not in text and "\\uD" not in text:
+        return False
+    return any(m.group(1) for m in _ESCAPE.finditer(text))
+
+
+def _malformed(message: str, path: str | None = None) -> OutputError:
+    return new_error("MALFORMED_EVENT", message, path=path)
+
+
+def decode(data: str | bytes | bytearray | memoryview, limits: Limits, fields: tuple[ArgumentField, ...]) -> Any:
+    """Event data or a body checked by the envelope rule and decoded
+    (``[DONE]`` passes through as the str)."""
+    if not isinstance(data, str):
+        try:
+            data = bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _malformed("event data is not valid UTF-8") from None
+    if data == DONE:
+        return DONE
+    if _lone_surrogate(data):
+        raise _malformed("event data has a lone surrogate escape")
+    try:
+        return loads(data, limits=envelope_limits(limits))
+    except ParseError as error:
+        raise classify(data, error.code, error.pos, limits, fields) from None
+
+
+def _rule(code: str, limits: Limits) -> str | None:
+    """What a broken limit or I-JSON rule is, or None for a syntax error."""
+    if code == "DUPLICATE_KEY":
+        return "a repeated key"
+    if code == "DEPTH_EXCEEDED":
+        return f"nesting deeper than {ENVELOPE_MAX_DEPTH} levels"
+    if code == "NUMBER_TOO_LONG":
+        return f"a number longer than {limits.max_number_length} characters"
+    if code == "NUMBER_OUT_OF_RANGE":
+        return "a number beyond 64 bits or a float that overflows"
+    if code in ("STRING_TOO_LONG", "DOCUMENT_TOO_LARGE"):
+        return f"more than {limits.max_sse_event_bytes} bytes"
+    if code == "TOO_MANY_ITEMS":
+        return f"an array of more than {limits.max_array_items} items"
+    if code == "TOO_MANY_MEMBERS":
+        return f"an object of more than {limits.max_object_members} members"
+    if code == "TOO_MANY_VALUES":
+        return f"more than {limits.max_values} values"
+    return None
+
+
+def classify(data: str, code: str, pos: int, limits: Limits, fields: tuple[ArgumentField, ...]) -> OutputError:
+    """The error for rule ``code`` broken at character ``pos`` of ``data``."""
+    what = _rule(code, limits)
+    if what is None:
+        return _malformed("event data is not valid JSON")
+    steps = _path_at(data, pos, code == "DUPLICATE_KEY")
+    path = json_path(steps)
+    inside = any(
+        len(field) <= len(steps)
+        and all(
+            (type(step) is int) if want is None else (type(step) is str and step == want)
+            for want, step in zip(field, steps)
+        )
+        for field in fields
+    )
+    if inside:
+        return new_error(code, f"tool arguments sent as a JSON object have {what}", pos=pos, path=path)
+    return _malformed(f"event data has {what} at {path}", path)
+
+
+_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_STRUCTURE: Final = re.compile(r'[{}\[\],"]')
+
+
+def _path_at(data: str, pos: int, key_at_pos: bool) -> list[str | int]:
+    """The steps to the place at character ``pos`` of ``data`` (valid JSON up
+    to ``pos``). With ``key_at_pos``, ``pos`` is the opening quote of an object
+    key, which is the last step."""
+    # ``None`` marks an object whose next key is not read yet.
+    steps: list[str | int | None] = []
+    i = 0
+    while (m := _STRUCTURE.search(data, i, pos)) is not None:
+        c = m.group()
+        i = m.end()
+        if c == "{":
+            steps.append(None)
+        elif c == "[":
+            steps.append(0)
+        elif c == "}" or c == "]":
+            steps.pop()
+        elif c == ",":
+            last = steps[-1]
+            steps[-1] = last + 1 if type(last) is int else None
+        else:
+            token = _STRING.match(data, m.start())
+            end = token.end() if token else len(data)
+            if steps and steps[-1] is None and token:
+                steps[-1] = json.loads(token.group())
+            i = end
+    if key_at_pos:
+        token = _STRING.match(data, pos)
+        steps.append(json.loads(token.group()) if token else "")
+    return [step for step in steps if step is not None]
