@@ -348,7 +348,7 @@ def test_feed_event_payload_forms(impl: ModuleType, form: Callable[[CanonicalEve
         ({"type": "item_ended", "item_id": 3}, 'item_ended event field "item_id" must be a string'),
         ({"type": "item_ended", "item_id": "a", "zeta": 1, "alpha": 2}, 'item_ended event has an unknown field "alpha"'),
         ({"type": "usage", "input_tokens": True}, 'usage event field "input_tokens" must be an integer or null'),
-        ({"type": "usage", "input_tokens": 2**64}, "event data has a number beyond 64 bits or a float that overflows at $.input_tokens"),
+        ({"type": "usage", "input_tokens": 2**64}, "event data has a number beyond 64 bits or a float that overflows"),
         ({"type": "response_finished", "finish_reason": "done"}, 'response_finished event field "finish_reason" must be a finish reason'),
         ({"type": "item_started", "item_id": "a", "kind": "tool_call"}, 'item_started event field "kind" must be an item kind'),
     ],

@@ -1,12 +1,15 @@
-"""JSON text of a payload handed over as Python objects (``feed_event(dict)``,
-``normalize(dict)``, an SDK object's ``to_dict()``). Both backends serialise it
-here and then apply the envelope rule to the text, so a dict and the same
-JSON text give the same outcome.
+"""JSON text of Python values, at any depth, with one writer for the package.
 
-``json.dumps`` recurses once per level; nesting is measured first without
-recursion, and a payload deeper than the envelope allows (a cycle is
-infinitely deep) is written by an explicit-stack writer instead, so the text
-reaches the envelope rule, which refuses it with its code and path.
+:func:`dumps` is ``json.dumps(value, ensure_ascii=False, allow_nan=False)``
+(with ``sort_keys`` and ``separators`` as asked) for values of any depth:
+``json.dumps`` recurses once per level, so a value nested deeper than
+:data:`_RECURSION_SAFE_DEPTH` (measured first, without recursion) is written
+by an explicit-stack writer that gives the same text. :func:`canonical_json`
+is the sorted, compact form used for digests and for arguments a provider
+sent as an object. :func:`payload_text` is the text of a payload handed over
+as Python objects (``feed_event(dict)``, ``normalize(dict)``): both backends
+write it here and apply the envelope rule to the text, so a dict and the same
+JSON text give the same outcome.
 """
 
 from __future__ import annotations
@@ -16,74 +19,81 @@ from typing import Any, Final
 
 from .errors import new_error
 
-__all__ = ["payload_text"]
+__all__ = ["canonical_json", "dumps", "payload_text"]
 
-#: json.dumps is used up to this depth (the envelope's 100 levels, plus one
-#: so that the envelope rule, not this module, reports the excess).
-_DUMPS_DEPTH: Final = 101
+#: ``json.dumps`` is used for values at most this deep.
+_RECURSION_SAFE_DEPTH: Final = 200
 
 
-def _depth_exceeds(value: Any, bound: int) -> bool:
+def _deeper_than(value: Any, bound: int) -> bool:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if depth > bound:
-            return True
         if isinstance(item, dict):
             children: Any = item.values()
         elif isinstance(item, (list, tuple)):
             children = item
         else:
             continue
+        if depth > bound:
+            return True
         stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list, tuple)))
     return False
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
-
-
-def _write_deep(value: Any, limit: int) -> str:
-    """``_dumps(value)`` with an explicit stack, stopping after ``limit`` levels
-    (the text is already deeper than any rule allows)."""
+def _write(value: Any, sort_keys: bool, separators: tuple[str, str]) -> str:
+    """``json.dumps`` of ``value`` with an explicit stack."""
+    item_sep, key_sep = separators
     out: list[str] = []
-    # per open container: an iterator of (separator, key or None, child), and its closer
-    frames: list[Any] = [iter([("", None, value)])]
-    closers = [""]
+    # per open container: its id, an iterator of (separator, key or None, child), its closer
+    frames: list[tuple[int, Any, str]] = [(0, iter([("", None, value)]), "")]
+    open_ids: set[int] = set()
     while frames:
-        entry = next(frames[-1], None)
+        ident, entries, closer = frames[-1]
+        entry = next(entries, None)
         if entry is None:
             frames.pop()
-            out.append(closers.pop())
+            open_ids.discard(ident)
+            out.append(closer)
             continue
         separator, key, child = entry
         out.append(separator)
         if key is not None:
             if not isinstance(key, str):
-                raise TypeError("keys must be str")
-            out.append(_dumps(key) + ": ")
-        if len(frames) > limit:
-            out.append("0")
-            continue
-        if isinstance(child, dict):
-            out.append("{")
-            frames.append((", " if i else "", k, v) for i, (k, v) in enumerate(child.items()))
-            closers.append("}")
-        elif isinstance(child, (list, tuple)):
-            out.append("[")
-            frames.append((", " if i else "", None, v) for i, v in enumerate(child))
-            closers.append("]")
+                raise TypeError(f"keys must be str, not {type(key).__name__}")
+            out.append(json.dumps(key, ensure_ascii=False) + key_sep)
+        if isinstance(child, (dict, list, tuple)):
+            if id(child) in open_ids:
+                raise ValueError("Circular reference detected")
+            open_ids.add(id(child))
+            if isinstance(child, dict):
+                members = sorted(child.items()) if sort_keys else child.items()
+                out.append("{")
+                frames.append((id(child), ((item_sep if i else "", k, v) for i, (k, v) in enumerate(members)), "}"))
+            else:
+                out.append("[")
+                frames.append((id(child), ((item_sep if i else "", None, v) for i, v in enumerate(child)), "]"))
         else:
-            out.append(_dumps(child))
+            out.append(json.dumps(child, ensure_ascii=False, allow_nan=False))
     return "".join(out)
+
+
+def dumps(value: Any, *, sort_keys: bool = False, separators: tuple[str, str] = (", ", ": ")) -> str:
+    """``json.dumps(value, ensure_ascii=False, allow_nan=False, ...)`` at any depth."""
+    if _deeper_than(value, _RECURSION_SAFE_DEPTH):
+        return _write(value, sort_keys, separators)
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=sort_keys, separators=separators)
+
+
+def canonical_json(value: Any) -> str:
+    """Keys sorted, no whitespace, non-ASCII kept, floats as ``repr``; any depth."""
+    return dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def payload_text(value: Any) -> str:
     """The JSON text of a dict or list payload; ``MALFORMED_EVENT`` when it is
-    not JSON (a non-str key, NaN, an object ``json`` cannot write)."""
+    not JSON (a non-str key, NaN, a cycle, an object ``json`` cannot write)."""
     try:
-        if _depth_exceeds(value, _DUMPS_DEPTH):
-            return _write_deep(value, _DUMPS_DEPTH + 1)
-        return _dumps(value)
+        return dumps(value)
     except (TypeError, ValueError):
         raise new_error("MALFORMED_EVENT", "event payload is not JSON-serialisable") from None

@@ -37,6 +37,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Iterable, Literal, Mapping, Sequence
 
+from ._payload import canonical_json
 from ._version import __version__
 from .capabilities import ANNOTATION_KEYWORDS, Capabilities, Strategy, capabilities, choose_strategy
 from .errors import SchemaError
@@ -78,11 +79,6 @@ _MAX_SCHEMA_DEPTH: Final = 128
 
 
 # ---------------------------------------------------------------- canonical JSON and digests
-
-
-def canonical_json(value: Any) -> str:
-    """Canonical JSON text: sorted keys, no insignificant whitespace, UTF-8 kept."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _json_copy(value: Any) -> Any:

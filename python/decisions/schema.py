@@ -30,6 +30,12 @@ from .errors import SchemaError, json_path
 
 __all__ = ["Schema", "ISSUE_CODES", "MAX_ISSUES", "json_path", "schema_mismatch"]
 
+#: Values nested deeper than this are not handed to a validator: both
+#: Pydantic and ``jsonschema`` recurse once or more per level of the value,
+#: so a deeper value (allowed by a raised ``Limits.max_depth``) is a
+#: ``too_deep`` issue rather than a ``RecursionError``.
+MAX_VALIDATION_DEPTH: Final = 128
+
 #: The stable issue codes, and what each means.
 ISSUE_CODES: Final[Mapping[str, str]] = {
     "missing": "a required field is absent",
@@ -44,6 +50,7 @@ ISSUE_CODES: Final[Mapping[str, str]] = {
     "format": "a string does not have the required format",
     "no_match": "the value matches none of the allowed alternatives",
     "multiple_match": "the value matches more than one alternative where exactly one is allowed",
+    "too_deep": f"the value nests deeper than {MAX_VALIDATION_DEPTH} levels, more than validation follows",
     "invalid": "the value breaks another rule of the schema",
 }
 
@@ -324,6 +331,18 @@ class Schema:
     def issues(self, value: Any, *, text: str | None = None, root: str = "$") -> tuple[list[dict[str, str]], Any]:
         """``(issues, validated)``: the issues found (empty when the value
         matches) and the validated value (None when there are issues)."""
+        too_deep = [_issue(root, (), "too_deep", f"at most {MAX_VALIDATION_DEPTH} levels of nesting")]
+        # a text with fewer brackets than the bound cannot nest deeper
+        if (
+            text is None or text.count("[") + text.count("{") > MAX_VALIDATION_DEPTH
+        ) and _nested_deeper(value, MAX_VALIDATION_DEPTH):
+            return too_deep, None
+        try:
+            return self._issues(value, text, root)
+        except RecursionError:  # the caller's own stack was already deep
+            return too_deep, None
+
+    def _issues(self, value: Any, text: str | None, root: str) -> tuple[list[dict[str, str]], Any]:
         if self._adapter is not None:
             source = text if text is not None else json.dumps(value, ensure_ascii=False, allow_nan=False)
             try:
@@ -347,6 +366,20 @@ class Schema:
         if issues:
             raise schema_mismatch(issues)
         return validated
+
+
+def _nested_deeper(value: Any, bound: int) -> bool:
+    """Whether lists and dicts in ``value`` nest deeper than ``bound`` (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children: Any = item.values() if type(item) is dict else item if type(item) is list else None
+        if children is None:
+            continue
+        if depth > bound:
+            return True
+        stack.extend((child, depth + 1) for child in children if type(child) is dict or type(child) is list)
+    return False
 
 
 def _error_order(error: jsonschema.exceptions.ValidationError) -> tuple[Any, ...]:

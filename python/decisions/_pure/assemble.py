@@ -600,8 +600,8 @@ def _mapper(provider: str, choice: int | None) -> providers.Mapper:
 def _check_options(limits: Limits | None, choice: int | None) -> Limits:
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
-    if choice is not None and (type(choice) is not int or choice < 0):
-        raise ValueError(f"choice must be a non-negative int or None, not {choice!r}")
+    if choice is not None and (type(choice) is not int or not 0 <= choice < 2**32):
+        raise ValueError(f"choice must be an int from 0 to 2**32 - 1, or None, not {choice!r}")
     return DEFAULT_LIMITS if limits is None else limits
 
 

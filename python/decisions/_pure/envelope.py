@@ -139,7 +139,7 @@ def classify(data: str, code: str, pos: int, limits: Limits, fields: tuple[Argum
     )
     if inside:
         return new_error(code, f"tool arguments sent as a JSON object have {what}", pos=pos, path=path)
-    return _malformed(f"event data has {what} at {path}", path)
+    return _malformed(f"event data has {what}", path)
 
 
 _STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
@@ -173,5 +173,9 @@ def _path_at(data: str, pos: int, key_at_pos: bool) -> list[str | int]:
             i = end
     if key_at_pos:
         token = _STRING.match(data, pos)
-        steps.append(json.loads(token.group()) if token else "")
+        key = json.loads(token.group()) if token else ""
+        if steps and steps[-1] is None:
+            steps[-1] = key
+        else:
+            steps.append(key)
     return [step for step in steps if step is not None]

@@ -75,7 +75,7 @@ pub fn classify(data: &str, code: Code, pos: usize, limits: &Limits, fields: &[&
     let mut error = if inside {
         CoreError::at(code, format!("tool arguments sent as a JSON object have {what}"), pos)
     } else {
-        CoreError::new(Code::MALFORMED_EVENT, format!("event data has {what} at {path}"))
+        CoreError::new(Code::MALFORMED_EVENT, format!("event data has {what}"))
     };
     error.path = Some(path);
     error
@@ -134,8 +134,11 @@ fn path_at(data: &str, pos: usize, key_at_pos: bool, fields: &[&[Seg]]) -> (Stri
         i += 1;
     }
     if key_at_pos {
-        let close = string_end(bytes, end);
-        steps.push(Step::Key(Some(unquote(data.get(end..close).unwrap_or_default()))));
+        let key = unquote(data.get(end..string_end(bytes, end)).unwrap_or_default());
+        match steps.last_mut() {
+            Some(Step::Key(open @ None)) => *open = Some(key),
+            _ => steps.push(Step::Key(Some(key))),
+        }
     }
     // An object whose next key is not read yet is the place itself.
     while matches!(steps.last(), Some(Step::Key(None))) {
@@ -344,6 +347,10 @@ mod tests {
         assert_eq!((e.code, e.path.as_deref()), (Code::MALFORMED_EVENT, Some("$.b.c")));
         let e = err(r#"{"content":[{"input":{}},{"input":{"x":[{"p":1,"p":2}]}}]}"#);
         assert_eq!((e.code, e.path.as_deref(), e.offset), (Code::DUPLICATE_KEY, Some("$.content[1].input.x[0].p"), Some(47)));
+        let e = err(r#"{"content":[{"input":{"p":1,"p":2}}]}"#);
+        assert_eq!((e.code, e.path.as_deref()), (Code::DUPLICATE_KEY, Some("$.content[0].input.p")));
+        let e = err(r#"{"content":[{"input":{},"input":{}}]}"#);
+        assert_eq!((e.code, e.path.as_deref()), (Code::DUPLICATE_KEY, Some("$.content[0].input")));
         let e = err(r#"{"content":[{"input":{"a b":1,"a b":2}}]}"#);
         assert_eq!(e.path.as_deref(), Some(r#"$.content[0].input["a b"]"#));
         let e = err(r#"{"content":[{"type":"text","type":"tool_use"}]}"#);

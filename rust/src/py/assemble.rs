@@ -42,12 +42,12 @@ fn options(py: Python<'_>, limits: Option<&Bound<'_, PyAny>>, choice: Option<&Bo
     let choice = match choice.filter(|c| !c.is_none()) {
         None => None,
         Some(c) => {
-            let value = if c.is_exact_instance_of::<pyo3::types::PyInt>() { c.extract::<usize>().ok() } else { None };
+            let value = if c.is_exact_instance_of::<pyo3::types::PyInt>() { c.extract::<u32>().ok() } else { None };
             match value {
-                Some(v) => Some(v),
+                Some(v) => Some(v as usize),
                 None => {
                     return Err(PyValueError::new_err(format!(
-                        "choice must be a non-negative int or None, not {}",
+                        "choice must be an int from 0 to 2**32 - 1, or None, not {}",
                         c.repr()?
                     )))
                 }

@@ -6,12 +6,6 @@ twin (``core/providers/jsontext.rs``) writes the same text for the same value.
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from ..._payload import canonical_json as dumps
 
 __all__ = ["dumps"]
-
-
-def dumps(value: Any) -> str:
-    """The canonical arguments text of ``value``."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
