@@ -132,6 +132,7 @@ both("content after the finish_reason", CHAT,
 both("a second finish_reason that contradicts the first", CHAT,
      chat_stream(after=[chat_chunk([{"index": 0, "delta": {}, "finish_reason": "length"}])]), None, "EVENT_AFTER_TERMINAL")
 # a body's selected choice must carry a finish_reason
+both("a chunk after [DONE]", CHAT, [*chat_stream(), chat_chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}])], None, "EVENT_AFTER_TERMINAL")
 both("no finish_reason (only [DONE])", CHAT, chat_stream(None), chat_body(None), "NO_TERMINAL_EVENT", "MALFORMED_EVENT")
 for raw, code in [
     ("length", "INCOMPLETE_RESPONSE"),
@@ -220,6 +221,7 @@ for status in ("done", "COMPLETED", "", "succeeded"):
     both(f"unknown status {status!r}", RESP, resp_stream(status=status), resp_object(status), "UNKNOWN_FINISH_REASON")
 both("no status", RESP, None, resp_object(None), "NO_TERMINAL_EVENT")
 both("status failed", RESP, resp_stream(status="failed"), resp_object("failed"), "PROVIDER_ERROR")
+both("response.completed whose status is incomplete, without details", RESP, resp_stream(status="incomplete"), None, "UNKNOWN_FINISH_REASON")
 both("status cancelled", RESP, resp_stream(status="cancelled"), resp_object("cancelled"), "RESPONSE_CANCELLED")
 both("status completed with an error object", RESP, resp_stream(error=RESP_ERROR), resp_object(error=RESP_ERROR), "PROVIDER_ERROR")
 both("response.incomplete whose status is completed", RESP,
@@ -429,7 +431,8 @@ both("a blocked safety rating in an earlier chunk, STOP later", GEMINI,
 both("an unblocked safety rating beside STOP", GEMINI,
      *gemini(first=g_chunk(candidate(safetyRatings=[{**BLOCKED_RATING, "blocked": False}]))), EXECUTABLE)
 both("a blocked safety rating beside MAX_TOKENS", GEMINI,
-     None, g_chunk(candidate("MAX_TOKENS", safetyRatings=[BLOCKED_RATING])), "INCOMPLETE_RESPONSE")
+     gemini("MAX_TOKENS", first=g_chunk(candidate(safetyRatings=[BLOCKED_RATING])))[0],
+     g_chunk(candidate("MAX_TOKENS", safetyRatings=[BLOCKED_RATING])), "INCOMPLETE_RESPONSE")
 both("error beside finishReason STOP", GEMINI, *gemini(error={"code": 500, "status": "INTERNAL", "message": "boom"}), "PROVIDER_ERROR")
 both("a chunk after the finishReason", GEMINI, [*gemini()[0], g_chunk(candidate(parts=[{"text": "more"}]))], [*gemini()[0], g_chunk(candidate())], "EVENT_AFTER_TERMINAL")
 for options in ({}, {"choice": 0}):
@@ -438,9 +441,11 @@ for options in ({}, {"choice": 0}):
          [g_chunk(candidate()), g_chunk(candidate("STOP", parts=[]), candidate("SAFETY", parts=[]))],
          g_chunk(candidate("STOP"), candidate("SAFETY", parts=[])), "MULTIPLE_CHOICES", **options)
     both(f"two candidates with index 0, both STOP{label}", GEMINI,
-         None, g_chunk(candidate("STOP"), candidate("STOP")), "MULTIPLE_CHOICES", **options)
+         [g_chunk(candidate()), g_chunk(candidate("STOP", parts=[]), candidate("STOP", parts=[]))],
+         g_chunk(candidate("STOP"), candidate("STOP")), "MULTIPLE_CHOICES", **options)
     both(f"a candidate without index after candidate 0{label}", GEMINI,
-         None, g_chunk(candidate("STOP", index=None), candidate("STOP", index=0)), "MULTIPLE_CHOICES", **options)
+         [g_chunk(candidate()), g_chunk(candidate("STOP", parts=[], index=None), candidate("STOP", parts=[]))],
+         g_chunk(candidate("STOP", index=None), candidate("STOP", index=0)), "MULTIPLE_CHOICES", **options)
 both("candidate 1 finishes while the selected candidate 0 is unfinished", GEMINI,
      [g_chunk(candidate(), candidate(index=1, parts=[{"text": "x"}])), g_chunk(candidate(index=1, finish="STOP", parts=[]))],
      g_chunk(candidate(), candidate("STOP", index=1, parts=[{"text": "x"}])), "NO_TERMINAL_EVENT", choice=0)
