@@ -4,8 +4,26 @@ Stream: ``message_start`` → (``content_block_start`` → ``content_block_delta
 → ``content_block_stop``)* → ``message_delta`` → ``message_stop``, with
 ``ping`` anywhere and ``error`` possible at any point after HTTP 200.
 
-Terminal authority: ``message_stop`` (finishes with the stop reason of the last
-``message_delta``) or ``error`` (fails). Nothing may follow either.
+Terminal authority: ``message_stop`` (finishes with the stop reason the
+``message_delta`` events gave) or ``error`` (fails). Nothing may follow
+either.
+
+Vetoes (a field that says "not finished, failed, refused or ambiguous" wins
+over one that says "done"):
+- an ``error`` event anywhere before ``message_stop`` -> response failed
+  (``PROVIDER_ERROR``); after it -> ``EVENT_AFTER_TERMINAL``; an error body
+  likewise fails.
+- ``stop_reason`` (stream: ``message_start`` then each ``message_delta``;
+  body: the message): ``max_tokens`` / ``model_context_window_exceeded`` ->
+  length (``INCOMPLETE_RESPONSE``), ``refusal`` -> refusal (``REFUSAL``),
+  ``pause_turn``, null, ``""`` or any unknown value -> unknown
+  (``UNKNOWN_FINISH_REASON``). Only ``end_turn`` / ``stop_sequence`` /
+  ``tool_use`` are done.
+- a stop reason that differs from an earlier one: the not-done one wins
+  whichever came first (the earlier of two not-done ones); two different
+  done ones are ambiguous -> unknown, raw ``"<first>/<second>"``.
+- a ``content_block_start`` / ``content_block_delta`` after a
+  ``message_delta`` that gave the stop reason -> ``EVENT_AFTER_TERMINAL``.
 
 Mapping:
 - content block ``index`` *n* becomes item ``block_<n>``; a ``tool_use`` block
@@ -88,6 +106,10 @@ _DELTAS: dict[str, tuple[str | None, str]] = {
 }
 
 
+#: the normalized reasons that say the message is done
+_DONE = ("stop", "tool_calls")
+
+
 def finish_reason(raw: str | None) -> FinishReason:
     """The normalized finish reason of an Anthropic ``stop_reason``."""
     return "unknown" if raw is None else _STOP_REASONS.get(raw, "unknown")
@@ -128,6 +150,7 @@ class AnthropicMapper:
         self._terminal = False
         self._blocks: dict[int, _Block] = {}
         self._stop_reason: str | None = None
+        self._stopped = False  # a message_delta gave the stop reason: no content may follow
         self._usage: dict[str, int | None] = {}
 
     # ------------------------------------------------------------ helpers
@@ -157,6 +180,17 @@ class AnthropicMapper:
                 cached_tokens=u.get("cache_read_input_tokens"),
             )
         ]
+
+    def _set_stop_reason(self, raw: str) -> None:
+        """A stop reason that disagrees with an earlier one never makes the
+        message more finished: a not-done one (or the earlier of two) wins;
+        two different done ones are ambiguous and give ``"<first>/<second>"``,
+        which normalizes to unknown."""
+        old = self._stop_reason
+        if old is None or old == raw:
+            self._stop_reason = raw
+        elif finish_reason(old) in _DONE:
+            self._stop_reason = f"{old}/{raw}" if finish_reason(raw) in _DONE else raw
 
     def _finish(self) -> list[CanonicalEvent]:
         self._terminal = True
@@ -277,13 +311,15 @@ class AnthropicMapper:
                 self._open_block(index, _obj(block, what), what, out)
                 self._close_block(index, out)
             if stop_reason is not None:
-                self._stop_reason = stop_reason
+                self._set_stop_reason(stop_reason)
             return out
         if event_type not in ("content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"):
             self._count(event_type)
             return out
         if not self._started:
             raise new_error("EVENT_BEFORE_START", f"anthropic {event_type} event before message_start")
+        if self._stopped and event_type in ("content_block_start", "content_block_delta"):
+            raise new_error("EVENT_AFTER_TERMINAL", f"anthropic {event_type} event after the message_delta that stopped the message")
         if event_type == "content_block_delta":
             self._delta(payload, what, out)
         elif event_type == "content_block_start":
@@ -296,7 +332,8 @@ class AnthropicMapper:
             stop_reason = _opt_str(delta, "stop_reason", what)
             self._merge_usage(payload.get("usage"), what)
             if stop_reason is not None:
-                self._stop_reason = stop_reason
+                self._set_stop_reason(stop_reason)
+                self._stopped = True
         else:  # message_stop
             out.extend(self._finish())
         return out
@@ -347,7 +384,7 @@ class AnthropicMapper:
         ``(is_text, item_id, delta)``: what ``map_event`` maps it to, with the
         same effect on the block's state; ``None`` for any other event, which
         then goes through ``map_event``."""
-        if type(payload) is not dict or self._terminal or not self._started:
+        if type(payload) is not dict or self._terminal or self._stopped or not self._started:
             return None
         if payload.get("type") != "content_block_delta" or (
             event is not None and event != "message" and event != "content_block_delta"

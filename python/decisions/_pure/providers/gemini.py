@@ -12,6 +12,25 @@ prompt was blocked: content_filter), or an ``error`` object (fails). Any chunk
 after the terminal is ``EVENT_AFTER_TERMINAL``; a stream that ends without one
 is a disconnect.
 
+Vetoes (a field that says "not finished, failed, blocked or ambiguous" wins
+over one that says "done"):
+- ``error`` -> response failed (``PROVIDER_ERROR``), whatever the chunk's
+  candidates say.
+- ``promptFeedback.blockReason`` (any value, ``BLOCK_REASON_UNSPECIFIED``
+  too) -> content_filter, raw = the reason (``CONTENT_FILTERED``), even beside
+  a ``finishReason`` of ``STOP``.
+- ``finishReason`` of the selected candidate: see the finish reasons below;
+  only ``STOP`` is done (``CONTENT_FILTERED``, ``RESPONSE_ERROR``,
+  ``INCOMPLETE_RESPONSE``, ``UNKNOWN_FINISH_REASON`` otherwise, also for
+  ``OTHER``, ``FINISH_REASON_UNSPECIFIED``, ``""`` and other spellings).
+- a ``safetyRatings`` entry of the selected candidate with ``blocked: true``
+  (in this chunk or an earlier one) turns a ``STOP`` into content_filter,
+  raw ``SAFETY``.
+- two candidates with one ``index`` (a missing index is the position) ->
+  ``MULTIPLE_CHOICES``; a finish on another candidate finishes nothing.
+- ``finishMessage`` only explains a ``finishReason`` and vetoes nothing by
+  itself.
+
 Mapping:
 - items are ``item_<n>`` in order. Consecutive text parts form one text item,
   consecutive ``thought: true`` parts one reasoning item; an empty text part
@@ -232,6 +251,7 @@ class GeminiMapper:
         self._open: tuple[Literal["text", "reasoning"], str] | None = None  # (kind, item_id) of the open text/reasoning item
         self._call: _StreamedCall | None = None
         self._usage: UsageReported | None = None
+        self._blocked = False  # a safety rating of the selected candidate said "blocked"
 
     # ------------------------------------------------------------ helpers
 
@@ -419,21 +439,31 @@ class GeminiMapper:
         if candidate is not None:
             content = _opt_obj(candidate, "content", "candidate")
             finish = _opt_str(candidate, "finishReason", "candidate")
+            for rating in _opt_list(candidate, "safetyRatings", "candidate") or ():
+                if _opt_bool(_obj(rating, "safetyRating"), "blocked", "safetyRating"):
+                    self._blocked = True
             parts = [] if content is None else (_opt_list(content, "parts", "content") or [])
             for part in parts:
                 self._part(_obj(part, "part"), out)
-        if finish is not None:
-            self._finish(finish_reason(finish, self._calls > 0), finish, out)
-        elif block_reason is not None:
+        if block_reason is not None:  # a blocked prompt wins over any finishReason
             self._finish("content_filter", block_reason, out)
+        elif finish is not None:
+            reason = finish_reason(finish, self._calls > 0)
+            if self._blocked and reason in ("stop", "tool_calls"):
+                reason, finish = "content_filter", "SAFETY"
+            self._finish(reason, finish, out)
         return out
 
     def _select(self, candidates: list[Any]) -> dict[str, Any] | None:
         chosen = None
+        seen: set[int] = set()
         for position, candidate in enumerate(candidates):
             candidate = _obj(candidate, "candidate")
             index = _opt_count(candidate, "index", "candidate")
             index = position if index is None else index
+            if index in seen:
+                raise new_error("MULTIPLE_CHOICES", f"gemini response has candidate {index} more than once")
+            seen.add(index)
             if self._choice is None:
                 if index != 0:
                     raise new_error(

@@ -26,6 +26,20 @@ Finish reasons: ``stop`` -> stop (refusal when the message is a refusal),
 is kept. Items are ended only by a stop / tool_calls finish: a length,
 content-filter or unknown finish leaves them open (so an unfinished call can
 never be mistaken for a complete one).
+
+Vetoes (a field that says "not finished, failed or ambiguous" wins over one
+that says "done"):
+- ``error`` on a chunk or a body, beside choices and a ``finish_reason`` or
+  alone -> response failed (``PROVIDER_ERROR``); after the finish_reason, an
+  event after the terminal (``EVENT_AFTER_TERMINAL``).
+- ``finish_reason`` ``length`` / ``content_filter`` -> ``INCOMPLETE_RESPONSE``
+  / ``CONTENT_FILTERED``; any other value (``""``, ``eos``, ``error``, other
+  case) leaves the items open (``ITEM_NOT_ENDED``); none: no terminal
+  (``NO_TERMINAL_EVENT``; in a body ``MALFORMED_EVENT``).
+- content or a second ``finish_reason`` after the finish_reason ->
+  ``EVENT_AFTER_TERMINAL``.
+- two entries for one choice index in a chunk, or for the selected choice in
+  a body -> ``MULTIPLE_CHOICES``; a finish on another choice finishes nothing.
 """
 
 from __future__ import annotations
@@ -277,9 +291,10 @@ class OpenAIChatMapper:
             delta = opt_obj(choice, "delta", what)
             finish = opt_str(choice, "finish_reason", what)
             choices.append((0 if index is None else index, None if delta is None else _delta_parts(delta, what), finish))
+        _no_repeated_choice([c[0] for c in choices], "chunk")
         if not self._started and (rid or choices or usage is not None or err is not None):
             self._start(rid or None, model or None, out)
-        if failure is not None and not choices:
+        if failure is not None:  # an error vetoes whatever the chunk's choices say
             out.append(failure)
             return
         for index, parts, finish in choices:
@@ -424,7 +439,7 @@ class OpenAIChatMapper:
                 finish,
             ))
         self._start(rid or None, model or None, out)
-        if failure is not None and not choices:
+        if failure is not None:  # an error vetoes whatever the choices say
             out.append(failure)
             return out
         if not choices:
@@ -434,6 +449,7 @@ class OpenAIChatMapper:
                 "MULTIPLE_CHOICES", f"the body has {len(choices)} choices; pass choice= to select one"
             )
         selected = [c for c in choices if c[0] == self._choice]
+        _no_repeated_choice([c[0] for c in selected], "body")
         if not selected:
             raise new_error(
                 "MULTIPLE_CHOICES", f"choice {self._choice} is not among the choices {[c[0] for c in choices]}"
@@ -452,6 +468,15 @@ class OpenAIChatMapper:
             out.append(usage_event)
         self._finish_with(finish, out)
         return out
+
+
+def _no_repeated_choice(indexes: list[int], where: str) -> None:
+    """Two entries for one choice index are ambiguous: ``MULTIPLE_CHOICES``."""
+    seen: set[int] = set()
+    for index in indexes:
+        if index in seen:
+            raise new_error("MULTIPLE_CHOICES", f"the {where} has choice {index} more than once")
+        seen.add(index)
 
 
 class _Parts:

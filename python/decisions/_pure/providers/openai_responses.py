@@ -18,6 +18,26 @@ holds function calls, refusal when it holds a refusal and no call),
 ``response.failed`` and ``error`` (both -> response failed; the
 ``response.failed`` that follows an ``error`` confirms it and adds nothing).
 
+Vetoes: the terminal's ``response`` object (or a whole body) can say the
+response is not done whatever the event type says, and then that wins:
+- ``error`` (an object) -> response failed (``PROVIDER_ERROR``), on any
+  terminal event and in a body of any ``status``.
+- ``status`` ``failed`` / ``error`` -> response failed; ``incomplete``, or an
+  ``incomplete_details`` object beside any status -> the incomplete reason
+  (``INCOMPLETE_RESPONSE``, ``CONTENT_FILTERED``, else ``UNKNOWN_FINISH_REASON``);
+  ``cancelled`` -> cancelled (``RESPONSE_CANCELLED``); ``in_progress``,
+  ``queued``, ``""`` or any unknown status -> unknown, raw = the status
+  (``UNKNOWN_FINISH_REASON``; a body that is ``queued`` / ``in_progress`` or
+  has no status has no terminal: ``NO_TERMINAL_EVENT``). Only ``completed``
+  (or, on ``response.completed``, no status) is done.
+- an output item's ``status``: only ``completed`` (or none) finishes a message
+  or call; ``incomplete``, ``in_progress`` or unknown in a done event, the
+  terminal's output or a body leaves it unfinished, and a done response with
+  an unfinished message or call is ``ITEM_NOT_ENDED`` (when the stream's done
+  event and the final output disagree, the unfinished one wins).
+- any event after the terminal (other than ``response.failed`` after
+  ``error``) -> ``EVENT_AFTER_TERMINAL``.
+
 Output check: every delta updates a running length and hash for its item
 (constant work per delta byte, nothing re-scanned). The ``.done`` events, the
 finished output items and the output of the terminal ``response`` are compared
@@ -121,7 +141,8 @@ class _Out:
 
     @property
     def complete(self) -> bool:
-        return self.status != "incomplete"
+        """Only ``completed`` (or no status at all) counts as finished."""
+        return self.status is None or self.status == "completed"
 
 
 _KNOWN_ITEMS = ("message", "function_call", "reasoning")
@@ -163,7 +184,7 @@ def _response(d: dict[str, Any], what: str) -> dict[str, Any]:
 class _Final:
     """The ``response`` object of a terminal event (or a whole body), shape-checked."""
 
-    __slots__ = ("id", "model", "status", "output", "usage", "error", "reason")
+    __slots__ = ("id", "model", "status", "output", "usage", "error", "incomplete", "reason")
 
     def __init__(self, resp: dict[str, Any], what: str) -> None:
         self.id = opt_str(resp, "id", what)
@@ -177,6 +198,7 @@ class _Final:
         err = opt_obj(resp, "error", what)
         self.error = None if err is None else provider_error(err, what)
         details = opt_obj(resp, "incomplete_details", what)
+        self.incomplete = details is not None
         self.reason = None if details is None else opt_str(details, "reason", what)
 
 
@@ -207,6 +229,7 @@ class OpenAIResponsesMapper:
         self._calls = 0
         self._refusals = 0
         self._terminal: str | None = None  # "finished" | "failed" | "error"
+        self._unfinished: str | None = None  # a message / call some output said was not completed
 
     def _count(self, key: str) -> None:
         self.unknown_events[key] = self.unknown_events.get(key, 0) + 1
@@ -415,6 +438,11 @@ class OpenAIResponsesMapper:
         if entry is None or entry.type != item.type:
             raise new_error("OUTPUT_MISMATCH", f"{what}: {item.type} {item.id} was never added to the stream")
         self._compare(item, entry, what, out, end=True)
+        self._note_status(item)
+
+    def _note_status(self, item: _Out) -> None:
+        if not item.complete and item.type != "reasoning" and self._unfinished is None:
+            self._unfinished = item.id
 
     def _compare(self, item: _Out, entry: _Item, what: str, out: list[CanonicalEvent], *, end: bool) -> None:
         if entry.type == "function_call":
@@ -454,7 +482,7 @@ class OpenAIResponsesMapper:
 
     def _terminal_event(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         final = _Final(obj(d.get("response"), what, "response"), what)
-        if what == "response.failed" or final.status in _FAILED:
+        if final.error is not None or what == "response.failed" or final.status in _FAILED:
             self._terminal = "failed"
             out.append(final.error or ResponseFailed(code="failed", message=""))
             return
@@ -467,6 +495,7 @@ class OpenAIResponsesMapper:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: the output has {item.type} {item.id}, never streamed")
             seen.add(item.id)
             self._compare(item, entry, what, out, end=False)
+            self._note_status(item)
         for item_id in self._order:
             if item_id not in seen:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: streamed item {item_id} is not in the output")
@@ -476,14 +505,21 @@ class OpenAIResponsesMapper:
         if final.usage is not None:
             out.append(final.usage)
         self._terminal = "finished"
-        if incomplete or final.status == "incomplete":
+        status = final.status
+        if incomplete or status == "incomplete" or final.incomplete:
             raw = final.reason or "incomplete"
             reason = _INCOMPLETE.get(raw, "unknown")
-        elif final.status == "cancelled":
+        elif status == "cancelled":
             raw, reason = "cancelled", "cancelled"
-        else:
-            raw = final.status or "completed"
+        elif status is None or status == "completed":
+            raw = "completed"
             reason = "tool_calls" if self._calls else "refusal" if self._refusals else "stop"
+            if self._unfinished is not None:
+                raise new_error(
+                    "ITEM_NOT_ENDED", f"the response completed, but output item {self._unfinished} was not completed"
+                )
+        else:  # in_progress, queued or a status this package does not know: never "done"
+            raw, reason = status, "unknown"
         out.append(ResponseFinished(finish_reason=reason, raw_finish_reason=raw))  # type: ignore[arg-type]
 
     def _error(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
@@ -498,7 +534,7 @@ class OpenAIResponsesMapper:
         what = "response"
         final = _Final(obj(body, what, "the body"), what)
         out: list[CanonicalEvent] = [ResponseStarted(response_id=final.id, model=final.model)]
-        if final.error is not None and (final.status is None or final.status in _FAILED):
+        if final.error is not None:  # an error vetoes whatever the status says
             out.append(final.error)
             return out
         if final.status in _FAILED:

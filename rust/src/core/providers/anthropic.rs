@@ -2,8 +2,14 @@
 //! the mapping; this file follows it check for check, in the same order, so
 //! both backends give the same events and the same error for the same input.
 //!
-//! Terminal authority: `message_stop` (finishes with the stop reason of the
-//! last `message_delta`) or `error` (fails). Nothing may follow either.
+//! Terminal authority: `message_stop` (finishes with the stop reason the
+//! `message_delta` events gave) or `error` (fails). Nothing may follow either.
+//!
+//! Vetoes (the twin's docstring has the table): only `end_turn`,
+//! `stop_sequence` and `tool_use` are done; a stop reason that disagrees with
+//! an earlier one keeps the not-done one (two different done ones are
+//! ambiguous: unknown); no content block may start or grow after the
+//! `message_delta` that gave the stop reason.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -249,6 +255,8 @@ pub struct AnthropicMapper {
     terminal: bool,
     blocks: BTreeMap<u64, Block>,
     stop_reason: Option<String>,
+    /// A `message_delta` gave the stop reason: no content may follow.
+    stopped: bool,
     usage: UsageAcc,
 }
 
@@ -280,6 +288,20 @@ impl AnthropicMapper {
             }
         }
         Ok(())
+    }
+
+    /// A stop reason that disagrees with an earlier one never makes the
+    /// message more finished: a not-done one (or the earlier of two) wins;
+    /// two different done ones are ambiguous and give `"<first>/<second>"`,
+    /// which normalizes to unknown.
+    fn set_stop_reason(&mut self, raw: String) {
+        let done = |r: &str| matches!(finish_reason(Some(r)), FinishReason::Stop | FinishReason::ToolCalls);
+        self.stop_reason = match self.stop_reason.take() {
+            None => Some(raw),
+            Some(old) if old == raw => Some(old),
+            Some(old) if done(&old) => Some(if done(&raw) { format!("{old}/{raw}") } else { raw }),
+            Some(old) => Some(old),
+        };
     }
 
     fn finish(&mut self, out: &mut Vec<Event>) {
@@ -494,8 +516,8 @@ impl AnthropicMapper {
             self.open_block(index, Some(block), what, out)?;
             self.close_block(index, out)?;
         }
-        if stop_reason.is_some() {
-            self.stop_reason = stop_reason;
+        if let Some(raw) = stop_reason {
+            self.set_stop_reason(raw);
         }
         Ok(())
     }
@@ -509,6 +531,7 @@ impl AnthropicMapper {
         out: &mut Vec<Event>,
     ) -> bool {
         if self.terminal
+            || self.stopped
             || !self.started
             || !matches!(event, None | Some("message" | "content_block_delta"))
         {
@@ -713,6 +736,12 @@ impl Mapper for AnthropicMapper {
                         format!("anthropic {event_type} event before message_start"),
                     ));
                 }
+                if self.stopped && matches!(event_type.as_ref(), "content_block_start" | "content_block_delta") {
+                    return Err(CoreError::new(
+                        Code::EVENT_AFTER_TERMINAL,
+                        format!("anthropic {event_type} event after the message_delta that stopped the message"),
+                    ));
+                }
                 match event_type.as_ref() {
                     "content_block_delta" => self.delta(&env, &what, out),
                     "content_block_start" => {
@@ -727,8 +756,9 @@ impl Mapper for AnthropicMapper {
                         let delta: DeltaRaw<'_> = SHAPE.req_obj(env.delta, &what)?;
                         let stop_reason = SHAPE.opt_str(delta.stop_reason, &what)?.map(Cow::into_owned);
                         self.merge_usage(env.usage, &what)?;
-                        if stop_reason.is_some() {
-                            self.stop_reason = stop_reason;
+                        if let Some(raw) = stop_reason {
+                            self.set_stop_reason(raw);
+                            self.stopped = true;
                         }
                         Ok(())
                     }

@@ -7,6 +7,11 @@
 //! first), as is a chunk whose `promptFeedback` carries a `blockReason`
 //! (content_filter), or an `error` object (fails). Any chunk after it is
 //! `EVENT_AFTER_TERMINAL`; a stream that ends without one is a disconnect.
+//!
+//! Vetoes (the twin's docstring has the table): `error` wins over every
+//! candidate, a `blockReason` over any `finishReason`, a `blocked` safety
+//! rating of the selected candidate turns `STOP` into content_filter, and two
+//! candidates with one `index` are `MULTIPLE_CHOICES`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -88,6 +93,14 @@ struct CandidateRaw<'a> {
     content: Option<&'a RawValue>,
     #[serde(rename = "finishReason", borrow)]
     finish_reason: Option<&'a RawValue>,
+    #[serde(rename = "safetyRatings", borrow)]
+    safety_ratings: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RatingRaw<'a> {
+    #[serde(borrow)]
+    blocked: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -317,6 +330,8 @@ pub struct GeminiMapper {
     open: Option<(ItemKind, String)>,
     call: Option<StreamedCall>,
     usage: Option<Usage>,
+    /// A safety rating of the selected candidate said "blocked".
+    blocked: bool,
 }
 
 impl GeminiMapper {
@@ -332,6 +347,7 @@ impl GeminiMapper {
             open: None,
             call: None,
             usage: None,
+            blocked: false,
         }
     }
 
@@ -608,9 +624,16 @@ impl GeminiMapper {
         candidates: &[&'a RawValue],
     ) -> Result<Option<CandidateRaw<'a>>, CoreError> {
         let mut chosen = None;
+        let mut seen = std::collections::HashSet::new();
         for (position, raw) in (0u64..).zip(candidates) {
             let candidate: CandidateRaw<'a> = SHAPE.obj(raw, "candidate")?;
             let index = SHAPE.opt_count(candidate.index, "candidate")?.unwrap_or(position);
+            if !seen.insert(index) {
+                return Err(err(
+                    Code::MULTIPLE_CHOICES,
+                    format!("gemini response has candidate {index} more than once"),
+                ));
+            }
             match self.choice {
                 None => {
                     if index != 0 {
@@ -744,6 +767,12 @@ impl Mapper for GeminiMapper {
         if let Some(candidate) = candidate {
             let content: Option<ContentRaw<'_>> = SHAPE.opt_obj(candidate.content, "candidate")?;
             finish = SHAPE.opt_str(candidate.finish_reason, "candidate")?.map(Cow::into_owned);
+            for raw in SHAPE.opt_list(candidate.safety_ratings, "candidate")?.unwrap_or_default() {
+                let rating: RatingRaw<'_> = SHAPE.obj(raw, "safetyRating")?;
+                if SHAPE.opt_bool(rating.blocked, "safetyRating")? {
+                    self.blocked = true;
+                }
+            }
             let parts = match content {
                 Some(content) => SHAPE.opt_list(content.parts, "content")?.unwrap_or_default(),
                 None => Vec::new(),
@@ -752,11 +781,16 @@ impl Mapper for GeminiMapper {
                 self.part(part, out)?;
             }
         }
-        if let Some(raw) = finish {
-            let normalized = finish_reason(&raw, self.calls > 0);
-            self.finish(normalized, raw, out);
-        } else if let Some(raw) = block_reason {
+        if let Some(raw) = block_reason {
+            // a blocked prompt wins over any finishReason
             self.finish(FinishReason::ContentFilter, raw, out);
+        } else if let Some(raw) = finish {
+            let normalized = finish_reason(&raw, self.calls > 0);
+            if self.blocked && matches!(normalized, FinishReason::Stop | FinishReason::ToolCalls) {
+                self.finish(FinishReason::ContentFilter, "SAFETY".to_owned(), out);
+            } else {
+                self.finish(normalized, raw, out);
+            }
         }
         Ok(())
     }

@@ -365,6 +365,17 @@ impl<'a> Delta<'a> {
     }
 }
 
+/// Two entries for one choice index are ambiguous: `MULTIPLE_CHOICES`.
+fn no_repeated_choice(indexes: impl Iterator<Item = u64>, place: &str) -> Result<(), CoreError> {
+    let mut seen = std::collections::HashSet::new();
+    for index in indexes {
+        if !seen.insert(index) {
+            return Err(CoreError::new(Code::MULTIPLE_CHOICES, format!("the {place} has choice {index} more than once")));
+        }
+    }
+    Ok(())
+}
+
 // ------------------------------------------------------------ the mapper
 
 struct Call {
@@ -591,12 +602,14 @@ impl OpenAIChat {
             };
             checked.push((index, parts.map(|(r, p)| choice.delta.as_ref().is_some_and(|d| d.has_content(r, &p)))));
         }
+        no_repeated_choice(checked.iter().map(|(index, _)| *index), "chunk")?;
         let choices = chunk.choices.as_deref().unwrap_or(&[]);
         let rid = s(&chunk.id).filter(|r| !r.is_empty());
         if !self.started && (rid.is_some() || !choices.is_empty() || chunk.usage.is_some() || chunk.error.is_some()) {
             self.start(rid, s(&chunk.model).filter(|m| !m.is_empty()), out);
         }
-        if let (Some(f), true) = (failure, choices.is_empty()) {
+        if let Some(f) = failure {
+            // an error vetoes whatever the chunk's choices say
             out.push(f);
             return Ok(());
         }
@@ -664,7 +677,8 @@ impl Mapper for OpenAIChat {
             }
         }
         self.start(s(&body.id).filter(|r| !r.is_empty()), s(&body.model).filter(|m| !m.is_empty()), out);
-        if let (Some(f), true) = (failure, choices.is_empty()) {
+        if let Some(f) = failure {
+            // an error vetoes whatever the choices say
             out.push(f);
             return Ok(());
         }
@@ -678,6 +692,7 @@ impl Mapper for OpenAIChat {
             ));
         }
         let indexes: Vec<u64> = choices.iter().enumerate().map(|(p, c)| c.index.unwrap_or(p as u64)).collect();
+        no_repeated_choice(indexes.iter().copied().filter(|i| *i == self.choice), "body")?;
         let Some(selected) = choices.iter().zip(&indexes).find(|(_, i)| **i == self.choice).map(|(c, _)| c) else {
             return Err(CoreError::new(
                 Code::MULTIPLE_CHOICES,

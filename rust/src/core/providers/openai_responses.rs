@@ -1,6 +1,13 @@
 //! OpenAI Responses API. Mirrors `decisions/_pure/providers/openai_responses.py`,
 //! whose docstring states the rules: identity (item id, `call_id`, content
-//! part ids), terminal authority, the output check, builtin tools.
+//! part ids), terminal authority, the output check, builtin tools, and the
+//! vetoes: an `error` object on any terminal `response` or body fails it;
+//! `failed`/`error` fail, `incomplete` or any `incomplete_details` object
+//! give the incomplete reason, `cancelled` cancels, and `in_progress`,
+//! `queued`, `""` or an unknown status finish as unknown: only `completed`
+//! (or no status on `response.completed`) is done. An output item whose
+//! status is not `completed` (or absent) is unfinished, and a done response
+//! holding an unfinished message or call is `ITEM_NOT_ENDED`.
 //!
 //! An event is parsed twice at most: once for its `type` and
 //! `sequence_number`, once into the typed struct of a known type (unknown
@@ -223,8 +230,9 @@ fn out_item<'a>(raw: &'a RawValue, what: &str) -> Result<Out<'a>, CoreError> {
 }
 
 impl OutItem<'_> {
+    /// Only `completed` (or no status at all) counts as finished.
     fn complete(&self) -> bool {
-        s(&self.status) != Some("incomplete")
+        matches!(s(&self.status), None | Some("completed"))
     }
 
     /// A reasoning item's text: summary parts joined by a blank line, then its content.
@@ -384,6 +392,8 @@ pub struct OpenAIResponses {
     calls: usize,
     refusals: usize,
     terminal: Option<Terminal>,
+    /// A message / call some output said was not completed.
+    unfinished: Option<String>,
 }
 
 impl Default for OpenAIResponses {
@@ -437,6 +447,13 @@ impl OpenAIResponses {
             calls: 0,
             refusals: 0,
             terminal: None,
+            unfinished: None,
+        }
+    }
+
+    fn note_status(&mut self, kind: Kind, item: &OutItem<'_>) {
+        if !item.complete() && kind != Kind::Reasoning && self.unfinished.is_none() {
+            self.unfinished = Some(item.id.as_str().to_owned());
         }
     }
 
@@ -500,6 +517,7 @@ impl OpenAIResponses {
                         }
                     }
                     self.compare(k, &item, what, out, true)?;
+                    self.note_status(k, &item);
                 }
             }
             "response.content_part.added" | "response.content_part.done" => {
@@ -766,7 +784,7 @@ impl OpenAIResponses {
             output.push(out_item(raw, what)?);
         }
         let status = s(&fin.status);
-        if what == "response.failed" || matches!(status, Some("failed" | "error")) {
+        if failure.is_some() || what == "response.failed" || matches!(status, Some("failed" | "error")) {
             self.terminal = Some(Terminal::Failed);
             out.push(failure.unwrap_or_else(default_failure));
             return Ok(());
@@ -781,22 +799,22 @@ impl OpenAIResponses {
                 }
                 seen.insert(id.to_owned());
                 self.compare(*kind, item, what, out, false)?;
+                self.note_status(*kind, item);
             }
         }
         if let Some(missing) = self.order.iter().find(|id| !seen.contains(*id)) {
             return Err(mismatch(format!("{what}: streamed item {missing} is not in the output")));
         }
-        self.finish(fin, what == "response.incomplete", out);
-        Ok(())
+        self.finish(fin, what == "response.incomplete", out)
     }
 
-    fn finish(&mut self, fin: &Final<'_>, incomplete: bool, out: &mut Vec<Event>) {
+    fn finish(&mut self, fin: &Final<'_>, incomplete: bool, out: &mut Vec<Event>) -> Result<(), CoreError> {
         if let Some(u) = &fin.usage {
             out.push(u.event());
         }
         self.terminal = Some(Terminal::Finished);
         let status = s(&fin.status);
-        let (reason, raw) = if incomplete || status == Some("incomplete") {
+        let (reason, raw) = if incomplete || status == Some("incomplete") || fin.incomplete_details.is_some() {
             let raw = fin.incomplete_details.as_ref().and_then(|d| s(&d.reason)).filter(|r| !r.is_empty()).unwrap_or("incomplete");
             let reason = match raw {
                 "max_output_tokens" => FinishReason::Length,
@@ -806,7 +824,7 @@ impl OpenAIResponses {
             (reason, raw)
         } else if status == Some("cancelled") {
             (FinishReason::Cancelled, "cancelled")
-        } else {
+        } else if matches!(status, None | Some("completed")) {
             let reason = if self.calls > 0 {
                 FinishReason::ToolCalls
             } else if self.refusals > 0 {
@@ -814,9 +832,19 @@ impl OpenAIResponses {
             } else {
                 FinishReason::Stop
             };
-            (reason, status.filter(|st| !st.is_empty()).unwrap_or("completed"))
+            if let Some(id) = &self.unfinished {
+                return Err(CoreError::new(
+                    Code::ITEM_NOT_ENDED,
+                    format!("the response completed, but output item {id} was not completed"),
+                ));
+            }
+            (reason, "completed")
+        } else {
+            // in_progress, queued or a status this package does not know: never "done"
+            (FinishReason::Unknown, status.unwrap_or(""))
         };
         out.push(Event::ResponseFinished { finish_reason: reason, raw_finish_reason: Some(raw.to_owned()) });
+        Ok(())
     }
 
     fn body_item(&mut self, kind: Kind, item: &OutItem<'_>, out: &mut Vec<Event>) {
@@ -929,8 +957,9 @@ impl Mapper for OpenAIResponses {
         });
         let status = s(&fin.status);
         let failed = matches!(status, Some("failed" | "error"));
-        if let (Some(f), true) = (&failure, status.is_none() || failed) {
-            out.push(f.clone());
+        if let Some(f) = failure {
+            // an error vetoes whatever the status says
+            out.push(f);
             return Ok(());
         }
         if failed {
@@ -946,8 +975,7 @@ impl Mapper for OpenAIResponses {
         if matches!(status, None | Some("queued" | "in_progress")) {
             return Ok(());
         }
-        self.finish(&fin, false, out);
-        Ok(())
+        self.finish(&fin, false, out)
     }
 
     fn unknown_events(&self) -> &BTreeMap<String, u64> {
