@@ -22,7 +22,7 @@
 
 use crate::core::assemble::DONE;
 use crate::core::errors::{Code, CoreError};
-use crate::core::json::{self, Builder, Failure, Object};
+use crate::core::json::{self, Buffers, Builder, Failure, Object};
 use crate::core::limits::Limits;
 
 /// The deepest nesting accepted in event data or a body. Tool arguments
@@ -49,21 +49,36 @@ pub fn envelope_limits(limits: &Limits) -> Limits {
     }
 }
 
-/// Check `data` (one event's data, or a whole body) against the envelope
-/// rule; `fields` are the mapper's object-form argument fields.
+/// Checks event data against the envelope rule, keeping its working memory
+/// from one event to the next (a stream checks every event).
+#[derive(Default)]
+pub struct Envelope {
+    checker: Checker,
+    buffers: Buffers<Token>,
+}
+
+impl Envelope {
+    /// Check `data` (one event's data, or a whole body); `fields` are the
+    /// mapper's object-form argument fields.
+    pub fn check(&mut self, data: &str, limits: &Limits, fields: &[&[Seg]]) -> Result<(), CoreError> {
+        if data == DONE {
+            return Ok(());
+        }
+        if has_lone_surrogate(data) {
+            return Err(CoreError::new(Code::MALFORMED_EVENT, "event data has a lone surrogate escape"));
+        }
+        self.checker.keys.clear();
+        match json::parse_str_in(data, &envelope_limits(limits), &mut self.checker, &mut self.buffers) {
+            Ok(_) => Ok(()),
+            Err(Failure::Build(never)) => match never {},
+            Err(Failure::Parse(e)) => Err(classify(data, e.code, e.pos, limits, fields)),
+        }
+    }
+}
+
+/// [`Envelope::check`] with fresh working memory (one body, a test).
 pub fn check(data: &str, limits: &Limits, fields: &[&[Seg]]) -> Result<(), CoreError> {
-    if data == DONE {
-        return Ok(());
-    }
-    if has_lone_surrogate(data) {
-        return Err(CoreError::new(Code::MALFORMED_EVENT, "event data has a lone surrogate escape"));
-    }
-    let mut checker = Checker::default();
-    match json::parse_str(data, &envelope_limits(limits), &mut checker) {
-        Ok(_) => Ok(()),
-        Err(Failure::Build(never)) => match never {},
-        Err(Failure::Parse(e)) => Err(classify(data, e.code, e.pos, limits, fields)),
-    }
+    Envelope::default().check(data, limits, fields)
 }
 
 /// The error for rule `code` broken at character `pos` of `data`.
@@ -310,18 +325,19 @@ impl Builder for Checker {
         Ok(Token::Other)
     }
     fn object(&mut self, members: std::vec::Drain<'_, Token>) -> Result<Object<Token>, Self::Error> {
-        let keys: Vec<Token> = members.step_by(2).collect();
-        let repeated = if keys.len() <= 16 {
-            (1..keys.len()).find(|&i| {
-                let key = self.key_text(keys.get(i).copied().unwrap_or(Token::Other));
-                keys.iter().take(i).any(|&k| self.key_text(k) == key)
-            })
+        let keys = members.as_slice();
+        let count = keys.len() / 2;
+        let key = |i: usize| self.key_text(keys.get(2 * i).copied().unwrap_or(Token::Other));
+        let repeated = if count <= 16 {
+            (1..count).find(|&i| (0..i).any(|j| key(j) == key(i)))
         } else {
-            let mut seen = std::collections::HashSet::with_capacity(keys.len());
-            keys.iter().position(|&k| !seen.insert(self.key_text(k)))
+            let mut seen = std::collections::HashSet::with_capacity(count);
+            (0..count).position(|i| !seen.insert(key(i)))
         };
         // The object's keys are the last ones written: drop them.
-        if let Some(&Token::Key(start, _)) = keys.first() {
+        let first = keys.first().copied();
+        drop(members);
+        if let Some(Token::Key(start, _)) = first {
             self.keys.truncate(start);
         }
         Ok(match repeated {

@@ -8,7 +8,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, 
 
 
 use crate::core::assemble::{Assembler, CanonicalMapper, Kind};
-use crate::core::envelope;
+use crate::core::envelope::{self, Envelope};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::Event;
 use crate::core::limits::Limits;
@@ -84,6 +84,7 @@ pub struct StreamAssembler {
     provider: String,
     limits: Limits,
     mapper: Box<dyn Mapper>,
+    envelope: Envelope,
     assembler: Assembler,
     decoder: Option<Decoder>,
     kept: Option<Vec<Event>>,
@@ -119,7 +120,7 @@ impl StreamAssembler {
         let mut result = decoder.feed(bytes, &mut sse);
         if result.is_ok() {
             for event in sse.iter() {
-                result = envelope::check(&event.data, &self.limits, self.mapper.argument_fields())
+                result = self.envelope.check(&event.data, &self.limits, self.mapper.argument_fields())
                     .and_then(|()| {
                         let data = &event.data;
                         self.mapper.map_event(event.event.as_deref(), data, &mut self.mapped)
@@ -162,6 +163,7 @@ impl StreamAssembler {
             provider,
             limits,
             mapper,
+            envelope: Envelope::default(),
             assembler: Assembler::new(limits),
             decoder: None,
             kept: keep_events.then(Vec::new),
@@ -245,7 +247,7 @@ impl StreamAssembler {
             Payload::Bytes => with_bytes(payload, "feed_event()", utf8)?,
         };
         let result = data.and_then(|data| {
-            envelope::check(&data, &self.limits, self.mapper.argument_fields())?;
+            self.envelope.check(&data, &self.limits, self.mapper.argument_fields())?;
             self.mapper.map_event(name.as_deref(), &data, &mut self.mapped)?;
             self.apply_mapped()
         });
