@@ -73,21 +73,25 @@ def test_fold() -> None:
 def test_resolve_names_and_never_corrects(registry: ToolRegistry) -> None:
     assert registry.resolve("read_file").name == "read_file"
     with pytest.raises(DomainError) as info:
-        registry.resolve("Read_File", path="$.calls[2].name")
+        registry.resolve("raed_file", path="$.calls[2].name")
     error = info.value
     assert error.code == "UNKNOWN_TOOL" and error.layer == "domain" and error.retryable
     assert error.path == "$.calls[2].name"
     assert "'read_file'" in (error.hint or "")
     assert "host-7" not in str(error.to_dict())  # nothing but names
     assert error.issues == ({"path": "$.calls[2].name", "code": "unknown_tool", "expected": "one of 'read_file'"},)
+    with pytest.raises(DomainError) as info:
+        registry.resolve("Read_File", path="$.calls[2].name")  # the same name spelt otherwise: never matched
+    assert (info.value.code, info.value.path) == ("AMBIGUOUS_TOOL_NAME", "$.calls[2].name")
+    assert info.value.issues == ({"path": "$.calls[2].name", "code": "ambiguous_tool_name", "expected": "'read_file'"},)
 
 
 @needs_loads
 def test_decide_names_the_unknown_call(registry: ToolRegistry) -> None:
-    items = (call(call_id="a"), call(name="functions.write_file", call_id="b"))
+    items = (call(call_id="a"), call(name="write_flie", call_id="b"))
     with pytest.raises(DomainError) as info:
         decide(response(*items), tools=registry)
-    assert info.value.path == "$.calls[1].name"
+    assert (info.value.code, info.value.path) == ("UNKNOWN_TOOL", "$.calls[1].name")
     assert "'write_file'" in (info.value.hint or "")
 
 
