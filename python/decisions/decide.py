@@ -57,7 +57,7 @@ from .decision import Decision, FinalDecision, ToolCall, ToolDecision
 from .domain import Tool, ToolRegistry
 from .errors import DomainError, ParseError, PolicyError, SchemaError, StreamError
 from .limits import DEFAULT_LIMITS, Limits
-from .policy import Policy, Run, _apply
+from .policy import Policy, Run, _apply, _Plan
 from .schema import Schema, schema_mismatch
 from .types import FINISH_REASONS, NormalizedResponse, RefusalItem, ResponseSnapshot, ToolCallItem
 from .versions import VersionedSchema
@@ -222,6 +222,8 @@ def decide(
             hint=f"make at most {bound} tool calls at once",
         )
     registry = None if tools is None else ToolRegistry.of(tools)
+    active = _OPEN_POLICY if policy is None else policy
+    plan = active.plan(registry)  # a rule that does not fit the registry fails here, before any call
     schema, schema_id = _output_schema(output)
     text = response.text
     if items:
@@ -233,7 +235,7 @@ def decide(
                 path="$",
                 hint="either call tools or give the final answer, not both",
             )
-        return _tool_decision(response, items, arguments, registry, policy, run, repaired, text)
+        return _tool_decision(response, items, arguments, registry, active, plan, run, repaired, text)
     if not text.strip():
         raise SchemaError("EMPTY_DECISION", path="$", hint="call a tool or give the final answer")
     value: Any = text
@@ -278,7 +280,8 @@ def _tool_decision(
     items: tuple[ToolCallItem, ...],
     arguments: list[dict[str, Any]],
     registry: ToolRegistry | None,
-    policy: Policy | None,
+    active: Policy,
+    plan: _Plan,
     run: Run | None,
     repaired: bool,
     text: str,
@@ -295,8 +298,6 @@ def _tool_decision(
         validated.append(value)
     if issues:
         raise schema_mismatch(issues)
-    active = _OPEN_POLICY if policy is None else policy
-    plan = active.plan(registry)
     for index, item in enumerate(items):
         plan.names.check(item.name, path=f"$.calls[{index}].name")
         if registry is not None:

@@ -101,6 +101,7 @@ def schema_mismatch(issues: Sequence[Mapping[str, str]], message: str | None = N
 _PYDANTIC_TYPES: Final[Mapping[str, tuple[str, str]]] = {
     "missing": ("missing", "a value (the field is required)"),
     "extra_forbidden": ("unexpected", "no such field"),
+    "unexpected_keyword_argument": ("unexpected", "no such field"),
     "int_type": ("type", "integer"),
     "int_parsing": ("type", "integer"),
     "int_from_float": ("type", "integer"),
