@@ -511,7 +511,11 @@ def _core_step(node: dict[str, Any], step: str | None) -> list[Any] | None:
 
 
 def _js_expand(node: Any, root: Any) -> list[Any]:
-    out, stack, seen = [], [node], set()
+    """The schemas that shape a value of ``node``: itself and its parts
+    (``True`` for a part that allows anything)."""
+    out: list[Any] = []
+    stack: list[Any] = [node]
+    seen: set[int] = set()
     while stack:
         current = stack.pop()
         if current is True or current == {}:
@@ -526,6 +530,7 @@ def _js_expand(node: Any, root: Any) -> list[Any]:
 
 
 def _js_step(node: Any, step: str | None) -> list[Any] | None:
+    """The schemas one selector step leads to from ``node``, or None."""
     if node is True:
         return [True]
     if step is None:
