@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Annotated, Any, Optional
 
@@ -106,6 +106,10 @@ class DefaultRead(BaseModel):
     path: str = "/etc"
 
 
+class PathTypedRead(BaseModel):
+    path: PurePosixPath
+
+
 def _read_policy(ws: Path, **kwargs: Any) -> Policy:
     return Policy(workspace=ws, tools={"read_file": ToolRule(paths={"path": "read"})}, **kwargs)
 
@@ -123,17 +127,19 @@ def _read_tool(model: Any) -> ToolRegistry:
         (NestedAliasRead, {"target": {"path": "../secret.txt"}}),
         (PrefixedRead, {"path": "safe:../secret.txt"}),  # the raw value stays inside; the validated one does not
         (DefaultRead, {}),  # the default the executor would use
+        (PathTypedRead, {"path": "../secret.txt"}),  # a path object, not a string
     ],
-    ids=["alias-choices", "alias-by-alias", "alias-by-name", "alias-path", "validator", "default"],
+    ids=["alias-choices", "alias-by-alias", "alias-by-name", "alias-path", "validator", "default", "path-object"],
 )
 def test_the_policy_checks_the_value_the_executor_gets(ws: Path, model: Any, arguments: dict[str, Any]) -> None:
     _refused(PolicyError, "PATH_OUTSIDE_WORKSPACE", "$.calls[0].arguments.path",
              response(call(arguments=_args(arguments))), tools=_read_tool(model), policy=_read_policy(ws))
 
 
-@pytest.mark.parametrize("model", [AliasedRead, PopulatedRead, NestedAliasRead, PrefixedRead])
+@pytest.mark.parametrize("model", [AliasedRead, PopulatedRead, NestedAliasRead, PrefixedRead, PathTypedRead])
 def test_the_executor_gets_exactly_what_was_checked(ws: Path, model: Any) -> None:
     raw = {
+        PathTypedRead: {"path": "src/a.txt"},
         AliasedRead: {"file_path": "src/a.txt"},
         PopulatedRead: {"file_path": "src/a.txt"},
         NestedAliasRead: {"target": {"path": "src/a.txt"}},
@@ -141,7 +147,7 @@ def test_the_executor_gets_exactly_what_was_checked(ws: Path, model: Any) -> Non
     }[model]
     decision = _decided(response(call(arguments=_args(raw))), tools=_read_tool(model), policy=_read_policy(ws))
     only = decision.calls[0]
-    assert only.arguments == {"path": "src/a.txt"} == only.validated.model_dump()
+    assert only.arguments == {"path": "src/a.txt"} == only.validated.model_dump(mode="json")
     assert dict(decision.verdicts[0].paths) == {"$.calls[0].arguments.path": os.path.realpath(ws / "src/a.txt")}
 
 

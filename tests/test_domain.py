@@ -6,7 +6,7 @@ import pytest
 from decide_helpers import READ_FILE_SCHEMA, call, needs_loads, response
 
 from decisions import DomainError, Schema, Tool, ToolDecision, ToolRegistry, decide
-from decisions.domain import MAX_SUGGESTIONS, fold
+from decisions.domain import MAX_SUGGESTIONS, ToolNames, fold, tool_key
 
 NAMES = ["read_file", "list_directory", "write_file", "search_code", "run_tests"]
 
@@ -101,3 +101,22 @@ def test_decide_accepts_a_mapping_of_schemas() -> None:
     assert isinstance(decision, ToolDecision) and decision.calls[0].tool_version == "1"
     with pytest.raises(DomainError):
         decide(response(call(name="grep")), tools={"read_file": READ_FILE_SCHEMA})
+
+
+def test_tool_key_is_blind_to_spelling_only() -> None:
+    assert tool_key("Functions.Tools.READ_FILE") == tool_key("ｒｅａｄ_file") == tool_key("réad_file") == "read_file"
+    assert tool_key("read-file") != tool_key("read_file")  # a different name, not a spelling of it
+    assert tool_key("functions.") == "functions."  # a prefix alone is a name
+
+
+def test_tool_names_know_exact_names_and_refuse_look_alikes() -> None:
+    names = ToolNames(["read_file", "grep"])
+    assert "read_file" in names and "READ_FILE" not in names
+    assert names.look_alike("r\u0435ad_file") == "read_file" and names.look_alike("gr\u0435p") == "grep"
+    assert names.look_alike("read_file") is None and names.look_alike("list_dir") is None
+    for name in ("read_file", "list_dir", "функция"):
+        names.check(name)  # known, or resembling nothing known
+    with pytest.raises(ValueError):
+        names.add("GREP")
+    with pytest.raises(ValueError):
+        names.add("list dir")

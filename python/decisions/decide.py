@@ -205,8 +205,10 @@ def decide(
     ``run``: cancellation and replay state. ``limits``: parser bounds and the
     default call bound; ``max_calls`` overrides the bound. ``repaired``: the
     response answers a repair prompt, so side-effecting tools are refused
-    (``REPAIRED_CALL_REFUSED``). Build registries and schemas once and pass
-    them in: compiling them costs more than a decision.
+    (``REPAIRED_CALL_REFUSED``). Build registries, schemas and policies once
+    and pass them in: compiling them costs more than a decision (a policy
+    compiles its rules against each registry it meets once, and raises
+    ValueError there when a rule does not fit a tool).
     """
     limits = DEFAULT_LIMITS if limits is None else limits
     if text_policy not in ("trace", "reject"):
