@@ -289,7 +289,7 @@ def test_a_pydantic_tool_gives_a_validated_model() -> None:
     decision = decide(response(call(arguments='{"path": "a.txt"}')), tools=registry)
     assert isinstance(decision, ToolDecision)
     assert decision.calls[0].validated == ReadArgs(path="a.txt")
-    assert decision.calls[0].arguments == {"path": "a.txt"}
+    assert decision.calls[0].arguments == {"path": "a.txt", "limit": 100}  # the validated values, defaults included
     with pytest.raises(SchemaError) as info:
         decide(response(call(arguments='{"path": "a.txt", "limit": true}')), tools=registry)
     assert info.value.issues[0]["path"] == "$.calls[0].arguments.limit"

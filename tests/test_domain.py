@@ -6,7 +6,7 @@ import pytest
 from decide_helpers import READ_FILE_SCHEMA, call, needs_loads, response
 
 from decisions import DomainError, Schema, Tool, ToolDecision, ToolRegistry, decide
-from decisions.domain import MAX_SUGGESTIONS, fold
+from decisions.domain import MAX_SUGGESTIONS, ToolNames, fold, tool_key
 
 NAMES = ["read_file", "list_directory", "write_file", "search_code", "run_tests"]
 
@@ -73,21 +73,25 @@ def test_fold() -> None:
 def test_resolve_names_and_never_corrects(registry: ToolRegistry) -> None:
     assert registry.resolve("read_file").name == "read_file"
     with pytest.raises(DomainError) as info:
-        registry.resolve("Read_File", path="$.calls[2].name")
+        registry.resolve("raed_file", path="$.calls[2].name")
     error = info.value
     assert error.code == "UNKNOWN_TOOL" and error.layer == "domain" and error.retryable
     assert error.path == "$.calls[2].name"
     assert "'read_file'" in (error.hint or "")
     assert "host-7" not in str(error.to_dict())  # nothing but names
     assert error.issues == ({"path": "$.calls[2].name", "code": "unknown_tool", "expected": "one of 'read_file'"},)
+    with pytest.raises(DomainError) as info:
+        registry.resolve("Read_File", path="$.calls[2].name")  # the same name spelt otherwise: never matched
+    assert (info.value.code, info.value.path) == ("AMBIGUOUS_TOOL_NAME", "$.calls[2].name")
+    assert info.value.issues == ({"path": "$.calls[2].name", "code": "ambiguous_tool_name", "expected": "'read_file'"},)
 
 
 @needs_loads
 def test_decide_names_the_unknown_call(registry: ToolRegistry) -> None:
-    items = (call(call_id="a"), call(name="functions.write_file", call_id="b"))
+    items = (call(call_id="a"), call(name="write_flie", call_id="b"))
     with pytest.raises(DomainError) as info:
         decide(response(*items), tools=registry)
-    assert info.value.path == "$.calls[1].name"
+    assert (info.value.code, info.value.path) == ("UNKNOWN_TOOL", "$.calls[1].name")
     assert "'write_file'" in (info.value.hint or "")
 
 
@@ -97,3 +101,22 @@ def test_decide_accepts_a_mapping_of_schemas() -> None:
     assert isinstance(decision, ToolDecision) and decision.calls[0].tool_version == "1"
     with pytest.raises(DomainError):
         decide(response(call(name="grep")), tools={"read_file": READ_FILE_SCHEMA})
+
+
+def test_tool_key_is_blind_to_spelling_only() -> None:
+    assert tool_key("Functions.Tools.READ_FILE") == tool_key("ｒｅａｄ_file") == tool_key("réad_file") == "read_file"
+    assert tool_key("read-file") != tool_key("read_file")  # a different name, not a spelling of it
+    assert tool_key("functions.") == "functions."  # a prefix alone is a name
+
+
+def test_tool_names_know_exact_names_and_refuse_look_alikes() -> None:
+    names = ToolNames(["read_file", "grep"])
+    assert "read_file" in names and "READ_FILE" not in names
+    assert names.look_alike("r\u0435ad_file") == "read_file" and names.look_alike("gr\u0435p") == "grep"
+    assert names.look_alike("read_file") is None and names.look_alike("list_dir") is None
+    for name in ("read_file", "list_dir", "функция"):
+        names.check(name)  # known, or resembling nothing known
+    with pytest.raises(ValueError):
+        names.add("GREP")
+    with pytest.raises(ValueError):
+        names.add("list dir")

@@ -110,9 +110,16 @@ def test_unknown_fields_are_rejected_where_the_object_is_closed(spec: Any) -> No
     assert _issues(spec, value) == {("$.toolNmae", "unexpected")}
 
 
-def test_open_objects_keep_extra_fields() -> None:
-    schema = Schema.of({"type": "object", "properties": {"a": {"type": "integer"}}})
-    assert schema.validate({"a": 1, "b": 2}) == {"a": 1, "b": 2}
+def test_objects_are_closed_by_default() -> None:
+    spec = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    assert _issues(spec, {"a": 1, "b": 2}) == {("$.b", "unexpected")}
+
+
+def test_an_explicit_opt_out_keeps_extra_fields() -> None:
+    spec = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    assert Schema(spec, closed=False).validate({"a": 1, "b": 2}) == {"a": 1, "b": 2}
+    assert Schema.of({**spec, "additionalProperties": True}).validate({"a": 1, "b": 2}) == {"a": 1, "b": 2}
+    assert Schema.of({"type": "object"}).validate({"b": 2}) == {"b": 2}  # a free-form map declares no fields
 
 
 @BOTH

@@ -34,22 +34,30 @@ The layers run in order and the first failure stops the chain:
 4. **schema** (``SchemaError``): each call's arguments against its tool's
    schema, the final answer against ``output``; all issues of the layer in
    one ``SCHEMA_MISMATCH``.
-5. **domain** (``DomainError``): every call names a registered tool
-   (``UNKNOWN_TOOL`` with a few suggestions).
+5. **domain** (``DomainError``): every call's name is well formed
+   (``INVALID_TOOL_NAME``: whitespace, control or invisible characters) and
+   is not a look-alike of a registered or ruled name (``AMBIGUOUS_TOOL_NAME``:
+   ``READ_FILE``, ``functions.read_file`` for ``read_file``), with or without a
+   registry; with one, every call names a registered tool (``UNKNOWN_TOOL``
+   with a few suggestions).
 6. **policy** (``PolicyError``): see :mod:`decisions.policy`; a cancelled
    run refuses a final answer too.
+
+A call's ``arguments`` are what its tool's schema produced (for a Pydantic
+model, the validated model dumped by field name), so the executor gets
+exactly the values the policy checked; ``validated`` is the model itself.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Final, Iterable, Literal, Mapping
 
 from . import _backend
 from .decision import Decision, FinalDecision, ToolCall, ToolDecision
 from .domain import Tool, ToolRegistry
 from .errors import DomainError, ParseError, PolicyError, SchemaError, StreamError
 from .limits import DEFAULT_LIMITS, Limits
-from .policy import Policy, Run, apply_policy
+from .policy import Policy, Run, _apply, _Plan
 from .schema import Schema, schema_mismatch
 from .types import FINISH_REASONS, NormalizedResponse, RefusalItem, ResponseSnapshot, ToolCallItem
 from .versions import VersionedSchema
@@ -57,6 +65,10 @@ from .versions import VersionedSchema
 __all__ = ["decide", "check_complete", "parse_arguments", "TextPolicy"]
 
 TextPolicy = Literal["trace", "reject"]
+
+#: The policy of a ``decide`` without one: every tool allowed, no path rules
+#: (built once, so its compiled plans are reused).
+_OPEN_POLICY: Final = Policy()
 
 _FINISH_ERRORS: Mapping[str, tuple[str, str]] = {
     "length": ("INCOMPLETE_RESPONSE", "the output was cut off at the token limit; retry with a larger limit or a smaller task"),
@@ -193,8 +205,10 @@ def decide(
     ``run``: cancellation and replay state. ``limits``: parser bounds and the
     default call bound; ``max_calls`` overrides the bound. ``repaired``: the
     response answers a repair prompt, so side-effecting tools are refused
-    (``REPAIRED_CALL_REFUSED``). Build registries and schemas once and pass
-    them in: compiling them costs more than a decision.
+    (``REPAIRED_CALL_REFUSED``). Build registries, schemas and policies once
+    and pass them in: compiling them costs more than a decision (a policy
+    compiles its rules against each registry it meets once, and raises
+    ValueError there when a rule does not fit a tool).
     """
     limits = DEFAULT_LIMITS if limits is None else limits
     if text_policy not in ("trace", "reject"):
@@ -210,6 +224,8 @@ def decide(
             hint=f"make at most {bound} tool calls at once",
         )
     registry = None if tools is None else ToolRegistry.of(tools)
+    active = _OPEN_POLICY if policy is None else policy
+    plan = active.plan(registry)  # a rule that does not fit the registry fails here, before any call
     schema, schema_id = _output_schema(output)
     text = response.text
     if items:
@@ -221,7 +237,7 @@ def decide(
                 path="$",
                 hint="either call tools or give the final answer, not both",
             )
-        return _tool_decision(response, items, arguments, registry, policy, run, repaired, text)
+        return _tool_decision(response, items, arguments, registry, active, plan, run, repaired, text)
     if not text.strip():
         raise SchemaError("EMPTY_DECISION", path="$", hint="call a tool or give the final answer")
     value: Any = text
@@ -266,7 +282,8 @@ def _tool_decision(
     items: tuple[ToolCallItem, ...],
     arguments: list[dict[str, Any]],
     registry: ToolRegistry | None,
-    policy: Policy | None,
+    active: Policy,
+    plan: _Plan,
     run: Run | None,
     repaired: bool,
     text: str,
@@ -283,12 +300,17 @@ def _tool_decision(
         validated.append(value)
     if issues:
         raise schema_mismatch(issues)
-    if registry is not None:
-        for index, item in enumerate(items):
+    for index, item in enumerate(items):
+        plan.names.check(item.name, path=f"$.calls[{index}].name")
+        if registry is not None:
             registry.resolve(item.name, path=f"$.calls[{index}].name")
     calls = []
     for index, (item, args, value) in enumerate(zip(items, arguments, validated)):
         tool = registry.get(item.name) if registry is not None else None
+        if tool is not None and tool.schema is not None:
+            args = tool.schema.dump(value)
+            if not isinstance(args, dict):
+                raise TypeError(f"the parameters of tool {item.name!r} do not describe a JSON object")
         calls.append(
             ToolCall(
                 call_id=item.call_id,
@@ -301,8 +323,7 @@ def _tool_decision(
                 validated=value,
             )
         )
-    active = Policy() if policy is None else policy
-    verdicts = apply_policy(calls, active, registry=registry, run=run, repaired=repaired)
+    verdicts = _apply(calls, active, plan, registry=registry, run=run, repaired=repaired)
     return ToolDecision(
         calls=tuple(calls),
         verdicts=verdicts,

@@ -41,9 +41,12 @@ _EMPTY: Mapping[str, str] = MappingProxyType({})
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
     """One tool call the model asked for, with its arguments parsed and
-    validated. ``arguments`` is the parsed JSON object; ``validated`` is the
-    tool schema's result (a Pydantic model instance when the tool declared a
-    model, else the same object). ``tool_version`` is the registered version
+    validated. ``validated`` is the tool schema's result (a Pydantic model
+    instance when the tool declared a model, else the parsed object).
+    ``arguments`` is the JSON object the executor should use: for a Pydantic
+    tool, ``validated`` dumped by field name (aliases resolved, defaults and
+    validators applied), so it holds exactly the values the policy checked;
+    else the parsed object itself. ``tool_version`` is the registered version
     of the tool that validated it (None without a registry)."""
 
     call_id: str
@@ -59,15 +62,18 @@ class ToolCall:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallVerdict:
     """The policy layer's verdict on one call. ``paths`` maps each checked
-    path argument (as a JSON path such as ``$.calls[0].arguments.path``) to the
-    resolved absolute path the executor should use; ``reasons`` says why an
-    approval is needed; ``approved_by`` who approved it."""
+    path argument (as a JSON path into :attr:`ToolCall.arguments`, such as
+    ``$.calls[0].arguments.path``) to the resolved absolute path the executor
+    should use; ``empty_paths`` lists the path arguments a rule names that
+    were left empty (absent or null) and so not checked; ``reasons`` says why
+    an approval is needed; ``approved_by`` who approved it."""
 
     call_id: str
     status: VerdictStatus
     error: OutputError | None = None
     reasons: tuple[str, ...] = ()
     paths: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    empty_paths: tuple[str, ...] = ()
     approved_by: str | None = None
 
     @property

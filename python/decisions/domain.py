@@ -6,18 +6,32 @@ registered is ``UNKNOWN_TOOL``; its hint offers at most :data:`MAX_SUGGESTIONS`
 registered names close to the one the model wrote (edit distance after
 folding case, separators and a ``functions.`` style prefix), never the whole
 registry and nothing about the tools beyond their names.
+
+Tool names are compared exactly, and a name that differs from a known one
+(registered, or named by a policy rule) only in spelling is refused, never
+matched: an executor that normalises names would run the known tool while
+the rules for it were never consulted. :func:`tool_key` is the spelling-blind
+form (NFKC, case folded, combining marks and a ``functions.``/``tools.``
+namespace prefix dropped); two names with the same key, or keys of one
+length that differ only where either holds a non-ASCII character (a
+Cyrillic ``а`` for a Latin ``a``), are look-alikes. A call to a look-alike
+of a known name is ``AMBIGUOUS_TOOL_NAME``; a name that is empty or holds
+whitespace, control or invisible (format) characters is
+``INVALID_TOOL_NAME``, whatever is known. Registering two look-alikes is a
+configuration error (ValueError).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Final, Iterable, Iterator, Mapping
+from typing import Any, Final, Iterable, Iterator, Literal, Mapping
 
 from .errors import DomainError
 from .schema import Schema
 
-__all__ = ["Tool", "ToolRegistry", "MAX_SUGGESTIONS", "fold"]
+__all__ = ["Tool", "ToolRegistry", "ToolNames", "MAX_SUGGESTIONS", "fold", "tool_key", "check_tool_name"]
 
 #: At most this many names are suggested for an unknown tool.
 MAX_SUGGESTIONS: Final = 3
@@ -25,6 +39,12 @@ MAX_SUGGESTIONS: Final = 3
 _MAX_SUGGEST_NAME: Final = 128
 _PREFIX = re.compile(r"^(?:functions?|tools?|default_api)[.:/]", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[\s_\-.:/]+")
+#: Namespace prefixes an executor may strip before it looks a name up.
+_NAMESPACE = re.compile(r"^(?:functions?|tools?|default_api)[.:/]")
+#: Unicode categories a tool name may not hold: separators (spaces), controls,
+#: format characters (zero-width, bidi), surrogates, private use, unassigned.
+_INVALID_CATEGORIES: Final = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"})
+_MARKS: Final = frozenset({"Mn", "Mc", "Me"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,26 +52,159 @@ class Tool:
     """A registered tool. ``parameters`` is the argument schema (a Pydantic
     model, any Pydantic type, a JSON Schema dict, or a :class:`Schema`);
     None means any JSON object. ``side_effects`` defaults to True: a tool is
-    assumed to change something unless it is declared read-only."""
+    assumed to change something unless it is declared read-only.
+
+    The arguments are closed by default (``extra="forbid"``): a field the
+    schema does not declare (``toolNmae``) is ``SCHEMA_MISMATCH`` at its path,
+    in nested objects too, whatever the Pydantic default or a JSON Schema
+    that says nothing about ``additionalProperties`` would allow (see
+    :class:`~decisions.schema.Schema`, ``closed``). ``extra="allow"`` is the
+    explicit opt-out: the schema is then applied as written (Pydantic
+    models keep their own ``extra`` setting, JSON Schema objects stay open
+    unless they close themselves)."""
 
     name: str
     parameters: Any = None
     version: str = "1"
     side_effects: bool = True
     description: str = ""
+    extra: Literal["forbid", "allow"] = "forbid"
     schema: Schema | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError("a tool needs a non-empty name")
+        problem = _name_problem(self.name)
+        if problem is not None:
+            raise ValueError(f"tool name {self.name!r} {problem}")
+        if self.extra not in ("forbid", "allow"):
+            raise ValueError("Tool.extra must be 'forbid' or 'allow'")
         if self.parameters is not None:
-            object.__setattr__(self, "schema", Schema.of(self.parameters))
+            closed = self.extra == "forbid"
+            spec = self.parameters
+            if isinstance(spec, Schema):
+                schema = spec if spec.closed == closed else Schema(spec.spec, closed=closed)
+            else:
+                schema = Schema(spec, closed=closed)
+            object.__setattr__(self, "schema", schema)
 
 
 def fold(name: str) -> str:
     """The comparison form of a tool name: no ``functions.`` prefix, no case,
     no separators."""
     return _SEPARATORS.sub("", _PREFIX.sub("", name.strip())).lower()
+
+
+def _name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a tool name, or None."""
+    if not name:
+        return "is empty"
+    for char in name:
+        if char.isspace() or unicodedata.category(char) in _INVALID_CATEGORIES:
+            return f"holds the character U+{ord(char):04X} ({unicodedata.category(char)}: whitespace, control or invisible)"
+    return None
+
+
+def tool_key(name: str) -> str:
+    """The spelling-blind form of a tool name: NFKC, case folded, combining
+    marks dropped, and a namespace prefix (``functions.``, ``tools.``,
+    ``default_api:``) removed, repeatedly."""
+    text = unicodedata.normalize("NFKC", name).casefold()
+    text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) not in _MARKS)
+    text = unicodedata.normalize("NFKC", text)
+    while True:
+        match = _NAMESPACE.match(text)
+        if match is None or match.end() == len(text):
+            return text
+        text = text[match.end():]
+
+
+def _look_alike(a: str, b: str) -> bool:
+    """Keys of one length that differ only where either holds a non-ASCII
+    character: a Unicode look-alike (``rеad_file`` with a Cyrillic ``е``)."""
+    return len(a) == len(b) and all(x == y or not x.isascii() or not y.isascii() for x, y in zip(a, b))
+
+
+def check_tool_name(name: str, *, path: str = "$.name") -> None:
+    """Raise :class:`DomainError` ``INVALID_TOOL_NAME`` when ``name`` is empty
+    or holds whitespace, control or invisible characters."""
+    problem = _name_problem(name) if isinstance(name, str) else "is not a string"
+    if problem is None:
+        return
+    shown = name[:_MAX_SUGGEST_NAME] if isinstance(name, str) else repr(name)
+    raise DomainError(
+        "INVALID_TOOL_NAME",
+        f"the tool name {shown!r} {problem}",
+        path=path,
+        issues=({"path": path, "code": "invalid_tool_name", "expected": "a tool name without whitespace, control or invisible characters"},),
+        hint="call a tool by its exact name, with no spaces or invisible characters",
+    )
+
+
+class ToolNames:
+    """A set of known tool names (registered, or named by policy rules) that
+    refuses look-alikes. Build it once; :meth:`check` is a set lookup for a
+    known name."""
+
+    __slots__ = ("_exact", "_keys", "_by_length")
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self._exact: set[str] = set()
+        self._keys: dict[str, str] = {}
+        self._by_length: dict[int, list[tuple[str, str]]] = {}
+        for name in names:
+            self.add(name)
+
+    def add(self, name: str) -> None:
+        """Add ``name``; ValueError when it is malformed or a look-alike of a
+        different name already known."""
+        if name in self._exact:
+            return
+        problem = _name_problem(name)
+        if problem is not None:
+            raise ValueError(f"tool name {name!r} {problem}")
+        other = self.look_alike(name)
+        if other is not None:
+            raise ValueError(f"tool names {other!r} and {name!r} differ only in spelling; one of them would shadow the other")
+        key = tool_key(name)
+        self._exact.add(name)
+        self._keys[key] = name
+        self._by_length.setdefault(len(key), []).append((key, name))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._exact
+
+    def look_alike(self, name: str) -> str | None:
+        """The known name that ``name`` differs from only in spelling (None
+        when ``name`` is known exactly or resembles no known name)."""
+        if name in self._exact:
+            return None
+        key = tool_key(name)
+        found = self._keys.get(key)
+        if found is not None:
+            return found
+        for known_key, known in self._by_length.get(len(key), ()):
+            if (not key.isascii() or not known_key.isascii()) and _look_alike(key, known_key):
+                return known
+        return None
+
+    def check(self, name: str, *, path: str = "$.name") -> None:
+        """Nothing for a known name or one that resembles none; else
+        :class:`DomainError` ``INVALID_TOOL_NAME`` or ``AMBIGUOUS_TOOL_NAME``."""
+        if name in self._exact:
+            return
+        check_tool_name(name, path=path)
+        known = self.look_alike(name)
+        if known is None:
+            return
+        shown = name[:_MAX_SUGGEST_NAME]
+        raise DomainError(
+            "AMBIGUOUS_TOOL_NAME",
+            f"the model called {shown!r}, which differs from the tool {known!r} only in spelling",
+            path=path,
+            issues=({"path": path, "code": "ambiguous_tool_name", "expected": repr(known)},),
+            hint=f"call the tool by its exact name, {known!r}",
+        )
 
 
 def _distance(a: str, b: str, bound: int) -> int:
@@ -78,22 +231,30 @@ def _distance(a: str, b: str, bound: int) -> int:
 class ToolRegistry:
     """The tools the model may call, by name."""
 
-    __slots__ = ("_tools", "_folded")
+    __slots__ = ("_tools", "_folded", "_names", "version", "__weakref__")
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._folded: dict[str, list[str]] = {}
+        self._names = ToolNames()
+        #: Counts registrations, so that what was compiled against the
+        #: registry (a policy's plan) knows when it is stale.
+        self.version = 0
         for tool in tools:
             self.register(tool)
 
     def register(self, tool: Tool) -> Tool:
-        """Add ``tool``; a second tool with the same name is a ValueError."""
+        """Add ``tool``; a second tool with the same name, or with a name that
+        differs from a registered one only in spelling (``Read_File`` beside
+        ``read_file``), is a ValueError."""
         if not isinstance(tool, Tool):
             raise TypeError(f"expected a Tool, not {type(tool).__name__}")
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is already registered")
+        self._names.add(tool.name)
         self._tools[tool.name] = tool
         self._folded.setdefault(fold(tool.name), []).append(tool.name)
+        self.version += 1
         return tool
 
     def __contains__(self, name: object) -> bool:
@@ -131,11 +292,15 @@ class ToolRegistry:
         return tuple([*exact, *(n for _, n in scored)][: max(0, limit)])
 
     def resolve(self, name: str, *, path: str = "$.name") -> Tool:
-        """The tool called ``name``, or :class:`DomainError` ``UNKNOWN_TOOL``
-        (never a corrected name: a near miss is suggested, not used)."""
+        """The tool called exactly ``name``, or :class:`DomainError`:
+        ``INVALID_TOOL_NAME`` (whitespace, control or invisible characters),
+        ``AMBIGUOUS_TOOL_NAME`` (a registered name spelt otherwise), else
+        ``UNKNOWN_TOOL`` (never a corrected name: a near miss is suggested,
+        not used)."""
         tool = self._tools.get(name)
         if tool is not None:
             return tool
+        self._names.check(name, path=path)
         suggestions = self.suggest(name)
         shown = name if len(name) <= _MAX_SUGGEST_NAME else name[:_MAX_SUGGEST_NAME] + "…"
         if suggestions:

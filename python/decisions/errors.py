@@ -157,6 +157,8 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
             "TOO_MANY_TOOL_CALLS": (True, "more tool calls than the caller allows in one decision"),
             "UNKNOWN_CALL_ID": (False, "a tool result names a call that was never decided"),
             "DUPLICATE_RESULT": (False, "a tool result for this call was already accepted"),
+            "INVALID_TOOL_NAME": (True, "a tool name is empty or holds whitespace, control or invisible characters"),
+            "AMBIGUOUS_TOOL_NAME": (True, "a tool name differs from a known one only in case, namespace prefix or look-alike characters"),
         },
     ),
     **_table(

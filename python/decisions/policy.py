@@ -18,28 +18,57 @@ path is accepted only if it resolves inside the workspace. The resolved path
 is recorded on the verdict: the executor should use it, not the raw argument.
 (A check cannot close the race with a process that changes the file system
 between the check and the use: run tools in a sandbox as well.)
+
+Path rules check the values the executor receives: a call's *validated*
+arguments (the tool model's fields, by field name, whatever alias carried
+them, defaults and validators applied), and the raw arguments only for a
+tool with no schema. A rule names a field by a *selector*: a field name
+(``path``), ``.`` into a nested object (``options.root``), ``[*]`` for every
+item of an array (``files[*].path``, ``edits[*].file``); a name is any run of
+characters other than ``.``, ``[``, ``]`` and whitespace. A value that is an
+array where the selector ends is checked item by item. A selector that names
+something the tool's schema does not define is a configuration error
+(ValueError), raised when the policy first meets the registry. A path left
+empty (absent, or ``null``) is not checked, and the verdict lists it in
+``empty_paths``. Scopes, like the root, are resolved once, when the policy
+is built.
+
+Tool names are matched exactly. Before any rule is looked up, a call whose
+name is a look-alike of a ruled or registered name (case, a ``functions.``
+prefix, Unicode look-alikes) is ``AMBIGUOUS_TOOL_NAME``, and a name holding
+whitespace or control characters ``INVALID_TOOL_NAME`` (both
+:class:`~decisions.errors.DomainError`, see :mod:`decisions.domain`), so no
+spelling of a tool slips past its rules.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import threading
+import weakref
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Literal, Mapping, Sequence
 
+from pydantic import BaseModel
+
 from .decision import BatchMode, CallVerdict, ToolCall
-from .domain import ToolRegistry
+from .domain import ToolNames, ToolRegistry
 from .errors import PolicyError
 from .schema import json_path
 
-__all__ = ["Access", "PathArg", "ToolRule", "Policy", "Run", "resolve_path", "apply_policy"]
+__all__ = ["Access", "PathArg", "ToolRule", "Policy", "Run", "resolve_path", "apply_policy", "parse_selector"]
 
 Access = Literal["read", "write"]
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _WHOLE_WORKSPACE = ("",)
+_NAME = r"[^.\[\]\s]+"
+_SELECTOR = re.compile(rf"{_NAME}(?:\[\*\])*(?:\.{_NAME}(?:\[\*\])*)*\Z")
+_STEP = re.compile(rf"\[\*\]|{_NAME}")
+#: A selector step: a field name, or None for ``[*]``.
+Step = str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +82,9 @@ class PathArg:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolRule:
-    """Policy for one tool. ``paths`` maps a top-level argument name to its
-    access (``"read"``/``"write"`` or a :class:`PathArg`); the argument may be
+    """Policy for one tool. ``paths`` maps a field selector (``path``,
+    ``files[*].path``; see the module docstring) to its access
+    (``"read"``/``"write"`` or a :class:`PathArg`); the value it selects may be
     a string or an array of strings. ``read_scopes``/``write_scopes`` replace
     the policy's for this tool. ``approval`` True (or a reason) makes every
     call of the tool wait for an approval. ``allowed`` False denies the tool."""
@@ -83,10 +113,13 @@ def _inside(root: str, target: str) -> bool:
 
 
 def resolve_path(root: str | os.PathLike[str], raw: Any, *, path: str = "$") -> str:
-    """The resolved absolute path of ``raw`` under the (already resolved)
-    workspace ``root``, or :class:`PolicyError` ``PATH_INVALID`` /
-    ``PATH_OUTSIDE_WORKSPACE``. ``path`` is the JSON path named in the error."""
+    """The resolved absolute path of ``raw`` (a string, or a path object a
+    model field produced) under the (already resolved) workspace ``root``, or
+    :class:`PolicyError` ``PATH_INVALID`` / ``PATH_OUTSIDE_WORKSPACE``.
+    ``path`` is the JSON path named in the error."""
     root = os.fspath(root)
+    if isinstance(raw, os.PathLike):
+        raw = os.fspath(raw)
     expected = "a relative path inside the workspace"
     if not isinstance(raw, str) or not raw.strip():
         raise _reject("PATH_INVALID", "a path must be a non-empty string", path, expected, "give a relative path such as 'src/main.py'")
@@ -119,6 +152,37 @@ def _resolve_scope(root: str, scope: str) -> str:
     return target
 
 
+def parse_selector(selector: str) -> tuple[Step, ...]:
+    """The steps of a field selector (``files[*].path`` gives ``("files",
+    None, "path")``), or ValueError when it is malformed."""
+    if not isinstance(selector, str) or not _SELECTOR.match(selector):
+        raise ValueError(
+            f"path selector {selector!r} is malformed: use field names joined by '.', "
+            "with '[*]' for every item of an array (files[*].path)"
+        )
+    return tuple(None if token == "[*]" else token for token in _STEP.findall(selector))
+
+
+@dataclass(frozen=True, slots=True)
+class _PathPlan:
+    """One path rule, compiled: its selector, steps, access, resolved scopes."""
+
+    selector: str
+    steps: tuple[Step, ...]
+    access: Access
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A policy compiled against one registry (or none): the names it knows,
+    and each ruled tool's path rules."""
+
+    names: ToolNames
+    paths: Mapping[str, tuple[_PathPlan, ...]]
+    version: int = 0
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Policy:
     """What may run. ``workspace`` is the root every path argument must stay
@@ -139,6 +203,8 @@ class Policy:
     state_check: StateCheck | None = None
     batch: BatchMode = "all_or_nothing"
     root: str | None = field(init=False, default=None)
+    _bare: _Plan = field(init=False, repr=False, compare=False)
+    _plans: weakref.WeakKeyDictionary[ToolRegistry, _Plan] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.default not in ("allow", "deny"):
@@ -159,6 +225,20 @@ class Policy:
             for scopes in self._all_scopes():
                 for scope in scopes:
                     _resolve_scope(root, scope)
+        paths: dict[str, tuple[_PathPlan, ...]] = {}
+        for name, rule in self.tools.items():
+            plans = []
+            for selector, access in rule.paths.items():
+                arg = access if isinstance(access, PathArg) else PathArg(access)
+                if arg.access not in ("read", "write"):
+                    raise ValueError(f"the access of {name!r} {selector!r} must be 'read' or 'write'")
+                assert root is not None  # checked above: path rules need a workspace
+                scopes = tuple(_resolve_scope(root, s) for s in self.scopes(rule, arg))
+                plans.append(_PathPlan(selector, parse_selector(selector), arg.access, scopes))
+            if plans:
+                paths[name] = tuple(plans)
+        object.__setattr__(self, "_bare", _Plan(ToolNames(self.tools), MappingProxyType(paths)))
+        object.__setattr__(self, "_plans", weakref.WeakKeyDictionary())
 
     def _all_scopes(self) -> list[tuple[str, ...]]:
         out = [self.read_scopes, self.write_scopes]
@@ -166,6 +246,35 @@ class Policy:
             out += [s for s in (rule.read_scopes, rule.write_scopes) if s is not None]
             out += [a.scopes for a in rule.paths.values() if isinstance(a, PathArg) and a.scopes is not None]
         return out
+
+    def plan(self, registry: ToolRegistry | None) -> _Plan:
+        """This policy compiled against ``registry`` (once per registry and
+        registration; None: the rules alone). ValueError when a rule names a
+        look-alike of a registered tool, or a field its schema does not define."""
+        if registry is None:
+            return self._bare
+        cached = self._plans.get(registry)
+        if cached is not None and cached.version == registry.version:
+            return cached
+        names = ToolNames(registry.names)
+        for name in self.tools:
+            if name not in registry:
+                known = names.look_alike(name)
+                if known is not None:
+                    raise ValueError(f"the policy has a rule for {name!r}, but the tool is registered as {known!r}")
+                names.add(name)
+        for name, plans in self._bare.paths.items():
+            tool = registry.get(name)
+            if tool is None or tool.schema is None:
+                continue
+            for path_plan in plans:
+                try:
+                    tool.schema.check_selector(path_plan.steps)
+                except ValueError as error:
+                    raise ValueError(f"the policy's path rule {path_plan.selector!r} for {name!r} does not fit the tool: {error}") from None
+        compiled = _Plan(names, self._bare.paths, registry.version)
+        self._plans[registry] = compiled
+        return compiled
 
     def scopes(self, rule: ToolRule | None, arg: PathArg) -> tuple[str, ...]:
         """The scopes that apply to one path argument."""
@@ -221,10 +330,65 @@ def _cancelled() -> PolicyError:
     return PolicyError("RUN_CANCELLED", path="$", hint="the run was cancelled; nothing may execute")
 
 
+_ABSENT: Any = object()
+_NOT_OBJECT: Any = object()
+
+
+def _member(value: Any, name: str) -> Any:
+    """Field ``name`` of a validated object (a model by field name, a
+    mapping by key, a dataclass by attribute), ``_ABSENT`` when it has none,
+    ``_NOT_OBJECT`` when ``value`` is not an object at all."""
+    if isinstance(value, BaseModel):
+        if name in type(value).model_fields:
+            return getattr(value, name)
+        return (value.model_extra or {}).get(name, _ABSENT)
+    if isinstance(value, Mapping):
+        return value.get(name, _ABSENT)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return getattr(value, name, _ABSENT)
+    return _NOT_OBJECT
+
+
+def _select(
+    value: Any,
+    steps: tuple[Step, ...],
+    parts: list[str | int],
+    found: list[tuple[list[str | int], Any]],
+    empty: list[list[str | int]],
+    base: list[str | int],
+) -> None:
+    """Collect what ``steps`` select in ``value``: ``found`` gets ``(parts,
+    value)`` for each value, ``empty`` the parts of each absent or null one.
+    ``base`` prefixes the JSON path of an error."""
+    if value is None or value is _ABSENT:
+        empty.append(parts)
+        return
+    if not steps:
+        if isinstance(value, (list, tuple, set, frozenset)):
+            found.extend(([*parts, i], item) for i, item in enumerate(value))
+        else:
+            found.append((parts, value))
+        return
+    step, rest = steps[0], steps[1:]
+    if step is None:
+        if isinstance(value, (list, tuple, set, frozenset)):
+            for i, item in enumerate(value):
+                _select(item, rest, [*parts, i], found, empty, base)
+        else:  # one item where an array was expected: still checked
+            _select(value, rest, parts, found, empty, base)
+        return
+    child = _member(value, step)
+    if child is _NOT_OBJECT:
+        where = json_path([*base, *parts])
+        raise _reject("PATH_INVALID", f"expected an object holding {step!r}", where, f"an object with {step!r}", "give the arguments the shape the tool declares")
+    _select(child, rest, [*parts, step], found, empty, base)
+
+
 def _check_call(
     call: ToolCall,
     index: int,
     policy: Policy,
+    plan: _Plan,
     registry: ToolRegistry | None,
     run: Run | None,
     repaired: bool,
@@ -247,29 +411,28 @@ def _check_call(
                 "send the call again without repair",
             )
     paths: dict[str, str] = {}
-    if rule is not None and rule.paths:
+    empty_paths: list[str] = []
+    path_plans = plan.paths.get(call.name, ())
+    if path_plans:
         root = policy.root
         assert root is not None  # Policy.__post_init__ requires it
-        for name, access in rule.paths.items():
-            arg = access if isinstance(access, PathArg) else PathArg(access)
-            if name not in call.arguments:
-                continue
-            value = call.arguments[name]
-            items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
-            for position, raw in items:
-                parts: list[str | int] = ["calls", index, "arguments", name]
-                if position is not None:
-                    parts.append(position)
-                where = json_path(parts)
+        value = call.arguments if call.validated is None else call.validated
+        prefix: list[str | int] = ["calls", index, "arguments"]
+        for path_plan in path_plans:
+            found: list[tuple[list[str | int], Any]] = []
+            empty: list[list[str | int]] = []
+            _select(value, path_plan.steps, [], found, empty, prefix)
+            empty_paths.extend(json_path([*prefix, *parts]) for parts in empty)
+            for parts, raw in found:
+                where = json_path([*prefix, *parts])
                 target = resolve_path(root, raw, path=where)
-                scopes = [_resolve_scope(root, s) for s in policy.scopes(rule, arg)]
-                if not any(_inside(s, target) for s in scopes):
+                if not any(_inside(scope, target) for scope in path_plan.scopes):
                     raise _reject(
                         "SCOPE_DENIED",
-                        f"{call.name!r} may not {arg.access} {os.path.relpath(target, root)!r}",
+                        f"{call.name!r} may not {path_plan.access} {os.path.relpath(target, root)!r}",
                         where,
-                        f"a path this tool may {arg.access}",
-                        f"this tool may not {arg.access} there",
+                        f"a path this tool may {path_plan.access}",
+                        f"this tool may not {path_plan.access} there",
                     )
                 paths[where] = target
     if policy.state_check is not None:
@@ -291,7 +454,13 @@ def _check_call(
         if approval_reason:
             reasons.append(str(approval_reason))
     status: Literal["needs_approval", "allowed"] = "needs_approval" if reasons else "allowed"
-    return CallVerdict(call_id=call.call_id, status=status, reasons=tuple(reasons), paths=MappingProxyType(paths))
+    return CallVerdict(
+        call_id=call.call_id,
+        status=status,
+        reasons=tuple(reasons),
+        paths=MappingProxyType(paths),
+        empty_paths=tuple(empty_paths),
+    )
 
 
 def apply_policy(
@@ -312,7 +481,28 @@ def apply_policy(
     call (with its own code) and every call it blocks (``batch_rejected``),
     and whose ``__cause__`` is the first denied call's own error. The call
     ids are recorded in ``run`` only when verdicts are returned.
+
+    Every call's name is checked first, against the policy's rules and the
+    registry: a look-alike of a known name raises
+    :class:`~decisions.errors.DomainError` ``AMBIGUOUS_TOOL_NAME``, a name
+    with whitespace or control characters ``INVALID_TOOL_NAME``.
     """
+    plan = policy.plan(registry)
+    for index, call in enumerate(calls):
+        plan.names.check(call.name, path=f"$.calls[{index}].name")
+    return _apply(calls, policy, plan, registry=registry, run=run, repaired=repaired)
+
+
+def _apply(
+    calls: Sequence[ToolCall],
+    policy: Policy,
+    plan: _Plan,
+    *,
+    registry: ToolRegistry | None,
+    run: Run | None,
+    repaired: bool,
+) -> tuple[CallVerdict, ...]:
+    """:func:`apply_policy` once the names are checked."""
     if run is not None and run.cancelled:
         raise _cancelled()
     ids = [c.call_id for c in calls]
@@ -323,7 +513,7 @@ def apply_policy(
     denied: list[tuple[int, PolicyError]] = []
     for index, call in enumerate(calls):
         try:
-            verdicts.append(_check_call(call, index, policy, registry, run, repaired))
+            verdicts.append(_check_call(call, index, policy, plan, registry, run, repaired))
         except PolicyError as error:
             denied.append((index, error))
             verdicts.append(CallVerdict(call_id=call.call_id, status="denied", error=error))

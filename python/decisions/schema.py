@@ -5,9 +5,25 @@ caller asked for.
 any type a ``TypeAdapter`` accepts) or a JSON Schema dict (Draft 2020-12 by
 default, or the draft its ``$schema`` names), validated with ``jsonschema``.
 Both are strict: no coercion (``"1"``, ``true`` and ``1.0`` are not
-integers), unknown fields are rejected wherever the schema closes the object
-(Pydantic ``extra="forbid"``, JSON Schema ``additionalProperties: false``),
-and ``null`` is not the same as a missing field.
+integers), and ``null`` is not the same as a missing field.
+
+Objects are closed by default (``closed=True``): a field the schema does not
+declare is an ``unexpected`` issue at its path (``$.calls[0].arguments.toolNmae``),
+where Pydantic would ignore it and JSON Schema would let it through. For a
+Pydantic type every model, TypedDict and dataclass in it is validated with
+``extra="forbid"``; one that sets ``extra`` to ``"allow"`` or ``"ignore"`` itself
+cannot be honoured beside that, so it is a ValueError naming the class, to be
+resolved with ``closed=False``. For a JSON Schema every object that declares
+``properties`` (or ``patternProperties``) and says nothing about
+``additionalProperties``/``unevaluatedProperties`` is closed: with
+``additionalProperties: false`` when it is built from no other schema, with
+``unevaluatedProperties: false`` when it is composed (``$ref``, ``allOf``,
+``anyOf``, ``oneOf``, ``if``/``then``/``else``), so that the properties of the
+parts count; a draft older than 2019-09 cannot close a composed object, which
+is a ValueError. ``additionalProperties: true`` (or a schema) is an explicit
+opt-out and is kept, and so is an object that declares no properties (a
+free-form map). Nothing under ``not`` or ``if`` is changed (closing there
+would loosen the schema). ``closed=False`` applies the schema as written.
 
 A failure is one :class:`~decisions.errors.SchemaError` ``SCHEMA_MISMATCH``
 whose ``issues`` are ``{path, code, expected}`` dicts. ``path`` is a JSON path
@@ -17,6 +33,7 @@ same whichever validator found it.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any, Final, Iterable, Iterator, Mapping, Sequence
@@ -75,6 +92,7 @@ def schema_mismatch(issues: Sequence[Mapping[str, str]], message: str | None = N
 _PYDANTIC_TYPES: Final[Mapping[str, tuple[str, str]]] = {
     "missing": ("missing", "a value (the field is required)"),
     "extra_forbidden": ("unexpected", "no such field"),
+    "unexpected_keyword_argument": ("unexpected", "no such field"),
     "int_type": ("type", "integer"),
     "int_parsing": ("type", "integer"),
     "int_from_float": ("type", "integer"),
@@ -281,6 +299,250 @@ def _js_issues(error: jsonschema.exceptions.ValidationError, root: str) -> Itera
         yield _issue(root, path, "invalid", error.message)
 
 
+# ---------------------------------------------------------------- closing objects
+
+#: Keywords whose subschemas describe a new instance location (a member or an
+#: item), each holding one schema, a list of schemas or a map of them.
+_JS_LOCATION_ONE: Final = ("additionalProperties", "unevaluatedProperties", "additionalItems", "unevaluatedItems", "contains")
+_JS_LOCATION_MAP: Final = ("properties", "patternProperties")
+#: Keywords whose subschemas apply at the same location (the parts of a
+#: composed object); ``not`` and ``if`` are left out on purpose.
+_JS_SAME_LIST: Final = ("allOf", "anyOf", "oneOf")
+_JS_SAME_ONE: Final = ("then", "else")
+_JS_SAME_MAP: Final = ("dependentSchemas", "$defs", "definitions")
+_JS_COMPOSED: Final = ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "if", "then", "else", "dependentSchemas", "dependencies")
+
+
+def _pointer(root: Any, ref: str) -> Any:
+    """The subschema a local ``$ref`` (``#/$defs/Item``) names, else None."""
+    if not ref.startswith("#"):
+        return None
+    node = root
+    for raw in ref[1:].split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _js_parts(node: dict[str, Any], root: Any) -> Iterator[Any]:
+    """The schemas that apply at the location of ``node`` besides itself."""
+    for key in _JS_SAME_LIST:
+        value = node.get(key)
+        if isinstance(value, list):
+            yield from value
+    for key in _JS_SAME_ONE:
+        if key in node:
+            yield node[key]
+    for key in ("dependentSchemas", "dependencies"):
+        value = node.get(key)
+        if isinstance(value, dict):
+            yield from (v for v in value.values() if isinstance(v, dict))
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        yield _pointer(root, ref) if ref.startswith("#") else {"properties": {}}  # remote: assume an object
+
+
+def _js_open_fields(node: Any, root: Any) -> bool:
+    """True when ``node`` or a part it is composed of declares properties
+    without closing itself (a part that closes itself needs no help)."""
+    stack, seen = [node], set()
+    while stack:
+        current = stack.pop()
+        if not isinstance(current, dict) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        declares = "properties" in current or "patternProperties" in current
+        if declares and "additionalProperties" not in current and "unevaluatedProperties" not in current:
+            return True
+        stack.extend(_js_parts(current, root))
+    return False
+
+
+def _close_json_schema(schema: Mapping[str, Any], unevaluated: bool) -> dict[str, Any]:
+    """A copy of ``schema`` with every object that declares fields closed
+    (see the module docstring); ``unevaluated`` says whether the draft knows
+    ``unevaluatedProperties``."""
+    root: dict[str, Any] = copy.deepcopy(dict(schema))
+    stack: list[tuple[Any, bool]] = [(root, True)]
+    seen: set[int] = set()
+    while stack:
+        node, at_location = stack.pop()
+        if not isinstance(node, dict) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        explicit = "additionalProperties" in node or "unevaluatedProperties" in node
+        if at_location and not explicit:
+            composed = any(key in node for key in _JS_COMPOSED)
+            if not composed and ("properties" in node or "patternProperties" in node):
+                node["additionalProperties"] = False
+            elif composed and _js_open_fields(node, root):
+                if not unevaluated:
+                    raise ValueError(
+                        "this JSON Schema draft has no unevaluatedProperties, so a composed object cannot be "
+                        "closed: give it additionalProperties explicitly, or pass closed=False"
+                    )
+                node["unevaluatedProperties"] = False
+        for key in _JS_LOCATION_MAP:
+            value = node.get(key)
+            if isinstance(value, dict):
+                stack.extend((v, True) for v in value.values())
+        for key in _JS_LOCATION_ONE:
+            stack.append((node.get(key), True))
+        items = node.get("items")
+        stack.extend((v, True) for v in (items if isinstance(items, list) else [items]))
+        prefix = node.get("prefixItems")
+        if isinstance(prefix, list):
+            stack.extend((v, True) for v in prefix)
+        for key in _JS_SAME_LIST:
+            value = node.get(key)
+            if isinstance(value, list):
+                stack.extend((v, False) for v in value)
+        for key in _JS_SAME_ONE:
+            stack.append((node.get(key), False))
+        for key in _JS_SAME_MAP:
+            value = node.get(key)
+            if isinstance(value, dict):
+                stack.extend((v, False) for v in value.values())
+    return root
+
+
+def _core_nodes(schema: Any) -> Iterator[dict[str, Any]]:
+    """Every node of a pydantic-core schema (iterative; classes, functions and
+    metadata are not walked into)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            yield node
+            stack.extend(v for k, v in node.items() if k not in ("metadata", "serialization", "cls") and isinstance(v, (dict, list, tuple)))
+        elif isinstance(node, (list, tuple)):
+            stack.extend(v for v in node if isinstance(v, (dict, list, tuple)))
+
+
+def _explicitly_open(core: Any) -> list[str]:
+    """The models, TypedDicts and dataclasses in a pydantic-core schema that
+    set ``extra`` to ``"allow"`` or ``"ignore"`` themselves."""
+    found = []
+    for node in _core_nodes(core):
+        config = node.get("config")
+        if isinstance(config, dict) and config.get("extra_fields_behavior") in ("allow", "ignore"):
+            cls = node.get("cls")
+            found.append(f"{getattr(cls, '__qualname__', node.get('type'))} (extra={config['extra_fields_behavior']!r})")
+    return sorted(set(found))
+
+
+# ---------------------------------------------------------------- field selectors
+
+
+def _core_definitions(core: Any) -> dict[str, Any]:
+    return {node["ref"]: node for node in _core_nodes(core) if isinstance(node.get("ref"), str)}
+
+
+_CORE_WRAPPERS: Final = ("default", "nullable", "function-before", "function-after", "function-wrap", "model", "dataclass", "definitions", "chain")
+
+
+def _core_expand(node: Any, defs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The nodes that shape a value of ``node`` (wrappers, references and
+    union members unfolded)."""
+    out: list[dict[str, Any]] = []
+    stack, seen = [node], set()
+    while stack:
+        current = stack.pop()
+        if isinstance(current, tuple) and current:  # a union choice with its label
+            current = current[0]
+        if not isinstance(current, dict) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        kind = current.get("type")
+        if kind == "definition-ref":
+            stack.append(defs.get(current.get("schema_ref", "")))
+        elif kind == "chain":
+            steps = current.get("steps") or []
+            stack.extend(steps[-1:])
+        elif kind in _CORE_WRAPPERS and "schema" in current:
+            stack.append(current["schema"])
+        elif kind == "union":
+            stack.extend(current.get("choices", []))
+        elif kind == "tagged-union":
+            stack.extend(current.get("choices", {}).values())
+        elif kind == "json-or-python":
+            stack.extend([current.get("json_schema"), current.get("python_schema")])
+        elif kind == "lax-or-strict":
+            stack.extend([current.get("strict_schema"), current.get("lax_schema")])
+        else:
+            out.append(current)
+    return out
+
+
+def _core_step(node: dict[str, Any], step: str | None) -> list[Any] | None:
+    """The schemas one selector step leads to from ``node``, or None when
+    the step does not apply to it."""
+    kind = node.get("type")
+    if kind == "any":
+        return [node]
+    if step is None:
+        if kind in ("list", "set", "frozenset", "generator"):
+            return [node.get("items_schema", {"type": "any"})]
+        if kind == "tuple":
+            return list(node.get("items_schema", [])) or [{"type": "any"}]
+        return None
+    if kind in ("model-fields", "typed-dict"):
+        field = node.get("fields", {}).get(step)
+        return None if field is None else [field.get("schema")]
+    if kind == "dataclass-args":
+        return [f.get("schema") for f in node.get("fields", []) if f.get("name") == step] or None
+    if kind == "dict":
+        return [node.get("values_schema", {"type": "any"})]
+    return None
+
+
+def _js_expand(node: Any, root: Any) -> list[Any]:
+    """The schemas that shape a value of ``node``: itself and its parts
+    (``True`` for a part that allows anything)."""
+    out: list[Any] = []
+    stack: list[Any] = [node]
+    seen: set[int] = set()
+    while stack:
+        current = stack.pop()
+        if current is True or current == {}:
+            out.append(True)
+            continue
+        if not isinstance(current, dict) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        out.append(current)
+        stack.extend(_js_parts(current, root))
+    return out
+
+
+def _js_step(node: Any, step: str | None) -> list[Any] | None:
+    """The schemas one selector step leads to from ``node``, or None."""
+    if node is True:
+        return [True]
+    if step is None:
+        items = node.get("items")
+        prefix = node.get("prefixItems")
+        found = [*(prefix if isinstance(prefix, list) else []), *(items if isinstance(items, list) else [items] if items is not None else [])]
+        return found or None
+    properties = node.get("properties")
+    if isinstance(properties, dict) and step in properties:
+        return [properties[step]]
+    patterns = node.get("patternProperties")
+    if isinstance(patterns, dict):
+        matched = [v for p, v in patterns.items() if re.search(p, step)]
+        if matched:
+            return matched
+    extra = node.get("additionalProperties")
+    if isinstance(extra, dict) and "properties" not in node:  # a map whose values have this schema
+        return [extra]
+    return None
+
+
 # ---------------------------------------------------------------- the wrapper
 
 
@@ -291,28 +553,77 @@ class Schema:
     schema itself, which costs more than validating a value.
     """
 
-    __slots__ = ("spec", "kind", "_adapter", "_validator")
+    __slots__ = ("spec", "kind", "closed", "_adapter", "_validator", "_extra", "_applied")
 
     spec: Any
     kind: str
+    closed: bool
 
-    def __init__(self, spec: Any) -> None:
+    def __init__(self, spec: Any, *, closed: bool = True) -> None:
         self.spec = spec
+        self.closed = closed
         self._adapter: TypeAdapter[Any] | None = None
         self._validator: Any = None
+        self._extra: Any = None
         if isinstance(spec, Mapping):
             cls = _strict_validator_class(spec)
             cls.check_schema(spec)
             self.kind = "json_schema"
-            self._validator = cls(spec)
+            applied = _close_json_schema(spec, "unevaluatedProperties" in cls.VALIDATORS) if closed else dict(spec)
+            self._applied: Any = applied
+            self._validator = cls(applied)
         else:
             self.kind = "pydantic"
             self._adapter = spec if isinstance(spec, TypeAdapter) else TypeAdapter(spec)
+            self._applied = self._adapter.core_schema
+            if closed:
+                opened = _explicitly_open(self._applied)
+                if opened:
+                    raise ValueError(
+                        f"{', '.join(opened)} set extra themselves, which a closed schema would override: "
+                        "make them extra='forbid' or unset, or pass closed=False (Tool(extra='allow')) "
+                        "to validate as the models say"
+                    )
+                self._extra = "forbid"
 
     @classmethod
-    def of(cls, spec: Any) -> Schema:
+    def of(cls, spec: Any, *, closed: bool = True) -> Schema:
         """``spec`` itself if it is a Schema, else a compiled one."""
-        return spec if isinstance(spec, Schema) else cls(spec)
+        return spec if isinstance(spec, Schema) else cls(spec, closed=closed)
+
+    def dump(self, value: Any) -> Any:
+        """The JSON form of a validated value: what a Pydantic type produced,
+        dumped by field name (so aliases and validators have had their say);
+        a JSON Schema value is already JSON and is returned as it is."""
+        if self._adapter is None:
+            return value
+        return self._adapter.dump_python(value, mode="json", by_alias=False)
+
+    def check_selector(self, steps: Sequence[str | None]) -> None:
+        """ValueError unless every step of a field selector (a field name, or
+        None for every item of an array) names something this schema defines."""
+        if self._adapter is not None:
+            defs = _core_definitions(self._applied)
+            nodes: list[Any] = [self._applied]
+            expand: Any = lambda n: _core_expand(n, defs)  # noqa: E731
+            step_of: Any = _core_step
+        else:
+            root = self._applied
+            nodes = [root]
+            expand = lambda n: _js_expand(n, root)  # noqa: E731
+            step_of = _js_step
+        for position, step in enumerate(steps):
+            following: list[Any] = []
+            for node in nodes:
+                for shape in expand(node):
+                    found = step_of(shape, step)
+                    if found is not None:
+                        following.extend(found)
+            if not following:
+                what = "array items ([*])" if step is None else f"a field {step!r}"
+                where = _selector_text(steps[:position]) or "the arguments"
+                raise ValueError(f"the schema defines no {what} under {where}")
+            nodes = following
 
     def __repr__(self) -> str:
         return f"Schema({self.kind})"
@@ -346,7 +657,7 @@ class Schema:
         if self._adapter is not None:
             source = text if text is not None else json.dumps(value, ensure_ascii=False, allow_nan=False)
             try:
-                return [], self._adapter.validate_json(source, strict=True)
+                return [], self._adapter.validate_json(source, strict=True, extra=self._extra)
             except ValidationError as error:
                 return _pydantic_issues(error, value, root), None
         issues: list[dict[str, str]] = []
@@ -380,6 +691,10 @@ def _nested_deeper(value: Any, bound: int) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children if type(child) is dict or type(child) is list)
     return False
+
+
+def _selector_text(steps: Sequence[str | None]) -> str:
+    return "".join("[*]" if step is None else (f".{step}" if i else step) for i, step in enumerate(steps))
 
 
 def _error_order(error: jsonschema.exceptions.ValidationError) -> tuple[Any, ...]:
