@@ -200,3 +200,238 @@ def _ratio(run: Callable[[int], float], small: int, large: int) -> float:
     """Best-of-three time of ``run(large)`` over ``run(small)``."""
     run(small)
     return min(run(large) for _ in range(3)) / min(run(small) for _ in range(3))
+
+
+# ================================================================ 2. secrets
+
+_RANDOM = __import__("random").Random(20260101)
+_B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_BASE64 = _ALNUM + "+/"
+
+
+def _rand(alphabet: str, length: int) -> str:
+    return "".join(_RANDOM.choice(alphabet) for _ in range(length))
+
+
+def _pem(kind: str) -> tuple[str, list[str]]:
+    body = [_rand(_BASE64, 64) for _ in range(12)] + [_rand(_BASE64, 20) + "=="]
+    block = f"-----BEGIN {kind}-----\n" + "\n".join(body) + f"\n-----END {kind}-----"
+    return block, body
+
+
+_PEM, _PEM_BODY = _pem("RSA PRIVATE KEY")
+_OPENSSH, _OPENSSH_BODY = _pem("OPENSSH PRIVATE KEY")
+_AWS_SECRET = _rand(_BASE64, 40)
+
+def _around(before: str, secret: str, after: str) -> tuple[str, list[str]]:
+    return before + secret + after, [secret]
+
+
+#: (label, the text as written, the secret parts that must not survive): realistic lengths and formats.
+SECRETS: list[tuple[str, str, list[str]]] = [
+    (label, text, parts or [text]) for label, text, parts in [
+        ("OpenAI project key, 164", "sk-proj-" + _rand(_B64URL, 74) + "T3BlbkFJ" + _rand(_B64URL, 74), []),
+        ("OpenAI project key, 170", "sk-proj-" + _rand(_B64URL, 162), []),
+        ("OpenAI service account key", "sk-svcacct-" + _rand(_B64URL, 156), []),
+        ("OpenAI legacy key", "sk-" + _rand(_ALNUM, 20) + "T3BlbkFJ" + _rand(_ALNUM, 20), []),
+        ("Anthropic key", "sk-ant-api03-" + _rand(_B64URL, 93) + "AA", []),
+        ("Anthropic admin key", "sk-ant-admin01-" + _rand(_B64URL, 93) + "AA", []),
+        ("Google API key, 39", "AIza" + _rand(_B64URL, 35), []),
+        ("Google OAuth token", "ya29." + _rand(_B64URL, 150), []),
+        ("AWS access key id", "AKIA" + _rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16), []),
+        ("AWS temporary key id", "ASIA" + _rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16), []),
+        ("AWS secret in an env line", "aws_secret_access_key=" + _AWS_SECRET, [_AWS_SECRET]),
+        ("AWS secret as a JSON member", '"SecretAccessKey": "' + _AWS_SECRET + '"', [_AWS_SECRET]),
+        ("GitHub classic token", "ghp_" + _rand(_ALNUM, 36), []),
+        ("GitHub OAuth token", "gho_" + _rand(_ALNUM, 36), []),
+        ("GitHub fine-grained token", "github_pat_" + _rand(_ALNUM, 22) + "_" + _rand(_ALNUM, 59), []),
+        ("GitLab token", "glpat-" + _rand(_B64URL, 20), []),
+        ("Slack bot token", f"xoxb-{_rand('0123456789', 12)}-{_rand('0123456789', 13)}-{_rand(_ALNUM, 24)}", []),
+        ("Slack user token", f"xoxp-{_rand('0123456789', 12)}-{_rand('0123456789', 12)}-{_rand('0123456789', 13)}-{_rand('0123456789abcdef', 32)}", []),
+        ("Slack webhook", *_around("https://hooks.slack.com/services/", f"T{_rand(_ALNUM, 10)}/B{_rand(_ALNUM, 10)}/{_rand(_ALNUM, 24)}", "")),
+        ("Hugging Face token", "hf_" + _rand(_ALNUM, 34), []),
+        ("Stripe live key", "sk_live_" + _rand(_ALNUM, 99), []),
+        ("JWT", "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9." + _rand(_B64URL, 180) + "." + _rand(_B64URL, 342), []),
+        ("PEM private key", _PEM, _PEM_BODY),
+        ("PEM private key, JSON-escaped", json.dumps(_PEM)[1:-1], _PEM_BODY),
+        ("OpenSSH private key", _OPENSSH, _OPENSSH_BODY),
+        ("bearer header", *_around("Authorization: Bearer ", _rand(_B64URL, 48), "")),
+        ("basic auth header", *_around("authorization: Basic ", _rand(_BASE64, 40), "")),
+        ("x-api-key header", *_around("x-api-key: ", _rand(_B64URL, 40), "")),
+        ("URL credentials", *_around("postgres://admin:", _rand(_ALNUM, 24), "@db.internal:5432/app")),
+        ("password member", *_around('"password": "', "correct-horse-" + _rand(_ALNUM, 10), '"')),
+        ("password member, escaped inside a string", *_around('{\\"db_password\\": \\"', _rand(_ALNUM, 16), '\\"}')),
+        ("secret member", *_around('"client_secret": "', _rand(_B64URL, 40), '"')),
+        ("token member", *_around("'refresh_token': '", _rand(_B64URL, 64), "'")),
+        ("password in YAML", *_around("PASSWORD: ", _rand(_ALNUM, 20), "")),
+        ("api key in env", *_around("OPENAI_API_KEY=", _rand(_ALNUM, 12), "")),
+    ]
+]
+
+
+def _fragments(secret: str) -> Iterator[str]:
+    for start in range(len(secret) - 7):
+        yield secret[start:start + 8]
+
+
+def _assert_gone(parts: list[str], outputs: dict[str, str]) -> None:
+    for where, output in outputs.items():
+        for part in parts:
+            for fragment in _fragments(part):
+                assert fragment not in output, f"{fragment!r} of the secret survives in {where}: {output[:400]!r}"
+
+
+def _shown(error: OutputError) -> dict[str, str]:
+    """Everything an error shows: str, repr, args, to_dict, the pickled form,
+    a trace record and the trace redactor's dict."""
+    clone = pickle.loads(pickle.dumps(error))
+    return {
+        "str": str(error), "repr": repr(error), "args": repr(error.args),
+        "to_dict": json.dumps(error.to_dict()), "pickle": pickle.dumps(error).decode("latin-1"),
+        "unpickled": str(clone) + json.dumps(clone.to_dict()),
+        "parse_record": json.dumps(parse_record(error=error, response=_stop("x"))),
+        "error_dict": json.dumps(Redactor().error_dict(error)),
+    }
+
+
+def _ids(cases: list[tuple[str, str, list[str]]]) -> list[str]:
+    return [case[0] for case in cases]
+
+
+@pytest.mark.parametrize(("label", "secret", "parts"), SECRETS, ids=_ids(SECRETS))
+def test_secret_masked_in_text(label: str, secret: str, parts: list[str]) -> None:
+    text = f"config:\n{secret}\nend"
+    masked = decisions.trace.Redactor().redact_text(text)
+    assert "[REDACTED]" in masked
+    _assert_gone(parts, {"redacted text": masked})
+
+
+@pytest.mark.parametrize(("label", "secret", "parts"), SECRETS, ids=_ids(SECRETS))
+def test_secret_in_a_repair_excerpt(label: str, secret: str, parts: list[str]) -> None:
+    """The excerpt is cut around the error's offset: before, at and inside
+    the secret; masking comes first, so no fragment is left at the cut."""
+    escaped = json.dumps(secret)[1:-1]
+    errors: list[tuple[ParseError, str]] = []
+    for text in (
+        '{"note": "' + escaped + '\\d"}',  # the error right after the secret
+        '{"path": "C:\\dir", "note": "' + escaped + '"}',  # the error before it
+        '{"note": "' + escaped + '", "path": "C:\\dir"}',  # the error after it
+    ):
+        with pytest.raises(ParseError) as info:
+            decisions.loads(text)
+        assert info.value.code == "INVALID_ESCAPE"
+        errors.append((info.value, text))
+    text = '{"note": "' + escaped + '"} x'
+    for inside in (10, 10 + len(escaped) // 2, 10 + len(escaped) - 1):  # an offset inside the secret
+        errors.append((ParseError("TRAILING_CONTENT", doc=text, pos=inside), text))
+    for error, text in errors:
+        prompt = repair_prompt(error, text=text)
+        assert "^" in prompt
+        # the secret as it stands in the text (escaped) must not survive, in either spelling
+        _assert_gone(parts + [json.dumps(part)[1:-1] for part in parts], {"repair prompt": prompt, **_shown(error)})
+
+
+def test_repair_excerpt_caret_stays_on_the_error() -> None:
+    key = "sk-proj-" + _rand(_B64URL, 162)
+    text = '{"key": "' + key + '", "path": "C:\\dir"}'
+    with pytest.raises(ParseError) as info:
+        decisions.loads(text)
+    prompt = repair_prompt(info.value, text=text)
+    near = prompt.splitlines()
+    line = next(i for i, row in enumerate(near) if row == "Near:") + 1
+    assert near[line + 1].index("^") == near[line].index("\\d")
+
+
+@pytest.mark.parametrize(("label", "secret", "parts"), SECRETS, ids=_ids(SECRETS))
+def test_secret_as_an_object_key_in_error_paths(label: str, secret: str, parts: list[str]) -> None:
+    """A key used as a member name reaches ``error.path`` and the issues."""
+    text = '<tool_call>{"name": "read_file", "arguments": {}, ' + json.dumps(secret) + ": 1}</tool_call>"
+    with pytest.raises(SchemaError) as info:
+        parse_tool_calls(text)
+    assert info.value.code == "SCHEMA_MISMATCH" and info.value.path is not None
+    shown = _shown(info.value)
+    shown["fingerprint"] = repr(decisions.repair.fingerprint(info.value))
+    shown["repair prompt"] = repair_prompt(info.value)
+    _assert_gone(parts, shown)
+
+
+@pytest.mark.parametrize(("label", "secret", "parts"), SECRETS[:6] + SECRETS[12:16], ids=_ids(SECRETS[:6] + SECRETS[12:16]))
+def test_secret_in_messages_of_later_layers(label: str, secret: str, parts: list[str], tmp_path: Path) -> None:
+    """A secret the model put in a tool name or a path argument reaches the
+    domain and policy messages, hints and paths."""
+    from pydantic import BaseModel
+
+    class ReadFile(BaseModel):
+        path: str
+
+    tools = decisions.ToolRegistry([decisions.Tool(name="read_file", parameters=ReadFile, side_effects=False)])
+    policy = decisions.Policy(workspace=str(tmp_path), tools={"read_file": decisions.ToolRule(paths={"path": "read"})})
+    for name, arguments, error_class, code in (
+        (secret, {"path": "a.txt"}, decisions.DomainError, "UNKNOWN_TOOL"),
+        ("read_file", {"path": "../" + secret}, PolicyError, "PATH_OUTSIDE_WORKSPACE"),
+        ("read_file", {"path": "/" + secret}, PolicyError, "PATH_OUTSIDE_WORKSPACE"),
+    ):
+        call = ToolCallItem(item_id="c", call_id="call_1", name=name, arguments=json.dumps(arguments))
+        response = NormalizedResponse(provider="openai-chat", response_id="r", model="m", finish_reason="tool_calls",
+                                      items=(call,))
+        with pytest.raises(error_class) as info:
+            decisions.decide(response, tools=tools, policy=policy)
+        assert info.value.code == code
+        _assert_gone(parts, {**_shown(info.value), "repair prompt": repair_prompt(info.value)})
+
+
+def test_every_error_field_is_masked() -> None:
+    key = "sk-ant-api03-" + _rand(_B64URL, 93) + "AA"
+    for cls, code in ((ParseError, "UNEXPECTED_CHARACTER"), (SchemaError, "SCHEMA_MISMATCH"),
+                      (StreamError, "MALFORMED_EVENT"), (PolicyError, "SCOPE_DENIED")):
+        fields: dict[str, Any] = {"path": f"$.{key}", "hint": f"use {key}"}
+        if cls is not ParseError:
+            fields["issues"] = ({"path": f"$['{key}']", "code": "x", "expected": [key, {"nested": (key,)}],
+                                 "got": {"password": "hunter2", key: 1}},)
+        error = cls(code, f"bad {key}", **fields)
+        shown = _shown(error)
+        assert "[REDACTED]" in shown["to_dict"] and "hunter2" not in shown["to_dict"]
+        _assert_gone([key], shown)
+        built = new_error(code, f"bad {key}", **fields)
+        _assert_gone([key], _shown(built))
+
+
+def test_redaction_keeps_ordinary_text() -> None:
+    text = ('{"max_tokens": 1024, "tokens": 5, "path": "src/risk-assessment-document-2024.md", '
+            '"author": "Ana", "key": "value", "task-0123456789abcdefgh": 1}')
+    assert decisions.trace.Redactor().redact_text(text) == text
+
+
+def _redact_time(text: str) -> float:
+    redact = decisions.trace.Redactor().redact_text
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        redact(text)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@pytest.mark.parametrize("unit", [
+    # a realistic argument: code with credentials in it
+    'api_key = "' + "sk-proj-" + "a1B2" * 40 + '"\npassword: hunter2hunter2\nprint("tokens", n)\n# AKIAABCDEFGHIJKLMNOP\n',
+    "password:" + " " * 8 + '"' + "\\\\" * 50,  # an escape run inside a value
+    "-----BEGIN PRIVATE KEY-----",  # openings without an end
+    "://user:",  # URL credentials without an @
+    "sk-",  # prefixes without a key
+    "eyJ" + "a" * 9 + ".",
+    "token=" * 3,
+    "Bearer ",
+    "a",  # no candidate at all
+    "A" * 3 + "KIA",
+])
+def test_redaction_is_linear(unit: str) -> None:
+    """250 KB and 2.5 MB of the same shape: 10x the input, about 10x the time
+    (a backtracking pattern would be 100x). Both sizes are past the CPU
+    caches, which would otherwise make the small one unfairly fast."""
+    small = unit * (250_000 // len(unit))
+    large = unit * (2_500_000 // len(unit))
+    _redact_time(small)
+    ratio = _redact_time(large) / _redact_time(small)
+    assert ratio < 25, ratio
