@@ -161,11 +161,14 @@ _JSON = st.recursive(
 @given(st.lists(st.tuples(st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
                           st.dictionaries(_TEXT, _JSON, max_size=4)), max_size=4))
 def test_scanner_round_trip(parts: list[tuple[str, dict[str, object]]]) -> None:
-    # Any text (that does not itself contain the tags) with any arguments
-    # (strings may contain the tags, braces and quotes) reads back exactly.
+    # Any text (that neither contains the tags nor quotes them in Markdown:
+    # no backticks, tildes, quote or list markers, HTML or indentation) with
+    # any arguments (strings may contain the tags, braces and quotes) reads
+    # back exactly.
     text, expected_outside, expected = "", "", []
     for index, (outside, arguments) in enumerate(parts):
-        outside = outside.replace("<tool_call>", "").replace("</tool_call>", "").replace("<", "")
+        outside = "".join(c for c in outside if c.isalnum() or c in " \n,;:!?()\"'{}[]/\\").replace(")", "")
+        outside = "\n".join(line.lstrip(" ") for line in outside.split("\n"))
         text += outside + _block(f"tool_{index}", arguments)
         expected_outside += outside
         expected.append((f"tool_{index}", arguments))

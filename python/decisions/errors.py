@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Iterable, Literal, Mapping
 
-from ._redact import redact_secrets
+from ._redact import redact_secrets, redact_value
 
 __all__ = [
     "ERROR_CODES",
@@ -207,15 +207,13 @@ class OutputError(Exception):
         if entry is None or entry.layer != self.layer:
             raise ValueError(f"{code!r} is not a {self.layer} error code")
         self.code = code
-        # Credentials never travel in a message, hint or issue (see _redact).
+        # Credentials never travel in a message, hint, path or issue (see _redact):
+        # everything shown (str, repr, to_dict, the pickled form) is built from these.
         self.message = redact_secrets(message) if message is not None else entry.meaning
         self.retryable = entry.retryable if retryable is None else retryable
         self.offset = offset
-        self.path = path
-        self.issues = tuple(
-            {key: redact_secrets(value) if isinstance(value, str) else value for key, value in issue.items()}
-            for issue in issues
-        )
+        self.path = redact_secrets(path) if path is not None else None
+        self.issues = tuple(redact_value(dict(issue)) for issue in issues)
         self.hint = redact_secrets(hint) if hint is not None else None
         Exception.__init__(self, self._render())
 
@@ -249,7 +247,8 @@ class OutputError(Exception):
 
 def _rebuild(cls: type[OutputError], state: dict[str, Any]) -> OutputError:
     if issubclass(cls, ParseError):
-        return cls(state["code"], state["message"], doc="", pos=state["offset"] or 0, hint=state["hint"])
+        return cls(state["code"], state["message"], doc="", pos=state["offset"] or 0, lineno=state["lineno"],
+                   colno=state["colno"], hint=state["hint"], retryable=state["retryable"], path=state["path"])
     return cls(
         state["code"],
         state["message"],

@@ -4,8 +4,8 @@
 a message fit to send back to the model: the layer, the stable code, the
 JSON paths, and for a parse error the line, column, a short excerpt around
 the offset and the concrete fix (for ``\\d``: write ``\\\\d``). It carries no
-stack trace, no internal state and no secrets (credentials are redacted from
-the excerpt), and is cut to a length limit.
+stack trace, no internal state and no secrets (credentials are masked in the
+whole text before the excerpt is cut from it), and is cut to a length limit.
 
 :class:`RepairBudget` bounds the loop for one run: a maximum number of
 repair attempts, an early stop when the same fingerprint (layer, code, path)
@@ -223,10 +223,11 @@ def _parse_section(error: ParseError, text: str | None, redactor: Redactor) -> l
     offset = error.pos or 0
     lines = [f"Position: line {error.lineno}, column {error.colno} (character {offset})."]
     if doc and 0 <= offset <= len(doc):
-        excerpt, caret = _excerpt(doc, offset)
-        excerpt = redactor.redact_text(excerpt)
-        if caret <= len(excerpt):
-            lines += ["Near:", "  " + excerpt, "  " + " " * caret + "^"]
+        # Mask first, then cut: a credential the excerpt would cut in half is
+        # no longer one to the patterns, so not a fragment of one may show.
+        shown, shown_offset = redactor.redact_with_offset(doc, offset)
+        excerpt, caret = _excerpt(shown, shown_offset)
+        lines += ["Near:", "  " + excerpt, "  " + " " * caret + "^"]
     fix = _escape_fix(doc, offset) if error.code == "INVALID_ESCAPE" and doc else None
     if error.code == "INVALID_ESCAPE" and fix is None:
         fix = "a backslash in a JSON string must be escaped: write \\\\ for a literal backslash (\\\\d, not \\d)"

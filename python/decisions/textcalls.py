@@ -13,7 +13,10 @@ Two readers, both strict and bounded:
   per reply, with a scanner that knows JSON strings: a ``</tool_call>`` inside
   a string does not end the block, an unclosed block or a block with more
   than one value is an error with its offset, and text outside the blocks is
-  kept as text, never searched for actions.
+  kept as text, never searched for actions. A block the Markdown of the reply
+  quotes -- inside a code span, a fenced or indented code block, a block quote
+  or a verbatim HTML block (CommonMark's rules, see ``_markdown``) -- is text
+  too: a model explaining the format or echoing a fetched page is not calling.
 
 :func:`tool_calls_response` turns a text-only :class:`~decisions.types.NormalizedResponse`
 into one with tool-call items, so :func:`decisions.decide` checks those calls
@@ -26,7 +29,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from ._backend import impl
+from . import _backend
+from ._markdown import QuotedRanges
 from .errors import ParseError, SchemaError, StreamError
 from .limits import DEFAULT_LIMITS, Limits
 from .requests import canonical_json
@@ -53,6 +57,7 @@ _JSON_STRUCTURE: Final = re.compile(r'["{}\[\]]')
 _STRING_REST: Final = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _WS: Final = " \t\r\n"
 _ENVELOPE_KEYS: Final = frozenset({"name", "arguments"})
+_TAG: Final = re.compile(r"</?tool_call>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +97,7 @@ def _shifted(error: ParseError, doc: str, base: int) -> ParseError:
 
 def _loads(doc: str, start: int, end: int, limits: Limits) -> Any:
     try:
-        return impl.loads(doc[start:end], limits=limits)
+        return _backend.impl.loads(doc[start:end], limits=limits)
     except ParseError as error:
         raise _shifted(error, doc, start) from None
 
@@ -204,7 +209,7 @@ def _block_value(text: str, start: int, limits: Limits) -> tuple[Any, int]:
     closing = text.find(TOOL_CALL_CLOSE, start)
     if closing >= 0:
         try:
-            return impl.loads(text[start:closing], limits=limits), closing
+            return _backend.impl.loads(text[start:closing], limits=limits), closing
         except ParseError:
             pass
     end = _value_end(text, start)
@@ -240,17 +245,21 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
         raise StreamError("RESPONSE_TOO_LARGE")
     calls: list[TextCall] = []
     outside: list[str] = []
-    pos = 0
+    quoting = QuotedRanges(text)
+    pos = 0  # start of the text not yet kept
+    search = 0
     while True:
-        opening = text.find(TOOL_CALL_OPEN, pos)
-        segment = text[pos:] if opening < 0 else text[pos:opening]
-        stray = segment.find(TOOL_CALL_CLOSE)
-        if stray >= 0:
-            raise ParseError("UNEXPECTED_CHARACTER", "a </tool_call> without its <tool_call>", doc=text,
-                             pos=pos + stray, hint="wrap each call in <tool_call> ... </tool_call>")
-        outside.append(segment)
-        if opening < 0:
+        tag = _TAG.search(text, search)
+        if tag is None:
             break
+        opening = tag.start()
+        search = tag.end()
+        if quoting.quoted(opening):
+            continue  # quoted in a code span, code block, block quote: text
+        if tag.group() == TOOL_CALL_CLOSE:
+            raise ParseError("UNEXPECTED_CHARACTER", "a </tool_call> without its <tool_call>", doc=text,
+                             pos=opening, hint="wrap each call in <tool_call> ... </tool_call>")
+        outside.append(text[pos:opening])
         if len(calls) >= limits.max_calls_per_response:
             raise StreamError("TOO_MANY_CALLS", offset=opening)
         start = _skip_ws(text, opening + len(TOOL_CALL_OPEN))
@@ -267,7 +276,9 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
         name, arguments = _envelope(value, text, start)
         block_end = after + len(TOOL_CALL_CLOSE)
         calls.append(TextCall(name, arguments, canonical_json(arguments), opening, block_end))
-        pos = block_end
+        pos = search = block_end
+        quoting.resume(block_end)
+    outside.append(text[pos:])
     return TextCalls(tuple(calls), "".join(outside))
 
 
@@ -278,13 +289,24 @@ def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None =
     Only a response that finished with ``stop`` is read: a cut-off response
     (``length``, content filter, ...) is returned unchanged, so the
     completeness gate reports it as incomplete instead of a parse error on
-    the half-written block. Text outside the blocks stays a text item.
+    the half-written block. Text outside the blocks stays a text item, and so
+    does a block the text quotes (in a code span, a code block or a block
+    quote): only a block that stands on its own is a call; a response whose
+    blocks are all quoted is returned unchanged.
+
+    Raises the errors of :func:`parse_tool_calls`, and
+    ``SchemaError(AMBIGUOUS_DECISION)`` when the response also has native
+    tool calls: which of the two sets to run would be a guess.
     """
     if response.finish_reason != "stop" or TOOL_CALL_OPEN not in response.text:
         return response
-    if response.tool_calls:
-        raise ValueError("the response already has native tool calls")
     found = parse_tool_calls(response.text, limits=limits)
+    if not found.calls:
+        return response
+    if response.tool_calls:
+        raise SchemaError("AMBIGUOUS_DECISION", "the response has native tool calls and <tool_call> blocks in its text",
+                          path="$", offset=found.calls[0].start,
+                          hint="make tool calls either natively or as <tool_call> blocks, not both")
     items: list[Any] = []
     outside = found.text.strip()
     if outside:

@@ -34,10 +34,10 @@ Record shape (``RECORD_FIELDS``, in order):
 ``library_version``        this package's version
 =========================  =====================================================
 
-:class:`Redactor` masks credentials (OpenAI ``sk-...``, Anthropic
-``sk-ant-...``, Google ``AIza...`` keys, bearer tokens) in any text and any
-configured field name in nested data; every string that goes into a record
-passes through it.
+:class:`Redactor` masks credentials (the token formats and credential
+members of ``decisions._redact``: provider API keys, cloud and VCS tokens,
+JWTs, private keys, passwords) in any text and any configured field name in
+nested data; every string that goes into a record passes through it.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final, Iterable, Mapping
 
-from ._redact import REDACTED, redact_secrets
+from ._redact import REDACTED, redact_secrets, redact_with_offset
 from ._version import __version__
 from .errors import OutputError
 
@@ -98,6 +98,10 @@ class Redactor:
     def redact_text(self, text: str) -> str:
         """``text`` with every credential shape masked."""
         return redact_secrets(text, self.patterns)
+
+    def redact_with_offset(self, text: str, offset: int) -> tuple[str, int]:
+        """``text`` masked, and where ``offset`` lands in it."""
+        return redact_with_offset(text, offset, self.patterns)
 
     def redact(self, value: Any) -> Any:
         """A copy of ``value`` (dicts, lists, tuples, strings) with configured
