@@ -65,6 +65,7 @@ from ..types import (
     _Event,
 )
 from . import providers
+from .providers._unknown import count_unknown
 from .sse import _Framer
 
 __all__ = ["Assembler", "StreamAssembler", "normalize", "CanonicalMapper", "CANONICAL"]
@@ -425,7 +426,11 @@ class Assembler:
         return self._response
 
     def snapshot(self) -> ResponseSnapshot:
-        """A provisional view: text so far, each call's arguments and their partial parse."""
+        """A provisional view: text so far, each call's arguments and their partial parse.
+
+        Incremental: a call's parser reads only the text new since the last
+        snapshot. Arguments that already break a limit raise the
+        ``ParseError`` the complete arguments give (the stream itself goes on)."""
         if self._cancelled:
             raise StreamError("STREAM_CANCELLED", "the stream was cancelled by the caller")
         calls = []
@@ -437,10 +442,14 @@ class Assembler:
                 arguments = item.text()
                 parser = item.parser
                 if parser is None:
-                    parser = item.parser = PartialJSON()
+                    parser = item.parser = PartialJSON(self._limits)
                 if item.fed < len(arguments):
                     parser.feed(arguments[item.fed:])
                     item.fed = len(arguments)
+                if parser.failure is not None:  # a limit the complete arguments break too
+                    error = parser.error(arguments, f"$.calls[{len(calls)}].arguments")
+                    if error is not None:
+                        raise error
                 calls.append(
                     CallSnapshot(
                         item_id=item.item_id,
@@ -575,8 +584,7 @@ class CanonicalMapper:
     def map_event(self, event: str | None, payload: Any) -> list[CanonicalEvent]:
         mapped = canonical_event(payload)
         if mapped is None:
-            name = payload["type"]
-            self.unknown_events[name] = self.unknown_events.get(name, 0) + 1
+            count_unknown(self.unknown_events, payload["type"])
             return []
         return [mapped]
 

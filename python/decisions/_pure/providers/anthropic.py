@@ -59,6 +59,7 @@ from ...types import (
     UsageReported,
 )
 from ._shape import U64_MAX, shape
+from ._unknown import MAX_RECORDED_ITEMS, count_unknown
 from .jsontext import dumps
 
 __all__ = ["AnthropicMapper", "finish_reason", "RETRYABLE_ERRORS"]
@@ -119,13 +120,14 @@ class AnthropicMapper:
         self._started = False
         self._terminal = False
         self._blocks: dict[int, _Block] = {}
+        self._recorded = 0  # blocks of an unknown type kept in ``_blocks``
         self._stop_reason: str | None = None
         self._usage: dict[str, int | None] = {}
 
     # ------------------------------------------------------------ helpers
 
     def _count(self, key: str) -> None:
-        self.unknown_events[key] = self.unknown_events.get(key, 0) + 1
+        count_unknown(self.unknown_events, key)
 
     def _merge_usage(self, usage: Any, what: str) -> None:
         if usage is None:
@@ -210,6 +212,12 @@ class AnthropicMapper:
             out.append(ItemStarted(item_id=item_id, kind="reasoning"))
             out.append(ReasoningDelta(item_id=item_id, delta="", signature=data))
         else:
+            if self._recorded >= MAX_RECORDED_ITEMS:
+                raise new_error(
+                    "TOO_MANY_ITEMS_IN_RESPONSE",
+                    f"the response has more unknown content blocks than {MAX_RECORDED_ITEMS}",
+                )
+            self._recorded += 1
             state = _Block(_RECORDED, item_id)
             self._count(f"content_block:{block_type}")
         self._blocks[index] = state

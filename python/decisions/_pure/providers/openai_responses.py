@@ -54,6 +54,7 @@ from ...types import (
     ToolCallStarted,
     UsageReported,
 )
+from ._unknown import count_unknown
 from .openai_chat import malformed, obj, opt_list, opt_obj, opt_str, opt_u64, provider_error, req_str
 
 __all__ = ["OpenAIResponsesMapper"]
@@ -209,7 +210,7 @@ class OpenAIResponsesMapper:
         self._terminal: str | None = None  # "finished" | "failed" | "error"
 
     def _count(self, key: str) -> None:
-        self.unknown_events[key] = self.unknown_events.get(key, 0) + 1
+        count_unknown(self.unknown_events, key)
 
     # ------------------------------------------------------------ stream
 
