@@ -55,7 +55,7 @@ class PartialJSON:
     __slots__ = (
         "_limits", "_mode", "_stack", "_keys", "_counts", "_pieces", "_is_key", "_escape", "_high",
         "_literal", "_literal_len", "_start", "_string_bytes", "_values", "_offset", "_bytes", "_root",
-        "_view", "failure",
+        "_view", "_error", "failure",
     )
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
@@ -77,6 +77,7 @@ class PartialJSON:
         self._bytes = 0  # UTF-8 bytes fed
         self._root: Any = _MISSING
         self._view: Any = _MISSING  # the last view, while nothing new was fed
+        self._error: ParseError | None = None
         #: ``(code, offset)`` of the first limit the text breaks, else None
         self.failure: tuple[str, int] | None = None
 
@@ -84,26 +85,44 @@ class PartialJSON:
         self.failure = (code, pos)
         self._mode = _FAILED
 
+    def settled(self, size: int) -> bool:
+        """Whether :attr:`failure` is final for a text of ``size`` UTF-8 bytes
+        (only ``DOCUMENT_TOO_LARGE`` can replace it, once the text is past
+        ``max_document_bytes``): then the text need not be fed any more."""
+        failure = self.failure
+        return failure is not None and (
+            failure[0] == "DOCUMENT_TOO_LARGE" or size <= self._limits.max_document_bytes
+        )
+
     def error(self, doc: str, path: str | None = None) -> ParseError | None:
         """The :class:`~decisions.errors.ParseError` of :attr:`failure` (None
-        without one); ``doc`` is the text fed so far, ``path`` names it."""
+        without one); ``doc`` is the text fed so far, ``path`` names it. The
+        first call builds it; later calls give the same error."""
         if self.failure is None:
             return None
-        code, pos = self.failure
-        found = parse_error(code, doc, pos, self._limits)
-        return ParseError(
-            code, found.message, doc=found.doc, pos=pos, lineno=found.lineno, colno=found.colno,
-            hint=found.hint, path=path,
-        )
+        if self._error is None:  # built once: later calls cost nothing, whatever was fed since
+            code, pos = self.failure
+            found = parse_error(code, doc, pos, self._limits)
+            self._error = ParseError(
+                code, found.message, doc=found.doc, pos=pos, lineno=found.lineno, colno=found.colno,
+                hint=found.hint, path=path,
+            )
+        return self._error
 
     def feed(self, text: str) -> None:
         """Consume the next piece of the JSON text."""
-        if not text or self._mode == _FAILED:
+        failure = self.failure
+        if not text or (failure is not None and failure[0] == "DOCUMENT_TOO_LARGE"):
             return
         self._view = _MISSING
         self._bytes += _utf8_len(text)
         if self._bytes > self._limits.max_document_bytes:
-            self._fail("DOCUMENT_TOO_LARGE", 0)  # checked before anything else, as by ``loads``
+            # checked before anything else by ``loads``: it replaces an earlier failure
+            self._error = None
+            self._fail("DOCUMENT_TOO_LARGE", 0)
+            return
+        if failure is not None:  # only the size is still counted
+            self._offset += len(text)
             return
         try:
             self._feed(text)

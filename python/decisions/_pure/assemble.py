@@ -439,8 +439,10 @@ class Assembler:
             if item.kind == "text":
                 text.append(item.text())
             elif item.kind == "tool_call":
-                arguments = item.text()
                 parser = item.parser
+                if parser is not None and parser.settled(item.nbytes):  # the error is built: no join
+                    raise cast(OutputError, parser.error(""))
+                arguments = item.text()
                 if parser is None:
                     parser = item.parser = PartialJSON(self._limits)
                 if item.fed < len(arguments):

@@ -340,12 +340,17 @@ impl StreamAssembler {
             }
             let Some((parser, fed, arguments)) = slot.as_mut() else { continue };
             let parser = parser.bind(py);
+            let failed = |parser: &Bound<'_, PyAny>| parser.getattr(intern!(py, "failure")).map(|f| !f.is_none());
+            if failed(parser)? && parser.call_method1(intern!(py, "settled"), (item.text.len(),))?.is_truthy()? {
+                // the error was built when the limit was found: no new text is copied
+                return Err(PyErr::from_value(parser.call_method1(intern!(py, "error"), ("",))?));
+            }
             if let Some(new) = item.text.get(*fed..).filter(|s| !s.is_empty()) {
                 parser.call_method1(intern!(py, "feed"), (new,))?;
                 *fed = item.text.len();
                 *arguments = obj(py, item.text.as_str())?.unbind();
             }
-            if !parser.getattr(intern!(py, "failure"))?.is_none() {
+            if failed(parser)? {
                 let path = format!("$.calls[{}].arguments", calls.len());
                 let error = parser.call_method1(intern!(py, "error"), (arguments.bind(py), path))?;
                 return Err(PyErr::from_value(error));
