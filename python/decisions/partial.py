@@ -97,7 +97,7 @@ class PartialJSON:
     def error(self, doc: str, path: str | None = None) -> ParseError | None:
         """The :class:`~decisions.errors.ParseError` of :attr:`failure` (None
         without one); ``doc`` is the text fed so far, ``path`` names it. The
-        first call builds it; later calls give the same error."""
+        first call builds it; later calls give the same error (its traceback cleared)."""
         if self.failure is None:
             return None
         if self._error is None:  # built once: later calls cost nothing, whatever was fed since
@@ -107,7 +107,9 @@ class PartialJSON:
                 code, found.message, doc=found.doc, pos=pos, lineno=found.lineno, colno=found.colno,
                 hint=found.hint, path=path,
             )
-        return self._error
+        # raised again by every later snapshot: a traceback kept from the last
+        # raise would grow by one entry each time
+        return self._error.with_traceback(None)
 
     def feed(self, text: str) -> None:
         """Consume the next piece of the JSON text."""
