@@ -433,7 +433,7 @@ class Assembler:
         ``ParseError`` the complete arguments give (the stream itself goes on)."""
         if self._cancelled:
             raise StreamError("STREAM_CANCELLED", "the stream was cancelled by the caller")
-        calls = []
+        calls: list[CallSnapshot] = []
         text: list[str] = []
         for item in self._items:
             if item.kind == "text":
