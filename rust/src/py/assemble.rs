@@ -88,6 +88,15 @@ fn utf8(bytes: &[u8]) -> Result<String, CoreError> {
         .map_err(|_| malformed("event data is not valid UTF-8"))
 }
 
+/// A tool call's snapshot state: its `decisions.partial.PartialJSON`, the
+/// bytes of the arguments it has seen, and the arguments of that length as a
+/// Python str (reused while no new text came).
+struct CallView {
+    parser: Py<PyAny>,
+    fed: usize,
+    arguments: Py<PyAny>,
+}
+
 /// One provider stream in, one checked `decisions.types.NormalizedResponse` out.
 #[pyclass(module = "decisions._native")]
 pub struct StreamAssembler {
@@ -101,9 +110,8 @@ pub struct StreamAssembler {
     mapped: Vec<Event>,
     /// The `decisions.Limits` given (None for the defaults), for the partial parsers.
     limits_obj: Option<Py<PyAny>>,
-    /// Per item index: the incremental partial parser, the bytes it has seen
-    /// and the arguments text of that length as a Python str.
-    parsers: Vec<Option<(Py<PyAny>, usize, Py<PyAny>)>>,
+    /// Per item index: the incremental partial parser of a tool call.
+    parsers: Vec<Option<CallView>>,
     /// The snapshot text as a Python str, with the number of text items and
     /// their bytes it was built from (items only grow: same counts, same text).
     text_cache: Option<(usize, usize, Py<PyAny>)>,
@@ -336,9 +344,9 @@ impl StreamAssembler {
                     Some(limits) => t.partial_json.bind(py).call1((limits.bind(py),))?,
                     None => t.partial_json.bind(py).call0()?,
                 };
-                *slot = Some((parser.unbind(), 0, obj(py, "")?.unbind()));
+                *slot = Some(CallView { parser: parser.unbind(), fed: 0, arguments: obj(py, "")?.unbind() });
             }
-            let Some((parser, fed, arguments)) = slot.as_mut() else { continue };
+            let Some(CallView { parser, fed, arguments }) = slot.as_mut() else { continue };
             let parser = parser.bind(py);
             let failed = |parser: &Bound<'_, PyAny>| parser.getattr(intern!(py, "failure")).map(|f| !f.is_none());
             if failed(parser)? && parser.call_method1(intern!(py, "settled"), (item.text.len(),))?.is_truthy()? {
