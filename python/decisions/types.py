@@ -266,7 +266,9 @@ Item = Union[TextItem, RefusalItem, ReasoningItem, ToolCallItem]
 class NormalizedResponse:
     """A provider response that ended with a legal terminal event, in the
     provider-neutral shape. ``unknown_events`` counts provider event types the
-    mapper did not know (recorded, never guessed at)."""
+    mapper did not know (recorded, never guessed at), bounded: at most 64
+    names of at most 64 characters (a longer one is cut and ends with ``…``),
+    every further name counted under ``"<other>"``."""
 
     provider: str
     response_id: str | None

@@ -55,6 +55,7 @@ from ..types import (
 )
 from . import providers
 from .envelope import decode
+from .providers._unknown import count_unknown
 from .sse import _Framer
 
 __all__ = ["Assembler", "StreamAssembler", "normalize", "CanonicalMapper", "CANONICAL"]
@@ -415,22 +416,32 @@ class Assembler:
         return self._response
 
     def snapshot(self) -> ResponseSnapshot:
-        """A provisional view: text so far, each call's arguments and their partial parse."""
+        """A provisional view: text so far, each call's arguments and their partial parse.
+
+        Incremental: a call's parser reads only the text new since the last
+        snapshot. Arguments that already break a limit raise the
+        ``ParseError`` the complete arguments give (the stream itself goes on)."""
         if self._cancelled:
             raise StreamError("STREAM_CANCELLED", "the stream was cancelled by the caller")
-        calls = []
+        calls: list[CallSnapshot] = []
         text: list[str] = []
         for item in self._items:
             if item.kind == "text":
                 text.append(item.text())
             elif item.kind == "tool_call":
-                arguments = item.text()
                 parser = item.parser
+                if parser is not None and parser.settled(item.nbytes):  # the error is built: no join
+                    raise cast(OutputError, parser.error(""))
+                arguments = item.text()
                 if parser is None:
-                    parser = item.parser = PartialJSON()
+                    parser = item.parser = PartialJSON(self._limits)
                 if item.fed < len(arguments):
                     parser.feed(arguments[item.fed:])
                     item.fed = len(arguments)
+                if parser.failure is not None:  # a limit the complete arguments break too
+                    error = parser.error(arguments, f"$.calls[{len(calls)}].arguments")
+                    if error is not None:
+                        raise error
                 calls.append(
                     CallSnapshot(
                         item_id=item.item_id,
@@ -565,8 +576,7 @@ class CanonicalMapper:
     def map_event(self, event: str | None, payload: Any) -> list[CanonicalEvent]:
         mapped = canonical_event(payload)
         if mapped is None:
-            name = payload["type"]
-            self.unknown_events[name] = self.unknown_events.get(name, 0) + 1
+            count_unknown(self.unknown_events, payload["type"])
             return []
         return [mapped]
 

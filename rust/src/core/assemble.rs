@@ -19,6 +19,7 @@ use serde_json::Value;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 use crate::core::limits::Limits;
+use crate::core::providers::unknown::count_unknown;
 use crate::core::providers::Mapper;
 
 /// The assembler's state (`StreamAssembler.state`).
@@ -721,7 +722,7 @@ impl CanonicalMapper {
         let name = value.get("type").and_then(Value::as_str).map(str::to_string);
         match canonical_event(value)? {
             Some(event) => out.push(event),
-            None => *self.unknown.entry(name.unwrap_or_default()).or_insert(0) += 1,
+            None => count_unknown(&mut self.unknown, name.as_deref().unwrap_or_default()),
         }
         Ok(())
     }

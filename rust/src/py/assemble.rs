@@ -3,6 +3,7 @@
 //! canonical events themselves.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
@@ -78,6 +79,15 @@ fn utf8(bytes: &[u8]) -> Result<String, CoreError> {
         .map_err(|_| malformed("event data is not valid UTF-8"))
 }
 
+/// A tool call's snapshot state: its `decisions.partial.PartialJSON`, the
+/// bytes of the arguments it has seen, and the arguments of that length as a
+/// Python str (reused while no new text came).
+struct CallView {
+    parser: Py<PyAny>,
+    fed: usize,
+    arguments: Py<PyAny>,
+}
+
 /// One provider stream in, one checked `decisions.types.NormalizedResponse` out.
 #[pyclass(module = "decisions._native")]
 pub struct StreamAssembler {
@@ -90,8 +100,13 @@ pub struct StreamAssembler {
     kept: Option<Vec<Event>>,
     sse: Vec<SseEvent>,
     mapped: Vec<Event>,
-    /// Per item index: the incremental partial parser and the bytes it has seen.
-    parsers: Vec<Option<(Py<PyAny>, usize)>>,
+    /// The `decisions.Limits` given (None for the defaults), for the partial parsers.
+    limits_obj: Option<Py<PyAny>>,
+    /// Per item index: the incremental partial parser of a tool call.
+    parsers: Vec<Option<CallView>>,
+    /// The snapshot text as a Python str, with the number of text items and
+    /// their bytes it was built from (items only grow: same counts, same text).
+    text_cache: Option<(usize, usize, Py<PyAny>)>,
     response: Option<Py<PyAny>>,
 }
 
@@ -157,8 +172,10 @@ impl StreamAssembler {
         choice: Option<&Bound<'_, PyAny>>,
         keep_events: bool,
     ) -> PyResult<Self> {
-        let (limits, choice) = options(py, limits, choice)?;
+        let (limits_value, choice) = options(py, limits, choice)?;
         let (provider, mapper) = mapper(provider, choice)?;
+        let limits_obj = limits.filter(|l| !l.is_none()).map(|l| l.clone().unbind());
+        let limits = limits_value;
         Ok(StreamAssembler {
             provider,
             limits,
@@ -169,7 +186,9 @@ impl StreamAssembler {
             kept: keep_events.then(Vec::new),
             sse: Vec::new(),
             mapped: Vec::new(),
+            limits_obj,
             parsers: Vec::new(),
+            text_cache: None,
             response: None,
         })
     }
@@ -280,7 +299,9 @@ impl StreamAssembler {
     }
 
     /// A provisional view for UIs: text so far, each call's arguments and
-    /// their best-effort partial parse (incremental: only new text is parsed).
+    /// their best-effort partial parse. Incremental: only new text is parsed,
+    /// and the Python strs of what did not change are reused. Arguments that
+    /// already break a limit raise the `ParseError` the complete arguments give.
     fn snapshot(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         if self.assembler.is_cancelled() {
             return Err(core_err(py, CoreError::new(Code::STREAM_CANCELLED, "the stream was cancelled by the caller")));
@@ -290,36 +311,64 @@ impl StreamAssembler {
         if self.parsers.len() < items.len() {
             self.parsers.resize_with(items.len(), || None);
         }
-        let mut text = String::new();
+        let (count, size) = items
+            .iter()
+            .filter(|item| item.kind == Kind::Text)
+            .fold((0usize, 0usize), |(n, bytes), item| (n + 1, bytes + item.text.len()));
+        let text = match &self.text_cache {
+            Some((n, bytes, text)) if *n == count && *bytes == size => text.clone_ref(py),
+            _ => {
+                let mut joined = String::with_capacity(size);
+                for item in items.iter().filter(|item| item.kind == Kind::Text) {
+                    joined.push_str(&item.text);
+                }
+                let text = obj(py, joined)?.unbind();
+                self.text_cache = Some((count, size, text.clone_ref(py)));
+                text
+            }
+        };
         let mut calls = Vec::new();
         for (item, slot) in items.iter().zip(self.parsers.iter_mut()) {
-            match item.kind {
-                Kind::Text => text.push_str(&item.text),
-                Kind::ToolCall => {
-                    if slot.is_none() {
-                        *slot = Some((t.partial_json.bind(py).call0()?.unbind(), 0));
-                    }
-                    let Some((parser, fed)) = slot.as_mut() else { continue };
-                    if let Some(new) = item.text.get(*fed..).filter(|s| !s.is_empty()) {
-                        parser.bind(py).call_method1("feed", (new,))?;
-                        *fed = item.text.len();
-                    }
-                    let partial = parser.bind(py).call_method0("value")?;
-                    let kwargs = kw(
-                        py,
-                        &[
-                            ("item_id", obj(py, item.item_id.as_str())?),
-                            ("call_id", obj(py, item.call_id.as_str())?),
-                            ("name", obj(py, item.name.as_str())?),
-                            ("arguments", obj(py, item.text.as_str())?),
-                            ("partial", partial),
-                            ("ended", obj(py, item.ended)?),
-                        ],
-                    )?;
-                    calls.push(t.call_snapshot.bind(py).call((), Some(&kwargs))?);
-                }
-                Kind::Refusal | Kind::Reasoning => {}
+            if item.kind != Kind::ToolCall {
+                continue;
             }
+            if slot.is_none() {
+                let parser = match &self.limits_obj {
+                    Some(limits) => t.partial_json.bind(py).call1((limits.bind(py),))?,
+                    None => t.partial_json.bind(py).call0()?,
+                };
+                *slot = Some(CallView { parser: parser.unbind(), fed: 0, arguments: obj(py, "")?.unbind() });
+            }
+            let Some(CallView { parser, fed, arguments }) = slot.as_mut() else { continue };
+            let parser = parser.bind(py);
+            let failed = |parser: &Bound<'_, PyAny>| parser.getattr(intern!(py, "failure")).map(|f| !f.is_none());
+            if failed(parser)? && parser.call_method1(intern!(py, "settled"), (item.text.len(),))?.is_truthy()? {
+                // the error was built when the limit was found: no new text is copied
+                return Err(PyErr::from_value(parser.call_method1(intern!(py, "error"), ("",))?));
+            }
+            if let Some(new) = item.text.get(*fed..).filter(|s| !s.is_empty()) {
+                parser.call_method1(intern!(py, "feed"), (new,))?;
+                *fed = item.text.len();
+                *arguments = obj(py, item.text.as_str())?.unbind();
+            }
+            if failed(parser)? {
+                let path = format!("$.calls[{}].arguments", calls.len());
+                let error = parser.call_method1(intern!(py, "error"), (arguments.bind(py), path))?;
+                return Err(PyErr::from_value(error));
+            }
+            let partial = parser.call_method0(intern!(py, "value"))?;
+            let kwargs = kw(
+                py,
+                &[
+                    ("item_id", obj(py, item.item_id.as_str())?),
+                    ("call_id", obj(py, item.call_id.as_str())?),
+                    ("name", obj(py, item.name.as_str())?),
+                    ("arguments", arguments.bind(py).clone()),
+                    ("partial", partial),
+                    ("ended", obj(py, item.ended)?),
+                ],
+            )?;
+            calls.push(t.call_snapshot.bind(py).call((), Some(&kwargs))?);
         }
         let kwargs = kw(
             py,
@@ -327,7 +376,7 @@ impl StreamAssembler {
                 ("provider", obj(py, self.provider.as_str())?),
                 ("response_id", obj(py, self.assembler.response_id())?),
                 ("model", obj(py, self.assembler.model())?),
-                ("text", obj(py, text)?),
+                ("text", text.into_bound(py)),
                 ("calls", PyTuple::new(py, calls)?.into_any()),
                 ("state", obj(py, self.assembler.state().as_str())?),
             ],

@@ -77,6 +77,7 @@ from ...types import (
     UsageReported,
 )
 from ._shape import U64_MAX, shape
+from ._unknown import MAX_RECORDED_ITEMS, count_unknown
 from .jsontext import dumps
 
 __all__ = ["AnthropicMapper", "finish_reason", "RETRYABLE_ERRORS"]
@@ -149,6 +150,7 @@ class AnthropicMapper:
         self._started = False
         self._terminal = False
         self._blocks: dict[int, _Block] = {}
+        self._recorded = 0  # blocks of an unknown type kept in ``_blocks``
         self._stop_reason: str | None = None
         self._stopped = False  # a message_delta gave the stop reason: no content may follow
         self._usage: dict[str, int | None] = {}
@@ -156,7 +158,7 @@ class AnthropicMapper:
     # ------------------------------------------------------------ helpers
 
     def _count(self, key: str) -> None:
-        self.unknown_events[key] = self.unknown_events.get(key, 0) + 1
+        count_unknown(self.unknown_events, key)
 
     def _merge_usage(self, usage: Any, what: str) -> None:
         if usage is None:
@@ -252,6 +254,12 @@ class AnthropicMapper:
             out.append(ItemStarted(item_id=item_id, kind="reasoning"))
             out.append(ReasoningDelta(item_id=item_id, delta="", signature=data))
         else:
+            if self._recorded >= MAX_RECORDED_ITEMS:
+                raise new_error(
+                    "TOO_MANY_ITEMS_IN_RESPONSE",
+                    f"the response has more unknown content blocks than {MAX_RECORDED_ITEMS}",
+                )
+            self._recorded += 1
             state = _Block(_RECORDED, item_id)
             self._count(f"content_block:{block_type}")
         self._blocks[index] = state

@@ -86,6 +86,7 @@ from ...types import (
     UsageReported,
 )
 from ._shape import U64_MAX as _U64, shape
+from ._unknown import count_unknown
 from .jsontext import dumps
 
 __all__ = ["GeminiMapper", "finish_reason", "MAX_PATH_SEGMENTS"]
@@ -256,7 +257,7 @@ class GeminiMapper:
     # ------------------------------------------------------------ helpers
 
     def _count(self, key: str) -> None:
-        self.unknown_events[key] = self.unknown_events.get(key, 0) + 1
+        count_unknown(self.unknown_events, key)
 
     def _new_item(self) -> str:
         item_id = f"item_{self._items}"

@@ -74,6 +74,7 @@ from ...types import (
     ToolCallStarted,
     UsageReported,
 )
+from ._unknown import count_unknown
 from .openai_chat import malformed, obj, opt_list, opt_obj, opt_str, opt_u64, provider_error, req_str
 
 __all__ = ["OpenAIResponsesMapper"]
@@ -232,7 +233,7 @@ class OpenAIResponsesMapper:
         self._unfinished: str | None = None  # a message / call some output said was not completed
 
     def _count(self, key: str) -> None:
-        self.unknown_events[key] = self.unknown_events.get(key, 0) + 1
+        count_unknown(self.unknown_events, key)
 
     # ------------------------------------------------------------ stream
 

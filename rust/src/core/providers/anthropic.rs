@@ -20,6 +20,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use super::shape::{is_array, Shape, Str};
+use super::unknown::MAX_RECORDED_ITEMS;
 use super::{jsontext, Mapper};
 use crate::core::envelope::Seg;
 use crate::core::errors::{Code, CoreError};
@@ -254,6 +255,8 @@ pub struct AnthropicMapper {
     started: bool,
     terminal: bool,
     blocks: BTreeMap<u64, Block>,
+    /// Blocks of an unknown type kept in `blocks`.
+    recorded: usize,
     stop_reason: Option<String>,
     /// A `message_delta` gave the stop reason: no content may follow.
     stopped: bool,
@@ -266,7 +269,7 @@ impl AnthropicMapper {
     }
 
     fn count(&mut self, key: String) {
-        *self.unknown.entry(key).or_insert(0) += 1;
+        super::unknown::count_unknown(&mut self.unknown, &key);
     }
 
     fn merge_usage(&mut self, raw: Option<&RawValue>, what: &str) -> Result<(), CoreError> {
@@ -448,6 +451,13 @@ impl AnthropicMapper {
                 });
             }
             other => {
+                if self.recorded >= MAX_RECORDED_ITEMS {
+                    return Err(CoreError::new(
+                        Code::TOO_MANY_ITEMS_IN_RESPONSE,
+                        format!("the response has more unknown content blocks than {MAX_RECORDED_ITEMS}"),
+                    ));
+                }
+                self.recorded += 1;
                 let key = format!("content_block:{other}");
                 self.count(key);
             }

@@ -352,7 +352,7 @@ impl GeminiMapper {
     }
 
     fn count(&mut self, key: String) {
-        *self.unknown.entry(key).or_insert(0) += 1;
+        super::unknown::count_unknown(&mut self.unknown, &key);
     }
 
     fn new_item(&mut self) -> String {

@@ -10,6 +10,7 @@ pub mod jsontext;
 pub mod openai_chat;
 pub mod openai_responses;
 mod shape;
+pub mod unknown;
 
 use crate::core::envelope::Seg;
 use crate::core::errors::CoreError;

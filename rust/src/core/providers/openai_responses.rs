@@ -458,7 +458,7 @@ impl OpenAIResponses {
     }
 
     fn count(&mut self, key: String) {
-        *self.unknown.entry(key).or_insert(0) += 1;
+        super::unknown::count_unknown(&mut self.unknown, &key);
     }
 
     fn item(&mut self, item_id: &str, what: &str, kind: Kind) -> Result<&mut Item, CoreError> {
