@@ -47,19 +47,31 @@ ArgumentField = tuple["str | None", ...]
 _limits: dict[Limits, Limits] = {}
 
 
+#: Numbers in event data may be this long whatever ``max_number_length``
+#: says (a provider's counts and ids must pass a small limit meant for arguments).
+ENVELOPE_MIN_NUMBER_LENGTH: Final = 100
+
+
 def envelope_limits(limits: Limits) -> Limits:
-    """The limits event data is parsed under: the document and its strings may
-    be as large as one SSE event, nesting is :data:`ENVELOPE_MAX_DEPTH`; the
-    number, item, member and value bounds are the caller's."""
+    """The limits event data is parsed under: its size, strings, items,
+    members and values are bounded by one SSE event (the arguments' own bounds
+    are applied when ``decide`` parses them), nesting by
+    :data:`ENVELOPE_MAX_DEPTH`, numbers by the larger of ``max_number_length``
+    and :data:`ENVELOPE_MIN_NUMBER_LENGTH` characters."""
     derived = _limits.get(limits)
     if derived is None:
         if len(_limits) > 16:
             _limits.clear()
+        size = limits.max_sse_event_bytes
         derived = _limits[limits] = dataclasses.replace(
             limits,
-            max_document_bytes=limits.max_sse_event_bytes,
-            max_string_bytes=limits.max_sse_event_bytes,
+            max_document_bytes=size,
+            max_string_bytes=size,
+            max_array_items=size,
+            max_object_members=size,
+            max_values=size,
             max_depth=ENVELOPE_MAX_DEPTH,
+            max_number_length=max(limits.max_number_length, ENVELOPE_MIN_NUMBER_LENGTH),
         )
     return derived
 
@@ -112,7 +124,7 @@ def _rule(code: str, limits: Limits) -> str | None:
     if code == "NUMBER_OUT_OF_RANGE":
         return "a number beyond 64 bits or a float that overflows"
     if code in ("STRING_TOO_LONG", "DOCUMENT_TOO_LARGE"):
-        return f"more than {limits.max_sse_event_bytes} bytes"
+        return f"more than {limits.max_document_bytes} bytes"
     if code == "TOO_MANY_ITEMS":
         return f"an array of more than {limits.max_array_items} items"
     if code == "TOO_MANY_MEMBERS":
@@ -124,7 +136,7 @@ def _rule(code: str, limits: Limits) -> str | None:
 
 def classify(data: str, code: str, pos: int, limits: Limits, fields: tuple[ArgumentField, ...]) -> OutputError:
     """The error for rule ``code`` broken at character ``pos`` of ``data``."""
-    what = _rule(code, limits)
+    what = _rule(code, envelope_limits(limits))
     if what is None:
         return _malformed("event data is not valid JSON")
     steps = _path_at(data, pos, code == "DUPLICATE_KEY")

@@ -37,14 +37,25 @@ pub enum Seg {
     Index,
 }
 
-/// The limits event data is parsed under: the document and its strings may
-/// be as large as one SSE event, nesting is [`ENVELOPE_MAX_DEPTH`]; the
-/// number, item, member and value bounds are the caller's.
+/// Numbers in event data may be this long whatever `max_number_length` says
+/// (a provider's counts and ids must pass a small limit meant for arguments).
+pub const ENVELOPE_MIN_NUMBER_LENGTH: usize = 100;
+
+/// The limits event data is parsed under: its size, strings, items, members
+/// and values are bounded by one SSE event (the arguments' own bounds are
+/// applied when `decide` parses them), nesting by [`ENVELOPE_MAX_DEPTH`],
+/// numbers by the larger of `max_number_length` and
+/// [`ENVELOPE_MIN_NUMBER_LENGTH`] characters.
 pub fn envelope_limits(limits: &Limits) -> Limits {
+    let size = limits.max_sse_event_bytes;
     Limits {
-        max_document_bytes: limits.max_sse_event_bytes,
-        max_string_bytes: limits.max_sse_event_bytes,
+        max_document_bytes: size,
+        max_string_bytes: size,
+        max_array_items: size,
+        max_object_members: size,
+        max_values: size,
         max_depth: ENVELOPE_MAX_DEPTH,
+        max_number_length: limits.max_number_length.max(ENVELOPE_MIN_NUMBER_LENGTH),
         ..*limits
     }
 }
@@ -83,7 +94,7 @@ pub fn check(data: &str, limits: &Limits, fields: &[&[Seg]]) -> Result<(), CoreE
 
 /// The error for rule `code` broken at character `pos` of `data`.
 pub fn classify(data: &str, code: Code, pos: usize, limits: &Limits, fields: &[&[Seg]]) -> CoreError {
-    let Some(what) = rule(code, limits) else {
+    let Some(what) = rule(code, &envelope_limits(limits)) else {
         return CoreError::new(Code::MALFORMED_EVENT, "event data is not valid JSON");
     };
     let (path, inside) = path_at(data, pos, code == Code::DUPLICATE_KEY, fields);
@@ -103,7 +114,7 @@ fn rule(code: Code, limits: &Limits) -> Option<String> {
         Code::DEPTH_EXCEEDED => format!("nesting deeper than {ENVELOPE_MAX_DEPTH} levels"),
         Code::NUMBER_TOO_LONG => format!("a number longer than {} characters", limits.max_number_length),
         Code::NUMBER_OUT_OF_RANGE => "a number beyond 64 bits or a float that overflows".to_owned(),
-        Code::STRING_TOO_LONG | Code::DOCUMENT_TOO_LARGE => format!("more than {} bytes", limits.max_sse_event_bytes),
+        Code::STRING_TOO_LONG | Code::DOCUMENT_TOO_LARGE => format!("more than {} bytes", limits.max_document_bytes),
         Code::TOO_MANY_ITEMS => format!("an array of more than {} items", limits.max_array_items),
         Code::TOO_MANY_MEMBERS => format!("an object of more than {} members", limits.max_object_members),
         Code::TOO_MANY_VALUES => format!("more than {} values", limits.max_values),
