@@ -21,7 +21,7 @@ import json
 import pytest
 
 import decisions
-from decisions.textcalls import parse_tool_calls
+from decisions.request.textcalls import parse_tool_calls
 
 _PLAIN = "def f(x):\n    return \"a\\\\d\" + '}' * 3  # {[\n"
 _TAGGED = "def f(x):\n    return \"a\\\\d\" + '}' * 3  # </tool_call> {\n"

@@ -40,7 +40,7 @@ from decisions import (
     decide,
     resolve_path,
 )
-from decisions.policy import apply_policy, parse_selector
+from decisions.validate.policy import apply_policy, parse_selector
 
 pytestmark = needs_loads
 

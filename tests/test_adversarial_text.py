@@ -25,11 +25,11 @@ import pytest
 
 import decisions
 from decisions import _backend
-from decisions._markdown import QuotedRanges
+from decisions.request._markdown import QuotedRanges
 from decisions.errors import OutputError, ParseError, PolicyError, SchemaError, StreamError, new_error
-from decisions.repair import repair_prompt
-from decisions.textcalls import parse_tool_calls, tool_calls_response
-from decisions.trace import Redactor, parse_record
+from decisions.recover.repair import repair_prompt
+from decisions.request.textcalls import parse_tool_calls, tool_calls_response
+from decisions.recover.trace import Redactor, parse_record
 from decisions.types import NormalizedResponse, TextItem, ToolCallItem
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -302,7 +302,7 @@ def _ids(cases: list[tuple[str, str, list[str]]]) -> list[str]:
 @pytest.mark.parametrize(("label", "secret", "parts"), SECRETS, ids=_ids(SECRETS))
 def test_secret_masked_in_text(label: str, secret: str, parts: list[str]) -> None:
     text = f"config:\n{secret}\nend"
-    masked = decisions.trace.Redactor().redact_text(text)
+    masked = decisions.recover.trace.Redactor().redact_text(text)
     assert "[REDACTED]" in masked
     _assert_gone(parts, {"redacted text": masked})
 
@@ -351,7 +351,7 @@ def test_secret_as_an_object_key_in_error_paths(label: str, secret: str, parts: 
         parse_tool_calls(text)
     assert info.value.code == "SCHEMA_MISMATCH" and info.value.path is not None
     shown = _shown(info.value)
-    shown["fingerprint"] = repr(decisions.repair.fingerprint(info.value))
+    shown["fingerprint"] = repr(decisions.recover.repair.fingerprint(info.value))
     shown["repair prompt"] = repair_prompt(info.value)
     _assert_gone(parts, shown)
 
@@ -400,11 +400,11 @@ def test_every_error_field_is_masked() -> None:
 def test_redaction_keeps_ordinary_text() -> None:
     text = ('{"max_tokens": 1024, "tokens": 5, "path": "src/risk-assessment-document-2024.md", '
             '"author": "Ana", "key": "value", "task-0123456789abcdefgh": 1}')
-    assert decisions.trace.Redactor().redact_text(text) == text
+    assert decisions.recover.trace.Redactor().redact_text(text) == text
 
 
 def _redact_time(text: str) -> float:
-    redact = decisions.trace.Redactor().redact_text
+    redact = decisions.recover.trace.Redactor().redact_text
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter()

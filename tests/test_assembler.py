@@ -463,7 +463,7 @@ def test_snapshot_is_provisional_and_incremental(impl: ModuleType) -> None:
 
 
 def test_partial_parse_views() -> None:
-    from decisions.partial import PartialJSON
+    from decisions.stream.partial import PartialJSON
 
     cases = [
         ('{"a": "hel', {"a": "hel"}),
@@ -491,7 +491,7 @@ def test_partial_parse_views() -> None:
 
 def test_snapshot_cost_does_not_reparse() -> None:
     """Feeding the partial parser costs per new character, not per total."""
-    from decisions.partial import PartialJSON
+    from decisions.stream.partial import PartialJSON
 
     def per_piece(total: int) -> float:
         parser = PartialJSON()

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 import decisions
-from decisions.capabilities import STRATEGIES, Capabilities, capabilities, choose_strategy
+from decisions.request.capabilities import STRATEGIES, Capabilities, capabilities, choose_strategy
 
 
 class Answer(BaseModel):

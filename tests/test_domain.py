@@ -6,7 +6,7 @@ import pytest
 from decide_helpers import READ_FILE_SCHEMA, call, needs_loads, response
 
 from decisions import DomainError, Schema, Tool, ToolDecision, ToolRegistry, decide
-from decisions.domain import MAX_SUGGESTIONS, ToolNames, fold, tool_key
+from decisions.validate.domain import MAX_SUGGESTIONS, ToolNames, fold, tool_key
 
 NAMES = ["read_file", "list_directory", "write_file", "search_code", "run_tests"]
 

@@ -9,7 +9,7 @@ import pytest
 
 import decisions
 from decisions.errors import DomainError, OutputError, ParseError, PolicyError, SchemaError, StreamError
-from decisions.repair import (
+from decisions.recover.repair import (
     RepairBudget,
     apply_fixes,
     fingerprint,
@@ -17,7 +17,7 @@ from decisions.repair import (
     is_repairable,
     repair_prompt,
 )
-from decisions.textcalls import parse_json_text
+from decisions.request.textcalls import parse_json_text
 
 BAD_REGEX = '{"path": "src/dates.py", "pattern": "(\\d{4})-(\\d{2})"}'
 
@@ -206,7 +206,7 @@ def test_escape_fixer_touches_only_invalid_escapes_inside_strings() -> None:
 
 
 from decisions import Policy, Tool, ToolRegistry, decide  # noqa: E402
-from decisions.repair import fix_response  # noqa: E402
+from decisions.recover.repair import fix_response  # noqa: E402
 from decisions.types import NormalizedResponse, TextItem, ToolCallItem  # noqa: E402
 
 REGISTRY = ToolRegistry([

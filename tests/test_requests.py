@@ -16,9 +16,9 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field
 
 import decisions
-from decisions.capabilities import ANNOTATION_KEYWORDS, Capabilities, capabilities
+from decisions.request.capabilities import ANNOTATION_KEYWORDS, Capabilities, capabilities
 from decisions.errors import SchemaError
-from decisions.requests import (
+from decisions.request.requests import (
     OutputDefinition,
     ToolDefinition,
     build_request,

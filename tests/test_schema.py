@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from decisions import Schema, SchemaError
-from decisions.schema import ISSUE_CODES, MAX_ISSUES, json_path
+from decisions.validate.schema import ISSUE_CODES, MAX_ISSUES, json_path
 
 
 class Args(BaseModel):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import decisions
 from decisions.errors import ParseError, SchemaError, StreamError
 from decisions.limits import DEFAULT_LIMITS
-from decisions.textcalls import (
+from decisions.request.textcalls import (
     TOOL_CALL_CLOSE,
     TOOL_CALL_OPEN,
     parse_json_text,

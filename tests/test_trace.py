@@ -11,9 +11,9 @@ import pytest
 
 import decisions
 from decisions.errors import ParseError, SchemaError, StreamError
-from decisions.repair import repair_prompt
-from decisions.requests import ToolDefinition, tool_fragment
-from decisions.trace import RECORD_FIELDS, REDACTED, Redactor, Stopwatch, digest, parse_record
+from decisions.recover.repair import repair_prompt
+from decisions.request.requests import ToolDefinition, tool_fragment
+from decisions.recover.trace import RECORD_FIELDS, REDACTED, Redactor, Stopwatch, digest, parse_record
 from decisions.types import NormalizedResponse, TextItem, ToolCallItem
 
 OPENAI_KEY = "sk-proj-CANARYopenaiKEY0123456789abcdef"

@@ -23,8 +23,8 @@ from .errors import (
     TransportError,
 )
 from .limits import DEFAULT_LIMITS, Limits
-from .capabilities import STRATEGIES, Capabilities, Strategy, capabilities, choose_strategy
-from .repair import (
+from .request.capabilities import STRATEGIES, Capabilities, Strategy, capabilities, choose_strategy
+from .recover.repair import (
     RepairBudget,
     apply_fixes,
     fingerprint,
@@ -33,7 +33,7 @@ from .repair import (
     is_repairable,
     repair_prompt,
 )
-from .requests import (
+from .request.requests import (
     OutputDefinition,
     RequestPlan,
     RequestRecord,
@@ -44,15 +44,16 @@ from .requests import (
     schema_digest,
     tool_fragment,
 )
-from .textcalls import parse_json_text, parse_tool_calls, tool_calls_response
-from .trace import Redactor, parse_record
-from .decide import check_complete, decide, parse_arguments
-from .decision import CallVerdict, Decision, FinalDecision, ToolCall, ToolDecision
-from .domain import Tool, ToolRegistry
-from .policy import PathArg, Policy, Run, ToolRule, resolve_path
-from .results import ResultBook, ToolResult, result_messages
-from .schema import Schema
-from .versions import SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
+from .request.textcalls import parse_json_text, parse_tool_calls, tool_calls_response
+from .recover.trace import Redactor, parse_record
+from .validate.decide import check_complete, decide, parse_arguments
+from .validate.decision import CallVerdict, Decision, FinalDecision, ToolCall, ToolDecision
+from .validate.domain import Tool, ToolRegistry
+from .validate.policy import PathArg, Policy, Run, ToolRule, resolve_path
+from .recover.results import ResultBook, ToolResult, result_messages
+from .validate.schema import Schema
+from .stream import wire
+from .recover.versions import SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
 
 loads = _backend.impl.loads
 SSEDecoder = _backend.impl.SSEDecoder
@@ -127,4 +128,5 @@ __all__ = [
     "__version__",
     "loads",
     "normalize",
+    "wire",
 ]

@@ -1,6 +1,6 @@
 """Credential shapes masked wherever text leaves the package: error messages,
 hints, paths and issues (``decisions.errors``), trace records and repair
-prompts (``decisions.trace``, ``decisions.repair``).
+prompts (``decisions.recover.trace``, ``decisions.recover.repair``).
 
 The shapes are the published token formats of the providers an agent meets
 (the same families secret scanners such as gitleaks and detect-secrets

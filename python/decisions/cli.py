@@ -139,7 +139,7 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
 
 def _repair(error: OutputError, target: str) -> tuple[str | None, str | None]:
     """``(repair message, None)``, or ``(None, why it is not sent to the model)``."""
-    from .repair import repair_prompt
+    from .recover.repair import repair_prompt
 
     try:
         return repair_prompt(error, target="tool_call" if target == "tool_call" else "value"), None
@@ -237,7 +237,7 @@ def inspect_bytes(
 
 
 def _canonical(line: bytes) -> Any:
-    from .wire import decode_json
+    from .stream.wire import decode_json
 
     return decode_json(line)
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Final, Mapping, cast
 from .._payload import payload_text
 from ..errors import OutputError, StreamError, TransportError
 from ..limits import DEFAULT_LIMITS, Limits
-from ..partial import PartialJSON
+from ..stream.partial import PartialJSON
 from ..types import (
     EVENT_TYPES,
     FINISH_REASONS,

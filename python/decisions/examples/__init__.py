@@ -19,8 +19,8 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict
 
 from ..cli import inspect_bytes
-from ..domain import Tool, ToolRegistry
-from ..policy import Policy, ToolRule
+from ..validate.domain import Tool, ToolRegistry
+from ..validate.policy import Policy, ToolRule
 
 __all__ = ["Example", "EXAMPLES", "TOOLS", "POLICY", "WORKSPACE", "load", "run_examples"]
 

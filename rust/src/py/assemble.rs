@@ -79,7 +79,7 @@ fn utf8(bytes: &[u8]) -> Result<String, CoreError> {
         .map_err(|_| malformed("event data is not valid UTF-8"))
 }
 
-/// A tool call's snapshot state: its `decisions.partial.PartialJSON`, the
+/// A tool call's snapshot state: its `decisions.stream.partial.PartialJSON`, the
 /// bytes of the arguments it has seen, and the arguments of that length as a
 /// Python str (reused while no new text came).
 struct CallView {

@@ -69,7 +69,7 @@ pub(crate) fn types(py: Python<'_>) -> PyResult<&Types> {
             normalized_response: get("NormalizedResponse")?,
             call_snapshot: get("CallSnapshot")?,
             response_snapshot: get("ResponseSnapshot")?,
-            partial_json: py.import("decisions.partial")?.getattr("PartialJSON")?.unbind(),
+            partial_json: py.import("decisions.stream.partial")?.getattr("PartialJSON")?.unbind(),
             payload_text: py.import("decisions._payload")?.getattr("payload_text")?.unbind(),
         })
     })

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, Mapping, Union
 
-from .errors import OutputError
+from ..errors import OutputError
 
 __all__ = [
     "ToolCall",

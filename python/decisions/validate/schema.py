@@ -43,7 +43,7 @@ import jsonschema.exceptions
 import jsonschema.validators
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from .errors import SchemaError, json_path
+from ..errors import SchemaError, json_path
 
 __all__ = ["Schema", "ISSUE_CODES", "MAX_ISSUES", "json_path", "schema_mismatch"]
 

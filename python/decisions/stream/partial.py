@@ -27,9 +27,9 @@ import json
 import re
 from typing import Any, Final
 
-from ._json_errors import parse_error
-from .errors import ParseError
-from .limits import DEFAULT_LIMITS, Limits
+from .._json_errors import parse_error
+from ..errors import ParseError
+from ..limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["PartialJSON"]
 

@@ -37,7 +37,7 @@ Tool names are matched exactly. Before any rule is looked up, a call whose
 name is a look-alike of a ruled or registered name (case, a ``functions.``
 prefix, Unicode look-alikes) is ``AMBIGUOUS_TOOL_NAME``, and a name holding
 whitespace or control characters ``INVALID_TOOL_NAME`` (both
-:class:`~decisions.errors.DomainError`, see :mod:`decisions.domain`), so no
+:class:`~decisions.errors.DomainError`, see :mod:`decisions.validate.domain`), so no
 spelling of a tool slips past its rules.
 """
 
@@ -56,7 +56,7 @@ from pydantic import BaseModel
 
 from .decision import BatchMode, CallVerdict, ToolCall
 from .domain import ToolNames, ToolRegistry
-from .errors import PolicyError
+from ..errors import PolicyError
 from .schema import json_path
 
 __all__ = ["Access", "PathArg", "ToolRule", "Policy", "Run", "resolve_path", "apply_policy", "parse_selector"]
@@ -192,7 +192,7 @@ class Policy:
     ``tools`` holds per-tool rules; a tool without a rule is allowed when
     ``default`` is ``"allow"``, denied (``TOOL_DENIED``) when ``"deny"``.
     ``batch`` says whether one bad call blocks the others (see
-    :data:`~decisions.decision.BatchMode`)."""
+    :data:`~decisions.validate.decision.BatchMode`)."""
 
     workspace: str | os.PathLike[str] | None = None
     read_scopes: tuple[str, ...] = _WHOLE_WORKSPACE

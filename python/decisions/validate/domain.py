@@ -28,7 +28,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Final, Iterable, Iterator, Literal, Mapping
 
-from .errors import DomainError
+from ..errors import DomainError
 from .schema import Schema
 
 __all__ = ["Tool", "ToolRegistry", "ToolNames", "MAX_SUGGESTIONS", "fold", "tool_key", "check_tool_name"]
@@ -58,7 +58,7 @@ class Tool:
     schema does not declare (``toolNmae``) is ``SCHEMA_MISMATCH`` at its path,
     in nested objects too, whatever the Pydantic default or a JSON Schema
     that says nothing about ``additionalProperties`` would allow (see
-    :class:`~decisions.schema.Schema`, ``closed``). ``extra="allow"`` is the
+    :class:`~decisions.validate.schema.Schema`, ``closed``). ``extra="allow"`` is the
     explicit opt-out: the schema is then applied as written (Pydantic
     models keep their own ``extra`` setting, JSON Schema objects stay open
     unless they close themselves)."""

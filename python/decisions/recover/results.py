@@ -1,7 +1,7 @@
 """Tool results: paired with their calls by call id, and shaped as each
 provider expects them back.
 
-A :class:`ResultBook` is opened on one :class:`~decisions.decision.ToolDecision`.
+A :class:`ResultBook` is opened on one :class:`~decisions.validate.decision.ToolDecision`.
 It accepts one :class:`ToolResult` per call id: a result for a call the
 decision does not hold is ``UNKNOWN_CALL_ID``, a second result for an
 answered call is ``DUPLICATE_RESULT``; a rejected result changes nothing, so
@@ -17,8 +17,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .decision import ToolCall, ToolDecision
-from .errors import DomainError
+from ..validate.decision import ToolCall, ToolDecision
+from ..errors import DomainError
 
 __all__ = ["ToolResult", "ResultBook", "ResultStatus", "result_messages", "RESULT_PROVIDERS"]
 

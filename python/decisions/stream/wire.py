@@ -22,10 +22,10 @@ import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, Final, get_args
 
-from . import _backend
-from .errors import StreamError
-from .limits import Limits
-from .types import EVENT_TYPES, FINISH_REASONS, CanonicalEvent, ItemKind
+from .. import _backend
+from ..errors import StreamError
+from ..limits import Limits
+from ..types import EVENT_TYPES, FINISH_REASONS, CanonicalEvent, ItemKind
 
 __all__ = [
     "CONTENT_TYPE_JSON_LINES",

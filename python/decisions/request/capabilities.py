@@ -208,13 +208,13 @@ def choose_strategy(caps: Capabilities, output: Any = None, *, strict: bool | No
     structured response (a ``submit_*`` control tool), else bounded JSON text.
 
     ``output`` is a Pydantic model, a JSON Schema dict or an
-    :class:`~decisions.requests.OutputDefinition`. Keywords the provider does
+    :class:`~decisions.request.requests.OutputDefinition`. Keywords the provider does
     not enforce do not move the choice (they are dropped, recorded and checked
     locally); a schema the provider cannot take at all (``UNSUPPORTED_SCHEMA``:
     an open map in strict mode, recursion it forbids) does. The tool-based
     strategy falls back to a non-strict tool when ``strict`` is not forced.
     """
-    from .errors import SchemaError
+    from ..errors import SchemaError
     from .requests import OutputDefinition, convert_schema
 
     if output is None:

@@ -29,12 +29,12 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from . import _backend
+from .. import _backend
 from ._markdown import QuotedRanges
-from .errors import ParseError, SchemaError, StreamError
-from .limits import DEFAULT_LIMITS, Limits
+from ..errors import ParseError, SchemaError, StreamError
+from ..limits import DEFAULT_LIMITS, Limits
 from .requests import canonical_json
-from .types import NormalizedResponse, TextItem, ToolCallItem
+from ..types import NormalizedResponse, TextItem, ToolCallItem
 
 __all__ = [
     "TOOL_CALL_OPEN",

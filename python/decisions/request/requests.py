@@ -8,7 +8,7 @@ Responses ``tools`` / ``text.format``, Anthropic ``tools`` (``input_schema``,
 ``generationConfig.responseJsonSchema``.
 
 The schema is converted for the provider by :func:`convert_schema`, driven by
-its :class:`~decisions.capabilities.Capabilities`:
+its :class:`~decisions.request.capabilities.Capabilities`:
 
 - strict mode closes every object (``additionalProperties: false``), lists
   every property in ``required`` and makes the formerly optional ones
@@ -37,12 +37,12 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Iterable, Literal, Mapping, Sequence
 
-from ._payload import canonical_json
-from ._version import __version__
+from .._payload import canonical_json
+from .._version import __version__
 from .capabilities import ANNOTATION_KEYWORDS, Capabilities, Strategy, capabilities, choose_strategy
-from .errors import SchemaError
-from .limits import DEFAULT_LIMITS, Limits
-from .types import Item, NormalizedResponse, TextItem, ToolCallItem
+from ..errors import SchemaError
+from ..limits import DEFAULT_LIMITS, Limits
+from ..types import Item, NormalizedResponse, TextItem, ToolCallItem
 
 __all__ = [
     "ToolDefinition",
@@ -150,8 +150,8 @@ class ToolDefinition:
         one tool list serves both the request and :func:`decisions.decide`."""
         if isinstance(source, ToolDefinition):
             return source
-        from .domain import Tool
-        from .schema import Schema
+        from ..validate.domain import Tool
+        from ..validate.schema import Schema
 
         if not isinstance(source, Tool):
             raise TypeError(f"expected a ToolDefinition or a decisions.Tool, not {type(source).__name__}")
@@ -1015,8 +1015,8 @@ class RequestPlan:
 def _restored_text(text: str, record: RequestRecord, limits: Limits) -> str:
     """``text`` restored through ``record`` as canonical JSON, or unchanged
     when it does not parse (the decision layer reports that error)."""
-    from ._backend import impl
-    from .errors import ParseError
+    from .._backend import impl
+    from ..errors import ParseError
 
     try:
         value = impl.loads(text, limits=limits)
@@ -1064,7 +1064,7 @@ def build_request(
     """The request fragments for ``tools`` and ``output`` on ``provider``.
 
     The strategy for ``output`` comes from the provider's capabilities
-    (:func:`~decisions.capabilities.choose_strategy`) unless given:
+    (:func:`~decisions.request.capabilities.choose_strategy`) unless given:
     native structured output; else a ``submit_<name>`` control tool with a
     forced tool choice; else JSON text (``instructions`` to put in the prompt,
     no schema sent). Tools are only declared where the provider has tool

@@ -48,9 +48,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final, Iterable, Mapping
 
-from ._redact import REDACTED, redact_secrets, redact_with_offset
-from ._version import __version__
-from .errors import OutputError
+from .._redact import REDACTED, redact_secrets, redact_with_offset
+from .._version import __version__
+from ..errors import OutputError
 
 __all__ = [
     "RECORD_FIELDS",
@@ -195,7 +195,7 @@ def parse_record(
     ``response`` is a :class:`~decisions.types.NormalizedResponse` (or
     snapshot) for its id, provider, model and finish reason; ``decision`` a
     tool or final decision; ``error`` the failure, if any; ``request`` the
-    :class:`~decisions.requests.RequestRecord` of the output or tool schema
+    :class:`~decisions.request.requests.RequestRecord` of the output or tool schema
     (strategy, schema id and version, sent digest); ``raw`` the raw bytes,
     digested here and not kept. Every string is passed through ``redactor``.
     """

@@ -40,7 +40,7 @@ The layers run in order and the first failure stops the chain:
    ``READ_FILE``, ``functions.read_file`` for ``read_file``), with or without a
    registry; with one, every call names a registered tool (``UNKNOWN_TOOL``
    with a few suggestions).
-6. **policy** (``PolicyError``): see :mod:`decisions.policy`; a cancelled
+6. **policy** (``PolicyError``): see :mod:`decisions.validate.policy`; a cancelled
    run refuses a final answer too.
 
 A call's ``arguments`` are what its tool's schema produced (for a Pydantic
@@ -52,15 +52,15 @@ from __future__ import annotations
 
 from typing import Any, Final, Iterable, Literal, Mapping
 
-from . import _backend
+from .. import _backend
 from .decision import Decision, FinalDecision, ToolCall, ToolDecision
 from .domain import Tool, ToolRegistry
-from .errors import DomainError, ParseError, PolicyError, SchemaError, StreamError
-from .limits import DEFAULT_LIMITS, Limits
+from ..errors import DomainError, ParseError, PolicyError, SchemaError, StreamError
+from ..limits import DEFAULT_LIMITS, Limits
 from .policy import Policy, Run, _apply, _Plan
 from .schema import Schema, schema_mismatch
-from .types import FINISH_REASONS, NormalizedResponse, RefusalItem, ResponseSnapshot, ToolCallItem
-from .versions import VersionedSchema
+from ..types import FINISH_REASONS, NormalizedResponse, RefusalItem, ResponseSnapshot, ToolCallItem
+from ..recover.versions import VersionedSchema
 
 __all__ = ["decide", "check_complete", "parse_arguments", "TextPolicy"]
 

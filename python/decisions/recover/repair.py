@@ -25,11 +25,11 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Iterable, Literal
 
-from .errors import ERROR_CODES, OutputError, ParseError, PolicyError
-from .limits import Limits
-from .requests import canonical_json
+from ..errors import ERROR_CODES, OutputError, ParseError, PolicyError
+from ..limits import Limits
+from ..request.requests import canonical_json
 from .trace import Redactor
-from .types import Item, NormalizedResponse, TextItem, ToolCallItem
+from ..types import Item, NormalizedResponse, TextItem, ToolCallItem
 
 __all__ = [
     "Fix",
@@ -369,7 +369,7 @@ def apply_fixes(text: str, fixes: Iterable[Fix] = (), *, limits: Limits | None =
     ``markdown_fence`` for ``MARKDOWN_FENCE``) and is named in
     :attr:`Fixed.repaired`; any other error is raised unchanged.
     """
-    from .textcalls import parse_json_text
+    from ..request.textcalls import parse_json_text
 
     wanted = tuple(dict.fromkeys(fixes))
     for fix in wanted:
