@@ -10,7 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 import decisions
-from decisions.request.capabilities import STRATEGIES, Capabilities, capabilities, choose_strategy
+from decisions.request.capabilities import STRATEGIES, Capabilities, capabilities
+from decisions.request.fragments import choose_strategy
 
 
 class Answer(BaseModel):

@@ -17,16 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import decisions
 from decisions.request.capabilities import ANNOTATION_KEYWORDS, Capabilities, capabilities
+from decisions._payload import canonical_json
 from decisions.errors import SchemaError
-from decisions.request.requests import (
-    OutputDefinition,
-    ToolDefinition,
-    build_request,
-    canonical_json,
-    convert_schema,
-    output_fragment,
-    tool_fragment,
-)
+from decisions.request.conversion import convert_schema
+from decisions.request.definitions import OutputDefinition, ToolDefinition
+from decisions.request.fragments import build_request, output_fragment, tool_fragment
 
 PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 

@@ -12,7 +12,8 @@ import pytest
 import decisions
 from decisions.errors import ParseError, SchemaError, StreamError
 from decisions.recover.repair import repair_prompt
-from decisions.request.requests import ToolDefinition, tool_fragment
+from decisions.request.definitions import ToolDefinition
+from decisions.request.fragments import tool_fragment
 from decisions.recover.trace import RECORD_FIELDS, REDACTED, Redactor, Stopwatch, digest, parse_record
 from decisions.types import NormalizedResponse, TextItem, ToolCallItem
 

@@ -23,7 +23,8 @@ from .errors import (
     TransportError,
 )
 from .limits import DEFAULT_LIMITS, Limits
-from .request.capabilities import STRATEGIES, Capabilities, Strategy, capabilities, choose_strategy
+from .request.capabilities import STRATEGIES, Capabilities, Strategy, capabilities
+from .request.fragments import choose_strategy
 from .recover.repair import (
     RepairBudget,
     apply_fixes,
@@ -33,17 +34,9 @@ from .recover.repair import (
     is_repairable,
     repair_prompt,
 )
-from .request.requests import (
-    OutputDefinition,
-    RequestPlan,
-    RequestRecord,
-    ToolDefinition,
-    build_request,
-    convert_schema,
-    output_fragment,
-    schema_digest,
-    tool_fragment,
-)
+from .request.conversion import convert_schema, schema_digest
+from .request.definitions import OutputDefinition, ToolDefinition
+from .request.fragments import RequestPlan, RequestRecord, build_request, output_fragment, tool_fragment
 from .request.textcalls import parse_json_text, parse_tool_calls, tool_calls_response
 from .recover.trace import Redactor, parse_record
 from .validate.decide import check_complete, decide, parse_arguments

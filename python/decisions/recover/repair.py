@@ -25,9 +25,10 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Iterable, Literal
 
+from .._payload import canonical_json
 from ..errors import ERROR_CODES, OutputError, ParseError, PolicyError
 from ..limits import Limits
-from ..request.requests import canonical_json
+from ..request.textcalls import parse_json_text
 from .trace import Redactor
 from ..types import Item, NormalizedResponse, TextItem, ToolCallItem
 
@@ -369,7 +370,6 @@ def apply_fixes(text: str, fixes: Iterable[Fix] = (), *, limits: Limits | None =
     ``markdown_fence`` for ``MARKDOWN_FENCE``) and is named in
     :attr:`Fixed.repaired`; any other error is raised unchanged.
     """
-    from ..request.textcalls import parse_json_text
 
     wanted = tuple(dict.fromkeys(fixes))
     for fix in wanted:

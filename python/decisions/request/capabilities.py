@@ -19,7 +19,6 @@ __all__ = [
     "STRATEGIES",
     "ANNOTATION_KEYWORDS",
     "capabilities",
-    "choose_strategy",
 ]
 
 Strategy = Literal["native_structured_output", "tool_structured_response", "json_text"]
@@ -200,40 +199,3 @@ def capabilities(provider: str, **overrides: Any) -> Capabilities:
     if "supported_schema_keywords" in overrides:
         overrides["supported_schema_keywords"] = frozenset(overrides["supported_schema_keywords"])
     return replace(profile, **overrides) if overrides else profile
-
-
-def choose_strategy(caps: Capabilities, output: Any = None, *, strict: bool | None = None) -> Strategy:
-    """The output strategy for ``caps``: native structured output if the
-    provider has it and can take ``output``'s schema, else a tool-based
-    structured response (a ``submit_*`` control tool), else bounded JSON text.
-
-    ``output`` is a Pydantic model, a JSON Schema dict or an
-    :class:`~decisions.request.requests.OutputDefinition`. Keywords the provider does
-    not enforce do not move the choice (they are dropped, recorded and checked
-    locally); a schema the provider cannot take at all (``UNSUPPORTED_SCHEMA``:
-    an open map in strict mode, recursion it forbids) does. The tool-based
-    strategy falls back to a non-strict tool when ``strict`` is not forced.
-    """
-    from ..errors import SchemaError
-    from .requests import OutputDefinition, convert_schema
-
-    if output is None:
-        if caps.native_structured_output:
-            return "native_structured_output"
-        return "tool_structured_response" if caps.tool_calling else "json_text"
-    schema = OutputDefinition.of(output).schema
-
-    def converts(strict_mode: bool | None) -> bool:
-        try:
-            convert_schema(schema, caps, strict=strict_mode, on_unsupported="drop")
-        except SchemaError as error:
-            if error.code != "UNSUPPORTED_SCHEMA":
-                raise
-            return False
-        return True
-
-    if caps.native_structured_output and converts(strict):
-        return "native_structured_output"
-    if caps.tool_calling and (converts(strict) or (strict is None and converts(False))):
-        return "tool_structured_response"
-    return "json_text"

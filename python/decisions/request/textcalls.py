@@ -30,10 +30,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from .. import _backend
+from .._payload import canonical_json
 from ._markdown import QuotedRanges
 from ..errors import ParseError, SchemaError, StreamError
 from ..limits import DEFAULT_LIMITS, Limits
-from .requests import canonical_json
 from ..types import NormalizedResponse, TextItem, ToolCallItem
 
 __all__ = [
