@@ -18,292 +18,29 @@ examples, 0 means every example gave the outcome it was recorded to show.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, TextIO
 
-from . import _backend
-from .errors import OutputError
-from .integrations import detect_provider
-from .limits import Limits
-from .types import EVENT_TYPES, NormalizedResponse
+from ._bench import render as render_bench
+from ._bench import run as run_bench
+from .examples import run_examples
+from .inspection import (
+    _PROVIDER_CHOICES,
+    EXIT_DECISION,
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    JSON_SHAPE_VERSION,
+    UsageError,
+    detect_format,
+    inspect_bytes,
+    render,
+)
 
 __all__ = ["main", "inspect_bytes", "detect_format", "EXIT_DECISION", "EXIT_FAILURE", "EXIT_USAGE"]
-
-EXIT_DECISION: Final = 0
-EXIT_FAILURE: Final = 1
-EXIT_USAGE: Final = 2
-
-#: Version of the ``--json`` shape; bumped only on incompatible changes.
-JSON_SHAPE_VERSION: Final = 1
-_PROVIDER_CHOICES: Final = ("auto", "openai-chat", "openai-responses", "anthropic", "gemini", "canonical")
-#: Events shown in the readable view (the JSON view has them all).
-_SHOWN_EVENTS: Final = 40
-
-
-class UsageError(Exception):
-    """A problem with the command line or its input file (exit code 2)."""
-
-
-# ---------------------------------------------------------------- input
-
-
-def detect_format(data: bytes) -> str:
-    """``"sse"``, ``"jsonl"`` (one JSON value per line) or ``"body"`` (one JSON value)."""
-    for raw in data.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        if line.startswith((b"data:", b"event:", b"id:", b"retry:", b":")):
-            return "sse"
-        break
-    lines = [line for line in data.splitlines() if line.strip()]
-    if len(lines) > 1 and all(line.lstrip().startswith(b"{") and line.rstrip().endswith(b"}") for line in lines):
-        try:
-            json.loads(lines[0])
-            return "jsonl"
-        except ValueError:
-            pass
-    return "body"
-
-
-def _first_payloads(data: bytes, fmt: str, limits: Limits | None) -> list[Any]:
-    """The first few decoded payloads, for provider detection (lenient: detection only)."""
-    texts: Sequence[str | bytes] = []
-    if fmt == "sse":
-        decoder = _backend.impl.SSEDecoder(limits=limits)
-        try:
-            events = decoder.feed(data[: 64 * 1024])
-        except OutputError:
-            events = []
-        texts = [event.data for event in events[:8] if event.data.strip() != "[DONE]"]
-    elif fmt == "jsonl":
-        texts = [line for line in data.splitlines() if line.strip()][:8]
-    else:
-        texts = [data]
-    payloads = []
-    for text in texts:
-        try:
-            payloads.append(json.loads(text))
-        except ValueError:
-            continue
-    return payloads
-
-
-def _detect(data: bytes, fmt: str, limits: Limits | None) -> str:
-    for payload in _first_payloads(data, fmt, limits):
-        if isinstance(payload, Mapping) and payload.get("type") in EVENT_TYPES and fmt != "body":
-            return "canonical"
-        provider = detect_provider(payload)
-        if provider is not None:
-            return provider
-    raise UsageError("cannot tell the provider of this input; pass --provider")
-
-
-# ---------------------------------------------------------------- the job
-
-
-def _jsonable(value: Any, depth: int = 0) -> Any:
-    """The JSON shape of events, responses, decisions and errors."""
-    if depth > 200:
-        return repr(value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, OutputError):
-        return value.to_dict()
-    if hasattr(value, "to_dict") and callable(value.to_dict):
-        return _jsonable(value.to_dict(), depth + 1)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        data: dict[str, Any] = {}
-        kind = getattr(type(value), "kind", None)
-        if isinstance(kind, str):
-            data["kind"] = kind
-        for field in dataclasses.fields(value):
-            if field.repr:
-                data[field.name] = _jsonable(getattr(value, field.name), depth + 1)
-        return data
-    if hasattr(value, "model_dump") and callable(value.model_dump):
-        return value.model_dump(mode="json")
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(v, depth + 1) for v in value]
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return repr(value)
-
-
-def _repair(error: OutputError, target: str) -> tuple[str | None, str | None]:
-    """``(repair message, None)``, or ``(None, why it is not sent to the model)``."""
-    from .recover.repair import repair_prompt
-
-    try:
-        return repair_prompt(error, target="tool_call" if target == "tool_call" else "value"), None
-    except ValueError as refused:
-        return None, str(refused)
-
-
-def _decide(response: NormalizedResponse, tools: Any, output: Any, policy: Any) -> Any:
-    decide = getattr(importlib.import_module("decisions"), "decide", None)
-    if decide is None:
-        raise UsageError("this build of decisions has no decision layer (decisions.decide)")
-    kwargs = {name: value for name, value in (("tools", tools), ("output", output), ("policy", policy)) if value is not None}
-    return decide(response, **kwargs)
-
-
-def _decision_failure(decision: Any) -> OutputError | None:
-    """The first typed failure inside a decision (a denied call), if any."""
-    for verdict in getattr(decision, "verdicts", ()):
-        error = getattr(verdict, "error", None)
-        if isinstance(error, OutputError) and getattr(verdict, "status", None) == "denied":
-            return error
-    return None
-
-
-def inspect_bytes(
-    data: bytes,
-    *,
-    provider: str = "auto",
-    tools: Any = None,
-    output: Any = None,
-    policy: Any = None,
-    limits: Limits | None = None,
-    source: str = "<bytes>",
-) -> dict[str, Any]:
-    """Run the whole chain over one recording; the ``--json`` shape:
-
-    ``{"source", "format", "provider", "backend", "events": [canonical event
-    dicts], "response": NormalizedResponse dict | null, "decision": dict |
-    null, "error": OutputError.to_dict() | null, "stage": where it stopped
-    ("stream" | "decide" | null), "repair_prompt": str | null (the message
-    ``decisions.repair_prompt`` builds), "repair_refused": str | null (why the
-    error is not sent back to the model, e.g. truncation), "exit_code"}``.
-    """
-    fmt = detect_format(data)
-    chosen = _detect(data, fmt, limits) if provider == "auto" else provider
-    result: dict[str, Any] = {
-        "source": source, "format": fmt, "provider": chosen, "backend": _backend.BACKEND,
-        "events": [], "response": None, "decision": None, "error": None, "stage": None,
-        "repair_prompt": None, "repair_refused": None, "exit_code": EXIT_DECISION,
-    }
-    known = (*_backend.impl.PROVIDERS, "canonical")
-    if chosen not in known:
-        raise UsageError(f"the {_backend.BACKEND} backend does not know provider {chosen!r} (known: {', '.join(known)})")
-    events: list[Any] = []
-    error: OutputError | None = None
-    target = "value"
-    try:
-        if fmt == "body":
-            if chosen == "canonical":
-                raise UsageError("a canonical recording is a stream of events, not one body")
-            response = _backend.impl.normalize(data, provider=chosen, limits=limits)
-        else:
-            assembler = _backend.impl.StreamAssembler(chosen, limits=limits, keep_events=True)
-            try:
-                if fmt == "sse":
-                    assembler.feed(data)
-                else:
-                    for line in data.splitlines():
-                        if line.strip():
-                            assembler.feed_event(_canonical(line) if chosen == "canonical" else line)
-                        events.extend(assembler.take_events())
-                response = assembler.finish()
-            finally:
-                events.extend(assembler.take_events())
-    except OutputError as failure:
-        error, result["stage"] = failure, "stream"
-    else:
-        result["response"] = _jsonable(response)
-        target = "tool_call" if response.tool_calls else "value"
-        try:
-            decision = _decide(response, tools, output, policy)
-        except OutputError as failure:
-            error, result["stage"] = failure, "decide"
-        else:
-            result["decision"] = _jsonable(decision)
-            error = _decision_failure(decision)
-            if error is not None:
-                result["stage"] = "decide"
-    result["events"] = [_jsonable(event) for event in events]
-    if error is not None:
-        result["error"] = error.to_dict()
-        result["repair_prompt"], result["repair_refused"] = _repair(error, target)
-        result["exit_code"] = EXIT_FAILURE
-    return result
-
-
-def _canonical(line: bytes) -> Any:
-    from .stream.wire import decode_json
-
-    return decode_json(line)
-
-
-# ---------------------------------------------------------------- readable output
-
-
-def _short(text: str, width: int = 100) -> str:
-    text = text.replace("\n", "\\n")
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _event_line(event: Mapping[str, Any]) -> str:
-    fields = ", ".join(f"{k}={_short(json.dumps(v, ensure_ascii=False), 60)}" for k, v in event.items() if k != "type")
-    return f"{event.get('type')}: {fields}"
-
-
-def render(result: Mapping[str, Any], out: TextIO) -> None:
-    """The readable view of one :func:`inspect_bytes` result."""
-    w = out.write
-    w(f"── {result['source']}  ({result['format']}, provider {result['provider']}, backend {result['backend']})\n")
-    events = result["events"]
-    if events:
-        w(f"events ({len(events)}):\n")
-        for event in events[:_SHOWN_EVENTS]:
-            w(f"  {_event_line(event)}\n")
-        if len(events) > _SHOWN_EVENTS:
-            w(f"  … {len(events) - _SHOWN_EVENTS} more (--json shows all)\n")
-    response = result["response"]
-    if response is not None:
-        w(f"response: id={response.get('response_id')} model={response.get('model')} "
-          f"finish={response.get('finish_reason')} (raw {response.get('raw_finish_reason')})\n")
-        for item in response.get("items", []):
-            if item.get("kind") == "tool_call":
-                state = "" if item.get("complete", True) else "  [incomplete]"
-                w(f"  tool_call {item.get('call_id')} {item.get('name')}({_short(item.get('arguments', ''))}){state}\n")
-            else:
-                w(f"  {item.get('kind')}: {_short(item.get('text', ''))}\n")
-    decision = result["decision"]
-    if decision is not None:
-        w(f"decision: {decision.get('kind')}\n")
-        for call, verdict in zip(decision.get("calls", []), decision.get("verdicts", [])):
-            args = json.dumps(call.get("arguments"), ensure_ascii=False)
-            w(f"  {call.get('call_id')} {call.get('name')}({_short(args, 80)}) -> {verdict.get('status')}\n")
-        if decision.get("kind") == "final":
-            w(f"  value: {_short(json.dumps(decision.get('value'), ensure_ascii=False))}\n")
-    error = result["error"]
-    if error is not None:
-        where = []
-        if error.get("path"):
-            where.append(f"at {error['path']}")
-        if error.get("lineno") is not None:
-            where.append(f"line {error['lineno']} column {error['colno']} (char {error['offset']})")
-        elif error.get("offset") is not None:
-            where.append(f"offset {error['offset']}")
-        w(f"error: {error['layer']}/{error['code']} (retryable: {str(error['retryable']).lower()}) "
-          f"{' '.join(where)}\n  {error['message']}\n")
-        if error.get("hint"):
-            w(f"  hint: {error['hint']}\n")
-        if result.get("repair_prompt"):
-            w("repair message to the model:\n")
-            for line in str(result["repair_prompt"]).splitlines():
-                w(f"  | {line}\n")
-        elif result.get("repair_refused"):
-            w(f"not sent back to the model: {result['repair_refused']}\n")
-    w(f"exit code for this recording: {result['exit_code']}\n\n")
 
 
 # ---------------------------------------------------------------- commands
@@ -340,7 +77,6 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     output = _load_object(args.output, "--output")
     policy = _load_object(args.policy, "--policy")
     if args.file is None:
-        from .examples import run_examples
 
         report = run_examples()
         if args.json:
@@ -370,15 +106,11 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _bench(args: argparse.Namespace, out: TextIO) -> int:
-    from ._bench import run
-
-    report = run(quick=args.quick)
+    report = run_bench(quick=args.quick)
     if args.json:
         json.dump(report, out, indent=2)
         out.write("\n")
     else:
-        from ._bench import render as render_bench
-
         render_bench(report, out)
     return EXIT_DECISION
 

@@ -18,7 +18,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
-from ..cli import inspect_bytes
+from .._backend import BACKEND
+from ..inspection import inspect_bytes
 from ..validate.domain import Tool, ToolRegistry
 from ..validate.policy import Policy, ToolRule
 
@@ -107,7 +108,6 @@ def load(example: Example) -> bytes:
 
 def run_examples() -> dict[str, Any]:
     """Inspect every example; ``all_as_expected`` says each gave its outcome."""
-    from .._backend import BACKEND
 
     results = []
     for example in EXAMPLES:
