@@ -46,7 +46,7 @@ from .validate.policy import PathArg, Policy, Run, ToolRule, resolve_path
 from .recover.results import ResultBook, ToolResult, result_messages
 from .validate.schema import Schema
 from .stream import wire
-from .recover.versions import SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
+from .validate.versions import SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
 
 loads = _backend.impl.loads
 SSEDecoder = _backend.impl.SSEDecoder

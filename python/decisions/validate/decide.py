@@ -60,7 +60,7 @@ from ..limits import DEFAULT_LIMITS, Limits
 from .policy import Policy, Run, _apply, _Plan
 from .schema import Schema, schema_mismatch
 from ..types import FINISH_REASONS, NormalizedResponse, RefusalItem, ResponseSnapshot, ToolCallItem
-from ..recover.versions import VersionedSchema
+from .versions import VersionedSchema
 
 __all__ = ["decide", "check_complete", "parse_arguments", "TextPolicy"]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..errors import SchemaError
-from ..validate.schema import Schema, json_path
+from .schema import Schema, json_path
 
 __all__ = ["SchemaRef", "VersionedSchema", "SchemaRegistry", "tool_name_args_to_calls", "Adapter"]
 
