@@ -132,7 +132,7 @@ class _Raw(str):
     """JSON text written as is."""
 
 
-def _load(text: str) -> Any:
+def _load(text: str | bytes) -> Any:
     return json.loads(text, object_pairs_hook=_Obj, parse_float=_Num, parse_int=_Num)
 
 
@@ -445,14 +445,17 @@ def last_wins_twin(case: Case) -> Case | None:
         body = _last_wins(case.body)
         return None if body is None else case if body == case.body else replace(case, body=_bytes(body))
     assert case.events is not None
-    events = [(name, _last_wins(text)) for name, text in case.events]
-    if any(text is None for _, text in events):
-        return None
+    events: list[tuple[str | None, str | bytes]] = []
+    for name, text in case.events:
+        rewritten = _last_wins(text)
+        if rewritten is None:
+            return None
+        events.append((name, rewritten))
     if events == case.events:
         return case
     twin = replace(case, events=events)
     if case.data is not None:
-        twin.data = b"".join(_frame(name, text) for name, text in events if text is not None) + case.trailer
+        twin.data = b"".join(_frame(name, text) for name, text in events) + case.trailer
     return twin
 
 
