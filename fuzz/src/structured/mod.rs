@@ -280,6 +280,13 @@ impl Writer {
             Value::Leaf(leaf) => self.leaf(leaf),
             Value::Deep(deep) => {
                 let depth = deep.depth.get();
+                // written once (a sibling is the same at every level)
+                let sibling = deep.sibling.as_ref().map(|leaf| {
+                    let mut w = Writer::default();
+                    w.leaf(leaf);
+                    self.repeated_key |= w.repeated_key;
+                    w.out
+                });
                 let mut closers = Vec::with_capacity(depth);
                 for i in 0..depth {
                     let nest = if deep.pattern.is_empty() {
@@ -290,17 +297,17 @@ impl Writer {
                     match nest {
                         Nest::Array => {
                             self.out.push('[');
-                            if let Some(s) = &deep.sibling {
-                                self.leaf(s);
+                            if let Some(s) = &sibling {
+                                self.out.push_str(s);
                                 self.out.push(',');
                             }
                             closers.push(']');
                         }
                         Nest::Object(key) => {
                             self.out.push('{');
-                            if let Some(s) = &deep.sibling {
+                            if let Some(s) = &sibling {
                                 self.out.push_str("\"~\":");
-                                self.leaf(s);
+                                self.out.push_str(s);
                                 self.out.push(',');
                             }
                             write_key(key, &mut self.out);
