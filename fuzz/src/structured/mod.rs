@@ -231,6 +231,9 @@ pub enum Args {
     Other(Value),
 }
 
+/// The most text one deep value may take (its sibling repeated per level).
+pub const MAX_TEXT: usize = 16 << 20;
+
 /// Writes values, noting whether an object had a repeated key.
 #[derive(Default)]
 pub struct Writer {
@@ -287,6 +290,9 @@ impl Writer {
                     self.repeated_key |= w.repeated_key;
                     w.out
                 });
+                // a wide sibling at every level of a deep value would be
+                // gigabytes: kept only while the whole stays under MAX_TEXT
+                let sibling = sibling.filter(|s| s.len().saturating_mul(depth) <= MAX_TEXT);
                 let mut closers = Vec::with_capacity(depth);
                 for i in 0..depth {
                     let nest = if deep.pattern.is_empty() {
@@ -696,6 +702,9 @@ pub fn run(provider: &str, choice: Option<usize>, stream: &[u8], body: Option<&s
 
 fn run_here(provider: &str, choice: Option<usize>, stream: &[u8], body: Option<&str>, allow: Allow, seed: u64) -> Result<(), Code> {
     let limits = Limits::default();
+    if stream.len() > 4 * MAX_TEXT {
+        return Ok(()); // past every stream limit: a plan too big to be worth its time
+    }
     let whole = pipeline::stream(provider, choice, &[stream], limits, |r| check_response(r, &limits, allow));
     let mut rng = Rng::new(seed);
     let pieces = chunks(stream, &mut rng, 4096);
