@@ -70,13 +70,15 @@ clippy: venv ## clippy on the core (unwrap/expect/panic/indexing denied there) a
 
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
+FUZZ_FLAGS ?=
 .PHONY: fuzz
-fuzz: ## run each cargo-fuzz target for FUZZ_SECONDS (FUZZ_TARGETS= to pick); summary in fuzz/logs
-	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+fuzz: ## run each cargo-fuzz target for FUZZ_SECONDS (FUZZ_TARGETS= to pick, FUZZ_FLAGS= for libFuzzer); installs cargo-fuzz if missing; summary in fuzz/logs
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_FLAGS="$(FUZZ_FLAGS)" fuzz/run.sh $(FUZZ_TARGETS)
 
+MUTATIONS ?= 1000000
 .PHONY: test-long
-test-long: build ## the native-vs-pure differential tests with the long hypothesis profile
-	HYPOTHESIS_PROFILE=long DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q -m differential $(PYTEST_ARGS)
+test-long: build ## the native-vs-pure differential tests: long hypothesis profile, MUTATIONS mutated recordings (~30-50 min)
+	HYPOTHESIS_PROFILE=long DECISIONS_MUTATIONS=$(MUTATIONS) DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q -m differential $(PYTEST_ARGS)
 
 .PHONY: test-memory
 test-memory: build ## the 1 GiB adversarial-stream memory run, on both backends

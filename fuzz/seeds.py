@@ -5,6 +5,12 @@ finds there). Seeds are the JSONTestSuite documents for the parser, the raw
 SSE recordings for the SSE decoder, and each provider's recordings (raw SSE,
 one-event-per-line files framed as SSE, whole bodies) for its mapper target.
 Files above ``MAX_SEED`` bytes are skipped: libFuzzer mutates small inputs best.
+
+The structure-aware targets (``structured_*``) decode their input with
+``arbitrary``; recordings mean nothing to them. Their seeds are random bytes
+(deterministic per target), long enough to decode into plans with several
+events, deep and wide values: starting from an empty corpus libFuzzer grows
+inputs a few bytes at a time, and a value's size adds no coverage to steer it.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -19,6 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 CORPUS = Path(__file__).resolve().parent / "corpus"
 MAX_SEED = 64 * 1024
+
+STRUCTURED_TARGETS = ["structured_anthropic", "structured_gemini", "structured_openai_chat", "structured_openai_responses"]
+RANDOM_SEEDS = 256
 
 PROVIDER_TARGETS = {
     "openai-chat": "provider_openai_chat",
@@ -76,6 +86,10 @@ def main() -> int:
             put("sse_chunking", b"\0" + framed)
         elif row["file_format"] == "json-body" and target:
             put(target, data)
+    for target in STRUCTURED_TARGETS:
+        rng = random.Random(target)
+        for _ in range(RANDOM_SEEDS):
+            put(target, rng.randbytes(rng.choice([64, 256, 1024])))
     for target in sorted(p.name for p in CORPUS.iterdir() if p.is_dir()):
         print(f"seeds: {target}: {sum(1 for _ in (CORPUS / target).iterdir())} files")
     return 0

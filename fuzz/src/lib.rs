@@ -5,4 +5,6 @@
 pub mod json;
 pub mod sse;
 pub mod assemble;
+pub mod pipeline;
 pub mod provider;
+pub mod structured;

@@ -1,0 +1,637 @@
+"""Native vs pure on mutated recordings.
+
+Every recorded stream and body of the four providers (``tests/fixtures``,
+and the bundled ``decisions/examples``) is mutated and fed to both backends
+side by side: bytes flipped, byte ranges spliced, events duplicated, dropped,
+swapped or spliced from another recording of the same provider, a field's
+value changed, a key repeated, a value nested up to 4,000 deep, a deep
+member added that no mapper reads, an index made huge (``2**70``), garbage
+sent after ``[DONE]``, the stream cut, the ``choice=`` option made huge.
+Both backends must give the same ``NormalizedResponse``, or the same error
+class and code (or raise the same exception type).
+
+The cases come from a seeded generator (a failure names the seed that
+rebuilds it): ``DECISIONS_MUTATIONS`` sets how many (a few hundred by
+default; ``make test-long`` runs 1,000,000). The differences already known
+are listed in :data:`KNOWN`, each with a minimal reproducer below marked
+``xfail(strict=True)``; the sweep counts them instead of failing. When a fix
+lands, its reproducer passes, the strict xfail fails, and the entry (and its
+tolerance in the sweep) is removed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import pytest
+
+from decisions import OutputError
+from decisions import _pure as pure_backend
+
+FIXTURES = Path(__file__).parent / "fixtures"
+EXAMPLES = Path(__file__).parent.parent / "python" / "decisions" / "examples"
+_APIS = {"openai-chat": "openai-chat", "openai-responses": "openai-responses", "anthropic-messages": "anthropic", "gemini": "gemini"}
+_EXAMPLE_PROVIDERS = {
+    "healthy_tool_call.sse": "openai-chat",
+    "parallel_calls.sse": "anthropic",
+    "truncated_call.sse": "anthropic",
+    "invalid_escape.sse": "openai-responses",
+    "unknown_tool.json": "gemini",
+    "path_escape.json": "openai-chat",
+}
+#: recordings above this size are left out (they only slow the sweep down)
+MAX_RECORDING = 64 * 1024
+MUTATIONS = int(os.environ.get("DECISIONS_MUTATIONS", "300"))
+
+# ------------------------------------------------------------------ recordings
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One recording: events ``(event name, data)`` or a body."""
+
+    name: str
+    provider: str
+    events: tuple[tuple[str | None, str], ...] | None
+    body: bytes | None
+    #: recorded as raw SSE (fed as bytes) rather than one event per line
+    sse: bool
+
+
+def _sse_events(data: bytes) -> list[tuple[str | None, str]]:
+    events: list[tuple[str | None, str]] = []
+    name: str | None = None
+    lines: list[str] = []
+    for line in data.decode("utf-8").replace("\r\n", "\n").split("\n") + [""]:
+        if line == "":
+            if lines:
+                events.append((name, "\n".join(lines)))
+            name, lines = None, []
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            lines.append(line[5:].lstrip(" ") if line[5:6] == " " else line[5:])
+    return events
+
+
+def _load_recordings() -> list[Recording]:
+    out = []
+    rows = csv.DictReader((FIXTURES / "FEATURES.tsv").read_text(encoding="utf-8").splitlines(), delimiter="\t")
+    files = [(FIXTURES / r["path"], _APIS[r["api"]], r["file_format"]) for r in rows if r["api"] in _APIS]
+    files += [
+        (EXAMPLES / name, provider, "json-body" if name.endswith(".json") else "raw-sse")
+        for name, provider in _EXAMPLE_PROVIDERS.items()
+    ]
+    for path, provider, file_format in files:
+        if file_format not in ("raw-sse", "jsonl", "json-body"):
+            continue
+        data = path.read_bytes()
+        if len(data) > MAX_RECORDING:
+            continue
+        name = path.name
+        if file_format == "json-body":
+            out.append(Recording(name, provider, None, data, False))
+        elif file_format == "raw-sse":
+            out.append(Recording(name, provider, tuple(_sse_events(data)), None, True))
+        else:
+            lines = [line for line in data.decode("utf-8").splitlines() if line.strip()]
+            out.append(Recording(name, provider, tuple((None, line) for line in lines), None, False))
+    return out
+
+
+RECORDINGS = _load_recordings()
+BY_PROVIDER: dict[str, list[Recording]] = {}
+for _r in RECORDINGS:
+    if _r.events is not None:
+        BY_PROVIDER.setdefault(_r.provider, []).append(_r)
+
+# ------------------------------------------------------------------ JSON editing
+# Values keep their text (numbers as written), objects their pairs (so a key
+# can repeat); a ``_Raw`` is written as it is (deep values are built as text,
+# never as nested Python objects).
+
+
+class _Num(str):
+    """A number kept as the text it was written with."""
+
+
+class _Obj(list):  # type: ignore[type-arg]
+    """An object's key-value pairs (duplicates allowed)."""
+
+
+class _Raw(str):
+    """JSON text written as is."""
+
+
+def _load(text: str | bytes) -> Any:
+    return json.loads(text, object_pairs_hook=_Obj, parse_float=_Num, parse_int=_Num)
+
+
+def _dump(value: Any, last_wins: bool = False) -> str:
+    """JSON text; with ``last_wins`` a repeated key keeps only its last member."""
+    if isinstance(value, (_Raw, _Num)):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, _Obj):
+        pairs = list(value)
+        if last_wins:
+            last = {k: i for i, (k, _) in enumerate(pairs)}
+            pairs = [pair for i, pair in enumerate(pairs) if last[pair[0]] == i]
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + _dump(v, last_wins) for k, v in pairs) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_dump(v, last_wins) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _repeats_a_key(text: str | bytes) -> bool:
+    """Whether some object of ``text`` (JSON) repeats a key."""
+    found = False
+
+    def hook(pairs: list[tuple[str, Any]]) -> Any:
+        nonlocal found
+        found = found or len({k for k, _ in pairs}) < len(pairs)
+        return None
+
+    try:
+        json.loads(text, object_pairs_hook=hook)
+    except (ValueError, RecursionError):
+        return False
+    return found
+
+
+def _last_wins(text: str | bytes) -> str | bytes | None:
+    """``text`` with each repeated key kept at its last occurrence only (as
+    ``json.loads`` reads it); unchanged without repeats; None if too deep."""
+    if not _repeats_a_key(text):
+        return text
+    try:
+        return _dump(_load(text), last_wins=True)
+    except RecursionError:
+        return None
+
+
+def _slots(value: Any) -> list[tuple[Any, int, str | None]]:
+    """Every ``(container, index, key)`` holding a value (key None in arrays)."""
+    out: list[tuple[Any, int, str | None]] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _Obj):
+            for i, (key, child) in enumerate(node):
+                out.append((node, i, key))
+                stack.append(child)
+        elif isinstance(node, list) and not isinstance(node, _Raw):
+            for i, child in enumerate(node):
+                out.append((node, i, None))
+                stack.append(child)
+    return out
+
+
+def _get(container: Any, index: int) -> Any:
+    return container[index][1] if isinstance(container, _Obj) else container[index]
+
+
+def _set(container: Any, index: int, value: Any) -> None:
+    if isinstance(container, _Obj):
+        container[index] = (container[index][0], value)
+    else:
+        container[index] = value
+
+
+def deep(depth: int, inner: str, kind: str) -> str:
+    """``inner`` nested ``depth`` deep in arrays or ``{"a": ...}`` objects."""
+    if kind == "array":
+        return "[" * depth + inner + "]" * depth
+    return '{"a":' * depth + inner + "}" * depth
+
+
+VALUES = ["null", "0", "-1", "1.5", "-0", "true", '""', '"x"', "[]", "{}", str(2**64), str(2**70), "1e400", '"\\u00e9"']
+HUGE = [str(2**63), str(2**64 - 1), str(2**64), str(2**70), str(-(2**70)), "-1", "1e30", "10000000000000000000000000"]
+INDEX_KEYS = {"index", "output_index", "content_index", "sequence_number", "summary_index"}
+DEPTHS = [2, 64, 127, 128, 129, 200, 500, 900, 999, 1000, 1001, 1100, 2000, 4000]
+GARBAGE = [b"data: {}\n\n", b"data: garbage\n\n", b"data: [DONE]\n\n", b": keepalive\n\n", b"event: x\n", b"data: \xff\n\n", b"x"]
+
+# ------------------------------------------------------------------ cases
+
+
+@dataclass
+class Case:
+    """One mutated recording, ready to feed."""
+
+    seed: int
+    recording: Recording
+    events: list[tuple[str | None, str | bytes]] | None
+    body: bytes | None
+    #: raw SSE bytes fed in ``chunk``-byte pieces (None: one event at a time)
+    data: bytes | None = None
+    chunk: int = 0
+    choice: int | None = None
+    mutations: list[str] = field(default_factory=list)
+    #: the deepest nesting a mutation added
+    depth: int = 0
+    #: bytes after the events (garbage after ``[DONE]``)
+    trailer: bytes = b""
+    #: whether bytes were flipped, spliced or cut after the events were framed
+    byte_ops: bool = False
+
+    def describe(self) -> str:
+        return f"seed={self.seed} {self.recording.provider}:{self.recording.name} {self.mutations}"
+
+
+def _json_edit(rng: random.Random, text: str, op: str, case: Case) -> str | None:
+    """``text`` with one JSON edit, or None when it does not apply."""
+    try:
+        value = _load(text)
+    except (ValueError, RecursionError):
+        return None
+    before = len(case.mutations), case.depth
+    try:
+        return _edit(rng, value, op, case)
+    except RecursionError:  # an earlier edit nested this event too deep to rewrite
+        del case.mutations[before[0] :]
+        case.depth = before[1]
+        return None
+
+
+def _edit(rng: random.Random, value: Any, op: str, case: Case) -> str | None:
+    slots = _slots(value)
+    objects = ([value] if isinstance(value, _Obj) else []) + [
+        _get(c, i) for c, i, _ in slots if isinstance(_get(c, i), _Obj)
+    ]
+    if op == "change" and slots:
+        c, i, key = rng.choice(slots)
+        new = rng.choice(VALUES)
+        _set(c, i, _Raw(new))
+        case.mutations.append(f"change {key}={new}")
+    elif op == "repeat_key" and any(objects):
+        obj = rng.choice([o for o in objects if o])
+        key, old = obj[rng.randrange(len(obj))]
+        new = old if rng.random() < 0.5 else _Raw(rng.choice(VALUES))
+        obj.insert(rng.randrange(len(obj) + 1), (key, new))
+        case.mutations.append(f"repeat_key {key}" + ("" if new is old else f"={new}"))
+    elif op == "deepen" and slots:
+        c, i, key = rng.choice(slots)
+        depth, kind = rng.choice(DEPTHS), rng.choice(["array", "object"])
+        _set(c, i, _Raw(deep(depth, _dump(_get(c, i)), kind)))
+        case.mutations.append(f"deepen {key} {depth} {kind}")
+        case.depth = max(case.depth, depth)
+    elif op == "unread_deep" and objects:
+        depth, kind = rng.choice(DEPTHS), rng.choice(["array", "object"])
+        rng.choice(objects).append(("x_unread", _Raw(deep(depth, "1", kind))))
+        case.mutations.append(f"unread_deep {depth} {kind}")
+        case.depth = max(case.depth, depth)
+    elif op == "huge_index":
+        targets = [(c, i, k) for c, i, k in slots if k in INDEX_KEYS and isinstance(_get(c, i), _Num)]
+        if not targets:
+            return None
+        c, i, key = rng.choice(targets)
+        new = rng.choice(HUGE)
+        _set(c, i, _Raw(new))
+        case.mutations.append(f"huge_index {key}={new}")
+    else:
+        return None
+    return _dump(value)
+
+
+def _flip(rng: random.Random, data: bytes, case: Case) -> bytes:
+    if not data:
+        return data
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(b))
+        b[at] = rng.choice([b[at] ^ (1 << rng.randrange(8)), rng.randrange(256), ord(rng.choice('{}[]":,\\\n'))])
+    case.mutations.append("flip")
+    return bytes(b)
+
+
+def _splice(rng: random.Random, data: bytes, case: Case) -> bytes:
+    if not data:
+        return data
+    a = rng.randrange(len(data))
+    piece = data[a : a + rng.randint(1, 64)]
+    at = rng.randrange(len(data) + 1)
+    case.mutations.append("splice_bytes")
+    return data[:at] + piece + data[at:]
+
+
+EVENT_OPS = ["dup", "drop", "swap", "splice_other", "change", "repeat_key", "deepen", "unread_deep", "huge_index",
+             "after_done", "cut"]
+BYTE_OPS = ["flip", "splice_bytes", "truncate"]
+
+
+def build_case(seed: int) -> Case:
+    """The mutated recording of ``seed`` (deterministic)."""
+    rng = random.Random(seed)
+    rec = rng.choice(RECORDINGS)
+    case = Case(seed, rec, list(rec.events) if rec.events is not None else None, rec.body)
+    if rng.random() < 0.03:
+        case.choice = rng.choice([0, 1, 2**63, 2**64, 2**70])
+        case.mutations.append(f"choice={case.choice}")
+    trailer = b""
+    for _ in range(rng.randint(1, 3)):
+        if case.events is None:
+            assert case.body is not None
+            op = rng.choice(["change", "repeat_key", "deepen", "unread_deep", "huge_index", *BYTE_OPS])
+            if op in BYTE_OPS:
+                continue  # applied to the bytes below
+            edited = _json_edit(rng, case.body.decode("utf-8", "replace"), op, case)
+            if edited is not None:
+                case.body = edited.encode("utf-8")
+            continue
+        events = case.events
+        op = rng.choice(EVENT_OPS + BYTE_OPS)
+        if not events or op in BYTE_OPS:
+            continue
+        i = rng.randrange(len(events))
+        if op == "dup":
+            events.insert(i, events[i])
+            case.mutations.append("dup")
+        elif op == "drop":
+            del events[i]
+            case.mutations.append("drop")
+        elif op == "swap":
+            j = rng.randrange(len(events))
+            events[i], events[j] = events[j], events[i]
+            case.mutations.append("swap")
+        elif op == "splice_other":
+            other = rng.choice(BY_PROVIDER[rec.provider])
+            assert other.events is not None
+            cut = rng.randrange(len(other.events) + 1)
+            events[i:] = list(other.events[cut:])
+            case.mutations.append(f"splice_other {other.name}")
+        elif op == "after_done":
+            events.append((None, "[DONE]"))
+            trailer = rng.choice(GARBAGE + [f"data: {events[0][1]!s}\n\n".encode()])
+            case.mutations.append(f"after_done {trailer[:20]!r}")
+        elif op == "cut":
+            del events[i:]
+            case.mutations.append("cut")
+        else:
+            name, text = events[i]
+            if isinstance(text, str):
+                edited = _json_edit(rng, text, op, case)
+                if edited is not None:
+                    events[i] = (name, edited)
+    byte_ops = [rng.choice(BYTE_OPS) for _ in range(rng.randint(1, 2))] if rng.random() < 0.4 else []
+    case.byte_ops = bool(byte_ops)
+    if case.events is None:
+        assert case.body is not None
+        for op in byte_ops:
+            case.body = _byte_op(rng, op, case.body, case)
+        return case
+    if rec.sse or byte_ops or trailer or rng.random() < 0.3:
+        case.trailer = trailer
+        data = b"".join(_frame(name, text) for name, text in case.events) + trailer
+        for op in byte_ops:
+            data = _byte_op(rng, op, data, case)
+        case.data = data
+        case.chunk = rng.choice([1, 7, 64, 4096, len(data) + 1])
+    return case
+
+
+def _byte_op(rng: random.Random, op: str, data: bytes, case: Case) -> bytes:
+    if op == "flip":
+        return _flip(rng, data, case)
+    if op == "splice_bytes":
+        return _splice(rng, data, case)
+    case.mutations.append("truncate")
+    return data[: rng.randrange(len(data) + 1)]
+
+
+def _frame(name: str | None, text: str | bytes) -> bytes:
+    raw = text.encode("utf-8") if isinstance(text, str) else text
+    head = f"event: {name}\n".encode() if name is not None else b""
+    return head + b"".join(b"data: " + line + b"\n" for line in raw.split(b"\n")) + b"\n"
+
+
+def outcome(impl: ModuleType, case: Case) -> tuple[Any, ...]:
+    """The response, or ``(error class, code)``, or the exception type raised."""
+    provider = case.recording.provider
+    try:
+        if case.body is not None:
+            return ("ok", impl.normalize(case.body, provider=provider, choice=case.choice))
+        asm = impl.StreamAssembler(provider, choice=case.choice)
+        if case.data is not None:
+            for i in range(0, len(case.data), case.chunk):
+                asm.feed(case.data[i : i + case.chunk])
+        else:
+            assert case.events is not None
+            for name, text in case.events:
+                asm.feed_event(text, name)
+        return ("ok", asm.finish())
+    except OutputError as err:
+        return ("error", type(err).__name__, err.code)
+    except (ValueError, TypeError, OverflowError, RecursionError) as err:
+        return ("raised", type(err).__name__)
+
+
+def last_wins_twin(case: Case) -> Case | None:
+    """``case`` with every repeated key kept only at its last occurrence
+    (``case`` itself when nothing repeats; None when bytes were mutated
+    after framing or a repeat sits too deep to rewrite)."""
+    if case.byte_ops:
+        return None
+    if case.body is not None:
+        body = _last_wins(case.body)
+        return None if body is None else case if body == case.body else replace(case, body=_bytes(body))
+    assert case.events is not None
+    events: list[tuple[str | None, str | bytes]] = []
+    for name, text in case.events:
+        rewritten = _last_wins(text)
+        if rewritten is None:
+            return None
+        events.append((name, rewritten))
+    if events == case.events:
+        return case
+    twin = replace(case, events=events)
+    if case.data is not None:
+        twin.data = b"".join(_frame(name, text) for name, text in events) + case.trailer
+    return twin
+
+
+def _bytes(text: str | bytes) -> bytes:
+    return text.encode("utf-8") if isinstance(text, str) else text
+
+
+def _bytes_repeat_a_key(case: Case) -> bool:
+    """Whether an event (or the body) of a byte-mutated case repeats a key."""
+    if case.body is not None:
+        return _repeats_a_key(case.body)
+    assert case.data is not None
+    decoder = pure_backend.SSEDecoder()
+    events: list[Any] = []
+    try:  # frame by frame: the events before a framing error count too
+        for frame in re.split(rb"(?<=\n\n)", case.data):
+            events.extend(decoder.feed(frame))
+        events.extend(decoder.finish())
+    except OutputError:
+        pass
+    return any(_repeats_a_key(e.data) for e in events)
+
+
+def _data_after_done(case: Case) -> bool:
+    """Whether the stream goes on after a ``[DONE]`` event."""
+    if case.data is not None:
+        at = case.data.find(b"data: [DONE]\n")
+        return at >= 0 and b"data:" in case.data[at + 13 :]
+    events = case.events or []
+    done = [i for i, (_, text) in enumerate(events) if text == "[DONE]"]
+    return bool(done) and done[0] < len(events) - 1
+
+
+# ------------------------------------------------------------------ known differences
+
+Verdict = Callable[[Case, tuple[Any, ...], tuple[Any, ...]], bool]
+
+#: Differences found on the current main, each fixed elsewhere: name -> whether
+#: a ``(case, native outcome, pure outcome)`` is that difference.
+KNOWN: dict[str, Verdict] = {
+    # Native skips a member no mapper reads without a depth bound (serde's
+    # IgnoredAny / RawValue skip iteratively); pure's json.loads stops at
+    # Python's recursion limit (~1,000) and says MALFORMED_EVENT.
+    "deep_unread_field": lambda case, n, p: case.depth >= 500
+    and p == ("error", "StreamError", "MALFORMED_EVENT")
+    and n != p,
+    # Data after [DONE]: EVENT_AFTER_TERMINAL natively, MALFORMED_EVENT in
+    # pure when the data is not JSON.
+    "garbage_after_done": lambda case, n, p: _data_after_done(case) and n[0] == p[0] == "error",
+    # -0 where a count or index is read (choice / tool-call / block index,
+    # sequence_number, usage counts): MALFORMED_EVENT natively (serde_json
+    # reads -0 as the float -0.0), 0 in pure.
+    "minus_zero_count": lambda case, n, p: any(m.endswith("=-0") for m in case.mutations)
+    and n == ("error", "StreamError", "MALFORMED_EVENT"),
+    # choice beyond a machine word: ValueError natively, accepted by pure.
+    "huge_choice": lambda case, n, p: case.choice is not None
+    and case.choice >= 2**64
+    and n == ("raised", "ValueError")
+    and p[0] != "raised",
+}
+
+
+def classify(native_impl: ModuleType, case: Case, native: tuple[Any, ...], pure: tuple[Any, ...]) -> str | None:
+    """The known difference this is, or None (the same outcome, the allowed
+    difference, or a new difference: "NEW").
+
+    The allowed difference (``decisions/_pure/assemble.py``): a repeated key
+    that a native mapper reads is MALFORMED_EVENT there (its serde structs
+    refuse a duplicate field) and last-wins in pure, which must then give
+    what native gives for the same case with only the last occurrences."""
+    if native == pure:
+        return None
+    if native == ("error", "StreamError", "MALFORMED_EVENT"):
+        twin = last_wins_twin(case)
+        if twin is not None and twin is not case and pure == outcome(native_impl, twin):
+            return None
+        repeated = any(m.startswith("repeat_key") for m in case.mutations)
+        if twin is None and (repeated or (case.byte_ops and _bytes_repeat_a_key(case))):
+            return None  # cannot be rebuilt without the repeats: the allowed difference, unchecked
+    for name, verdict in KNOWN.items():
+        if verdict(case, native, pure):
+            return name
+    return "NEW"
+
+
+# ------------------------------------------------------------------ tests
+
+
+def test_mutated_recordings_agree(both: tuple[ModuleType, ModuleType]) -> None:
+    """``DECISIONS_MUTATIONS`` mutated recordings: the same outcome on both
+    backends, except the differences in :data:`KNOWN` (counted)."""
+    native, pure = both
+    seen: Counter[str] = Counter()
+    outcomes: Counter[str] = Counter()
+    new: list[str] = []
+    for seed in range(MUTATIONS):
+        case = build_case(seed)
+        n, p = outcome(native, case), outcome(pure, case)
+        outcomes["ok" if n[0] == "ok" else str(n[-1])] += 1
+        verdict = classify(native, case, n, p)
+        if verdict is None:
+            continue
+        seen[verdict] += 1
+        if verdict == "NEW" and len(new) < 20:
+            new.append(f"{case.describe()}\n    native: {n[:3]}\n    pure:   {p[:3]}")
+    assert not new, f"{seen['NEW']} new differences:\n" + "\n".join(new)
+    # the sweep is not vacuous: mutated recordings complete and fail in many ways
+    assert outcomes["ok"] > 0 and len(outcomes) >= 5, outcomes
+
+
+def test_cases_are_reproducible() -> None:
+    """A seed rebuilds its case exactly (a failure's seed is its reproducer)."""
+    for seed in (0, 1, 12345):
+        a, b = build_case(seed), build_case(seed)
+        assert (a.events, a.body, a.data, a.chunk, a.choice, a.mutations) == (b.events, b.body, b.data, b.chunk, b.choice, b.mutations)
+
+
+def test_every_mutation_is_reached() -> None:
+    """Every mutation kind is drawn within the default number of cases."""
+    kinds = Counter(m.split(" ")[0].split("=")[0] for seed in range(max(MUTATIONS, 300)) for m in build_case(seed).mutations)
+    wanted = {"dup", "drop", "swap", "splice_other", "change", "repeat_key", "deepen", "unread_deep", "huge_index",
+              "after_done", "cut", "flip", "splice_bytes", "truncate", "choice"}
+    assert wanted <= set(kinds), wanted - set(kinds)
+
+
+# --- minimal reproducers of the known differences (strict xfail until fixed)
+
+_CHAT = 'data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]%s}\n\n'
+
+
+def _same(native: ModuleType, pure: ModuleType, run: Callable[[ModuleType], Any]) -> None:
+    def one(impl: ModuleType) -> Any:
+        try:
+            return ("ok", run(impl))
+        except OutputError as err:
+            return ("error", type(err).__name__, err.code)
+        except ValueError as err:
+            return ("raised", type(err).__name__)
+
+    assert one(native) == one(pure)
+
+
+def _feed(provider: str, data: bytes, **options: Any) -> Callable[[ModuleType], Any]:
+    def run(impl: ModuleType) -> Any:
+        asm = impl.StreamAssembler(provider, **options)
+        asm.feed(data)
+        return asm.finish()
+
+    return run
+
+
+@pytest.mark.xfail(strict=True, reason="deep_unread_field: native skips a 1,000-deep unread member, pure refuses it (MALFORMED_EVENT)")
+def test_known_deep_unread_field(both: tuple[ModuleType, ModuleType]) -> None:
+    data = (_CHAT % (',"x_unread":' + deep(1000, "1", "array"))).encode()
+    _same(*both, _feed("openai-chat", data))
+
+
+@pytest.mark.xfail(strict=True, reason="garbage_after_done: the backends give different codes for data after [DONE]")
+def test_known_garbage_after_done(both: tuple[ModuleType, ModuleType]) -> None:
+    data = (_CHAT % "").encode() + b"data: [DONE]\n\ndata: garbage\n\n"
+    _same(*both, _feed("openai-chat", data))
+
+
+@pytest.mark.xfail(strict=True, reason="huge_choice: choice=2**70 raises ValueError natively, pure accepts it")
+def test_known_huge_choice(both: tuple[ModuleType, ModuleType]) -> None:
+    _same(*both, _feed("openai-chat", (_CHAT % "").encode(), choice=2**70))
+
+
+@pytest.mark.xfail(strict=True, reason="minus_zero_count: -0 as an index or count is MALFORMED_EVENT natively, 0 in pure")
+@pytest.mark.parametrize(
+    "data",
+    [
+        (_CHAT % "").replace('"index":0', '"index":-0'),
+        _CHAT % ',"usage":{"prompt_tokens":-0,"completion_tokens":1}',
+    ],
+    ids=["choice_index", "usage_count"],
+)
+def test_known_minus_zero_count(both: tuple[ModuleType, ModuleType], data: str) -> None:
+    _same(*both, _feed("openai-chat", data.encode()))
