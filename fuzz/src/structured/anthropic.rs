@@ -106,7 +106,7 @@ impl Plan {
     /// complete call's arguments may fail the strict parser with.
     pub fn expand(&self) -> (Vec<Ev>, String, Allow) {
         let named = self.named;
-        let mut allow = Allow::Exact;
+        let mut allow = Allow::Strict;
         let mut events = Vec::new();
         let mut blocks = Vec::new();
         let usage = |n: &Option<Number>| match n {
@@ -144,9 +144,7 @@ impl Plan {
                     events.push(ev(named, "content_block_start", vec![("index", index.j()), ("content_block", J::obj(block.clone()))]));
                     if let Some((args, pieces)) = streamed {
                         let (text, repeated) = args_text(args);
-                        if repeated {
-                            allow = allow.max(Allow::RepeatedKey);
-                        }
+                        allow = allow.max(if repeated { Allow::RepeatedKey } else { Allow::Exact });
                         for piece in split(&text, *pieces, self.seed) {
                             events.push(delta(named, *index, "input_json_delta", "partial_json", &piece));
                         }

@@ -213,7 +213,7 @@ impl Plan {
         }
         let mut events: Vec<Ev> = chunks.into_iter().map(|j| Ev::Json(None, j)).collect();
         decorate(&mut events, &self.decor);
-        let mut allow = Allow::Exact;
+        let mut allow = Allow::Strict;
         for (at, text) in &self.raw {
             let at = usize::from(*at) % (events.len() + 1);
             events.insert(at, Ev::Data(None, text.clone()));

@@ -590,8 +590,11 @@ pub fn sse(events: &[Ev]) -> Vec<u8> {
 /// What a complete call's arguments text may fail the strict parser with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Allow {
-    /// Only an integer beyond 64 bits (object-form arguments, written by
-    /// the mapper, and text the plan wrote without a repeated key).
+    /// Nothing: every call's arguments came as objects, which the envelope
+    /// rule holds to the strict parser's rules.
+    Strict,
+    /// Only an integer beyond 64 bits (streamed text the plan wrote without
+    /// a repeated key: `decide` refuses it when it parses the text).
     Exact,
     /// Also a repeated key (the provider streamed text that repeats one).
     RepeatedKey,
@@ -656,6 +659,7 @@ pub fn strict(text: &str) -> Result<(), Code> {
 
 fn allowed(code: Code, allow: Allow) -> bool {
     match allow {
+        Allow::Strict => false,
         Allow::Raw => true,
         Allow::RepeatedKey => matches!(code, Code::NUMBER_OUT_OF_RANGE | Code::DUPLICATE_KEY),
         Allow::Exact => code == Code::NUMBER_OUT_OF_RANGE,

@@ -11,6 +11,7 @@ pub mod errors;
 pub mod events;
 pub mod json;
 pub mod limits;
+pub mod pipeline;
 pub mod providers;
 pub mod assemble;
 pub mod sse;

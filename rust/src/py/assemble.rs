@@ -1,6 +1,7 @@
-//! `decisions._native.StreamAssembler` and `normalize`: SSE decoder ->
-//! provider mapper -> assembler, with the provider `"canonical"` for
-//! canonical events themselves.
+//! `decisions._native.StreamAssembler` and `normalize`: the core
+//! [`Pipeline`] (SSE decoder -> envelope rule -> provider mapper ->
+//! assembler) with Python types in and out, and the provider `"canonical"`
+//! for canonical events themselves.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
@@ -8,13 +9,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
 
-use crate::core::assemble::{Assembler, CanonicalMapper, Kind};
-use crate::core::envelope::{self, Envelope};
+use crate::core::assemble::{CanonicalMapper, Kind};
 use crate::core::errors::{Code, CoreError};
-use crate::core::events::Event;
 use crate::core::limits::Limits;
+use crate::core::pipeline::{self, Pipeline};
 use crate::core::providers::{mapper_for, Mapper, PROVIDERS};
-use crate::core::sse::{Decoder, SseEvent};
 use crate::py::common::limits_from;
 use crate::py::events::{core_err, event_to_py, kw, obj, response_to_py, types};
 use crate::py::sse::with_bytes;
@@ -92,14 +91,7 @@ struct CallView {
 #[pyclass(module = "decisions._native")]
 pub struct StreamAssembler {
     provider: String,
-    limits: Limits,
-    mapper: Box<dyn Mapper>,
-    envelope: Envelope,
-    assembler: Assembler,
-    decoder: Option<Decoder>,
-    kept: Option<Vec<Event>>,
-    sse: Vec<SseEvent>,
-    mapped: Vec<Event>,
+    pipeline: Pipeline,
     /// The `decisions.Limits` given (None for the defaults), for the partial parsers.
     limits_obj: Option<Py<PyAny>>,
     /// Per item index: the incremental partial parser of a tool call.
@@ -111,53 +103,8 @@ pub struct StreamAssembler {
 }
 
 impl StreamAssembler {
-    /// Apply `self.mapped` in order (keeping copies when asked).
-    fn apply_mapped(&mut self) -> Result<(), CoreError> {
-        let mut mapped = std::mem::take(&mut self.mapped);
-        let mut result = Ok(());
-        for event in mapped.drain(..) {
-            if let Some(kept) = self.kept.as_mut() {
-                kept.push(event.clone());
-            }
-            result = self.assembler.apply(event);
-            if result.is_err() {
-                break;
-            }
-        }
-        mapped.clear();
-        self.mapped = mapped;
-        result
-    }
-
-    fn feed_bytes(&mut self, bytes: &[u8]) -> Result<(), CoreError> {
-        let decoder = self.decoder.get_or_insert_with(|| Decoder::new(self.limits));
-        let mut sse = std::mem::take(&mut self.sse);
-        let mut result = decoder.feed(bytes, &mut sse);
-        if result.is_ok() {
-            for event in sse.iter() {
-                result = self.envelope.check(&event.data, &self.limits, self.mapper.argument_fields())
-                    .and_then(|()| {
-                        let data = &event.data;
-                        self.mapper.map_event(event.event.as_deref(), data, &mut self.mapped)
-                    })
-                    .and_then(|()| self.apply_mapped());
-                if result.is_err() {
-                    break;
-                }
-            }
-        }
-        sse.clear();
-        self.sse = sse;
-        self.mapped.clear();
-        result
-    }
-
-    fn failed(&mut self, py: Python<'_>, error: CoreError) -> PyErr {
-        core_err(py, self.assembler.fail(error))
-    }
-
     fn usable(&self, py: Python<'_>) -> PyResult<()> {
-        self.assembler.check_usable().map_err(|e| core_err(py, e))
+        self.pipeline.assembler().check_usable().map_err(|e| core_err(py, e))
     }
 }
 
@@ -178,14 +125,7 @@ impl StreamAssembler {
         let limits = limits_value;
         Ok(StreamAssembler {
             provider,
-            limits,
-            mapper,
-            envelope: Envelope::default(),
-            assembler: Assembler::new(limits),
-            decoder: None,
-            kept: keep_events.then(Vec::new),
-            sse: Vec::new(),
-            mapped: Vec::new(),
+            pipeline: Pipeline::new(mapper, limits, keep_events),
             limits_obj,
             parsers: Vec::new(),
             text_cache: None,
@@ -202,14 +142,14 @@ impl StreamAssembler {
     /// `init`, `started`, `streaming`, `completed` or `failed`.
     #[getter]
     fn state(&self) -> &'static str {
-        self.assembler.state().as_str()
+        self.pipeline.assembler().state().as_str()
     }
 
     /// Raw SSE bytes of the provider's stream, in any chunking.
     fn feed(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         self.usable(py)?;
-        let result = with_bytes(data, "feed()", |bytes| self.feed_bytes(bytes))?;
-        result.map_err(|e| self.failed(py, e))
+        let result = with_bytes(data, "feed()", |bytes| self.pipeline.feed(bytes))?;
+        result.map_err(|e| core_err(py, e))
     }
 
     /// One already-decoded provider event (its SSE `data` and `event:` name).
@@ -265,13 +205,11 @@ impl StreamAssembler {
             Payload::Text(text) => Ok(text),
             Payload::Bytes => with_bytes(payload, "feed_event()", utf8)?,
         };
-        let result = data.and_then(|data| {
-            self.envelope.check(&data, &self.limits, self.mapper.argument_fields())?;
-            self.mapper.map_event(name.as_deref(), &data, &mut self.mapped)?;
-            self.apply_mapped()
-        });
-        self.mapped.clear();
-        result.map_err(|e| self.failed(py, e))
+        let result = match data {
+            Ok(data) => self.pipeline.feed_event(name.as_deref(), &data),
+            Err(e) => Err(self.pipeline.fail(e)),
+        };
+        result.map_err(|e| core_err(py, e))
     }
 
     /// End of stream: the response, or the error that makes it incomplete.
@@ -280,18 +218,7 @@ impl StreamAssembler {
         if let Some(response) = &self.response {
             return Ok(response.clone_ref(py));
         }
-        if !self.assembler.is_settled() {
-            let result = match self.decoder.as_mut() {
-                Some(decoder) => decoder.finish(),
-                None => Ok(()),
-            }
-            .and_then(|()| self.mapper.end(&mut self.mapped))
-            .and_then(|()| self.apply_mapped());
-            self.mapped.clear();
-            result.map_err(|e| self.failed(py, e))?;
-        }
-        let unknown = self.mapper.unknown_events().clone();
-        let response = self.assembler.finish(&unknown).map_err(|e| core_err(py, e))?;
+        let response = self.pipeline.finish().map_err(|e| core_err(py, e))?;
         let t = types(py)?;
         let built = response_to_py(py, t, &self.provider, response)?;
         self.response = Some(built.clone_ref(py));
@@ -303,11 +230,12 @@ impl StreamAssembler {
     /// and the Python strs of what did not change are reused. Arguments that
     /// already break a limit raise the `ParseError` the complete arguments give.
     fn snapshot(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        if self.assembler.is_cancelled() {
+        let assembler = self.pipeline.assembler();
+        if assembler.is_cancelled() {
             return Err(core_err(py, CoreError::new(Code::STREAM_CANCELLED, "the stream was cancelled by the caller")));
         }
         let t = types(py)?;
-        let items = self.assembler.current_items();
+        let items = assembler.current_items();
         if self.parsers.len() < items.len() {
             self.parsers.resize_with(items.len(), || None);
         }
@@ -374,11 +302,11 @@ impl StreamAssembler {
             py,
             &[
                 ("provider", obj(py, self.provider.as_str())?),
-                ("response_id", obj(py, self.assembler.response_id())?),
-                ("model", obj(py, self.assembler.model())?),
+                ("response_id", obj(py, assembler.response_id())?),
+                ("model", obj(py, assembler.model())?),
                 ("text", text.into_bound(py)),
                 ("calls", PyTuple::new(py, calls)?.into_any()),
-                ("state", obj(py, self.assembler.state().as_str())?),
+                ("state", obj(py, assembler.state().as_str())?),
             ],
         )?;
         Ok(t.response_snapshot.bind(py).call((), Some(&kwargs))?.unbind())
@@ -386,15 +314,14 @@ impl StreamAssembler {
 
     /// Cancel: later calls raise `StreamError(STREAM_CANCELLED)`.
     fn abort(&mut self) {
-        self.assembler.cancel();
+        self.pipeline.cancel();
     }
 
     /// With `keep_events=True`: the canonical events produced since the last call.
     fn take_events(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
-        let Some(kept) = self.kept.as_mut() else {
+        let Some(events) = self.pipeline.take_events() else {
             return Err(PyValueError::new_err("take_events() needs StreamAssembler(..., keep_events=True)"));
         };
-        let events = std::mem::take(kept);
         let t = types(py)?;
         events.iter().map(|e| event_to_py(py, t, e)).collect()
     }
@@ -411,7 +338,7 @@ pub fn normalize(
     choice: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let (limits, choice) = options(py, limits, choice)?;
-    let (provider, mut mapper) = mapper(provider, choice)?;
+    let (provider, mapper) = mapper(provider, choice)?;
     let text = if body.is_instance_of::<PyDict>() || body.is_instance_of::<PyList>() {
         dumps(py, body)
     } else if let Ok(text) = body.downcast::<PyString>() {
@@ -427,15 +354,7 @@ pub fn normalize(
             body.get_type().name()?
         )));
     };
-    let mut assembler = Assembler::new(limits);
-    let mut events = Vec::new();
-    let result = text.and_then(|text| {
-        envelope::check(&text, &limits, mapper.argument_fields())?;
-        mapper.map_body(&text, &mut events)
-    }).and_then(|()| {
-        events.into_iter().try_for_each(|event| assembler.apply(event))
-    });
-    result.map_err(|e| core_err(py, e))?;
-    let response = assembler.finish(mapper.unknown_events()).map_err(|e| core_err(py, e))?;
-    response_to_py(py, types(py)?, &provider, response)
+    let t = types(py)?;
+    text.and_then(|text| pipeline::normalize(mapper, &text, limits, |response| response_to_py(py, t, &provider, response)))
+        .map_err(|e| core_err(py, e))?
 }

@@ -1,0 +1,144 @@
+//! The one stream pipeline: SSE decoder -> envelope rule -> provider mapper
+//! -> assembler, and the whole-body path envelope rule -> mapper -> assembler.
+//! The bindings (`rust/src/py/assemble.rs`) and every fuzz target drive this;
+//! the pure twin is `StreamAssembler` / `normalize` in
+//! `python/decisions/_pure/assemble.py`, with the same steps in the same order.
+
+use crate::core::assemble::{Assembler, Response};
+use crate::core::envelope::Envelope;
+use crate::core::errors::CoreError;
+use crate::core::events::Event;
+use crate::core::limits::Limits;
+use crate::core::providers::Mapper;
+use crate::core::sse::{Decoder, SseEvent};
+
+/// One provider stream in, one checked [`Response`] out.
+pub struct Pipeline {
+    limits: Limits,
+    mapper: Box<dyn Mapper>,
+    envelope: Envelope,
+    decoder: Option<Decoder>,
+    assembler: Assembler,
+    /// Copies of the canonical events applied, when asked to keep them.
+    kept: Option<Vec<Event>>,
+    sse: Vec<SseEvent>,
+    mapped: Vec<Event>,
+}
+
+impl Pipeline {
+    /// A pipeline for `mapper`'s provider; `keep_events` keeps a copy of each
+    /// canonical event (see [`Pipeline::take_events`]).
+    pub fn new(mapper: Box<dyn Mapper>, limits: Limits, keep_events: bool) -> Pipeline {
+        Pipeline {
+            limits,
+            mapper,
+            envelope: Envelope::default(),
+            decoder: None,
+            assembler: Assembler::new(limits),
+            kept: keep_events.then(Vec::new),
+            sse: Vec::new(),
+            mapped: Vec::new(),
+        }
+    }
+
+    /// The assembler (its state, the partial items a snapshot shows).
+    pub fn assembler(&self) -> &Assembler {
+        &self.assembler
+    }
+
+    /// Raw SSE bytes of the provider's stream, in any chunking. An error
+    /// leaves the assembler failed with it (later calls see it).
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), CoreError> {
+        self.assembler.check_usable()?;
+        let decoder = self.decoder.get_or_insert_with(|| Decoder::new(self.limits));
+        let mut sse = std::mem::take(&mut self.sse);
+        let mut result = decoder.feed(bytes, &mut sse);
+        if result.is_ok() {
+            for event in &sse {
+                result = self.map(event.event.as_deref(), &event.data);
+                if result.is_err() {
+                    break;
+                }
+            }
+        }
+        sse.clear();
+        self.sse = sse;
+        result.map_err(|e| self.assembler.fail(e))
+    }
+
+    /// One already-decoded provider event: its `event:` name and `data`.
+    pub fn feed_event(&mut self, event: Option<&str>, data: &str) -> Result<(), CoreError> {
+        self.assembler.check_usable()?;
+        self.map(event, data).map_err(|e| self.assembler.fail(e))
+    }
+
+    /// The end of the stream: the response, or the error that makes it
+    /// incomplete (the assembler is then failed with it).
+    pub fn finish(&mut self) -> Result<&Response, CoreError> {
+        self.assembler.check_usable()?;
+        if !self.assembler.is_settled() {
+            let result = match self.decoder.as_mut() {
+                Some(decoder) => decoder.finish(),
+                None => Ok(()),
+            }
+            .and_then(|()| self.mapper.end(&mut self.mapped))
+            .and_then(|()| self.apply_mapped());
+            self.mapped.clear();
+            result.map_err(|e| self.assembler.fail(e))?;
+        }
+        self.assembler.finish(self.mapper.unknown_events())
+    }
+
+    /// Fail the stream with `error` (a payload the caller could not turn
+    /// into event data); returns the error to raise.
+    pub fn fail(&mut self, error: CoreError) -> CoreError {
+        self.assembler.fail(error)
+    }
+
+    /// Cancel: later calls fail with `STREAM_CANCELLED`.
+    pub fn cancel(&mut self) {
+        self.assembler.cancel();
+    }
+
+    /// The kept canonical events since the last call (None unless kept).
+    pub fn take_events(&mut self) -> Option<Vec<Event>> {
+        self.kept.as_mut().map(std::mem::take)
+    }
+
+    fn map(&mut self, event: Option<&str>, data: &str) -> Result<(), CoreError> {
+        let result = self
+            .envelope
+            .check(data, &self.limits, self.mapper.argument_fields())
+            .and_then(|()| self.mapper.map_event(event, data, &mut self.mapped))
+            .and_then(|()| self.apply_mapped());
+        self.mapped.clear();
+        result
+    }
+
+    /// Apply `self.mapped` in order (keeping copies when asked).
+    fn apply_mapped(&mut self) -> Result<(), CoreError> {
+        for event in self.mapped.drain(..) {
+            if let Some(kept) = self.kept.as_mut() {
+                kept.push(event.clone());
+            }
+            self.assembler.apply(event)?;
+        }
+        Ok(())
+    }
+}
+
+/// A whole non-streaming body: envelope rule -> `mapper.map_body` ->
+/// assembler; `read` is given the response.
+pub fn normalize<T>(
+    mut mapper: Box<dyn Mapper>,
+    body: &str,
+    limits: Limits,
+    read: impl FnOnce(&Response) -> T,
+) -> Result<T, CoreError> {
+    let mut assembler = Assembler::new(limits);
+    let mut events = Vec::new();
+    Envelope::default().check(body, &limits, mapper.argument_fields())?;
+    mapper.map_body(body, &mut events)?;
+    events.into_iter().try_for_each(|event| assembler.apply(event))?;
+    assembler.finish(mapper.unknown_events()).map(read)
+}
