@@ -12,41 +12,16 @@ nothing in it is parsed or changes any decision.
 
 from __future__ import annotations
 
-import json
 import threading
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from .decision import ToolCall, ToolDecision
 from .errors import DomainError
+from .ledger.results import ResultStatus, ToolResult
 
 __all__ = ["ToolResult", "ResultBook", "ResultStatus", "result_messages", "RESULT_PROVIDERS"]
 
-ResultStatus = Literal["ok", "error"]
 RESULT_PROVIDERS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """The outcome of running one call: ``status`` ``"ok"`` or ``"error"``,
-    ``content`` a string or a JSON-serialisable value."""
-
-    call_id: str
-    status: ResultStatus
-    content: Any
-
-    def __post_init__(self) -> None:
-        if self.status not in ("ok", "error"):
-            raise ValueError("ToolResult.status must be 'ok' or 'error'")
-        if not isinstance(self.call_id, str) or not self.call_id:
-            raise ValueError("ToolResult.call_id must be a non-empty string")
-
-    @property
-    def text(self) -> str:
-        """The content as text: a string as is, anything else as JSON."""
-        if isinstance(self.content, str):
-            return self.content
-        return json.dumps(self.content, ensure_ascii=False, allow_nan=False)
 
 
 class ResultBook:
@@ -130,14 +105,14 @@ def result_messages(provider: str, pairs: list[tuple[ToolCall, ToolResult]]) -> 
         return [{"type": "function_call_output", "call_id": r.call_id, "output": r.text} for _, r in pairs]
     if provider == "anthropic":
         blocks = [
-            {"type": "tool_result", "tool_use_id": r.call_id, "content": r.text, "is_error": r.status == "error"}
+            {"type": "tool_result", "tool_use_id": r.call_id, "content": r.text, "is_error": r.status != "ok"}
             for _, r in pairs
         ]
         return [{"role": "user", "content": blocks}]
     if provider == "gemini":
         parts = []
         for call, r in pairs:
-            response: dict[str, Any] = {"error" if r.status == "error" else "output": r.content}
+            response: dict[str, Any] = {"output" if r.status == "ok" else "error": r.content}
             body: dict[str, Any] = {"name": call.name, "response": response}
             if not call.call_id_generated:
                 body["id"] = call.call_id
