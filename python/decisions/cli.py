@@ -29,6 +29,7 @@ from typing import Any, Final, TextIO
 from . import _backend
 from .errors import OutputError
 from .integrations import detect_provider
+from .ledger import cli as _ledger_cli
 from .limits import Limits
 from .types import EVENT_TYPES, NormalizedResponse
 
@@ -400,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="parse and assembly timings on this machine, as ratios")
     bench.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
     bench.add_argument("--json", action="store_true", help="print the figures as JSON")
+    _ledger_cli.add_parser(sub)
     return parser
 
 
@@ -417,6 +419,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         if args.command == "bench":
             return _bench(args, stream)
+        if args.command == "ledger":
+            return _ledger_cli.run(args, stream)
         return _inspect(args, stream)
     except UsageError as error:
         sys.stderr.write(f"decisions: {error}\n")
