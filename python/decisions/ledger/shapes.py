@@ -78,6 +78,12 @@ class _Reader:
         self.data = data
         self.path = path
 
+    def one_of(self, name: str, choices: tuple[str, ...]) -> Any:
+        value = self.get(name, (str,))
+        if value not in choices:
+            raise _mismatch(f"{self.path}.{name}", " or ".join(choices))
+        return value
+
     def get(self, name: str, kinds: tuple[type, ...] | None, *, optional: bool = False) -> Any:
         if name not in self.data:
             if optional:
@@ -105,20 +111,21 @@ def _call(r: _Reader) -> ToolCall:
 def _verdict(r: _Reader) -> CallVerdict:
     error = r.get("error", (dict,), optional=True)
     return CallVerdict(
-        call_id=r.get("call_id", (str,)), status=r.get("status", (str,)),
+        call_id=r.get("call_id", (str,)), status=r.one_of("status", ("allowed", "approved", "needs_approval", "denied")),
         error=None if error is None else _error(_Reader(error, f"{r.path}.error")),
         reasons=tuple(r.get("reasons", (list,))), paths=MappingProxyType(dict(r.get("paths", (dict,)))),
         empty_paths=tuple(r.get("empty_paths", (list,))), approved_by=r.get("approved_by", (str,), optional=True))
 
 
 def _tool_decision(r: _Reader) -> ToolDecision:
+    batch = r.one_of("batch", ("all_or_nothing", "per_call"))
     calls = r.get("calls", (list,))
     verdicts = r.get("verdicts", (list,))
     try:
         return ToolDecision(
             calls=tuple(_call(_Reader(c, f"{r.path}.calls[{i}]")) for i, c in enumerate(calls)),
             verdicts=tuple(_verdict(_Reader(v, f"{r.path}.verdicts[{i}]")) for i, v in enumerate(verdicts)),
-            batch=r.get("batch", (str,)), text=r.get("text", (str,)), provider=r.get("provider", (str,), optional=True),
+            batch=batch, text=r.get("text", (str,)), provider=r.get("provider", (str,), optional=True),
             response_id=r.get("response_id", (str,), optional=True), model=r.get("model", (str,), optional=True))
     except ValueError as error:
         raise _mismatch(f"{r.path}.verdicts", str(error)) from None
