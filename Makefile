@@ -5,6 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTEST_ARGS ?=
+# the ledger's PostgreSQL tests: a throwaway server around each pytest run (fails if it cannot start)
+WITH_POSTGRES ?= scripts/postgres.sh run
 
 .PHONY: help
 help: ## list the targets
@@ -16,6 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install --quiet "maturin>=1.5,<2" "pydantic>=2.6" "jsonschema>=4.21" \
 	    "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "orjson>=3.9" "jiter>=0.5" \
 	    "openai>=1.40" "anthropic>=0.34" "httpx>=0.27" "mypy>=1.10" "types-jsonschema" "google-genai>=1.0"
+	$(PIP) install --quiet "psycopg[binary]>=3.1"
 	touch $@
 
 .PHONY: venv
@@ -33,8 +36,8 @@ cargo-test: ## run the Rust core's tests
 
 .PHONY: pytest
 pytest: build ## run the Python suite on the native backend, then with DECISIONS_PURE=1
-	DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
-	DECISIONS_PURE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+	$(WITH_POSTGRES) env DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+	$(WITH_POSTGRES) env DECISIONS_PURE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
 
 .PHONY: typecheck
 typecheck: build ## mypy --strict on the package, and stubtest of _native.pyi against the built extension

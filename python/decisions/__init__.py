@@ -123,3 +123,29 @@ __all__ = [
     "normalize",
     "wire",
 ]
+
+# After the decision: the execution ledger, result checks and completion checks.
+from .errors import CompletionError, ResultError  # noqa: E402
+from .ledger import (  # noqa: E402
+    Claim,
+    Effect,
+    Entry,
+    FileEffects,
+    Ledger,
+    ResultCheck,
+    check_completion,
+    open_ledger,
+)
+
+__all__ += [
+    "Claim",
+    "CompletionError",
+    "Effect",
+    "Entry",
+    "FileEffects",
+    "Ledger",
+    "ResultCheck",
+    "ResultError",
+    "check_completion",
+    "open_ledger",
+]

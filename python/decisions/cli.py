@@ -28,6 +28,7 @@ from typing import Any, TextIO
 from ._bench import render as render_bench
 from ._bench import run as run_bench
 from .examples import run_examples
+from .ledger import cli as _ledger_cli
 from .inspection import (
     _PROVIDER_CHOICES,
     EXIT_DECISION,
@@ -132,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="parse and assembly timings on this machine, as ratios")
     bench.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
     bench.add_argument("--json", action="store_true", help="print the figures as JSON")
+    _ledger_cli.add_parser(sub)
     return parser
 
 
@@ -149,6 +151,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         if args.command == "bench":
             return _bench(args, stream)
+        if args.command == "ledger":
+            return _ledger_cli.run(args, stream)
         return _inspect(args, stream)
     except UsageError as error:
         sys.stderr.write(f"decisions: {error}\n")

@@ -27,10 +27,12 @@ __all__ = [
     "SchemaError",
     "DomainError",
     "PolicyError",
+    "ResultError",
+    "CompletionError",
     "error_class",
 ]
 
-Layer = Literal["transport", "stream", "parse", "schema", "domain", "policy"]
+Layer = Literal["transport", "stream", "parse", "schema", "domain", "policy", "result", "completion"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +177,31 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
             "BATCH_REJECTED": (True, "another call in the batch failed, so the batch may not run"),
             "REPAIR_BUDGET_EXHAUSTED": (False, "the repair budget for this run is spent"),
             "REPEATED_ERROR": (False, "the model repeated the same error after a repair prompt"),
+        },
+    ),
+    **_table(
+        "result",
+        {
+            "TOOL_ERROR": (True, "the tool reported an error"),
+            "RESULT_SCHEMA_MISMATCH": (False, "the tool's result does not match its declared result schema"),
+            "EFFECT_NOT_OBSERVED": (False, "an effect the result claims (a file and its digest) is not what is there"),
+            "PARTIAL_EFFECT": (False, "the call changed some of what it should and not the rest"),
+            "LATE_RESULT": (False, "the result came after the worker's lease expired or the run was cancelled; it changed nothing"),
+            "STALE_ATTEMPT": (False, "the result carries an attempt (fencing token) that is no longer current; it changed nothing"),
+            "ALREADY_COMMITTED": (False, "the call already has its result; the first one stays"),
+            "NOT_CLAIMED": (False, "the claim was not granted, so there is nothing to commit or renew"),
+            "INVALID_TRANSITION": (False, "the call's state in the ledger does not allow this step"),
+            "LEDGER_CONFLICT": (False, "a different call was already recorded under this run and call id"),
+            "LEDGER_UNAVAILABLE": (True, "the ledger's database cannot be used (unreachable, locked, or another schema version)"),
+        },
+    ),
+    **_table(
+        "completion",
+        {
+            "EVIDENCE_NOT_FOUND": (False, "the answer cites evidence that is not a committed call of this run"),
+            "CLAIM_NOT_BACKED": (False, "the answer claims changes the committed calls did not make"),
+            "SIDE_EFFECTS_PENDING": (False, "calls of the run are still running, waiting or of unknown outcome"),
+            "ACCEPTANCE_FAILED": (False, "an acceptance criterion of the task did not pass"),
         },
     ),
 }
@@ -340,6 +367,18 @@ class PolicyError(OutputError):
     layer = "policy"
 
 
+class ResultError(OutputError):
+    """After the decision: a claim, commit or tool result the ledger refuses or marks failed."""
+
+    layer = "result"
+
+
+class CompletionError(OutputError):
+    """A final answer that is well-formed but not backed by what really happened."""
+
+    layer = "completion"
+
+
 _CLASSES: Final[Mapping[str, type[OutputError]]] = {
     "transport": TransportError,
     "stream": StreamError,
@@ -347,6 +386,8 @@ _CLASSES: Final[Mapping[str, type[OutputError]]] = {
     "schema": SchemaError,
     "domain": DomainError,
     "policy": PolicyError,
+    "result": ResultError,
+    "completion": CompletionError,
 }
 
 

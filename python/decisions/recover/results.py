@@ -12,41 +12,16 @@ nothing in it is parsed or changes any decision.
 
 from __future__ import annotations
 
-import json
 import threading
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from ..validate.decision import ToolCall, ToolDecision
 from ..errors import DomainError
+from ..ledger.messages import RESULT_PROVIDERS, result_messages
+from ..ledger.results import ResultStatus, ToolResult
+from ..validate.decision import ToolCall, ToolDecision
 
 __all__ = ["ToolResult", "ResultBook", "ResultStatus", "result_messages", "RESULT_PROVIDERS"]
 
-ResultStatus = Literal["ok", "error"]
-RESULT_PROVIDERS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """The outcome of running one call: ``status`` ``"ok"`` or ``"error"``,
-    ``content`` a string or a JSON-serialisable value."""
-
-    call_id: str
-    status: ResultStatus
-    content: Any
-
-    def __post_init__(self) -> None:
-        if self.status not in ("ok", "error"):
-            raise ValueError("ToolResult.status must be 'ok' or 'error'")
-        if not isinstance(self.call_id, str) or not self.call_id:
-            raise ValueError("ToolResult.call_id must be a non-empty string")
-
-    @property
-    def text(self) -> str:
-        """The content as text: a string as is, anything else as JSON."""
-        if isinstance(self.content, str):
-            return self.content
-        return json.dumps(self.content, ensure_ascii=False, allow_nan=False)
 
 
 class ResultBook:
@@ -110,37 +85,3 @@ class ResultBook:
         if pending:
             raise ValueError(f"calls without a result: {list(pending)}")
         return result_messages(provider, [(self._calls[r.call_id], r) for r in self.results])
-
-
-def result_messages(provider: str, pairs: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
-    """Messages for ``(call, result)`` pairs in the wire format of ``provider``:
-
-    - ``openai-chat``: one ``{"role": "tool", "tool_call_id", "content"}`` per result;
-    - ``openai-responses``: one ``{"type": "function_call_output", "call_id", "output"}`` per result;
-    - ``anthropic``: one user message of ``tool_result`` blocks (``tool_use_id``, ``is_error``);
-    - ``gemini``: one user turn of ``functionResponse`` parts (``name``, ``response``
-      with ``output`` or ``error``, and ``id`` unless the call id was generated).
-    """
-    for call, result in pairs:
-        if call.call_id != result.call_id:
-            raise ValueError(f"result {result.call_id!r} does not pair with call {call.call_id!r}")
-    if provider == "openai-chat":
-        return [{"role": "tool", "tool_call_id": r.call_id, "content": r.text} for _, r in pairs]
-    if provider == "openai-responses":
-        return [{"type": "function_call_output", "call_id": r.call_id, "output": r.text} for _, r in pairs]
-    if provider == "anthropic":
-        blocks = [
-            {"type": "tool_result", "tool_use_id": r.call_id, "content": r.text, "is_error": r.status == "error"}
-            for _, r in pairs
-        ]
-        return [{"role": "user", "content": blocks}]
-    if provider == "gemini":
-        parts = []
-        for call, r in pairs:
-            response: dict[str, Any] = {"error" if r.status == "error" else "output": r.content}
-            body: dict[str, Any] = {"name": call.name, "response": response}
-            if not call.call_id_generated:
-                body["id"] = call.call_id
-            parts.append({"functionResponse": body})
-        return [{"role": "user", "parts": parts}]
-    raise ValueError(f"unknown provider {provider!r}; expected one of {RESULT_PROVIDERS}")

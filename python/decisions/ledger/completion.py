@@ -1,0 +1,86 @@
+"""Completion checks (seed 000, 12.2): a final answer against what really happened.
+
+A :class:`~decisions.decision.FinalDecision` says the model answered; it never
+says the task is done. :func:`check_completion` holds the answer against the
+ledger: every cited evidence resolves to a committed call of this run, the
+files the answer says it changed are exactly those the committed calls'
+*checked* effects changed, no call of the run is still pending, and every
+acceptance criterion passes. Otherwise it raises one
+:class:`~decisions.errors.CompletionError` whose ``issues`` name each failed
+check (its ``code`` is the first of them).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any
+
+from ..validate.decision import FinalDecision
+from ..errors import CompletionError
+from .core import Entry, Ledger
+from .states import PENDING
+
+__all__ = ["Criterion", "check_completion"]
+
+#: ``criterion(value, entries)`` returns True (or None) to pass, False or a
+#: reason to fail; if it raises, it failed. Its ``__name__`` names it in the error.
+Criterion = Callable[[Any, Sequence[Entry]], "bool | str | None"]
+
+
+def _issue(path: str, code: str, expected: str, detail: str) -> dict[str, str]:
+    return {"path": path, "code": code, "expected": expected, "detail": detail}
+
+
+def check_completion(
+    final: FinalDecision,
+    *,
+    ledger: Ledger,
+    run_id: str,
+    evidence: Iterable[str] = (),
+    changed_files: Collection[str] | None = None,
+    criteria: Iterable[Criterion] = (),
+) -> tuple[Entry, ...]:
+    """Check ``final`` against the ledger's record of ``run_id``; returns the
+    run's entries when every check passes, else raises ``EVIDENCE_NOT_FOUND``,
+    ``CLAIM_NOT_BACKED``, ``SIDE_EFFECTS_PENDING`` or ``ACCEPTANCE_FAILED``
+    (the first that failed), with an issue for every failed check."""
+    if not isinstance(final, FinalDecision):
+        raise TypeError("check_completion takes a FinalDecision")
+    entries = ledger.entries(run_id)
+    by_id = {e.call_id: e for e in entries}
+    issues: list[dict[str, str]] = []
+    for index, ref in enumerate(evidence):
+        entry = by_id.get(ref)
+        if entry is None or entry.state != "committed":
+            found = "not a call of this run" if entry is None else f"{entry.state}, not committed"
+            issues.append(_issue(f"$.evidence[{index}]", "EVIDENCE_NOT_FOUND", "a committed call of this run", f"{ref!r}: {found}"))
+    if changed_files is not None:
+        done = {os.path.normpath(e.path) for entry in entries if entry.state == "committed" for e in entry.effects}
+        said = {os.path.normpath(p) for p in changed_files}
+        for path in sorted(said - done):
+            issues.append(_issue("$.changed_files", "CLAIM_NOT_BACKED", "a file a committed call's checked effect changed",
+                                 f"{path!r} was not changed by any committed call"))
+        for path in sorted(done - said):
+            issues.append(_issue("$.changed_files", "CLAIM_NOT_BACKED", "every file the run changed",
+                                 f"{path!r} was changed but is not listed"))
+    for entry in entries:
+        if entry.state in PENDING:
+            issues.append(_issue(f"$.calls[{entry.seq}]", "SIDE_EFFECTS_PENDING", "every call ended",
+                                 f"{entry.call_id!r} ({entry.tool}) is {entry.state}"))
+    for index, criterion in enumerate(criteria):
+        name = getattr(criterion, "__name__", f"criterion {index}")
+        try:
+            outcome = criterion(final.value, entries)
+        except Exception as error:  # fail closed: a broken criterion did not pass
+            outcome = f"raised {type(error).__name__}"
+        if outcome is False or isinstance(outcome, str):
+            reason = outcome if isinstance(outcome, str) else "returned False"
+            issues.append(_issue(f"$.criteria[{index}]", "ACCEPTANCE_FAILED", f"{name} to pass", f"{name}: {reason}"))
+    if issues:
+        first = issues[0]
+        summary = "; ".join(f"{i['code']}: {i['detail']}" for i in issues[:5])
+        more = f" (and {len(issues) - 5} more)" if len(issues) > 5 else ""
+        raise CompletionError(first["code"], f"the task is not complete: {summary}{more}", path=first["path"],
+                              issues=tuple(issues), hint="finish or fix the open work before answering")
+    return entries

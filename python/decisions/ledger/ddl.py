@@ -1,0 +1,43 @@
+"""The ledger's tables, written once for both databases.
+
+``{real}`` and ``{serial}`` are filled per dialect. ``ledger_now()`` is the
+database's clock in seconds since the epoch (a registered function on
+SQLite, a SQL function on PostgreSQL), so leases on many machines are judged
+by one clock.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from .states import STATES
+
+__all__ = ["SCHEMA_VERSION", "tables"]
+
+#: Bumped when the tables change; a ledger of another version is refused.
+SCHEMA_VERSION: Final = "1"
+
+_STATES = ", ".join(f"'{s}'" for s in STATES)
+
+_TABLES: Final = (
+    "CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS ledger_runs (run_id TEXT PRIMARY KEY, cancelled INTEGER NOT NULL DEFAULT 0, "
+    "created_at {real} NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS ledger_calls ("
+    "run_id TEXT NOT NULL, call_id TEXT NOT NULL, seq INTEGER NOT NULL, tool TEXT NOT NULL, tool_version TEXT, "
+    "arguments TEXT, digest TEXT NOT NULL, idem_key TEXT NOT NULL, side_effects INTEGER NOT NULL, "
+    "idempotent INTEGER NOT NULL, sensitive INTEGER NOT NULL, batch_id TEXT NOT NULL, batch_mode TEXT NOT NULL, "
+    f"state TEXT NOT NULL CHECK (state IN ({_STATES})), attempt INTEGER NOT NULL, worker TEXT, "
+    "lease_until {real}, decided_at {real} NOT NULL, claimed_at {real}, finished_at {real}, result TEXT, "
+    "result_status TEXT, error TEXT, effects TEXT NOT NULL, retry_safe INTEGER NOT NULL, approved_by TEXT, "
+    "verdict TEXT NOT NULL, PRIMARY KEY (run_id, call_id))",
+    "CREATE INDEX IF NOT EXISTS ledger_calls_seq ON ledger_calls (run_id, seq)",
+    "CREATE TABLE IF NOT EXISTS ledger_events (id {serial}, run_id TEXT NOT NULL, call_id TEXT, at {real} NOT NULL, "
+    "kind TEXT NOT NULL, actor TEXT, detail TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ledger_events_run ON ledger_events (run_id, id)",
+)
+
+
+def tables(*, real: str, serial: str) -> tuple[str, ...]:
+    """The CREATE statements for one dialect."""
+    return tuple(sql.replace("{real}", real).replace("{serial}", serial) for sql in _TABLES)

@@ -1,0 +1,48 @@
+"""Tool results as the messages each provider expects back: what
+:meth:`~decisions.ledger.core.Ledger.result_messages` and
+:class:`~decisions.recover.results.ResultBook` send to the model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..validate.decision import ToolCall
+from .results import ToolResult
+
+__all__ = ["RESULT_PROVIDERS", "result_messages"]
+
+RESULT_PROVIDERS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
+
+
+def result_messages(provider: str, pairs: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
+    """Messages for ``(call, result)`` pairs in the wire format of ``provider``:
+
+    - ``openai-chat``: one ``{"role": "tool", "tool_call_id", "content"}`` per result;
+    - ``openai-responses``: one ``{"type": "function_call_output", "call_id", "output"}`` per result;
+    - ``anthropic``: one user message of ``tool_result`` blocks (``tool_use_id``, ``is_error``);
+    - ``gemini``: one user turn of ``functionResponse`` parts (``name``, ``response``
+      with ``output`` or ``error``, and ``id`` unless the call id was generated).
+    """
+    for call, result in pairs:
+        if call.call_id != result.call_id:
+            raise ValueError(f"result {result.call_id!r} does not pair with call {call.call_id!r}")
+    if provider == "openai-chat":
+        return [{"role": "tool", "tool_call_id": r.call_id, "content": r.text} for _, r in pairs]
+    if provider == "openai-responses":
+        return [{"type": "function_call_output", "call_id": r.call_id, "output": r.text} for _, r in pairs]
+    if provider == "anthropic":
+        blocks = [
+            {"type": "tool_result", "tool_use_id": r.call_id, "content": r.text, "is_error": r.status != "ok"}
+            for _, r in pairs
+        ]
+        return [{"role": "user", "content": blocks}]
+    if provider == "gemini":
+        parts = []
+        for call, r in pairs:
+            response: dict[str, Any] = {"output" if r.status == "ok" else "error": r.content}
+            body: dict[str, Any] = {"name": call.name, "response": response}
+            if not call.call_id_generated:
+                body["id"] = call.call_id
+            parts.append({"functionResponse": body})
+        return [{"role": "user", "parts": parts}]
+    raise ValueError(f"unknown provider {provider!r}; expected one of {RESULT_PROVIDERS}")

@@ -1,0 +1,102 @@
+"""The distributed ledger: PostgreSQL through psycopg 3 (``pip install
+decisions[postgres]``).
+
+Many workers on many machines share one database; PostgreSQL is the only
+arbiter. Each step is one transaction at READ COMMITTED: a conditional
+``UPDATE`` that two workers race on is serialised by the row lock, and the
+loser re-checks the condition against the winner's committed row, so it is
+not granted. Leases are judged by the server's clock (``clock_timestamp()``),
+never by the workers'. A transaction that hits a deadlock or a serialisation
+failure is retried a few times; a lost connection is ``LEDGER_UNAVAILABLE``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from ..errors import ResultError
+from .ddl import SCHEMA_VERSION, tables
+
+__all__ = ["PostgresDatabase"]
+
+_DDL: Final = (
+    "CREATE OR REPLACE FUNCTION ledger_now() RETURNS DOUBLE PRECISION LANGUAGE sql VOLATILE "
+    "AS $$ SELECT extract(epoch FROM clock_timestamp())::double precision $$",
+    *tables(real="DOUBLE PRECISION", serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"),
+)
+#: Serialises schema set-up between processes opening the ledger at once.
+_SETUP_LOCK: Final = 0x6C6564676572  # "ledger"
+_RETRIES: Final = 5
+
+
+class _Cursor:
+    """A psycopg cursor that takes the ledger's ``?`` placeholders."""
+
+    __slots__ = ("_cur",)
+    _sql: dict[str, str] = {}
+
+    def __init__(self, cur: Any) -> None:
+        self._cur = cur
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        text = self._sql.get(sql)
+        if text is None:
+            text = self._sql[sql] = sql.replace("?", "%s")
+        return self._cur.execute(text, params)
+
+    def fetchone(self) -> Any:
+        return self._cur.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        rows: list[Any] = self._cur.fetchall()
+        return rows
+
+
+class PostgresDatabase:
+    """One connection to a PostgreSQL ledger."""
+
+    def __init__(self, url: str, *, timeout: float = 30.0) -> None:
+        try:
+            import psycopg
+        except ImportError:  # pragma: no cover  (the extra is not installed)
+            raise ImportError("a postgresql:// ledger needs psycopg 3: pip install 'decisions[postgres]'") from None
+        self._psycopg = psycopg
+        self.url = url
+        try:
+            self._conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)))
+        except psycopg.Error as error:
+            raise ResultError("LEDGER_UNAVAILABLE", f"PostgreSQL ledger: {type(error).__name__}",
+                              hint="check that the server runs and the URL is right") from None
+        self.run(self._setup)
+
+    @staticmethod
+    def _setup(cur: Any) -> None:
+        cur.execute("SELECT pg_advisory_xact_lock(?)", (_SETUP_LOCK,))
+        for sql in _DDL:
+            cur.execute(sql)
+        cur.execute("INSERT INTO ledger_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+                    (SCHEMA_VERSION,))
+        cur.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'")
+        found = cur.fetchone()[0]
+        if found != SCHEMA_VERSION:
+            raise ResultError("LEDGER_UNAVAILABLE", f"the ledger has schema version {found}, this code reads {SCHEMA_VERSION}")
+
+    def run(self, work: Callable[[Any], Any]) -> Any:
+        """``work(cursor)`` in one transaction; retried on deadlock or
+        serialisation failure, rolled back if it raises."""
+        errors = self._psycopg.errors
+        for attempt in range(_RETRIES):
+            try:
+                with self._conn.transaction(), self._conn.cursor() as cur:
+                    return work(_Cursor(cur))
+            except (errors.DeadlockDetected, errors.SerializationFailure):
+                if attempt == _RETRIES - 1:
+                    raise ResultError("LEDGER_UNAVAILABLE", "PostgreSQL ledger: the transaction kept conflicting") from None
+            except self._psycopg.OperationalError as error:
+                raise ResultError("LEDGER_UNAVAILABLE", f"PostgreSQL ledger: {type(error).__name__}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()

@@ -1,0 +1,188 @@
+"""Tool results and the checks a commit runs on them (seed 000, 8.5).
+
+A :class:`ToolResult` says how a call ended (``ok``, ``error`` or
+``partial``), whether running the call again is safe (``retry_safe``) and
+which effects it claims (files written, with their digests). A
+:class:`ResultCheck` is what a tool declares about its results: a result
+schema (Pydantic model or JSON Schema) and an effect check such as
+:class:`FileEffects` ("the file at ``path`` now has this digest").
+:func:`check_result` runs both; a result that does not fit is a
+:class:`~decisions.errors.ResultError` and the call is ``failed``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
+from typing import Any, Literal
+
+from ..errors import OutputError, ResultError
+from ..validate.schema import Schema
+
+__all__ = [
+    "ResultStatus",
+    "Effect",
+    "ToolResult",
+    "EffectCheck",
+    "ResultCheck",
+    "FileEffects",
+    "check_result",
+    "file_digest",
+]
+
+#: ``ok``: the call did what it should. ``error``: it did not (the tool said so).
+#: ``partial``: it did some of it; the call is ``failed`` with ``PARTIAL_EFFECT``.
+ResultStatus = Literal["ok", "error", "partial"]
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """A change a call claims to have made: the file at ``path`` (relative to
+    the workspace) now has ``digest`` (``sha256:<hex>``; None: it was deleted)."""
+
+    path: str
+    digest: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str) or not self.path:
+            raise ValueError("Effect.path must be a non-empty string")
+        if self.digest is not None and not (isinstance(self.digest, str) and self.digest.startswith("sha256:")):
+            raise ValueError("Effect.digest must be 'sha256:<hex>' or None")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of running one call: ``status`` ``"ok"``, ``"error"`` or
+    ``"partial"``, ``content`` a string or a JSON-serialisable value, whether
+    running the call again is safe (``retry_safe``), and the ``effects`` it claims."""
+
+    call_id: str
+    status: ResultStatus
+    content: Any = None
+    _: KW_ONLY
+    retry_safe: bool = False
+    effects: tuple[Effect, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.status not in ("ok", "error", "partial"):
+            raise ValueError("ToolResult.status must be 'ok', 'error' or 'partial'")
+        if not isinstance(self.call_id, str) or not self.call_id:
+            raise ValueError("ToolResult.call_id must be a non-empty string")
+        if not isinstance(self.effects, tuple) or not all(isinstance(e, Effect) for e in self.effects):
+            raise ValueError("ToolResult.effects must be a tuple of Effect")
+
+    @property
+    def text(self) -> str:
+        """The content as text: a string as is, anything else as JSON."""
+        if isinstance(self.content, str):
+            return self.content
+        return json.dumps(self.content, ensure_ascii=False, allow_nan=False)
+
+
+#: ``check(arguments, result)`` returns the effects it observed (each claimed
+#: effect it verified) or raises :class:`ResultError` (``EFFECT_NOT_OBSERVED``,
+#: ``PARTIAL_EFFECT``). ``arguments`` is None for a call recorded as sensitive.
+EffectCheck = Callable[[Mapping[str, Any] | None, ToolResult], Sequence[Effect]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResultCheck:
+    """What a tool declares about its results: the ``schema`` an ``ok``
+    result's content must match (Pydantic model, any Pydantic type, JSON
+    Schema dict or :class:`~decisions.schema.Schema`) and an ``effects`` check."""
+
+    schema: Any = None
+    effects: EffectCheck | None = None
+    compiled: Schema | None = None
+
+    def __post_init__(self) -> None:
+        if self.schema is not None and self.compiled is None:
+            spec = self.schema
+            object.__setattr__(self, "compiled", spec if isinstance(spec, Schema) else Schema(spec, closed=True))
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """``sha256:<hex>`` of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
+
+
+def _effect_error(code: str, message: str, path: str) -> ResultError:
+    return ResultError(code, message, path=path, issues=({"path": path, "code": code.lower(), "expected": "the effect the result claims"},),
+                       hint="report only what the tool really changed")
+
+
+@dataclass(frozen=True, slots=True)
+class FileEffects:
+    """Effect check for file-writing tools: every claimed effect is looked at
+    under ``root`` (its digest recomputed; a None digest means the file must be
+    gone), and every path argument named in ``paths`` (field names of the
+    call's arguments, string or list of strings) must be among the claimed
+    effects. A path outside ``root`` is never observed."""
+
+    root: str
+    paths: tuple[str, ...] = ("path",)
+
+    def __call__(self, arguments: Mapping[str, Any] | None, result: ToolResult) -> Sequence[Effect]:
+        root = os.path.realpath(self.root)
+        observed: list[Effect] = []
+        for index, effect in enumerate(result.effects):
+            where = f"$.effects[{index}]"
+            target = os.path.realpath(os.path.join(root, effect.path))
+            if os.path.commonpath([root, target]) != root:
+                raise _effect_error("EFFECT_NOT_OBSERVED", f"effect path {effect.path!r} is outside the workspace", where)
+            if effect.digest is None:
+                if os.path.lexists(target):
+                    raise _effect_error("EFFECT_NOT_OBSERVED", f"{effect.path!r} was to be deleted but is still there", where)
+            else:
+                actual = file_digest(target) if os.path.isfile(target) else None
+                if actual != effect.digest:
+                    seen = "missing" if actual is None else f"has {actual}"
+                    raise _effect_error("EFFECT_NOT_OBSERVED", f"{effect.path!r} {seen}, not {effect.digest}", where)
+            observed.append(effect)
+        claimed = {os.path.normpath(e.path) for e in observed}
+        expected: list[str] = []
+        for name in self.paths:
+            value = (arguments or {}).get(name)
+            items = value if isinstance(value, list) else [value]
+            expected += [v for v in items if isinstance(v, str) and v]
+        missing = [p for p in expected if os.path.normpath(p) not in claimed]
+        if missing:
+            code = "PARTIAL_EFFECT" if observed else "EFFECT_NOT_OBSERVED"
+            raise _effect_error(code, f"no effect observed on {missing}", "$.effects")
+        return tuple(observed)
+
+
+def check_result(arguments: Mapping[str, Any] | None, result: ToolResult, check: ResultCheck | None) -> tuple[OutputError | None, tuple[Effect, ...]]:
+    """The error that fails ``result`` (None when it passes) and the effects
+    the check observed. ``error`` is ``TOOL_ERROR``, ``partial``
+    ``PARTIAL_EFFECT``; an ``ok`` result must match the schema; the effect
+    check runs on ``ok`` and ``partial`` results. Without a check, an ``ok``
+    result passes and its effects stay unchecked."""
+    if result.status == "error":
+        return ResultError("TOOL_ERROR", "the tool reported an error", path="$.status", retryable=result.retry_safe), ()
+    observed: tuple[Effect, ...] = ()
+    if check is not None and check.effects is not None:
+        try:
+            observed = tuple(check.effects(arguments, result))
+        except ResultError as error:
+            return error, ()
+    if result.status == "partial":
+        return ResultError("PARTIAL_EFFECT", "the tool reported a partial result", path="$.status", retryable=False), observed
+    if check is not None and check.compiled is not None:
+        issues, _ = check.compiled.issues(result.content, root="$.content")
+        if issues:
+            first = issues[0]
+            return ResultError(
+                "RESULT_SCHEMA_MISMATCH",
+                f"the result does not match the tool's result schema: {first.get('code')} at {first.get('path')}",
+                path=first.get("path"),
+                issues=tuple(issues),
+            ), observed
+    return None, observed
