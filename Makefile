@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install --quiet "maturin>=1.5,<2" "pydantic>=2.6" "jsonschema>=4.21" \
 	    "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "orjson>=3.9" "jiter>=0.5" \
 	    "openai>=1.40" "anthropic>=0.34" "httpx>=0.27" "mypy>=1.10" "types-jsonschema" "google-genai>=1.0"
-	$(PIP) install --quiet "psycopg[binary]>=3.1"
+	$(PIP) install --quiet "psycopg[binary]>=3.1" "ruff>=0.6" "import-linter>=2.0"
 	touch $@
 
 .PHONY: venv
@@ -44,8 +44,23 @@ typecheck: build ## mypy --strict on the package, and stubtest of _native.pyi ag
 	$(PY) -m mypy --strict python/decisions
 	$(PY) -m mypy.stubtest decisions._native --allowlist packaging/stubtest-allowlist.txt
 
+.PHONY: style
+style: venv ## formatting and import layers: ruff (check, format), cargo fmt, the import-linter contract
+	$(VENV)/bin/ruff check python tests benches packaging fuzz/seeds.py
+	$(VENV)/bin/ruff format --check python tests benches packaging fuzz/seeds.py
+	cargo fmt --check
+	cd fuzz && cargo fmt --check
+	PYTHONPATH=python $(VENV)/bin/lint-imports
+
+.PHONY: format
+format: venv ## apply ruff (fixes, format) and cargo fmt
+	$(VENV)/bin/ruff check --fix python tests benches packaging fuzz/seeds.py
+	$(VENV)/bin/ruff format python tests benches packaging fuzz/seeds.py
+	cargo fmt
+	cd fuzz && cargo fmt
+
 .PHONY: lint
-lint: typecheck clippy ## typecheck, then clippy (unwrap/expect/panic/indexing denied in rust/src/core)
+lint: style typecheck clippy ## style, typecheck, then clippy (unwrap/expect/panic/indexing denied in rust/src/core)
 
 .PHONY: wheels
 wheels: venv ## the binary wheel (maturin, release) and the pure py3-none-any wheel, into dist/
@@ -54,7 +69,7 @@ wheels: venv ## the binary wheel (maturin, release) and the pure py3-none-any wh
 	@ls -1 dist/*.whl
 
 .PHONY: test
-test: cargo-test typecheck pytest ## everything CI runs: cargo test, mypy/stubtest, pytest on both backends (incl. the wheels)
+test: style cargo-test typecheck pytest ## everything CI runs: style, cargo test, mypy/stubtest, pytest on both backends (incl. the wheels)
 
 .PHONY: demo
 demo: build ## the main job: `decisions inspect` over the bundled example recordings (exit 0 = each gave its outcome)

@@ -62,11 +62,17 @@ DECISION = {
     ],
 }
 CASES: dict[str, tuple[dict[str, Any], Any]] = {
-    "write_file-valid": (WRITE_FILE, {"path": "src/a.py", "content": "x = 1\n" * 700, "mode": "create", "make_dirs": True}),
+    "write_file-valid": (
+        WRITE_FILE,
+        {"path": "src/a.py", "content": "x = 1\n" * 700, "mode": "create", "make_dirs": True},
+    ),
     "write_file-invalid": (WRITE_FILE, {"path": "", "content": 3, "mode": "replace", "extra": 1}),
     "decision-valid": (
         DECISION,
-        {"kind": "tool", "calls": [{"call_id": f"c{i}", "name": "read_file", "arguments": {"path": f"{i}.py"}} for i in range(4)]},
+        {
+            "kind": "tool",
+            "calls": [{"call_id": f"c{i}", "name": "read_file", "arguments": {"path": f"{i}.py"}} for i in range(4)],
+        },
     ),
     "decision-invalid": (DECISION, {"kind": "tool", "calls": [{"call_id": "", "name": "x", "arguments": []}]}),
 }

@@ -70,7 +70,7 @@ def write_file() -> str:
                 "tags": ["alpha", "beta", "gamma"][: 1 + i % 3],
                 "address": {"city": ["Lyon", "Zürich", "Kraków", "Osaka"][i % 4], "zip": f"{10000 + i}"},
                 "created": f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}T08:{i % 60:02d}:00Z",
-                "note": "ok" if i % 5 else "needs review:\n\t\"escalate\"",
+                "note": "ok" if i % 5 else 'needs review:\n\t"escalate"',
             }
         )
     content = {"version": 1, "records": records}

@@ -37,8 +37,18 @@ def run(args: list[str]) -> dict[str, Any]:
         out = Path(tmp) / "results.json"
         files = sorted(str(p) for p in HERE.glob("*.py") if p.name != "report.py")
         command = [
-            sys.executable, "-m", "pytest", *files, "--benchmark-only", "-q", "-p", "no:cacheprovider",
-            "--benchmark-timer=time.process_time", "--benchmark-min-time=0.0002", f"--benchmark-json={out}", *args,
+            sys.executable,
+            "-m",
+            "pytest",
+            *files,
+            "--benchmark-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--benchmark-timer=time.process_time",
+            "--benchmark-min-time=0.0002",
+            f"--benchmark-json={out}",
+            *args,
         ]
         subprocess.run(command, check=True, cwd=HERE.parent, env=os.environ.copy())
         return json.loads(out.read_text())

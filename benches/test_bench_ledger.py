@@ -40,7 +40,9 @@ TOOLS = ToolRegistry([Tool(name="write_file", side_effects=True)])
 
 def _decision(ids: list[str]) -> ToolDecision:
     return ToolDecision(
-        calls=tuple(ToolCall(call_id=c, name="write_file", arguments={"path": f"{c}.txt", "content": "x" * 200}) for c in ids),
+        calls=tuple(
+            ToolCall(call_id=c, name="write_file", arguments={"path": f"{c}.txt", "content": "x" * 200}) for c in ids
+        ),
         verdicts=tuple(CallVerdict(call_id=c, status="allowed") for c in ids),
         batch="per_call",
     )
@@ -50,7 +52,10 @@ def _decision(ids: list[str]) -> ToolDecision:
 
 
 def _urls(tmp: Path) -> dict[str, str]:
-    urls = {"sqlite": f"sqlite:///{tmp / 'bench.db'}", "sqlite-normal": f"sqlite:///{tmp / 'fast.db'}?synchronous=normal"}
+    urls = {
+        "sqlite": f"sqlite:///{tmp / 'bench.db'}",
+        "sqlite-normal": f"sqlite:///{tmp / 'fast.db'}?synchronous=normal",
+    }
     if POSTGRES_URL:
         urls["postgres"] = POSTGRES_URL
     return urls
@@ -87,8 +92,12 @@ def test_bench_bare_sqlite(benchmark: Any, tmp_path: Path) -> None:
     def one() -> None:
         call_id = f"c{next(counter)}"
         conn.execute("INSERT INTO calls VALUES (?, 'decided', NULL, NULL)", (call_id,))
-        conn.execute("UPDATE calls SET state = 'executing', worker = 'w' WHERE id = ? AND state = 'decided'", (call_id,))
-        conn.execute("UPDATE calls SET state = 'committed', result = 'done' WHERE id = ? AND state = 'executing'", (call_id,))
+        conn.execute(
+            "UPDATE calls SET state = 'executing', worker = 'w' WHERE id = ? AND state = 'decided'", (call_id,)
+        )
+        conn.execute(
+            "UPDATE calls SET state = 'committed', result = 'done' WHERE id = ? AND state = 'executing'", (call_id,)
+        )
 
     benchmark(one)
     conn.close()
@@ -118,7 +127,7 @@ def measure(url: str, workers: int, calls: int) -> dict[str, float]:
     ids = [f"c{i}" for i in range(calls)]
     with open_ledger(url) as ledger:
         for start in range(0, calls, 100):
-            ledger.record(_decision(ids[start:start + 100]), run_id=run, tools=TOOLS)
+            ledger.record(_decision(ids[start : start + 100]), run_id=run, tools=TOOLS)
     context = multiprocessing.get_context("fork")
     with context.Pool(workers) as pool:
         pool.map(abs, range(workers))  # start the processes before the clock

@@ -52,23 +52,50 @@ def _event(name: str, data: dict[str, Any]) -> bytes:
 @lru_cache(maxsize=None)
 def stream(per_call: int) -> tuple[tuple[bytes, ...], int, tuple[str, ...]]:
     """The SSE bytes in 4 KiB chunks, the number of events, the three arguments texts."""
-    message = {"id": "msg_bench", "type": "message", "role": "assistant", "model": "claude-bench", "content": [],
-               "stop_reason": None, "usage": {"input_tokens": 100, "output_tokens": 1}}
+    message = {
+        "id": "msg_bench",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-bench",
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 100, "output_tokens": 1},
+    }
     events = [_event("message_start", {"type": "message_start", "message": message}), _event("ping", {"type": "ping"})]
-    events.append(_event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+    events.append(
+        _event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        )
+    )
     for piece in ("I'll write ", "the three ", "files now."):
-        events.append(_event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}))
+        events.append(
+            _event(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+            )
+        )
     events.append(_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
     texts = tuple(_arguments(i, per_call) for i in range(3))
     for i, text in enumerate(texts, start=1):
         block = {"type": "tool_use", "id": f"toolu_{i:024d}", "name": "write_file", "input": {}}
-        events.append(_event("content_block_start", {"type": "content_block_start", "index": i, "content_block": block}))
+        events.append(
+            _event("content_block_start", {"type": "content_block_start", "index": i, "content_block": block})
+        )
         for j in range(0, len(text), DELTA):
             delta = {"type": "input_json_delta", "partial_json": text[j : j + DELTA]}
             events.append(_event("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}))
         events.append(_event("content_block_stop", {"type": "content_block_stop", "index": i}))
-    events.append(_event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                                           "usage": {"output_tokens": 900}}))
+    events.append(
+        _event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 900},
+            },
+        )
+    )
     events.append(_event("message_stop", {"type": "message_stop"}))
     data = b"".join(events)
     return tuple(data[i : i + CHUNK] for i in range(0, len(data), CHUNK)), len(events), texts
@@ -122,7 +149,9 @@ def lean(chunks: tuple[bytes, ...]) -> dict[str, Any]:
             elif kind == "message_delta":
                 result["stop_reason"] = event["delta"]["stop_reason"]
     result["tool_calls"] = [
-        (block["id"], block["name"], "".join(pieces)) for block, pieces in blocks.values() if block["type"] == "tool_use"
+        (block["id"], block["name"], "".join(pieces))
+        for block, pieces in blocks.values()
+        if block["type"] == "tool_use"
     ]
     return result
 

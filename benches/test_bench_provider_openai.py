@@ -41,8 +41,12 @@ ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789 .,-_/"
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **top: Any) -> bytes:
     body = {
-        "id": RID, "object": "chat.completion.chunk", "created": 1, "model": "gpt-bench",
-        "choices": [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}], **top,
+        "id": RID,
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-bench",
+        "choices": [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}],
+        **top,
     }
     return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
 
@@ -50,7 +54,12 @@ def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **top:
 def tool_delta(index: int, arguments: str, *, start: bool = False) -> bytes:
     call: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
     if start:
-        call = {"index": index, "id": f"call_{index}", "type": "function", "function": {"name": f"write_{index}", "arguments": arguments}}
+        call = {
+            "index": index,
+            "id": f"call_{index}",
+            "type": "function",
+            "function": {"name": f"write_{index}", "arguments": arguments},
+        }
     return chunk({"tool_calls": [call]})
 
 
@@ -59,7 +68,7 @@ def filler(n: int, seed: int) -> str:
 
 
 def pieces(text: str) -> list[str]:
-    return [text[i:i + DELTA] for i in range(0, len(text), DELTA)]
+    return [text[i : i + DELTA] for i in range(0, len(text), DELTA)]
 
 
 def whole_stream(per_call: int) -> tuple[bytes, int]:
@@ -90,7 +99,7 @@ def growth_stream(prefix: int, deltas: int) -> tuple[bytes, bytes, int]:
 
 
 def slices(data: bytes) -> list[bytes]:
-    return [data[i:i + SLICE] for i in range(0, len(data), SLICE)]
+    return [data[i : i + SLICE] for i in range(0, len(data), SLICE)]
 
 
 # ---------------------------------------------------------------- the contenders
@@ -102,6 +111,7 @@ def ours(impl: ModuleType) -> Callable[[list[bytes], Any], Any]:
         for part in parts:
             assembler.feed(part)
         return assembler.finish()
+
     return feed
 
 

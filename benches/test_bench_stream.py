@@ -35,7 +35,7 @@ CONTENDERS = [*BACKENDS, "lean"]
 
 def _arguments(index: int, size: int) -> str:
     """A write_file-like arguments JSON text of about ``size`` bytes."""
-    line = f"    value_{index} = compute(value_{index}, \"é\") * 2  # step\n"
+    line = f'    value_{index} = compute(value_{index}, "é") * 2  # step\n'
     body = (line * (size // len(line) + 1))[: max(size - 40, 1)]
     return json.dumps({"path": f"src/module_{index}.py", "content": body})
 
@@ -169,7 +169,9 @@ def decode(impl: ModuleType, chunks: list[bytes]) -> list[Any]:
     return out
 
 
-def _runner(name: str, lean: Callable[[list[bytes]], Any], full: Callable[[ModuleType, list[bytes]], Any]) -> Callable[[list[bytes]], Any]:
+def _runner(
+    name: str, lean: Callable[[list[bytes]], Any], full: Callable[[ModuleType, list[bytes]], Any]
+) -> Callable[[list[bytes]], Any]:
     if name == "lean":
         return lean
     impl = BACKENDS[name]

@@ -27,7 +27,12 @@ FIXTURES = ROOT / "tests" / "fixtures"
 CORPUS = Path(__file__).resolve().parent / "corpus"
 MAX_SEED = 64 * 1024
 
-STRUCTURED_TARGETS = ["structured_anthropic", "structured_gemini", "structured_openai_chat", "structured_openai_responses"]
+STRUCTURED_TARGETS = [
+    "structured_anthropic",
+    "structured_gemini",
+    "structured_openai_chat",
+    "structured_openai_responses",
+]
 RANDOM_SEEDS = 256
 
 PROVIDER_TARGETS = {

@@ -21,12 +21,8 @@ from decisions._backend import native_module
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
-settings.register_profile(
-    "fast", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile(
-    "long", max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+settings.register_profile("fast", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
 
 _PURE_ONLY = os.environ.get("DECISIONS_PURE", "").strip().lower() not in ("", "0", "false", "no")

@@ -40,7 +40,9 @@ def new_run() -> str:
 
 def decision(*specs: tuple[str, str, str], batch: str = "per_call", **arguments: object) -> ToolDecision:
     """A tool decision from ``(call_id, tool, verdict status)`` triples."""
-    calls = tuple(ToolCall(call_id=c, name=t, arguments={"path": f"{c}.txt", **arguments}, index=i)
-                  for i, (c, t, _) in enumerate(specs))
+    calls = tuple(
+        ToolCall(call_id=c, name=t, arguments={"path": f"{c}.txt", **arguments}, index=i)
+        for i, (c, t, _) in enumerate(specs)
+    )
     verdicts = tuple(CallVerdict(call_id=c, status=s) for c, _, s in specs)  # type: ignore[arg-type]
     return ToolDecision(calls=calls, verdicts=verdicts, batch=batch)  # type: ignore[arg-type]

@@ -31,7 +31,9 @@ def _nest(depth: int, leaf: str = "1") -> str:
 
 # Each provider's object-form argument field, as a stream of JSON events
 # (``%s`` is the arguments object) and as a whole body.
-ANTHROPIC_START = json.dumps({"type": "message_start", "message": {"id": "m", "model": "c", "content": [], "usage": {}}})
+ANTHROPIC_START = json.dumps(
+    {"type": "message_start", "message": {"id": "m", "model": "c", "content": [], "usage": {}}}
+)
 STREAMS: dict[str, Callable[[str], list[str]]] = {
     "anthropic-content_block_start": lambda args: [
         ANTHROPIC_START,
@@ -48,13 +50,17 @@ STREAMS: dict[str, Callable[[str], list[str]]] = {
 BODIES: dict[str, tuple[str, Callable[[str], str]]] = {
     "anthropic-body": (
         "anthropic",
-        lambda args: '{"type":"message","id":"m","model":"c","content":[{"type":"tool_use","id":"t","name":"f","input":%s}],'
-        '"stop_reason":"tool_use","usage":{}}' % args,
+        lambda args: (
+            '{"type":"message","id":"m","model":"c","content":[{"type":"tool_use","id":"t","name":"f","input":%s}],'
+            '"stop_reason":"tool_use","usage":{}}' % args
+        ),
     ),
     "gemini-body": (
         "gemini",
-        lambda args: '{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":%s}}]},"finishReason":"STOP"}]}'
-        % args,
+        lambda args: (
+            '{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":%s}}]},"finishReason":"STOP"}]}'
+            % args
+        ),
     ),
 }
 ARGS_PATH = {
@@ -137,7 +143,9 @@ def test_deep_dict_payloads(impl: ModuleType, depth: int) -> None:
     for _ in range(depth):
         node["a"] = {}
         node = node["a"]
-    body = {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": deep}}]}, "finishReason": "STOP"}]}
+    body = {
+        "candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": deep}}]}, "finishReason": "STOP"}]
+    }
     with pytest.raises(ParseError) as caught:
         impl.normalize(body, provider="gemini")
     assert caught.value.code == "DEPTH_EXCEEDED"
@@ -203,13 +211,18 @@ def test_raised_max_depth_never_raises_recursion_error(impl: ModuleType) -> None
     follow them, the text fallback and the canonical writer do not recurse."""
     limits = dataclasses.replace(decisions.DEFAULT_LIMITS, max_depth=10_000)
     schema = {
-        "$defs": {"n": {"type": "object", "properties": {"a": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "integer"}]}}}},
+        "$defs": {
+            "n": {"type": "object", "properties": {"a": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "integer"}]}}}
+        },
         "$ref": "#/$defs/n",
     }
     tools = ToolRegistry([Tool(name="f", parameters=schema, side_effects=False)])
     for depth in (150, 5_000, 9_999):
         call = NormalizedResponse(
-            provider="openai-chat", response_id="r", model="m", finish_reason="tool_calls",
+            provider="openai-chat",
+            response_id="r",
+            model="m",
+            finish_reason="tool_calls",
             items=(ToolCallItem(item_id="i", call_id="c", name="f", arguments=_nest(depth)),),
         )
         with pytest.raises(SchemaError) as caught:
@@ -217,13 +230,19 @@ def test_raised_max_depth_never_raises_recursion_error(impl: ModuleType) -> None
         assert caught.value.code == "SCHEMA_MISMATCH"
         assert [i["code"] for i in caught.value.issues] == ["too_deep"]
         final = NormalizedResponse(
-            provider="openai-chat", response_id="r", model="m", finish_reason="stop",
+            provider="openai-chat",
+            response_id="r",
+            model="m",
+            finish_reason="stop",
             items=(TextItem(item_id="t", text=_nest(depth)),),
         )
         with pytest.raises(SchemaError):
             decisions.decide(final, output=schema, limits=limits)
         text = NormalizedResponse(
-            provider="openai-chat", response_id="r", model="m", finish_reason="stop",
+            provider="openai-chat",
+            response_id="r",
+            model="m",
+            finish_reason="stop",
             items=(TextItem(item_id="t", text='<tool_call>{"name":"f","arguments":%s}</tool_call>' % _nest(depth)),),
         )
         with pytest.raises(SchemaError):
@@ -323,8 +342,18 @@ def test_out_of_range_choice_is_refused_alike(impl: ModuleType, choice: Any) -> 
 )
 def test_after_done_both_backends_agree(both: tuple[ModuleType, ModuleType], tail: bytes) -> None:
     chunks = [
-        {"id": "c", "object": "chat.completion.chunk", "model": "m", "choices": [{"index": 0, "delta": {"content": "hi"}}]},
-        {"id": "c", "object": "chat.completion.chunk", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"content": "hi"}}],
+        },
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        },
     ]
     sse = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n" + tail
 

@@ -20,10 +20,10 @@ from types import ModuleType
 from typing import Annotated, Any, Optional
 
 import pytest
-from decide_helpers import call, needs_loads, response
 from pydantic import AfterValidator, AliasChoices, AliasPath, BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
+from decide_helpers import call, needs_loads, response
 from decisions import (
     DomainError,
     PathArg,
@@ -132,8 +132,14 @@ def _read_tool(model: Any) -> ToolRegistry:
     ids=["alias-choices", "alias-by-alias", "alias-by-name", "alias-path", "validator", "default", "path-object"],
 )
 def test_the_policy_checks_the_value_the_executor_gets(ws: Path, model: Any, arguments: dict[str, Any]) -> None:
-    _refused(PolicyError, "PATH_OUTSIDE_WORKSPACE", "$.calls[0].arguments.path",
-             response(call(arguments=_args(arguments))), tools=_read_tool(model), policy=_read_policy(ws))
+    _refused(
+        PolicyError,
+        "PATH_OUTSIDE_WORKSPACE",
+        "$.calls[0].arguments.path",
+        response(call(arguments=_args(arguments))),
+        tools=_read_tool(model),
+        policy=_read_policy(ws),
+    )
 
 
 @pytest.mark.parametrize("model", [AliasedRead, PopulatedRead, NestedAliasRead, PrefixedRead, PathTypedRead])
@@ -158,7 +164,9 @@ class OptionalRead(BaseModel):
 
 @pytest.mark.parametrize("arguments", [{}, {"path": None}])
 def test_an_empty_optional_path_is_skipped_and_said_so(ws: Path, arguments: dict[str, Any]) -> None:
-    decision = _decided(response(call(arguments=_args(arguments))), tools=_read_tool(OptionalRead), policy=_read_policy(ws))
+    decision = _decided(
+        response(call(arguments=_args(arguments))), tools=_read_tool(OptionalRead), policy=_read_policy(ws)
+    )
     verdict = decision.verdicts[0]
     assert decision.executable and dict(verdict.paths) == {}
     assert verdict.empty_paths == ("$.calls[0].arguments.path",)
@@ -183,42 +191,70 @@ EDIT_SCHEMA = {
         "edits": {"type": "array", "items": {"$ref": "#/$defs/edit"}},
     },
     "required": ["edits"],
-    "$defs": {"edit": {"type": "object", "properties": {"file": {"type": "string"}, "text": {"type": "string"}}, "required": ["file"]}},
+    "$defs": {
+        "edit": {
+            "type": "object",
+            "properties": {"file": {"type": "string"}, "text": {"type": "string"}},
+            "required": ["file"],
+        }
+    },
 }
 
 
 def test_nested_selectors_over_a_model(ws: Path) -> None:
     policy = Policy(workspace=ws, tools={"read_many": ToolRule(paths={"files[*].path": "read"})})
     registry = ToolRegistry([Tool(name="read_many", parameters=ReadMany)])
-    ok = _decided(response(call(name="read_many", arguments='{"files": [{"path": "src/a.txt"}, {"filename": "docs"}]}')),
-                  tools=registry, policy=policy)
+    ok = _decided(
+        response(call(name="read_many", arguments='{"files": [{"path": "src/a.txt"}, {"filename": "docs"}]}')),
+        tools=registry,
+        policy=policy,
+    )
     assert sorted(ok.verdicts[0].paths) == ["$.calls[0].arguments.files[0].path", "$.calls[0].arguments.files[1].path"]
-    _refused(PolicyError, "PATH_OUTSIDE_WORKSPACE", "$.calls[0].arguments.files[1].path",
-             response(call(name="read_many", arguments='{"files": [{"path": "src/a.txt"}, {"filename": "../secret.txt"}]}')),
-             tools=registry, policy=policy)
+    _refused(
+        PolicyError,
+        "PATH_OUTSIDE_WORKSPACE",
+        "$.calls[0].arguments.files[1].path",
+        response(call(name="read_many", arguments='{"files": [{"path": "src/a.txt"}, {"filename": "../secret.txt"}]}')),
+        tools=registry,
+        policy=policy,
+    )
 
 
 @pytest.mark.parametrize("with_registry", [True, False], ids=["json-schema", "no-schema"])
 def test_nested_selectors_over_json(ws: Path, with_registry: bool) -> None:
     policy = Policy(workspace=ws, write_scopes=("docs",), tools={"edit": ToolRule(paths={"edits[*].file": "write"})})
     tools = ToolRegistry([Tool(name="edit", parameters=EDIT_SCHEMA)]) if with_registry else None
-    ok = _decided(response(call(name="edit", arguments='{"edits": [{"file": "docs/a.md"}, {"file": "docs/b.md", "text": "x"}]}')),
-                  tools=tools, policy=policy)
+    ok = _decided(
+        response(call(name="edit", arguments='{"edits": [{"file": "docs/a.md"}, {"file": "docs/b.md", "text": "x"}]}')),
+        tools=tools,
+        policy=policy,
+    )
     assert len(ok.verdicts[0].paths) == 2
-    _refused(PolicyError, "SCOPE_DENIED", "$.calls[0].arguments.edits[1].file",
-             response(call(name="edit", arguments='{"edits": [{"file": "docs/a.md"}, {"file": "src/a.txt"}]}')),
-             tools=tools, policy=policy)
+    _refused(
+        PolicyError,
+        "SCOPE_DENIED",
+        "$.calls[0].arguments.edits[1].file",
+        response(call(name="edit", arguments='{"edits": [{"file": "docs/a.md"}, {"file": "src/a.txt"}]}')),
+        tools=tools,
+        policy=policy,
+    )
 
 
 @pytest.mark.parametrize(
     ("arguments", "code", "path"),
     [
-        ('{"edits": {"file": "../x"}}', "PATH_OUTSIDE_WORKSPACE", "$.calls[0].arguments.edits.file"),  # one object, no array
+        (
+            '{"edits": {"file": "../x"}}',
+            "PATH_OUTSIDE_WORKSPACE",
+            "$.calls[0].arguments.edits.file",
+        ),  # one object, no array
         ('{"edits": ["../x"]}', "PATH_INVALID", "$.calls[0].arguments.edits[0]"),  # strings where objects belong
         ('{"edits": [{"file": 7}]}', "PATH_INVALID", "$.calls[0].arguments.edits[0].file"),
     ],
 )
-def test_a_schemaless_tool_cannot_reshape_its_way_past_a_selector(ws: Path, arguments: str, code: str, path: str) -> None:
+def test_a_schemaless_tool_cannot_reshape_its_way_past_a_selector(
+    ws: Path, arguments: str, code: str, path: str
+) -> None:
     policy = Policy(workspace=ws, write_scopes=("docs",), tools={"edit": ToolRule(paths={"edits[*].file": "write"})})
     _refused(PolicyError, code, path, response(call(name="edit", arguments=arguments)), policy=policy)
 
@@ -226,16 +262,24 @@ def test_a_schemaless_tool_cannot_reshape_its_way_past_a_selector(ws: Path, argu
 @pytest.mark.parametrize(
     ("tools", "rules"),
     [
-        ([Tool(name="read_file", parameters=AliasedRead)], {"read_file": ToolRule(paths={"file_path": "read"})}),  # an alias, not a field
+        (
+            [Tool(name="read_file", parameters=AliasedRead)],
+            {"read_file": ToolRule(paths={"file_path": "read"})},
+        ),  # an alias, not a field
         ([Tool(name="read_file", parameters=AliasedRead)], {"read_file": ToolRule(paths={"pth": "read"})}),
-        ([Tool(name="read_many", parameters=ReadMany)], {"read_many": ToolRule(paths={"files.path": "read"})}),  # [*] missing
+        (
+            [Tool(name="read_many", parameters=ReadMany)],
+            {"read_many": ToolRule(paths={"files.path": "read"})},
+        ),  # [*] missing
         ([Tool(name="read_many", parameters=ReadMany)], {"read_many": ToolRule(paths={"files[*].file": "read"})}),
         ([Tool(name="edit", parameters=EDIT_SCHEMA)], {"edit": ToolRule(paths={"edits[*].path": "write"})}),
         ([Tool(name="edit", parameters=EDIT_SCHEMA)], {"edit": ToolRule(paths={"file": "write"})}),
     ],
     ids=["alias", "typo", "missing-star", "nested-typo", "json-nested", "json-top"],
 )
-def test_a_rule_naming_an_undefined_field_is_a_configuration_error(ws: Path, tools: list[Tool], rules: dict[str, ToolRule]) -> None:
+def test_a_rule_naming_an_undefined_field_is_a_configuration_error(
+    ws: Path, tools: list[Tool], rules: dict[str, ToolRule]
+) -> None:
     policy = Policy(workspace=ws, tools=rules, write_scopes=("",))
     registry = ToolRegistry(tools)
     with pytest.raises(ValueError, match="does not fit the tool"):
@@ -258,26 +302,53 @@ def test_selector_steps() -> None:
 def test_a_missing_path_does_not_stop_the_other_checks(ws: Path) -> None:
     rules = {"copy": ToolRule(paths={"source": "read", "target": "write", "backup": "write"})}
     policy = Policy(workspace=ws, tools=rules, write_scopes=("docs",))
-    _refused(PolicyError, "PATH_OUTSIDE_WORKSPACE", "$.calls[0].arguments.target",
-             response(call(name="copy", arguments='{"target": "../secret.txt"}')), policy=policy)
-    _refused(PolicyError, "SCOPE_DENIED", "$.calls[0].arguments.backup",
-             response(call(name="copy", arguments='{"source": null, "backup": "src/a.txt"}')), policy=policy)
+    _refused(
+        PolicyError,
+        "PATH_OUTSIDE_WORKSPACE",
+        "$.calls[0].arguments.target",
+        response(call(name="copy", arguments='{"target": "../secret.txt"}')),
+        policy=policy,
+    )
+    _refused(
+        PolicyError,
+        "SCOPE_DENIED",
+        "$.calls[0].arguments.backup",
+        response(call(name="copy", arguments='{"source": null, "backup": "src/a.txt"}')),
+        policy=policy,
+    )
 
 
 def test_write_arguments_are_checked_against_write_scopes(ws: Path) -> None:
     rules = {"copy": ToolRule(paths={"source": "read", "target": "write"})}
     reads_anywhere = Policy(workspace=ws, tools=rules, read_scopes=("",), write_scopes=("docs",))
-    _refused(PolicyError, "SCOPE_DENIED", "$.calls[0].arguments.target",
-             response(call(name="copy", arguments='{"source": "src/a.txt", "target": "src/b.txt"}')), policy=reads_anywhere)
+    _refused(
+        PolicyError,
+        "SCOPE_DENIED",
+        "$.calls[0].arguments.target",
+        response(call(name="copy", arguments='{"source": "src/a.txt", "target": "src/b.txt"}')),
+        policy=reads_anywhere,
+    )
     writes_anywhere = Policy(workspace=ws, tools=rules, read_scopes=("src",), write_scopes=("",))
-    _refused(PolicyError, "SCOPE_DENIED", "$.calls[0].arguments.source",
-             response(call(name="copy", arguments='{"source": "docs/x", "target": "docs/y"}')), policy=writes_anywhere)
-    assert _decided(response(call(name="copy", arguments='{"source": "src/a.txt", "target": "src/b.txt"}')),
-                    policy=writes_anywhere).executable
-    per_argument = Policy(workspace=ws, tools={"copy": ToolRule(paths={"target": PathArg("write", scopes=("docs",))})},
-                          write_scopes=("",))
-    _refused(PolicyError, "SCOPE_DENIED", "$.calls[0].arguments.target",
-             response(call(name="copy", arguments='{"target": "src/b.txt"}')), policy=per_argument)
+    _refused(
+        PolicyError,
+        "SCOPE_DENIED",
+        "$.calls[0].arguments.source",
+        response(call(name="copy", arguments='{"source": "docs/x", "target": "docs/y"}')),
+        policy=writes_anywhere,
+    )
+    assert _decided(
+        response(call(name="copy", arguments='{"source": "src/a.txt", "target": "src/b.txt"}')), policy=writes_anywhere
+    ).executable
+    per_argument = Policy(
+        workspace=ws, tools={"copy": ToolRule(paths={"target": PathArg("write", scopes=("docs",))})}, write_scopes=("",)
+    )
+    _refused(
+        PolicyError,
+        "SCOPE_DENIED",
+        "$.calls[0].arguments.target",
+        response(call(name="copy", arguments='{"target": "src/b.txt"}')),
+        policy=per_argument,
+    )
 
 
 def test_a_root_whose_name_ends_in_a_space_is_not_its_siblings_parent(tmp_path: Path) -> None:
@@ -285,8 +356,13 @@ def test_a_root_whose_name_ends_in_a_space_is_not_its_siblings_parent(tmp_path: 
     root.mkdir()
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "secret.txt").write_text("key")
-    _refused(PolicyError, "PATH_OUTSIDE_WORKSPACE", "$.calls[0].arguments.path",
-             response(call(arguments='{"path": "../ws/secret.txt"}')), policy=_read_policy(root))
+    _refused(
+        PolicyError,
+        "PATH_OUTSIDE_WORKSPACE",
+        "$.calls[0].arguments.path",
+        response(call(arguments='{"path": "../ws/secret.txt"}')),
+        policy=_read_policy(root),
+    )
     with pytest.raises(PolicyError):
         resolve_path(os.path.realpath(root), str(tmp_path / "ws" / "secret.txt"))
 
@@ -333,14 +409,24 @@ INVALID = [
 @pytest.mark.parametrize("name", AMBIGUOUS)
 def test_a_look_alike_of_a_ruled_name_is_refused(ws: Path, name: str) -> None:
     # tools=None and default="allow": without the check, no rule would apply and the path would go unchecked
-    _refused(DomainError, "AMBIGUOUS_TOOL_NAME", "$.calls[0].name",
-             response(call(name=name, arguments='{"path": "../secret.txt"}')), policy=Policy(workspace=ws, tools=RULED))
+    _refused(
+        DomainError,
+        "AMBIGUOUS_TOOL_NAME",
+        "$.calls[0].name",
+        response(call(name=name, arguments='{"path": "../secret.txt"}')),
+        policy=Policy(workspace=ws, tools=RULED),
+    )
 
 
 @pytest.mark.parametrize("name", AMBIGUOUS)
 def test_a_look_alike_of_a_registered_name_is_refused(name: str) -> None:
-    _refused(DomainError, "AMBIGUOUS_TOOL_NAME", "$.calls[1].name",
-             response(call(call_id="a"), call(name=name, call_id="b")), tools=_read_tool(None))
+    _refused(
+        DomainError,
+        "AMBIGUOUS_TOOL_NAME",
+        "$.calls[1].name",
+        response(call(call_id="a"), call(name=name, call_id="b")),
+        tools=_read_tool(None),
+    )
 
 
 @pytest.mark.parametrize("name", INVALID)
@@ -356,8 +442,13 @@ def test_names_with_whitespace_or_control_characters_are_refused(ws: Path, name:
 
 def test_per_call_batches_do_not_let_a_look_alike_through(ws: Path) -> None:
     policy = Policy(workspace=ws, tools=RULED, batch="per_call")
-    _refused(DomainError, "AMBIGUOUS_TOOL_NAME", "$.calls[1].name",
-             response(call(call_id="a"), call(name="READ_FILE", call_id="b", arguments='{"path": "../secret.txt"}')), policy=policy)
+    _refused(
+        DomainError,
+        "AMBIGUOUS_TOOL_NAME",
+        "$.calls[1].name",
+        response(call(call_id="a"), call(name="READ_FILE", call_id="b", arguments='{"path": "../secret.txt"}')),
+        policy=policy,
+    )
 
 
 def test_apply_policy_checks_names_too(ws: Path) -> None:
@@ -372,8 +463,13 @@ def test_exact_and_unrelated_names_still_pass(ws: Path) -> None:
     assert _decided(response(call(arguments='{"path": "src/a.txt"}')), policy=policy).executable
     # default="allow" without a registry lets a name that resembles no ruled one through, unchecked
     assert _decided(response(call(name="read-file", arguments='{"path": "../secret.txt"}')), policy=policy).executable
-    _refused(PolicyError, "TOOL_DENIED", "$.calls[0].name",
-             response(call(name="read-file")), policy=Policy(workspace=ws, tools=RULED, default="deny"))
+    _refused(
+        PolicyError,
+        "TOOL_DENIED",
+        "$.calls[0].name",
+        response(call(name="read-file")),
+        policy=Policy(workspace=ws, tools=RULED, default="deny"),
+    )
 
 
 def test_look_alike_names_in_the_configuration_are_refused(ws: Path) -> None:
@@ -442,7 +538,9 @@ NESTED_SCHEMA = {
     ids=["model", "typed-dict", "dataclass", "nested-model", "json-schema", "json-allOf", "json-ref"],
 )
 def test_an_undeclared_field_is_a_schema_mismatch(spec: Any, arguments: dict[str, Any], where: str) -> None:
-    error = _refused(SchemaError, "SCHEMA_MISMATCH", where, response(call(arguments=_args(arguments))), tools=_read_tool(spec))
+    error = _refused(
+        SchemaError, "SCHEMA_MISMATCH", where, response(call(arguments=_args(arguments))), tools=_read_tool(spec)
+    )
     assert [(i["path"], i["code"]) for i in error.issues] == [(where, "unexpected")]
 
 
@@ -467,13 +565,21 @@ def test_the_explicit_opt_outs() -> None:
     decision = _decided(response(call(arguments=raw)), tools=ignored)
     assert decision.calls[0].arguments == {"path": "a"}  # Pydantic ignored it, so the executor never sees it
     open_schema = ToolRegistry([Tool(name="read_file", parameters={**PLAIN_SCHEMA, "additionalProperties": True})])
-    assert _decided(response(call(arguments=raw)), tools=open_schema).calls[0].arguments == {"path": "a", "toolNmae": "x"}
+    assert _decided(response(call(arguments=raw)), tools=open_schema).calls[0].arguments == {
+        "path": "a",
+        "toolNmae": "x",
+    }
 
 
 def test_closing_is_not_undone_by_a_prebuilt_schema() -> None:
     registry = ToolRegistry([Tool(name="read_file", parameters=Schema(Plain, closed=False))])
-    _refused(SchemaError, "SCHEMA_MISMATCH", "$.calls[0].arguments.toolNmae",
-             response(call(arguments='{"path": "a", "toolNmae": "x"}')), tools=registry)
+    _refused(
+        SchemaError,
+        "SCHEMA_MISMATCH",
+        "$.calls[0].arguments.toolNmae",
+        response(call(arguments='{"path": "a", "toolNmae": "x"}')),
+        tools=registry,
+    )
 
 
 def test_an_open_model_in_a_closed_tool_is_a_configuration_error() -> None:

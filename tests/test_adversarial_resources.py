@@ -142,8 +142,17 @@ def test_a_million_digit_number_is_refused_at_the_limit(impl: ModuleType) -> Non
 def test_syntax_errors_keep_the_last_good_view(impl: ModuleType) -> None:
     """Only limits raise; text that stops being JSON shows what was good."""
     for text, view in [
-        ('{"a": 1, +', {"a": 1}), ('{"a": 01', {}), ('{"a": 01}', {}), ('{"a": 1.5.', {}), ('{"a": 1, "b": 1.5.}', {"a": 1}),
-        ('{"a": truex', {"a": True}), ("[1] 2", [1]), ('{"a": 1.', {}), ('{"a": -', {}), ('{"a": 1e+', {}), ('{"a": 1e+5', {"a": 1e5}),
+        ('{"a": 1, +', {"a": 1}),
+        ('{"a": 01', {}),
+        ('{"a": 01}', {}),
+        ('{"a": 1.5.', {}),
+        ('{"a": 1, "b": 1.5.}', {"a": 1}),
+        ('{"a": truex', {"a": True}),
+        ("[1] 2", [1]),
+        ('{"a": 1.', {}),
+        ('{"a": -', {}),
+        ('{"a": 1e+', {}),
+        ('{"a": 1e+5', {"a": 1e5}),
     ]:
         asm = _assembler(impl)
         asm.feed_event(ToolArgumentsDelta(item_id="a", delta=text))
@@ -171,14 +180,18 @@ def _shapes() -> dict[str, Callable[[int], tuple[str, Limits]]]:
     return {
         # within the limits: the view grows with the text
         "long string": lambda n: ('{"content": "' + "abcdef\\n\\u00e9" * (n // 14), L),
-        "many keys": lambda n: ("{" + ",".join(f'"k{i}":{i}' for i in range(n // 10)), replace(L, max_object_members=10**6)),
+        "many keys": lambda n: (
+            "{" + ",".join(f'"k{i}":{i}' for i in range(n // 10)),
+            replace(L, max_object_members=10**6),
+        ),
         "many closed objects": lambda n: ("[" + ",".join(f'{{"k":{i}}}' for i in range(n // 8)), L),
         # past a limit: the view stops growing (the reported cases)
         "long literal": lambda n: ('{"n": ' + "1234567890" * (n // 10), L),
         "long literal, raised limit": lambda n: ('{"n": ' + "1234567890" * (n // 10), WIDE),
         "deep nesting": lambda n: ('{"a":' * (n // 5), L),
         "many members past the limit": lambda n: (
-            "{" + ",".join(f'"k{i}":{i}' for i in range(n // 10)), replace(L, max_object_members=300)
+            "{" + ",".join(f'"k{i}":{i}' for i in range(n // 10)),
+            replace(L, max_object_members=300),
         ),
     }
 
@@ -187,8 +200,12 @@ def _shapes() -> dict[str, Callable[[int], tuple[str, Limits]]]:
 #: from 10^5 on; an open object's or array's entries are copied into each view
 #: (C-level, bounded by max_object_members / max_array_items), which stays
 #: small next to the per-delta work up to a few thousand entries
-_SIZES: dict[str, int] = {"long literal": 20_000, "long literal, raised limit": 20_000, "many keys": 2_000,
-                          "many closed objects": 2_000}
+_SIZES: dict[str, int] = {
+    "long literal": 20_000,
+    "long literal, raised limit": 20_000,
+    "many keys": 2_000,
+    "many closed objects": 2_000,
+}
 
 
 def _stream_time(impl: ModuleType, text: str, limits: Limits, step: int = 16) -> float:
@@ -265,12 +282,22 @@ def _sse(events: list[tuple[str | None, dict[str, Any]]]) -> bytes:
 
 
 def _anthropic(names: list[str]) -> tuple[bytes, dict[str, int]]:
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [],
-               "stop_reason": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
     events: list[tuple[str | None, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": message})]
     events += [(name, {"type": name}) for name in names]
     events += [
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}}),
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}},
+        ),
         ("message_stop", {"type": "message_stop"}),
     ]
     return _sse(events), _expected(names)
@@ -281,8 +308,12 @@ def _responses(names: list[str]) -> tuple[bytes, dict[str, int]]:
     response = {"id": "resp_1", "model": "m", "status": "in_progress", "output": []}
     events = [{"type": "response.created", "response": response}]
     events += [{"type": kind} for kind in kinds]
-    events.append({"type": "response.completed", "response": {**response, "status": "completed",
-                                                               "usage": {"input_tokens": 1, "output_tokens": 1}}})
+    events.append(
+        {
+            "type": "response.completed",
+            "response": {**response, "status": "completed", "usage": {"input_tokens": 1, "output_tokens": 1}},
+        }
+    )
     numbered = [(None, {**event, "sequence_number": i}) for i, event in enumerate(events)]
     return _sse(numbered), _expected(kinds)
 
@@ -342,7 +373,11 @@ def test_the_bounded_dict_is_the_same_on_both_backends(both: tuple[ModuleType, M
 
 def test_whole_bodies_are_bounded_too(impl: ModuleType) -> None:
     names = [_name(i) for i in range(1_000)]
-    body = [{"type": "response_started"}, *({"type": n} for n in names), {"type": "response_finished", "finish_reason": "stop"}]
+    body = [
+        {"type": "response_started"},
+        *({"type": n} for n in names),
+        {"type": "response_finished", "finish_reason": "stop"},
+    ]
     assert dict(impl.normalize(json.dumps(body), provider="canonical").unknown_events) == _expected(names)
     parts = [{name: {}} for name in names] + [{"text": "ok"}]
     gemini = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}
@@ -353,17 +388,30 @@ def test_whole_bodies_are_bounded_too(impl: ModuleType) -> None:
 def test_unknown_anthropic_blocks_are_bounded(impl: ModuleType) -> None:
     """Blocks of an unknown type keep state (to pair start and stop): past
     MAX_RECORDED_ITEMS of them the stream is refused, like too many items."""
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [],
-               "stop_reason": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
     events: list[tuple[str | None, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": message})]
     for index in range(MAX_RECORDED_ITEMS):
-        events.append(("content_block_start", {"type": "content_block_start", "index": index,
-                                               "content_block": {"type": f"server_thing_{index}"}}))
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": {"type": f"server_thing_{index}"}},
+            )
+        )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
     asm = impl.StreamAssembler("anthropic")
     asm.feed(_sse(events))
-    extra = ("content_block_start", {"type": "content_block_start", "index": MAX_RECORDED_ITEMS,
-                                     "content_block": {"type": "server_thing"}})
+    extra = (
+        "content_block_start",
+        {"type": "content_block_start", "index": MAX_RECORDED_ITEMS, "content_block": {"type": "server_thing"}},
+    )
     with pytest.raises(StreamError) as info:
         asm.feed(_sse([extra]))
     assert info.value.code == "TOO_MANY_ITEMS_IN_RESPONSE"
@@ -393,7 +441,9 @@ def test_memory_stays_flat_under_millions_of_names(impl: ModuleType, count: int)
     """~90 MiB of distinct unknown names (under max_stream_events): the peak
     RSS grows by a few MiB, not by what was fed."""
     name = "pure" if impl.__name__.endswith("_pure") else "native"
-    out = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, name, str(count)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _RSS_SCRIPT, name, str(count)], capture_output=True, text=True, check=True
+    )
     kept, growth_kib = json.loads(out.stdout)
     assert kept == MAX_NAMES + 1
     assert growth_kib < 32 * 1024

@@ -26,13 +26,16 @@ from typing import Any, Callable
 
 import pytest
 
-from decisions import Tool, ToolDecision, decide
-from decisions import _backend
+from decisions import Tool, ToolDecision, _backend, decide
 from decisions.errors import ERROR_CODES, OutputError
 
 EXECUTABLE = "EXECUTABLE"
 ARGS = '{"path": "a.txt"}'
-TOOLS = [Tool(name="read_file", parameters={"type": "object", "properties": {"path": {"type": "string"}}}, side_effects=False)]
+TOOLS = [
+    Tool(
+        name="read_file", parameters={"type": "object", "properties": {"path": {"type": "string"}}}, side_effects=False
+    )
+]
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,13 @@ CASES: list[Case] = []
 
 
 def both(
-    name: str, provider: str, stream: list[Any] | None, body: Any, expect: str, body_expect: str | None = None, **options: Any
+    name: str,
+    provider: str,
+    stream: list[Any] | None,
+    body: Any,
+    expect: str,
+    body_expect: str | None = None,
+    **options: Any,
 ) -> None:
     """The case as a stream and as a whole body (either may be None;
     ``body_expect`` when the body's outcome differs)."""
@@ -101,7 +110,9 @@ CHAT_CALL = {"index": 0, "id": "call_1", "type": "function", "function": {"name"
 CHAT_ARGS = {"index": 0, "function": {"arguments": ARGS}}
 
 
-def chat_stream(finish: Any = "tool_calls", last: dict[str, Any] | None = None, after: list[Any] | None = None) -> list[Any]:
+def chat_stream(
+    finish: Any = "tool_calls", last: dict[str, Any] | None = None, after: list[Any] | None = None
+) -> list[Any]:
     chunks: list[Any] = [
         chat_chunk([{"index": 0, "delta": {"role": "assistant", "tool_calls": [CHAT_CALL]}, "finish_reason": None}]),
         chat_chunk([{"index": 0, "delta": {"tool_calls": [CHAT_ARGS]}, "finish_reason": None}]),
@@ -111,28 +122,77 @@ def chat_stream(finish: Any = "tool_calls", last: dict[str, Any] | None = None, 
 
 
 def chat_body(finish: Any = "tool_calls", **extra: Any) -> dict[str, Any]:
-    message = {"role": "assistant", "content": None,
-               "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": ARGS}}]}
-    return {"id": "chatcmpl-1", "object": "chat.completion", "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}], **extra}
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": ARGS}}],
+    }
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        **extra,
+    }
 
 
 CHAT_ERROR = {"message": "The server had an error", "type": "server_error", "code": None}
 
 both("control", CHAT, chat_stream(), chat_body(), EXECUTABLE)
-both("error beside finish_reason tool_calls", CHAT, chat_stream(last={"error": CHAT_ERROR}), chat_body(error=CHAT_ERROR), "PROVIDER_ERROR")
-both("error beside finish_reason stop", CHAT, chat_stream("stop", last={"error": CHAT_ERROR}), chat_body("stop", error=CHAT_ERROR), "PROVIDER_ERROR")
+both(
+    "error beside finish_reason tool_calls",
+    CHAT,
+    chat_stream(last={"error": CHAT_ERROR}),
+    chat_body(error=CHAT_ERROR),
+    "PROVIDER_ERROR",
+)
+both(
+    "error beside finish_reason stop",
+    CHAT,
+    chat_stream("stop", last={"error": CHAT_ERROR}),
+    chat_body("stop", error=CHAT_ERROR),
+    "PROVIDER_ERROR",
+)
 CHAT_ERRORED = chat_chunk([{"index": 0, "delta": {"tool_calls": [CHAT_ARGS]}, "finish_reason": None}], error=CHAT_ERROR)
-both("error in a chunk that continues the call", CHAT, [chat_stream()[0], CHAT_ERRORED, "[DONE]"], None, "PROVIDER_ERROR")
-both("error in a chunk that continues the call, the finish after it", CHAT,
-     [chat_stream()[0], CHAT_ERRORED, *chat_stream()[2:]], None, "EVENT_AFTER_TERMINAL")
-both("error chunk after the finish_reason", CHAT, chat_stream(after=[{"error": CHAT_ERROR}]), None, "EVENT_AFTER_TERMINAL")
-both("content after the finish_reason", CHAT,
-     chat_stream(after=[chat_chunk([{"index": 0, "delta": {"content": "more"}, "finish_reason": None}])]), None, "EVENT_AFTER_TERMINAL")
-both("a second finish_reason that contradicts the first", CHAT,
-     chat_stream(after=[chat_chunk([{"index": 0, "delta": {}, "finish_reason": "length"}])]), None, "EVENT_AFTER_TERMINAL")
+both(
+    "error in a chunk that continues the call", CHAT, [chat_stream()[0], CHAT_ERRORED, "[DONE]"], None, "PROVIDER_ERROR"
+)
+both(
+    "error in a chunk that continues the call, the finish after it",
+    CHAT,
+    [chat_stream()[0], CHAT_ERRORED, *chat_stream()[2:]],
+    None,
+    "EVENT_AFTER_TERMINAL",
+)
+both(
+    "error chunk after the finish_reason",
+    CHAT,
+    chat_stream(after=[{"error": CHAT_ERROR}]),
+    None,
+    "EVENT_AFTER_TERMINAL",
+)
+both(
+    "content after the finish_reason",
+    CHAT,
+    chat_stream(after=[chat_chunk([{"index": 0, "delta": {"content": "more"}, "finish_reason": None}])]),
+    None,
+    "EVENT_AFTER_TERMINAL",
+)
+both(
+    "a second finish_reason that contradicts the first",
+    CHAT,
+    chat_stream(after=[chat_chunk([{"index": 0, "delta": {}, "finish_reason": "length"}])]),
+    None,
+    "EVENT_AFTER_TERMINAL",
+)
 # a body's selected choice must carry a finish_reason
-both("a chunk after [DONE]", CHAT, [*chat_stream(), chat_chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}])], None, "EVENT_AFTER_TERMINAL")
+both(
+    "a chunk after [DONE]",
+    CHAT,
+    [*chat_stream(), chat_chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}])],
+    None,
+    "EVENT_AFTER_TERMINAL",
+)
 both("no finish_reason (only [DONE])", CHAT, chat_stream(None), chat_body(None), "NO_TERMINAL_EVENT", "MALFORMED_EVENT")
 for raw, code in [
     ("length", "INCOMPLETE_RESPONSE"),
@@ -148,14 +208,26 @@ for raw, code in [
 both(
     "two entries for choice 0 in one chunk",
     CHAT,
-    [*chat_stream()[:2], chat_chunk([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}, {"index": 0, "delta": {}, "finish_reason": None}]), "[DONE]"],
+    [
+        *chat_stream()[:2],
+        chat_chunk(
+            [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}, {"index": 0, "delta": {}, "finish_reason": None}]
+        ),
+        "[DONE]",
+    ],
     None,
     "MULTIPLE_CHOICES",
 )
 both(
     "two entries for choice 0 in one chunk (choice=0)",
     CHAT,
-    [*chat_stream()[:2], chat_chunk([{"index": 0, "delta": {}, "finish_reason": None}, {"index": 0, "delta": {}, "finish_reason": "tool_calls"}]), "[DONE]"],
+    [
+        *chat_stream()[:2],
+        chat_chunk(
+            [{"index": 0, "delta": {}, "finish_reason": None}, {"index": 0, "delta": {}, "finish_reason": "tool_calls"}]
+        ),
+        "[DONE]",
+    ],
     None,
     "MULTIPLE_CHOICES",
     choice=0,
@@ -164,7 +236,12 @@ both(
     "two choices with index 0 (choice=0), the first done",
     CHAT,
     None,
-    edit(chat_body(), lambda b: b["choices"].append({"index": 0, "message": {"role": "assistant", "content": "cut"}, "finish_reason": "length"})),
+    edit(
+        chat_body(),
+        lambda b: b["choices"].append(
+            {"index": 0, "message": {"role": "assistant", "content": "cut"}, "finish_reason": "length"}
+        ),
+    ),
     "MULTIPLE_CHOICES",
     choice=0,
 )
@@ -172,7 +249,12 @@ both(
     "choice 1 finishes while the selected choice 0 is unfinished",
     CHAT,
     [*chat_stream()[:2], chat_chunk([{"index": 1, "delta": {}, "finish_reason": "stop"}]), "[DONE]"],
-    edit(chat_body(None), lambda b: b["choices"].append({"index": 1, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"})),
+    edit(
+        chat_body(None),
+        lambda b: b["choices"].append(
+            {"index": 1, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}
+        ),
+    ),
     "NO_TERMINAL_EVENT",
     "MALFORMED_EVENT",
     choice=0,
@@ -185,21 +267,45 @@ RESP = "openai-responses"
 
 
 def call_item(status: Any = "completed") -> dict[str, Any]:
-    return {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_file", "arguments": ARGS, "status": status}
+    return {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "read_file",
+        "arguments": ARGS,
+        "status": status,
+    }
 
 
 def resp_object(status: Any = "completed", item_status: Any = "completed", **extra: Any) -> dict[str, Any]:
-    return {"id": "resp_1", "object": "response", "model": "m", "status": status, "output": [call_item(item_status)],
-            "error": None, "incomplete_details": None, "usage": {"input_tokens": 3, "output_tokens": 4}, **extra}
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "model": "m",
+        "status": status,
+        "output": [call_item(item_status)],
+        "error": None,
+        "incomplete_details": None,
+        "usage": {"input_tokens": 3, "output_tokens": 4},
+        **extra,
+    }
 
 
 def resp_stream(
-    kind: str = "response.completed", status: Any = "completed", done_status: Any = "completed",
-    final_status: Any = "completed", after: list[Any] | None = None, **extra: Any,
+    kind: str = "response.completed",
+    status: Any = "completed",
+    done_status: Any = "completed",
+    final_status: Any = "completed",
+    after: list[Any] | None = None,
+    **extra: Any,
 ) -> list[Any]:
     events: list[Any] = [
         {"type": "response.created", "response": {"id": "resp_1", "model": "m", "status": "in_progress", "output": []}},
-        {"type": "response.output_item.added", "output_index": 0, "item": {**call_item("in_progress"), "arguments": ""}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**call_item("in_progress"), "arguments": ""},
+        },
         {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": ARGS},
         {"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0, "arguments": ARGS},
         {"type": "response.output_item.done", "output_index": 0, "item": call_item(done_status)},
@@ -215,51 +321,173 @@ RESP_ERROR = {"code": "server_error", "message": "The model failed"}
 
 both("control", RESP, resp_stream(), resp_object(), EXECUTABLE)
 for status in ("in_progress", "queued"):
-    both(f"response.completed whose status is {status}", RESP, resp_stream(status=status), None, "UNKNOWN_FINISH_REASON")
+    both(
+        f"response.completed whose status is {status}", RESP, resp_stream(status=status), None, "UNKNOWN_FINISH_REASON"
+    )
     both(f"status {status}", RESP, None, resp_object(status), "NO_TERMINAL_EVENT")
 for status in ("done", "COMPLETED", "", "succeeded"):
     both(f"unknown status {status!r}", RESP, resp_stream(status=status), resp_object(status), "UNKNOWN_FINISH_REASON")
 both("no status", RESP, None, resp_object(None), "NO_TERMINAL_EVENT")
 both("status failed", RESP, resp_stream(status="failed"), resp_object("failed"), "PROVIDER_ERROR")
-both("response.completed whose status is incomplete, without details", RESP, resp_stream(status="incomplete"), None, "UNKNOWN_FINISH_REASON")
+both(
+    "response.completed whose status is incomplete, without details",
+    RESP,
+    resp_stream(status="incomplete"),
+    None,
+    "UNKNOWN_FINISH_REASON",
+)
 both("status cancelled", RESP, resp_stream(status="cancelled"), resp_object("cancelled"), "RESPONSE_CANCELLED")
-both("status completed with an error object", RESP, resp_stream(error=RESP_ERROR), resp_object(error=RESP_ERROR), "PROVIDER_ERROR")
-both("response.incomplete whose status is completed", RESP,
-     resp_stream("response.incomplete", incomplete_details={"reason": "max_output_tokens"}), None, "INCOMPLETE_RESPONSE")
-both("response.incomplete with an error object", RESP,
-     resp_stream("response.incomplete", "incomplete", error=RESP_ERROR), None, "PROVIDER_ERROR")
+both(
+    "status completed with an error object",
+    RESP,
+    resp_stream(error=RESP_ERROR),
+    resp_object(error=RESP_ERROR),
+    "PROVIDER_ERROR",
+)
+both(
+    "response.incomplete whose status is completed",
+    RESP,
+    resp_stream("response.incomplete", incomplete_details={"reason": "max_output_tokens"}),
+    None,
+    "INCOMPLETE_RESPONSE",
+)
+both(
+    "response.incomplete with an error object",
+    RESP,
+    resp_stream("response.incomplete", "incomplete", error=RESP_ERROR),
+    None,
+    "PROVIDER_ERROR",
+)
 both("response.failed whose status is completed", RESP, resp_stream("response.failed"), None, "PROVIDER_ERROR")
-for reason, code in [("max_output_tokens", "INCOMPLETE_RESPONSE"), ("content_filter", "CONTENT_FILTERED"), ("other", "UNKNOWN_FINISH_REASON")]:
-    both(f"status completed with incomplete_details {reason}", RESP,
-         resp_stream(incomplete_details={"reason": reason}), resp_object(incomplete_details={"reason": reason}), code)
-both("status completed with empty incomplete_details", RESP,
-     resp_stream(incomplete_details={}), resp_object(incomplete_details={}), "UNKNOWN_FINISH_REASON")
+for reason, code in [
+    ("max_output_tokens", "INCOMPLETE_RESPONSE"),
+    ("content_filter", "CONTENT_FILTERED"),
+    ("other", "UNKNOWN_FINISH_REASON"),
+]:
+    both(
+        f"status completed with incomplete_details {reason}",
+        RESP,
+        resp_stream(incomplete_details={"reason": reason}),
+        resp_object(incomplete_details={"reason": reason}),
+        code,
+    )
+both(
+    "status completed with empty incomplete_details",
+    RESP,
+    resp_stream(incomplete_details={}),
+    resp_object(incomplete_details={}),
+    "UNKNOWN_FINISH_REASON",
+)
 for item_status in ("incomplete", "in_progress", "unknown_status", ""):
-    both(f"a call item whose status is {item_status!r}", RESP,
-         resp_stream(done_status=item_status, final_status=item_status), resp_object(item_status=item_status), "ITEM_NOT_ENDED")
-both("output_item.done says completed, the final output says incomplete", RESP, resp_stream(final_status="incomplete"), None, "ITEM_NOT_ENDED")
-both("output_item.done says incomplete, the final output says completed", RESP, resp_stream(done_status="incomplete"), None, "ITEM_NOT_ENDED")
-both("error event after response.completed", RESP, resp_stream(after=[{"type": "error", **RESP_ERROR}]), None, "EVENT_AFTER_TERMINAL")
-both("response.failed after response.completed", RESP,
-     resp_stream(after=[{"type": "response.failed", "response": resp_object("failed")}]), None, "EVENT_AFTER_TERMINAL")
-both("response.completed after an error event", RESP,
-     [*resp_stream()[:5], {"type": "error", **RESP_ERROR, "sequence_number": 5}, {**resp_stream()[5], "sequence_number": 6}], None, "EVENT_AFTER_TERMINAL")
-both("an unknown event after response.completed", RESP, resp_stream(after=[{"type": "response.audit.done"}]), None, "EVENT_AFTER_TERMINAL")
+    both(
+        f"a call item whose status is {item_status!r}",
+        RESP,
+        resp_stream(done_status=item_status, final_status=item_status),
+        resp_object(item_status=item_status),
+        "ITEM_NOT_ENDED",
+    )
+both(
+    "output_item.done says completed, the final output says incomplete",
+    RESP,
+    resp_stream(final_status="incomplete"),
+    None,
+    "ITEM_NOT_ENDED",
+)
+both(
+    "output_item.done says incomplete, the final output says completed",
+    RESP,
+    resp_stream(done_status="incomplete"),
+    None,
+    "ITEM_NOT_ENDED",
+)
+both(
+    "error event after response.completed",
+    RESP,
+    resp_stream(after=[{"type": "error", **RESP_ERROR}]),
+    None,
+    "EVENT_AFTER_TERMINAL",
+)
+both(
+    "response.failed after response.completed",
+    RESP,
+    resp_stream(after=[{"type": "response.failed", "response": resp_object("failed")}]),
+    None,
+    "EVENT_AFTER_TERMINAL",
+)
+both(
+    "response.completed after an error event",
+    RESP,
+    [
+        *resp_stream()[:5],
+        {"type": "error", **RESP_ERROR, "sequence_number": 5},
+        {**resp_stream()[5], "sequence_number": 6},
+    ],
+    None,
+    "EVENT_AFTER_TERMINAL",
+)
+both(
+    "an unknown event after response.completed",
+    RESP,
+    resp_stream(after=[{"type": "response.audit.done"}]),
+    None,
+    "EVENT_AFTER_TERMINAL",
+)
 
 
 def resp_message(item_status: Any, final_status: Any) -> list[Any]:
     """A final answer as a message whose item status is given."""
-    message = {"type": "message", "id": "msg_1", "role": "assistant", "status": item_status,
-               "content": [{"type": "output_text", "text": "done", "annotations": []}]}
+    message = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": item_status,
+        "content": [{"type": "output_text", "text": "done", "annotations": []}],
+    }
     events: list[Any] = [
         {"type": "response.created", "response": {"id": "resp_1", "model": "m", "status": "in_progress"}},
-        {"type": "response.output_item.added", "output_index": 0, "item": {**message, "status": "in_progress", "content": []}},
-        {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": ""}},
-        {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "done"},
-        {"type": "response.output_text.done", "item_id": "msg_1", "output_index": 0, "content_index": 0, "text": "done"},
-        {"type": "response.content_part.done", "item_id": "msg_1", "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": "done"}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**message, "status": "in_progress", "content": []},
+        },
+        {
+            "type": "response.content_part.added",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "output_text", "text": ""},
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "done",
+        },
+        {
+            "type": "response.output_text.done",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "text": "done",
+        },
+        {
+            "type": "response.content_part.done",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "output_text", "text": "done"},
+        },
         {"type": "response.output_item.done", "output_index": 0, "item": message},
-        {"type": "response.completed", "response": {"id": "resp_1", "model": "m", "status": "completed", "output": [{**message, "status": final_status}]}},
+        {
+            "type": "response.completed",
+            "response": {
+                "id": "resp_1",
+                "model": "m",
+                "status": "completed",
+                "output": [{**message, "status": final_status}],
+            },
+        },
     ]
     return events
 
@@ -274,16 +502,32 @@ def run_final(impl: ModuleType, events: list[Any]) -> Any:
         return error.code
 
 
-@pytest.mark.parametrize("item_status, final_status", [("incomplete", "incomplete"), ("completed", "incomplete"), ("incomplete", "completed")])
-def test_responses_final_answer_in_an_incomplete_message(impl: ModuleType, item_status: str, final_status: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "item_status, final_status",
+    [("incomplete", "incomplete"), ("completed", "incomplete"), ("incomplete", "completed")],
+)
+def test_responses_final_answer_in_an_incomplete_message(
+    impl: ModuleType, item_status: str, final_status: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A text answer whose message is incomplete is no final answer (content
     parts end before the item does, so only the item's status can say so)."""
     monkeypatch.setattr(_backend, "impl", impl)
     assert run_final(impl, resp_message(item_status, final_status)) == "ITEM_NOT_ENDED"
     assert run_final(impl, resp_message("completed", "completed")).value == "done"
     for status in (item_status, final_status):
-        body = {"id": "resp_1", "model": "m", "status": "completed",
-                "output": [{"type": "message", "id": "msg_1", "status": status, "content": [{"type": "output_text", "text": "done"}]}]}
+        body = {
+            "id": "resp_1",
+            "model": "m",
+            "status": "completed",
+            "output": [
+                {
+                    "type": "message",
+                    "id": "msg_1",
+                    "status": status,
+                    "content": [{"type": "output_text", "text": "done"}],
+                }
+            ],
+        }
         if status == "completed":
             assert decide(impl.normalize(json.dumps(body), provider=RESP)).value == "done"
         else:
@@ -298,15 +542,34 @@ ANTHROPIC = "anthropic"
 
 
 def anthropic_start(stop_reason: Any = None) -> dict[str, Any]:
-    return {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude", "content": [],
-                                                 "stop_reason": stop_reason, "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}}}
+    return {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude",
+            "content": [],
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        },
+    }
 
 
 def message_delta(stop_reason: Any) -> dict[str, Any]:
-    return {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None}, "usage": {"output_tokens": 5}}
+    return {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+        "usage": {"output_tokens": 5},
+    }
 
 
-A_BLOCK_START = {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}}}
+A_BLOCK_START = {
+    "type": "content_block_start",
+    "index": 0,
+    "content_block": {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}},
+}
 A_BLOCK_DELTA = {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": ARGS}}
 A_BLOCK_STOP = {"type": "content_block_stop", "index": 0}
 A_STOP = {"type": "message_stop"}
@@ -319,9 +582,16 @@ def anthropic_stream(*stop_reasons: Any, start: Any = None, after: list[Any] | N
 
 
 def anthropic_body(stop_reason: Any = "tool_use") -> dict[str, Any]:
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude", "stop_sequence": None,
-            "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.txt"}}],
-            "stop_reason": stop_reason, "usage": {"input_tokens": 3, "output_tokens": 5}}
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude",
+        "stop_sequence": None,
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.txt"}}],
+        "stop_reason": stop_reason,
+        "usage": {"input_tokens": 3, "output_tokens": 5},
+    }
 
 
 both("control", ANTHROPIC, anthropic_stream(), anthropic_body(), EXECUTABLE)
@@ -335,27 +605,92 @@ for raw, code in [
     (None, "UNKNOWN_FINISH_REASON"),
 ]:
     both(f"stop_reason {raw!r}", ANTHROPIC, anthropic_stream(raw), anthropic_body(raw), code)
-both("message_stop without a message_delta", ANTHROPIC, [anthropic_start(), A_BLOCK_START, A_BLOCK_DELTA, A_BLOCK_STOP, A_STOP], None, "UNKNOWN_FINISH_REASON")
-both("message_start says max_tokens, message_delta says tool_use", ANTHROPIC, anthropic_stream("tool_use", start="max_tokens"), None, "INCOMPLETE_RESPONSE")
-both("message_start says refusal, message_delta says tool_use", ANTHROPIC, anthropic_stream("tool_use", start="refusal"), None, "REFUSAL")
-both("message_delta max_tokens, then tool_use", ANTHROPIC, anthropic_stream("max_tokens", "tool_use"), None, "INCOMPLETE_RESPONSE")
-both("message_delta tool_use, then max_tokens", ANTHROPIC, anthropic_stream("tool_use", "max_tokens"), None, "INCOMPLETE_RESPONSE")
+both(
+    "message_stop without a message_delta",
+    ANTHROPIC,
+    [anthropic_start(), A_BLOCK_START, A_BLOCK_DELTA, A_BLOCK_STOP, A_STOP],
+    None,
+    "UNKNOWN_FINISH_REASON",
+)
+both(
+    "message_start says max_tokens, message_delta says tool_use",
+    ANTHROPIC,
+    anthropic_stream("tool_use", start="max_tokens"),
+    None,
+    "INCOMPLETE_RESPONSE",
+)
+both(
+    "message_start says refusal, message_delta says tool_use",
+    ANTHROPIC,
+    anthropic_stream("tool_use", start="refusal"),
+    None,
+    "REFUSAL",
+)
+both(
+    "message_delta max_tokens, then tool_use",
+    ANTHROPIC,
+    anthropic_stream("max_tokens", "tool_use"),
+    None,
+    "INCOMPLETE_RESPONSE",
+)
+both(
+    "message_delta tool_use, then max_tokens",
+    ANTHROPIC,
+    anthropic_stream("tool_use", "max_tokens"),
+    None,
+    "INCOMPLETE_RESPONSE",
+)
 both("message_delta refusal, then end_turn", ANTHROPIC, anthropic_stream("refusal", "end_turn"), None, "REFUSAL")
-both("message_delta pause_turn, then tool_use", ANTHROPIC, anthropic_stream("pause_turn", "tool_use"), None, "UNKNOWN_FINISH_REASON")
-both("message_delta end_turn, then tool_use (ambiguous)", ANTHROPIC, anthropic_stream("end_turn", "tool_use"), None, "UNKNOWN_FINISH_REASON")
-both("message_delta tool_use, then end_turn, then tool_use", ANTHROPIC, anthropic_stream("tool_use", "end_turn", "tool_use"), None, "UNKNOWN_FINISH_REASON")
+both(
+    "message_delta pause_turn, then tool_use",
+    ANTHROPIC,
+    anthropic_stream("pause_turn", "tool_use"),
+    None,
+    "UNKNOWN_FINISH_REASON",
+)
+both(
+    "message_delta end_turn, then tool_use (ambiguous)",
+    ANTHROPIC,
+    anthropic_stream("end_turn", "tool_use"),
+    None,
+    "UNKNOWN_FINISH_REASON",
+)
+both(
+    "message_delta tool_use, then end_turn, then tool_use",
+    ANTHROPIC,
+    anthropic_stream("tool_use", "end_turn", "tool_use"),
+    None,
+    "UNKNOWN_FINISH_REASON",
+)
 both("message_delta tool_use twice", ANTHROPIC, anthropic_stream("tool_use", "tool_use"), None, EXECUTABLE)
 both("message_delta tool_use, then a null stop_reason", ANTHROPIC, anthropic_stream("tool_use", None), None, EXECUTABLE)
-both("error event, then message_stop", ANTHROPIC, [*anthropic_stream()[:-1], A_ERROR, A_STOP], None, "EVENT_AFTER_TERMINAL")
+both(
+    "error event, then message_stop",
+    ANTHROPIC,
+    [*anthropic_stream()[:-1], A_ERROR, A_STOP],
+    None,
+    "EVENT_AFTER_TERMINAL",
+)
 both("error event between the blocks", ANTHROPIC, [*anthropic_stream()[:3], A_ERROR], None, "PROVIDER_ERROR")
-both("error event after message_delta, nothing after it", ANTHROPIC, [*anthropic_stream()[:-1], A_ERROR], None, "PROVIDER_ERROR")
+both(
+    "error event after message_delta, nothing after it",
+    ANTHROPIC,
+    [*anthropic_stream()[:-1], A_ERROR],
+    None,
+    "PROVIDER_ERROR",
+)
 both("error event after message_stop", ANTHROPIC, anthropic_stream(after=[A_ERROR]), None, "EVENT_AFTER_TERMINAL")
 both("ping after message_stop", ANTHROPIC, anthropic_stream(after=[{"type": "ping"}]), None, "EVENT_AFTER_TERMINAL")
 both(
     "a new block after the message_delta stop_reason",
     ANTHROPIC,
-    [*anthropic_stream()[:-1], {**A_BLOCK_START, "index": 1, "content_block": {**A_BLOCK_START["content_block"], "id": "toolu_2"}},
-     {**A_BLOCK_DELTA, "index": 1}, {**A_BLOCK_STOP, "index": 1}, A_STOP],
+    [
+        *anthropic_stream()[:-1],
+        {**A_BLOCK_START, "index": 1, "content_block": {**A_BLOCK_START["content_block"], "id": "toolu_2"}},
+        {**A_BLOCK_DELTA, "index": 1},
+        {**A_BLOCK_STOP, "index": 1},
+        A_STOP,
+    ],
     None,
     "EVENT_AFTER_TERMINAL",
 )
@@ -399,12 +734,31 @@ def gemini(finish: Any = "STOP", first: dict[str, Any] | None = None, **last: An
 BLOCKED_RATING = {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}
 
 both("control", GEMINI, *gemini(), EXECUTABLE)
-both("promptFeedback.blockReason beside finishReason STOP", GEMINI, *gemini(promptFeedback={"blockReason": "SAFETY"}), "CONTENT_FILTERED")
-both("promptFeedback.blockReason OTHER beside finishReason STOP", GEMINI, *gemini(promptFeedback={"blockReason": "OTHER"}), "CONTENT_FILTERED")
-both("promptFeedback.blockReason BLOCK_REASON_UNSPECIFIED beside STOP", GEMINI,
-     *gemini(promptFeedback={"blockReason": "BLOCK_REASON_UNSPECIFIED"}), "CONTENT_FILTERED")
-both("blockReason in the first chunk, STOP after it", GEMINI,
-     gemini(first=g_chunk(candidate(), promptFeedback={"blockReason": "PROHIBITED_CONTENT"}))[0], None, "EVENT_AFTER_TERMINAL")
+both(
+    "promptFeedback.blockReason beside finishReason STOP",
+    GEMINI,
+    *gemini(promptFeedback={"blockReason": "SAFETY"}),
+    "CONTENT_FILTERED",
+)
+both(
+    "promptFeedback.blockReason OTHER beside finishReason STOP",
+    GEMINI,
+    *gemini(promptFeedback={"blockReason": "OTHER"}),
+    "CONTENT_FILTERED",
+)
+both(
+    "promptFeedback.blockReason BLOCK_REASON_UNSPECIFIED beside STOP",
+    GEMINI,
+    *gemini(promptFeedback={"blockReason": "BLOCK_REASON_UNSPECIFIED"}),
+    "CONTENT_FILTERED",
+)
+both(
+    "blockReason in the first chunk, STOP after it",
+    GEMINI,
+    gemini(first=g_chunk(candidate(), promptFeedback={"blockReason": "PROHIBITED_CONTENT"}))[0],
+    None,
+    "EVENT_AFTER_TERMINAL",
+)
 for raw, code in [
     ("SAFETY", "CONTENT_FILTERED"),
     ("RECITATION", "CONTENT_FILTERED"),
@@ -423,32 +777,83 @@ for raw, code in [
     ("", "UNKNOWN_FINISH_REASON"),
 ]:
     both(f"finishReason {raw!r}", GEMINI, *gemini(raw), code)
-both("a blocked safety rating beside finishReason STOP", GEMINI,
-     [g_chunk(candidate()), g_chunk(candidate("STOP", parts=[{"text": ""}], safetyRatings=[BLOCKED_RATING]))],
-     g_chunk(candidate("STOP", safetyRatings=[BLOCKED_RATING])), "CONTENT_FILTERED")
-both("a blocked safety rating in an earlier chunk, STOP later", GEMINI,
-     gemini(first=g_chunk(candidate(safetyRatings=[BLOCKED_RATING])))[0], None, "CONTENT_FILTERED")
-both("an unblocked safety rating beside STOP", GEMINI,
-     *gemini(first=g_chunk(candidate(safetyRatings=[{**BLOCKED_RATING, "blocked": False}]))), EXECUTABLE)
-both("a blocked safety rating beside MAX_TOKENS", GEMINI,
-     gemini("MAX_TOKENS", first=g_chunk(candidate(safetyRatings=[BLOCKED_RATING])))[0],
-     g_chunk(candidate("MAX_TOKENS", safetyRatings=[BLOCKED_RATING])), "INCOMPLETE_RESPONSE")
-both("error beside finishReason STOP", GEMINI, *gemini(error={"code": 500, "status": "INTERNAL", "message": "boom"}), "PROVIDER_ERROR")
-both("a chunk after the finishReason", GEMINI, [*gemini()[0], g_chunk(candidate(parts=[{"text": "more"}]))], [*gemini()[0], g_chunk(candidate())], "EVENT_AFTER_TERMINAL")
+both(
+    "a blocked safety rating beside finishReason STOP",
+    GEMINI,
+    [g_chunk(candidate()), g_chunk(candidate("STOP", parts=[{"text": ""}], safetyRatings=[BLOCKED_RATING]))],
+    g_chunk(candidate("STOP", safetyRatings=[BLOCKED_RATING])),
+    "CONTENT_FILTERED",
+)
+both(
+    "a blocked safety rating in an earlier chunk, STOP later",
+    GEMINI,
+    gemini(first=g_chunk(candidate(safetyRatings=[BLOCKED_RATING])))[0],
+    None,
+    "CONTENT_FILTERED",
+)
+both(
+    "an unblocked safety rating beside STOP",
+    GEMINI,
+    *gemini(first=g_chunk(candidate(safetyRatings=[{**BLOCKED_RATING, "blocked": False}]))),
+    EXECUTABLE,
+)
+both(
+    "a blocked safety rating beside MAX_TOKENS",
+    GEMINI,
+    gemini("MAX_TOKENS", first=g_chunk(candidate(safetyRatings=[BLOCKED_RATING])))[0],
+    g_chunk(candidate("MAX_TOKENS", safetyRatings=[BLOCKED_RATING])),
+    "INCOMPLETE_RESPONSE",
+)
+both(
+    "error beside finishReason STOP",
+    GEMINI,
+    *gemini(error={"code": 500, "status": "INTERNAL", "message": "boom"}),
+    "PROVIDER_ERROR",
+)
+both(
+    "a chunk after the finishReason",
+    GEMINI,
+    [*gemini()[0], g_chunk(candidate(parts=[{"text": "more"}]))],
+    [*gemini()[0], g_chunk(candidate())],
+    "EVENT_AFTER_TERMINAL",
+)
 for options in ({}, {"choice": 0}):
     label = " (choice=0)" if options else ""
-    both(f"two candidates with index 0, the first done{label}", GEMINI,
-         [g_chunk(candidate()), g_chunk(candidate("STOP", parts=[]), candidate("SAFETY", parts=[]))],
-         g_chunk(candidate("STOP"), candidate("SAFETY", parts=[])), "MULTIPLE_CHOICES", **options)
-    both(f"two candidates with index 0, both STOP{label}", GEMINI,
-         [g_chunk(candidate()), g_chunk(candidate("STOP", parts=[]), candidate("STOP", parts=[]))],
-         g_chunk(candidate("STOP"), candidate("STOP")), "MULTIPLE_CHOICES", **options)
-    both(f"a candidate without index after candidate 0{label}", GEMINI,
-         [g_chunk(candidate()), g_chunk(candidate("STOP", parts=[], index=None), candidate("STOP", parts=[]))],
-         g_chunk(candidate("STOP", index=None), candidate("STOP", index=0)), "MULTIPLE_CHOICES", **options)
-both("candidate 1 finishes while the selected candidate 0 is unfinished", GEMINI,
-     [g_chunk(candidate(), candidate(index=1, parts=[{"text": "x"}])), g_chunk(candidate(index=1, finish="STOP", parts=[]))],
-     g_chunk(candidate(), candidate("STOP", index=1, parts=[{"text": "x"}])), "NO_TERMINAL_EVENT", choice=0)
+    both(
+        f"two candidates with index 0, the first done{label}",
+        GEMINI,
+        [g_chunk(candidate()), g_chunk(candidate("STOP", parts=[]), candidate("SAFETY", parts=[]))],
+        g_chunk(candidate("STOP"), candidate("SAFETY", parts=[])),
+        "MULTIPLE_CHOICES",
+        **options,
+    )
+    both(
+        f"two candidates with index 0, both STOP{label}",
+        GEMINI,
+        [g_chunk(candidate()), g_chunk(candidate("STOP", parts=[]), candidate("STOP", parts=[]))],
+        g_chunk(candidate("STOP"), candidate("STOP")),
+        "MULTIPLE_CHOICES",
+        **options,
+    )
+    both(
+        f"a candidate without index after candidate 0{label}",
+        GEMINI,
+        [g_chunk(candidate()), g_chunk(candidate("STOP", parts=[], index=None), candidate("STOP", parts=[]))],
+        g_chunk(candidate("STOP", index=None), candidate("STOP", index=0)),
+        "MULTIPLE_CHOICES",
+        **options,
+    )
+both(
+    "candidate 1 finishes while the selected candidate 0 is unfinished",
+    GEMINI,
+    [
+        g_chunk(candidate(), candidate(index=1, parts=[{"text": "x"}])),
+        g_chunk(candidate(index=1, finish="STOP", parts=[])),
+    ],
+    g_chunk(candidate(), candidate("STOP", index=1, parts=[{"text": "x"}])),
+    "NO_TERMINAL_EVENT",
+    choice=0,
+)
 both("no finishReason at all", GEMINI, [g_chunk(candidate())], g_chunk(candidate()), "NO_TERMINAL_EVENT")
 
 

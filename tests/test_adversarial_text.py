@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import re
 import time
 from pathlib import Path
 from types import ModuleType
@@ -25,11 +24,11 @@ import pytest
 
 import decisions
 from decisions import _backend
-from decisions.request._markdown import QuotedRanges
 from decisions.errors import OutputError, ParseError, PolicyError, SchemaError, StreamError, new_error
 from decisions.recover.repair import repair_prompt
-from decisions.request.textcalls import parse_tool_calls, tool_calls_response
 from decisions.recover.trace import Redactor, parse_record
+from decisions.request._markdown import QuotedRanges
+from decisions.request.textcalls import parse_tool_calls, tool_calls_response
 from decisions.types import NormalizedResponse, TextItem, ToolCallItem
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -91,17 +90,28 @@ STANDING: list[tuple[str, str, list[str]]] = [
     ("code span across a paragraph break is no span", f"a `b\n\n{CALL}\n\nc` d", ["delete_file"]),
     ("after a reasoning block", f"<think>\nplan\n</think>\n{CALL}", ["delete_file"]),
     # the JSON of a call is never read as Markdown: its backtick opens no span
-    ("backtick inside a call's argument", '<tool_call>{"name": "sh", "arguments": {"cmd": "echo `date"}}</tool_call>\n'
-     + CALL + " and a ` later", ["sh", "delete_file"]),
-    ("blank line and indentation inside a call's JSON",
-     '<tool_call>\n{"name": "sh",\n\n    "arguments": {}}\n    </tool_call>\n    ' + CALL, ["sh", "delete_file"]),
+    (
+        "backtick inside a call's argument",
+        '<tool_call>{"name": "sh", "arguments": {"cmd": "echo `date"}}</tool_call>\n' + CALL + " and a ` later",
+        ["sh", "delete_file"],
+    ),
+    (
+        "blank line and indentation inside a call's JSON",
+        '<tool_call>\n{"name": "sh",\n\n    "arguments": {}}\n    </tool_call>\n    ' + CALL,
+        ["sh", "delete_file"],
+    ),
     ("quoted and standing in one reply", f"Format: `{OTHER}`\n\n{CALL}", ["delete_file"]),
 ]
 
 
 def _stop(text: str, *extra: Any) -> NormalizedResponse:
-    return NormalizedResponse(provider="openai-chat", response_id="r", model="m", finish_reason="stop",
-                              items=(TextItem(item_id="t", text=text), *extra))
+    return NormalizedResponse(
+        provider="openai-chat",
+        response_id="r",
+        model="m",
+        finish_reason="stop",
+        items=(TextItem(item_id="t", text=text), *extra),
+    )
 
 
 @pytest.mark.parametrize(("label", "text"), QUOTED, ids=[c[0] for c in QUOTED])
@@ -119,7 +129,9 @@ def test_standing_block_is_a_call(label: str, text: str, names: list[str]) -> No
     found = parse_tool_calls(text)
     assert [call.name for call in found.calls] == names
     for call in found.calls:
-        assert text[call.start:call.end].startswith("<tool_call>") and text[call.start:call.end].endswith("</tool_call>")
+        assert text[call.start : call.end].startswith("<tool_call>") and text[call.start : call.end].endswith(
+            "</tool_call>"
+        )
     response = tool_calls_response(_stop(text))
     assert [call.name for call in response.tool_calls] == names
 
@@ -131,13 +143,20 @@ def test_quoted_text_is_kept_whole() -> None:
     assert found.text == f"Format: `{OTHER}`\n\n\n> {OTHER}"
 
 
-@pytest.mark.parametrize(("text", "code", "offset"), [
-    ("a stray </tool_call> here", "UNEXPECTED_CHARACTER", 8),
-    (f"`</tool_call>` then {CALL} then </tool_call>", "UNEXPECTED_CHARACTER", len(f"`</tool_call>` then {CALL} then ")),
-    (f"> {CALL}\n\n<tool_call>", "UNEXPECTED_END", len(f"> {CALL}\n\n<tool_call>")),
-    ("`x` <tool_call>{\"name\": \"a\"}</tool_call>", "SCHEMA_MISMATCH", 15),
-    ("`x` <tool_call>{\"name\": \"a\", \"arguments\": {\"p\": \"\\d\"}}</tool_call>", "INVALID_ESCAPE", 49),
-])
+@pytest.mark.parametrize(
+    ("text", "code", "offset"),
+    [
+        ("a stray </tool_call> here", "UNEXPECTED_CHARACTER", 8),
+        (
+            f"`</tool_call>` then {CALL} then </tool_call>",
+            "UNEXPECTED_CHARACTER",
+            len(f"`</tool_call>` then {CALL} then "),
+        ),
+        (f"> {CALL}\n\n<tool_call>", "UNEXPECTED_END", len(f"> {CALL}\n\n<tool_call>")),
+        ('`x` <tool_call>{"name": "a"}</tool_call>', "SCHEMA_MISMATCH", 15),
+        ('`x` <tool_call>{"name": "a", "arguments": {"p": "\\d"}}</tool_call>', "INVALID_ESCAPE", 49),
+    ],
+)
 def test_standing_blocks_are_still_strict(text: str, code: str, offset: int) -> None:
     with pytest.raises(OutputError) as info:
         parse_tool_calls(text)
@@ -154,8 +173,11 @@ def test_cmark_reference_answers() -> None:
     "is the tag inside a code span, code block, block quote or verbatim
     HTML block" (generated with the reference implementation)."""
     data = json.loads((FIXTURES / "markdown_quoting.json").read_text())
-    wrong = [case["text"] for case in data["cases"]
-             if QuotedRanges(case["text"]).quoted(case["text"].index("<tool_call>")) != case["quoted"]]
+    wrong = [
+        case["text"]
+        for case in data["cases"]
+        if QuotedRanges(case["text"]).quoted(case["text"].index("<tool_call>")) != case["quoted"]
+    ]
     assert len(data["cases"]) == 400 and wrong == []
 
 
@@ -224,13 +246,15 @@ _PEM, _PEM_BODY = _pem("RSA PRIVATE KEY")
 _OPENSSH, _OPENSSH_BODY = _pem("OPENSSH PRIVATE KEY")
 _AWS_SECRET = _rand(_BASE64, 40)
 
+
 def _around(before: str, secret: str, after: str) -> tuple[str, list[str]]:
     return before + secret + after, [secret]
 
 
 #: (label, the text as written, the secret parts that must not survive): realistic lengths and formats.
 SECRETS: list[tuple[str, str, list[str]]] = [
-    (label, text, parts or [text]) for label, text, parts in [
+    (label, text, parts or [text])
+    for label, text, parts in [
         ("OpenAI project key, 164", "sk-proj-" + _rand(_B64URL, 74) + "T3BlbkFJ" + _rand(_B64URL, 74), []),
         ("OpenAI project key, 170", "sk-proj-" + _rand(_B64URL, 162), []),
         ("OpenAI service account key", "sk-svcacct-" + _rand(_B64URL, 156), []),
@@ -248,8 +272,19 @@ SECRETS: list[tuple[str, str, list[str]]] = [
         ("GitHub fine-grained token", "github_pat_" + _rand(_ALNUM, 22) + "_" + _rand(_ALNUM, 59), []),
         ("GitLab token", "glpat-" + _rand(_B64URL, 20), []),
         ("Slack bot token", f"xoxb-{_rand('0123456789', 12)}-{_rand('0123456789', 13)}-{_rand(_ALNUM, 24)}", []),
-        ("Slack user token", f"xoxp-{_rand('0123456789', 12)}-{_rand('0123456789', 12)}-{_rand('0123456789', 13)}-{_rand('0123456789abcdef', 32)}", []),
-        ("Slack webhook", *_around("https://hooks.slack.com/services/", f"T{_rand(_ALNUM, 10)}/B{_rand(_ALNUM, 10)}/{_rand(_ALNUM, 24)}", "")),
+        (
+            "Slack user token",
+            f"xoxp-{_rand('0123456789', 12)}-{_rand('0123456789', 12)}-{_rand('0123456789', 13)}-{_rand('0123456789abcdef', 32)}",
+            [],
+        ),
+        (
+            "Slack webhook",
+            *_around(
+                "https://hooks.slack.com/services/",
+                f"T{_rand(_ALNUM, 10)}/B{_rand(_ALNUM, 10)}/{_rand(_ALNUM, 24)}",
+                "",
+            ),
+        ),
         ("Hugging Face token", "hf_" + _rand(_ALNUM, 34), []),
         ("Stripe live key", "sk_live_" + _rand(_ALNUM, 99), []),
         ("JWT", "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9." + _rand(_B64URL, 180) + "." + _rand(_B64URL, 342), []),
@@ -272,7 +307,7 @@ SECRETS: list[tuple[str, str, list[str]]] = [
 
 def _fragments(secret: str) -> Iterator[str]:
     for start in range(len(secret) - 7):
-        yield secret[start:start + 8]
+        yield secret[start : start + 8]
 
 
 def _assert_gone(parts: list[str], outputs: dict[str, str]) -> None:
@@ -287,8 +322,11 @@ def _shown(error: OutputError) -> dict[str, str]:
     a trace record and the trace redactor's dict."""
     clone = pickle.loads(pickle.dumps(error))
     return {
-        "str": str(error), "repr": repr(error), "args": repr(error.args),
-        "to_dict": json.dumps(error.to_dict()), "pickle": pickle.dumps(error).decode("latin-1"),
+        "str": str(error),
+        "repr": repr(error),
+        "args": repr(error.args),
+        "to_dict": json.dumps(error.to_dict()),
+        "pickle": pickle.dumps(error).decode("latin-1"),
         "unpickled": str(clone) + json.dumps(clone.to_dict()),
         "parse_record": json.dumps(parse_record(error=error, response=_stop("x"))),
         "error_dict": json.dumps(Redactor().error_dict(error)),
@@ -356,7 +394,9 @@ def test_secret_as_an_object_key_in_error_paths(label: str, secret: str, parts: 
     _assert_gone(parts, shown)
 
 
-@pytest.mark.parametrize(("label", "secret", "parts"), SECRETS[:6] + SECRETS[12:16], ids=_ids(SECRETS[:6] + SECRETS[12:16]))
+@pytest.mark.parametrize(
+    ("label", "secret", "parts"), SECRETS[:6] + SECRETS[12:16], ids=_ids(SECRETS[:6] + SECRETS[12:16])
+)
 def test_secret_in_messages_of_later_layers(label: str, secret: str, parts: list[str], tmp_path: Path) -> None:
     """A secret the model put in a tool name or a path argument reaches the
     domain and policy messages, hints and paths."""
@@ -373,8 +413,9 @@ def test_secret_in_messages_of_later_layers(label: str, secret: str, parts: list
         ("read_file", {"path": "/" + secret}, PolicyError, "PATH_OUTSIDE_WORKSPACE"),
     ):
         call = ToolCallItem(item_id="c", call_id="call_1", name=name, arguments=json.dumps(arguments))
-        response = NormalizedResponse(provider="openai-chat", response_id="r", model="m", finish_reason="tool_calls",
-                                      items=(call,))
+        response = NormalizedResponse(
+            provider="openai-chat", response_id="r", model="m", finish_reason="tool_calls", items=(call,)
+        )
         with pytest.raises(error_class) as info:
             decisions.decide(response, tools=tools, policy=policy)
         assert info.value.code == code
@@ -383,12 +424,22 @@ def test_secret_in_messages_of_later_layers(label: str, secret: str, parts: list
 
 def test_every_error_field_is_masked() -> None:
     key = "sk-ant-api03-" + _rand(_B64URL, 93) + "AA"
-    for cls, code in ((ParseError, "UNEXPECTED_CHARACTER"), (SchemaError, "SCHEMA_MISMATCH"),
-                      (StreamError, "MALFORMED_EVENT"), (PolicyError, "SCOPE_DENIED")):
+    for cls, code in (
+        (ParseError, "UNEXPECTED_CHARACTER"),
+        (SchemaError, "SCHEMA_MISMATCH"),
+        (StreamError, "MALFORMED_EVENT"),
+        (PolicyError, "SCOPE_DENIED"),
+    ):
         fields: dict[str, Any] = {"path": f"$.{key}", "hint": f"use {key}"}
         if cls is not ParseError:
-            fields["issues"] = ({"path": f"$['{key}']", "code": "x", "expected": [key, {"nested": (key,)}],
-                                 "got": {"password": "hunter2", key: 1}},)
+            fields["issues"] = (
+                {
+                    "path": f"$['{key}']",
+                    "code": "x",
+                    "expected": [key, {"nested": (key,)}],
+                    "got": {"password": "hunter2", key: 1},
+                },
+            )
         error = cls(code, f"bad {key}", **fields)
         shown = _shown(error)
         assert "[REDACTED]" in shown["to_dict"] and "hunter2" not in shown["to_dict"]
@@ -398,8 +449,10 @@ def test_every_error_field_is_masked() -> None:
 
 
 def test_redaction_keeps_ordinary_text() -> None:
-    text = ('{"max_tokens": 1024, "tokens": 5, "path": "src/risk-assessment-document-2024.md", '
-            '"author": "Ana", "key": "value", "task-0123456789abcdefgh": 1}')
+    text = (
+        '{"max_tokens": 1024, "tokens": 5, "path": "src/risk-assessment-document-2024.md", '
+        '"author": "Ana", "key": "value", "task-0123456789abcdefgh": 1}'
+    )
     assert decisions.recover.trace.Redactor().redact_text(text) == text
 
 
@@ -413,19 +466,25 @@ def _redact_time(text: str) -> float:
     return best
 
 
-@pytest.mark.parametrize("unit", [
-    # a realistic argument: code with credentials in it
-    'api_key = "' + "sk-proj-" + "a1B2" * 40 + '"\npassword: hunter2hunter2\nprint("tokens", n)\n# AKIAABCDEFGHIJKLMNOP\n',
-    "password:" + " " * 8 + '"' + "\\\\" * 50,  # an escape run inside a value
-    "-----BEGIN PRIVATE KEY-----",  # openings without an end
-    "://user:",  # URL credentials without an @
-    "sk-",  # prefixes without a key
-    "eyJ" + "a" * 9 + ".",
-    "token=" * 3,
-    "Bearer ",
-    "a",  # no candidate at all
-    "A" * 3 + "KIA",
-])
+@pytest.mark.parametrize(
+    "unit",
+    [
+        # a realistic argument: code with credentials in it
+        'api_key = "'
+        + "sk-proj-"
+        + "a1B2" * 40
+        + '"\npassword: hunter2hunter2\nprint("tokens", n)\n# AKIAABCDEFGHIJKLMNOP\n',
+        "password:" + " " * 8 + '"' + "\\\\" * 50,  # an escape run inside a value
+        "-----BEGIN PRIVATE KEY-----",  # openings without an end
+        "://user:",  # URL credentials without an @
+        "sk-",  # prefixes without a key
+        "eyJ" + "a" * 9 + ".",
+        "token=" * 3,
+        "Bearer ",
+        "a",  # no candidate at all
+        "A" * 3 + "KIA",
+    ],
+)
 def test_redaction_is_linear(unit: str) -> None:
     """250 KB and 2.5 MB of the same shape: 10x the input, about 10x the time
     (a backtracking pattern would be 100x). Both sizes are past the CPU

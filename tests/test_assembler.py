@@ -63,13 +63,23 @@ def code_of(impl: ModuleType, events: list[CanonicalEvent], **limits: int) -> st
 
 
 def test_seed_example_read_file(impl: ModuleType) -> None:
-    events = [START, call("i7", call_id="call_7"), args("i7", '{"pa'), args("i7", 'th":"README.md"}'), end("i7"), finished()]
+    events = [
+        START,
+        call("i7", call_id="call_7"),
+        args("i7", '{"pa'),
+        args("i7", 'th":"README.md"}'),
+        end("i7"),
+        finished(),
+    ]
     response = run(impl, events)
     assert response.provider == "canonical"
     assert (response.response_id, response.model, response.finish_reason) == ("resp_1", "m-1", "tool_calls")
     (tool,) = response.tool_calls
     assert (tool.call_id, tool.name, tool.arguments, tool.complete) == (
-        "call_7", "read_file", '{"path":"README.md"}', True
+        "call_7",
+        "read_file",
+        '{"path":"README.md"}',
+        True,
     )
     assert json.loads(tool.arguments) == {"path": "README.md"}
 
@@ -107,13 +117,21 @@ def test_all_item_kinds_in_order_with_usage(impl: ModuleType) -> None:
 
 def test_interleaved_calls_assembled_by_id_never_glued(impl: ModuleType) -> None:
     events = [
-        START, call("a"), call("b", name="write_file"),
-        args("a", '{"x":'), args("b", '{"y":'), args("b", "2}"), args("a", "1}"),
-        end("b"), end("a"), finished(),
+        START,
+        call("a"),
+        call("b", name="write_file"),
+        args("a", '{"x":'),
+        args("b", '{"y":'),
+        args("b", "2}"),
+        args("a", "1}"),
+        end("b"),
+        end("a"),
+        finished(),
     ]
     response = run(impl, events)
     assert [(c.item_id, c.name, c.arguments) for c in response.tool_calls] == [
-        ("a", "read_file", '{"x":1}'), ("b", "write_file", '{"y":2}')
+        ("a", "read_file", '{"x":1}'),
+        ("b", "write_file", '{"y":2}'),
     ]
 
 
@@ -169,7 +187,12 @@ def test_abort_cancels(impl: ModuleType) -> None:
 
 def test_provider_failure_is_a_transport_error(impl: ModuleType) -> None:
     asm = impl.StreamAssembler("canonical")
-    for event in (START, call("a"), args("a", '{"x'), ResponseFailed(code="overloaded_error", message="busy", retryable=True)):
+    for event in (
+        START,
+        call("a"),
+        args("a", '{"x'),
+        ResponseFailed(code="overloaded_error", message="busy", retryable=True),
+    ):
         asm.feed_event(event)
     assert asm.state == "failed"
     asm.feed_event(UsageReported(output_tokens=1))
@@ -188,15 +211,21 @@ def test_cut_finish_marks_every_call_incomplete(impl: ModuleType, reason: str) -
     """A cut response's calls are all incomplete: the one ended before the cut
     too, though its arguments parse; the text stays as it streamed."""
     events = [
-        START, call("done"), args("done", "{}"), end("done"),
-        call("cut"), args("cut", '{"path": "a"}'),  # parses, yet was never ended
-        ItemStarted(item_id="t", kind="text"), TextDelta(item_id="t", delta="partial"),
+        START,
+        call("done"),
+        args("done", "{}"),
+        end("done"),
+        call("cut"),
+        args("cut", '{"path": "a"}'),  # parses, yet was never ended
+        ItemStarted(item_id="t", kind="text"),
+        TextDelta(item_id="t", delta="partial"),
         finished(reason),
     ]
     response = run(impl, events)
     assert response.finish_reason == reason
     assert [(c.item_id, c.arguments, c.complete) for c in response.tool_calls] == [
-        ("done", "{}", False), ("cut", '{"path": "a"}', False)
+        ("done", "{}", False),
+        ("cut", '{"path": "a"}', False),
     ]
     assert response.text == "partial"
 
@@ -246,7 +275,13 @@ def test_state_machine_states(impl: ModuleType) -> None:
         ([START, call("a"), args("a", "é" * 4), args("a", "y")], {"max_call_argument_bytes": 8}, "ARGUMENTS_TOO_LARGE"),
         ([START, call("a"), call("b"), call("c")], {"max_calls_per_response": 2}, "TOO_MANY_CALLS"),
         (
-            [START, ItemStarted(item_id="t", kind="text"), TextDelta(item_id="t", delta="12345"), call("a"), args("a", "123456")],
+            [
+                START,
+                ItemStarted(item_id="t", kind="text"),
+                TextDelta(item_id="t", delta="12345"),
+                call("a"),
+                args("a", "123456"),
+            ],
             {"max_response_bytes": 10},
             "RESPONSE_TOO_LARGE",
         ),
@@ -346,11 +381,20 @@ def test_feed_event_payload_forms(impl: ModuleType, form: Callable[[CanonicalEve
         ({"item_id": "a"}, 'a canonical event needs a "type" string'),
         ({"type": "item_ended"}, 'item_ended event lacks the field "item_id"'),
         ({"type": "item_ended", "item_id": 3}, 'item_ended event field "item_id" must be a string'),
-        ({"type": "item_ended", "item_id": "a", "zeta": 1, "alpha": 2}, 'item_ended event has an unknown field "alpha"'),
+        (
+            {"type": "item_ended", "item_id": "a", "zeta": 1, "alpha": 2},
+            'item_ended event has an unknown field "alpha"',
+        ),
         ({"type": "usage", "input_tokens": True}, 'usage event field "input_tokens" must be an integer or null'),
         ({"type": "usage", "input_tokens": 2**64}, "event data has a number beyond 64 bits or a float that overflows"),
-        ({"type": "response_finished", "finish_reason": "done"}, 'response_finished event field "finish_reason" must be a finish reason'),
-        ({"type": "item_started", "item_id": "a", "kind": "tool_call"}, 'item_started event field "kind" must be an item kind'),
+        (
+            {"type": "response_finished", "finish_reason": "done"},
+            'response_finished event field "finish_reason" must be a finish reason',
+        ),
+        (
+            {"type": "item_started", "item_id": "a", "kind": "tool_call"},
+            'item_started event field "kind" must be an item kind',
+        ),
     ],
 )
 def test_malformed_canonical_events(impl: ModuleType, payload: Any, message: str) -> None:
@@ -521,8 +565,10 @@ def _seconds_per_delta(impl: ModuleType, accumulated: int, deltas: int = 2000) -
     asm = impl.StreamAssembler("canonical")
     asm.feed(_sse([START.to_dict(), call("a").to_dict()]))
     piece = 64 * 1024
-    prefill = [{"type": "tool_arguments_delta", "item_id": "a", "delta": "x" * min(piece, accumulated - i)}
-               for i in range(0, accumulated, piece)]
+    prefill = [
+        {"type": "tool_arguments_delta", "item_id": "a", "delta": "x" * min(piece, accumulated - i)}
+        for i in range(0, accumulated, piece)
+    ]
     asm.feed(_sse(prefill))
     measured = _sse([{"type": "tool_arguments_delta", "item_id": "a", "delta": "abcdefg\u00e9"[:8]}] * deltas)
     start = time.thread_time()  # CPU time: other jobs on the machine do not count

@@ -85,8 +85,8 @@ def test_versions_agree(native: ModuleType) -> None:
 
 def test_every_native_code_is_in_the_table(native: ModuleType) -> None:
     missing = [(code, layer) for code, layer in native.error_codes() if code not in ERROR_CODES]
-    assert not missing, "add to decisions.errors.ERROR_CODES: " + ", ".join(f"{c!r} ({l})" for c, l in missing)
-    wrong = [(c, l, ERROR_CODES[c].layer) for c, l in native.error_codes() if ERROR_CODES[c].layer != l]
+    assert not missing, "add to decisions.errors.ERROR_CODES: " + ", ".join(f"{c!r} ({layer})" for c, layer in missing)
+    wrong = [(c, layer, ERROR_CODES[c].layer) for c, layer in native.error_codes() if ERROR_CODES[c].layer != layer]
     assert not wrong, f"layer differs between Rust and Python: {wrong}"
 
 

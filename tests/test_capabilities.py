@@ -67,11 +67,12 @@ def test_strategy_follows_capabilities_not_names() -> None:
     assert STRATEGIES == ("native_structured_output", "tool_structured_response", "json_text")
     openai = capabilities("openai-chat")
     assert choose_strategy(openai, Answer) == "native_structured_output"
-    assert choose_strategy(capabilities("openai-chat", native_structured_output=False), Answer) == \
-        "tool_structured_response"
+    assert (
+        choose_strategy(capabilities("openai-chat", native_structured_output=False), Answer)
+        == "tool_structured_response"
+    )
     assert choose_strategy(capabilities("openai-compatible"), Answer) == "json_text"
-    assert choose_strategy(capabilities("openai-compatible", tool_calling=True), Answer) == \
-        "tool_structured_response"
+    assert choose_strategy(capabilities("openai-compatible", tool_calling=True), Answer) == "tool_structured_response"
     # the same rules decide for any provider: a recursive schema where strict
     # recursion is not allowed moves to a (non-strict) tool
     assert choose_strategy(capabilities("anthropic"), Node) == "tool_structured_response"

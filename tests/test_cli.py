@@ -106,7 +106,9 @@ def test_no_arguments_runs_the_examples_readably() -> None:
         assert f"## {example.name}:" in text
     assert "INVALID_ESCAPE" in text and "repair message to the model:" in text
     assert "UNEXPECTED" not in text
-    assert text.rstrip().endswith(f"6/6 examples gave the outcome they were recorded to show (backend {decisions.BACKEND}).")
+    assert text.rstrip().endswith(
+        f"6/6 examples gave the outcome they were recorded to show (backend {decisions.BACKEND})."
+    )
 
 
 def test_python_dash_m_runs_the_main_job() -> None:
@@ -119,13 +121,26 @@ def test_python_dash_m_runs_the_main_job() -> None:
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
 def test_inspect_file_exit_codes(example: object) -> None:
     path = EXAMPLES_DIR / example.file  # type: ignore[attr-defined]
-    code, result = _inspect_json(str(path), "--tools", "decisions.examples:TOOLS", "--policy", "decisions.examples:POLICY")
+    code, result = _inspect_json(
+        str(path), "--tools", "decisions.examples:TOOLS", "--policy", "decisions.examples:POLICY"
+    )
     expected_failure = example.expected not in ("tool", "final")  # type: ignore[attr-defined]
     assert code == (1 if expected_failure else 0)
     assert result["exit_code"] == code and result["shape_version"] == 1
     assert set(result) == {
-        "source", "format", "provider", "backend", "events", "response", "decision", "error", "stage",
-        "repair_prompt", "repair_refused", "exit_code", "shape_version",
+        "source",
+        "format",
+        "provider",
+        "backend",
+        "events",
+        "response",
+        "decision",
+        "error",
+        "stage",
+        "repair_prompt",
+        "repair_refused",
+        "exit_code",
+        "shape_version",
     }
 
 
@@ -219,10 +234,15 @@ def test_bench_quick_reports_ratios() -> None:
 
 
 def _chat_body(content: str) -> bytes:
-    return json.dumps({
-        "id": "chatcmpl-final", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-    }).encode()
+    return json.dumps(
+        {
+            "id": "chatcmpl-final",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        }
+    ).encode()
 
 
 def test_output_schema_for_a_final_answer(tmp_path: Path) -> None:

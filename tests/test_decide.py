@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from decide_helpers import READ_FILE_SCHEMA, call, needs_loads, response, text
 from pydantic import BaseModel, ConfigDict
 
-from decisions import _backend
+from decide_helpers import READ_FILE_SCHEMA, call, needs_loads, response, text
 from decisions import (
     DEFAULT_LIMITS,
     ERROR_CODES,
@@ -25,6 +24,7 @@ from decisions import (
     Tool,
     ToolDecision,
     ToolRegistry,
+    _backend,
     decide,
 )
 from decisions.types import RefusalItem, ResponseSnapshot
@@ -267,7 +267,10 @@ def test_a_cancelled_run_accepts_no_final_answer() -> None:
 
 
 def test_arguments_against_the_tool_schema_with_paths() -> None:
-    items = (call(arguments='{"path": "", "limit": "5"}', call_id="a"), call(arguments='{"path": "b", "mode": 1}', call_id="b"))
+    items = (
+        call(arguments='{"path": "", "limit": "5"}', call_id="a"),
+        call(arguments='{"path": "b", "mode": 1}', call_id="b"),
+    )
     with pytest.raises(SchemaError) as info:
         decide(response(*items), tools=REGISTRY)
     issues = {(i["path"], i["code"]) for i in info.value.issues}

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
-from decide_helpers import needs_loads
 
 import decisions
+from conftest import FIXTURES
+from decide_helpers import needs_loads
 from decisions import ResultBook, StreamError, Tool, ToolDecision, ToolRegistry, ToolResult, decide
 
 pytestmark = needs_loads
@@ -34,7 +34,12 @@ def _stream(path: Path, provider: str = "anthropic") -> decisions.StreamAssemble
 def test_an_anthropic_tool_use_stream_becomes_a_decision() -> None:
     weather = Tool(
         name="get_weather",
-        parameters={"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"], "additionalProperties": False},
+        parameters={
+            "type": "object",
+            "properties": {"location": {"type": "string"}},
+            "required": ["location"],
+            "additionalProperties": False,
+        },
         side_effects=False,
     )
     decision = decide(_stream(ANTHROPIC_STREAMS / "tool_use_response.txt").finish(), tools=ToolRegistry([weather]))
@@ -69,7 +74,9 @@ def test_a_snapshot_mid_stream_is_refused() -> None:
 def test_an_openai_chat_body_with_parallel_calls() -> None:
     _needs("openai-chat")
     body = (CHAT_BODIES / "test_parse_multiple_pydantic_tools.json").read_bytes()
-    decision = decide(decisions.normalize(body, provider="openai-chat"), tools={"GetWeatherArgs": None, "get_stock_price": None})
+    decision = decide(
+        decisions.normalize(body, provider="openai-chat"), tools={"GetWeatherArgs": None, "get_stock_price": None}
+    )
     assert isinstance(decision, ToolDecision)
     assert [c.name for c in decision.calls] == ["GetWeatherArgs", "get_stock_price"]
     assert decision.calls[1].arguments == {"ticker": "AAPL", "exchange": "NASDAQ"}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from decide_helpers import needs_loads
 from hypothesis import given
 from hypothesis import strategies as st
 
+from decide_helpers import needs_loads
 from decisions import (
     ERROR_CODES,
     FinalDecision,
@@ -35,7 +35,10 @@ pytestmark = needs_loads
 
 REGISTRY = ToolRegistry(
     [
-        Tool(name="read_file", parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        Tool(
+            name="read_file",
+            parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        ),
         Tool(name="search"),
     ]
 )
@@ -87,7 +90,9 @@ ANY_FINISH = st.sampled_from(FINISH_REASONS) | st.text(max_size=8)
 
 
 @st.composite
-def responses(draw: st.DrawFn, finish: st.SearchStrategy[str] = ANY_FINISH, need_call: bool = False) -> NormalizedResponse:
+def responses(
+    draw: st.DrawFn, finish: st.SearchStrategy[str] = ANY_FINISH, need_call: bool = False
+) -> NormalizedResponse:
     return NormalizedResponse(
         provider=draw(st.sampled_from(["openai-chat", "openai-responses", "anthropic", "gemini"])),
         response_id=draw(st.none() | st.just("resp_1")),
@@ -128,7 +133,11 @@ def test_only_finished_responses_become_decisions(response: NormalizedResponse) 
 @given(responses(need_call=True), st.sampled_from(sorted(set(FINISH_REASONS) - GOOD)))
 def test_no_finish_but_stop_or_tool_calls_is_ever_executable(response: NormalizedResponse, finish: str) -> None:
     forced = NormalizedResponse(
-        provider=response.provider, response_id=None, model=None, items=response.items, finish_reason=finish  # type: ignore[arg-type]
+        provider=response.provider,
+        response_id=None,
+        model=None,
+        items=response.items,
+        finish_reason=finish,  # type: ignore[arg-type]
     )
     assert isinstance(_decide(forced), StreamError)
 
@@ -140,8 +149,14 @@ def test_one_unfinished_call_stops_the_whole_response(response: NormalizedRespon
     items = list(response.items)
     item = items[cut]
     assert isinstance(item, ToolCallItem)
-    items[cut] = ToolCallItem(item_id=item.item_id, call_id=item.call_id, name=item.name, arguments=item.arguments, complete=False)
-    outcome = _decide(NormalizedResponse(provider="anthropic", response_id=None, model=None, items=tuple(items), finish_reason=response.finish_reason))
+    items[cut] = ToolCallItem(
+        item_id=item.item_id, call_id=item.call_id, name=item.name, arguments=item.arguments, complete=False
+    )
+    outcome = _decide(
+        NormalizedResponse(
+            provider="anthropic", response_id=None, model=None, items=tuple(items), finish_reason=response.finish_reason
+        )
+    )
     assert isinstance(outcome, StreamError)
     assert outcome.code in ("INCOMPLETE_TOOL_CALL", "REFUSAL")
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from decide_helpers import READ_FILE_SCHEMA, call, needs_loads, response
 
+from decide_helpers import READ_FILE_SCHEMA, call, needs_loads, response
 from decisions import DomainError, Schema, Tool, ToolDecision, ToolRegistry, decide
 from decisions.validate.domain import MAX_SUGGESTIONS, ToolNames, fold, tool_key
 

@@ -18,14 +18,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
 from decisions import OutputError
 
 FIXTURES = Path(__file__).parent / "fixtures"
-_APIS = {"openai-chat": "openai-chat", "openai-responses": "openai-responses", "anthropic-messages": "anthropic", "gemini": "gemini"}
+_APIS = {
+    "openai-chat": "openai-chat",
+    "openai-responses": "openai-responses",
+    "anthropic-messages": "anthropic",
+    "gemini": "gemini",
+}
 
 
 class _Num(str):
@@ -88,7 +92,16 @@ def _set(container: Any, index: int, value: Any) -> None:
 
 
 CONSTANTS = ["NaN", "Infinity", "-Infinity"]
-HUGE = [str(2**64), str(2**64 - 1), str(2**70), str(-(2**63) - 1), "100000000000000000000000000000", "-1", "1e400", "1.5"]
+HUGE = [
+    str(2**64),
+    str(2**64 - 1),
+    str(2**70),
+    str(-(2**63) - 1),
+    "100000000000000000000000000000",
+    "-1",
+    "1e400",
+    "1.5",
+]
 STRING_FORMS = ["\\ud800", "\\udc00", "a\\udbff", "\\ud83d\\ude00", "\\\\ud800", "\\ud800\\u0041", "\\uDFFF"]
 OTHER_VALUES = ["null", "0", '"x"', "[]", "{}", "true"]
 
@@ -106,7 +119,9 @@ def hostile(draw: st.DrawFn, text: str) -> tuple[str, str | None]:
         obj = draw(st.sampled_from(objects))
         if kind == "dup_known" and obj:
             k, v = obj[draw(st.integers(0, len(obj) - 1))]
-            obj.insert(draw(st.integers(0, len(obj))), (k, draw(st.sampled_from([_Raw(_dump(v)), *map(_Raw, OTHER_VALUES)]))))
+            obj.insert(
+                draw(st.integers(0, len(obj))), (k, draw(st.sampled_from([_Raw(_dump(v)), *map(_Raw, OTHER_VALUES)])))
+            )
             changed = _dump(value)
             last = max(i for i, (key, _) in enumerate(obj) if key == k)
             obj[:] = [pair for i, pair in enumerate(obj) if pair[0] != k or i == last]
@@ -208,7 +223,9 @@ def hostile_recording(draw: st.DrawFn) -> tuple[bytes, bytes | None, str, str]:
 
 
 @given(hostile_recording())
-def test_hostile_envelopes_agree(both: tuple[ModuleType, ModuleType], case: tuple[bytes, bytes | None, str, str]) -> None:
+def test_hostile_envelopes_agree(
+    both: tuple[ModuleType, ModuleType], case: tuple[bytes, bytes | None, str, str]
+) -> None:
     """Same response, or same error class, code and path, on both backends:
     repeated keys included (the envelope rule refuses them on both)."""
     native, pure = both

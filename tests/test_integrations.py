@@ -11,12 +11,11 @@ import asyncio
 import importlib
 import importlib.util
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import httpx
 import pytest
 
 import decisions
@@ -36,7 +35,7 @@ def _direct(provider: str, data: bytes) -> Any:
 def _sdk_http(sdk: ModuleType) -> ModuleType:
     """The HTTP package an SDK is built on (``httpx``, or ``httpx2`` in current releases)."""
     base = importlib.import_module(f"{sdk.__name__}._base_client")
-    http = getattr(base, "httpx2", None) or getattr(base, "httpx")
+    http = getattr(base, "httpx2", None) or base.httpx
     assert isinstance(http, ModuleType)
     return http
 
@@ -113,7 +112,9 @@ def _anthropic(body: bytes, content_type: str = "text/event-stream") -> Any:
 
 def test_anthropic_raw_stream_objects() -> None:
     client = _anthropic(RAW["parallel"])
-    events = list(client.messages.create(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}], stream=True))
+    events = list(
+        client.messages.create(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}], stream=True)
+    )
     assert integrations.detect_provider(events[0]) == "anthropic"
     expected, _ = _direct("anthropic", RAW["parallel"])
     assert integrations.assemble_sdk_stream(events) == expected
@@ -131,7 +132,9 @@ def test_anthropic_helper_stream_events() -> None:
 
 def test_anthropic_truncated_stream_keeps_its_finish_reason() -> None:
     client = _anthropic(RAW["truncated"])
-    events = list(client.messages.create(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}], stream=True))
+    events = list(
+        client.messages.create(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}], stream=True)
+    )
     response = integrations.assemble_sdk_stream(events)
     assert response.finish_reason == "length"
     assert [call.complete for call in response.tool_calls] == [False]
@@ -139,9 +142,14 @@ def test_anthropic_truncated_stream_keeps_its_finish_reason() -> None:
 
 def test_anthropic_whole_message_object() -> None:
     body = {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
         "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.txt"}}],
-        "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 7},
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 5, "output_tokens": 7},
     }
     client = _anthropic(json.dumps(body).encode(), "application/json")
     message = client.messages.create(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}])
@@ -257,7 +265,9 @@ def _async_client(http: ModuleType, body: Any, status: int = 200) -> Any:
 URL = "http://test.invalid/"
 
 
-@pytest.mark.parametrize("name,provider", [("healthy", "openai-chat"), ("parallel", "anthropic"), ("invalid_escape", "openai-responses")])
+@pytest.mark.parametrize(
+    "name,provider", [("healthy", "openai-chat"), ("parallel", "anthropic"), ("invalid_escape", "openai-responses")]
+)
 def test_httpx_sync_events_then_response(http: ModuleType, name: str, provider: str) -> None:
     expected, expected_events = _direct(provider, RAW[name])
     with _client(http, _body(http, _split(RAW[name]))) as client, client.stream("POST", URL) as response:
@@ -294,7 +304,10 @@ def test_httpx_async_events_then_response(http: ModuleType) -> None:
 def test_httpx_dropped_connection_is_a_transport_error(http: ModuleType, error_name: str) -> None:
     data = RAW["parallel"]
     error = getattr(http, error_name)("peer closed connection")
-    with _client(http, _body(http, _split(data[: len(data) // 2]), error)) as client, client.stream("POST", URL) as response:
+    with (
+        _client(http, _body(http, _split(data[: len(data) // 2]), error)) as client,
+        client.stream("POST", URL) as response,
+    ):
         stream = integrations.stream_httpx(response, provider="anthropic")
         seen: list[Any] = []
         with pytest.raises(TransportError) as info:

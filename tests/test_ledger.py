@@ -63,8 +63,12 @@ def wait_until_expired(ledger: Ledger, run_id: str, call_id: str) -> None:
 
 def test_record_maps_verdicts_to_states(ledger: Ledger) -> None:
     run = new_run()
-    d = decision(("a", "read_file", "allowed"), ("b", "write_file", "needs_approval"),
-                 ("c", "write_file", "approved"), ("d", "write_file", "denied"))
+    d = decision(
+        ("a", "read_file", "allowed"),
+        ("b", "write_file", "needs_approval"),
+        ("c", "write_file", "approved"),
+        ("d", "write_file", "denied"),
+    )
     entries = ledger.record(d, run_id=run, tools=TOOLS)
     assert [e.state for e in entries] == ["decided", "awaiting_approval", "approved", "denied"]
     assert [e.side_effects for e in entries] == [False, True, True, True]
@@ -79,7 +83,9 @@ def test_recording_twice_changes_nothing(ledger: Ledger) -> None:
     claim = ledger.claim("a", run_id=run, worker="w")
     again = ledger.record(d, run_id=run, tools=TOOLS)
     assert [e.state for e in again] == ["executing", "decided"]  # the claim is not undone
-    assert [(e.digest, e.idempotency_key, e.seq) for e in again] == [(e.digest, e.idempotency_key, e.seq) for e in first]
+    assert [(e.digest, e.idempotency_key, e.seq) for e in again] == [
+        (e.digest, e.idempotency_key, e.seq) for e in first
+    ]
     assert len(ledger.audit(run)) == len(events) + 1  # only the claim's event
     assert claim.granted
 
@@ -101,8 +107,12 @@ def test_idempotency_key_depends_on_run_call_tool_and_arguments(ledger: Ledger) 
     assert ledger.claim("a", run_id=run, worker="w").idempotency_key == entry.idempotency_key
     base = idempotency_key("r", "a", "t", argument_digest({"x": 1}))
     assert idempotency_key("r", "a", "t", argument_digest({"x": 1})) == base
-    others = [idempotency_key("r2", "a", "t", argument_digest({"x": 1})), idempotency_key("r", "b", "t", argument_digest({"x": 1})),
-              idempotency_key("r", "a", "u", argument_digest({"x": 1})), idempotency_key("r", "a", "t", argument_digest({"x": 2}))]
+    others = [
+        idempotency_key("r2", "a", "t", argument_digest({"x": 1})),
+        idempotency_key("r", "b", "t", argument_digest({"x": 1})),
+        idempotency_key("r", "a", "u", argument_digest({"x": 1})),
+        idempotency_key("r", "a", "t", argument_digest({"x": 2})),
+    ]
     assert base not in others and len(set(others)) == 4
     assert argument_digest({"a": 1, "b": 2}) == argument_digest({"b": 2, "a": 1})
 
@@ -255,8 +265,11 @@ def test_a_stale_attempt_cannot_renew_or_commit(ledger: Ledger) -> None:
 
 def test_a_lost_side_effect_call_becomes_unknown_and_waits_for_reconcile(ledger: Ledger) -> None:
     run = new_run()
-    ledger.record(decision(("a", "write_file", "allowed"), ("b", "write_file", "allowed"), ("c", "write_file", "allowed")),
-                  run_id=run, tools=TOOLS)
+    ledger.record(
+        decision(("a", "write_file", "allowed"), ("b", "write_file", "allowed"), ("c", "write_file", "allowed")),
+        run_id=run,
+        tools=TOOLS,
+    )
     lost = {c: ledger.claim(c, run_id=run, worker="lost", lease_seconds=0.2) for c in "abc"}
     for c in "abc":
         wait_until_expired(ledger, run, c)
@@ -332,8 +345,12 @@ def test_a_cancelled_run_grants_nothing_and_its_results_are_late(ledger: Ledger)
 
 def test_approval_flow_and_its_audit(ledger: Ledger) -> None:
     run = new_run()
-    d = ToolDecision(calls=(ToolCall(call_id="a", name="write_file", arguments={"path": "x", "content": "secret"}, tool_version="7"),),
-                     verdicts=(CallVerdict(call_id="a", status="needs_approval", reasons=("writes",)),))
+    d = ToolDecision(
+        calls=(
+            ToolCall(call_id="a", name="write_file", arguments={"path": "x", "content": "secret"}, tool_version="7"),
+        ),
+        verdicts=(CallVerdict(call_id="a", status="needs_approval", reasons=("writes",)),),
+    )
     entry = ledger.record(d, run_id=run, tools=TOOLS, policy="policy@2")[0]
     assert not ledger.claim("a", run_id=run, worker="w").granted
     approved = ledger.approve("a", run_id=run, approver="alice", policy="policy@2")
@@ -366,22 +383,30 @@ def test_rejection_denies(ledger: Ledger) -> None:
 
 def test_an_all_or_nothing_batch_waits_for_its_approvals(ledger: Ledger) -> None:
     run = new_run()
-    ledger.record(decision(("a", "read_file", "allowed"), ("b", "write_file", "needs_approval"), batch="all_or_nothing"),
-                  run_id=run, tools=TOOLS)
+    ledger.record(
+        decision(("a", "read_file", "allowed"), ("b", "write_file", "needs_approval"), batch="all_or_nothing"),
+        run_id=run,
+        tools=TOOLS,
+    )
     waiting = ledger.claim("a", run_id=run, worker="w")
     assert not waiting.granted and waiting.reason == "batch_waiting"
     ledger.approve("b", run_id=run, approver="alice")
     assert ledger.claim("a", run_id=run, worker="w").granted and ledger.claim("b", run_id=run, worker="w").granted
     other = new_run()
-    ledger.record(decision(("a", "read_file", "allowed"), ("b", "write_file", "needs_approval"), batch="all_or_nothing"),
-                  run_id=other, tools=TOOLS)
+    ledger.record(
+        decision(("a", "read_file", "allowed"), ("b", "write_file", "needs_approval"), batch="all_or_nothing"),
+        run_id=other,
+        tools=TOOLS,
+    )
     ledger.reject("b", run_id=other, approver="bob")
     assert ledger.claim("a", run_id=other, worker="w").reason == "batch_waiting"
 
 
 def test_per_call_batches_stand_alone(ledger: Ledger) -> None:
     run = new_run()
-    ledger.record(decision(("a", "read_file", "allowed"), ("b", "write_file", "needs_approval")), run_id=run, tools=TOOLS)
+    ledger.record(
+        decision(("a", "read_file", "allowed"), ("b", "write_file", "needs_approval")), run_id=run, tools=TOOLS
+    )
     assert ledger.claim("a", run_id=run, worker="w").granted
 
 
@@ -403,17 +428,32 @@ def test_every_state_change_the_ledger_makes_is_in_the_table(ledger: Ledger) -> 
                 assert (seen[e.call_id], e.state) in allowed, (seen[e.call_id], e.state)
                 seen[e.call_id] = e.state
 
-    ledger.reject("f", run_id=run, approver="x"); observe()
+    ledger.reject("f", run_id=run, approver="x")
+
+    observe()
     for c in "abcde":
-        ledger.approve(c, run_id=run, approver="x"); observe()
+        ledger.approve(c, run_id=run, approver="x")
+        observe()
     claims = {c: ledger.claim(c, run_id=run, worker="w", lease_seconds=0.2 if c in "cd" else 60) for c in "abcde"}
     observe()
-    ledger.commit(claims["a"], ToolResult("a", "ok", "")); observe()
-    ledger.commit(claims["b"], ToolResult("b", "error", "", retry_safe=True)); observe()
-    ledger.claim("b", run_id=run, worker="w"); observe()
+    ledger.commit(claims["a"], ToolResult("a", "ok", ""))
+    observe()
+    ledger.commit(claims["b"], ToolResult("b", "error", "", retry_safe=True))
+    observe()
+    ledger.claim("b", run_id=run, worker="w")
+    observe()
     for c in "cd":
         wait_until_expired(ledger, run, c)
     observe()
-    ledger.reconcile("c", "retry", run_id=run); observe()
-    ledger.reconcile("d", ToolResult("d", "ok", ""), run_id=run); observe()
-    assert seen == {"a": "committed", "b": "executing", "c": "decided", "d": "committed", "e": "executing", "f": "denied"}
+    ledger.reconcile("c", "retry", run_id=run)
+    observe()
+    ledger.reconcile("d", ToolResult("d", "ok", ""), run_id=run)
+    observe()
+    assert seen == {
+        "a": "committed",
+        "b": "executing",
+        "c": "decided",
+        "d": "committed",
+        "e": "executing",
+        "f": "denied",
+    }

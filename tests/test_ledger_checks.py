@@ -54,7 +54,9 @@ def workspace(tmp_path: Path) -> Path:
 def ledger(url: str, workspace: Path) -> Iterator[Ledger]:
     checks = {
         "count": ResultCheck(schema=Lines),
-        "count_js": ResultCheck(schema={"type": "object", "properties": {"lines": {"type": "integer"}}, "required": ["lines"]}),
+        "count_js": ResultCheck(
+            schema={"type": "object", "properties": {"lines": {"type": "integer"}}, "required": ["lines"]}
+        ),
         "write_file": ResultCheck(effects=FileEffects(str(workspace))),
         "write_many": ResultCheck(effects=FileEffects(str(workspace), paths=("files",))),
     }
@@ -64,8 +66,10 @@ def ledger(url: str, workspace: Path) -> Iterator[Ledger]:
 
 def run_one(ledger: Ledger, tool: str, result: ToolResult, **arguments: Any) -> Any:
     run = new_run()
-    d = ToolDecision(calls=(ToolCall(call_id=result.call_id, name=tool, arguments=arguments),),
-                     verdicts=(CallVerdict(call_id=result.call_id, status="allowed"),))
+    d = ToolDecision(
+        calls=(ToolCall(call_id=result.call_id, name=tool, arguments=arguments),),
+        verdicts=(CallVerdict(call_id=result.call_id, status="allowed"),),
+    )
     ledger.record(d, run_id=run)
     return ledger.commit(ledger.claim(result.call_id, run_id=run, worker="w"), result)
 
@@ -79,8 +83,17 @@ def write(root: Path, name: str, text: str) -> Effect:
 
 
 @pytest.mark.parametrize("tool", ["count", "count_js"])
-@pytest.mark.parametrize("content, ok", [({"lines": 3}, True), ({"lines": "3"}, False), ({}, False),
-                                         ({"lines": 3, "extra": 1}, False), ("3", False), (None, False)])
+@pytest.mark.parametrize(
+    "content, ok",
+    [
+        ({"lines": 3}, True),
+        ({"lines": "3"}, False),
+        ({}, False),
+        ({"lines": 3, "extra": 1}, False),
+        ("3", False),
+        (None, False),
+    ],
+)
 def test_result_schema(ledger: Ledger, tool: str, content: Any, ok: bool) -> None:
     entry = run_one(ledger, tool, ToolResult("a", "ok", content))
     if ok:
@@ -103,11 +116,15 @@ def test_observed_effects_commit(ledger: Ledger, workspace: Path) -> None:
     entry = run_one(ledger, "write_file", ToolResult("a", "ok", "written", effects=(effect,)), path="a.txt")
     assert entry.state == "committed" and entry.effects == (effect,)
     (workspace / "gone.txt").unlink(missing_ok=True)
-    deleted = run_one(ledger, "write_file", ToolResult("a", "ok", "", effects=(Effect("gone.txt", None),)), path="gone.txt")
+    deleted = run_one(
+        ledger, "write_file", ToolResult("a", "ok", "", effects=(Effect("gone.txt", None),)), path="gone.txt"
+    )
     assert deleted.state == "committed"
 
 
-@pytest.mark.parametrize("case", ["wrong_digest", "missing_file", "not_deleted", "outside", "no_effect_claimed", "symlink_out"])
+@pytest.mark.parametrize(
+    "case", ["wrong_digest", "missing_file", "not_deleted", "outside", "no_effect_claimed", "symlink_out"]
+)
 def test_effects_not_observed(ledger: Ledger, workspace: Path, tmp_path: Path, case: str) -> None:
     real = write(workspace, "a.txt", "hello")
     effects: tuple[Effect, ...]
@@ -136,15 +153,24 @@ def test_some_expected_effects_missing_is_partial(ledger: Ledger, workspace: Pat
     entry = run_one(ledger, "write_many", ToolResult("a", "ok", "", effects=(done,)), files=["a.txt", "b.txt"])
     assert entry.state == "failed" and entry.error.code == "PARTIAL_EFFECT" and "b.txt" in entry.error.message
     both = (done, write(workspace, "b.txt", "2"))
-    assert run_one(ledger, "write_many", ToolResult("a", "ok", "", effects=both), files=["a.txt", "b.txt"]).state == "committed"
+    assert (
+        run_one(ledger, "write_many", ToolResult("a", "ok", "", effects=both), files=["a.txt", "b.txt"]).state
+        == "committed"
+    )
 
 
 def test_result_messages_say_what_happened_without_the_failed_content(ledger: Ledger, workspace: Path) -> None:
     run = new_run()
-    ledger.record(decision(("a", "count", "allowed"), ("b", "count", "allowed"), ("c", "count", "allowed"),
-                           ("d", "count", "denied")), run_id=run)
+    ledger.record(
+        decision(
+            ("a", "count", "allowed"), ("b", "count", "allowed"), ("c", "count", "allowed"), ("d", "count", "denied")
+        ),
+        run_id=run,
+    )
     ledger.commit(ledger.claim("a", run_id=run, worker="w"), ToolResult("a", "ok", {"lines": 2}))
-    ledger.commit(ledger.claim("b", run_id=run, worker="w"), ToolResult("b", "ok", {"lines": "sk-live-SECRETSECRETSECRET"}))
+    ledger.commit(
+        ledger.claim("b", run_id=run, worker="w"), ToolResult("b", "ok", {"lines": "sk-live-SECRETSECRETSECRET"})
+    )
     messages = ledger.result_messages("openai-chat", run_id=run)
     assert [m["tool_call_id"] for m in messages] == ["a", "b", "d"]  # c is still open
     assert json.loads(messages[0]["content"]) == {"lines": 2}
@@ -181,19 +207,28 @@ FINAL = FinalDecision(value={"status": "completed"}, text="{}")
 
 def test_a_backed_answer_passes(ledger: Ledger, workspace: Path) -> None:
     run = finished_run(ledger, workspace)
-    entries = check_completion(FINAL, ledger=ledger, run_id=run, evidence=["w1", "r1"], changed_files=["./w1.txt"],
-                               criteria=[lambda value, entries: value["status"] == "completed", lambda v, e: None])
+    entries = check_completion(
+        FINAL,
+        ledger=ledger,
+        run_id=run,
+        evidence=["w1", "r1"],
+        changed_files=["./w1.txt"],
+        criteria=[lambda value, entries: value["status"] == "completed", lambda v, e: None],
+    )
     assert [e.call_id for e in entries] == ["w1", "r1"]
 
 
-@pytest.mark.parametrize("kwargs, code", [
-    ({"evidence": ["nope"]}, "EVIDENCE_NOT_FOUND"),
-    ({"changed_files": ["w1.txt", "other.txt"]}, "CLAIM_NOT_BACKED"),
-    ({"changed_files": []}, "CLAIM_NOT_BACKED"),
-    ({"criteria": [lambda v, e: False]}, "ACCEPTANCE_FAILED"),
-    ({"criteria": [lambda v, e: "tests did not run"]}, "ACCEPTANCE_FAILED"),
-    ({"criteria": [lambda v, e: 1 / 0]}, "ACCEPTANCE_FAILED"),
-])
+@pytest.mark.parametrize(
+    "kwargs, code",
+    [
+        ({"evidence": ["nope"]}, "EVIDENCE_NOT_FOUND"),
+        ({"changed_files": ["w1.txt", "other.txt"]}, "CLAIM_NOT_BACKED"),
+        ({"changed_files": []}, "CLAIM_NOT_BACKED"),
+        ({"criteria": [lambda v, e: False]}, "ACCEPTANCE_FAILED"),
+        ({"criteria": [lambda v, e: "tests did not run"]}, "ACCEPTANCE_FAILED"),
+        ({"criteria": [lambda v, e: 1 / 0]}, "ACCEPTANCE_FAILED"),
+    ],
+)
 def test_each_completion_check(ledger: Ledger, workspace: Path, kwargs: dict[str, Any], code: str) -> None:
     run = finished_run(ledger, workspace)
     with pytest.raises(CompletionError) as caught:
@@ -240,16 +275,25 @@ def test_every_failed_check_is_named(ledger: Ledger, workspace: Path) -> None:
     run = finished_run(ledger, workspace)
     ledger.record(decision(("x", "count", "allowed")), run_id=run)
     with pytest.raises(CompletionError) as caught:
-        check_completion(FINAL, ledger=ledger, run_id=run, evidence=["zz"], changed_files=[], criteria=[lambda v, e: False])
-    assert [i["code"] for i in caught.value.issues] == ["EVIDENCE_NOT_FOUND", "CLAIM_NOT_BACKED", "SIDE_EFFECTS_PENDING", "ACCEPTANCE_FAILED"]
+        check_completion(
+            FINAL, ledger=ledger, run_id=run, evidence=["zz"], changed_files=[], criteria=[lambda v, e: False]
+        )
+    assert [i["code"] for i in caught.value.issues] == [
+        "EVIDENCE_NOT_FOUND",
+        "CLAIM_NOT_BACKED",
+        "SIDE_EFFECTS_PENDING",
+        "ACCEPTANCE_FAILED",
+    ]
     assert caught.value.code == "EVIDENCE_NOT_FOUND"
 
 
 def test_unchecked_effects_do_not_back_a_claim(ledger: Ledger) -> None:
     run = new_run()
     ledger.record(decision(("a", "count", "allowed")), run_id=run)  # count has no effect check
-    ledger.commit(ledger.claim("a", run_id=run, worker="w"),
-                  ToolResult("a", "ok", {"lines": 1}, effects=(Effect("x.txt", "sha256:00"),)))
+    ledger.commit(
+        ledger.claim("a", run_id=run, worker="w"),
+        ToolResult("a", "ok", {"lines": 1}, effects=(Effect("x.txt", "sha256:00"),)),
+    )
     with pytest.raises(CompletionError) as caught:
         check_completion(FINAL, ledger=ledger, run_id=run, changed_files=["x.txt"])
     assert caught.value.code == "CLAIM_NOT_BACKED"
@@ -263,33 +307,75 @@ def test_check_completion_takes_a_final_decision(ledger: Ledger) -> None:
 # ---------------------------------------------------------------- shapes
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.text(max_size=8)
     | st.floats(allow_nan=False, allow_infinity=False),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=10,
 )
 text = st.text(max_size=10)
 ids = st.text(min_size=1, max_size=8)
-errors = st.builds(lambda code, message, path: new_error(code, message, path=path) if ERROR_CODES[code].layer != "parse"
-                   else new_error(code, message, doc="ab\ncd", pos=4, path=path),
-                   st.sampled_from(sorted(ERROR_CODES)), text, st.none() | text)
-effects = st.builds(Effect, ids, st.none() | st.text(alphabet="0123456789abcdef", max_size=64).map(lambda h: "sha256:" + h))
-results = st.builds(ToolResult, ids, st.sampled_from(["ok", "error", "partial"]), json_values,
-                    retry_safe=st.booleans(), effects=st.lists(effects, max_size=3).map(tuple))
-calls = st.builds(lambda i, name, args, index, item, gen, version: ToolCall(call_id=i, name=name, arguments=args, index=index,
-                  item_id=item, call_id_generated=gen, tool_version=version),
-                  ids, ids, st.dictionaries(text, json_values, max_size=3), st.integers(0, 10), st.none() | ids, st.booleans(), st.none() | ids)
+errors = st.builds(
+    lambda code, message, path: (
+        new_error(code, message, path=path)
+        if ERROR_CODES[code].layer != "parse"
+        else new_error(code, message, doc="ab\ncd", pos=4, path=path)
+    ),
+    st.sampled_from(sorted(ERROR_CODES)),
+    text,
+    st.none() | text,
+)
+effects = st.builds(
+    Effect, ids, st.none() | st.text(alphabet="0123456789abcdef", max_size=64).map(lambda h: "sha256:" + h)
+)
+results = st.builds(
+    ToolResult,
+    ids,
+    st.sampled_from(["ok", "error", "partial"]),
+    json_values,
+    retry_safe=st.booleans(),
+    effects=st.lists(effects, max_size=3).map(tuple),
+)
+calls = st.builds(
+    lambda i, name, args, index, item, gen, version: ToolCall(
+        call_id=i, name=name, arguments=args, index=index, item_id=item, call_id_generated=gen, tool_version=version
+    ),
+    ids,
+    ids,
+    st.dictionaries(text, json_values, max_size=3),
+    st.integers(0, 10),
+    st.none() | ids,
+    st.booleans(),
+    st.none() | ids,
+)
 
 
 @st.composite
 def tool_decisions(draw: st.DrawFn) -> ToolDecision:
     drawn = draw(st.lists(calls, min_size=1, max_size=3, unique_by=lambda c: c.call_id))
-    verdicts = tuple(CallVerdict(call_id=c.call_id, status=draw(st.sampled_from(["allowed", "approved", "needs_approval", "denied"])),
-                                 error=draw(st.none() | errors), reasons=tuple(draw(st.lists(text, max_size=2))),
-                                 paths=draw(st.dictionaries(text, text, max_size=2)), empty_paths=tuple(draw(st.lists(text, max_size=2))),
-                                 approved_by=draw(st.none() | text)) for c in drawn)
-    return ToolDecision(calls=tuple(drawn), verdicts=verdicts, batch=draw(st.sampled_from(["all_or_nothing", "per_call"])),
-                        text=draw(text), provider=draw(st.none() | text), response_id=draw(st.none() | text), model=draw(st.none() | text))
+    verdicts = tuple(
+        CallVerdict(
+            call_id=c.call_id,
+            status=draw(st.sampled_from(["allowed", "approved", "needs_approval", "denied"])),
+            error=draw(st.none() | errors),
+            reasons=tuple(draw(st.lists(text, max_size=2))),
+            paths=draw(st.dictionaries(text, text, max_size=2)),
+            empty_paths=tuple(draw(st.lists(text, max_size=2))),
+            approved_by=draw(st.none() | text),
+        )
+        for c in drawn
+    )
+    return ToolDecision(
+        calls=tuple(drawn),
+        verdicts=verdicts,
+        batch=draw(st.sampled_from(["all_or_nothing", "per_call"])),
+        text=draw(text),
+        provider=draw(st.none() | text),
+        response_id=draw(st.none() | text),
+        model=draw(st.none() | text),
+    )
 
 
 finals = st.builds(lambda v, t, s: FinalDecision(value=v, text=t, schema_id=s), json_values, text, st.none() | text)
@@ -311,19 +397,58 @@ def test_a_pydantic_final_value_is_stored_as_json() -> None:
     assert data["value"] == {"lines": 2} and from_dict(data).value == {"lines": 2}
 
 
-@pytest.mark.parametrize("data, code, path", [
-    ({"shape": "tool_result", "version": 2}, "UNKNOWN_SCHEMA_VERSION", "$.shape"),
-    ({"shape": "nope", "version": 1}, "UNKNOWN_SCHEMA_VERSION", "$.shape"),
-    ({"version": 1}, "SCHEMA_MISMATCH", "$.shape"),
-    ({"shape": "tool_result", "version": 1, "call_id": 3, "status": "ok", "retry_safe": False, "effects": []}, "SCHEMA_MISMATCH", "$.call_id"),
-    ({"shape": "tool_result", "version": 1, "call_id": "a", "status": "maybe", "content": None, "retry_safe": False, "effects": []}, "SCHEMA_MISMATCH", "$"),
-    ({"shape": "call_verdict", "version": 1, "call_id": "a", "status": "maybe", "reasons": [], "paths": {}, "empty_paths": []}, "SCHEMA_MISMATCH", "$.status"),
-    ({"shape": "tool_decision", "version": 1, "calls": [], "verdicts": [], "batch": "some", "text": ""}, "SCHEMA_MISMATCH", "$.batch"),
-    ({"shape": "effect", "version": 1, "path": "a", "digest": "md5:0"}, "SCHEMA_MISMATCH", "$"),
-    ({"shape": "error", "version": 1, "code": "NOT_A_CODE"}, "SCHEMA_MISMATCH", "$.code"),
-    ({"shape": "tool_call", "version": 1, "call_id": "a", "name": "t", "arguments": [], "index": 0}, "SCHEMA_MISMATCH", "$.arguments"),
-    ({"shape": "tool_call", "version": True}, "SCHEMA_MISMATCH", "$.version"),
-])
+@pytest.mark.parametrize(
+    "data, code, path",
+    [
+        ({"shape": "tool_result", "version": 2}, "UNKNOWN_SCHEMA_VERSION", "$.shape"),
+        ({"shape": "nope", "version": 1}, "UNKNOWN_SCHEMA_VERSION", "$.shape"),
+        ({"version": 1}, "SCHEMA_MISMATCH", "$.shape"),
+        (
+            {"shape": "tool_result", "version": 1, "call_id": 3, "status": "ok", "retry_safe": False, "effects": []},
+            "SCHEMA_MISMATCH",
+            "$.call_id",
+        ),
+        (
+            {
+                "shape": "tool_result",
+                "version": 1,
+                "call_id": "a",
+                "status": "maybe",
+                "content": None,
+                "retry_safe": False,
+                "effects": [],
+            },
+            "SCHEMA_MISMATCH",
+            "$",
+        ),
+        (
+            {
+                "shape": "call_verdict",
+                "version": 1,
+                "call_id": "a",
+                "status": "maybe",
+                "reasons": [],
+                "paths": {},
+                "empty_paths": [],
+            },
+            "SCHEMA_MISMATCH",
+            "$.status",
+        ),
+        (
+            {"shape": "tool_decision", "version": 1, "calls": [], "verdicts": [], "batch": "some", "text": ""},
+            "SCHEMA_MISMATCH",
+            "$.batch",
+        ),
+        ({"shape": "effect", "version": 1, "path": "a", "digest": "md5:0"}, "SCHEMA_MISMATCH", "$"),
+        ({"shape": "error", "version": 1, "code": "NOT_A_CODE"}, "SCHEMA_MISMATCH", "$.code"),
+        (
+            {"shape": "tool_call", "version": 1, "call_id": "a", "name": "t", "arguments": [], "index": 0},
+            "SCHEMA_MISMATCH",
+            "$.arguments",
+        ),
+        ({"shape": "tool_call", "version": True}, "SCHEMA_MISMATCH", "$.version"),
+    ],
+)
 def test_shapes_refuse_what_they_do_not_know(data: dict[str, Any], code: str, path: str) -> None:
     with pytest.raises(SchemaError) as caught:
         from_dict(data)

@@ -31,13 +31,21 @@ def test_entries_as_table_and_json(url: str) -> None:
     code, text = cli("ledger", url, run)
     assert code == 0
     lines = text.splitlines()
-    assert lines[0] == f"run {run}: 2 call(s)" and lines[1].split()[:5] == ["call", "tool", "state", "attempt", "worker"]
+    assert lines[0] == f"run {run}: 2 call(s)" and lines[1].split()[:5] == [
+        "call",
+        "tool",
+        "state",
+        "attempt",
+        "worker",
+    ]
     assert lines[2].split()[:5] == ["a", "read_file", "failed", "1", "w7"] and "TOOL_ERROR" in lines[2]
     assert lines[3].split()[:3] == ["b", "write_file", "awaiting_approval"]
     code, text = cli("ledger", url, run, "--json")
     data = json.loads(text)
     assert code == 0 and [e["state"] for e in data["entries"]] == ["failed", "awaiting_approval"]
-    assert data["entries"][0]["error"]["code"] == "TOOL_ERROR" and data["entries"][0]["result"]["shape"] == "tool_result"
+    assert (
+        data["entries"][0]["error"]["code"] == "TOOL_ERROR" and data["entries"][0]["result"]["shape"] == "tool_result"
+    )
     code, text = cli("ledger", url, "--json")
     assert code == 0 and {"run_id": run, "cancelled": False, "calls": 2} in json.loads(text)
     code, text = cli("ledger", url)

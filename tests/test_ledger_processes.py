@@ -34,7 +34,9 @@ def _race(url: str, tmp_path: Path, workers: int, calls: int) -> None:
     ids = [f"call_{i}" for i in range(calls)]
     with open_ledger(url) as ledger:
         for start in range(0, calls, 50):
-            ledger.record(decision(*[(c, "write_file", "allowed") for c in ids[start:start + 50]]), run_id=run, tools=TOOLS)
+            ledger.record(
+                decision(*[(c, "write_file", "allowed") for c in ids[start : start + 50]]), run_id=run, tools=TOOLS
+            )
     log = str(tmp_path / "executions.log")
     context = multiprocessing.get_context("fork")
     with context.Pool(workers) as pool:
@@ -60,8 +62,12 @@ def test_soak_sixteen_processes_two_thousand_calls(url: str, tmp_path: Path) -> 
 
 
 def _doomed(url: str, run: str, call_id: str, lease: float) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, str(HERE / "ledger_worker.py"), "hold", url, run, call_id, str(lease)],
-                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "ledger_worker.py"), "hold", url, run, call_id, str(lease)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "claimed 1"
     return proc

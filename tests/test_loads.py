@@ -57,8 +57,18 @@ def test_valid_documents_match_json(impl: ModuleType, text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["é", "Zürich", "\u00ff\u0100", "x" * 9 + "渡辺" + "y" * 17, "\u0800", "\uffff", "a\U0001F600b" * 5, "\U0010ffff",
-     "mixed ü 渡 😀 " * 20, "Grüße, " * 40],
+    [
+        "é",
+        "Zürich",
+        "\u00ff\u0100",
+        "x" * 9 + "渡辺" + "y" * 17,
+        "\u0800",
+        "\uffff",
+        "a\U0001f600b" * 5,
+        "\U0010ffff",
+        "mixed ü 渡 😀 " * 20,
+        "Grüße, " * 40,
+    ],
 )
 def test_non_ascii_strings_take_their_narrowest_form(impl: ModuleType, text: str) -> None:
     """Raw and escaped, as value and key: the same str as json.loads, in the
@@ -402,7 +412,10 @@ def test_number_edges_rejected(impl: ModuleType, text: str) -> None:
 
 
 HINTS: list[tuple[str, str]] = [
-    ('{"p": "a\\d"}', "invalid escape '\\d' at line 1 column 9: a backslash inside a JSON string must be written as '\\\\'"),
+    (
+        '{"p": "a\\d"}',
+        "invalid escape '\\d' at line 1 column 9: a backslash inside a JSON string must be written as '\\\\'",
+    ),
     ('{"a": 1, "a": 2}', 'duplicate key "a" at line 1 column 10: each key may appear only once in an object'),
     ("[1, 2,]", "trailing comma at line 1 column 6: remove the comma before the closing bracket or brace"),
     ("```json\n{}\n```", "Markdown code fence at line 1 column 1: send the bare JSON value, without ``` fences"),
@@ -472,7 +485,16 @@ RECORDS: list[dict[str, Any]] = [
 @pytest.mark.parametrize(
     "value",
     [[], {}, [[]], {"a": {}}, {"a": {"b": 1}}, [{"a": 1}], RECORDS, {"records": RECORDS}],
-    ids=["list", "dict", "nested-list", "dict-of-dict", "dict-of-scalars", "list-of-dict", "records", "wrapped-records"],
+    ids=[
+        "list",
+        "dict",
+        "nested-list",
+        "dict-of-dict",
+        "dict-of-scalars",
+        "list-of-dict",
+        "records",
+        "wrapped-records",
+    ],
 )
 def test_the_collector_tracks_the_tree_as_json_loads_does(impl: ModuleType, value: Any) -> None:
     """Every list, and each dict holding a list or dict, small document or large."""

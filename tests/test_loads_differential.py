@@ -15,7 +15,6 @@ import json
 from types import ModuleType
 from typing import Any
 
-import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -23,7 +22,7 @@ from decisions import Limits, ParseError
 from json_values import same_value
 
 WHITESPACE = st.text(alphabet=" \t\n\r", max_size=3)
-SIGNIFICANT = list('{}[]",:\\ \t\n-+.0123456789eEtrufalsnNI/*\'`u') + ["\x00", "\x1f", "\u00e9", "\U0001f600"]
+SIGNIFICANT = list("{}[]\",:\\ \t\n-+.0123456789eEtrufalsnNI/*'`u") + ["\x00", "\x1f", "\u00e9", "\U0001f600"]
 
 SCALARS = (
     st.none()

@@ -9,8 +9,8 @@ import threading
 from pathlib import Path, PurePosixPath
 
 import pytest
-from decide_helpers import call, needs_loads, response, text
 
+from decide_helpers import call, needs_loads, response, text
 from decisions import (
     PathArg,
     Policy,
@@ -65,8 +65,22 @@ def test_paths_that_leave_the_workspace(workspace: Path, raw: str) -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    ["", "   ", "a\x00b", "~/.ssh/id_rsa", "~root/x", "C:\\Windows\\x", "c:/x", "\\\\server\\share\\x",
-     "//server/share/x", "src\\..\\..\\secret.txt", 3, None, ["a"], {"p": "a"}],
+    [
+        "",
+        "   ",
+        "a\x00b",
+        "~/.ssh/id_rsa",
+        "~root/x",
+        "C:\\Windows\\x",
+        "c:/x",
+        "\\\\server\\share\\x",
+        "//server/share/x",
+        "src\\..\\..\\secret.txt",
+        3,
+        None,
+        ["a"],
+        {"p": "a"},
+    ],
 )
 def test_malformed_paths(workspace: Path, raw: object) -> None:
     with pytest.raises(PolicyError) as info:
@@ -191,7 +205,9 @@ def test_no_write_scope_by_default(workspace: Path) -> None:
 @needs_loads
 def test_per_tool_and_per_argument_scopes(workspace: Path) -> None:
     rules = {
-        "copy": ToolRule(paths={"source": "read", "target": PathArg("write", scopes=("docs/out",))}, read_scopes=("src",)),
+        "copy": ToolRule(
+            paths={"source": "read", "target": PathArg("write", scopes=("docs/out",))}, read_scopes=("src",)
+        ),
     }
     policy = Policy(workspace=workspace, tools=rules, write_scopes=("",))
     ok = call(name="copy", arguments='{"source": "src/main.py", "target": "docs/out/main.py"}')
@@ -219,7 +235,10 @@ def test_an_array_of_paths_is_checked_item_by_item(workspace: Path) -> None:
 def test_approval_marks_the_decision_not_executable(workspace: Path) -> None:
     tools = {"write_file": ToolRule(paths={"path": "write"}, approval="writes need a human"), "read_file": ToolRule()}
     policy = Policy(workspace=workspace, tools=tools, write_scopes=("docs",))
-    items = (call(name="read_file", call_id="r"), call(name="write_file", arguments='{"path": "docs/a.md"}', call_id="w"))
+    items = (
+        call(name="read_file", call_id="r"),
+        call(name="write_file", arguments='{"path": "docs/a.md"}', call_id="w"),
+    )
     decision = decide(response(*items), policy=policy)
     assert isinstance(decision, ToolDecision)
     assert not decision.executable and decision.needs_approval

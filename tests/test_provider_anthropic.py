@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
@@ -17,10 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import FIXTURES
 from decisions.errors import ERROR_CODES, OutputError, ParseError, StreamError, TransportError
 from decisions.types import NormalizedResponse, ReasoningItem, TextItem, ToolCallItem
-
-from conftest import FIXTURES
 from json_values import nodes
 
 SDK = FIXTURES / "anthropic-sdk-python" / "tests"
@@ -38,13 +36,20 @@ class Recording:
 
 
 def _recordings() -> list[Recording]:
-    out = [Recording(p.relative_to(FIXTURES).as_posix(), "sse", p.read_bytes()) for p in sorted(SDK_STREAMS.glob("*.txt"))]
+    out = [
+        Recording(p.relative_to(FIXTURES).as_posix(), "sse", p.read_bytes()) for p in sorted(SDK_STREAMS.glob("*.txt"))
+    ]
     out += [
         Recording(p.relative_to(FIXTURES).as_posix(), "sse", p.read_bytes())
         for p in sorted((SDK / "fixtures" / "fable-fallback").glob("*.sse"))
     ]
-    out += [Recording(p.relative_to(FIXTURES).as_posix(), "lines", p.read_bytes()) for p in sorted(VERCEL.glob("*.chunks.txt"))]
-    out += [Recording(p.relative_to(FIXTURES).as_posix(), "body", p.read_bytes()) for p in sorted(VERCEL.glob("*.json"))]
+    out += [
+        Recording(p.relative_to(FIXTURES).as_posix(), "lines", p.read_bytes())
+        for p in sorted(VERCEL.glob("*.chunks.txt"))
+    ]
+    out += [
+        Recording(p.relative_to(FIXTURES).as_posix(), "body", p.read_bytes()) for p in sorted(VERCEL.glob("*.json"))
+    ]
     for path in sorted(SDK.glob("lib/**/__inline_snapshot__/**/*.json")):
         for i, exchange in enumerate(json.loads(path.read_text())):
             body = exchange["response"]["body"]
@@ -142,22 +147,38 @@ def sse(*events: tuple[str, dict[str, Any]]) -> bytes:
 
 
 def start(message_id: str = "msg_1") -> tuple[str, dict[str, Any]]:
-    message = {"id": message_id, "type": "message", "role": "assistant", "model": "claude-test", "content": [],
-               "stop_reason": None, "usage": {"input_tokens": 3, "output_tokens": 1}}
+    message = {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    }
     return ("message_start", {"type": "message_start", "message": message})
 
 
 def text_block(index: int, text: str) -> list[tuple[str, dict[str, Any]]]:
     return [
-        ("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+        ),
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}},
+        ),
         ("content_block_stop", {"type": "content_block_stop", "index": index}),
     ]
 
 
 def finish(stop_reason: str) -> list[tuple[str, dict[str, Any]]]:
     return [
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": 5}}),
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": 5}},
+        ),
         ("message_stop", {"type": "message_stop"}),
     ]
 
@@ -236,8 +257,14 @@ def test_a_call_ended_before_a_cut_finish_is_incomplete(impl: ModuleType, stop_r
     events = sse(
         start(),
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": tool}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                 "delta": {"type": "input_json_delta", "partial_json": '{"path": "a"}'}}),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '{"path": "a"}'},
+            },
+        ),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         *finish(stop_reason),
     )
@@ -266,7 +293,9 @@ def test_refusal(impl: ModuleType) -> None:
     assert body.finish_reason == "refusal"
 
 
-@pytest.mark.parametrize("kind, name", [("lines", "anthropic-tool-no-args.chunks.txt"), ("body", "anthropic-tool-no-args.json")])
+@pytest.mark.parametrize(
+    "kind, name", [("lines", "anthropic-tool-no-args.chunks.txt"), ("body", "anthropic-tool-no-args.json")]
+)
 def test_tool_without_arguments_gives_empty_object(impl: ModuleType, kind: str, name: str) -> None:
     response = feed(impl, kind, (VERCEL / name).read_bytes())
     (call,) = response.tool_calls
@@ -298,7 +327,10 @@ def test_parallel_calls_in_a_body_keep_order_and_ids(impl: ModuleType) -> None:
     expected = [(b["id"], b["name"], b["input"]) for b in raw["content"] if b["type"] == "tool_use"]
     assert len(expected) == 4
     assert [(c.call_id, c.name, json.loads(c.arguments)) for c in response.tool_calls] == expected
-    assert response.unknown_events == {"content_block:server_tool_use": 1, "content_block:code_execution_tool_result": 1}
+    assert response.unknown_events == {
+        "content_block:server_tool_use": 1,
+        "content_block:code_execution_tool_result": 1,
+    }
 
 
 def _messages(data: bytes) -> list[bytes]:
@@ -315,7 +347,9 @@ def _messages(data: bytes) -> list[bytes]:
     return out
 
 
-@pytest.mark.parametrize("name", [n.rsplit("/", 1)[1] for n, c in EXPECTED_ERRORS.items() if c == "EVENT_AFTER_TERMINAL"])
+@pytest.mark.parametrize(
+    "name", [n.rsplit("/", 1)[1] for n, c in EXPECTED_ERRORS.items() if c == "EVENT_AFTER_TERMINAL"]
+)
 def test_each_message_of_a_multi_step_recording(impl: ModuleType, name: str) -> None:
     segments = _messages((VERCEL / name).read_bytes())
     assert len(segments) >= 2
@@ -364,8 +398,14 @@ def test_usage_counts_cache_reads_and_writes_as_input(impl: ModuleType) -> None:
 @pytest.mark.parametrize(
     "name, retryable",
     [
-        ("anthropic-sdk-python/tests/lib/_parse/__inline_snapshot__/test_messages/TestAsyncParse/d743d628-16aa-4c9f-ae78-51deb578f746.json[0]", True),
-        ("anthropic-sdk-python/tests/lib/tools/__inline_snapshot__/test_runners/TestSyncRunTools/f59a9391-643b-422c-96dc-1f28bc7ea4d7.json[1]", False),
+        (
+            "anthropic-sdk-python/tests/lib/_parse/__inline_snapshot__/test_messages/TestAsyncParse/d743d628-16aa-4c9f-ae78-51deb578f746.json[0]",
+            True,
+        ),
+        (
+            "anthropic-sdk-python/tests/lib/tools/__inline_snapshot__/test_runners/TestSyncRunTools/f59a9391-643b-422c-96dc-1f28bc7ea4d7.json[1]",
+            False,
+        ),
     ],
 )
 def test_http_error_bodies(impl: ModuleType, name: str, retryable: bool) -> None:
@@ -431,7 +471,10 @@ MALFORMED: dict[str, dict[str, Any]] = {
     "index as a string": {"type": "content_block_delta", "index": "0", "delta": {"type": "text_delta", "text": "x"}},
     "delta as an array": {"type": "content_block_delta", "index": 0, "delta": ["text_delta", "x"]},
     "input_json_delta on a text block": {
-        "type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{}"}},
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "input_json_delta", "partial_json": "{}"},
+    },
     "message_delta without delta": {"type": "message_delta", "usage": {"output_tokens": 1}},
     "usage with a negative count": {"type": "message_delta", "delta": {}, "usage": {"output_tokens": -1}},
 }
@@ -455,9 +498,36 @@ def test_tool_use_without_id_is_malformed(impl: ModuleType) -> None:
 @pytest.mark.parametrize(
     "events, code",
     [
-        ([("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}})], "EVENT_BEFORE_START"),
-        ([start(), ("content_block_delta", {"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}})], "DELTA_BEFORE_START"),
-        ([start(), *text_block(0, "a"), ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}})], "DELTA_AFTER_END"),
+        (
+            [
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}},
+                )
+            ],
+            "EVENT_BEFORE_START",
+        ),
+        (
+            [
+                start(),
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}},
+                ),
+            ],
+            "DELTA_BEFORE_START",
+        ),
+        (
+            [
+                start(),
+                *text_block(0, "a"),
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}},
+                ),
+            ],
+            "DELTA_AFTER_END",
+        ),
         ([start(), *text_block(0, "a"), *text_block(0, "b")], "DUPLICATE_ITEM_ID"),
         ([start(), *text_block(0, "a"), *finish("end_turn"), ("ping", {"type": "ping"})], "EVENT_AFTER_TERMINAL"),
         ([start(), *text_block(0, "a")], "NO_TERMINAL_EVENT"),
@@ -530,8 +600,15 @@ def test_backends_agree_on_mutated_recordings(both: tuple[ModuleType, ModuleType
     ids=["u64-exact", "floats-as-python-repr", "escapes"],
 )
 def test_whole_inputs_are_canonical_and_exact(impl: ModuleType, given: str, text: str) -> None:
-    block = '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":%s}}'
-    lines = [json.dumps(start()[1]), block % given, '{"type":"content_block_stop","index":0}', json.dumps(finish("tool_use")[1][1])]
+    block = (
+        '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":%s}}'
+    )
+    lines = [
+        json.dumps(start()[1]),
+        block % given,
+        '{"type":"content_block_stop","index":0}',
+        json.dumps(finish("tool_use")[1][1]),
+    ]
     (call,) = feed(impl, "lines", "\n".join(lines).encode()).tool_calls
     assert call.arguments == text
 
@@ -545,7 +622,9 @@ def test_whole_inputs_are_canonical_and_exact(impl: ModuleType, given: str, text
     ],
 )
 def test_input_objects_follow_the_strict_rules(impl: ModuleType, given: str, code: str, path: str) -> None:
-    block = '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":%s}}'
+    block = (
+        '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":%s}}'
+    )
     with pytest.raises(ParseError) as caught:
         feed(impl, "lines", "\n".join([json.dumps(start()[1]), block % given]).encode())
     assert (caught.value.code, caught.value.path) == (code, path)
@@ -594,7 +673,10 @@ def _tool_start(index: int, tool_input: dict[str, Any]) -> tuple[str, dict[str, 
 
 
 def _json_delta(index: Any, text: Any, name: str = "content_block_delta") -> tuple[str, dict[str, Any]]:
-    return (name, {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": text}})
+    return (
+        name,
+        {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": text}},
+    )
 
 
 def _stop(index: int) -> tuple[str, dict[str, Any]]:
@@ -602,22 +684,55 @@ def _stop(index: int) -> tuple[str, dict[str, Any]]:
 
 
 _FAST_EDGES = {
-    "input object and json deltas": [start(), _tool_start(0, {"a": 1}), _json_delta(0, "{}"), _stop(0), *finish("tool_use")],
-    "json delta to a text block": [start(), *text_block(0, "x")[:1], _json_delta(0, "{}"), _stop(0), *finish("end_turn")],
+    "input object and json deltas": [
+        start(),
+        _tool_start(0, {"a": 1}),
+        _json_delta(0, "{}"),
+        _stop(0),
+        *finish("tool_use"),
+    ],
+    "json delta to a text block": [
+        start(),
+        *text_block(0, "x")[:1],
+        _json_delta(0, "{}"),
+        _stop(0),
+        *finish("end_turn"),
+    ],
     "text delta to a tool block": [start(), _tool_start(0, {}), *text_block(0, "x")[1:], *finish("tool_use")],
     "delta after the block stopped": [start(), _tool_start(0, {}), _json_delta(0, "{"), _stop(0), _json_delta(0, "}")],
-    "delta after message_stop": [start(), _tool_start(0, {}), _json_delta(0, "{}"), _stop(0), *finish("tool_use"), _json_delta(0, "x")],
+    "delta after message_stop": [
+        start(),
+        _tool_start(0, {}),
+        _json_delta(0, "{}"),
+        _stop(0),
+        *finish("tool_use"),
+        _json_delta(0, "x"),
+    ],
     "delta before the start": [_json_delta(0, "{}"), start()],
     "delta for an unknown block": [start(), _tool_start(0, {}), _json_delta(1, "{}"), _stop(0), *finish("tool_use")],
-    "event name of another type": [start(), _tool_start(0, {}), _json_delta(0, "{}", name="ping"), _stop(0), *finish("tool_use")],
+    "event name of another type": [
+        start(),
+        _tool_start(0, {}),
+        _json_delta(0, "{}", name="ping"),
+        _stop(0),
+        *finish("tool_use"),
+    ],
     "bool index": [start(), _tool_start(0, {}), _json_delta(False, "{}"), _stop(0), *finish("tool_use")],
     "json delta not a string": [start(), _tool_start(0, {}), _json_delta(0, 5), _stop(0), *finish("tool_use")],
     "empty json delta": [start(), _tool_start(0, {}), _json_delta(0, ""), _stop(0), *finish("tool_use")],
     "json delta to a server tool": [
         start(),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}}),
-        _json_delta(0, "{}"), _stop(0), *finish("end_turn"),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}},
+            },
+        ),
+        _json_delta(0, "{}"),
+        _stop(0),
+        *finish("end_turn"),
     ],
 }
 

@@ -18,10 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from decisions.errors import ERROR_CODES, OutputError, ParseError, StreamError, TransportError
-from decisions.types import NormalizedResponse, ReasoningItem, TextItem, ToolCallItem
-
 from conftest import FIXTURES
+from decisions.errors import OutputError, ParseError, StreamError, TransportError
+from decisions.types import NormalizedResponse, ReasoningItem
 from json_values import nodes
 
 GOOGLE = FIXTURES / "vercel-ai" / "packages" / "google" / "src" / "__fixtures__"
@@ -242,13 +241,17 @@ def test_safety_mid_stream(impl: ModuleType) -> None:
     lines = lines_of(GOOGLE / "google-text.chunks.txt")
     cut = json.loads(lines[0])
     cut["candidates"][0]["finishReason"] = "SAFETY"
-    cut["candidates"][0]["safetyRatings"] = [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}]
+    cut["candidates"][0]["safetyRatings"] = [
+        {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}
+    ]
     response = stream(impl, [json.dumps(cut)])
     assert (response.finish_reason, response.raw_finish_reason) == ("content_filter", "SAFETY")
 
 
 def test_prompt_blocked(impl: ModuleType) -> None:
-    blocked = json.dumps({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "responseId": "r", "modelVersion": "m"})
+    blocked = json.dumps(
+        {"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "responseId": "r", "modelVersion": "m"}
+    )
     for response in (stream(impl, [blocked]), body(impl, blocked)):
         assert (response.finish_reason, response.raw_finish_reason) == ("content_filter", "PROHIBITED_CONTENT")
         assert response.items == ()
@@ -289,13 +292,17 @@ def test_error_chunk_mid_stream(impl: ModuleType) -> None:
 
 
 def test_provider_call_ids_are_kept(impl: ModuleType) -> None:
-    response = stream(impl, [chunk([{"functionCall": {"id": "fc-7", "name": "f", "args": {"b": 1, "a": [True, None]}}}], "STOP")])
+    response = stream(
+        impl, [chunk([{"functionCall": {"id": "fc-7", "name": "f", "args": {"b": 1, "a": [True, None]}}}], "STOP")]
+    )
     (call,) = response.tool_calls
     assert (call.call_id, call.call_id_generated, call.arguments) == ("fc-7", False, '{"a":[true,null],"b":1}')
 
 
 def test_generated_ids_without_a_response_id(impl: ModuleType) -> None:
-    line = json.dumps({"candidates": [{"content": {"parts": [{"functionCall": {"name": "f"}}]}, "finishReason": "STOP"}]})
+    line = json.dumps(
+        {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f"}}]}, "finishReason": "STOP"}]}
+    )
     (call,) = stream(impl, [line]).tool_calls
     assert (call.call_id, call.call_id_generated) == ("call_0", True)
 
@@ -325,9 +332,14 @@ MALFORMED = {
     "partial without a value": {"functionCall": {"name": "f", "partialArgs": [{"jsonPath": "$.a"}]}},
     "partial with a bad path": {"functionCall": {"name": "f", "partialArgs": [{"jsonPath": "a", "stringValue": "x"}]}},
     "partial assigning twice": {
-        "functionCall": {"name": "f", "partialArgs": [{"jsonPath": "$.a", "boolValue": True}, {"jsonPath": "$.a", "boolValue": False}]}
+        "functionCall": {
+            "name": "f",
+            "partialArgs": [{"jsonPath": "$.a", "boolValue": True}, {"jsonPath": "$.a", "boolValue": False}],
+        }
     },
-    "partial with a gap in an array": {"functionCall": {"name": "f", "partialArgs": [{"jsonPath": "$.a[1]", "nullValue": None}]}},
+    "partial with a gap in an array": {
+        "functionCall": {"name": "f", "partialArgs": [{"jsonPath": "$.a[1]", "nullValue": None}]}
+    },
 }
 
 
@@ -352,8 +364,19 @@ def test_other_part_kinds_are_counted(impl: ModuleType) -> None:
 
 
 def test_the_callers_payload_is_not_mutated(impl: ModuleType) -> None:
-    first = {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": {"a": "x"}, "willContinue": True}}]}}]}
-    second = {"candidates": [{"content": {"parts": [{"functionCall": {"partialArgs": [{"jsonPath": "$.b", "numberValue": 2}]}}]}, "finishReason": "STOP"}]}
+    first = {
+        "candidates": [
+            {"content": {"parts": [{"functionCall": {"name": "f", "args": {"a": "x"}, "willContinue": True}}]}}
+        ]
+    }
+    second = {
+        "candidates": [
+            {
+                "content": {"parts": [{"functionCall": {"partialArgs": [{"jsonPath": "$.b", "numberValue": 2}]}}]},
+                "finishReason": "STOP",
+            }
+        ]
+    }
     saved = copy.deepcopy(first)
     assembler = impl.StreamAssembler("gemini")
     assembler.feed_event(first)
@@ -403,7 +426,9 @@ def test_backends_agree_on_mutated_recordings(both: tuple[ModuleType, ModuleType
     ids=["u64-exact", "floats-as-python-repr"],
 )
 def test_args_are_canonical_and_exact(impl: ModuleType, args: str, text: str) -> None:
-    line = '{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":%s}}]},"finishReason":"STOP"}]}' % args
+    line = (
+        '{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":%s}}]},"finishReason":"STOP"}]}' % args
+    )
     (call,) = stream(impl, [line]).tool_calls
     assert call.arguments == text
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from decisions.errors import OutputError, StreamError, TransportError
-from decisions.types import NormalizedResponse, ReasoningItem, RefusalItem, TextItem, ToolCallItem
+from decisions.types import NormalizedResponse, ReasoningItem, RefusalItem, TextItem
 from openai_mutations import damaged
 from openai_mutations import outcome as mutated_outcome
 from openai_recordings import outcome, recordings, run, run_events, short, sse
@@ -115,7 +115,9 @@ def test_reasoning_content_and_cached_usage(impl: ModuleType) -> None:
     assert isinstance(r.items[0], ReasoningItem) and r.items[0].text.startswith("The user is asking")
     (call,) = r.tool_calls
     assert (call.call_id, call.name, json.loads(call.arguments)) == (
-        "call_00_ioIn7yN9p1ZOMNpDLwd4MgAF", "weather", {"location": "San Francisco"},
+        "call_00_ioIn7yN9p1ZOMNpDLwd4MgAF",
+        "weather",
+        {"location": "San Francisco"},
     )
     assert (r.usage.cached_tokens, r.usage.reasoning_tokens) == (320, 39)
 
@@ -150,7 +152,12 @@ def test_error_body_is_a_provider_error(impl: ModuleType) -> None:
 
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, index: int = 0, **top: Any) -> dict[str, Any]:
-    return {"id": "chatcmpl-x", "model": "m", "choices": [{"index": index, "delta": delta or {}, "finish_reason": finish}], **top}
+    return {
+        "id": "chatcmpl-x",
+        "model": "m",
+        "choices": [{"index": index, "delta": delta or {}, "finish_reason": finish}],
+        **top,
+    }
 
 
 def call(index: int, id: str | None = None, name: str | None = None, arguments: str | None = None) -> dict[str, Any]:
@@ -178,12 +185,15 @@ def error_code(impl: ModuleType, events: list[Any], **options: Any) -> str:
 
 
 def test_missing_ids_are_generated_and_flagged(impl: ModuleType) -> None:
-    r = feed_sse(impl, [
-        chunk({"tool_calls": [call(0, name="a", arguments='{"x":'), call(1, name="b", arguments="{}")]}),
-        chunk({"tool_calls": [call(0, arguments="1}")]}),
-        chunk(finish="tool_calls"),
-        "[DONE]",
-    ])
+    r = feed_sse(
+        impl,
+        [
+            chunk({"tool_calls": [call(0, name="a", arguments='{"x":'), call(1, name="b", arguments="{}")]}),
+            chunk({"tool_calls": [call(0, arguments="1}")]}),
+            chunk(finish="tool_calls"),
+            "[DONE]",
+        ],
+    )
     assert [(c.call_id, c.name, c.arguments, c.call_id_generated) for c in r.tool_calls] == [
         ("chatcmpl-x.call_0", "a", '{"x":1}', True),
         ("chatcmpl-x.call_1", "b", "{}", True),
@@ -191,29 +201,41 @@ def test_missing_ids_are_generated_and_flagged(impl: ModuleType) -> None:
 
 
 def test_index_reuse_with_another_id_is_another_call(impl: ModuleType) -> None:
-    r = feed_sse(impl, [
-        chunk({"tool_calls": [call(0, id="c1", name="read", arguments='{"p":1}')]}),
-        chunk({"tool_calls": [call(0, id="c2", name="read", arguments='{"p":2}')]}),
-        chunk(finish="tool_calls"),
-    ])
+    r = feed_sse(
+        impl,
+        [
+            chunk({"tool_calls": [call(0, id="c1", name="read", arguments='{"p":1}')]}),
+            chunk({"tool_calls": [call(0, id="c2", name="read", arguments='{"p":2}')]}),
+            chunk(finish="tool_calls"),
+        ],
+    )
     assert [(c.call_id, c.arguments) for c in r.tool_calls] == [("c1", '{"p":1}'), ("c2", '{"p":2}')]
     assert all(c.complete for c in r.tool_calls)
 
 
 def test_repeated_id_continues_the_call(impl: ModuleType) -> None:
-    r = feed_sse(impl, [
-        chunk({"tool_calls": [call(0, id="c1", name="f", arguments='{"a"')]}),
-        chunk({"tool_calls": [call(0, id="c1", name="f", arguments=":1}")]}),
-        chunk(finish="tool_calls"),
-    ])
+    r = feed_sse(
+        impl,
+        [
+            chunk({"tool_calls": [call(0, id="c1", name="f", arguments='{"a"')]}),
+            chunk({"tool_calls": [call(0, id="c1", name="f", arguments=":1}")]}),
+            chunk(finish="tool_calls"),
+        ],
+    )
     assert [(c.call_id, c.arguments) for c in r.tool_calls] == [("c1", '{"a":1}')]
 
 
 def test_name_change_is_named(impl: ModuleType) -> None:
-    assert error_code(impl, [
-        chunk({"tool_calls": [call(0, id="c1", name="f")]}),
-        chunk({"tool_calls": [call(0, name="g", arguments="{}")]}),
-    ]) == "CALL_NAME_CHANGED"
+    assert (
+        error_code(
+            impl,
+            [
+                chunk({"tool_calls": [call(0, id="c1", name="f")]}),
+                chunk({"tool_calls": [call(0, name="g", arguments="{}")]}),
+            ],
+        )
+        == "CALL_NAME_CHANGED"
+    )
 
 
 def test_call_without_name_is_malformed(impl: ModuleType) -> None:
@@ -230,7 +252,9 @@ def test_finish_without_done_is_a_finish(impl: ModuleType) -> None:
 
 
 def test_cut_stream_is_not_a_finish(impl: ModuleType) -> None:
-    assert error_code(impl, [chunk({"tool_calls": [call(0, id="c", name="f", arguments='{"a"')]})]) == "NO_TERMINAL_EVENT"
+    assert (
+        error_code(impl, [chunk({"tool_calls": [call(0, id="c", name="f", arguments='{"a"')]})]) == "NO_TERMINAL_EVENT"
+    )
 
 
 def test_nothing_after_done(impl: ModuleType) -> None:
@@ -242,15 +266,22 @@ def test_content_after_finish_reason(impl: ModuleType) -> None:
 
 
 def test_length_leaves_the_call_incomplete(impl: ModuleType) -> None:
-    r = feed_sse(impl, [chunk({"tool_calls": [call(0, id="c", name="f", arguments='{"a": 1}')]}), chunk(finish="length")])
+    r = feed_sse(
+        impl, [chunk({"tool_calls": [call(0, id="c", name="f", arguments='{"a": 1}')]}), chunk(finish="length")]
+    )
     (c,) = r.tool_calls
     assert r.finish_reason == "length" and c.complete is False and c.arguments == '{"a": 1}'
 
 
 @pytest.mark.parametrize(
     ("raw", "normalized"),
-    [("stop", "stop"), ("tool_calls", "tool_calls"), ("function_call", "tool_calls"), ("length", "length"),
-     ("content_filter", "content_filter")],
+    [
+        ("stop", "stop"),
+        ("tool_calls", "tool_calls"),
+        ("function_call", "tool_calls"),
+        ("length", "length"),
+        ("content_filter", "content_filter"),
+    ],
 )
 def test_finish_reasons(impl: ModuleType, raw: str, normalized: str) -> None:
     r = feed_sse(impl, [chunk({"content": "x"}), chunk(finish=raw)])
@@ -262,22 +293,28 @@ def test_unknown_finish_reason_keeps_items_open(impl: ModuleType) -> None:
 
 
 def test_legacy_function_call(impl: ModuleType) -> None:
-    r = feed_sse(impl, [
-        chunk({"function_call": {"name": "f", "arguments": '{"a"'}}),
-        chunk({"function_call": {"arguments": ": 2}"}}),
-        chunk(finish="function_call"),
-    ])
+    r = feed_sse(
+        impl,
+        [
+            chunk({"function_call": {"name": "f", "arguments": '{"a"'}}),
+            chunk({"function_call": {"arguments": ": 2}"}}),
+            chunk(finish="function_call"),
+        ],
+    )
     (c,) = r.tool_calls
     assert (c.name, c.arguments, c.call_id_generated, r.finish_reason) == ("f", '{"a": 2}', True, "tool_calls")
 
 
 def test_reasoning_fields_of_compatible_servers(impl: ModuleType) -> None:
-    r = feed_sse(impl, [
-        chunk({"reasoning": "think "}),
-        chunk({"reasoning_content": "more", "reasoning": "more"}),
-        chunk({"content": "answer"}),
-        chunk(finish="stop"),
-    ])
+    r = feed_sse(
+        impl,
+        [
+            chunk({"reasoning": "think "}),
+            chunk({"reasoning_content": "more", "reasoning": "more"}),
+            chunk({"content": "answer"}),
+            chunk(finish="stop"),
+        ],
+    )
     assert r.items == (
         ReasoningItem(item_id="choice0.reasoning", text="think more"),
         TextItem(item_id="choice0.content", text="answer"),
@@ -309,32 +346,60 @@ def test_error_chunk_is_a_provider_error(impl: ModuleType) -> None:
 
 
 def test_feed_event_accepts_dicts_text_and_bytes(impl: ModuleType) -> None:
-    events = [chunk({"content": "a"}), json.dumps(chunk({"content": "b"})), json.dumps(chunk(finish="stop")).encode(), "[DONE]"]
+    events = [
+        chunk({"content": "a"}),
+        json.dumps(chunk({"content": "b"})),
+        json.dumps(chunk(finish="stop")).encode(),
+        "[DONE]",
+    ]
     assert run_events(impl, PROVIDER, events).text == "ab"
 
 
 def test_stream_and_body_of_one_generation_agree(impl: ModuleType) -> None:
     body = {
-        "id": "chatcmpl-g", "model": "m", "object": "chat.completion",
-        "choices": [{
-            "index": 0, "finish_reason": "tool_calls",
-            "message": {
-                "role": "assistant", "content": "Reading.", "reasoning_content": "Need the file.",
-                "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path": "a"}'}},
-                    {"type": "function", "function": {"name": "list", "arguments": "{}"}},
-                ],
-            },
-        }],
+        "id": "chatcmpl-g",
+        "model": "m",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": "Reading.",
+                    "reasoning_content": "Need the file.",
+                    "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path": "a"}'}},
+                        {"type": "function", "function": {"name": "list", "arguments": "{}"}},
+                    ],
+                },
+            }
+        ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 2}},
     }
     chunks = [
-        {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "Need "}}]},
+        {
+            "id": "chatcmpl-g",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "Need "}}],
+        },
         {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {"reasoning_content": "the file."}}]},
         {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {"content": "Reading."}}]},
-        {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [call(0, "c1", "read", '{"pa')]}}]},
-        {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [call(0, None, None, 'th": "a"}')]}}]},
-        {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [call(1, None, "list", "{}")]}}]},
+        {
+            "id": "chatcmpl-g",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"tool_calls": [call(0, "c1", "read", '{"pa')]}}],
+        },
+        {
+            "id": "chatcmpl-g",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"tool_calls": [call(0, None, None, 'th": "a"}')]}}],
+        },
+        {
+            "id": "chatcmpl-g",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"tool_calls": [call(1, None, "list", "{}")]}}],
+        },
         {"id": "chatcmpl-g", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
         {"id": "chatcmpl-g", "model": "m", "choices": [], "usage": body["usage"]},
         "[DONE]",
@@ -356,7 +421,8 @@ def _chat_events(path: str) -> list[Any]:
     if path.endswith(".bin"):
         return [
             line[6:] if line[6:] == "[DONE]" else json.loads(line[6:])
-            for line in data.splitlines() if line.startswith("data: ")
+            for line in data.splitlines()
+            if line.startswith("data: ")
         ]
     return [json.loads(line) for line in data.splitlines() if line.strip()]
 
@@ -370,7 +436,9 @@ _BASES = [
 
 
 @given(data=st.data())
-def test_damaged_streams_give_the_same_result_on_both_backends(both: tuple[ModuleType, ModuleType], data: st.DataObject) -> None:
+def test_damaged_streams_give_the_same_result_on_both_backends(
+    both: tuple[ModuleType, ModuleType], data: st.DataObject
+) -> None:
     native, pure = both
     base = data.draw(st.sampled_from(_BASES))
     events = data.draw(damaged(base))
@@ -393,27 +461,63 @@ def _fast_and_general(events: list[Any]) -> tuple[Any, Any]:
     return run(False), run(True)
 
 
-_OPEN_CALL = [chunk({"tool_calls": [call(0, id="c", name="f", arguments="{")]}), chunk({"tool_calls": [call(0, arguments='"a"')]})]
+_OPEN_CALL = [
+    chunk({"tool_calls": [call(0, id="c", name="f", arguments="{")]}),
+    chunk({"tool_calls": [call(0, arguments='"a"')]}),
+]
 _OPEN_TEXT = [chunk({"content": "a"}), chunk({"content": "b"})]
 _FAST_EDGES = {
     "text after finish": [*_OPEN_TEXT, chunk(finish="stop"), chunk({"content": "c"})],
-    "arguments after finish": [*_OPEN_CALL, chunk(finish="tool_calls"), chunk({"tool_calls": [call(0, arguments="}")]})],
-    "arguments after done": [*_OPEN_CALL, chunk(finish="tool_calls"), "[DONE]", chunk({"tool_calls": [call(0, arguments="}")]})],
+    "arguments after finish": [
+        *_OPEN_CALL,
+        chunk(finish="tool_calls"),
+        chunk({"tool_calls": [call(0, arguments="}")]}),
+    ],
+    "arguments after done": [
+        *_OPEN_CALL,
+        chunk(finish="tool_calls"),
+        "[DONE]",
+        chunk({"tool_calls": [call(0, arguments="}")]}),
+    ],
     "unknown call index": [*_OPEN_CALL, chunk({"tool_calls": [call(5, arguments="}")]}), chunk(finish="tool_calls")],
-    "index reused by another id": [*_OPEN_CALL, chunk({"tool_calls": [call(0, id="d", arguments="}")]}), chunk(finish="stop")],
-    "empty name continues": [*_OPEN_CALL, chunk({"tool_calls": [call(0, name="", arguments="}")]}), chunk(finish="tool_calls")],
+    "index reused by another id": [
+        *_OPEN_CALL,
+        chunk({"tool_calls": [call(0, id="d", arguments="}")]}),
+        chunk(finish="stop"),
+    ],
+    "empty name continues": [
+        *_OPEN_CALL,
+        chunk({"tool_calls": [call(0, name="", arguments="}")]}),
+        chunk(finish="tool_calls"),
+    ],
     "other name": [*_OPEN_CALL, chunk({"tool_calls": [call(0, name="g", arguments="}")]}), chunk(finish="tool_calls")],
     "other choice": [*_OPEN_TEXT, chunk({"content": "c"}, index=1), chunk(finish="stop")],
-    "bool index": [*_OPEN_TEXT, {"id": "x", "choices": [{"index": True, "delta": {"content": "c"}}]}, chunk(finish="stop")],
-    "bool call index": [*_OPEN_CALL, chunk({"tool_calls": [{"index": False, "function": {"arguments": "}"}}]}), chunk(finish="stop")],
+    "bool index": [
+        *_OPEN_TEXT,
+        {"id": "x", "choices": [{"index": True, "delta": {"content": "c"}}]},
+        chunk(finish="stop"),
+    ],
+    "bool call index": [
+        *_OPEN_CALL,
+        chunk({"tool_calls": [{"index": False, "function": {"arguments": "}"}}]}),
+        chunk(finish="stop"),
+    ],
     "id not a string": [*_OPEN_TEXT, {**chunk({"content": "c"}), "id": 5}, chunk(finish="stop")],
     "model not a string": [*_OPEN_CALL, {**chunk({"tool_calls": [call(0, arguments="}")]}), "model": []}],
-    "usage with a delta": [*_OPEN_TEXT, {**chunk({"content": "c"}), "usage": {"prompt_tokens": 1}}, chunk(finish="stop")],
+    "usage with a delta": [
+        *_OPEN_TEXT,
+        {**chunk({"content": "c"}), "usage": {"prompt_tokens": 1}},
+        chunk(finish="stop"),
+    ],
     "refusal with content": [*_OPEN_TEXT, chunk({"content": "c", "refusal": "no"}), chunk(finish="stop")],
     "reasoning with content": [*_OPEN_TEXT, chunk({"content": "c", "reasoning": 3}), chunk(finish="stop")],
     "content not a string": [*_OPEN_TEXT, chunk({"content": 3}), chunk(finish="stop")],
     "arguments not a string": [*_OPEN_CALL, chunk({"tool_calls": [{"index": 0, "function": {"arguments": 1}}]})],
-    "two calls in one delta": [*_OPEN_CALL, chunk({"tool_calls": [call(0, arguments="}"), call(0, arguments="")]}), chunk(finish="stop")],
+    "two calls in one delta": [
+        *_OPEN_CALL,
+        chunk({"tool_calls": [call(0, arguments="}"), call(0, arguments="")]}),
+        chunk(finish="stop"),
+    ],
     "choices not a list": [*_OPEN_TEXT, {"id": "x", "choices": {"index": 0}}],
     "delta not an object": [*_OPEN_TEXT, {"id": "x", "choices": [{"index": 0, "delta": "c"}]}],
 }

@@ -91,7 +91,9 @@ def test_function_call_keeps_item_id_and_call_id(impl: ModuleType) -> None:
     (call,) = r.items
     assert isinstance(call, ToolCallItem)
     assert (call.item_id, call.call_id, call.name, call.arguments) == (
-        "fc_04041325ab8ae30400698c51c5468c8197a395f18875a5339f", "call_H5DxLSFnsGhiROnUiDHmgyc8", "weather",
+        "fc_04041325ab8ae30400698c51c5468c8197a395f18875a5339f",
+        "call_H5DxLSFnsGhiROnUiDHmgyc8",
+        "weather",
         '{"location":"San Francisco"}',
     )
     assert (r.finish_reason, r.raw_finish_reason) == ("tool_calls", "completed")
@@ -136,7 +138,9 @@ def test_arguments_only_in_done_events(impl: ModuleType) -> None:
     assert json.loads(r.tool_calls[0].arguments) == {"location": "San Francisco"}
 
 
-@pytest.mark.parametrize("path", [RESP + "openai-phase.1.chunks.txt", RESP + "openai-shell-container.1.chunks.txt"], ids=short)
+@pytest.mark.parametrize(
+    "path", [RESP + "openai-phase.1.chunks.txt", RESP + "openai-shell-container.1.chunks.txt"], ids=short
+)
 def test_trimmed_deltas_are_an_output_mismatch(impl: ModuleType, path: str) -> None:
     with pytest.raises(StreamError) as info:
         run(impl, PROVIDER, path, "jsonl")
@@ -175,39 +179,90 @@ class Stream:
         return self
 
     def created(self) -> "Stream":
-        return self.add("response.created", response={"id": "resp_1", "model": "m", "status": "in_progress", "output": []})
+        return self.add(
+            "response.created", response={"id": "resp_1", "model": "m", "status": "in_progress", "output": []}
+        )
 
     def call(self, item_id: str, call_id: str, name: str, deltas: list[str], *, status: str = "completed") -> "Stream":
-        self.add("response.output_item.added", output_index=0, item={
-            "type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": "", "status": "in_progress"})
+        self.add(
+            "response.output_item.added",
+            output_index=0,
+            item={
+                "type": "function_call",
+                "id": item_id,
+                "call_id": call_id,
+                "name": name,
+                "arguments": "",
+                "status": "in_progress",
+            },
+        )
         for delta in deltas:
             self.add("response.function_call_arguments.delta", item_id=item_id, output_index=0, delta=delta)
         self.add("response.function_call_arguments.done", item_id=item_id, output_index=0, arguments="".join(deltas))
-        return self.add("response.output_item.done", output_index=0, item=call_item(item_id, call_id, name, "".join(deltas), status))
+        return self.add(
+            "response.output_item.done", output_index=0, item=call_item(item_id, call_id, name, "".join(deltas), status)
+        )
 
     def message(self, item_id: str, kind: str, deltas: list[str]) -> "Stream":
         field = "text" if kind == "output_text" else "refusal"
         delta_type = "response.output_text.delta" if kind == "output_text" else "response.refusal.delta"
-        self.add("response.output_item.added", output_index=1, item={"type": "message", "id": item_id, "content": [], "status": "in_progress"})
-        self.add("response.content_part.added", item_id=item_id, output_index=1, content_index=0, part={"type": kind, field: ""})
+        self.add(
+            "response.output_item.added",
+            output_index=1,
+            item={"type": "message", "id": item_id, "content": [], "status": "in_progress"},
+        )
+        self.add(
+            "response.content_part.added",
+            item_id=item_id,
+            output_index=1,
+            content_index=0,
+            part={"type": kind, field: ""},
+        )
         for delta in deltas:
             self.add(delta_type, item_id=item_id, output_index=1, content_index=0, delta=delta)
-        self.add("response.content_part.done", item_id=item_id, output_index=1, content_index=0, part={"type": kind, field: "".join(deltas)})
+        self.add(
+            "response.content_part.done",
+            item_id=item_id,
+            output_index=1,
+            content_index=0,
+            part={"type": kind, field: "".join(deltas)},
+        )
         return self.add("response.output_item.done", output_index=1, item=message_item(item_id, kind, "".join(deltas)))
 
-    def end(self, kind: str = "response.completed", status: str = "completed", output: list[Any] | None = None, **extra: Any) -> "Stream":
-        response = {"id": "resp_1", "model": "m", "status": status, "output": output or [],
-                    "usage": {"input_tokens": 3, "output_tokens": 4}, **extra}
+    def end(
+        self, kind: str = "response.completed", status: str = "completed", output: list[Any] | None = None, **extra: Any
+    ) -> "Stream":
+        response = {
+            "id": "resp_1",
+            "model": "m",
+            "status": status,
+            "output": output or [],
+            "usage": {"input_tokens": 3, "output_tokens": 4},
+            **extra,
+        }
         return self.add(kind, response=response)
 
 
 def call_item(item_id: str, call_id: str, name: str, arguments: str, status: str = "completed") -> dict[str, Any]:
-    return {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": arguments, "status": status}
+    return {
+        "type": "function_call",
+        "id": item_id,
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": status,
+    }
 
 
 def message_item(item_id: str, kind: str, text: str) -> dict[str, Any]:
     field = "text" if kind == "output_text" else "refusal"
-    return {"type": "message", "id": item_id, "status": "completed", "role": "assistant", "content": [{"type": kind, field: text}]}
+    return {
+        "type": "message",
+        "id": item_id,
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": kind, field: text}],
+    }
 
 
 def feed(impl: ModuleType, events: list[dict[str, Any]], *, raw: bool = False) -> NormalizedResponse:
@@ -227,9 +282,20 @@ def error_code(impl: ModuleType, events: list[dict[str, Any]]) -> str:
 @pytest.mark.parametrize("raw", [False, True], ids=["events", "sse"])
 def test_stream_and_body_of_one_generation_agree(impl: ModuleType, raw: bool) -> None:
     output = [call_item("fc_1", "call_1", "read", '{"path": "a"}'), message_item("msg_1", "output_text", "Reading a.")]
-    s = Stream().created().call("fc_1", "call_1", "read", ['{"pa', 'th": "a"}']).message("msg_1", "output_text", ["Read", "ing a."])
+    s = (
+        Stream()
+        .created()
+        .call("fc_1", "call_1", "read", ['{"pa', 'th": "a"}'])
+        .message("msg_1", "output_text", ["Read", "ing a."])
+    )
     streamed = feed(impl, s.end(output=output).events, raw=raw)
-    body = {"id": "resp_1", "model": "m", "status": "completed", "output": output, "usage": {"input_tokens": 3, "output_tokens": 4}}
+    body = {
+        "id": "resp_1",
+        "model": "m",
+        "status": "completed",
+        "output": output,
+        "usage": {"input_tokens": 3, "output_tokens": 4},
+    }
     whole = impl.normalize(json.dumps(body), provider=PROVIDER)
     assert streamed == whole
     assert [(i.item_id, getattr(i, "call_id", None)) for i in whole.items] == [("fc_1", "call_1"), ("msg_1", None)]
@@ -244,7 +310,11 @@ def test_delta_that_disagrees_with_the_final_output(impl: ModuleType) -> None:
 
 def test_done_event_that_disagrees_with_the_deltas(impl: ModuleType) -> None:
     s = Stream().created()
-    s.add("response.output_item.added", output_index=0, item={"type": "function_call", "id": "fc", "call_id": "c", "name": "f", "arguments": ""})
+    s.add(
+        "response.output_item.added",
+        output_index=0,
+        item={"type": "function_call", "id": "fc", "call_id": "c", "name": "f", "arguments": ""},
+    )
     s.add("response.function_call_arguments.delta", item_id="fc", delta='{"a"')
     s.add("response.function_call_arguments.done", item_id="fc", arguments='{"b": 1}')
     assert error_code(impl, s.events) == "OUTPUT_MISMATCH"
@@ -268,8 +338,12 @@ def test_sequence_must_increase(impl: ModuleType) -> None:
 
 def test_incomplete_max_output_tokens_is_length(impl: ModuleType) -> None:
     s = Stream().created().call("fc_1", "call_1", "f", ['{"a": "lo'], status="incomplete")
-    s.end("response.incomplete", "incomplete", output=[call_item("fc_1", "call_1", "f", '{"a": "lo', "incomplete")],
-          incomplete_details={"reason": "max_output_tokens"})
+    s.end(
+        "response.incomplete",
+        "incomplete",
+        output=[call_item("fc_1", "call_1", "f", '{"a": "lo', "incomplete")],
+        incomplete_details={"reason": "max_output_tokens"},
+    )
     r = feed(impl, s.events)
     (call,) = r.tool_calls
     assert (r.finish_reason, r.raw_finish_reason, call.complete) == ("length", "max_output_tokens", False)
@@ -345,22 +419,37 @@ _BASES = [
         RESP + "openai-file-search-tool.1.chunks.txt",
     )
 ] + [
-    Stream().created().message("msg_1", "refusal", ["No", "pe."]).end(output=[message_item("msg_1", "refusal", "Nope.")]).events,
-    Stream().created().call("fc_1", "call_1", "f", ['{"a": "lo'], status="incomplete")
-    .end("response.incomplete", "incomplete", output=[call_item("fc_1", "call_1", "f", '{"a": "lo', "incomplete")],
-         incomplete_details={"reason": "max_output_tokens"}).events,
+    Stream()
+    .created()
+    .message("msg_1", "refusal", ["No", "pe."])
+    .end(output=[message_item("msg_1", "refusal", "Nope.")])
+    .events,
+    Stream()
+    .created()
+    .call("fc_1", "call_1", "f", ['{"a": "lo'], status="incomplete")
+    .end(
+        "response.incomplete",
+        "incomplete",
+        output=[call_item("fc_1", "call_1", "f", '{"a": "lo', "incomplete")],
+        incomplete_details={"reason": "max_output_tokens"},
+    )
+    .events,
 ]
 
 
 @given(data=st.data())
-def test_damaged_streams_give_the_same_result_on_both_backends(both: tuple[ModuleType, ModuleType], data: st.DataObject) -> None:
+def test_damaged_streams_give_the_same_result_on_both_backends(
+    both: tuple[ModuleType, ModuleType], data: st.DataObject
+) -> None:
     native, pure = both
     events = data.draw(damaged(data.draw(st.sampled_from(_BASES))))
     assert mutated_outcome(native, PROVIDER, events) == mutated_outcome(pure, PROVIDER, events)
 
 
 @given(data=st.data())
-def test_damaged_bodies_give_the_same_result_on_both_backends(both: tuple[ModuleType, ModuleType], data: st.DataObject) -> None:
+def test_damaged_bodies_give_the_same_result_on_both_backends(
+    both: tuple[ModuleType, ModuleType], data: st.DataObject
+) -> None:
     native, pure = both
     base = data.draw(st.sampled_from(_BODIES))
     (body,) = data.draw(damaged([base], reorder=False))

@@ -58,15 +58,38 @@ def _anthropic_stream() -> bytes:
     """A Messages stream asking for read_file(config/settings.toml)."""
     arguments = json.dumps({"path": "config/settings.toml"})
     events = [
-        {"type": "message_start", "message": {"id": "msg_readme", "type": "message", "role": "assistant",
-                                              "model": "claude-sonnet-4-5", "content": [], "stop_reason": None,
-                                              "stop_sequence": None, "usage": {"input_tokens": 20, "output_tokens": 1}}},
-        {"type": "content_block_start", "index": 0,
-         "content_block": {"type": "tool_use", "id": "toolu_readme", "name": "read_file", "input": {}}},
-        *({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": arguments[i:i + 6]}}
-          for i in range(0, len(arguments), 6)),
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_readme",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 20, "output_tokens": 1},
+            },
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_readme", "name": "read_file", "input": {}},
+        },
+        *(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": arguments[i : i + 6]},
+            }
+            for i in range(0, len(arguments), 6)
+        ),
         {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None}, "usage": {"output_tokens": 9}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+            "usage": {"output_tokens": 9},
+        },
         {"type": "message_stop"},
     ]
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
@@ -120,7 +143,9 @@ def test_python_block_runs(index: int, provider_server: str, tmp_path: Path) -> 
     script = tmp_path / f"readme_{index}.py"
     script.write_text(PYTHON_BLOCKS[index], encoding="utf-8")
     env = _env(ANTHROPIC_API_KEY="sk-ant-readme-test", ANTHROPIC_BASE_URL=provider_server)
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     if index == 0:
         assert out.stdout.strip() == "run read_file {'path': 'config/settings.toml'}"

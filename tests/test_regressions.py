@@ -27,7 +27,13 @@ PARSER = [
     ("trailing comma before a bracket", b"[1, ]", None, "TRAILING_COMMA", 2),
     # json_compare: serde_json fails on its 128th nested container; with
     # whitespace between the brackets the positions only agree at depth 127.
-    ("depth with newlines between brackets", b"[" * 7 + b"\n" * 6 + b"[" * 121 + b"1", SERDE_DEPTH, "DEPTH_EXCEEDED", 133),
+    (
+        "depth with newlines between brackets",
+        b"[" * 7 + b"\n" * 6 + b"[" * 121 + b"1",
+        SERDE_DEPTH,
+        "DEPTH_EXCEEDED",
+        133,
+    ),
     ("same document, default depth", b"[" * 7 + b"\n" * 6 + b"[" * 121 + b"1", None, "DEPTH_EXCEEDED", 70),
     # json_compare: an integer beyond 64 bits is refused at its start, before
     # the stray "+-" after it is looked at (serde_json turns it into a float

@@ -209,18 +209,39 @@ from decisions import Policy, Tool, ToolRegistry, decide  # noqa: E402
 from decisions.recover.repair import fix_response  # noqa: E402
 from decisions.types import NormalizedResponse, TextItem, ToolCallItem  # noqa: E402
 
-REGISTRY = ToolRegistry([
-    Tool(name="grep", parameters={"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
-                  "required": ["pattern", "path"], "additionalProperties": False}, side_effects=False),
-    Tool(name="write_file", parameters={"type": "object", "properties": {"path": {"type": "string"},
-                                                         "content": {"type": "string"}},
-                        "required": ["path", "content"], "additionalProperties": False}),
-])
+REGISTRY = ToolRegistry(
+    [
+        Tool(
+            name="grep",
+            parameters={
+                "type": "object",
+                "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
+                "required": ["pattern", "path"],
+                "additionalProperties": False,
+            },
+            side_effects=False,
+        ),
+        Tool(
+            name="write_file",
+            parameters={
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                "required": ["path", "content"],
+                "additionalProperties": False,
+            },
+        ),
+    ]
+)
 
 
-def _call_response(name: str, arguments: str, *, finish: str = "tool_calls", complete: bool = True) -> NormalizedResponse:
+def _call_response(
+    name: str, arguments: str, *, finish: str = "tool_calls", complete: bool = True
+) -> NormalizedResponse:
     return NormalizedResponse(
-        provider="openai-chat", response_id="r", model="m", finish_reason=finish,  # type: ignore[arg-type]
+        provider="openai-chat",
+        response_id="r",
+        model="m",
+        finish_reason=finish,  # type: ignore[arg-type]
         items=(ToolCallItem(item_id="i", call_id="call_1", name=name, arguments=arguments, complete=complete),),
     )
 
@@ -248,7 +269,8 @@ BAD_GREP = '{"pattern": "(\\d{4})", "path": "src"}'
 def test_decide_loop_fixed_by_the_model() -> None:
     budget = RepairBudget()
     decision, prompts = run_decide_loop(
-        scripted_responses(_call_response("grep", BAD_GREP), _call_response("grep", GOOD_GREP)), budget)
+        scripted_responses(_call_response("grep", BAD_GREP), _call_response("grep", GOOD_GREP)), budget
+    )
     assert decision.kind == "tool" and decision.calls[0].arguments["pattern"] == "(\\d{4})"
     assert decision.executable  # grep has no side effects, so a repaired call may run
     assert len(prompts) == 1 and "$.calls[0].arguments" in prompts[0] and "write \\\\d" in prompts[0]
@@ -300,8 +322,13 @@ def test_missing_arguments_are_never_invented() -> None:
 
 
 def test_fenced_final_answer_fix() -> None:
-    response = NormalizedResponse(provider="anthropic", response_id="r", model="m", finish_reason="stop",
-                                  items=(TextItem(item_id="t", text='```json\n{"a": 1}\n```'),))
+    response = NormalizedResponse(
+        provider="anthropic",
+        response_id="r",
+        model="m",
+        finish_reason="stop",
+        items=(TextItem(item_id="t", text='```json\n{"a": 1}\n```'),),
+    )
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
     with pytest.raises(ParseError) as info:
         decide(response, output=schema)

@@ -16,9 +16,9 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field
 
 import decisions
-from decisions.request.capabilities import ANNOTATION_KEYWORDS, Capabilities, capabilities
 from decisions._payload import canonical_json
 from decisions.errors import SchemaError
+from decisions.request.capabilities import ANNOTATION_KEYWORDS, Capabilities, capabilities
 from decisions.request.conversion import convert_schema
 from decisions.request.definitions import OutputDefinition, ToolDefinition
 from decisions.request.fragments import build_request, output_fragment, tool_fragment
@@ -119,7 +119,8 @@ def test_golden_openai_chat_tool() -> None:
     # property order is the order the model writes the fields in: kept
     assert list(fragment["function"]["parameters"]["properties"]) == ["path", "max_bytes"]
     assert list(convert_schema(Person.model_json_schema(), "openai-chat").schema["properties"]) == list(
-        Person.model_fields)
+        Person.model_fields
+    )
 
 
 def test_golden_openai_responses_tool() -> None:
@@ -156,20 +157,26 @@ def test_golden_anthropic_tool() -> None:
 def test_golden_gemini_tool() -> None:
     plan = build_request("gemini", tools=[ToolDefinition("read_file", ReadFile)])
     assert plan.params == {
-        "tools": [{"functionDeclarations": [{
-            "name": "read_file",
-            "description": "Read a file from the workspace.",
-            "parametersJsonSchema": {
-                "description": "Read a file from the workspace.",
-                "properties": {
-                    "path": {"description": "workspace-relative path", "title": "Path", "type": "string"},
-                    "max_bytes": {"anyOf": [{"type": "integer"}, {"type": "null"}], "title": "Max Bytes"},
-                },
-                "required": ["path"],
-                "title": "ReadFile",
-                "type": "object",
-            },
-        }]}],
+        "tools": [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": "read_file",
+                        "description": "Read a file from the workspace.",
+                        "parametersJsonSchema": {
+                            "description": "Read a file from the workspace.",
+                            "properties": {
+                                "path": {"description": "workspace-relative path", "title": "Path", "type": "string"},
+                                "max_bytes": {"anyOf": [{"type": "integer"}, {"type": "null"}], "title": "Max Bytes"},
+                            },
+                            "required": ["path"],
+                            "title": "ReadFile",
+                            "type": "object",
+                        },
+                    }
+                ]
+            }
+        ],
     }
     # Gemini has no strict flag: none is invented.
     assert "strict" not in json.dumps(plan.params)
@@ -191,22 +198,42 @@ def test_golden_output_fragments() -> None:
         "additionalProperties": False,
     }
     chat, _ = output_fragment(output, "openai-chat")
-    assert chat == {"response_format": {"type": "json_schema", "json_schema": {
-        "name": "evaluation", "schema": strict_sent, "strict": True}}}
+    assert chat == {
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "evaluation", "schema": strict_sent, "strict": True},
+        }
+    }
     responses, _ = output_fragment(output, "openai-responses")
-    assert responses == {"text": {"format": {"type": "json_schema", "name": "evaluation",
-                                             "schema": strict_sent, "strict": True}}}
+    assert responses == {
+        "text": {"format": {"type": "json_schema", "name": "evaluation", "schema": strict_sent, "strict": True}}
+    }
     anthropic, record = output_fragment(output, "anthropic")
-    assert anthropic == {"output_config": {"format": {"type": "json_schema", "schema": {
-        "type": "object", "properties": {"verdict": {"enum": ["pass", "repair"]}, "note": {"type": "string"}},
-        "required": ["verdict"], "additionalProperties": False}}}}
-    assert [(d.path, d.keyword, d.constraint) for d in record.dropped] == [
-        ("#/properties/note", "maxLength", True)
-    ]
+    assert anthropic == {
+        "output_config": {
+            "format": {
+                "type": "json_schema",
+                "schema": {
+                    "type": "object",
+                    "properties": {"verdict": {"enum": ["pass", "repair"]}, "note": {"type": "string"}},
+                    "required": ["verdict"],
+                    "additionalProperties": False,
+                },
+            }
+        }
+    }
+    assert [(d.path, d.keyword, d.constraint) for d in record.dropped] == [("#/properties/note", "maxLength", True)]
     gemini, _ = output_fragment(output, "gemini")
-    assert gemini == {"generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": {
-        "type": "object", "properties": {"verdict": {"enum": ["pass", "repair"]}, "note": {"type": "string"}},
-        "required": ["verdict"]}}}
+    assert gemini == {
+        "generationConfig": {
+            "responseMimeType": "application/json",
+            "responseJsonSchema": {
+                "type": "object",
+                "properties": {"verdict": {"enum": ["pass", "repair"]}, "note": {"type": "string"}},
+                "required": ["verdict"],
+            },
+        }
+    }
     assert record.schema_id == "agent.eval" and record.schema_version == "1.0.0"
 
 
@@ -239,7 +266,8 @@ def assert_meets_strict_rules(sent: dict[str, Any], caps: Capabilities, strict: 
     for node, here in _walk(sent):
         for keyword in node:
             assert caps.supports(keyword) or (keyword == "additionalProperties" and node[keyword] is False), (
-                f"{caps.provider}: {keyword} at {here} is not a supported keyword")
+                f"{caps.provider}: {keyword} at {here} is not a supported keyword"
+            )
         if "$ref" in node:
             assert node["$ref"].startswith("#/$defs/") and node["$ref"][8:] in defs
             if not caps.ref_siblings:
@@ -250,7 +278,9 @@ def assert_meets_strict_rules(sent: dict[str, Any], caps: Capabilities, strict: 
             assert node["minItems"] <= caps.max_min_items
         if "enum" in node:
             for value in node["enum"]:
-                kind = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}[type(value)]
+                kind = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}[
+                    type(value)
+                ]
                 assert kind in caps.enum_value_types or (kind == "integer" and "number" in caps.enum_value_types)
         is_object = node.get("type") == "object" or "properties" in node
         if strict and is_object:
@@ -302,8 +332,11 @@ def test_unsupported_keywords_found_before_sending() -> None:
     assert info.value.path is not None and info.value.path.startswith("#/")
     # anthropic enforces neither numeric bounds nor maxItems
     anthropic = {(d.path, d.keyword) for d in convert_schema(schema, "anthropic").dropped if d.constraint}
-    assert {("#/properties/score", "minimum"), ("#/properties/score", "maximum"),
-            ("#/properties/tags", "maxItems")} <= anthropic
+    assert {
+        ("#/properties/score", "minimum"),
+        ("#/properties/score", "maximum"),
+        ("#/properties/tags", "maxItems"),
+    } <= anthropic
 
 
 def test_open_maps_cannot_be_strict() -> None:
@@ -333,14 +366,21 @@ def test_refs_with_siblings_are_inlined_and_recursive_refs_kept() -> None:
         "required": ["home", "tree"],
         "$defs": {
             "A": {"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]},
-            "T": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/T"}}},
-                  "required": ["kids"]},
+            "T": {
+                "type": "object",
+                "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/T"}}},
+                "required": ["kids"],
+            },
         },
     }
     sent = convert_schema(schema, "openai-chat").schema
-    assert sent["properties"]["home"] == {"type": "object", "properties": {"s": {"type": "string"}},
-                                          "required": ["s"], "description": "where",
-                                          "additionalProperties": False}
+    assert sent["properties"]["home"] == {
+        "type": "object",
+        "properties": {"s": {"type": "string"}},
+        "required": ["s"],
+        "description": "where",
+        "additionalProperties": False,
+    }
     assert sent["properties"]["tree"] == {"$ref": "#/$defs/T"}
     assert set(sent["$defs"]) == {"T"}
 
@@ -372,10 +412,16 @@ def test_restore_validates_against_the_original_schema() -> None:
     _, record = tool_fragment(ToolDefinition("person", Person), "openai-chat")
     # What a strict model writes: every property present, nulls for the optional ones.
     written = {
-        "name": "Ada", "nickname": None, "favourite": None, "tags": None,
+        "name": "Ada",
+        "nickname": None,
+        "favourite": None,
+        "tags": None,
         "home": {"street": "1 Main", "city": "X", "zip": None, "floor": None},
-        "previous": None, "born": "1815-12-10", "score": 50,
-        "step": {"kind": "finish", "answer": "ok"}, "either": 3,
+        "previous": None,
+        "born": "1815-12-10",
+        "score": 50,
+        "step": {"kind": "finish", "answer": "ok"},
+        "either": 3,
     }
     Draft202012Validator(record.sent_schema).validate(written)
     restored = record.restore(written)
@@ -431,8 +477,9 @@ def test_tool_choice_shapes(provider: str) -> None:
         "openai-chat": {"tool_choice": {"type": "function", "function": {"name": "submit_Address"}}},
         "openai-responses": {"tool_choice": {"type": "function", "name": "submit_Address"}},
         "anthropic": {"tool_choice": {"type": "tool", "name": "submit_Address"}},
-        "gemini": {"toolConfig": {"functionCallingConfig": {"mode": "ANY",
-                                                             "allowedFunctionNames": ["submit_Address"]}}},
+        "gemini": {
+            "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["submit_Address"]}}
+        },
     }[provider]
     assert {k: plan.params[k] for k in expected} == expected
 
@@ -458,8 +505,7 @@ def test_duplicate_tool_names_rejected() -> None:
 def _response(*items: Any, finish: str = "tool_calls") -> Any:
     from decisions.types import NormalizedResponse
 
-    return NormalizedResponse(provider="openai-chat", response_id="r", model="m", items=items,
-                              finish_reason=finish)  # type: ignore[arg-type]
+    return NormalizedResponse(provider="openai-chat", response_id="r", model="m", items=items, finish_reason=finish)  # type: ignore[arg-type]
 
 
 def _call(name: str, arguments: str, call_id: str = "c1") -> Any:
@@ -473,8 +519,9 @@ def test_prepare_turns_the_submit_call_into_the_final_answer() -> None:
 
     plan = build_request(capabilities("openai-chat", native_structured_output=False), output=Address)
     written = {"street": "1 Main", "city": "X", "zip": None, "floor": None}
-    prepared = plan.prepare(_response(TextItem(item_id="t", text="Here you go."),
-                                      _call("submit_Address", json.dumps(written))))
+    prepared = plan.prepare(
+        _response(TextItem(item_id="t", text="Here you go."), _call("submit_Address", json.dumps(written)))
+    )
     assert prepared.tool_calls == () and prepared.finish_reason == "stop"
     assert json.loads(prepared.text) == {"street": "1 Main", "city": "X", "zip": None}
     Address.model_validate_json(prepared.text)
@@ -502,8 +549,9 @@ def test_prepare_unwraps_a_native_root_wrapper() -> None:
 
     output = OutputDefinition(Annotated[Union[Search, Finish], Field(discriminator="kind")], name="step")
     plan = build_request("openai-chat", output=output)
-    prepared = plan.prepare(_response(TextItem(item_id="t", text='{"value": {"kind": "finish", "answer": "a"}}'),
-                                      finish="stop"))
+    prepared = plan.prepare(
+        _response(TextItem(item_id="t", text='{"value": {"kind": "finish", "answer": "a"}}'), finish="stop")
+    )
     assert json.loads(prepared.text) == {"kind": "finish", "answer": "a"}
 
 
@@ -513,8 +561,12 @@ class NoArgs(BaseModel):
 
 def test_tool_without_arguments_is_an_empty_closed_object() -> None:
     fragment, _ = tool_fragment(ToolDefinition("get_time", NoArgs, "Current time"), "openai-chat")
-    assert fragment["function"]["parameters"] == {"properties": {}, "title": "NoArgs", "type": "object",
-                                                  "additionalProperties": False}
+    assert fragment["function"]["parameters"] == {
+        "properties": {},
+        "title": "NoArgs",
+        "type": "object",
+        "additionalProperties": False,
+    }
     with pytest.raises(SchemaError):  # "any object" is a map, not "no arguments"
         tool_fragment(ToolDefinition("get_time", {"type": "object"}), "openai-chat")
 
@@ -529,24 +581,44 @@ def test_one_tool_list_for_request_and_decide() -> None:
     assert plan.params["tools"][0]["function"]["strict"] is True
     # the strict model must write every property; prepare restores, decide validates the original
     written = '{"street": "s", "city": "c", "zip": null, "floor": null}'
-    response = NormalizedResponse(provider="openai-chat", response_id="r", model="m",
-                                  items=(_call("addr", written),), finish_reason="tool_calls")
+    response = NormalizedResponse(
+        provider="openai-chat", response_id="r", model="m", items=(_call("addr", written),), finish_reason="tool_calls"
+    )
     with pytest.raises(SchemaError):
         decide(response, tools=ToolRegistry(tools))  # null is not an int: the unrestored value fails
     decision = decide(plan.prepare(response), tools=ToolRegistry(tools))
     assert decision.calls[0].validated == Address(street="s", city="c")
     # the final answer: native strict output, restored, validated against Person
-    answer = {"name": "Ada", "nickname": None, "favourite": None, "tags": None,
-              "home": {"street": "1", "city": "X", "zip": None, "floor": None}, "previous": None,
-              "born": "1815-12-10", "score": 50, "step": {"kind": "finish", "answer": "ok"}, "either": "x"}
-    final = NormalizedResponse(provider="openai-chat", response_id="r", model="m",
-                               items=(TextItem(item_id="t", text=json.dumps(answer)),), finish_reason="stop")
+    answer = {
+        "name": "Ada",
+        "nickname": None,
+        "favourite": None,
+        "tags": None,
+        "home": {"street": "1", "city": "X", "zip": None, "floor": None},
+        "previous": None,
+        "born": "1815-12-10",
+        "score": 50,
+        "step": {"kind": "finish", "answer": "ok"},
+        "either": "x",
+    }
+    final = NormalizedResponse(
+        provider="openai-chat",
+        response_id="r",
+        model="m",
+        items=(TextItem(item_id="t", text=json.dumps(answer)),),
+        finish_reason="stop",
+    )
     value = decide(plan.prepare(final), output=Person).value
     assert isinstance(value, Person) and value.tags == [] and value.home.floor == 0
     # a constraint the provider was not asked to enforce is still checked
     answer["step"] = {"kind": "search", "query": ""}
-    bad = NormalizedResponse(provider="openai-chat", response_id="r", model="m",
-                             items=(TextItem(item_id="t", text=json.dumps(answer)),), finish_reason="stop")
+    bad = NormalizedResponse(
+        provider="openai-chat",
+        response_id="r",
+        model="m",
+        items=(TextItem(item_id="t", text=json.dumps(answer)),),
+        finish_reason="stop",
+    )
     with pytest.raises(SchemaError) as info:
         decide(plan.prepare(bad), output=Person)
     assert info.value.code == "SCHEMA_MISMATCH"
@@ -590,23 +662,32 @@ def test_prepare_bounds_the_json_text_answer() -> None:
     plan = build_request("openai-compatible", output=Address, max_output_chars=60)
     ok = _response(TextItem(item_id="t", text='{"street": "s", "city": "c"}'), finish="stop")
     assert plan.prepare(ok) is ok
-    for text, code in (('{"street": "' + "s" * 80 + '", "city": "c"}', "DOCUMENT_TOO_LARGE"),
-                       ('Sure: {"street": "s", "city": "c"}', "UNEXPECTED_CHARACTER"),
-                       ('```json\n{"street": "s", "city": "c"}\n```', "MARKDOWN_FENCE")):
+    for text, code in (
+        ('{"street": "' + "s" * 80 + '", "city": "c"}', "DOCUMENT_TOO_LARGE"),
+        ('Sure: {"street": "s", "city": "c"}', "UNEXPECTED_CHARACTER"),
+        ('```json\n{"street": "s", "city": "c"}\n```', "MARKDOWN_FENCE"),
+    ):
         with pytest.raises(ParseError) as info:
             plan.prepare(_response(TextItem(item_id="t", text=text), finish="stop"))
         assert info.value.code == code
 
 
 def test_anthropic_regex_subset_and_request_totals() -> None:
-    schema = {"type": "object", "properties": {
-        "a": {"type": "string", "pattern": "^[a-z]+\\d{2}$"},
-        "b": {"type": "string", "pattern": "^(?!tmp)[a-z]+$"},
-        "c": {"type": "string", "pattern": "(x)\\1"}}, "required": ["a", "b", "c"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "pattern": "^[a-z]+\\d{2}$"},
+            "b": {"type": "string", "pattern": "^(?!tmp)[a-z]+$"},
+            "c": {"type": "string", "pattern": "(x)\\1"},
+        },
+        "required": ["a", "b", "c"],
+    }
     converted = convert_schema(schema, "anthropic")
     assert converted.schema["properties"]["a"]["pattern"] == "^[a-z]+\\d{2}$"
-    assert {(d.path, d.keyword) for d in converted.dropped} == {("#/properties/b", "pattern"),
-                                                                ("#/properties/c", "pattern")}
+    assert {(d.path, d.keyword) for d in converted.dropped} == {
+        ("#/properties/b", "pattern"),
+        ("#/properties/c", "pattern"),
+    }
     assert convert_schema(schema, "openai-chat").schema["properties"]["b"]["pattern"] == "^(?!tmp)[a-z]+$"
     simple = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
     many = [ToolDefinition(f"t{i}", simple) for i in range(21)]
@@ -617,8 +698,11 @@ def test_anthropic_regex_subset_and_request_totals() -> None:
     wide = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(25)}}
     with pytest.raises(SchemaError, match="optional properties"):
         build_request("anthropic", tools=[ToolDefinition("wide", wide)])
-    unions = {"type": "object", "properties": {f"p{i}": {"type": ["string", "integer"]} for i in range(17)},
-              "required": [f"p{i}" for i in range(17)]}
+    unions = {
+        "type": "object",
+        "properties": {f"p{i}": {"type": ["string", "integer"]} for i in range(17)},
+        "required": [f"p{i}" for i in range(17)],
+    }
     with pytest.raises(SchemaError, match="union types"):
         build_request("anthropic", tools=[ToolDefinition("unions", unions)])
     build_request("openai-chat", tools=many + [ToolDefinition("wide", wide)])  # no such totals documented
@@ -630,16 +714,37 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 _NAMES = st.sampled_from(["a", "b", "c", "path", "kind", "x-y", "n"])
-_EXTRA = st.fixed_dictionaries({}, optional={
-    "description": st.just("d"), "title": st.just("T"), "default": st.none(), "minLength": st.just(1),
-    "maxLength": st.just(9), "pattern": st.sampled_from(["^a+$", "(?=a)"]), "format": st.sampled_from(
-        ["date", "uri", "color"]), "minimum": st.just(0), "maximum": st.just(5), "multipleOf": st.just(2),
-    "examples": st.just(["e"]), "deprecated": st.just(False)})
+_EXTRA = st.fixed_dictionaries(
+    {},
+    optional={
+        "description": st.just("d"),
+        "title": st.just("T"),
+        "default": st.none(),
+        "minLength": st.just(1),
+        "maxLength": st.just(9),
+        "pattern": st.sampled_from(["^a+$", "(?=a)"]),
+        "format": st.sampled_from(["date", "uri", "color"]),
+        "minimum": st.just(0),
+        "maximum": st.just(5),
+        "multipleOf": st.just(2),
+        "examples": st.just(["e"]),
+        "deprecated": st.just(False),
+    },
+)
 
 
 def _leaf() -> st.SearchStrategy[dict[str, Any]]:
-    base = st.sampled_from([{"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"},
-                            {"enum": ["x", "y"]}, {"const": "k"}, {"type": ["string", "null"]}])
+    base = st.sampled_from(
+        [
+            {"type": "string"},
+            {"type": "integer"},
+            {"type": "number"},
+            {"type": "boolean"},
+            {"enum": ["x", "y"]},
+            {"const": "k"},
+            {"type": ["string", "null"]},
+        ]
+    )
     return st.builds(lambda b, e: {**b, **e}, base, _EXTRA)
 
 
@@ -647,26 +752,38 @@ def _schemas() -> st.SearchStrategy[dict[str, Any]]:
     def extend(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
         obj = st.builds(
             lambda props, required, closed: {
-                "type": "object", "properties": props,
+                "type": "object",
+                "properties": props,
                 "required": [n for n in props if n in required],
-                **({"additionalProperties": False} if closed else {})},
-            st.dictionaries(_NAMES, children, min_size=1, max_size=4), st.sets(_NAMES), st.booleans())
-        arr = st.builds(lambda item, lo, hi: {"type": "array", "items": item, **lo, **hi}, children,
-                        st.sampled_from([{}, {"minItems": 1}, {"minItems": 3}]),
-                        st.sampled_from([{}, {"maxItems": 4}, {"uniqueItems": True}]))
-        union = st.builds(lambda items, key: {key: items}, st.lists(children, min_size=2, max_size=3),
-                          st.sampled_from(["anyOf", "oneOf"]))
+                **({"additionalProperties": False} if closed else {}),
+            },
+            st.dictionaries(_NAMES, children, min_size=1, max_size=4),
+            st.sets(_NAMES),
+            st.booleans(),
+        )
+        arr = st.builds(
+            lambda item, lo, hi: {"type": "array", "items": item, **lo, **hi},
+            children,
+            st.sampled_from([{}, {"minItems": 1}, {"minItems": 3}]),
+            st.sampled_from([{}, {"maxItems": 4}, {"uniqueItems": True}]),
+        )
+        union = st.builds(
+            lambda items, key: {key: items},
+            st.lists(children, min_size=2, max_size=3),
+            st.sampled_from(["anyOf", "oneOf"]),
+        )
         return obj | arr | union
 
     body = st.recursive(_leaf(), extend, max_leaves=10)
-    return st.builds(lambda props: {"type": "object", "properties": props, "required": sorted(props)[:1]},
-                     st.dictionaries(_NAMES, body, min_size=1, max_size=4))
+    return st.builds(
+        lambda props: {"type": "object", "properties": props, "required": sorted(props)[:1]},
+        st.dictionaries(_NAMES, body, min_size=1, max_size=4),
+    )
 
 
 @settings(max_examples=100)
 @given(_schemas(), st.sampled_from(PROVIDERS))
-def test_any_grammar_schema_converts_to_the_rules_or_is_refused_by_name(schema: dict[str, Any],
-                                                                        provider: str) -> None:
+def test_any_grammar_schema_converts_to_the_rules_or_is_refused_by_name(schema: dict[str, Any], provider: str) -> None:
     caps = capabilities(provider)
     Draft202012Validator.check_schema(schema)
     try:

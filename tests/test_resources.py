@@ -104,7 +104,7 @@ def test_parser_time_is_linear(impl: ModuleType, shape: str) -> None:
     assert ratio < max(MAX_RATIO, 2 * peer)
 
 
-def _anthropic_stream(size: int, delta: str = "{\\\"k\\\": 1}  ") -> bytes:
+def _anthropic_stream(size: int, delta: str = '{\\"k\\": 1}  ') -> bytes:
     """A complete Anthropic tool-use stream about ``size`` bytes long, in small argument deltas."""
     head = (
         b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
@@ -248,11 +248,23 @@ print(json.dumps({"fed": fed, "code": code, "rss_growth": peak - base, "traced_p
 
 SCENARIOS: dict[str, tuple[str, ...]] = {
     # what ends each shape (any of these codes is a limit doing its job)
-    "tiny_deltas": ("ARGUMENTS_TOO_LARGE", "RESPONSE_TOO_LARGE", "TOO_MANY_EVENTS", "SSE_TOO_MANY_EVENTS", "SSE_STREAM_TOO_LARGE"),
+    "tiny_deltas": (
+        "ARGUMENTS_TOO_LARGE",
+        "RESPONSE_TOO_LARGE",
+        "TOO_MANY_EVENTS",
+        "SSE_TOO_MANY_EVENTS",
+        "SSE_STREAM_TOO_LARGE",
+    ),
     "big_deltas": ("ARGUMENTS_TOO_LARGE", "RESPONSE_TOO_LARGE"),
     "keepalives": ("SSE_NO_DATA",),
     "pings": ("TOO_MANY_EVENTS", "SSE_TOO_MANY_EVENTS", "SSE_STREAM_TOO_LARGE"),
-    "mixed": ("ARGUMENTS_TOO_LARGE", "RESPONSE_TOO_LARGE", "TOO_MANY_EVENTS", "SSE_TOO_MANY_EVENTS", "SSE_STREAM_TOO_LARGE"),
+    "mixed": (
+        "ARGUMENTS_TOO_LARGE",
+        "RESPONSE_TOO_LARGE",
+        "TOO_MANY_EVENTS",
+        "SSE_TOO_MANY_EVENTS",
+        "SSE_STREAM_TOO_LARGE",
+    ),
     "endless_argument": ("SSE_LINE_TOO_LONG",),
     "many_items": ("TOO_MANY_ITEMS_IN_RESPONSE",),
 }
@@ -271,10 +283,16 @@ FAST_LIMITS = {
 
 def _probe(backend: str, scenario: str, supply: int, limits: dict[str, int], trace: bool) -> dict[str, Any]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1] / "python"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).resolve().parents[1] / "python"), env.get("PYTHONPATH", "")]
+    )
     out = subprocess.run(
         [sys.executable, "-c", CHILD, backend, scenario, str(supply), json.dumps(limits), "1" if trace else "0"],
-        capture_output=True, text=True, env=env, timeout=900, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=False,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)

@@ -28,7 +28,9 @@ _HAND_MADE = {"duplicate-message-start.chunks.txt", "spliced-message-start.chunk
 def _streams() -> list[tuple[str, bytes]]:
     """Every recorded Anthropic stream as SSE bytes, one message each."""
     out: list[tuple[str, bytes]] = []
-    raw = sorted((SDK / "lib" / "streaming" / "fixtures").glob("*.txt")) + sorted((SDK / "fixtures" / "fable-fallback").glob("*.sse"))
+    raw = sorted((SDK / "lib" / "streaming" / "fixtures").glob("*.txt")) + sorted(
+        (SDK / "fixtures" / "fable-fallback").glob("*.sse")
+    )
     for path in raw:
         # the SDK fixtures end without the blank line that dispatches the last event
         out.append((path.name, path.read_bytes().rstrip(b"\n") + b"\n\n"))
@@ -64,7 +66,9 @@ def sdk_accumulate(data: bytes) -> Any:
     for sse in sdk_sse.SSEDecoder().iter_bytes(iter([data])):
         if sse.event == "ping":
             continue
-        snapshot = anthropic_streaming.accumulate_event(event=sse.json(), current_snapshot=snapshot, json_bufs=json_bufs)
+        snapshot = anthropic_streaming.accumulate_event(
+            event=sse.json(), current_snapshot=snapshot, json_bufs=json_bufs
+        )
     return snapshot
 
 
@@ -109,4 +113,3 @@ def test_oracle_covers_the_notable_streams() -> None:
     assert {"tool_use_response.txt", "incomplete_partial_json_response.txt", "refusal_response.txt"} <= names
     assert any(name.startswith("anthropic-programmatic-tool-calling") for name in names)
     assert len(STREAMS) >= 40
-

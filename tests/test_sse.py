@@ -96,17 +96,7 @@ def test_bom_stripped_once_even_when_split(impl: ModuleType) -> None:
 
 
 def test_comments_space_unknown_fields_and_no_data(impl: ModuleType) -> None:
-    data = (
-        b": keep-alive\n"
-        b"data:no-space\n"
-        b"data:  two spaces\n"
-        b"foo: bar\n"
-        b"data\n"
-        b"\n"
-        b"event: lonely\n"
-        b"\n"
-        b"data: after\n\n"
-    )
+    data = b": keep-alive\ndata:no-space\ndata:  two spaces\nfoo: bar\ndata\n\nevent: lonely\n\ndata: after\n\n"
     assert decode(impl, [data]) == [
         SSEEvent(data="no-space\n two spaces\n"),
         SSEEvent(data="after"),  # the event type of an event without data is reset

@@ -173,9 +173,31 @@ def test_generated_streams_reach_every_outcome(both: tuple[ModuleType, ModuleTyp
 
 FRAGMENTS = st.sampled_from(
     [
-        b"data:", b"data: ", b"event:", b"event: e", b"id: ", b"id: 7", b"retry: ", b"retry: 15",
-        b":", b": ping", b" ", b"x", b"{}", b"\r", b"\n", b"\r\n", b"\n\n", b"\xef\xbb\xbf", b"\xc3",
-        b"\xa9", b"\xe2\x82\xac", b"\xff", b"\x00", b"\xe2\x80\xa8", b"9",
+        b"data:",
+        b"data: ",
+        b"event:",
+        b"event: e",
+        b"id: ",
+        b"id: 7",
+        b"retry: ",
+        b"retry: 15",
+        b":",
+        b": ping",
+        b" ",
+        b"x",
+        b"{}",
+        b"\r",
+        b"\n",
+        b"\r\n",
+        b"\n\n",
+        b"\xef\xbb\xbf",
+        b"\xc3",
+        b"\xa9",
+        b"\xe2\x82\xac",
+        b"\xff",
+        b"\x00",
+        b"\xe2\x80\xa8",
+        b"9",
     ]
 )
 
@@ -235,7 +257,12 @@ def test_sse_chunking_does_not_change_valid_output(impl: ModuleType, fragments: 
 # ------------------------------------------------------------------ recorded provider data
 
 FIXTURES = Path(__file__).parent / "fixtures"
-_APIS = {"openai-chat": "openai-chat", "openai-responses": "openai-responses", "anthropic-messages": "anthropic", "gemini": "gemini"}
+_APIS = {
+    "openai-chat": "openai-chat",
+    "openai-responses": "openai-responses",
+    "anthropic-messages": "anthropic",
+    "gemini": "gemini",
+}
 
 
 def _recordings() -> list[tuple[str, str, str]]:

@@ -37,7 +37,12 @@ from decisions import OutputError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXAMPLES = Path(__file__).parent.parent / "python" / "decisions" / "examples"
-_APIS = {"openai-chat": "openai-chat", "openai-responses": "openai-responses", "anthropic-messages": "anthropic", "gemini": "gemini"}
+_APIS = {
+    "openai-chat": "openai-chat",
+    "openai-responses": "openai-responses",
+    "anthropic-messages": "anthropic",
+    "gemini": "gemini",
+}
 _EXAMPLE_PROVIDERS = {
     "healthy_tool_call.sse": "openai-chat",
     "parallel_calls.sse": "anthropic",
@@ -217,7 +222,15 @@ VALUES = ["null", "0", "-1", "1.5", "-0", "true", '""', '"x"', "[]", "{}", str(2
 HUGE = [str(2**63), str(2**64 - 1), str(2**64), str(2**70), str(-(2**70)), "-1", "1e30", "10000000000000000000000000"]
 INDEX_KEYS = {"index", "output_index", "content_index", "sequence_number", "summary_index"}
 DEPTHS = [2, 64, 127, 128, 129, 200, 500, 900, 999, 1000, 1001, 1100, 2000, 4000]
-GARBAGE = [b"data: {}\n\n", b"data: garbage\n\n", b"data: [DONE]\n\n", b": keepalive\n\n", b"event: x\n", b"data: \xff\n\n", b"x"]
+GARBAGE = [
+    b"data: {}\n\n",
+    b"data: garbage\n\n",
+    b"data: [DONE]\n\n",
+    b": keepalive\n\n",
+    b"event: x\n",
+    b"data: \xff\n\n",
+    b"x",
+]
 
 # ------------------------------------------------------------------ cases
 
@@ -322,8 +335,19 @@ def _splice(rng: random.Random, data: bytes, case: Case) -> bytes:
     return data[:at] + piece + data[at:]
 
 
-EVENT_OPS = ["dup", "drop", "swap", "splice_other", "change", "repeat_key", "deepen", "unread_deep", "huge_index",
-             "after_done", "cut"]
+EVENT_OPS = [
+    "dup",
+    "drop",
+    "swap",
+    "splice_other",
+    "change",
+    "repeat_key",
+    "deepen",
+    "unread_deep",
+    "huge_index",
+    "after_done",
+    "cut",
+]
 BYTE_OPS = ["flip", "splice_bytes", "truncate"]
 
 
@@ -447,8 +471,9 @@ KNOWN: dict[str, Verdict] = {
     # -0 where a count or index is read (choice / tool-call / block index,
     # sequence_number, usage counts): MALFORMED_EVENT natively (serde_json
     # reads -0 as the float -0.0), 0 in pure.
-    "minus_zero_count": lambda case, n, p: any(m.endswith("=-0") for m in case.mutations)
-    and n == ("error", "StreamError", "MALFORMED_EVENT"),
+    "minus_zero_count": lambda case, n, p: (
+        any(m.endswith("=-0") for m in case.mutations) and n == ("error", "StreamError", "MALFORMED_EVENT")
+    ),
 }
 
 
@@ -493,14 +518,38 @@ def test_cases_are_reproducible() -> None:
     """A seed rebuilds its case exactly (a failure's seed is its reproducer)."""
     for seed in (0, 1, 12345):
         a, b = build_case(seed), build_case(seed)
-        assert (a.events, a.body, a.data, a.chunk, a.choice, a.mutations) == (b.events, b.body, b.data, b.chunk, b.choice, b.mutations)
+        assert (a.events, a.body, a.data, a.chunk, a.choice, a.mutations) == (
+            b.events,
+            b.body,
+            b.data,
+            b.chunk,
+            b.choice,
+            b.mutations,
+        )
 
 
 def test_every_mutation_is_reached() -> None:
     """Every mutation kind is drawn within the default number of cases."""
-    kinds = Counter(m.split(" ")[0].split("=")[0] for seed in range(max(MUTATIONS, 300)) for m in build_case(seed).mutations)
-    wanted = {"dup", "drop", "swap", "splice_other", "change", "repeat_key", "deepen", "unread_deep", "huge_index",
-              "after_done", "cut", "flip", "splice_bytes", "truncate", "choice"}
+    kinds = Counter(
+        m.split(" ")[0].split("=")[0] for seed in range(max(MUTATIONS, 300)) for m in build_case(seed).mutations
+    )
+    wanted = {
+        "dup",
+        "drop",
+        "swap",
+        "splice_other",
+        "change",
+        "repeat_key",
+        "deepen",
+        "unread_deep",
+        "huge_index",
+        "after_done",
+        "cut",
+        "flip",
+        "splice_bytes",
+        "truncate",
+        "choice",
+    }
     assert wanted <= set(kinds), wanted - set(kinds)
 
 
@@ -544,7 +593,9 @@ def test_twins_agree_on_a_huge_choice(both: tuple[ModuleType, ModuleType]) -> No
     _same(*both, _feed("openai-chat", (_CHAT % "").encode(), choice=2**70))
 
 
-@pytest.mark.xfail(strict=True, reason="minus_zero_count: -0 as an index or count is MALFORMED_EVENT natively, 0 in pure")
+@pytest.mark.xfail(
+    strict=True, reason="minus_zero_count: -0 as an index or count is MALFORMED_EVENT natively, 0 in pure"
+)
 @pytest.mark.parametrize(
     "data",
     [

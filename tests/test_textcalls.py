@@ -63,7 +63,7 @@ def test_fences_are_their_own_error_by_default() -> None:
 def test_one_fenced_block_only_when_asked() -> None:
     result = parse_json_text('```json\n{"a": 1}\n```\n', allow_fence=True)
     assert result.value == {"a": 1} and result.repaired == ("markdown_fence",)
-    assert parse_json_text('\n```\n[1]\n```', allow_fence=True).value == [1]
+    assert parse_json_text("\n```\n[1]\n```", allow_fence=True).value == [1]
     # text outside the block, or two blocks: still an error
     assert _error(parse_json_text, FENCED, allow_fence=True).code == "MARKDOWN_FENCE"
     two = '```json\n{"a": 1}\n```\n```json\n{"b": 2}\n```'
@@ -71,7 +71,7 @@ def test_one_fenced_block_only_when_asked() -> None:
     # offsets of errors inside the block point into the whole reply
     text = '```json\n{"a": @}\n```'
     error = _error(parse_json_text, text, allow_fence=True)
-    assert isinstance(error, ParseError) and text[error.offset:].startswith("@")
+    assert isinstance(error, ParseError) and text[error.offset :].startswith("@")
 
 
 # ---------------------------------------------------------------- <tool_call> blocks
@@ -86,8 +86,8 @@ def test_several_calls_and_text_outside() -> None:
     found = parse_tool_calls(text)
     assert [(c.name, c.arguments) for c in found.calls] == [("grep", {"pattern": "x"}), ("ls", {"path": "."})]
     assert found.text == "I'll look.\n\n\nDone."
-    assert text[found.calls[0].start:found.calls[0].end].startswith(TOOL_CALL_OPEN)
-    assert text[found.calls[1].start:found.calls[1].end].endswith(TOOL_CALL_CLOSE)
+    assert text[found.calls[0].start : found.calls[0].end].startswith(TOOL_CALL_OPEN)
+    assert text[found.calls[1].start : found.calls[1].end].endswith(TOOL_CALL_CLOSE)
     assert json.loads(found.calls[0].arguments_json) == {"pattern": "x"}
     assert parse_tool_calls("no calls here").calls == ()
 
@@ -109,7 +109,9 @@ def test_unclosed_and_malformed_blocks() -> None:
     text = f'{TOOL_CALL_OPEN}{{"name": "x", "arguments": {{"a": 1}}{TOOL_CALL_CLOSE}'
     error = _error(parse_tool_calls, text)
     assert isinstance(error, ParseError) and error.offset is not None and error.offset >= len(TOOL_CALL_OPEN)
-    two_values = f'{TOOL_CALL_OPEN}{{"name": "a", "arguments": {{}}}} {{"name": "b", "arguments": {{}}}}{TOOL_CALL_CLOSE}'
+    two_values = (
+        f'{TOOL_CALL_OPEN}{{"name": "a", "arguments": {{}}}} {{"name": "b", "arguments": {{}}}}{TOOL_CALL_CLOSE}'
+    )
     assert _error(parse_tool_calls, two_values).code == "TRAILING_CONTENT"
     nested = f"{TOOL_CALL_OPEN}{_block('x', {})}{TOOL_CALL_CLOSE}"
     assert _error(parse_tool_calls, nested).code == "UNEXPECTED_CHARACTER"
@@ -125,7 +127,7 @@ def test_strict_parse_inside_blocks_with_offsets_into_the_reply() -> None:
     text = prefix + f'{TOOL_CALL_OPEN}{{"name": "grep", "arguments": {{"pattern": "\\d+"}}}}{TOOL_CALL_CLOSE}'
     error = _error(parse_tool_calls, text)
     assert error.code == "INVALID_ESCAPE"
-    assert text[error.offset:].startswith("\\d")
+    assert text[error.offset :].startswith("\\d")
     trailing_comma = f'{TOOL_CALL_OPEN}{{"name": "x", "arguments": {{"a": 1,}}}}{TOOL_CALL_CLOSE}'
     assert _error(parse_tool_calls, trailing_comma).code == "TRAILING_COMMA"
 
@@ -151,15 +153,24 @@ def test_call_count_limit() -> None:
 
 
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30) | st.sampled_from(
-    ["</tool_call>", "<tool_call>", '{"a": "}"', "\\", '\\"', "]}", "```"])
+    ["</tool_call>", "<tool_call>", '{"a": "}"', "\\", '\\"', "]}", "```"]
+)
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | _TEXT,
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(_TEXT, c, max_size=3), max_leaves=8)
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(_TEXT, c, max_size=3),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=100)
-@given(st.lists(st.tuples(st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
-                          st.dictionaries(_TEXT, _JSON, max_size=4)), max_size=4))
+@given(
+    st.lists(
+        st.tuples(
+            st.text(st.characters(blacklist_categories=("Cs",)), max_size=20), st.dictionaries(_TEXT, _JSON, max_size=4)
+        ),
+        max_size=4,
+    )
+)
 def test_scanner_round_trip(parts: list[tuple[str, dict[str, object]]]) -> None:
     # Any text (that neither contains the tags nor quotes them in Markdown:
     # no backticks, tildes, quote or list markers, HTML or indentation) with
@@ -181,8 +192,13 @@ def test_scanner_round_trip(parts: list[tuple[str, dict[str, object]]]) -> None:
 
 
 def _text_response(text: str, finish: str = "stop") -> NormalizedResponse:
-    return NormalizedResponse(provider="openai-chat", response_id="r1", model="qwen", finish_reason=finish,  # type: ignore[arg-type]
-                              items=(TextItem(item_id="m", text=text),))
+    return NormalizedResponse(
+        provider="openai-chat",
+        response_id="r1",
+        model="qwen",
+        finish_reason=finish,  # type: ignore[arg-type]
+        items=(TextItem(item_id="m", text=text),),
+    )
 
 
 def test_response_with_text_calls_becomes_tool_call_items() -> None:
@@ -210,9 +226,20 @@ def test_public_names() -> None:
 def test_text_calls_go_through_decide_like_native_ones() -> None:
     from decisions import Tool, ToolRegistry, decide
 
-    registry = ToolRegistry([Tool(name="read_file", parameters={
-        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"],
-        "additionalProperties": False}, side_effects=False)])
+    registry = ToolRegistry(
+        [
+            Tool(
+                name="read_file",
+                parameters={
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "required": ["path"],
+                    "additionalProperties": False,
+                },
+                side_effects=False,
+            )
+        ]
+    )
     response = tool_calls_response(_text_response("Reading.\n" + _block("read_file", {"path": "a.py"})))
     decision = decide(response, tools=registry)
     assert decision.kind == "tool" and decision.executable

@@ -38,11 +38,13 @@ def stream(tag: int, deltas: int = 40) -> bytes:
     """An Anthropic stream with one text block and one tool call, both naming ``tag``."""
     parts = [
         b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_%d","type":"message",'
-        b'"role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n' % tag,
+        b'"role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+        % tag,
         b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
     ]
     parts += [
-        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"t%d."}}\n\n' % tag
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"t%d."}}\n\n'
+        % tag
     ] * deltas
     parts += [
         b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
@@ -51,7 +53,8 @@ def stream(tag: int, deltas: int = 40) -> bytes:
         b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\\"n\\": ["}}\n\n',
     ]
     parts += [
-        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"%d, "}}\n\n' % tag
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"%d, "}}\n\n'
+        % tag
     ] * deltas
     parts += [
         b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"0]}"}}\n\n',
@@ -72,7 +75,12 @@ def chunks(data: bytes, rng: random.Random) -> list[bytes]:
 
 
 def summary(response: Any) -> tuple[Any, ...]:
-    return (response.response_id, response.text, tuple((c.call_id, c.name, c.arguments) for c in response.tool_calls), response.finish_reason)
+    return (
+        response.response_id,
+        response.text,
+        tuple((c.call_id, c.name, c.arguments) for c in response.tool_calls),
+        response.finish_reason,
+    )
 
 
 def run_threads(count: int, target: Callable[[int], None]) -> list[BaseException]:
@@ -101,7 +109,9 @@ def test_eight_threads_each_with_its_own_assembler(impl: ModuleType) -> None:
         assembler = impl.StreamAssembler("anthropic")
         assembler.feed(stream(tag))
         expected[tag] = summary(assembler.finish())
-    documents = {tag: b'{"tag": %d, "items": [%s]}' % (tag, b",".join(b'"x%d"' % i for i in range(200))) for tag in range(8)}
+    documents = {
+        tag: b'{"tag": %d, "items": [%s]}' % (tag, b",".join(b'"x%d"' % i for i in range(200))) for tag in range(8)
+    }
 
     def work(tag: int) -> None:
         rng = random.Random(tag)
@@ -127,7 +137,9 @@ def _misuse_outcome(impl: ModuleType, assembler: Any, errors: list[BaseException
     """Check the assembler after a misuse; return how it ended."""
     for err in errors:
         # a typed error about the stream, or the borrow check's refusal
-        assert isinstance(err, OutputError) or (isinstance(err, RuntimeError) and "borrow" in str(err).lower()), repr(err)
+        assert isinstance(err, OutputError) or (isinstance(err, RuntimeError) and "borrow" in str(err).lower()), repr(
+            err
+        )
     typed = [e for e in errors if isinstance(e, OutputError)]
     if typed:
         assert assembler.state == "failed"
@@ -244,7 +256,9 @@ def test_abort_from_another_thread(impl: ModuleType) -> None:
     assert info.value.code == "STREAM_CANCELLED"
     assert assembler.state == "failed"
     for err in outcome:
-        assert (isinstance(err, StreamError) and err.code == "STREAM_CANCELLED") or "borrow" in str(err).lower(), repr(err)
+        assert (isinstance(err, StreamError) and err.code == "STREAM_CANCELLED") or "borrow" in str(err).lower(), repr(
+            err
+        )
 
 
 def test_counters_stay_exact_under_two_feeders(impl: ModuleType) -> None:

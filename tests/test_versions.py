@@ -6,8 +6,8 @@ import copy
 from typing import Any
 
 import pytest
-from decide_helpers import needs_loads, response, text
 
+from decide_helpers import needs_loads, response, text
 from decisions import FinalDecision, SchemaError, SchemaRef, SchemaRegistry, decide, tool_name_args_to_calls
 
 V1 = {
@@ -26,7 +26,11 @@ V2 = {
                     "minItems": 1,
                     "items": {
                         "type": "object",
-                        "properties": {"call_id": {"type": "string"}, "name": {"type": "string"}, "arguments": {"type": "object"}},
+                        "properties": {
+                            "call_id": {"type": "string"},
+                            "name": {"type": "string"},
+                            "arguments": {"type": "object"},
+                        },
                         "required": ["name", "arguments"],
                         "additionalProperties": False,
                     },
@@ -69,7 +73,11 @@ def test_refs() -> None:
 
 def test_lookup(registry: SchemaRegistry) -> None:
     assert registry.get("agent.decision@2.1.0").schema_id == "agent.decision@2.1.0"
-    assert registry.versions("agent.decision") == ("agent.decision@1.0.0", "agent.decision@2.0.0", "agent.decision@2.1.0")
+    assert registry.versions("agent.decision") == (
+        "agent.decision@1.0.0",
+        "agent.decision@2.0.0",
+        "agent.decision@2.1.0",
+    )
     assert registry.latest("agent.decision").schema_id == "agent.decision@2.1.0"
     for missing in ("agent.decision@3.0.0", "other@1.0.0", "garbage"):
         with pytest.raises(SchemaError) as info:
@@ -94,7 +102,10 @@ def test_a_replay_is_judged_by_the_schema_of_its_time(registry: SchemaRegistry) 
 @pytest.mark.parametrize(
     ("old", "new"),
     [
-        ({"tool_name": "search", "args": {"q": "x"}}, {"kind": "tool", "calls": [{"name": "search", "arguments": {"q": "x"}}]}),
+        (
+            {"tool_name": "search", "args": {"q": "x"}},
+            {"kind": "tool", "calls": [{"name": "search", "arguments": {"q": "x"}}]},
+        ),
         (
             {"tool_name": "search", "args": {}, "call_id": "c1"},
             {"kind": "tool", "calls": [{"call_id": "c1", "name": "search", "arguments": {}}]},

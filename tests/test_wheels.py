@@ -49,12 +49,17 @@ print(json.dumps({"backend": decisions.BACKEND, "escape": code, "version": decis
 
 
 def _build_wheels(out: Path) -> dict[str, Path]:
-    env = dict(os.environ, VIRTUAL_ENV=sys.prefix, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    env = dict(
+        os.environ, VIRTUAL_ENV=sys.prefix, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    )
     maturin = shutil.which("maturin", path=env["PATH"])
     assert maturin, "maturin is not installed in the test environment"
     subprocess.run(
         [maturin, "build", "--release", "--quiet", "--interpreter", sys.executable, "--out", str(out)],
-        cwd=ROOT, env=env, check=True, capture_output=True,
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
     )
     subprocess.run([sys.executable, str(ROOT / "packaging" / "pure" / "build.py"), "--out", str(out)], check=True)
     binary = [w for w in out.glob("decisions-*.whl") if not w.name.endswith("-py3-none-any.whl")]
@@ -72,13 +77,29 @@ def _fresh_venv(where: Path, wheel: Path) -> Path:
     """A new venv holding only ``wheel``; runtime deps resolve from this environment."""
     venv.EnvBuilder(with_pip=False).create(where)
     python = where / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     # Dependencies (pydantic, jsonschema, ...) from the test venv, after the venv's own packages.
     (site / "zz_test_deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", "--no-index",
-         str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
         check=True,
     )
     return python
@@ -145,12 +166,28 @@ def test_pip_prefers_the_binary_wheel_where_it_fits(wheels: dict[str, Path], tmp
     venv.EnvBuilder(with_pip=False).create(tmp_path / "venv")
     python = tmp_path / "venv" / "bin" / "python"
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", "--no-index",
-         "--find-links", str(wheels["native"].parent), "decisions"],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--find-links",
+            str(wheels["native"].parent),
+            "decisions",
+        ],
         check=True,
     )
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert list(Path(site).glob("decisions/_native*.so"))
 
 
@@ -163,10 +200,27 @@ def test_pip_falls_back_to_the_pure_wheel_elsewhere(
 ) -> None:
     """Where the binary wheel's tags do not fit, pip's resolver picks the pure one."""
     out = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-index", "--only-binary=:all:",
-         "--platform", platform, "--python-version", version, "--find-links", str(wheels["native"].parent),
-         "--dest", str(tmp_path), "decisions"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--only-binary=:all:",
+            "--platform",
+            platform,
+            "--python-version",
+            version,
+            "--find-links",
+            str(wheels["native"].parent),
+            "--dest",
+            str(tmp_path),
+            "decisions",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert out.returncode == 0, out.stderr
     assert [p.name for p in tmp_path.glob("*.whl")] == [wheels["pure"].name]

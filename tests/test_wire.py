@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import random
 from collections.abc import AsyncIterator
-import asyncio
 
 import pytest
 
@@ -31,7 +31,7 @@ from decisions.types import (
 EVENTS = [
     ResponseStarted(response_id="resp_1", model="gpt-x"),
     ItemStarted(item_id="r0", kind="reasoning"),
-    ReasoningDelta(item_id="r0", delta="think \"twice\"", signature="sig=="),
+    ReasoningDelta(item_id="r0", delta='think "twice"', signature="sig=="),
     ItemEnded(item_id="r0"),
     ItemStarted(item_id="t0", kind="text"),
     TextDelta(item_id="t0", delta="Grüße — \u2028 line\nnext 🎉"),
@@ -50,7 +50,11 @@ def test_every_event_type_is_covered() -> None:
 
 @pytest.mark.parametrize(
     "event",
-    EVENTS + [RefusalDelta(item_id="x", delta="no"), ResponseFailed(code="overloaded", message="busy", retryable=True, error_type="overloaded_error")],
+    EVENTS
+    + [
+        RefusalDelta(item_id="x", delta="no"),
+        ResponseFailed(code="overloaded", message="busy", retryable=True, error_type="overloaded_error"),
+    ],
     ids=lambda e: type(e).__name__,
 )
 def test_json_round_trip(event: object) -> None:
@@ -107,7 +111,7 @@ def test_events_read_back_rebuild_the_same_response() -> None:
     [
         ('{"type": "nope"}', "unknown event type"),
         ('{"delta": "x"}', "unknown event type"),
-        ('[1, 2]', "JSON object"),
+        ("[1, 2]", "JSON object"),
         ('{"type": "text_delta", "item_id": "a"}', "missing the field 'delta'"),
         ('{"type": "text_delta", "item_id": "a", "delta": 3}', "text_delta.delta must be str"),
         ('{"type": "text_delta", "item_id": "a", "delta": "x", "extra": 1}', "unknown fields ['extra']"),
@@ -115,7 +119,10 @@ def test_events_read_back_rebuild_the_same_response() -> None:
         ('{"type": "response_finished", "finish_reason": "done"}', "finish_reason"),
         ('{"type": "usage", "input_tokens": true}', "usage.input_tokens"),
         ('{"type": "usage", "input_tokens": 1.5}', "usage.input_tokens"),
-        ('{"type": "tool_call_started", "item_id": "a", "call_id": "c", "name": "n", "call_id_generated": 1}', "call_id_generated"),
+        (
+            '{"type": "tool_call_started", "item_id": "a", "call_id": "c", "name": "n", "call_id_generated": 1}',
+            "call_id_generated",
+        ),
     ],
 )
 def test_malformed_events_are_refused(text: str, fragment: str) -> None:

@@ -4,4 +4,6 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|plan: decisions_fuzz::structured::anthropic::Plan| decisions_fuzz::structured::anthropic::check(&plan));
+fuzz_target!(|plan: decisions_fuzz::structured::anthropic::Plan| {
+    decisions_fuzz::structured::anthropic::check(&plan)
+});

@@ -4,4 +4,6 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|plan: decisions_fuzz::structured::gemini::Plan| decisions_fuzz::structured::gemini::check(&plan));
+fuzz_target!(|plan: decisions_fuzz::structured::gemini::Plan| {
+    decisions_fuzz::structured::gemini::check(&plan)
+});

@@ -4,4 +4,6 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|plan: decisions_fuzz::structured::openai_responses::Plan| decisions_fuzz::structured::openai_responses::check(&plan));
+fuzz_target!(|plan: decisions_fuzz::structured::openai_responses::Plan| {
+    decisions_fuzz::structured::openai_responses::check(&plan)
+});

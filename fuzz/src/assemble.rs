@@ -57,13 +57,22 @@ fn s(v: &str) -> String {
 
 pub fn event(op: &Op) -> Event {
     match *op {
-        Op::Started => Event::ResponseStarted { response_id: Some(s("resp")), model: None },
+        Op::Started => Event::ResponseStarted {
+            response_id: Some(s("resp")),
+            model: None,
+        },
         Op::Item(i, k) => Event::ItemStarted {
             item_id: s(pick(&IDS, i)),
             kind: pick(&[ItemKind::Text, ItemKind::Refusal, ItemKind::Reasoning], k),
         },
-        Op::Text(i, d) => Event::TextDelta { item_id: s(pick(&IDS, i)), delta: s(pick(&DELTAS, d)) },
-        Op::Refusal(i, d) => Event::RefusalDelta { item_id: s(pick(&IDS, i)), delta: s(pick(&DELTAS, d)) },
+        Op::Text(i, d) => Event::TextDelta {
+            item_id: s(pick(&IDS, i)),
+            delta: s(pick(&DELTAS, d)),
+        },
+        Op::Refusal(i, d) => Event::RefusalDelta {
+            item_id: s(pick(&IDS, i)),
+            delta: s(pick(&DELTAS, d)),
+        },
         Op::Reasoning(i, d, sig) => Event::ReasoningDelta {
             item_id: s(pick(&IDS, i)),
             delta: s(pick(&DELTAS, d)),
@@ -75,14 +84,22 @@ pub fn event(op: &Op) -> Event {
             name: s(pick(&NAMES, n)),
             call_id_generated: generated,
         },
-        Op::Args(i, d) => Event::ToolArgumentsDelta { item_id: s(pick(&IDS, i)), delta: s(pick(&DELTAS, d)) },
-        Op::Ended(i) => Event::ItemEnded { item_id: s(pick(&IDS, i)) },
+        Op::Args(i, d) => Event::ToolArgumentsDelta {
+            item_id: s(pick(&IDS, i)),
+            delta: s(pick(&DELTAS, d)),
+        },
+        Op::Ended(i) => Event::ItemEnded {
+            item_id: s(pick(&IDS, i)),
+        },
         Op::Usage(input, output) => Event::Usage(Usage {
             input_tokens: input.map(u64::from),
             output_tokens: output.map(u64::from),
             ..Usage::default()
         }),
-        Op::Finished(r) => Event::ResponseFinished { finish_reason: pick(&REASONS, r), raw_finish_reason: Some(s("raw")) },
+        Op::Finished(r) => Event::ResponseFinished {
+            finish_reason: pick(&REASONS, r),
+            raw_finish_reason: Some(s("raw")),
+        },
         Op::Failed(retryable) => Event::ResponseFailed {
             code: s("overloaded"),
             message: s("busy"),
@@ -98,13 +115,28 @@ pub fn wire(event: &Event) -> Value {
         Event::ResponseStarted { response_id, model } => {
             json!({"type": "response_started", "response_id": response_id, "model": model})
         }
-        Event::ItemStarted { item_id, kind } => json!({"type": "item_started", "item_id": item_id, "kind": kind.as_str()}),
-        Event::TextDelta { item_id, delta } => json!({"type": "text_delta", "item_id": item_id, "delta": delta}),
-        Event::RefusalDelta { item_id, delta } => json!({"type": "refusal_delta", "item_id": item_id, "delta": delta}),
-        Event::ReasoningDelta { item_id, delta, signature } => {
+        Event::ItemStarted { item_id, kind } => {
+            json!({"type": "item_started", "item_id": item_id, "kind": kind.as_str()})
+        }
+        Event::TextDelta { item_id, delta } => {
+            json!({"type": "text_delta", "item_id": item_id, "delta": delta})
+        }
+        Event::RefusalDelta { item_id, delta } => {
+            json!({"type": "refusal_delta", "item_id": item_id, "delta": delta})
+        }
+        Event::ReasoningDelta {
+            item_id,
+            delta,
+            signature,
+        } => {
             json!({"type": "reasoning_delta", "item_id": item_id, "delta": delta, "signature": signature})
         }
-        Event::ToolCallStarted { item_id, call_id, name, call_id_generated } => json!({
+        Event::ToolCallStarted {
+            item_id,
+            call_id,
+            name,
+            call_id_generated,
+        } => json!({
             "type": "tool_call_started", "item_id": item_id, "call_id": call_id, "name": name,
             "call_id_generated": call_id_generated,
         }),
@@ -116,10 +148,18 @@ pub fn wire(event: &Event) -> Value {
             "type": "usage", "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
             "cached_tokens": u.cached_tokens, "reasoning_tokens": u.reasoning_tokens,
         }),
-        Event::ResponseFinished { finish_reason, raw_finish_reason } => {
+        Event::ResponseFinished {
+            finish_reason,
+            raw_finish_reason,
+        } => {
             json!({"type": "response_finished", "finish_reason": finish_reason.as_str(), "raw_finish_reason": raw_finish_reason})
         }
-        Event::ResponseFailed { code, message, retryable, error_type } => json!({
+        Event::ResponseFailed {
+            code,
+            message,
+            retryable,
+            error_type,
+        } => json!({
             "type": "response_failed", "code": code, "message": message, "retryable": retryable, "error_type": error_type,
         }),
     }
@@ -135,16 +175,33 @@ fn limits(selector: u8) -> Limits {
     let base = Limits::default();
     match selector % 4 {
         0 => base,
-        1 => Limits { max_call_argument_bytes: 5, max_response_bytes: 9, ..base },
-        2 => Limits { max_calls_per_response: 1, max_stream_events: 6, ..base },
-        _ => Limits { max_response_bytes: 3, ..base },
+        1 => Limits {
+            max_call_argument_bytes: 5,
+            max_response_bytes: 9,
+            ..base
+        },
+        2 => Limits {
+            max_calls_per_response: 1,
+            max_stream_events: 6,
+            ..base
+        },
+        _ => Limits {
+            max_response_bytes: 3,
+            ..base
+        },
     }
 }
 
 type Outcome = Result<(Vec<(String, String, bool)>, FinishReason), Code>;
 
 fn summary(r: &Response) -> (Vec<(String, String, bool)>, FinishReason) {
-    (r.items.iter().map(|i| (i.item_id.clone(), i.text.clone(), i.ended)).collect(), r.finish_reason)
+    (
+        r.items
+            .iter()
+            .map(|i| (i.item_id.clone(), i.text.clone(), i.ended))
+            .collect(),
+        r.finish_reason,
+    )
 }
 
 fn run(events: &[Event], limits: Limits) -> Outcome {
@@ -152,29 +209,55 @@ fn run(events: &[Event], limits: Limits) -> Outcome {
     let mut sent: HashMap<String, String> = HashMap::new();
     for event in events {
         if let Err(e) = a.apply(event.clone()) {
-            assert_ne!(e.code, Code::STREAM_FAILED, "the first error must name the fault");
-            assert_eq!(a.apply(event.clone()).map_err(|e| e.code), Err(Code::STREAM_FAILED));
-            assert_eq!(a.finish(&BTreeMap::new()).map(|_| ()).map_err(|e| e.code), Err(Code::STREAM_FAILED));
+            assert_ne!(
+                e.code,
+                Code::STREAM_FAILED,
+                "the first error must name the fault"
+            );
+            assert_eq!(
+                a.apply(event.clone()).map_err(|e| e.code),
+                Err(Code::STREAM_FAILED)
+            );
+            assert_eq!(
+                a.finish(&BTreeMap::new()).map(|_| ()).map_err(|e| e.code),
+                Err(Code::STREAM_FAILED)
+            );
             return Err(e.code);
         }
         match event {
             Event::TextDelta { item_id, delta }
             | Event::RefusalDelta { item_id, delta }
             | Event::ReasoningDelta { item_id, delta, .. }
-            | Event::ToolArgumentsDelta { item_id, delta } => sent.entry(item_id.clone()).or_default().push_str(delta),
+            | Event::ToolArgumentsDelta { item_id, delta } => {
+                sent.entry(item_id.clone()).or_default().push_str(delta)
+            }
             _ => {}
         }
     }
     let response = a.finish(&BTreeMap::new()).map_err(|e| e.code)?;
     let truncating = matches!(
         response.finish_reason,
-        FinishReason::Length | FinishReason::ContentFilter | FinishReason::Refusal | FinishReason::Cancelled | FinishReason::Error
+        FinishReason::Length
+            | FinishReason::ContentFilter
+            | FinishReason::Refusal
+            | FinishReason::Cancelled
+            | FinishReason::Error
     );
     let mut total = 0;
     let mut calls = 0;
     for item in &response.items {
-        assert_eq!(item.text, sent.get(&item.item_id).cloned().unwrap_or_default(), "item {} lost or gained text", item.item_id);
-        assert!(item.ended || truncating, "unended item {} in a {:?} response", item.item_id, response.finish_reason);
+        assert_eq!(
+            item.text,
+            sent.get(&item.item_id).cloned().unwrap_or_default(),
+            "item {} lost or gained text",
+            item.item_id
+        );
+        assert!(
+            item.ended || truncating,
+            "unended item {} in a {:?} response",
+            item.item_id,
+            response.finish_reason
+        );
         total += item.text.len() + item.signature.as_ref().map_or(0, String::len);
         if item.kind == Kind::ToolCall {
             calls += 1;
@@ -185,7 +268,10 @@ fn run(events: &[Event], limits: Limits) -> Outcome {
     assert!(calls <= limits.max_calls_per_response);
     let summary = summary(response);
     // finish() is idempotent.
-    assert_eq!(a.finish(&BTreeMap::new()).map(summary_of), Ok(summary.clone()));
+    assert_eq!(
+        a.finish(&BTreeMap::new()).map(summary_of),
+        Ok(summary.clone())
+    );
     Ok(summary)
 }
 
@@ -196,9 +282,17 @@ fn summary_of(r: &Response) -> (Vec<(String, String, bool)>, FinishReason) {
 pub fn check(input: Input) {
     let events: Vec<Event> = input.ops.iter().map(event).collect();
     for e in &events {
-        assert_eq!(canonical_event(wire(e)).ok().flatten().as_ref(), Some(e), "wire format does not round-trip");
+        assert_eq!(
+            canonical_event(wire(e)).ok().flatten().as_ref(),
+            Some(e),
+            "wire format does not round-trip"
+        );
     }
     let limits = limits(input.limits);
     let first = run(&events, limits);
-    assert_eq!(first, run(&events, limits), "replay gave a different outcome");
+    assert_eq!(
+        first,
+        run(&events, limits),
+        "replay gave a different outcome"
+    );
 }

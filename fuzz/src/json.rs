@@ -45,7 +45,10 @@ pub enum Json {
 pub struct JsonBuilder;
 
 fn checked(value: &str, ascii: bool) -> String {
-    assert!(std::str::from_utf8(value.as_bytes()).is_ok(), "parser produced invalid UTF-8");
+    assert!(
+        std::str::from_utf8(value.as_bytes()).is_ok(),
+        "parser produced invalid UTF-8"
+    );
     assert_eq!(ascii, value.is_ascii(), "wrong ascii flag for {value:?}");
     value.to_owned()
 }
@@ -80,7 +83,9 @@ impl Builder for JsonBuilder {
     fn object(&mut self, mut members: std::vec::Drain<'_, Json>) -> Result<Object<Json>, ()> {
         let mut object: Vec<(String, Json)> = Vec::with_capacity(members.len() / 2);
         while let Some(key) = members.next() {
-            let (Json::Str(key), Some(value)) = (key, members.next()) else { return Err(()) };
+            let (Json::Str(key), Some(value)) = (key, members.next()) else {
+                return Err(());
+            };
             if object.iter().any(|(have, _)| *have == key) {
                 return Ok(Object::DuplicateKey(object.len()));
             }
@@ -108,7 +113,9 @@ pub fn parse(data: &[u8], limits: &Limits) -> Result<Json, JsonError> {
     match parse_bytes(data, limits, &mut JsonBuilder) {
         Ok(v) => Ok(v),
         Err(Failure::Parse(e)) => Err(e),
-        Err(Failure::Build(())) => panic!("builder refused an object: its members were not key, value pairs"),
+        Err(Failure::Build(())) => {
+            panic!("builder refused an object: its members were not key, value pairs")
+        }
     }
 }
 
@@ -118,14 +125,21 @@ pub fn same_value(ours: &Json, theirs: &Serde) -> bool {
         (Json::Null, Serde::Null) => true,
         (Json::Bool(a), Serde::Bool(b)) => a == b,
         (Json::Int(a), Serde::Number(n)) => {
-            n.as_i64() == Some(*a) || (*a == 0 && n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()))
+            n.as_i64() == Some(*a)
+                || (*a == 0 && n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()))
         }
         (Json::Uint(a), Serde::Number(n)) => n.as_u64() == Some(*a),
-        (Json::Float(a), Serde::Number(n)) => n.is_f64() && n.as_f64().map(f64::to_bits) == Some(a.to_bits()),
+        (Json::Float(a), Serde::Number(n)) => {
+            n.is_f64() && n.as_f64().map(f64::to_bits) == Some(a.to_bits())
+        }
         (Json::Str(a), Serde::String(b)) => a == b,
-        (Json::Array(a), Serde::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y)),
+        (Json::Array(a), Serde::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y))
+        }
         (Json::Object(a), Serde::Object(b)) => {
-            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| same_value(v, w)))
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(k, v)| b.get(k).is_some_and(|w| same_value(v, w)))
         }
         _ => false,
     }
@@ -152,7 +166,11 @@ fn serde_byte(data: &[u8], line: usize, column: usize) -> usize {
     let line_start = if line <= 1 {
         0
     } else {
-        data.iter().enumerate().filter(|&(_, &b)| b == b'\n').nth(line - 2).map_or(data.len(), |(i, _)| i + 1)
+        data.iter()
+            .enumerate()
+            .filter(|&(_, &b)| b == b'\n')
+            .nth(line - 2)
+            .map_or(data.len(), |(i, _)| i + 1)
     };
     line_start + column
 }
@@ -207,20 +225,32 @@ pub fn compare(data: &[u8]) {
     let ours = parse(data, &limits);
     let theirs = serde_json::from_slice::<Serde>(data);
     match (&ours, &theirs) {
-        (Ok(a), Ok(b)) => assert!(same_value(a, b), "values differ:\nours:  {a:?}\nserde: {b:?}"),
+        (Ok(a), Ok(b)) => assert!(
+            same_value(a, b),
+            "values differ:\nours:  {a:?}\nserde: {b:?}"
+        ),
         (Ok(a), Err(e)) => panic!("we accept what serde_json rejects ({e}): {a:?}"),
         (Err(e), Ok(_)) => assert!(
-            matches!(e.code, Code::DUPLICATE_KEY | Code::NUMBER_OUT_OF_RANGE | Code::NUMBER_TOO_LONG),
+            matches!(
+                e.code,
+                Code::DUPLICATE_KEY | Code::NUMBER_OUT_OF_RANGE | Code::NUMBER_TOO_LONG
+            ),
             "we reject ({e:?}) what serde_json accepts"
         ),
         (Err(e), Err(se)) => {
             let ours_at = byte_offset(data, e.pos);
             let token = data.get(ours_at..).unwrap_or_default();
             // A number is a float if its integer digits are followed by `.`, `e` or `E`.
-            let int_len = token.iter().skip(usize::from(token.first() == Some(&b'-'))).take_while(|b| b.is_ascii_digit()).count();
+            let int_len = token
+                .iter()
+                .skip(usize::from(token.first() == Some(&b'-')))
+                .take_while(|b| b.is_ascii_digit())
+                .count();
             let after = token.get(usize::from(token.first() == Some(&b'-')) + int_len);
             let is_float = after.is_some_and(|b| b".eE".contains(b));
-            let Some(rule) = expected_serde_error(e.code, is_float) else { return };
+            let Some(rule) = expected_serde_error(e.code, is_float) else {
+                return;
+            };
             let message = se.to_string();
             let theirs_at = serde_byte(data, se.line(), se.column());
             let (prefixes, ok) = match rule {

@@ -2,9 +2,9 @@
 //! over one of these), so the same checks can replay regression inputs in
 //! `cargo test`.
 
-pub mod json;
-pub mod sse;
 pub mod assemble;
+pub mod json;
 pub mod pipeline;
 pub mod provider;
+pub mod sse;
 pub mod structured;

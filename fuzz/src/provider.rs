@@ -21,11 +21,19 @@ type Outcome = Result<Summary, Code>;
 pub(crate) fn summarise(response: &Response, limits: &Limits) -> Summary {
     let truncating = matches!(
         response.finish_reason,
-        FinishReason::Length | FinishReason::ContentFilter | FinishReason::Refusal | FinishReason::Cancelled | FinishReason::Error
+        FinishReason::Length
+            | FinishReason::ContentFilter
+            | FinishReason::Refusal
+            | FinishReason::Cancelled
+            | FinishReason::Error
     );
     let mut total = 0;
     for item in &response.items {
-        assert!(item.ended || truncating, "unended item in a {:?} response", response.finish_reason);
+        assert!(
+            item.ended || truncating,
+            "unended item in a {:?} response",
+            response.finish_reason
+        );
         total += item.text.len();
         if item.kind == Kind::ToolCall {
             assert!(item.text.len() <= limits.max_call_argument_bytes);
@@ -35,7 +43,15 @@ pub(crate) fn summarise(response: &Response, limits: &Limits) -> Summary {
     let items = response
         .items
         .iter()
-        .map(|i| (i.kind, i.item_id.clone(), i.call_id.clone(), i.text.clone(), i.ended))
+        .map(|i| {
+            (
+                i.kind,
+                i.item_id.clone(),
+                i.call_id.clone(),
+                i.text.clone(),
+                i.ended,
+            )
+        })
         .collect();
     (items, response.finish_reason)
 }
@@ -68,6 +84,10 @@ pub fn check(provider: &str, data: &[u8]) {
     }
     if let Ok(text) = std::str::from_utf8(data) {
         let first = body(provider, choice, text, limits);
-        assert_eq!(first, body(provider, choice, text, limits), "the body path is not deterministic");
+        assert_eq!(
+            first,
+            body(provider, choice, text, limits),
+            "the body path is not deterministic"
+        );
     }
 }

@@ -46,7 +46,12 @@ pub fn decode(pieces: &[&[u8]], limits: Limits) -> Outcome {
     for piece in pieces {
         if let Err(e) = decoder.feed(piece, &mut out) {
             // A failed decoder stays failed.
-            assert_eq!(decoder.feed(b"data: x\n\n", &mut Vec::new()).map_err(|e| e.code), Err(Code::STREAM_FAILED));
+            assert_eq!(
+                decoder
+                    .feed(b"data: x\n\n", &mut Vec::new())
+                    .map_err(|e| e.code),
+                Err(Code::STREAM_FAILED)
+            );
             return (out, Err((e.code, e.offset)));
         }
     }
@@ -59,17 +64,32 @@ pub fn small_limits(selector: u8) -> Limits {
     let base = Limits::default();
     match selector % 4 {
         0 => base,
-        1 => Limits { max_sse_line_bytes: 24, max_sse_event_bytes: 40, ..base },
-        2 => Limits { max_stream_events: 3, max_bytes_without_data: 30, ..base },
-        _ => Limits { max_stream_bytes: 64, max_sse_line_bytes: 48, ..base },
+        1 => Limits {
+            max_sse_line_bytes: 24,
+            max_sse_event_bytes: 40,
+            ..base
+        },
+        2 => Limits {
+            max_stream_events: 3,
+            max_bytes_without_data: 30,
+            ..base
+        },
+        _ => Limits {
+            max_stream_bytes: 64,
+            max_sse_line_bytes: 48,
+            ..base
+        },
     }
 }
 
 pub fn check(input: &[u8]) {
-    let Some((&selector, data)) = input.split_first() else { return };
+    let Some((&selector, data)) = input.split_first() else {
+        return;
+    };
     let limits = small_limits(selector);
     let whole = decode(&[data], limits);
-    let mut rng = Rng::new(u64::from(selector).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ data.len() as u64);
+    let mut rng =
+        Rng::new(u64::from(selector).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ data.len() as u64);
     let random = decode(&chunks(data, &mut rng, 16), limits);
     let stream_too_large = |o: &Outcome| matches!(o.1, Err((Code::SSE_STREAM_TOO_LARGE, _)));
     if stream_too_large(&whole) {
@@ -77,7 +97,9 @@ pub fn check(input: &[u8]) {
         // (one chunk is refused whole): in smaller chunks the bytes within
         // the limit are read first, and may hold an earlier error.
         match random.1 {
-            Err((Code::SSE_STREAM_TOO_LARGE, offset)) => assert_eq!(Some(limits.max_stream_bytes), offset),
+            Err((Code::SSE_STREAM_TOO_LARGE, offset)) => {
+                assert_eq!(Some(limits.max_stream_bytes), offset)
+            }
             Err((_, offset)) => assert!(offset.is_some_and(|o| o < limits.max_stream_bytes)),
             Ok(()) => panic!("a stream over max_stream_bytes was accepted in chunks"),
         }
@@ -86,7 +108,11 @@ pub fn check(input: &[u8]) {
     assert_eq!(whole, random, "random chunking changed the outcome");
     if data.len() <= 2048 {
         let bytes: Vec<&[u8]> = data.chunks(1).collect();
-        assert_eq!(whole, decode(&bytes, limits), "byte-at-a-time changed the outcome");
+        assert_eq!(
+            whole,
+            decode(&bytes, limits),
+            "byte-at-a-time changed the outcome"
+        );
     }
     // Every dispatched event respects the limits it was decoded under.
     for event in &whole.0 {

@@ -17,7 +17,9 @@ fn replay(target: &str, data: &[u8]) {
         "structured_anthropic" => plan(data).iter().for_each(structured::anthropic::check),
         "structured_gemini" => plan(data).iter().for_each(structured::gemini::check),
         "structured_openai_chat" => plan(data).iter().for_each(structured::openai_chat::check),
-        "structured_openai_responses" => plan(data).iter().for_each(structured::openai_responses::check),
+        "structured_openai_responses" => plan(data)
+            .iter()
+            .for_each(structured::openai_responses::check),
         other => panic!("no replay for regressions of {other}"),
     }
 }
@@ -28,7 +30,11 @@ fn regressions_replay() {
     let mut count = 0;
     for target in std::fs::read_dir(&root).into_iter().flatten().flatten() {
         let name = target.file_name().to_string_lossy().into_owned();
-        for input in std::fs::read_dir(target.path()).into_iter().flatten().flatten() {
+        for input in std::fs::read_dir(target.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let data = std::fs::read(input.path()).unwrap_or_default();
             eprintln!("replaying {name}/{}", input.file_name().to_string_lossy());
             replay(&name, &data);

@@ -23,8 +23,6 @@ from .errors import (
     TransportError,
 )
 from .limits import DEFAULT_LIMITS, Limits
-from .request.capabilities import STRATEGIES, Capabilities, Strategy, capabilities
-from .request.fragments import choose_strategy
 from .recover.repair import (
     RepairBudget,
     apply_fixes,
@@ -34,18 +32,26 @@ from .recover.repair import (
     is_repairable,
     repair_prompt,
 )
+from .recover.results import ResultBook, ToolResult, result_messages
+from .recover.trace import Redactor, parse_record
+from .request.capabilities import STRATEGIES, Capabilities, Strategy, capabilities
 from .request.conversion import convert_schema, schema_digest
 from .request.definitions import OutputDefinition, ToolDefinition
-from .request.fragments import RequestPlan, RequestRecord, build_request, output_fragment, tool_fragment
+from .request.fragments import (
+    RequestPlan,
+    RequestRecord,
+    build_request,
+    choose_strategy,
+    output_fragment,
+    tool_fragment,
+)
 from .request.textcalls import parse_json_text, parse_tool_calls, tool_calls_response
-from .recover.trace import Redactor, parse_record
+from .stream import wire
 from .validate.decide import check_complete, decide, parse_arguments
 from .validate.decision import CallVerdict, Decision, FinalDecision, ToolCall, ToolDecision
 from .validate.domain import Tool, ToolRegistry
 from .validate.policy import PathArg, Policy, Run, ToolRule, resolve_path
-from .recover.results import ResultBook, ToolResult, result_messages
 from .validate.schema import Schema
-from .stream import wire
 from .validate.versions import SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
 
 loads = _backend.impl.loads

@@ -29,21 +29,28 @@ __all__ = ["payloads", "chat_stream", "anthropic_stream", "run", "render"]
 
 def payloads(quick: bool = False) -> dict[str, bytes]:
     """The parse payloads: small tool arguments, an edit, a write_file."""
-    small = json.dumps({"path": "src/app/main.py", "start_line": 120, "end_line": 164,
-                        "reason": "read the handler before editing it"}).encode()
+    small = json.dumps(
+        {"path": "src/app/main.py", "start_line": 120, "end_line": 164, "reason": "read the handler before editing it"}
+    ).encode()
     body = "".join(
         f"    def handler_{i}(self, request: Request) -> Response:\n"
-        f"        \"\"\"Réponse n°{i} — gère «{i}» et \\n les échappements\\t.\"\"\"\n"
+        f'        """Réponse n°{i} — gère «{i}» et \\n les échappements\\t."""\n'
         for i in range(24)
     )
-    edit = json.dumps({"path": "src/app/handlers.py", "old": body[:1800], "new": body[1800:]}, ensure_ascii=False).encode()
+    edit = json.dumps(
+        {"path": "src/app/handlers.py", "old": body[:1800], "new": body[1800:]}, ensure_ascii=False
+    ).encode()
     records = 500 if quick else 5000
-    write = json.dumps({
-        "path": "data/records.json",
-        "content": "x" * (2_000 if quick else 400_000),
-        "records": [{"id": i, "name": f"record-{i}", "score": i * 0.25, "tags": ["a", "b"], "ok": i % 2 == 0}
-                    for i in range(records)],
-    }).encode()
+    write = json.dumps(
+        {
+            "path": "data/records.json",
+            "content": "x" * (2_000 if quick else 400_000),
+            "records": [
+                {"id": i, "name": f"record-{i}", "score": i * 0.25, "tags": ["a", "b"], "ok": i % 2 == 0}
+                for i in range(records)
+            ],
+        }
+    ).encode()
     return {"small_args": small, "edit_4k": edit, "write_file": write}
 
 
@@ -69,28 +76,83 @@ def chat_stream(events: int = 2000) -> bytes:
     chunks = []
     for i in range(3):
         text = _argument_text(i, per_call * 8)
-        parts = [text[j:j + 8] for j in range(0, len(text), 8)][:per_call]
-        parts[-1] += text[len(parts) * 8:]
-        chunks.append(dict(base, choices=[{"index": 0, "delta": {"tool_calls": [{"index": i, "id": f"call_{i}", "type": "function", "function": {"name": "write_file", "arguments": ""}}]}, "finish_reason": None}]))
-        chunks.extend(dict(base, choices=[{"index": 0, "delta": {"tool_calls": [{"index": i, "function": {"arguments": p}}]}, "finish_reason": None}]) for p in parts)
+        parts = [text[j : j + 8] for j in range(0, len(text), 8)][:per_call]
+        parts[-1] += text[len(parts) * 8 :]
+        chunks.append(
+            dict(
+                base,
+                choices=[
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": i,
+                                    "id": f"call_{i}",
+                                    "type": "function",
+                                    "function": {"name": "write_file", "arguments": ""},
+                                }
+                            ]
+                        },
+                        "finish_reason": None,
+                    }
+                ],
+            )
+        )
+        chunks.extend(
+            dict(
+                base,
+                choices=[
+                    {
+                        "index": 0,
+                        "delta": {"tool_calls": [{"index": i, "function": {"arguments": p}}]},
+                        "finish_reason": None,
+                    }
+                ],
+            )
+            for p in parts
+        )
     chunks.append(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]))
     return _sse(chunks, named=False)
 
 
 def anthropic_stream(events: int = 2000) -> bytes:
     """An Anthropic Messages stream: three tool_use blocks in ~8-byte deltas."""
-    message: dict[str, Any] = {"id": "msg_bench", "type": "message", "role": "assistant", "model": "bench", "content": [],
-               "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+    message: dict[str, Any] = {
+        "id": "msg_bench",
+        "type": "message",
+        "role": "assistant",
+        "model": "bench",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
     chunks: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
     per_call = events // 3
     for i in range(3):
         text = _argument_text(i, per_call * 8)
-        parts = [text[j:j + 8] for j in range(0, len(text), 8)][:per_call]
-        parts[-1] += text[len(parts) * 8:]
-        chunks.append({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": f"toolu_{i}", "name": "write_file", "input": {}}})
-        chunks.extend({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": p}} for p in parts)
+        parts = [text[j : j + 8] for j in range(0, len(text), 8)][:per_call]
+        parts[-1] += text[len(parts) * 8 :]
+        chunks.append(
+            {
+                "type": "content_block_start",
+                "index": i,
+                "content_block": {"type": "tool_use", "id": f"toolu_{i}", "name": "write_file", "input": {}},
+            }
+        )
+        chunks.extend(
+            {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": p}}
+            for p in parts
+        )
         chunks.append({"type": "content_block_stop", "index": i})
-    chunks.append({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None}, "usage": {"output_tokens": 10}})
+    chunks.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+            "usage": {"output_tokens": 10},
+        }
+    )
     chunks.append({"type": "message_stop"})
     return _sse(chunks, named=True)
 
@@ -130,6 +192,7 @@ def _assemblers(provider: str) -> dict[str, Callable[[bytes], Any]]:
     native = native_module() if _backend.BACKEND == "native" else None
     for label, module in (("decisions (native)", native), ("decisions (pure)", _pure)):
         if module is not None:
+
             def assemble(stream: bytes, module: Any = module) -> Any:
                 assembler = module.StreamAssembler(provider)
                 assembler.feed(stream)
@@ -169,7 +232,9 @@ def _assemblers(provider: str) -> dict[str, Callable[[bytes], Any]]:
     return found
 
 
-def _measure(contenders: dict[str, Callable[[bytes], Any]], data: bytes, rounds: int, budget: float) -> dict[str, float]:
+def _measure(
+    contenders: dict[str, Callable[[bytes], Any]], data: bytes, rounds: int, budget: float
+) -> dict[str, float]:
     """Median CPU seconds per call, contenders interleaved round by round
     (process CPU time: on a loaded machine, wall time mostly measures the
     scheduler).
@@ -226,8 +291,10 @@ def _ratios(medians: dict[str, float], baseline: str, size: int) -> dict[str, An
 
 def render(report: dict[str, Any], out: TextIO) -> None:
     """The report as text tables (time ratios: lower is faster)."""
-    out.write(f"decisions bench (backend {report['backend']}{', quick' if report['quick'] else ''}): "
-              "median CPU time per call and its ratio to the baseline (lower is faster)\n")
+    out.write(
+        f"decisions bench (backend {report['backend']}{', quick' if report['quick'] else ''}): "
+        "median CPU time per call and its ratio to the baseline (lower is faster)\n"
+    )
     for section, title in (("parse", "parse"), ("assembly", "stream assembly, bytes in -> response out")):
         for name, entry in report[section].items():
             out.write(f"\n{title}: {name} ({entry['bytes']:,} bytes)\n")

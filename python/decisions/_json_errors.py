@@ -74,7 +74,7 @@ def _hint(code: str, doc: str, pos: int, where: str, limits: Limits) -> str:
     if code == "TRAILING_COMMA":
         return f"trailing comma {where}: remove the comma before the closing bracket or brace"
     if code == "KEY_NOT_STRING":
-        return f"object key {shown} {where} is not a string: write keys in double quotes, like \"key\": value"
+        return f'object key {shown} {where} is not a string: write keys in double quotes, like "key": value'
     if code == "DUPLICATE_KEY":
         return f"duplicate key {_key_text(doc, pos)} {where}: each key may appear only once in an object"
     if code == "INVALID_NUMBER":

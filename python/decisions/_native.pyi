@@ -77,9 +77,7 @@ class StreamAssembler:
     ) -> StreamAssembler: ...
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Raw SSE bytes of the provider's stream, in any chunking."""
-    def feed_event(
-        self, payload: dict[str, Any] | str | bytes | CanonicalEvent, event: str | None = None
-    ) -> None:
+    def feed_event(self, payload: dict[str, Any] | str | bytes | CanonicalEvent, event: str | None = None) -> None:
         """One already-decoded provider event: its SSE ``data`` (JSON text or a
         dict; with ``provider="canonical"`` also a canonical event object) and
         its SSE ``event:`` name. Undecodable data is ``MALFORMED_EVENT``."""

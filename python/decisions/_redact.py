@@ -32,8 +32,17 @@ REDACTED: Final = "[REDACTED]"
 #: Credential words a member or variable name may end in (matched on the
 #: lower-cased text, one literal-prefixed pattern each so the scan is fast).
 _CREDENTIAL_WORDS: Final = (
-    "pass(?:word|wd|phrase)?", "pwd", "secret", "token", "api[_-]?key", "access[_-]?key(?:[_-]?id)?",
-    "private[_-]?key", "credentials?", "auth(?:orization)?", "cookie", "session[_-]?(?:id|key|token)",
+    "pass(?:word|wd|phrase)?",
+    "pwd",
+    "secret",
+    "token",
+    "api[_-]?key",
+    "access[_-]?key(?:[_-]?id)?",
+    "private[_-]?key",
+    "credentials?",
+    "auth(?:orization)?",
+    "cookie",
+    "session[_-]?(?:id|key|token)",
 )
 #: A member or assignment value: a JSON string (also escaped, at any depth,
 #: inside other strings, or cut off), a single-quoted string, or a bare word.
@@ -54,31 +63,34 @@ _LOWERED: Final[tuple[re.Pattern[str], ...]] = (
 
 #: Token formats, each a literal prefix and possessive runs (masked whole).
 #: Those with a short prefix count only at the start of a word.
-SECRET_PATTERNS: Final[tuple[re.Pattern[str], ...]] = tuple(re.compile(pattern) for pattern in (
-    # PEM private keys (RSA, EC, DSA, OpenSSH, PKCS#8, encrypted, PGP), through the END line or, cut off, the key text
-    r"-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[A-Za-z0-9+/=\s:,.\\]|-(?!----))*+"
-    r"(?:-----END[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----)?",
-    r"eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]++(?:\.[A-Za-z0-9_-]*+){0,3}",  # JWT / JWS / JWE
-    r"sk-[A-Za-z0-9_-]{16,}+",  # OpenAI sk-, sk-proj-, sk-svcacct-, sk-admin-; Anthropic sk-ant-
-    r"AIza[0-9A-Za-z_-]{30,}+",  # Google API key
-    r"ya29\.[0-9A-Za-z_-]{20,}+",  # Google OAuth access token
-    r"GOCSPX-[0-9A-Za-z_-]{20,}+",  # Google OAuth client secret
-    r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}+",  # AWS access key id
-    r"gh[pousr]_[A-Za-z0-9]{30,}+",  # GitHub classic tokens
-    r"github_pat_[A-Za-z0-9_]{30,}+",  # GitHub fine-grained tokens
-    r"glpat-[A-Za-z0-9_-]{20,}+",  # GitLab
-    r"xox(?:e\.xox)?[abposre]-[A-Za-z0-9-]{10,}+",  # Slack bot, user, app-level, refresh tokens
-    r"xapp-[A-Za-z0-9-]{10,}+",
-    r"hooks\.slack\.com/services/[A-Za-z0-9/_+-]{20,}+",
-    r"hf_[A-Za-z0-9]{30,}+",  # Hugging Face
-    r"gsk_[A-Za-z0-9]{20,}+",  # Groq
-    r"xai-[A-Za-z0-9]{20,}+",  # xAI
-    r"r8_[A-Za-z0-9]{20,}+",  # Replicate
-    r"pplx-[A-Za-z0-9]{20,}+",  # Perplexity
-    r"k_(?:live|test)_[A-Za-z0-9]{16,}+",  # Stripe sk_/rk_/pk_
-    r"npm_[A-Za-z0-9]{30,}+",  # npm
-    r"pypi-[A-Za-z0-9_-]{50,}+",  # PyPI
-))
+SECRET_PATTERNS: Final[tuple[re.Pattern[str], ...]] = tuple(
+    re.compile(pattern)
+    for pattern in (
+        # PEM private keys (RSA, EC, DSA, OpenSSH, PKCS#8, encrypted, PGP), through the END line or, cut off, the key text
+        r"-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[A-Za-z0-9+/=\s:,.\\]|-(?!----))*+"
+        r"(?:-----END[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----)?",
+        r"eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]++(?:\.[A-Za-z0-9_-]*+){0,3}",  # JWT / JWS / JWE
+        r"sk-[A-Za-z0-9_-]{16,}+",  # OpenAI sk-, sk-proj-, sk-svcacct-, sk-admin-; Anthropic sk-ant-
+        r"AIza[0-9A-Za-z_-]{30,}+",  # Google API key
+        r"ya29\.[0-9A-Za-z_-]{20,}+",  # Google OAuth access token
+        r"GOCSPX-[0-9A-Za-z_-]{20,}+",  # Google OAuth client secret
+        r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}+",  # AWS access key id
+        r"gh[pousr]_[A-Za-z0-9]{30,}+",  # GitHub classic tokens
+        r"github_pat_[A-Za-z0-9_]{30,}+",  # GitHub fine-grained tokens
+        r"glpat-[A-Za-z0-9_-]{20,}+",  # GitLab
+        r"xox(?:e\.xox)?[abposre]-[A-Za-z0-9-]{10,}+",  # Slack bot, user, app-level, refresh tokens
+        r"xapp-[A-Za-z0-9-]{10,}+",
+        r"hooks\.slack\.com/services/[A-Za-z0-9/_+-]{20,}+",
+        r"hf_[A-Za-z0-9]{30,}+",  # Hugging Face
+        r"gsk_[A-Za-z0-9]{20,}+",  # Groq
+        r"xai-[A-Za-z0-9]{20,}+",  # xAI
+        r"r8_[A-Za-z0-9]{20,}+",  # Replicate
+        r"pplx-[A-Za-z0-9]{20,}+",  # Perplexity
+        r"k_(?:live|test)_[A-Za-z0-9]{16,}+",  # Stripe sk_/rk_/pk_
+        r"npm_[A-Za-z0-9]{30,}+",  # npm
+        r"pypi-[A-Za-z0-9_-]{50,}+",  # PyPI
+    )
+)
 _WORD_START: Final = frozenset(pattern for pattern in SECRET_PATTERNS if pattern.pattern[:3] in ("sk-", "hf_", "r8_"))
 
 

@@ -28,7 +28,6 @@ from typing import Any, TextIO
 from ._bench import render as render_bench
 from ._bench import run as run_bench
 from .examples import run_examples
-from .ledger import cli as _ledger_cli
 from .inspection import (
     _PROVIDER_CHOICES,
     EXIT_DECISION,
@@ -40,6 +39,7 @@ from .inspection import (
     inspect_bytes,
     render,
 )
+from .ledger import cli as _ledger_cli
 
 __all__ = ["main", "inspect_bytes", "detect_format", "EXIT_DECISION", "EXIT_FAILURE", "EXIT_USAGE"]
 
@@ -78,7 +78,6 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     output = _load_object(args.output, "--output")
     policy = _load_object(args.policy, "--policy")
     if args.file is None:
-
         report = run_examples()
         if args.json:
             json.dump(dict(report, shape_version=JSON_SHAPE_VERSION), out, indent=2, ensure_ascii=False)
@@ -86,15 +85,23 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
         else:
             for example in report["examples"]:
                 out.write(f"## {example['name']}: {example['title']}\n")
-                out.write(f"   expected: {example['expected']}  -> {'ok' if example['as_expected'] else 'UNEXPECTED'}\n")
+                out.write(
+                    f"   expected: {example['expected']}  -> {'ok' if example['as_expected'] else 'UNEXPECTED'}\n"
+                )
                 render(example["result"], out)
             matched = sum(1 for example in report["examples"] if example["as_expected"])
-            out.write(f"{matched}/{len(report['examples'])} examples gave the outcome they were recorded to show "
-                      f"(backend {report['backend']}).\n")
+            out.write(
+                f"{matched}/{len(report['examples'])} examples gave the outcome they were recorded to show "
+                f"(backend {report['backend']}).\n"
+            )
         return EXIT_DECISION if report["all_as_expected"] else EXIT_FAILURE
     data = _read(args.file)
     result = inspect_bytes(
-        data, provider=args.provider, tools=tools, output=output, policy=policy,
+        data,
+        provider=args.provider,
+        tools=tools,
+        output=output,
+        policy=policy,
         source="<stdin>" if args.file == "-" else args.file,
     )
     if args.json:
@@ -127,7 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("file", nargs="?", help="raw SSE, JSON lines, a whole JSON body, or - for stdin")
     inspect.add_argument("--provider", default="auto", choices=_PROVIDER_CHOICES)
     inspect.add_argument("--tools", metavar="MODULE:OBJ", help="a decisions.ToolRegistry to decide against")
-    inspect.add_argument("--output", metavar="MODULE:OBJ", help="the final answer's schema (Pydantic model or JSON Schema)")
+    inspect.add_argument(
+        "--output", metavar="MODULE:OBJ", help="the final answer's schema (Pydantic model or JSON Schema)"
+    )
     inspect.add_argument("--policy", metavar="MODULE:OBJ", help="a decisions.Policy for the calls")
     inspect.add_argument("--json", action="store_true", help="print the stable machine-readable shape")
     bench = sub.add_parser("bench", help="parse and assembly timings on this machine, as ratios")

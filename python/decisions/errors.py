@@ -95,7 +95,10 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
             "RESPONSE_TOO_LARGE": (False, "the response content exceeds max_response_bytes"),
             "TOO_MANY_EVENTS": (False, "the response has more events than max_stream_events"),
             # completeness gate
-            "INCOMPLETE_RESPONSE": (True, "the output was cut off (length / max tokens); raise the limit or shorten the task"),
+            "INCOMPLETE_RESPONSE": (
+                True,
+                "the output was cut off (length / max tokens); raise the limit or shorten the task",
+            ),
             "INCOMPLETE_TOOL_CALL": (True, "a tool call was not completed"),
             "CONTENT_FILTERED": (False, "the provider withheld or cut the output for safety reasons"),
             "REFUSAL": (False, "the model refused to answer"),
@@ -160,7 +163,10 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
             "UNKNOWN_CALL_ID": (False, "a tool result names a call that was never decided"),
             "DUPLICATE_RESULT": (False, "a tool result for this call was already accepted"),
             "INVALID_TOOL_NAME": (True, "a tool name is empty or holds whitespace, control or invisible characters"),
-            "AMBIGUOUS_TOOL_NAME": (True, "a tool name differs from a known one only in case, namespace prefix or look-alike characters"),
+            "AMBIGUOUS_TOOL_NAME": (
+                True,
+                "a tool name differs from a known one only in case, namespace prefix or look-alike characters",
+            ),
         },
     ),
     **_table(
@@ -186,13 +192,22 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
             "RESULT_SCHEMA_MISMATCH": (False, "the tool's result does not match its declared result schema"),
             "EFFECT_NOT_OBSERVED": (False, "an effect the result claims (a file and its digest) is not what is there"),
             "PARTIAL_EFFECT": (False, "the call changed some of what it should and not the rest"),
-            "LATE_RESULT": (False, "the result came after the worker's lease expired or the run was cancelled; it changed nothing"),
-            "STALE_ATTEMPT": (False, "the result carries an attempt (fencing token) that is no longer current; it changed nothing"),
+            "LATE_RESULT": (
+                False,
+                "the result came after the worker's lease expired or the run was cancelled; it changed nothing",
+            ),
+            "STALE_ATTEMPT": (
+                False,
+                "the result carries an attempt (fencing token) that is no longer current; it changed nothing",
+            ),
             "ALREADY_COMMITTED": (False, "the call already has its result; the first one stays"),
             "NOT_CLAIMED": (False, "the claim was not granted, so there is nothing to commit or renew"),
             "INVALID_TRANSITION": (False, "the call's state in the ledger does not allow this step"),
             "LEDGER_CONFLICT": (False, "a different call was already recorded under this run and call id"),
-            "LEDGER_UNAVAILABLE": (True, "the ledger's database cannot be used (unreachable, locked, or another schema version)"),
+            "LEDGER_UNAVAILABLE": (
+                True,
+                "the ledger's database cannot be used (unreachable, locked, or another schema version)",
+            ),
         },
     ),
     **_table(
@@ -274,8 +289,17 @@ class OutputError(Exception):
 
 def _rebuild(cls: type[OutputError], state: dict[str, Any]) -> OutputError:
     if issubclass(cls, ParseError):
-        return cls(state["code"], state["message"], doc="", pos=state["offset"] or 0, lineno=state["lineno"],
-                   colno=state["colno"], hint=state["hint"], retryable=state["retryable"], path=state["path"])
+        return cls(
+            state["code"],
+            state["message"],
+            doc="",
+            pos=state["offset"] or 0,
+            lineno=state["lineno"],
+            colno=state["colno"],
+            hint=state["hint"],
+            retryable=state["retryable"],
+            path=state["path"],
+        )
     return cls(
         state["code"],
         state["message"],

@@ -135,7 +135,9 @@ def _repair(error: OutputError, target: str) -> tuple[str | None, str | None]:
 
 
 def _decide(response: NormalizedResponse, tools: Any, output: Any, policy: Any) -> Any:
-    kwargs = {name: value for name, value in (("tools", tools), ("output", output), ("policy", policy)) if value is not None}
+    kwargs = {
+        name: value for name, value in (("tools", tools), ("output", output), ("policy", policy)) if value is not None
+    }
     return decide(response, **kwargs)
 
 
@@ -170,13 +172,24 @@ def inspect_bytes(
     fmt = detect_format(data)
     chosen = _detect(data, fmt, limits) if provider == "auto" else provider
     result: dict[str, Any] = {
-        "source": source, "format": fmt, "provider": chosen, "backend": _backend.BACKEND,
-        "events": [], "response": None, "decision": None, "error": None, "stage": None,
-        "repair_prompt": None, "repair_refused": None, "exit_code": EXIT_DECISION,
+        "source": source,
+        "format": fmt,
+        "provider": chosen,
+        "backend": _backend.BACKEND,
+        "events": [],
+        "response": None,
+        "decision": None,
+        "error": None,
+        "stage": None,
+        "repair_prompt": None,
+        "repair_refused": None,
+        "exit_code": EXIT_DECISION,
     }
     known = (*_backend.impl.PROVIDERS, "canonical")
     if chosen not in known:
-        raise UsageError(f"the {_backend.BACKEND} backend does not know provider {chosen!r} (known: {', '.join(known)})")
+        raise UsageError(
+            f"the {_backend.BACKEND} backend does not know provider {chosen!r} (known: {', '.join(known)})"
+        )
     events: list[Any] = []
     error: OutputError | None = None
     target = "value"
@@ -250,8 +263,10 @@ def render(result: Mapping[str, Any], out: TextIO) -> None:
             w(f"  … {len(events) - _SHOWN_EVENTS} more (--json shows all)\n")
     response = result["response"]
     if response is not None:
-        w(f"response: id={response.get('response_id')} model={response.get('model')} "
-          f"finish={response.get('finish_reason')} (raw {response.get('raw_finish_reason')})\n")
+        w(
+            f"response: id={response.get('response_id')} model={response.get('model')} "
+            f"finish={response.get('finish_reason')} (raw {response.get('raw_finish_reason')})\n"
+        )
         for item in response.get("items", []):
             if item.get("kind") == "tool_call":
                 state = "" if item.get("complete", True) else "  [incomplete]"
@@ -275,8 +290,10 @@ def render(result: Mapping[str, Any], out: TextIO) -> None:
             where.append(f"line {error['lineno']} column {error['colno']} (char {error['offset']})")
         elif error.get("offset") is not None:
             where.append(f"offset {error['offset']}")
-        w(f"error: {error['layer']}/{error['code']} (retryable: {str(error['retryable']).lower()}) "
-          f"{' '.join(where)}\n  {error['message']}\n")
+        w(
+            f"error: {error['layer']}/{error['code']} (retryable: {str(error['retryable']).lower()}) "
+            f"{' '.join(where)}\n  {error['message']}\n"
+        )
         if error.get("hint"):
             w(f"  hint: {error['hint']}\n")
         if result.get("repair_prompt"):
@@ -286,5 +303,3 @@ def render(result: Mapping[str, Any], out: TextIO) -> None:
         elif result.get("repair_refused"):
             w(f"not sent back to the model: {result['repair_refused']}\n")
     w(f"exit code for this recording: {result['exit_code']}\n\n")
-
-

@@ -16,10 +16,10 @@ body that stops before the provider's terminal event in
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 import base64
 import importlib
 import json
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from types import ModuleType
 from typing import Any, Final
 
@@ -46,8 +46,15 @@ _SDK_ROOTS: Final = ("openai", "anthropic", "google.genai")
 _DERIVED_PREFIXES: Final = ("content.", "refusal.", "tool_calls.", "logprobs.")
 _DERIVED_TYPES: Final = frozenset({"text", "citation", "thinking", "signature", "input_json"})
 _ANTHROPIC_WIRE_TYPES: Final = frozenset(
-    {"message_start", "message_delta", "message_stop", "content_block_start", "content_block_delta",
-     "content_block_stop", "ping"}
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "ping",
+    }
 )
 
 
@@ -358,4 +365,3 @@ def astream_httpx(
 ) -> AsyncHttpxEventStream:
     """Wrap a streaming response from ``httpx.AsyncClient.stream(...)`` (or httpx2's)."""
     return AsyncHttpxEventStream(response, provider=provider, limits=limits, choice=choice)
-

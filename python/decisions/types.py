@@ -36,11 +36,16 @@ __all__ = [
     "ResponseSnapshot",
 ]
 
-FinishReason = Literal[
-    "stop", "tool_calls", "length", "content_filter", "refusal", "cancelled", "error", "unknown"
-]
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "refusal", "cancelled", "error", "unknown"]
 FINISH_REASONS: tuple[str, ...] = (
-    "stop", "tool_calls", "length", "content_filter", "refusal", "cancelled", "error", "unknown",
+    "stop",
+    "tool_calls",
+    "length",
+    "content_filter",
+    "refusal",
+    "cancelled",
+    "error",
+    "unknown",
 )
 
 ItemKind = Literal["text", "refusal", "reasoning"]
@@ -198,8 +203,17 @@ CanonicalEvent = Union[
 EVENT_TYPES: Mapping[str, type[_Event]] = {
     cls.type: cls
     for cls in (
-        ResponseStarted, ItemStarted, TextDelta, RefusalDelta, ReasoningDelta, ToolCallStarted,
-        ToolArgumentsDelta, ItemEnded, UsageReported, ResponseFinished, ResponseFailed,
+        ResponseStarted,
+        ItemStarted,
+        TextDelta,
+        RefusalDelta,
+        ReasoningDelta,
+        ToolCallStarted,
+        ToolArgumentsDelta,
+        ItemEnded,
+        UsageReported,
+        ResponseFinished,
+        ResponseFailed,
     )
 }
 

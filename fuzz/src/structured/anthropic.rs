@@ -47,7 +47,11 @@ const ERROR_TYPES: &[&str] = &[
 ];
 
 fn stop_reason(n: u8) -> J {
-    match STOP_REASONS.get(usize::from(n) % STOP_REASONS.len()).copied().flatten() {
+    match STOP_REASONS
+        .get(usize::from(n) % STOP_REASONS.len())
+        .copied()
+        .flatten()
+    {
         Some(s) => J::s(s),
         None => J::Raw("null".into()),
     }
@@ -55,22 +59,51 @@ fn stop_reason(n: u8) -> J {
 
 #[derive(Arbitrary, Debug, Clone)]
 pub enum Step {
-    Start { usage: Option<Number> },
+    Start {
+        usage: Option<Number>,
+    },
     /// `content_block_start` of a tool_use block (input given whole when
     /// `input` is set), then `input_json_delta` pieces of `streamed`, then
     /// (with `stop`) its `content_block_stop`.
-    ToolUse { index: Index, input: Option<Args>, streamed: Option<(Args, u8)>, stop: bool },
-    Text { index: Index, text: String, stop: bool },
-    Thinking { index: Index, text: String },
+    ToolUse {
+        index: Index,
+        input: Option<Args>,
+        streamed: Option<(Args, u8)>,
+        stop: bool,
+    },
+    Text {
+        index: Index,
+        text: String,
+        stop: bool,
+    },
+    Thinking {
+        index: Index,
+        text: String,
+    },
     /// One raw `input_json_delta` piece.
-    JsonDelta { index: Index, piece: String },
-    TextDelta { index: Index, text: String },
-    Stop { index: Index },
-    MessageDelta { stop: u8, usage: Option<Number> },
+    JsonDelta {
+        index: Index,
+        piece: String,
+    },
+    TextDelta {
+        index: Index,
+        text: String,
+    },
+    Stop {
+        index: Index,
+    },
+    MessageDelta {
+        stop: u8,
+        usage: Option<Number>,
+    },
     MessageStop,
-    Error { kind: u8 },
+    Error {
+        kind: u8,
+    },
     Ping,
-    Unknown { name: String },
+    Unknown {
+        name: String,
+    },
     /// Raw data (not JSON, or anything).
     Data(String),
     Bytes(Vec<u8>),
@@ -95,10 +128,17 @@ fn ev(named: bool, ty: &str, mut members: Vec<(&str, J)>) -> Ev {
 }
 
 fn delta(named: bool, index: Index, ty: &str, field: &str, text: &str) -> Ev {
-    ev(named, "content_block_delta", vec![
-        ("index", index.j()),
-        ("delta", J::obj(vec![("type", J::s(ty)), (field, J::s(text))])),
-    ])
+    ev(
+        named,
+        "content_block_delta",
+        vec![
+            ("index", index.j()),
+            (
+                "delta",
+                J::obj(vec![("type", J::s(ty)), (field, J::s(text))]),
+            ),
+        ],
+    )
 }
 
 impl Plan {
@@ -110,22 +150,29 @@ impl Plan {
         let mut events = Vec::new();
         let mut blocks = Vec::new();
         let usage = |n: &Option<Number>| match n {
-            Some(n) => J::obj(vec![("input_tokens", J::Raw(n.text())), ("output_tokens", J::n(1))]),
+            Some(n) => J::obj(vec![
+                ("input_tokens", J::Raw(n.text())),
+                ("output_tokens", J::n(1)),
+            ]),
             None => J::obj(vec![("input_tokens", J::n(3)), ("output_tokens", J::n(1))]),
         };
         let start = |u: &Option<Number>| {
-            ev(named, "message_start", vec![(
-                "message",
-                J::obj(vec![
-                    ("id", J::s("msg_1")),
-                    ("type", J::s("message")),
-                    ("role", J::s("assistant")),
-                    ("model", J::s("claude")),
-                    ("content", J::Arr(vec![])),
-                    ("stop_reason", J::Raw("null".into())),
-                    ("usage", usage(u)),
-                ]),
-            )])
+            ev(
+                named,
+                "message_start",
+                vec![(
+                    "message",
+                    J::obj(vec![
+                        ("id", J::s("msg_1")),
+                        ("type", J::s("message")),
+                        ("role", J::s("assistant")),
+                        ("model", J::s("claude")),
+                        ("content", J::Arr(vec![])),
+                        ("stop_reason", J::Raw("null".into())),
+                        ("usage", usage(u)),
+                    ]),
+                )],
+            )
         };
         if self.start {
             events.push(start(&None));
@@ -133,20 +180,46 @@ impl Plan {
         for step in &self.steps {
             match step {
                 Step::Start { usage } => events.push(start(usage)),
-                Step::ToolUse { index, input, streamed, stop } => {
-                    let mut block = vec![("type", J::s("tool_use")), ("id", J::s("toolu_1")), ("name", J::s("write_file"))];
+                Step::ToolUse {
+                    index,
+                    input,
+                    streamed,
+                    stop,
+                } => {
+                    let mut block = vec![
+                        ("type", J::s("tool_use")),
+                        ("id", J::s("toolu_1")),
+                        ("name", J::s("write_file")),
+                    ];
                     let mut whole = None;
                     if let Some(input) = input {
                         let (text, _) = args_text(input);
                         whole = Some(text.clone());
                         block.push(("input", J::Raw(text)));
                     }
-                    events.push(ev(named, "content_block_start", vec![("index", index.j()), ("content_block", J::obj(block.clone()))]));
+                    events.push(ev(
+                        named,
+                        "content_block_start",
+                        vec![
+                            ("index", index.j()),
+                            ("content_block", J::obj(block.clone())),
+                        ],
+                    ));
                     if let Some((args, pieces)) = streamed {
                         let (text, repeated) = args_text(args);
-                        allow = allow.max(if repeated { Allow::RepeatedKey } else { Allow::Exact });
+                        allow = allow.max(if repeated {
+                            Allow::RepeatedKey
+                        } else {
+                            Allow::Exact
+                        });
                         for piece in split(&text, *pieces, self.seed) {
-                            events.push(delta(named, *index, "input_json_delta", "partial_json", &piece));
+                            events.push(delta(
+                                named,
+                                *index,
+                                "input_json_delta",
+                                "partial_json",
+                                &piece,
+                            ));
                         }
                         whole = Some(text);
                     }
@@ -159,10 +232,17 @@ impl Plan {
                     blocks.push(J::obj(body_block));
                 }
                 Step::Text { index, text, stop } => {
-                    events.push(ev(named, "content_block_start", vec![
-                        ("index", index.j()),
-                        ("content_block", J::obj(vec![("type", J::s("text")), ("text", J::s(""))])),
-                    ]));
+                    events.push(ev(
+                        named,
+                        "content_block_start",
+                        vec![
+                            ("index", index.j()),
+                            (
+                                "content_block",
+                                J::obj(vec![("type", J::s("text")), ("text", J::s(""))]),
+                            ),
+                        ],
+                    ));
                     events.push(delta(named, *index, "text_delta", "text", text));
                     if *stop {
                         events.push(ev(named, "content_block_stop", vec![("index", index.j())]));
@@ -170,30 +250,75 @@ impl Plan {
                     blocks.push(J::obj(vec![("type", J::s("text")), ("text", J::s(text))]));
                 }
                 Step::Thinking { index, text } => {
-                    events.push(ev(named, "content_block_start", vec![
-                        ("index", index.j()),
-                        ("content_block", J::obj(vec![("type", J::s("thinking")), ("thinking", J::s(text))])),
-                    ]));
+                    events.push(ev(
+                        named,
+                        "content_block_start",
+                        vec![
+                            ("index", index.j()),
+                            (
+                                "content_block",
+                                J::obj(vec![("type", J::s("thinking")), ("thinking", J::s(text))]),
+                            ),
+                        ],
+                    ));
                     events.push(delta(named, *index, "signature_delta", "signature", "sig"));
                 }
                 Step::JsonDelta { index, piece } => {
                     allow = Allow::Raw;
-                    events.push(delta(named, *index, "input_json_delta", "partial_json", piece));
+                    events.push(delta(
+                        named,
+                        *index,
+                        "input_json_delta",
+                        "partial_json",
+                        piece,
+                    ));
                 }
-                Step::TextDelta { index, text } => events.push(delta(named, *index, "text_delta", "text", text)),
-                Step::Stop { index } => events.push(ev(named, "content_block_stop", vec![("index", index.j())])),
-                Step::MessageDelta { stop, usage } => events.push(ev(named, "message_delta", vec![
-                    ("delta", J::obj(vec![("stop_reason", stop_reason(*stop)), ("stop_sequence", J::Raw("null".into()))])),
-                    ("usage", J::obj(vec![("output_tokens", J::Raw(usage.map_or("5".into(), Number::text)))])),
-                ])),
+                Step::TextDelta { index, text } => {
+                    events.push(delta(named, *index, "text_delta", "text", text))
+                }
+                Step::Stop { index } => {
+                    events.push(ev(named, "content_block_stop", vec![("index", index.j())]))
+                }
+                Step::MessageDelta { stop, usage } => events.push(ev(
+                    named,
+                    "message_delta",
+                    vec![
+                        (
+                            "delta",
+                            J::obj(vec![
+                                ("stop_reason", stop_reason(*stop)),
+                                ("stop_sequence", J::Raw("null".into())),
+                            ]),
+                        ),
+                        (
+                            "usage",
+                            J::obj(vec![(
+                                "output_tokens",
+                                J::Raw(usage.map_or("5".into(), Number::text)),
+                            )]),
+                        ),
+                    ],
+                )),
                 Step::MessageStop => events.push(ev(named, "message_stop", vec![])),
-                Step::Error { kind } => events.push(ev(named, "error", vec![(
+                Step::Error { kind } => events.push(ev(
+                    named,
                     "error",
-                    J::obj(vec![
-                        ("type", J::s(ERROR_TYPES.get(usize::from(*kind) % ERROR_TYPES.len()).copied().unwrap_or(""))),
-                        ("message", J::s("boom")),
-                    ]),
-                )])),
+                    vec![(
+                        "error",
+                        J::obj(vec![
+                            (
+                                "type",
+                                J::s(
+                                    ERROR_TYPES
+                                        .get(usize::from(*kind) % ERROR_TYPES.len())
+                                        .copied()
+                                        .unwrap_or(""),
+                                ),
+                            ),
+                            ("message", J::s("boom")),
+                        ]),
+                    )],
+                )),
                 Step::Ping => events.push(ev(named, "ping", vec![])),
                 Step::Unknown { name } => events.push(ev(named, name, vec![])),
                 Step::Data(text) => {
@@ -207,10 +332,14 @@ impl Plan {
             }
         }
         if let Some(stop) = self.end {
-            events.push(ev(named, "message_delta", vec![
-                ("delta", J::obj(vec![("stop_reason", stop_reason(stop))])),
-                ("usage", J::obj(vec![("output_tokens", J::n(5))])),
-            ]));
+            events.push(ev(
+                named,
+                "message_delta",
+                vec![
+                    ("delta", J::obj(vec![("stop_reason", stop_reason(stop))])),
+                    ("usage", J::obj(vec![("output_tokens", J::n(5))])),
+                ],
+            ));
             events.push(ev(named, "message_stop", vec![]));
         }
         decorate(&mut events, &self.decor);
@@ -221,7 +350,10 @@ impl Plan {
             ("model", J::s("claude")),
             ("content", J::Arr(blocks)),
             ("stop_reason", stop_reason(self.end.unwrap_or(2))),
-            ("usage", J::obj(vec![("input_tokens", J::n(3)), ("output_tokens", J::n(1))])),
+            (
+                "usage",
+                J::obj(vec![("input_tokens", J::n(3)), ("output_tokens", J::n(1))]),
+            ),
         ]);
         for (_, d) in &self.decor {
             d.apply(&mut body);
@@ -233,5 +365,12 @@ impl Plan {
 /// The target: expand the plan and run it through the chain.
 pub fn check(plan: &Plan) {
     let (events, body, allow) = plan.expand();
-    let _ = super::run("anthropic", None, &sse(&events), Some(&body), allow, plan.seed);
+    let _ = super::run(
+        "anthropic",
+        None,
+        &sse(&events),
+        Some(&body),
+        allow,
+        plan.seed,
+    );
 }

@@ -10,13 +10,42 @@ use arbitrary::Arbitrary;
 use super::{args_text, decorate, sse, write_str, Allow, Args, Decor, Ev, Key, Number, J};
 
 const FINISH: &[&str] = &[
-    "STOP", "MAX_TOKENS", "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "LANGUAGE",
-    "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "MALFORMED_FUNCTION_CALL",
-    "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS", "MISSING_THOUGHT_SIGNATURE", "FINISH_REASON_UNSPECIFIED",
-    "OTHER", "",
+    "STOP",
+    "MAX_TOKENS",
+    "SAFETY",
+    "RECITATION",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "LANGUAGE",
+    "IMAGE_SAFETY",
+    "IMAGE_PROHIBITED_CONTENT",
+    "IMAGE_RECITATION",
+    "MALFORMED_FUNCTION_CALL",
+    "UNEXPECTED_TOOL_CALL",
+    "TOO_MANY_TOOL_CALLS",
+    "MISSING_THOUGHT_SIGNATURE",
+    "FINISH_REASON_UNSPECIFIED",
+    "OTHER",
+    "",
 ];
-const BLOCK: &[&str] = &["SAFETY", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT", "IMAGE_SAFETY", "BLOCK_REASON_UNSPECIFIED", ""];
-const STATUS: &[&str] = &["RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED", "INVALID_ARGUMENT", ""];
+const BLOCK: &[&str] = &[
+    "SAFETY",
+    "OTHER",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "IMAGE_SAFETY",
+    "BLOCK_REASON_UNSPECIFIED",
+    "",
+];
+const STATUS: &[&str] = &[
+    "RESOURCE_EXHAUSTED",
+    "UNAVAILABLE",
+    "INTERNAL",
+    "DEADLINE_EXCEEDED",
+    "INVALID_ARGUMENT",
+    "",
+];
 const NAMES: &[&str] = &["write_file", "read_file", ""];
 
 fn pick<'a>(list: &[&'a str], n: u8) -> &'a str {
@@ -94,7 +123,13 @@ pub enum Part {
     Text(String),
     Thought(String),
     Signature(String),
-    Call { name: u8, id: Option<String>, args: Option<Args>, partial: Vec<Partial>, will_continue: Option<bool> },
+    Call {
+        name: u8,
+        id: Option<String>,
+        args: Option<Args>,
+        partial: Vec<Partial>,
+        will_continue: Option<bool>,
+    },
     Unknown(Key),
 }
 
@@ -104,7 +139,13 @@ impl Part {
             Part::Text(t) => J::obj(vec![("text", J::s(t))]),
             Part::Thought(t) => J::obj(vec![("text", J::s(t)), ("thought", J::Raw("true".into()))]),
             Part::Signature(s) => J::obj(vec![("thoughtSignature", J::s(s))]),
-            Part::Call { name, id, args, partial, will_continue } => {
+            Part::Call {
+                name,
+                id,
+                args,
+                partial,
+                will_continue,
+            } => {
                 let mut fc = vec![("name", J::s(pick(NAMES, *name)))];
                 if let Some(id) = id {
                     fc.push(("id", J::s(id)));
@@ -113,7 +154,10 @@ impl Part {
                     fc.push(("args", J::Raw(args_text(args).0)));
                 }
                 if !partial.is_empty() {
-                    fc.push(("partialArgs", J::Arr(partial.iter().map(Partial::j).collect())));
+                    fc.push((
+                        "partialArgs",
+                        J::Arr(partial.iter().map(Partial::j).collect()),
+                    ));
                 }
                 if let Some(c) = will_continue {
                     fc.push(("willContinue", J::Raw(c.to_string())));
@@ -123,7 +167,10 @@ impl Part {
             Part::Unknown(k) => {
                 let mut key = String::new();
                 write_str(k.name(), &mut key);
-                J::obj(vec![("executableCode", J::obj(vec![("code", J::Raw(key))]))])
+                J::obj(vec![(
+                    "executableCode",
+                    J::obj(vec![("code", J::Raw(key))]),
+                )])
             }
         }
     }
@@ -154,10 +201,20 @@ impl Chunk {
         if let Some((code, status)) = &self.error {
             return J::obj(vec![(
                 "error",
-                J::obj(vec![("code", J::Raw(code.text())), ("message", J::s("boom")), ("status", J::s(pick(STATUS, *status)))]),
+                J::obj(vec![
+                    ("code", J::Raw(code.text())),
+                    ("message", J::s("boom")),
+                    ("status", J::s(pick(STATUS, *status))),
+                ]),
             )]);
         }
-        let mut cand = vec![("content", J::obj(vec![("role", J::s("model")), ("parts", J::Arr(self.parts.iter().map(Part::j).collect()))]))];
+        let mut cand = vec![(
+            "content",
+            J::obj(vec![
+                ("role", J::s("model")),
+                ("parts", J::Arr(self.parts.iter().map(Part::j).collect())),
+            ]),
+        )];
         if let Some(f) = self.finish {
             cand.push(("finishReason", J::s(pick(FINISH, f))));
         }
@@ -169,16 +226,31 @@ impl Chunk {
         let mut candidates = vec![J::obj(cand)];
         if let Some(i) = self.other {
             candidates.push(J::obj(vec![
-                ("content", J::obj(vec![("parts", J::Arr(vec![J::obj(vec![("text", J::s("other"))])]))])),
+                (
+                    "content",
+                    J::obj(vec![(
+                        "parts",
+                        J::Arr(vec![J::obj(vec![("text", J::s("other"))])]),
+                    )]),
+                ),
                 ("index", J::n(u64::from(i % 3))),
             ]));
         }
         let mut chunk = vec![("candidates", J::Arr(candidates))];
         if let Some(b) = self.block {
-            chunk.push(("promptFeedback", J::obj(vec![("blockReason", J::s(pick(BLOCK, b)))])));
+            chunk.push((
+                "promptFeedback",
+                J::obj(vec![("blockReason", J::s(pick(BLOCK, b)))]),
+            ));
         }
         if let Some(u) = self.usage {
-            chunk.push(("usageMetadata", J::obj(vec![("promptTokenCount", J::Raw(u.text())), ("candidatesTokenCount", J::n(2))])));
+            chunk.push((
+                "usageMetadata",
+                J::obj(vec![
+                    ("promptTokenCount", J::Raw(u.text())),
+                    ("candidatesTokenCount", J::n(2)),
+                ]),
+            ));
         }
         chunk.push(("modelVersion", J::s("gemini")));
         if let Some(r) = self.response_id {
@@ -206,7 +278,13 @@ impl Plan {
             chunks.push(J::obj(vec![(
                 "candidates",
                 J::Arr(vec![J::obj(vec![
-                    ("content", J::obj(vec![("parts", J::Arr(vec![J::obj(vec![("text", J::s(""))])]))])),
+                    (
+                        "content",
+                        J::obj(vec![(
+                            "parts",
+                            J::Arr(vec![J::obj(vec![("text", J::s(""))])]),
+                        )]),
+                    ),
                     ("finishReason", J::s(pick(FINISH, f))),
                 ])]),
             )]));
@@ -244,5 +322,12 @@ impl Plan {
 pub fn check(plan: &Plan) {
     let (events, body, allow) = plan.expand();
     let choice = plan.choice.map(|c| usize::from(c % 3));
-    let _ = super::run("gemini", choice, &sse(&events), Some(&body), allow, plan.seed);
+    let _ = super::run(
+        "gemini",
+        choice,
+        &sse(&events),
+        Some(&body),
+        allow,
+        plan.seed,
+    );
 }

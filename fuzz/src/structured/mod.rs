@@ -72,7 +72,9 @@ impl Width {
 // ------------------------------------------------------------------ values
 
 /// Object keys of generated values: few, so keys repeat.
-const KEYS: &[&str] = &["path", "content", "a", "b", "\u{e9}", "x", "type", "id", "name", "input", "args", ""];
+const KEYS: &[&str] = &[
+    "path", "content", "a", "b", "\u{e9}", "x", "type", "id", "name", "input", "args", "",
+];
 
 /// A key; `escaped` writes every character as `\uXXXX` (it decodes to the
 /// same key: a repeat in disguise).
@@ -84,7 +86,9 @@ pub struct Key {
 
 impl Key {
     pub fn name(self) -> &'static str {
-        KEYS.get(usize::from(self.which) % KEYS.len()).copied().unwrap_or("a")
+        KEYS.get(usize::from(self.which) % KEYS.len())
+            .copied()
+            .unwrap_or("a")
     }
 }
 
@@ -129,9 +133,18 @@ pub enum Number {
     I64(i64),
     U64(u64),
     /// 2**(n % 256), and its negation, and one less.
-    TwoPow { n: u8, neg: bool, minus_one: bool },
+    TwoPow {
+        n: u8,
+        neg: bool,
+        minus_one: bool,
+    },
     /// `digits % 20,000 + 1` digits, a fraction and an exponent.
-    Long { digits: u16, frac: u8, exp: Option<i16>, neg: bool },
+    Long {
+        digits: u16,
+        frac: u8,
+        exp: Option<i16>,
+        neg: bool,
+    },
     Float(f64),
 }
 
@@ -153,12 +166,19 @@ impl Number {
                 }
                 out.push_str(&text);
             }
-            Number::Long { digits, frac, exp, neg } => {
+            Number::Long {
+                digits,
+                frac,
+                exp,
+                neg,
+            } => {
                 if neg {
                     out.push('-');
                 }
                 out.push('9');
-                out.extend((0..usize::from(digits) % 20_000).map(|i| char::from(b'0' + (i % 10) as u8)));
+                out.extend(
+                    (0..usize::from(digits) % 20_000).map(|i| char::from(b'0' + (i % 10) as u8)),
+                );
                 if frac > 0 {
                     out.push('.');
                     out.extend((0..usize::from(frac)).map(|i| char::from(b'1' + (i % 9) as u8)));
@@ -298,7 +318,10 @@ impl Writer {
                     let nest = if deep.pattern.is_empty() {
                         Nest::Array
                     } else {
-                        deep.pattern.get(i % deep.pattern.len()).copied().unwrap_or(Nest::Array)
+                        deep.pattern
+                            .get(i % deep.pattern.len())
+                            .copied()
+                            .unwrap_or(Nest::Array)
                     };
                     match nest {
                         Nest::Array => {
@@ -416,7 +439,12 @@ impl J {
     }
 
     pub fn obj(members: Vec<(&str, J)>) -> J {
-        J::Obj(members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+        J::Obj(
+            members
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+        )
     }
 
     pub fn write(&self, out: &mut String) {
@@ -473,26 +501,58 @@ impl J {
         match self {
             J::Raw(_) => 0,
             J::Arr(items) => items.iter().map(J::count_objects).sum(),
-            J::Obj(members) => 1 + members.iter().map(|(_, v)| v.count_objects()).sum::<usize>(),
+            J::Obj(members) => {
+                1 + members
+                    .iter()
+                    .map(|(_, v)| v.count_objects())
+                    .sum::<usize>()
+            }
         }
     }
 }
 
 /// Field names an envelope may carry unread (or that another object reads).
 const UNREAD: &[&str] = &[
-    "x_unknown", "logprobs", "metadata", "obfuscation", "system_fingerprint", "safetyRatings",
-    "citationMetadata", "stop_sequence", "service_tier", "role", "type", "index", "id",
+    "x_unknown",
+    "logprobs",
+    "metadata",
+    "obfuscation",
+    "system_fingerprint",
+    "safetyRatings",
+    "citationMetadata",
+    "stop_sequence",
+    "service_tier",
+    "role",
+    "type",
+    "index",
+    "id",
 ];
 
 /// A change to one object of an envelope (`target` picks the object).
 #[derive(Arbitrary, Debug, Clone)]
 pub enum Decor {
     /// A member no mapper reads (or one another object reads), any value.
-    Unread { target: u8, key: u8, value: Value },
+    Unread {
+        target: u8,
+        key: u8,
+        value: Value,
+    },
     /// A member repeated: same value, or another.
-    Repeat { target: u8, member: u8, value: Option<Leaf>, first: bool },
-    Drop { target: u8, member: u8 },
-    Replace { target: u8, member: u8, value: Leaf },
+    Repeat {
+        target: u8,
+        member: u8,
+        value: Option<Leaf>,
+        first: bool,
+    },
+    Drop {
+        target: u8,
+        member: u8,
+    },
+    Replace {
+        target: u8,
+        member: u8,
+        value: Leaf,
+    },
 }
 
 impl Decor {
@@ -508,15 +568,27 @@ impl Decor {
             | Decor::Replace { target, .. } => usize::from(*target) % count,
         };
         let mut n = target;
-        let Some(members) = envelope.object_mut(&mut n) else { return };
+        let Some(members) = envelope.object_mut(&mut n) else {
+            return;
+        };
         match self {
             Decor::Unread { key, value, .. } => {
-                let name = UNREAD.get(usize::from(*key) % UNREAD.len()).copied().unwrap_or("x");
+                let name = UNREAD
+                    .get(usize::from(*key) % UNREAD.len())
+                    .copied()
+                    .unwrap_or("x");
                 members.push((name.to_owned(), J::Raw(value_text(value))));
             }
-            Decor::Repeat { member, value, first, .. } if !members.is_empty() => {
+            Decor::Repeat {
+                member,
+                value,
+                first,
+                ..
+            } if !members.is_empty() => {
                 let at = usize::from(*member) % members.len();
-                let Some((key, old)) = members.get(at).cloned() else { return };
+                let Some((key, old)) = members.get(at).cloned() else {
+                    return;
+                };
                 let repeat = match value {
                     Some(leaf) => J::Raw(leaf_text(leaf)),
                     None => old,
@@ -632,7 +704,10 @@ impl Builder for KeysOnly {
     fn array(&mut self, _: std::vec::Drain<'_, Self::Value>) -> Result<Self::Value, ()> {
         Ok(None)
     }
-    fn object(&mut self, members: std::vec::Drain<'_, Self::Value>) -> Result<Object<Self::Value>, ()> {
+    fn object(
+        &mut self,
+        members: std::vec::Drain<'_, Self::Value>,
+    ) -> Result<Object<Self::Value>, ()> {
         let mut seen = HashSet::new();
         for (i, key) in members.step_by(2).enumerate() {
             if !seen.insert(key) {
@@ -692,29 +767,53 @@ pub const STACK: usize = 512 * 1024;
 /// Run `stream` (whole, and in pieces) and `body` through the chain, on a
 /// thread with a [`STACK`]-sized stack, and check each outcome. Returns the
 /// whole-stream outcome (for tests).
-pub fn run(provider: &str, choice: Option<usize>, stream: &[u8], body: Option<&str>, allow: Allow, seed: u64) -> Result<(), Code> {
+pub fn run(
+    provider: &str,
+    choice: Option<usize>,
+    stream: &[u8],
+    body: Option<&str>,
+    allow: Allow,
+    seed: u64,
+) -> Result<(), Code> {
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .stack_size(STACK)
-            .spawn_scoped(scope, || run_here(provider, choice, stream, body, allow, seed));
+            .spawn_scoped(scope, || {
+                run_here(provider, choice, stream, body, allow, seed)
+            });
         match worker {
-            Ok(handle) => handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
             Err(e) => panic!("cannot start the worker thread: {e}"),
         }
     })
 }
 
-fn run_here(provider: &str, choice: Option<usize>, stream: &[u8], body: Option<&str>, allow: Allow, seed: u64) -> Result<(), Code> {
+fn run_here(
+    provider: &str,
+    choice: Option<usize>,
+    stream: &[u8],
+    body: Option<&str>,
+    allow: Allow,
+    seed: u64,
+) -> Result<(), Code> {
     let limits = Limits::default();
     if stream.len() > 4 * MAX_TEXT {
         return Ok(()); // past every stream limit: a plan too big to be worth its time
     }
-    let whole = pipeline::stream(provider, choice, &[stream], limits, |r| check_response(r, &limits, allow));
+    let whole = pipeline::stream(provider, choice, &[stream], limits, |r| {
+        check_response(r, &limits, allow)
+    });
     let mut rng = Rng::new(seed);
     let pieces = chunks(stream, &mut rng, 4096);
-    let _ = pipeline::stream(provider, choice, &pieces, limits, |r| check_response(r, &limits, allow));
+    let _ = pipeline::stream(provider, choice, &pieces, limits, |r| {
+        check_response(r, &limits, allow)
+    });
     if let Some(body) = body {
-        let _ = pipeline::body(provider, choice, body, limits, |r| check_response(r, &limits, allow));
+        let _ = pipeline::body(provider, choice, body, limits, |r| {
+            check_response(r, &limits, allow)
+        });
     }
     whole
 }

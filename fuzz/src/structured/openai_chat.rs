@@ -43,12 +43,32 @@ impl Index {
 #[derive(Arbitrary, Debug, Clone)]
 pub enum Step {
     /// A tool call: its first delta (id, name) then its arguments in pieces.
-    Call { choice: Index, index: Index, id: u8, args: Args, pieces: u8 },
+    Call {
+        choice: Index,
+        index: Index,
+        id: u8,
+        args: Args,
+        pieces: u8,
+    },
     /// One raw arguments piece.
-    Piece { choice: Index, index: Index, text: String },
-    Content { choice: Index, text: String },
-    Refusal { choice: Index, text: String },
-    Finish { choice: Index, reason: u8, usage: Option<Number> },
+    Piece {
+        choice: Index,
+        index: Index,
+        text: String,
+    },
+    Content {
+        choice: Index,
+        text: String,
+    },
+    Refusal {
+        choice: Index,
+        text: String,
+    },
+    Finish {
+        choice: Index,
+        reason: u8,
+        usage: Option<Number>,
+    },
     Usage(Number),
     Done,
     Data(String),
@@ -99,30 +119,60 @@ fn call_delta(index: Index, first: Option<u8>, arguments: &str) -> J {
 impl Plan {
     pub fn expand(&self) -> (Vec<Ev>, Allow) {
         let mut allow = Allow::Exact;
-        let mut events = vec![chunk(Index::Small(0), J::obj(vec![("role", J::s("assistant")), ("content", J::s(""))]), None)];
+        let mut events = vec![chunk(
+            Index::Small(0),
+            J::obj(vec![("role", J::s("assistant")), ("content", J::s(""))]),
+            None,
+        )];
         for step in &self.steps {
             match step {
-                Step::Call { choice, index, id, args, pieces } => {
+                Step::Call {
+                    choice,
+                    index,
+                    id,
+                    args,
+                    pieces,
+                } => {
                     let (text, repeated) = args_text(args);
                     if repeated {
                         allow = allow.max(Allow::RepeatedKey);
                     }
                     for (i, piece) in split(&text, *pieces, self.seed).iter().enumerate() {
-                        events.push(chunk(*choice, call_delta(*index, (i == 0).then_some(*id), piece), None));
+                        events.push(chunk(
+                            *choice,
+                            call_delta(*index, (i == 0).then_some(*id), piece),
+                            None,
+                        ));
                     }
                 }
-                Step::Piece { choice, index, text } => {
+                Step::Piece {
+                    choice,
+                    index,
+                    text,
+                } => {
                     allow = Allow::Raw;
                     events.push(chunk(*choice, call_delta(*index, None, text), None));
                 }
-                Step::Content { choice, text } => events.push(chunk(*choice, J::obj(vec![("content", J::s(text))]), None)),
-                Step::Refusal { choice, text } => events.push(chunk(*choice, J::obj(vec![("refusal", J::s(text))]), None)),
-                Step::Finish { choice, reason, usage } => {
+                Step::Content { choice, text } => {
+                    events.push(chunk(*choice, J::obj(vec![("content", J::s(text))]), None))
+                }
+                Step::Refusal { choice, text } => {
+                    events.push(chunk(*choice, J::obj(vec![("refusal", J::s(text))]), None))
+                }
+                Step::Finish {
+                    choice,
+                    reason,
+                    usage,
+                } => {
                     let mut ev = chunk(*choice, J::obj(vec![]), Some(finish(*reason)));
                     if let (Ev::Json(_, J::Obj(members)), Some(u)) = (&mut ev, usage) {
                         members.push((
                             "usage".into(),
-                            J::obj(vec![("prompt_tokens", J::Raw(u.text())), ("completion_tokens", J::n(1)), ("total_tokens", J::n(2))]),
+                            J::obj(vec![
+                                ("prompt_tokens", J::Raw(u.text())),
+                                ("completion_tokens", J::n(1)),
+                                ("total_tokens", J::n(2)),
+                            ]),
                         ));
                     }
                     events.push(ev);
@@ -132,7 +182,13 @@ impl Plan {
                     J::obj(vec![
                         ("id", J::s("chatcmpl-1")),
                         ("choices", J::Arr(vec![])),
-                        ("usage", J::obj(vec![("prompt_tokens", J::Raw(u.text())), ("completion_tokens", J::n(1))])),
+                        (
+                            "usage",
+                            J::obj(vec![
+                                ("prompt_tokens", J::Raw(u.text())),
+                                ("completion_tokens", J::n(1)),
+                            ]),
+                        ),
                     ]),
                 )),
                 Step::Done => events.push(Ev::Data(None, "[DONE]".into())),

@@ -9,13 +9,36 @@ use arbitrary::Arbitrary;
 
 use super::{args_text, decorate, split, sse, Allow, Args, Decor, Ev, Number, J};
 
-const TERMINALS: &[&str] = &["response.completed", "response.incomplete", "response.failed", "error", "response.cancelled"];
-const STATUS: &[Option<&str>] =
-    &[Some("completed"), Some("incomplete"), Some("failed"), Some("cancelled"), Some("in_progress"), Some("queued"), Some("error"), Some(""), None];
-const REASONS: &[Option<&str>] = &[Some("max_output_tokens"), Some("content_filter"), Some("other"), None];
+const TERMINALS: &[&str] = &[
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+    "error",
+    "response.cancelled",
+];
+const STATUS: &[Option<&str>] = &[
+    Some("completed"),
+    Some("incomplete"),
+    Some("failed"),
+    Some("cancelled"),
+    Some("in_progress"),
+    Some("queued"),
+    Some("error"),
+    Some(""),
+    None,
+];
+const REASONS: &[Option<&str>] = &[
+    Some("max_output_tokens"),
+    Some("content_filter"),
+    Some("other"),
+    None,
+];
 
 fn opt(list: &[Option<&str>], n: u8) -> Option<J> {
-    list.get(usize::from(n) % list.len()).copied().flatten().map(J::s)
+    list.get(usize::from(n) % list.len())
+        .copied()
+        .flatten()
+        .map(J::s)
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -46,10 +69,31 @@ pub enum Seq {
 pub enum Step {
     /// A function call: added, deltas, (`done`) arguments done, (`item_done`)
     /// item done; `mismatch` changes the final text.
-    Call { index: Index, id: u8, args: Args, pieces: u8, done: bool, item_done: bool, mismatch: bool },
-    Delta { index: Index, id: u8, text: String },
-    Text { index: Index, text: String },
-    Terminal { kind: u8, status: u8, reason: u8, output: bool, usage: Option<Number> },
+    Call {
+        index: Index,
+        id: u8,
+        args: Args,
+        pieces: u8,
+        done: bool,
+        item_done: bool,
+        mismatch: bool,
+    },
+    Delta {
+        index: Index,
+        id: u8,
+        text: String,
+    },
+    Text {
+        index: Index,
+        text: String,
+    },
+    Terminal {
+        kind: u8,
+        status: u8,
+        reason: u8,
+        output: bool,
+        usage: Option<Number>,
+    },
     Unknown(String),
     Data(String),
     Bytes(Vec<u8>),
@@ -75,7 +119,14 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     fn push(&mut self, ty: &str, mut members: Vec<(&str, J)>) {
-        let rule = if self.seqs.is_empty() { Seq::Next } else { self.seqs.get(self.events.len() % self.seqs.len()).copied().unwrap_or(Seq::Next) };
+        let rule = if self.seqs.is_empty() {
+            Seq::Next
+        } else {
+            self.seqs
+                .get(self.events.len() % self.seqs.len())
+                .copied()
+                .unwrap_or(Seq::Next)
+        };
         members.insert(0, ("type", J::s(ty)));
         match rule {
             Seq::Next => {
@@ -90,7 +141,11 @@ impl Builder<'_> {
     }
 
     fn response(&self, status: Option<J>, extra: Vec<(&str, J)>) -> J {
-        let mut r = vec![("id", J::s("resp_1")), ("object", J::s("response")), ("model", J::s("gpt"))];
+        let mut r = vec![
+            ("id", J::s("resp_1")),
+            ("object", J::s("response")),
+            ("model", J::s("gpt")),
+        ];
         if let Some(s) = status {
             r.push(("status", s));
         }
@@ -102,14 +157,27 @@ impl Builder<'_> {
 impl Plan {
     pub fn expand(&self) -> (Vec<Ev>, Allow) {
         let mut allow = Allow::Exact;
-        let mut b = Builder { events: Vec::new(), output: Vec::new(), seq: 0, seqs: &self.seqs };
+        let mut b = Builder {
+            events: Vec::new(),
+            output: Vec::new(),
+            seq: 0,
+            seqs: &self.seqs,
+        };
         if self.created {
             let r = b.response(Some(J::s("in_progress")), vec![("output", J::Arr(vec![]))]);
             b.push("response.created", vec![("response", r)]);
         }
         for step in &self.steps {
             match step {
-                Step::Call { index, id, args, pieces, done, item_done, mismatch } => {
+                Step::Call {
+                    index,
+                    id,
+                    args,
+                    pieces,
+                    done,
+                    item_done,
+                    mismatch,
+                } => {
                     let (text, repeated) = args_text(args);
                     if repeated {
                         allow = allow.max(Allow::RepeatedKey);
@@ -125,34 +193,59 @@ impl Plan {
                             ("name", J::s("write_file")),
                         ])
                     };
-                    b.push("response.output_item.added", vec![("output_index", index.j()), ("item", item("", "in_progress"))]);
+                    b.push(
+                        "response.output_item.added",
+                        vec![
+                            ("output_index", index.j()),
+                            ("item", item("", "in_progress")),
+                        ],
+                    );
                     for piece in split(&text, *pieces, self.seed) {
-                        b.push("response.function_call_arguments.delta", vec![
-                            ("item_id", J::s(&item_id)),
-                            ("output_index", index.j()),
-                            ("delta", J::s(&piece)),
-                        ]);
+                        b.push(
+                            "response.function_call_arguments.delta",
+                            vec![
+                                ("item_id", J::s(&item_id)),
+                                ("output_index", index.j()),
+                                ("delta", J::s(&piece)),
+                            ],
+                        );
                     }
-                    let final_text = if *mismatch { format!("{text} ") } else { text.clone() };
+                    let final_text = if *mismatch {
+                        format!("{text} ")
+                    } else {
+                        text.clone()
+                    };
                     if *done {
-                        b.push("response.function_call_arguments.done", vec![
-                            ("item_id", J::s(&item_id)),
-                            ("output_index", index.j()),
-                            ("arguments", J::s(&final_text)),
-                        ]);
+                        b.push(
+                            "response.function_call_arguments.done",
+                            vec![
+                                ("item_id", J::s(&item_id)),
+                                ("output_index", index.j()),
+                                ("arguments", J::s(&final_text)),
+                            ],
+                        );
                     }
                     if *item_done {
-                        b.push("response.output_item.done", vec![("output_index", index.j()), ("item", item(&final_text, "completed"))]);
+                        b.push(
+                            "response.output_item.done",
+                            vec![
+                                ("output_index", index.j()),
+                                ("item", item(&final_text, "completed")),
+                            ],
+                        );
                     }
                     b.output.push(item(&final_text, "completed"));
                 }
                 Step::Delta { index, id, text } => {
                     allow = Allow::Raw;
-                    b.push("response.function_call_arguments.delta", vec![
-                        ("item_id", J::s(&format!("fc_{}", id % 4))),
-                        ("output_index", index.j()),
-                        ("delta", J::s(text)),
-                    ]);
+                    b.push(
+                        "response.function_call_arguments.delta",
+                        vec![
+                            ("item_id", J::s(&format!("fc_{}", id % 4))),
+                            ("output_index", index.j()),
+                            ("delta", J::s(text)),
+                        ],
+                    );
                 }
                 Step::Text { index, text } => {
                     let message = |content: Vec<J>, status: &str| {
@@ -164,21 +257,56 @@ impl Plan {
                             ("content", J::Arr(content)),
                         ])
                     };
-                    let part = J::obj(vec![("type", J::s("output_text")), ("text", J::s(text)), ("annotations", J::Arr(vec![]))]);
-                    b.push("response.output_item.added", vec![("output_index", index.j()), ("item", message(vec![], "in_progress"))]);
-                    b.push("response.output_text.delta", vec![
-                        ("item_id", J::s("msg_1")),
-                        ("output_index", index.j()),
-                        ("content_index", J::n(0)),
-                        ("delta", J::s(text)),
+                    let part = J::obj(vec![
+                        ("type", J::s("output_text")),
+                        ("text", J::s(text)),
+                        ("annotations", J::Arr(vec![])),
                     ]);
-                    b.push("response.output_item.done", vec![("output_index", index.j()), ("item", message(vec![part.clone()], "completed"))]);
+                    b.push(
+                        "response.output_item.added",
+                        vec![
+                            ("output_index", index.j()),
+                            ("item", message(vec![], "in_progress")),
+                        ],
+                    );
+                    b.push(
+                        "response.output_text.delta",
+                        vec![
+                            ("item_id", J::s("msg_1")),
+                            ("output_index", index.j()),
+                            ("content_index", J::n(0)),
+                            ("delta", J::s(text)),
+                        ],
+                    );
+                    b.push(
+                        "response.output_item.done",
+                        vec![
+                            ("output_index", index.j()),
+                            ("item", message(vec![part.clone()], "completed")),
+                        ],
+                    );
                     b.output.push(message(vec![part], "completed"));
                 }
-                Step::Terminal { kind, status, reason, output, usage } => {
-                    let ty = TERMINALS.get(usize::from(*kind) % TERMINALS.len()).copied().unwrap_or("response.completed");
+                Step::Terminal {
+                    kind,
+                    status,
+                    reason,
+                    output,
+                    usage,
+                } => {
+                    let ty = TERMINALS
+                        .get(usize::from(*kind) % TERMINALS.len())
+                        .copied()
+                        .unwrap_or("response.completed");
                     if ty == "error" {
-                        b.push("error", vec![("code", J::s("server_error")), ("message", J::s("boom")), ("param", J::Raw("null".into()))]);
+                        b.push(
+                            "error",
+                            vec![
+                                ("code", J::s("server_error")),
+                                ("message", J::s("boom")),
+                                ("param", J::Raw("null".into())),
+                            ],
+                        );
                         continue;
                     }
                     let mut extra = vec![];
@@ -189,10 +317,22 @@ impl Plan {
                         extra.push(("incomplete_details", J::obj(vec![("reason", r)])));
                     }
                     if ty == "response.failed" {
-                        extra.push(("error", J::obj(vec![("code", J::s("server_error")), ("message", J::s("boom"))])));
+                        extra.push((
+                            "error",
+                            J::obj(vec![
+                                ("code", J::s("server_error")),
+                                ("message", J::s("boom")),
+                            ]),
+                        ));
                     }
                     if let Some(u) = usage {
-                        extra.push(("usage", J::obj(vec![("input_tokens", J::Raw(u.text())), ("output_tokens", J::n(1))])));
+                        extra.push((
+                            "usage",
+                            J::obj(vec![
+                                ("input_tokens", J::Raw(u.text())),
+                                ("output_tokens", J::n(1)),
+                            ]),
+                        ));
                     }
                     let r = b.response(opt(STATUS, *status), extra);
                     b.push(ty, vec![("response", r)]);
@@ -209,7 +349,10 @@ impl Plan {
             }
         }
         if self.end {
-            let r = b.response(Some(J::s("completed")), vec![("output", J::Arr(b.output.clone()))]);
+            let r = b.response(
+                Some(J::s("completed")),
+                vec![("output", J::Arr(b.output.clone()))],
+            );
             b.push("response.completed", vec![("response", r)]);
         }
         let mut events = b.events;
@@ -220,5 +363,12 @@ impl Plan {
 
 pub fn check(plan: &Plan) {
     let (events, allow) = plan.expand();
-    let _ = super::run("openai-responses", None, &sse(&events), None, allow, plan.seed);
+    let _ = super::run(
+        "openai-responses",
+        None,
+        &sse(&events),
+        None,
+        allow,
+        plan.seed,
+    );
 }

@@ -19,8 +19,6 @@ backends, so a dict and the same text give the same outcome.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any, Callable, Final, Mapping, cast
 
 from .._payload import payload_text
@@ -80,8 +78,17 @@ def _utf8_len(text: str) -> int:
 
 class _Item:
     __slots__ = (
-        "kind", "item_id", "pieces", "nbytes", "ended", "call_id", "name", "call_id_generated",
-        "signature", "parser", "fed",
+        "kind",
+        "item_id",
+        "pieces",
+        "nbytes",
+        "ended",
+        "call_id",
+        "name",
+        "call_id_generated",
+        "signature",
+        "parser",
+        "fed",
     )
 
     def __init__(self, kind: str, item_id: str) -> None:
@@ -114,9 +121,25 @@ class Assembler:
     """Canonical events in, one checked :class:`NormalizedResponse` out."""
 
     __slots__ = (
-        "provider", "_limits", "_state", "_error", "_cancelled", "_provider_failure", "_items",
-        "_by_id", "_call_ids", "_calls", "_bytes", "_events", "_response_id", "_model",
-        "_usage", "_finish_reason", "_raw_finish_reason", "_response", "_handlers",
+        "provider",
+        "_limits",
+        "_state",
+        "_error",
+        "_cancelled",
+        "_provider_failure",
+        "_items",
+        "_by_id",
+        "_call_ids",
+        "_calls",
+        "_bytes",
+        "_events",
+        "_response_id",
+        "_model",
+        "_usage",
+        "_finish_reason",
+        "_raw_finish_reason",
+        "_response",
+        "_handlers",
     )
 
     def __init__(self, provider: str, limits: Limits = DEFAULT_LIMITS) -> None:
@@ -228,8 +251,7 @@ class Assembler:
         if len(self._items) >= self._limits.max_items_per_response:
             raise self._fail(
                 "TOO_MANY_ITEMS_IN_RESPONSE",
-                f"the response has more items than max_items_per_response "
-                f"({self._limits.max_items_per_response})",
+                f"the response has more items than max_items_per_response ({self._limits.max_items_per_response})",
             )
         item = _Item(kind, item_id)
         self._by_id[item_id] = item
@@ -238,19 +260,15 @@ class Assembler:
 
     def _item_started(self, event: ItemStarted) -> None:
         if event.kind not in _KINDS:
-            raise self._fail("MALFORMED_EVENT", f'item_started event field "kind" must be an item kind')
+            raise self._fail("MALFORMED_EVENT", 'item_started event field "kind" must be an item kind')
         self._new_item(event.kind, event.item_id)
 
     def _open_item(self, event_type: str, item_id: str, kind: str) -> _Item:
         item = self._by_id.get(item_id)
         if item is None:
-            raise self._fail(
-                "DELTA_BEFORE_START", f'{event_type} for item "{item_id}", which was never started'
-            )
+            raise self._fail("DELTA_BEFORE_START", f'{event_type} for item "{item_id}", which was never started')
         if item.kind != kind:
-            raise self._fail(
-                "UNKNOWN_ITEM", f'{event_type} for item "{item_id}", which is a {item.kind} item'
-            )
+            raise self._fail("UNKNOWN_ITEM", f'{event_type} for item "{item_id}", which is a {item.kind} item')
         if item.ended:
             raise self._fail("DELTA_AFTER_END", f'{event_type} for item "{item_id}", which has ended')
         return item
@@ -297,8 +315,7 @@ class Assembler:
         if self._calls >= self._limits.max_calls_per_response:
             raise self._fail(
                 "TOO_MANY_CALLS",
-                f"the response has more tool calls than max_calls_per_response "
-                f"({self._limits.max_calls_per_response})",
+                f"the response has more tool calls than max_calls_per_response ({self._limits.max_calls_per_response})",
             )
         item = self._new_item("tool_call", event.item_id)
         item.call_id = event.call_id
@@ -371,9 +388,7 @@ class Assembler:
 
     def _finished(self, event: ResponseFinished) -> None:
         if event.finish_reason not in FINISH_REASONS:
-            raise self._fail(
-                "MALFORMED_EVENT", 'response_finished event field "finish_reason" must be a finish reason'
-            )
+            raise self._fail("MALFORMED_EVENT", 'response_finished event field "finish_reason" must be a finish reason')
         self._finish_reason = event.finish_reason
         self._raw_finish_reason = event.raw_finish_reason
         self._state = _COMPLETED
@@ -436,7 +451,7 @@ class Assembler:
                 if parser is None:
                     parser = item.parser = PartialJSON(self._limits)
                 if item.fed < len(arguments):
-                    parser.feed(arguments[item.fed:])
+                    parser.feed(arguments[item.fed :])
                     item.fed = len(arguments)
                 if parser.failure is not None:  # a limit the complete arguments break too
                     error = parser.error(arguments, f"$.calls[{len(calls)}].arguments")
@@ -487,7 +502,12 @@ def _build_item(item: _Item, cut: bool) -> Item:
 
 _STR, _OPT_STR, _BOOL, _OPT_INT, _KIND, _FINISH = range(6)
 _EXPECTED: Final = (
-    "a string", "a string or null", "a boolean", "an integer or null", "an item kind", "a finish reason",
+    "a string",
+    "a string or null",
+    "a boolean",
+    "an integer or null",
+    "an item kind",
+    "a finish reason",
 )
 #: type -> ((field, kind, required), ...), in the order the fields are checked.
 _FIELDS: Final[Mapping[str, tuple[tuple[str, int, bool], ...]]] = {
@@ -497,18 +517,21 @@ _FIELDS: Final[Mapping[str, tuple[tuple[str, int, bool], ...]]] = {
     "refusal_delta": (("item_id", _STR, True), ("delta", _STR, True)),
     "reasoning_delta": (("item_id", _STR, True), ("delta", _STR, False), ("signature", _OPT_STR, False)),
     "tool_call_started": (
-        ("item_id", _STR, True), ("call_id", _STR, True), ("name", _STR, True),
+        ("item_id", _STR, True),
+        ("call_id", _STR, True),
+        ("name", _STR, True),
         ("call_id_generated", _BOOL, False),
     ),
     "tool_arguments_delta": (("item_id", _STR, True), ("delta", _STR, True)),
     "item_ended": (("item_id", _STR, True),),
     "usage": tuple(
-        (name, _OPT_INT, False)
-        for name in ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
+        (name, _OPT_INT, False) for name in ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
     ),
     "response_finished": (("finish_reason", _FINISH, True), ("raw_finish_reason", _OPT_STR, False)),
     "response_failed": (
-        ("code", _STR, True), ("message", _STR, False), ("retryable", _BOOL, False),
+        ("code", _STR, True),
+        ("message", _STR, False),
+        ("retryable", _BOOL, False),
         ("error_type", _OPT_STR, False),
     ),
 }
@@ -615,7 +638,6 @@ def _check_options(limits: Limits | None, choice: int | None) -> Limits:
     return DEFAULT_LIMITS if limits is None else limits
 
 
-
 class StreamAssembler:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
@@ -696,9 +718,7 @@ class StreamAssembler:
         except OutputError as err:
             raise self._assembler.fail(err) from None
 
-    def feed_event(
-        self, payload: dict[str, Any] | str | bytes | CanonicalEvent, event: str | None = None
-    ) -> None:
+    def feed_event(self, payload: dict[str, Any] | str | bytes | CanonicalEvent, event: str | None = None) -> None:
         """One already-decoded provider event (its SSE ``data`` and ``event:`` name)."""
         self._assembler.check_usable()
         if isinstance(payload, _Event):

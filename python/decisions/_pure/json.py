@@ -610,9 +610,7 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
         except UnicodeDecodeError as exc:
             raise parse_error("INVALID_UTF8", data, len(raw[: exc.start].decode("utf-8")), limits) from None
     else:
-        raise TypeError(
-            f"loads() argument must be str, bytes, bytearray or memoryview, not {type(data).__name__}"
-        )
+        raise TypeError(f"loads() argument must be str, bytes, bytearray or memoryview, not {type(data).__name__}")
     try:
         return _fast(text, size, lim)
     except (ValueError, _Flag, RecursionError, StopIteration):
@@ -622,4 +620,3 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
         return _exact(text, lim)
     except _Fail as fail:
         raise parse_error(fail.code, data, fail.pos, limits) from None
-

@@ -32,9 +32,23 @@ class _Framer:
     """The decoder's state machine; ``feed_raw`` returns raw event tuples."""
 
     __slots__ = (
-        "_limits", "_line", "_line_start", "_pos", "_skip_lf", "_bom_done", "_bom_held",
-        "_data", "_data_bytes", "_has_data", "_event", "_last_id", "_retry", "_events",
-        "_without_data", "_counted_at", "_error",
+        "_limits",
+        "_line",
+        "_line_start",
+        "_pos",
+        "_skip_lf",
+        "_bom_done",
+        "_bom_held",
+        "_data",
+        "_data_bytes",
+        "_has_data",
+        "_event",
+        "_last_id",
+        "_retry",
+        "_events",
+        "_without_data",
+        "_counted_at",
+        "_error",
     )
 
     def __init__(self, limits: Limits) -> None:
@@ -67,9 +81,7 @@ class _Framer:
 
     def _check(self) -> None:
         if self._error is not None:
-            raise StreamError(
-                "STREAM_FAILED", f"the event stream already failed ({self._error.code})"
-            )
+            raise StreamError("STREAM_FAILED", f"the event stream already failed ({self._error.code})")
 
     # ------------------------------------------------------------ input
 
@@ -206,9 +218,7 @@ class _Framer:
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise self._fail(
-                "SSE_INVALID_UTF8", "the event stream is not valid UTF-8", start + exc.start
-            ) from None
+            raise self._fail("SSE_INVALID_UTF8", "the event stream is not valid UTF-8", start + exc.start) from None
         if not line:
             self._dispatch(out, start, length)
             return

@@ -94,10 +94,22 @@ class Example:
 EXAMPLES: Final = (
     Example("healthy", "healthy_tool_call.sse", "OpenAI Chat stream: one read_file call", "tool"),
     Example("parallel", "parallel_calls.sse", "Anthropic stream: text, then read_file and search in parallel", "tool"),
-    Example("truncated", "truncated_call.sse", "Anthropic stream cut by max_tokens inside write_file", "INCOMPLETE_RESPONSE"),
-    Example("invalid_escape", "invalid_escape.sse", "OpenAI Responses stream: search with an invalid \\d escape", "INVALID_ESCAPE"),
+    Example(
+        "truncated", "truncated_call.sse", "Anthropic stream cut by max_tokens inside write_file", "INCOMPLETE_RESPONSE"
+    ),
+    Example(
+        "invalid_escape",
+        "invalid_escape.sse",
+        "OpenAI Responses stream: search with an invalid \\d escape",
+        "INVALID_ESCAPE",
+    ),
     Example("unknown_tool", "unknown_tool.json", "Gemini body: the model calls readFile", "UNKNOWN_TOOL"),
-    Example("path_escape", "path_escape.json", "OpenAI Chat body: write_file outside the workspace", "PATH_OUTSIDE_WORKSPACE"),
+    Example(
+        "path_escape",
+        "path_escape.json",
+        "OpenAI Chat body: write_file outside the workspace",
+        "PATH_OUTSIDE_WORKSPACE",
+    ),
 )
 
 
@@ -115,7 +127,13 @@ def run_examples() -> dict[str, Any]:
         error = result["error"]
         outcome = error["code"] if error is not None else (result["decision"] or {}).get("kind")
         results.append(
-            {"name": example.name, "title": example.title, "expected": example.expected, "outcome": outcome,
-             "as_expected": outcome == example.expected, "result": result}
+            {
+                "name": example.name,
+                "title": example.title,
+                "expected": example.expected,
+                "outcome": outcome,
+                "as_expected": outcome == example.expected,
+                "result": result,
+            }
         )
     return {"backend": BACKEND, "examples": results, "all_as_expected": all(r["as_expected"] for r in results)}

@@ -17,10 +17,31 @@ from .shapes import SHAPE_VERSION, from_dict, to_dict
 from .states import STATES, TRANSITIONS, CallState, transition_table
 
 __all__ = [
-    "open_ledger", "Ledger", "Claim", "ClaimReason", "Entry", "AuditEvent", "CallState", "STATES", "TRANSITIONS",
-    "transition_table", "ToolResult", "ResultStatus", "Effect", "EffectCheck", "ResultCheck", "FileEffects",
-    "check_result", "file_digest", "check_completion", "Criterion", "to_dict", "from_dict", "SHAPE_VERSION",
-    "argument_digest", "idempotency_key",
+    "open_ledger",
+    "Ledger",
+    "Claim",
+    "ClaimReason",
+    "Entry",
+    "AuditEvent",
+    "CallState",
+    "STATES",
+    "TRANSITIONS",
+    "transition_table",
+    "ToolResult",
+    "ResultStatus",
+    "Effect",
+    "EffectCheck",
+    "ResultCheck",
+    "FileEffects",
+    "check_result",
+    "file_digest",
+    "check_completion",
+    "Criterion",
+    "to_dict",
+    "from_dict",
+    "SHAPE_VERSION",
+    "argument_digest",
+    "idempotency_key",
 ]
 
 

@@ -54,22 +54,45 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             if args.run is None:
                 runs = ledger.runs()
                 if args.json:
-                    out.write(json.dumps([{"run_id": r, "cancelled": c, "calls": n} for r, c, n in runs], indent=2) + "\n")
+                    out.write(
+                        json.dumps([{"run_id": r, "cancelled": c, "calls": n} for r, c, n in runs], indent=2) + "\n"
+                    )
                 else:
-                    out.write(_table(["run", "cancelled", "calls"], [[r, "yes" if c else "no", str(n)] for r, c, n in runs]) + "\n")
+                    out.write(
+                        _table(["run", "cancelled", "calls"], [[r, "yes" if c else "no", str(n)] for r, c, n in runs])
+                        + "\n"
+                    )
                 return 0
             entries = ledger.entries(args.run)
             cancelled = ledger.cancelled(args.run)
         except OutputError as error:
-            out.write(json.dumps({"error": error.to_dict()}) + "\n" if args.json else f"{error.code}: {error.message}\n")
+            out.write(
+                json.dumps({"error": error.to_dict()}) + "\n" if args.json else f"{error.code}: {error.message}\n"
+            )
             return 1
     if args.json:
-        out.write(json.dumps({"run_id": args.run, "cancelled": cancelled, "entries": [e.to_dict() for e in entries]},
-                             indent=2, ensure_ascii=False) + "\n")
+        out.write(
+            json.dumps(
+                {"run_id": args.run, "cancelled": cancelled, "entries": [e.to_dict() for e in entries]},
+                indent=2,
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
         return 0 if entries else 1
     rows = [
-        [e.call_id, e.tool, e.state, str(e.attempt), e.worker or "-", _time(e.decided_at), _time(e.claimed_at),
-         _time(e.finished_at), e.result_status or "-", e.error.code if e.error is not None else "-"]
+        [
+            e.call_id,
+            e.tool,
+            e.state,
+            str(e.attempt),
+            e.worker or "-",
+            _time(e.decided_at),
+            _time(e.claimed_at),
+            _time(e.finished_at),
+            e.result_status or "-",
+            e.error.code if e.error is not None else "-",
+        ]
         for e in entries
     ]
     header = ["call", "tool", "state", "attempt", "worker", "decided", "claimed", "finished", "result", "error"]

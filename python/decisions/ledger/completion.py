@@ -16,8 +16,8 @@ import os
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
-from ..validate.decision import FinalDecision
 from ..errors import CompletionError
+from ..validate.decision import FinalDecision
 from .core import Entry, Ledger
 from .states import PENDING
 
@@ -54,20 +54,42 @@ def check_completion(
         entry = by_id.get(ref)
         if entry is None or entry.state != "committed":
             found = "not a call of this run" if entry is None else f"{entry.state}, not committed"
-            issues.append(_issue(f"$.evidence[{index}]", "EVIDENCE_NOT_FOUND", "a committed call of this run", f"{ref!r}: {found}"))
+            issues.append(
+                _issue(
+                    f"$.evidence[{index}]", "EVIDENCE_NOT_FOUND", "a committed call of this run", f"{ref!r}: {found}"
+                )
+            )
     if changed_files is not None:
         done = {os.path.normpath(e.path) for entry in entries if entry.state == "committed" for e in entry.effects}
         said = {os.path.normpath(p) for p in changed_files}
         for path in sorted(said - done):
-            issues.append(_issue("$.changed_files", "CLAIM_NOT_BACKED", "a file a committed call's checked effect changed",
-                                 f"{path!r} was not changed by any committed call"))
+            issues.append(
+                _issue(
+                    "$.changed_files",
+                    "CLAIM_NOT_BACKED",
+                    "a file a committed call's checked effect changed",
+                    f"{path!r} was not changed by any committed call",
+                )
+            )
         for path in sorted(done - said):
-            issues.append(_issue("$.changed_files", "CLAIM_NOT_BACKED", "every file the run changed",
-                                 f"{path!r} was changed but is not listed"))
+            issues.append(
+                _issue(
+                    "$.changed_files",
+                    "CLAIM_NOT_BACKED",
+                    "every file the run changed",
+                    f"{path!r} was changed but is not listed",
+                )
+            )
     for entry in entries:
         if entry.state in PENDING:
-            issues.append(_issue(f"$.calls[{entry.seq}]", "SIDE_EFFECTS_PENDING", "every call ended",
-                                 f"{entry.call_id!r} ({entry.tool}) is {entry.state}"))
+            issues.append(
+                _issue(
+                    f"$.calls[{entry.seq}]",
+                    "SIDE_EFFECTS_PENDING",
+                    "every call ended",
+                    f"{entry.call_id!r} ({entry.tool}) is {entry.state}",
+                )
+            )
     for index, criterion in enumerate(criteria):
         name = getattr(criterion, "__name__", f"criterion {index}")
         try:
@@ -81,6 +103,11 @@ def check_completion(
         first = issues[0]
         summary = "; ".join(f"{i['code']}: {i['detail']}" for i in issues[:5])
         more = f" (and {len(issues) - 5} more)" if len(issues) > 5 else ""
-        raise CompletionError(first["code"], f"the task is not complete: {summary}{more}", path=first["path"],
-                              issues=tuple(issues), hint="finish or fix the open work before answering")
+        raise CompletionError(
+            first["code"],
+            f"the task is not complete: {summary}{more}",
+            path=first["path"],
+            issues=tuple(issues),
+            hint="finish or fix the open work before answering",
+        )
     return entries

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
 from .._payload import canonical_json
+from ..errors import DomainError, OutputError, ResultError
 from ..validate.decision import ToolCall, ToolDecision
 from ..validate.domain import Tool, ToolRegistry
-from ..errors import DomainError, OutputError, ResultError
 from .messages import result_messages
 from .results import Effect, ResultCheck, ToolResult, check_result
 from .shapes import from_dict, to_dict
@@ -38,7 +38,15 @@ __all__ = ["Ledger", "Claim", "Entry", "AuditEvent", "ClaimReason", "argument_di
 #: ``cancelled`` (the run), ``leased`` (another worker holds a live lease) or
 #: ``batch_waiting`` (an all-or-nothing batch has a call waiting or denied).
 ClaimReason = Literal[
-    "granted", "denied", "awaiting_approval", "committed", "failed", "unknown", "leased", "cancelled", "batch_waiting",
+    "granted",
+    "denied",
+    "awaiting_approval",
+    "committed",
+    "failed",
+    "unknown",
+    "leased",
+    "cancelled",
+    "batch_waiting",
 ]
 
 _COLUMNS: Final = (
@@ -131,14 +139,26 @@ class Entry:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view (results and errors in their versioned shapes)."""
         return {
-            "run_id": self.run_id, "call_id": self.call_id, "seq": self.seq, "tool": self.tool,
-            "tool_version": self.tool_version, "digest": self.digest, "idempotency_key": self.idempotency_key,
-            "side_effects": self.side_effects, "idempotent": self.idempotent, "state": self.state,
-            "attempt": self.attempt, "worker": self.worker, "lease_until": self.lease_until,
-            "decided_at": self.decided_at, "claimed_at": self.claimed_at, "finished_at": self.finished_at,
+            "run_id": self.run_id,
+            "call_id": self.call_id,
+            "seq": self.seq,
+            "tool": self.tool,
+            "tool_version": self.tool_version,
+            "digest": self.digest,
+            "idempotency_key": self.idempotency_key,
+            "side_effects": self.side_effects,
+            "idempotent": self.idempotent,
+            "state": self.state,
+            "attempt": self.attempt,
+            "worker": self.worker,
+            "lease_until": self.lease_until,
+            "decided_at": self.decided_at,
+            "claimed_at": self.claimed_at,
+            "finished_at": self.finished_at,
             "result": None if self.result is None else to_dict(self.result),
             "error": None if self.error is None else to_dict(self.error),
-            "effects": [to_dict(e) for e in self.effects], "approved_by": self.approved_by,
+            "effects": [to_dict(e) for e in self.effects],
+            "approved_by": self.approved_by,
         }
 
 
@@ -178,7 +198,10 @@ def _tools(tools: ToolRegistry | Collection[Tool] | Mapping[str, Tool] | None) -
 
 
 _VERDICT_STATE: Final[Mapping[str, CallState]] = {
-    "allowed": "decided", "approved": "approved", "needs_approval": "awaiting_approval", "denied": "denied",
+    "allowed": "decided",
+    "approved": "approved",
+    "needs_approval": "awaiting_approval",
+    "denied": "denied",
 }
 _CLAIMABLE_SQL: Final = (
     "(state IN ('decided', 'approved')"
@@ -189,7 +212,9 @@ _BATCH_OPEN_SQL: Final = (
     "NOT (batch_mode = 'all_or_nothing' AND EXISTS (SELECT 1 FROM ledger_calls b WHERE b.run_id = ledger_calls.run_id"
     " AND b.batch_id = ledger_calls.batch_id AND b.state IN ('awaiting_approval', 'denied')))"
 )
-_LIVE_RUN_SQL: Final = "NOT EXISTS (SELECT 1 FROM ledger_runs r WHERE r.run_id = ledger_calls.run_id AND r.cancelled = 1)"
+_LIVE_RUN_SQL: Final = (
+    "NOT EXISTS (SELECT 1 FROM ledger_runs r WHERE r.run_id = ledger_calls.run_id AND r.cancelled = 1)"
+)
 
 
 class Ledger:
@@ -227,7 +252,9 @@ class Ledger:
             return self._db.run(work)
 
     @staticmethod
-    def _event(cur: Cursor, run_id: str, call_id: str | None, kind: str, actor: str | None, detail: Mapping[str, Any]) -> None:
+    def _event(
+        cur: Cursor, run_id: str, call_id: str | None, kind: str, actor: str | None, detail: Mapping[str, Any]
+    ) -> None:
         cur.execute(
             "INSERT INTO ledger_events (run_id, call_id, at, kind, actor, detail) VALUES (?, ?, ledger_now(), ?, ?, ?)",
             (run_id, call_id, kind, actor, _dumps(dict(detail))),
@@ -238,33 +265,80 @@ class Ledger:
         cur.execute(f"SELECT {_COLUMNS} FROM ledger_calls WHERE run_id = ? AND call_id = ?", (run_id, call_id))
         row = cur.fetchone()
         if row is None:
-            raise DomainError("UNKNOWN_CALL_ID", f"no call {call_id!r} recorded in run {run_id!r}", path="$.call_id",
-                              hint="claim only calls the ledger recorded")
+            raise DomainError(
+                "UNKNOWN_CALL_ID",
+                f"no call {call_id!r} recorded in run {run_id!r}",
+                path="$.call_id",
+                hint="claim only calls the ledger recorded",
+            )
         return row
 
     def _expire(self, cur: Cursor, run_id: str, call_id: str | None = None) -> None:
         """Leases that ran out on calls with side effects: ``unknown``, never re-run by themselves."""
-        where = "run_id = ? AND state = 'executing' AND lease_until < ledger_now() AND side_effects = 1 AND idempotent = 0"
+        where = (
+            "run_id = ? AND state = 'executing' AND lease_until < ledger_now() AND side_effects = 1 AND idempotent = 0"
+        )
         params: tuple[Any, ...] = (run_id,)
         if call_id is not None:
             where += " AND call_id = ?"
             params += (call_id,)
-        cur.execute(f"UPDATE ledger_calls SET state = 'unknown' WHERE {where} RETURNING call_id, worker, attempt", params)
+        cur.execute(
+            f"UPDATE ledger_calls SET state = 'unknown' WHERE {where} RETURNING call_id, worker, attempt", params
+        )
         for expired_id, worker, attempt in cur.fetchall():
             self._event(cur, run_id, expired_id, "lease_expired", worker, {"attempt": attempt})
 
     @staticmethod
     def _entry(row: Any) -> Entry:
-        (run_id, call_id, seq, tool, tool_version, _arguments, digest, idem_key, side_effects, idempotent, _sensitive,
-         _batch_id, _batch_mode, state, attempt, worker, lease_until, decided_at, claimed_at, finished_at,
-         result, _result_status, error, effects, _retry_safe, approved_by) = row
+        (
+            run_id,
+            call_id,
+            seq,
+            tool,
+            tool_version,
+            _arguments,
+            digest,
+            idem_key,
+            side_effects,
+            idempotent,
+            _sensitive,
+            _batch_id,
+            _batch_mode,
+            state,
+            attempt,
+            worker,
+            lease_until,
+            decided_at,
+            claimed_at,
+            finished_at,
+            result,
+            _result_status,
+            error,
+            effects,
+            _retry_safe,
+            approved_by,
+        ) = row
         return Entry(
-            run_id=run_id, call_id=call_id, seq=seq, tool=tool, tool_version=tool_version, digest=digest,
-            idempotency_key=idem_key, side_effects=bool(side_effects), idempotent=bool(idempotent), state=state,
-            attempt=attempt, worker=worker, lease_until=lease_until, decided_at=decided_at, claimed_at=claimed_at,
-            finished_at=finished_at, result=None if result is None else from_dict(_loads(result)),
+            run_id=run_id,
+            call_id=call_id,
+            seq=seq,
+            tool=tool,
+            tool_version=tool_version,
+            digest=digest,
+            idempotency_key=idem_key,
+            side_effects=bool(side_effects),
+            idempotent=bool(idempotent),
+            state=state,
+            attempt=attempt,
+            worker=worker,
+            lease_until=lease_until,
+            decided_at=decided_at,
+            claimed_at=claimed_at,
+            finished_at=finished_at,
+            result=None if result is None else from_dict(_loads(result)),
             error=None if error is None else from_dict(_loads(error)),
-            effects=tuple(from_dict(e) for e in _loads(effects) or ()), approved_by=approved_by,
+            effects=tuple(from_dict(e) for e in _loads(effects) or ()),
+            approved_by=approved_by,
         )
 
     # ------------------------------------------------------------ recording
@@ -293,8 +367,11 @@ class Ledger:
         batch_id = argument_digest({"calls": [c.call_id for c in decision.calls]})
 
         def work(cur: Cursor) -> tuple[Entry, ...]:
-            cur.execute("INSERT INTO ledger_runs (run_id, cancelled, created_at) VALUES (?, 0, ledger_now()) "
-                        "ON CONFLICT (run_id) DO NOTHING", (run_id,))
+            cur.execute(
+                "INSERT INTO ledger_runs (run_id, cancelled, created_at) VALUES (?, 0, ledger_now()) "
+                "ON CONFLICT (run_id) DO NOTHING",
+                (run_id,),
+            )
             cur.execute("SELECT COALESCE(MAX(seq), -1) FROM ledger_calls WHERE run_id = ?", (run_id,))
             base = int(cur.fetchone()[0]) + 1
             out: list[Entry] = []
@@ -312,21 +389,45 @@ class Ledger:
                     "effects, retry_safe, approved_by, verdict) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ledger_now(), ?, '[]', 0, ?, ?) "
                     "ON CONFLICT (run_id, call_id) DO NOTHING RETURNING call_id",
-                    (run_id, call.call_id, base + offset, call.name, version,
-                     None if is_sensitive else _dumps(call.arguments), digest, key, int(side_effects),
-                     int(call.name in idempotent), int(is_sensitive), batch_id, decision.batch, state,
-                     None if verdict.error is None else _dumps(to_dict(verdict.error)), verdict.approved_by,
-                     _dumps(to_dict(verdict))),
+                    (
+                        run_id,
+                        call.call_id,
+                        base + offset,
+                        call.name,
+                        version,
+                        None if is_sensitive else _dumps(call.arguments),
+                        digest,
+                        key,
+                        int(side_effects),
+                        int(call.name in idempotent),
+                        int(is_sensitive),
+                        batch_id,
+                        decision.batch,
+                        state,
+                        None if verdict.error is None else _dumps(to_dict(verdict.error)),
+                        verdict.approved_by,
+                        _dumps(to_dict(verdict)),
+                    ),
                 )
                 inserted = cur.fetchone() is not None
                 row = self._row(cur, run_id, call.call_id)
                 if not inserted:
                     if row[3] != call.name or row[6] != digest:
-                        raise ResultError("LEDGER_CONFLICT", f"run {run_id!r} already holds a different call {call.call_id!r}",
-                                          path=f"$.calls[{offset}].call_id", hint="give every call of a run its own id")
+                        raise ResultError(
+                            "LEDGER_CONFLICT",
+                            f"run {run_id!r} already holds a different call {call.call_id!r}",
+                            path=f"$.calls[{offset}].call_id",
+                            hint="give every call of a run its own id",
+                        )
                 else:
-                    detail = {"tool": call.name, "tool_version": version, "digest": digest, "policy": policy,
-                              "verdict": verdict.status, "reasons": list(verdict.reasons)}
+                    detail = {
+                        "tool": call.name,
+                        "tool_version": version,
+                        "digest": digest,
+                        "policy": policy,
+                        "verdict": verdict.status,
+                        "reasons": list(verdict.reasons),
+                    }
                     self._event(cur, run_id, call.call_id, "recorded", None, detail)
                     if verdict.status == "approved":
                         self._event(cur, run_id, call.call_id, "approved", verdict.approved_by, detail)
@@ -338,8 +439,16 @@ class Ledger:
 
     # ------------------------------------------------------------ approvals, cancel
 
-    def _move(self, run_id: str, call_id: str, event: Event, actor: str | None, detail: Mapping[str, Any],
-              sets: str = "", params: tuple[Any, ...] = ()) -> Entry:
+    def _move(
+        self,
+        run_id: str,
+        call_id: str,
+        event: Event,
+        actor: str | None,
+        detail: Mapping[str, Any],
+        sets: str = "",
+        params: tuple[Any, ...] = (),
+    ) -> Entry:
         """Apply one row of the state machine to a call, or ``INVALID_TRANSITION``."""
 
         def work(cur: Cursor) -> Entry:
@@ -348,12 +457,19 @@ class Ledger:
             state: CallState = row[13]
             target = step(state, event)
             if target is None:
-                raise ResultError("INVALID_TRANSITION", f"call {call_id!r} is {state}; {event} is not possible",
-                                  path="$.state", hint="see the ledger's state machine")
-            cur.execute(f"UPDATE ledger_calls SET state = ?{sets} WHERE run_id = ? AND call_id = ? AND state = ?",
-                        (target, *params, run_id, call_id, state))
-            self._event(cur, run_id, call_id, event, actor,
-                        {"tool": row[3], "tool_version": row[4], "digest": row[6], **detail})
+                raise ResultError(
+                    "INVALID_TRANSITION",
+                    f"call {call_id!r} is {state}; {event} is not possible",
+                    path="$.state",
+                    hint="see the ledger's state machine",
+                )
+            cur.execute(
+                f"UPDATE ledger_calls SET state = ?{sets} WHERE run_id = ? AND call_id = ? AND state = ?",
+                (target, *params, run_id, call_id, state),
+            )
+            self._event(
+                cur, run_id, call_id, event, actor, {"tool": row[3], "tool_version": row[4], "digest": row[6], **detail}
+            )
             return self._entry(self._row(cur, run_id, call_id))
 
         entry: Entry = self._run(work)
@@ -364,7 +480,9 @@ class Ledger:
         the policy, the tool version and the argument digest."""
         return self._move(run_id, call_id, "approve", approver, {"policy": policy}, ", approved_by = ?", (approver,))
 
-    def reject(self, call_id: str, *, run_id: str, approver: str, reason: str | None = None, policy: str | None = None) -> Entry:
+    def reject(
+        self, call_id: str, *, run_id: str, approver: str, reason: str | None = None, policy: str | None = None
+    ) -> Entry:
         """A call waiting for approval is refused: ``denied``."""
         return self._move(run_id, call_id, "reject", approver, {"policy": policy, "reason": reason})
 
@@ -373,8 +491,11 @@ class Ledger:
         arrive from now on are late."""
 
         def work(cur: Cursor) -> None:
-            cur.execute("INSERT INTO ledger_runs (run_id, cancelled, created_at) VALUES (?, 1, ledger_now()) "
-                        "ON CONFLICT (run_id) DO UPDATE SET cancelled = 1", (run_id,))
+            cur.execute(
+                "INSERT INTO ledger_runs (run_id, cancelled, created_at) VALUES (?, 1, ledger_now()) "
+                "ON CONFLICT (run_id) DO UPDATE SET cancelled = 1",
+                (run_id,),
+            )
             self._event(cur, run_id, None, "cancelled", actor, {})
 
         self._run(work)
@@ -411,11 +532,20 @@ class Ledger:
             row = self._row(cur, run_id, call_id)
             entry = self._entry(row)
             arguments = _loads(row[5])
-            common = dict(run_id=run_id, call_id=call_id, worker=worker, idempotency_key=entry.idempotency_key,
-                          tool=entry.tool, arguments=arguments, side_effects=entry.side_effects)
+            common = dict(
+                run_id=run_id,
+                call_id=call_id,
+                worker=worker,
+                idempotency_key=entry.idempotency_key,
+                tool=entry.tool,
+                arguments=arguments,
+                side_effects=entry.side_effects,
+            )
             if won is not None:
                 self._event(cur, run_id, call_id, "claimed", worker, {"attempt": won[0]})
-                return Claim(granted=True, reason="granted", state="executing", attempt=won[0], lease_until=won[1], **common)
+                return Claim(
+                    granted=True, reason="granted", state="executing", attempt=won[0], lease_until=won[1], **common
+                )
             reason: ClaimReason
             cur.execute("SELECT cancelled FROM ledger_runs WHERE run_id = ?", (run_id,))
             run = cur.fetchone()
@@ -427,8 +557,15 @@ class Ledger:
                 reason = "batch_waiting"
             else:
                 reason = entry.state  # type: ignore[assignment]
-            return Claim(granted=False, reason=reason, state=entry.state, attempt=entry.attempt,
-                         lease_until=entry.lease_until, result=entry.result, **common)
+            return Claim(
+                granted=False,
+                reason=reason,
+                state=entry.state,
+                attempt=entry.attempt,
+                lease_until=entry.lease_until,
+                result=entry.result,
+                **common,
+            )
 
         claim: Claim = self._run(work)
         return claim
@@ -448,9 +585,20 @@ class Ledger:
             row = cur.fetchone()
             if row is None:
                 raise self._refusal(cur, claim)
-            return Claim(granted=True, reason="granted", run_id=claim.run_id, call_id=claim.call_id, worker=claim.worker,
-                         state="executing", attempt=claim.attempt, idempotency_key=claim.idempotency_key, tool=claim.tool,
-                         arguments=claim.arguments, side_effects=claim.side_effects, lease_until=row[0])
+            return Claim(
+                granted=True,
+                reason="granted",
+                run_id=claim.run_id,
+                call_id=claim.call_id,
+                worker=claim.worker,
+                state="executing",
+                attempt=claim.attempt,
+                idempotency_key=claim.idempotency_key,
+                tool=claim.tool,
+                arguments=claim.arguments,
+                side_effects=claim.side_effects,
+                lease_until=row[0],
+            )
 
         renewed: Claim = self._run(work)
         return renewed
@@ -460,13 +608,25 @@ class Ledger:
         self._expire(cur, claim.run_id, claim.call_id)
         entry = self._entry(self._row(cur, claim.run_id, claim.call_id))
         if entry.state in ("committed", "failed"):
-            return ResultError("ALREADY_COMMITTED", f"call {claim.call_id!r} is already {entry.state}", path="$.call_id",
-                               hint="each call takes exactly one result")
+            return ResultError(
+                "ALREADY_COMMITTED",
+                f"call {claim.call_id!r} is already {entry.state}",
+                path="$.call_id",
+                hint="each call takes exactly one result",
+            )
         if entry.attempt != claim.attempt:
-            return ResultError("STALE_ATTEMPT", f"attempt {claim.attempt} of {claim.call_id!r} is stale; attempt "
-                               f"{entry.attempt} is current", path="$.attempt", hint="drop this result: another attempt owns the call")
-        return ResultError("LATE_RESULT", f"the lease on {claim.call_id!r} expired or the run was cancelled "
-                           f"(call is {entry.state})", path="$.call_id", hint="the result was kept for the audit only")
+            return ResultError(
+                "STALE_ATTEMPT",
+                f"attempt {claim.attempt} of {claim.call_id!r} is stale; attempt {entry.attempt} is current",
+                path="$.attempt",
+                hint="drop this result: another attempt owns the call",
+            )
+        return ResultError(
+            "LATE_RESULT",
+            f"the lease on {claim.call_id!r} expired or the run was cancelled (call is {entry.state})",
+            path="$.call_id",
+            hint="the result was kept for the audit only",
+        )
 
     def commit(self, claim: Claim, result: ToolResult) -> Entry:
         """End the claimed call with ``result``: ``committed`` when it passes
@@ -476,11 +636,19 @@ class Ledger:
         ``STALE_ATTEMPT``, for a call that already has its result
         ``ALREADY_COMMITTED``: each is kept in the audit and changes nothing."""
         if not claim.granted:
-            raise ResultError("NOT_CLAIMED", f"the claim on {claim.call_id!r} was not granted ({claim.reason})",
-                              path="$.call_id", hint="commit only under a granted claim")
+            raise ResultError(
+                "NOT_CLAIMED",
+                f"the claim on {claim.call_id!r} was not granted ({claim.reason})",
+                path="$.call_id",
+                hint="commit only under a granted claim",
+            )
         if result.call_id != claim.call_id:
-            raise ResultError("NOT_CLAIMED", f"a result for {result.call_id!r} under the claim on {claim.call_id!r}",
-                              path="$.call_id", hint="commit each result under its own call's claim")
+            raise ResultError(
+                "NOT_CLAIMED",
+                f"a result for {result.call_id!r} under the claim on {claim.call_id!r}",
+                path="$.call_id",
+                hint="commit each result under its own call's claim",
+            )
         error, observed = check_result(claim.arguments, result, self.checks.get(claim.tool))
         state: CallState = "failed" if error is not None else "committed"
         stored = _dumps(to_dict(result))
@@ -490,17 +658,38 @@ class Ledger:
                 "UPDATE ledger_calls SET state = ?, result = ?, result_status = ?, error = ?, effects = ?, retry_safe = ?, "
                 "finished_at = ledger_now(), lease_until = NULL WHERE run_id = ? AND call_id = ? AND state = 'executing' "
                 f"AND attempt = ? AND lease_until >= ledger_now() AND {_LIVE_RUN_SQL} RETURNING call_id",
-                (state, stored, result.status, None if error is None else _dumps(to_dict(error)),
-                 _dumps([to_dict(e) for e in observed]), int(result.retry_safe), claim.run_id, claim.call_id, claim.attempt),
+                (
+                    state,
+                    stored,
+                    result.status,
+                    None if error is None else _dumps(to_dict(error)),
+                    _dumps([to_dict(e) for e in observed]),
+                    int(result.retry_safe),
+                    claim.run_id,
+                    claim.call_id,
+                    claim.attempt,
+                ),
             )
             if cur.fetchone() is None:
                 refusal = self._refusal(cur, claim)
                 kind = "duplicate_result" if refusal.code == "ALREADY_COMMITTED" else "late_result"
-                self._event(cur, claim.run_id, claim.call_id, kind, claim.worker,
-                            {"attempt": claim.attempt, "code": refusal.code, "result": to_dict(result)})
+                self._event(
+                    cur,
+                    claim.run_id,
+                    claim.call_id,
+                    kind,
+                    claim.worker,
+                    {"attempt": claim.attempt, "code": refusal.code, "result": to_dict(result)},
+                )
                 return _Refused(refusal)  # type: ignore[return-value]
-            self._event(cur, claim.run_id, claim.call_id, state, claim.worker,
-                        {"attempt": claim.attempt, "status": result.status, "code": None if error is None else error.code})
+            self._event(
+                cur,
+                claim.run_id,
+                claim.call_id,
+                state,
+                claim.worker,
+                {"attempt": claim.attempt, "status": result.status, "code": None if error is None else error.code},
+            )
             return self._entry(self._row(cur, claim.run_id, claim.call_id))
 
         outcome = self._run(work)
@@ -509,7 +698,9 @@ class Ledger:
         entry: Entry = outcome
         return entry
 
-    def reconcile(self, call_id: str, outcome: ToolResult | Literal["retry"], *, run_id: str, actor: str | None = None) -> Entry:
+    def reconcile(
+        self, call_id: str, outcome: ToolResult | Literal["retry"], *, run_id: str, actor: str | None = None
+    ) -> Entry:
         """Settle an ``unknown`` call: the host looked and found ``outcome``
         (a result: ``committed`` when ``ok``, else ``failed``), or ``"retry"``:
         the call did not happen and may be claimed again."""
@@ -517,14 +708,25 @@ class Ledger:
             return self._move(run_id, call_id, "reconcile_retry", actor, {"outcome": "retry"}, ", lease_until = NULL")
         assert isinstance(outcome, ToolResult)
         if outcome.call_id != call_id:
-            raise ResultError("NOT_CLAIMED", f"a result for {outcome.call_id!r} to reconcile {call_id!r}", path="$.call_id")
+            raise ResultError(
+                "NOT_CLAIMED", f"a result for {outcome.call_id!r} to reconcile {call_id!r}", path="$.call_id"
+            )
         ok = outcome.status == "ok"
         error = None if ok else check_result(None, outcome, None)[0]
         return self._move(
-            run_id, call_id, "reconcile_ok" if ok else "reconcile_failed", actor, {"status": outcome.status},
+            run_id,
+            call_id,
+            "reconcile_ok" if ok else "reconcile_failed",
+            actor,
+            {"status": outcome.status},
             ", result = ?, result_status = ?, error = ?, effects = ?, retry_safe = ?, finished_at = ledger_now(), lease_until = NULL",
-            (_dumps(to_dict(outcome)), outcome.status, None if error is None else _dumps(to_dict(error)),
-             _dumps([to_dict(e) for e in outcome.effects]) if ok else "[]", int(outcome.retry_safe)),
+            (
+                _dumps(to_dict(outcome)),
+                outcome.status,
+                None if error is None else _dumps(to_dict(error)),
+                _dumps([to_dict(e) for e in outcome.effects]) if ok else "[]",
+                int(outcome.retry_safe),
+            ),
         )
 
     # ------------------------------------------------------------ reading
@@ -555,8 +757,10 @@ class Ledger:
         """``(run_id, cancelled, number of calls)`` for every run, oldest first."""
 
         def work(cur: Cursor) -> tuple[tuple[str, bool, int], ...]:
-            cur.execute("SELECT r.run_id, r.cancelled, COUNT(c.call_id) FROM ledger_runs r LEFT JOIN ledger_calls c "
-                        "ON c.run_id = r.run_id GROUP BY r.run_id, r.cancelled, r.created_at ORDER BY r.created_at, r.run_id")
+            cur.execute(
+                "SELECT r.run_id, r.cancelled, COUNT(c.call_id) FROM ledger_runs r LEFT JOIN ledger_calls c "
+                "ON c.run_id = r.run_id GROUP BY r.run_id, r.cancelled, r.created_at ORDER BY r.created_at, r.run_id"
+            )
             return tuple((run_id, bool(flag), int(n)) for run_id, flag, n in cur.fetchall())
 
         runs: tuple[tuple[str, bool, int], ...] = self._run(work)
@@ -566,13 +770,21 @@ class Ledger:
         """The run's audit events, oldest first."""
 
         def work(cur: Cursor) -> tuple[AuditEvent, ...]:
-            cur.execute("SELECT run_id, call_id, at, kind, actor, detail FROM ledger_events WHERE run_id = ? ORDER BY id", (run_id,))
-            return tuple(AuditEvent(run_id=r, call_id=c, at=at, kind=k, actor=a, detail=_loads(d)) for r, c, at, k, a, d in cur.fetchall())
+            cur.execute(
+                "SELECT run_id, call_id, at, kind, actor, detail FROM ledger_events WHERE run_id = ? ORDER BY id",
+                (run_id,),
+            )
+            return tuple(
+                AuditEvent(run_id=r, call_id=c, at=at, kind=k, actor=a, detail=_loads(d))
+                for r, c, at, k, a, d in cur.fetchall()
+            )
 
         events: tuple[AuditEvent, ...] = self._run(work)
         return events
 
-    def result_messages(self, provider: str, *, run_id: str, call_ids: Collection[str] | None = None) -> list[dict[str, Any]]:
+    def result_messages(
+        self, provider: str, *, run_id: str, call_ids: Collection[str] | None = None
+    ) -> list[dict[str, Any]]:
         """The provider-shaped messages that tell the model how each ended
         call went: a committed call's result as the tool gave it; for a failed
         call only the error's code, message and hint (never the raw content
@@ -588,7 +800,10 @@ class Ledger:
                 pairs.append((call, entry.result))
             elif entry.state in ("failed", "denied", "unknown"):
                 if entry.state == "unknown":
-                    content: dict[str, Any] = {"error": "outcome unknown", "message": "the worker was lost mid-call; the call will not be re-run"}
+                    content: dict[str, Any] = {
+                        "error": "outcome unknown",
+                        "message": "the worker was lost mid-call; the call will not be re-run",
+                    }
                 elif entry.error is not None:
                     content = {"error": entry.error.code, "message": entry.error.message, "hint": entry.error.hint}
                 else:

@@ -66,8 +66,11 @@ class PostgresDatabase:
         try:
             self._conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)))
         except psycopg.Error as error:
-            raise ResultError("LEDGER_UNAVAILABLE", f"PostgreSQL ledger: {type(error).__name__}",
-                              hint="check that the server runs and the URL is right") from None
+            raise ResultError(
+                "LEDGER_UNAVAILABLE",
+                f"PostgreSQL ledger: {type(error).__name__}",
+                hint="check that the server runs and the URL is right",
+            ) from None
         self.run(self._setup)
 
     @staticmethod
@@ -75,12 +78,16 @@ class PostgresDatabase:
         cur.execute("SELECT pg_advisory_xact_lock(?)", (_SETUP_LOCK,))
         for sql in _DDL:
             cur.execute(sql)
-        cur.execute("INSERT INTO ledger_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
-                    (SCHEMA_VERSION,))
+        cur.execute(
+            "INSERT INTO ledger_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+            (SCHEMA_VERSION,),
+        )
         cur.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'")
         found = cur.fetchone()[0]
         if found != SCHEMA_VERSION:
-            raise ResultError("LEDGER_UNAVAILABLE", f"the ledger has schema version {found}, this code reads {SCHEMA_VERSION}")
+            raise ResultError(
+                "LEDGER_UNAVAILABLE", f"the ledger has schema version {found}, this code reads {SCHEMA_VERSION}"
+            )
 
     def run(self, work: Callable[[Any], Any]) -> Any:
         """``work(cursor)`` in one transaction; retried on deadlock or
@@ -92,7 +99,9 @@ class PostgresDatabase:
                     return work(_Cursor(cur))
             except (errors.DeadlockDetected, errors.SerializationFailure):
                 if attempt == _RETRIES - 1:
-                    raise ResultError("LEDGER_UNAVAILABLE", "PostgreSQL ledger: the transaction kept conflicting") from None
+                    raise ResultError(
+                        "LEDGER_UNAVAILABLE", "PostgreSQL ledger: the transaction kept conflicting"
+                    ) from None
             except self._psycopg.OperationalError as error:
                 raise ResultError("LEDGER_UNAVAILABLE", f"PostgreSQL ledger: {type(error).__name__}") from None
         raise AssertionError("unreachable")  # pragma: no cover

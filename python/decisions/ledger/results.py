@@ -114,8 +114,13 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 
 
 def _effect_error(code: str, message: str, path: str) -> ResultError:
-    return ResultError(code, message, path=path, issues=({"path": path, "code": code.lower(), "expected": "the effect the result claims"},),
-                       hint="report only what the tool really changed")
+    return ResultError(
+        code,
+        message,
+        path=path,
+        issues=({"path": path, "code": code.lower(), "expected": "the effect the result claims"},),
+        hint="report only what the tool really changed",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,10 +141,14 @@ class FileEffects:
             where = f"$.effects[{index}]"
             target = os.path.realpath(os.path.join(root, effect.path))
             if os.path.commonpath([root, target]) != root:
-                raise _effect_error("EFFECT_NOT_OBSERVED", f"effect path {effect.path!r} is outside the workspace", where)
+                raise _effect_error(
+                    "EFFECT_NOT_OBSERVED", f"effect path {effect.path!r} is outside the workspace", where
+                )
             if effect.digest is None:
                 if os.path.lexists(target):
-                    raise _effect_error("EFFECT_NOT_OBSERVED", f"{effect.path!r} was to be deleted but is still there", where)
+                    raise _effect_error(
+                        "EFFECT_NOT_OBSERVED", f"{effect.path!r} was to be deleted but is still there", where
+                    )
             else:
                 actual = file_digest(target) if os.path.isfile(target) else None
                 if actual != effect.digest:
@@ -159,7 +168,9 @@ class FileEffects:
         return tuple(observed)
 
 
-def check_result(arguments: Mapping[str, Any] | None, result: ToolResult, check: ResultCheck | None) -> tuple[OutputError | None, tuple[Effect, ...]]:
+def check_result(
+    arguments: Mapping[str, Any] | None, result: ToolResult, check: ResultCheck | None
+) -> tuple[OutputError | None, tuple[Effect, ...]]:
     """The error that fails ``result`` (None when it passes) and the effects
     the check observed. ``error`` is ``TOOL_ERROR``, ``partial``
     ``PARTIAL_EFFECT``; an ``ok`` result must match the schema; the effect
@@ -174,7 +185,9 @@ def check_result(arguments: Mapping[str, Any] | None, result: ToolResult, check:
         except ResultError as error:
             return error, ()
     if result.status == "partial":
-        return ResultError("PARTIAL_EFFECT", "the tool reported a partial result", path="$.status", retryable=False), observed
+        return ResultError(
+            "PARTIAL_EFFECT", "the tool reported a partial result", path="$.status", retryable=False
+        ), observed
     if check is not None and check.compiled is not None:
         issues, _ = check.compiled.issues(result.content, root="$.content")
         if issues:

@@ -17,8 +17,8 @@ from typing import Any, Final, Union
 
 from pydantic import BaseModel
 
+from ..errors import ERROR_CODES, OutputError, SchemaError, _rebuild, error_class
 from ..validate.decision import CallVerdict, FinalDecision, ToolCall, ToolDecision
-from ..errors import OutputError, SchemaError, _rebuild, error_class, ERROR_CODES
 from .results import Effect, ToolResult
 
 __all__ = ["SHAPE_VERSION", "Shaped", "to_dict", "from_dict"]
@@ -42,24 +42,57 @@ def to_dict(obj: Shaped) -> dict[str, Any]:
         return head | {
             "calls": [to_dict(c) for c in obj.calls],
             "verdicts": [to_dict(v) for v in obj.verdicts],
-            "batch": obj.batch, "text": obj.text,
-            "provider": obj.provider, "response_id": obj.response_id, "model": obj.model,
+            "batch": obj.batch,
+            "text": obj.text,
+            "provider": obj.provider,
+            "response_id": obj.response_id,
+            "model": obj.model,
         }
     if isinstance(obj, FinalDecision):
-        return {"shape": "final_decision", "version": SHAPE_VERSION, "value": _json_value(obj.value), "text": obj.text,
-                "schema_id": obj.schema_id, "provider": obj.provider, "response_id": obj.response_id, "model": obj.model}
+        return {
+            "shape": "final_decision",
+            "version": SHAPE_VERSION,
+            "value": _json_value(obj.value),
+            "text": obj.text,
+            "schema_id": obj.schema_id,
+            "provider": obj.provider,
+            "response_id": obj.response_id,
+            "model": obj.model,
+        }
     if isinstance(obj, ToolCall):
-        return {"shape": "tool_call", "version": SHAPE_VERSION, "call_id": obj.call_id, "name": obj.name,
-                "arguments": obj.arguments, "index": obj.index, "item_id": obj.item_id,
-                "call_id_generated": obj.call_id_generated, "tool_version": obj.tool_version}
+        return {
+            "shape": "tool_call",
+            "version": SHAPE_VERSION,
+            "call_id": obj.call_id,
+            "name": obj.name,
+            "arguments": obj.arguments,
+            "index": obj.index,
+            "item_id": obj.item_id,
+            "call_id_generated": obj.call_id_generated,
+            "tool_version": obj.tool_version,
+        }
     if isinstance(obj, CallVerdict):
-        return {"shape": "call_verdict", "version": SHAPE_VERSION, "call_id": obj.call_id, "status": obj.status,
-                "error": None if obj.error is None else to_dict(obj.error), "reasons": list(obj.reasons),
-                "paths": dict(obj.paths), "empty_paths": list(obj.empty_paths), "approved_by": obj.approved_by}
+        return {
+            "shape": "call_verdict",
+            "version": SHAPE_VERSION,
+            "call_id": obj.call_id,
+            "status": obj.status,
+            "error": None if obj.error is None else to_dict(obj.error),
+            "reasons": list(obj.reasons),
+            "paths": dict(obj.paths),
+            "empty_paths": list(obj.empty_paths),
+            "approved_by": obj.approved_by,
+        }
     if isinstance(obj, ToolResult):
-        return {"shape": "tool_result", "version": SHAPE_VERSION, "call_id": obj.call_id, "status": obj.status,
-                "content": _json_value(obj.content), "retry_safe": obj.retry_safe,
-                "effects": [to_dict(e) for e in obj.effects]}
+        return {
+            "shape": "tool_result",
+            "version": SHAPE_VERSION,
+            "call_id": obj.call_id,
+            "status": obj.status,
+            "content": _json_value(obj.content),
+            "retry_safe": obj.retry_safe,
+            "effects": [to_dict(e) for e in obj.effects],
+        }
     if isinstance(obj, Effect):
         return {"shape": "effect", "version": SHAPE_VERSION, "path": obj.path, "digest": obj.digest}
     if isinstance(obj, OutputError):
@@ -98,23 +131,37 @@ class _Reader:
 
 
 def _mismatch(path: str, expected: str) -> SchemaError:
-    return SchemaError("SCHEMA_MISMATCH", f"not a stored shape: expected {expected} at {path}", path=path,
-                       issues=({"path": path, "code": "shape", "expected": expected},))
+    return SchemaError(
+        "SCHEMA_MISMATCH",
+        f"not a stored shape: expected {expected} at {path}",
+        path=path,
+        issues=({"path": path, "code": "shape", "expected": expected},),
+    )
 
 
 def _call(r: _Reader) -> ToolCall:
-    return ToolCall(call_id=r.get("call_id", (str,)), name=r.get("name", (str,)), arguments=dict(r.get("arguments", (dict,))),
-                    index=r.get("index", (int,)), item_id=r.get("item_id", (str,), optional=True),
-                    call_id_generated=r.get("call_id_generated", (bool,)), tool_version=r.get("tool_version", (str,), optional=True))
+    return ToolCall(
+        call_id=r.get("call_id", (str,)),
+        name=r.get("name", (str,)),
+        arguments=dict(r.get("arguments", (dict,))),
+        index=r.get("index", (int,)),
+        item_id=r.get("item_id", (str,), optional=True),
+        call_id_generated=r.get("call_id_generated", (bool,)),
+        tool_version=r.get("tool_version", (str,), optional=True),
+    )
 
 
 def _verdict(r: _Reader) -> CallVerdict:
     error = r.get("error", (dict,), optional=True)
     return CallVerdict(
-        call_id=r.get("call_id", (str,)), status=r.one_of("status", ("allowed", "approved", "needs_approval", "denied")),
+        call_id=r.get("call_id", (str,)),
+        status=r.one_of("status", ("allowed", "approved", "needs_approval", "denied")),
         error=None if error is None else _error(_Reader(error, f"{r.path}.error")),
-        reasons=tuple(r.get("reasons", (list,))), paths=MappingProxyType(dict(r.get("paths", (dict,)))),
-        empty_paths=tuple(r.get("empty_paths", (list,))), approved_by=r.get("approved_by", (str,), optional=True))
+        reasons=tuple(r.get("reasons", (list,))),
+        paths=MappingProxyType(dict(r.get("paths", (dict,)))),
+        empty_paths=tuple(r.get("empty_paths", (list,))),
+        approved_by=r.get("approved_by", (str,), optional=True),
+    )
 
 
 def _tool_decision(r: _Reader) -> ToolDecision:
@@ -125,16 +172,25 @@ def _tool_decision(r: _Reader) -> ToolDecision:
         return ToolDecision(
             calls=tuple(_call(_Reader(c, f"{r.path}.calls[{i}]")) for i, c in enumerate(calls)),
             verdicts=tuple(_verdict(_Reader(v, f"{r.path}.verdicts[{i}]")) for i, v in enumerate(verdicts)),
-            batch=batch, text=r.get("text", (str,)), provider=r.get("provider", (str,), optional=True),
-            response_id=r.get("response_id", (str,), optional=True), model=r.get("model", (str,), optional=True))
+            batch=batch,
+            text=r.get("text", (str,)),
+            provider=r.get("provider", (str,), optional=True),
+            response_id=r.get("response_id", (str,), optional=True),
+            model=r.get("model", (str,), optional=True),
+        )
     except ValueError as error:
         raise _mismatch(f"{r.path}.verdicts", str(error)) from None
 
 
 def _final(r: _Reader) -> FinalDecision:
-    return FinalDecision(value=r.get("value", None), text=r.get("text", (str,)), schema_id=r.get("schema_id", (str,), optional=True),
-                         provider=r.get("provider", (str,), optional=True), response_id=r.get("response_id", (str,), optional=True),
-                         model=r.get("model", (str,), optional=True))
+    return FinalDecision(
+        value=r.get("value", None),
+        text=r.get("text", (str,)),
+        schema_id=r.get("schema_id", (str,), optional=True),
+        provider=r.get("provider", (str,), optional=True),
+        response_id=r.get("response_id", (str,), optional=True),
+        model=r.get("model", (str,), optional=True),
+    )
 
 
 def _effect(r: _Reader) -> Effect:
@@ -147,9 +203,13 @@ def _effect(r: _Reader) -> Effect:
 def _result(r: _Reader) -> ToolResult:
     effects = r.get("effects", (list,))
     try:
-        return ToolResult(r.get("call_id", (str,)), r.get("status", (str,)), r.get("content", None),
-                          retry_safe=r.get("retry_safe", (bool,)),
-                          effects=tuple(_effect(_Reader(e, f"{r.path}.effects[{i}]")) for i, e in enumerate(effects)))
+        return ToolResult(
+            r.get("call_id", (str,)),
+            r.get("status", (str,)),
+            r.get("content", None),
+            retry_safe=r.get("retry_safe", (bool,)),
+            effects=tuple(_effect(_Reader(e, f"{r.path}.effects[{i}]")) for i, e in enumerate(effects)),
+        )
     except ValueError as error:
         raise _mismatch(r.path, str(error)) from None
 
@@ -182,5 +242,7 @@ def from_dict(data: Mapping[str, Any], *, path: str = "$") -> Any:
     shape, version = r.get("shape", (str,)), r.get("version", (int,))
     reader = _READERS.get(shape)
     if reader is None or version != SHAPE_VERSION:
-        raise SchemaError("UNKNOWN_SCHEMA_VERSION", f"no stored shape {shape!r} version {version}", path=f"{path}.shape")
+        raise SchemaError(
+            "UNKNOWN_SCHEMA_VERSION", f"no stored shape {shape!r} version {version}", path=f"{path}.shape"
+        )
     return reader(r)

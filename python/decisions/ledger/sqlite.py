@@ -27,7 +27,7 @@ _DDL: Final = tables(real="REAL", serial="INTEGER PRIMARY KEY AUTOINCREMENT")
 def sqlite_path(url: str) -> str:
     """The file of a ``sqlite:///relative``, ``sqlite:////absolute`` or
     ``sqlite:///:memory:`` URL (``sqlite://`` alone is in memory)."""
-    rest = url[len("sqlite://"):].split("?", 1)[0]
+    rest = url[len("sqlite://") :].split("?", 1)[0]
     if rest in ("", "/", "/:memory:"):
         return ":memory:"
     if not rest.startswith("/"):
@@ -36,7 +36,9 @@ def sqlite_path(url: str) -> str:
 
 
 def _unavailable(url: str, error: sqlite3.Error) -> ResultError:
-    return ResultError("LEDGER_UNAVAILABLE", f"SQLite ledger {url}: {error}", hint="retry later; check the database file")
+    return ResultError(
+        "LEDGER_UNAVAILABLE", f"SQLite ledger {url}: {error}", hint="retry later; check the database file"
+    )
 
 
 class SQLiteDatabase:
@@ -60,12 +62,16 @@ class SQLiteDatabase:
     def _setup(cur: Any) -> None:
         for sql in _DDL:
             cur.execute(sql)
-        cur.execute("INSERT INTO ledger_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
-                    (SCHEMA_VERSION,))
+        cur.execute(
+            "INSERT INTO ledger_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+            (SCHEMA_VERSION,),
+        )
         cur.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'")
         found = cur.fetchone()[0]
         if found != SCHEMA_VERSION:
-            raise ResultError("LEDGER_UNAVAILABLE", f"the ledger has schema version {found}, this code reads {SCHEMA_VERSION}")
+            raise ResultError(
+                "LEDGER_UNAVAILABLE", f"the ledger has schema version {found}, this code reads {SCHEMA_VERSION}"
+            )
 
     def run(self, work: Callable[[Any], Any]) -> Any:
         """``work(cursor)`` in one write transaction; rolled back if it raises."""

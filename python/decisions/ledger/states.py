@@ -17,25 +17,30 @@ __all__ = ["CallState", "Event", "TRANSITIONS", "STATES", "PENDING", "CLAIMABLE"
 #: ``approved``: may start. ``executing``: claimed by a worker under a lease.
 #: ``committed``/``failed``: ended with a result. ``unknown``: a call with side
 #: effects whose worker vanished; only :meth:`Ledger.reconcile` moves it on.
-CallState = Literal[
-    "decided", "denied", "awaiting_approval", "approved", "executing", "committed", "failed", "unknown"
-]
+CallState = Literal["decided", "denied", "awaiting_approval", "approved", "executing", "committed", "failed", "unknown"]
 STATES: Final[tuple[CallState, ...]] = (
-    "decided", "denied", "awaiting_approval", "approved", "executing", "committed", "failed", "unknown"
+    "decided",
+    "denied",
+    "awaiting_approval",
+    "approved",
+    "executing",
+    "committed",
+    "failed",
+    "unknown",
 )
 
 Event = Literal[
-    "approve",        # an approver allows a call that waits
-    "reject",         # an approver refuses it
-    "claim",          # a worker wins the call (attempt + 1, lease starts)
-    "reclaim",        # the lease expired on a call without side effects (or idempotent): claimed again
+    "approve",  # an approver allows a call that waits
+    "reject",  # an approver refuses it
+    "claim",  # a worker wins the call (attempt + 1, lease starts)
+    "reclaim",  # the lease expired on a call without side effects (or idempotent): claimed again
     "lease_expired",  # the lease expired on a call with side effects: nobody knows what happened
-    "commit_ok",      # a result that passed the result checks
+    "commit_ok",  # a result that passed the result checks
     "commit_failed",  # an error result, or one that failed the result checks
-    "retry",          # a failed call whose result said it is safe to retry is claimed again
-    "reconcile_ok",   # the host established that the call took effect
+    "retry",  # a failed call whose result said it is safe to retry is claimed again
+    "reconcile_ok",  # the host established that the call took effect
     "reconcile_failed",  # ... that it failed
-    "reconcile_retry",   # ... that it did not happen and may run again
+    "reconcile_retry",  # ... that it did not happen and may run again
 ]
 
 #: The whole state machine. Anything not in this table is ``INVALID_TRANSITION``

@@ -29,8 +29,8 @@ from .._payload import canonical_json
 from ..errors import ERROR_CODES, OutputError, ParseError, PolicyError
 from ..limits import Limits
 from ..request.textcalls import parse_json_text
-from .trace import Redactor
 from ..types import Item, NormalizedResponse, TextItem, ToolCallItem
+from .trace import Redactor
 
 __all__ = [
     "Fix",
@@ -52,8 +52,9 @@ Fix = Literal["invalid_escapes", "markdown_fence"]
 FIXES: Final[tuple[Fix, ...]] = ("invalid_escapes", "markdown_fence")
 
 #: Codes that mean the output was cut off: never sent for repair.
-TRUNCATION_CODES: Final = frozenset({"INCOMPLETE_RESPONSE", "INCOMPLETE_TOOL_CALL", "ITEM_NOT_ENDED",
-                                     "NO_TERMINAL_EVENT"})
+TRUNCATION_CODES: Final = frozenset(
+    {"INCOMPLETE_RESPONSE", "INCOMPLETE_TOOL_CALL", "ITEM_NOT_ENDED", "NO_TERMINAL_EVENT"}
+)
 _TRUNCATION_ADVICE: Final = (
     "the output was cut off before it was complete: raise the output token limit or shorten the task; "
     "a cut-off value is never repaired by guessing its end"
@@ -176,14 +177,24 @@ class RepairBudget:
 
     def to_dict(self) -> dict[str, Any]:
         """The state for a trace record."""
-        return {"max_attempts": self.max_attempts, "attempts": self.attempts,
-                "history": [f.to_dict() for f in self.history]}
+        return {
+            "max_attempts": self.max_attempts,
+            "attempts": self.attempts,
+            "history": [f.to_dict() for f in self.history],
+        }
 
 
 def _with_hint(error: OutputError, hint: str) -> OutputError:
     """A copy of a (stream-layer) truncation error carrying ``hint``."""
-    return type(error)(error.code, error.message, retryable=error.retryable, offset=error.offset,
-                       path=error.path, issues=error.issues, hint=hint)
+    return type(error)(
+        error.code,
+        error.message,
+        retryable=error.retryable,
+        offset=error.offset,
+        path=error.path,
+        issues=error.issues,
+        hint=hint,
+    )
 
 
 # ---------------------------------------------------------------- the prompt
@@ -206,17 +217,19 @@ def _excerpt(doc: str, offset: int) -> tuple[str, int]:
 
 def _escape_fix(doc: str, offset: int) -> str | None:
     """For ``\\d`` at ``offset``: the concrete rewrite."""
-    if doc[offset:offset + 1] != "\\" or offset + 1 >= len(doc):
+    if doc[offset : offset + 1] != "\\" or offset + 1 >= len(doc):
         backslash = doc.rfind("\\", max(0, offset - 2), offset + 1)
         if backslash < 0:
             return None
         offset = backslash
-    char = doc[offset + 1:offset + 2]
+    char = doc[offset + 1 : offset + 2]
     if not char or char in '"\\/bfnrtu':
         return None
     shown = _one_line(char)
-    return (f"a backslash in a JSON string must be escaped: write \\\\{shown} instead of \\{shown} "
-            "(valid escapes are \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)")
+    return (
+        f"a backslash in a JSON string must be escaped: write \\\\{shown} instead of \\{shown} "
+        '(valid escapes are \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)'
+    )
 
 
 def _parse_section(error: ParseError, text: str | None, redactor: Redactor) -> list[str]:
@@ -335,7 +348,7 @@ def fix_invalid_escapes(text: str) -> tuple[str, int]:
             if quote < 0:
                 out.append(text[index:])
                 break
-            out.append(text[index:quote + 1])
+            out.append(text[index : quote + 1])
             index = quote + 1
             in_string = True
             continue
@@ -350,9 +363,9 @@ def fix_invalid_escapes(text: str) -> tuple[str, int]:
             in_string = False
             index = pos + 1
             continue
-        following = text[pos + 1:pos + 2]
+        following = text[pos + 1 : pos + 2]
         if following and following in '"\\/bfnrtu':
-            out.append(text[pos:pos + 2])
+            out.append(text[pos : pos + 2])
             index = pos + 2
         else:
             out.append("\\\\")

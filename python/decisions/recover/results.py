@@ -23,7 +23,6 @@ from ..validate.decision import ToolCall, ToolDecision
 __all__ = ["ToolResult", "ResultBook", "ResultStatus", "result_messages", "RESULT_PROVIDERS"]
 
 
-
 class ResultBook:
     """The results of one tool decision, paired with its calls by id. Thread-safe."""
 

@@ -63,15 +63,46 @@ __all__ = [
 ]
 
 RECORD_FIELDS: Final[tuple[str, ...]] = (
-    "record_version", "run_id", "response_id", "provider", "model", "strategy", "schema_id",
-    "schema_version", "sent_schema_digest", "event_count", "parse_duration_ms", "validation_duration_ms",
-    "finish_reason", "decision_kind", "tool_call_count", "repaired", "repair_attempt", "error_layer",
-    "error_code", "error_path", "raw_digest", "raw_bytes", "library_version",
+    "record_version",
+    "run_id",
+    "response_id",
+    "provider",
+    "model",
+    "strategy",
+    "schema_id",
+    "schema_version",
+    "sent_schema_digest",
+    "event_count",
+    "parse_duration_ms",
+    "validation_duration_ms",
+    "finish_reason",
+    "decision_kind",
+    "tool_call_count",
+    "repaired",
+    "repair_attempt",
+    "error_layer",
+    "error_code",
+    "error_path",
+    "raw_digest",
+    "raw_bytes",
+    "library_version",
 )
 
 #: Field names masked by default wherever they appear in nested data.
-DEFAULT_FIELDS: Final = frozenset({"api_key", "apikey", "authorization", "x-api-key", "x-goog-api-key",
-                                   "password", "secret", "token", "access_token", "refresh_token"})
+DEFAULT_FIELDS: Final = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "authorization",
+        "x-api-key",
+        "x-goog-api-key",
+        "password",
+        "secret",
+        "token",
+        "access_token",
+        "refresh_token",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,5 +265,4 @@ def parse_record(
         "raw_bytes": raw_bytes,
         "library_version": __version__,
     }
-    return {name: (redactor.redact_text(value) if isinstance(value, str) else value)
-            for name, value in record.items()}
+    return {name: (redactor.redact_text(value) if isinstance(value, str) else value) for name, value in record.items()}

@@ -41,8 +41,10 @@ _BULLET: Final = re.compile(r"[-+*](?=[ \t]|$)")
 _ORDERED: Final = re.compile(r"(\d{1,9})[.)](?=[ \t]|$)")
 _CLOSING_SPACE: Final = re.compile(r"[ \t]*")
 _HTML_VERBATIM: Final = (
-    (re.compile(r"<(?:script|pre|style|textarea)(?:[ \t>]|$)", re.I),
-     re.compile(r"</(?:script|pre|style|textarea)>", re.I)),
+    (
+        re.compile(r"<(?:script|pre|style|textarea)(?:[ \t>]|$)", re.I),
+        re.compile(r"</(?:script|pre|style|textarea)>", re.I),
+    ),
     (re.compile(r"<!--"), re.compile(r"-->")),
     (re.compile(r"<\?"), re.compile(r"\?>")),
     (re.compile(r"<![A-Za-z]"), re.compile(r">")),
@@ -55,7 +57,9 @@ _HTML_BLOCK_NAMES: Final = (
     "tfoot|th|thead|title|tr|track|ul"
 )
 _HTML_TYPE6: Final = re.compile(rf"</?(?:{_HTML_BLOCK_NAMES})(?:[ \t]|/?>|$)", re.I)
-_ATTRIBUTE: Final = r"""(?:[ \t]++[A-Za-z_:][A-Za-z0-9_.:-]*+(?:[ \t]*+=[ \t]*+(?:[^ \t"'=<>`]++|'[^']*+'|"[^"]*+"))?+)"""
+_ATTRIBUTE: Final = (
+    r"""(?:[ \t]++[A-Za-z_:][A-Za-z0-9_.:-]*+(?:[ \t]*+=[ \t]*+(?:[^ \t"'=<>`]++|'[^']*+'|"[^"]*+"))?+)"""
+)
 _HTML_TYPE7: Final = re.compile(
     rf"(?:<[A-Za-z][A-Za-z0-9-]*+{_ATTRIBUTE}*+[ \t]*+/?>|</[A-Za-z][A-Za-z0-9-]*+[ \t]*+>)[ \t]*+$"
 )
@@ -112,8 +116,16 @@ class _Blocks:
     html_quoted: bool = False
 
     def copy(self) -> _Blocks:
-        return _Blocks(self.text, self.pos, list(self.stack), set(self.empty_items), self.leaf, self.fence,
-                       self.html_end, self.html_quoted)
+        return _Blocks(
+            self.text,
+            self.pos,
+            list(self.stack),
+            set(self.empty_items),
+            self.leaf,
+            self.fence,
+            self.html_end,
+            self.html_quoted,
+        )
 
     def next_line(self) -> _Line | None:
         """Parse the line at ``pos`` and move past it; None at the end."""
@@ -157,7 +169,9 @@ class _Blocks:
             del self.stack[matched:]
             self.empty_items = {index for index in self.empty_items if index < matched}
             self.leaf = None
-        if self.leaf not in ("fence", "html") and not (self.leaf == "code" and _advance(text, pos, end, col)[1] - col >= 4):
+        if self.leaf not in ("fence", "html") and not (
+            self.leaf == "code" and _advance(text, pos, end, col)[1] - col >= 4
+        ):
             pos, col = self._open_containers(pos, end, col)
         self._leaf(line, pos, end, col)
         if _QUOTE in self.stack:
@@ -197,7 +211,7 @@ class _Blocks:
         if match is None:
             return None
         run = match.group()
-        if run[0] == "`" and "`" in self.text[match.end():end]:
+        if run[0] == "`" and "`" in self.text[match.end() : end]:
             return None
         return run[0], len(run)
 

@@ -34,8 +34,18 @@ STRATEGIES: Final[tuple[Strategy, ...]] = (
 #: these loses no check, so it is recorded but never re-checked.
 ANNOTATION_KEYWORDS: Final[frozenset[str]] = frozenset(
     {
-        "title", "description", "default", "examples", "$comment", "deprecated",
-        "readOnly", "writeOnly", "$schema", "$id", "$anchor", "discriminator",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$schema",
+        "$id",
+        "$anchor",
+        "discriminator",
         "propertyOrdering",
     }
 )
@@ -101,26 +111,59 @@ class Capabilities:
 _CORE: Final = frozenset({"type", "properties", "required", "additionalProperties", "items", "enum"})
 
 _OPENAI_KEYWORDS: Final = _CORE | {
-    "anyOf", "$ref", "$defs", "const", "title", "description",
-    "pattern", "format",
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-    "minItems", "maxItems",
+    "anyOf",
+    "$ref",
+    "$defs",
+    "const",
+    "title",
+    "description",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
 }
 _OPENAI_FORMATS: Final = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
 
 _ANTHROPIC_KEYWORDS: Final = _CORE | {
-    "anyOf", "allOf", "$ref", "$defs", "definitions", "const", "title", "description",
-    "format", "pattern", "minItems",
+    "anyOf",
+    "allOf",
+    "$ref",
+    "$defs",
+    "definitions",
+    "const",
+    "title",
+    "description",
+    "format",
+    "pattern",
+    "minItems",
 }
 _ANTHROPIC_FORMATS: Final = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
 )
 
 _GEMINI_KEYWORDS: Final = _CORE | {
-    "$id", "$defs", "$ref", "$anchor", "format", "title", "description", "prefixItems",
-    "minItems", "maxItems", "minimum", "maximum", "anyOf", "oneOf", "propertyOrdering",
+    "$id",
+    "$defs",
+    "$ref",
+    "$anchor",
+    "format",
+    "title",
+    "description",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "anyOf",
+    "oneOf",
+    "propertyOrdering",
 }
 
 

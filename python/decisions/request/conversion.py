@@ -24,8 +24,8 @@ import copy
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any, Final, Iterable, Literal, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Iterable, Literal, Mapping
 
 from .._payload import canonical_json
 from ..errors import SchemaError
@@ -36,8 +36,20 @@ __all__ = ["ConvertedSchema", "DroppedKeyword", "OnUnsupported", "convert_schema
 OnUnsupported = Literal["drop", "reject"]
 
 #: Keywords whose value is one schema / a list of schemas / a map of schemas.
-_SCHEMA_VALUED: Final = frozenset({"items", "not", "additionalProperties", "contains", "if", "then", "else",
-                                   "propertyNames", "unevaluatedItems", "unevaluatedProperties"})
+_SCHEMA_VALUED: Final = frozenset(
+    {
+        "items",
+        "not",
+        "additionalProperties",
+        "contains",
+        "if",
+        "then",
+        "else",
+        "propertyNames",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
 _SCHEMA_LISTS: Final = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _SCHEMA_MAPS: Final = frozenset({"properties", "patternProperties", "dependentSchemas"})
 _DEFS_KEYS: Final = ("$defs", "definitions")
@@ -79,8 +91,13 @@ class DroppedKeyword:
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "keyword": self.keyword, "value": self.value,
-                "constraint": self.constraint, "reason": self.reason}
+        return {
+            "path": self.path,
+            "keyword": self.keyword,
+            "value": self.value,
+            "constraint": self.constraint,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +117,12 @@ class ConvertedSchema:
 
 
 def _unsupported(message: str, path: str) -> SchemaError:
-    return SchemaError("UNSUPPORTED_SCHEMA", message, path=path,
-                       hint="change the schema, or let the keyword be dropped and checked locally")
+    return SchemaError(
+        "UNSUPPORTED_SCHEMA",
+        message,
+        path=path,
+        hint="change the schema, or let the keyword be dropped and checked locally",
+    )
 
 
 def _pointer(path: str, *parts: str | int) -> str:
@@ -151,8 +172,8 @@ def _accepts_null(node: Mapping[str, Any], defs: Mapping[str, Any], seen: frozen
 def _def_name(ref: str) -> tuple[str, str] | None:
     for key in _DEFS_KEYS:
         prefix = f"#/{key}/"
-        if ref.startswith(prefix) and "/" not in ref[len(prefix):]:
-            return key, ref[len(prefix):].replace("~1", "/").replace("~0", "~")
+        if ref.startswith(prefix) and "/" not in ref[len(prefix) :]:
+            return key, ref[len(prefix) :].replace("~1", "/").replace("~0", "~")
     return None
 
 
@@ -298,18 +319,30 @@ class _Converter:
                 return _DROP
             return value
         if keyword == "enum":
-            if not isinstance(value, list) or any(_json_type(v) not in caps.enum_value_types
-                                                  and not (_json_type(v) == "integer"
-                                                           and "number" in caps.enum_value_types)
-                                                  for v in value):
-                self.drop(path, keyword, value, f"{caps.provider} takes enum values of types "
-                          f"{sorted(caps.enum_value_types)} only")
+            if not isinstance(value, list) or any(
+                _json_type(v) not in caps.enum_value_types
+                and not (_json_type(v) == "integer" and "number" in caps.enum_value_types)
+                for v in value
+            ):
+                self.drop(
+                    path,
+                    keyword,
+                    value,
+                    f"{caps.provider} takes enum values of types {sorted(caps.enum_value_types)} only",
+                )
                 return _DROP
             return list(value)
-        if keyword == "pattern" and caps.pattern_subset and (
-                not isinstance(value, str) or _REGEX_BEYOND_SUBSET.search(value)):
-            self.drop(path, keyword, value, f"{caps.provider} takes regular expressions without "
-                      "backreferences, lookaround or word boundaries")
+        if (
+            keyword == "pattern"
+            and caps.pattern_subset
+            and (not isinstance(value, str) or _REGEX_BEYOND_SUBSET.search(value))
+        ):
+            self.drop(
+                path,
+                keyword,
+                value,
+                f"{caps.provider} takes regular expressions without backreferences, lookaround or word boundaries",
+            )
             return _DROP
         if keyword == "minItems" and caps.max_min_items is not None and value > caps.max_min_items:
             self.drop(path, keyword, value, f"{caps.provider} enforces minItems up to {caps.max_min_items}")
@@ -403,10 +436,22 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     if "description" in inner and "$ref" not in inner:
         outer["description"] = inner.pop("description")
     kind = inner.get("type")
-    if isinstance(kind, str) and set(inner) <= {"type", "description", "title", "format", "pattern",
-                                                "minimum", "maximum", "exclusiveMinimum",
-                                                "exclusiveMaximum", "multipleOf", "minItems",
-                                                "maxItems", "items", "enum"}:
+    if isinstance(kind, str) and set(inner) <= {
+        "type",
+        "description",
+        "title",
+        "format",
+        "pattern",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+        "items",
+        "enum",
+    }:
         inner["type"] = [kind, "null"]
         if "enum" in inner:
             inner["enum"] = [*inner["enum"], None]
@@ -430,7 +475,7 @@ def _nesting(schema: Any, defs: Mapping[str, Any]) -> int:
             best = max(best, level)
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
-            stack.append((defs.get(ref[len("#/$defs/"):]), level, seen | {ref}))
+            stack.append((defs.get(ref[len("#/$defs/") :]), level, seen | {ref}))
         for key, value in node.items():
             if key == "$defs":
                 continue
@@ -538,8 +583,10 @@ class _Restorer:
             items = node.get("items")
             prefix = node.get("prefixItems")
             if isinstance(prefix, list):
-                value = [self.value(v, prefix[i], _pointer(path, "prefixItems", i), depth + 1)
-                         if i < len(prefix) else v for i, v in enumerate(value)]
+                value = [
+                    self.value(v, prefix[i], _pointer(path, "prefixItems", i), depth + 1) if i < len(prefix) else v
+                    for i, v in enumerate(value)
+                ]
             elif isinstance(items, Mapping):
                 value = [self.value(v, items, _pointer(path, "items"), depth + 1) for v in value]
         return value
@@ -551,10 +598,11 @@ class _Restorer:
             candidate = self.value(value, branch, _pointer(path, index), depth + 1)
             if candidate is value:
                 continue
-            probe = {**{k: v for k, v in self.original.items() if k in _DEFS_KEYS}, **branch} \
-                if isinstance(branch, Mapping) else branch
+            probe = (
+                {**{k: v for k, v in self.original.items() if k in _DEFS_KEYS}, **branch}
+                if isinstance(branch, Mapping)
+                else branch
+            )
             if Draft202012Validator(probe).is_valid(candidate):
                 return candidate
         return value
-
-

@@ -5,10 +5,9 @@ provider's request and :func:`decisions.decide` checks the answer."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Mapping
 
-from ..errors import SchemaError
 from ..validate.domain import Tool
 from ..validate.schema import Schema
 from .conversion import _json_copy
@@ -133,5 +132,3 @@ class OutputDefinition:
         name = f"submit_{self.name}"[:64]
         description = self.description or f"Submit the final answer as a {self.name} value."
         return ToolDefinition(name, self.schema, description, control=True)
-
-

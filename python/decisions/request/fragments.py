@@ -17,12 +17,8 @@ against the ORIGINAL schema, dropped constraints included.
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
-import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from .. import _backend
 from .._payload import canonical_json
@@ -202,11 +198,18 @@ def _tool_shape(caps: Capabilities, name: str, description: str, converted: Conv
     family = _family(caps)
     sent = converted.schema
     if family == "openai-chat":
-        return {"type": "function", "function": {"name": name, "description": description,
-                                                 "parameters": sent, "strict": converted.strict}}
+        return {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": sent, "strict": converted.strict},
+        }
     if family == "openai-responses":
-        return {"type": "function", "name": name, "description": description,
-                "parameters": sent, "strict": converted.strict}
+        return {
+            "type": "function",
+            "name": name,
+            "description": description,
+            "parameters": sent,
+            "strict": converted.strict,
+        }
     if family == "anthropic":
         return {"name": name, "description": description, "input_schema": sent, "strict": converted.strict}
     if family == "gemini":
@@ -268,19 +271,40 @@ def output_fragment(
     sent = converted.schema
     described = {"description": definition.description} if definition.description else {}
     if family == "openai-chat":
-        fragment: dict[str, Any] = {"response_format": {"type": "json_schema", "json_schema": {
-            "name": definition.name, **described, "schema": sent, "strict": converted.strict}}}
+        fragment: dict[str, Any] = {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": definition.name, **described, "schema": sent, "strict": converted.strict},
+            }
+        }
     elif family == "openai-responses":
-        fragment = {"text": {"format": {"type": "json_schema", "name": definition.name, **described,
-                                        "schema": sent, "strict": converted.strict}}}
+        fragment = {
+            "text": {
+                "format": {
+                    "type": "json_schema",
+                    "name": definition.name,
+                    **described,
+                    "schema": sent,
+                    "strict": converted.strict,
+                }
+            }
+        }
     elif family == "anthropic":
         fragment = {"output_config": {"format": {"type": "json_schema", "schema": sent}}}
     elif family == "gemini":
         fragment = {"generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": sent}}
     else:  # pragma: no cover
         raise ValueError(f"no request shape for {caps.provider!r}")
-    record = _record(caps, "output", definition.name, "native_structured_output", definition.schema, converted,
-                     schema_id=definition.schema_id, schema_version=definition.schema_version)
+    record = _record(
+        caps,
+        "output",
+        definition.name,
+        "native_structured_output",
+        definition.schema,
+        converted,
+        schema_id=definition.schema_id,
+        schema_version=definition.schema_version,
+    )
     return fragment, record
 
 
@@ -328,8 +352,12 @@ class RequestPlan:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"provider": self.provider, "strategy": self.strategy, "submit_tool": self.submit_tool,
-                "records": [r.to_dict() for r in self.records]}
+        return {
+            "provider": self.provider,
+            "strategy": self.strategy,
+            "submit_tool": self.submit_tool,
+            "records": [r.to_dict() for r in self.records],
+        }
 
     def prepare(self, response: NormalizedResponse, *, limits: Limits | None = None) -> NormalizedResponse:
         """``response`` in the shape :func:`decisions.decide` checks against
@@ -353,7 +381,6 @@ class RequestPlan:
             return response
         limits = limits or DEFAULT_LIMITS
         if self.strategy == "json_text" and not response.tool_calls:
-
             # one bounded JSON value, no prose, no fence: checked here with the
             # length limit, then parsed again and validated by decide
             parse_json_text(response.text, limits=limits, max_chars=self.max_output_chars)
@@ -387,8 +414,13 @@ class RequestPlan:
             items = [item for item in items if not isinstance(item, TextItem)]
             items.append(TextItem(item_id=submitted[0].item_id, text=text))
             return replace(response, items=tuple(items), finish_reason="stop")
-        if (self.strategy == "native_structured_output" and output is not None and not others
-                and (output.root_key is not None or output.nullable_added) and response.text.strip()):
+        if (
+            self.strategy == "native_structured_output"
+            and output is not None
+            and not others
+            and (output.root_key is not None or output.nullable_added)
+            and response.text.strip()
+        ):
             text = _restored_text(response.text, output, limits)
             items = [item for item in items if not isinstance(item, TextItem)]
             items.append(TextItem(item_id="output", text=text))
@@ -459,8 +491,10 @@ def build_request(
     if definition is not None and strategy is None:
         strategy = choose_strategy(caps, definition, strict=strict)
     if tools and not caps.tool_calling:
-        raise ValueError(f"{caps.provider} has no tool calling; describe the tools in the prompt "
-                         "and read calls with decisions.parse_tool_calls")
+        raise ValueError(
+            f"{caps.provider} has no tool calling; describe the tools in the prompt "
+            "and read calls with decisions.parse_tool_calls"
+        )
     names = [tool.name for tool in tools]
     if len(set(names)) != len(names):
         raise ValueError("tool names must be unique")
@@ -485,24 +519,47 @@ def build_request(
             converted_strict = strict
             if converted_strict is None:
                 converted_strict = caps.strict_json_schema and _converts(submit_def.schema, caps, on_unsupported)
-            converted = convert_schema(submit_def.schema, caps, strict=converted_strict,
-                                       on_unsupported=on_unsupported, object_root=False)
+            converted = convert_schema(
+                submit_def.schema, caps, strict=converted_strict, on_unsupported=on_unsupported, object_root=False
+            )
             if converted.root_key is None and converted.schema.get("type") != "object":
                 converted = _wrapped(converted, caps)
             fragments.append(_tool_shape(caps, submit_def.name, submit_def.description, converted))
-            records.append(_record(caps, "tool", submit_def.name, strategy, definition.schema, converted,
-                                   control=True, schema_id=definition.schema_id,
-                                   schema_version=definition.schema_version))
+            records.append(
+                _record(
+                    caps,
+                    "tool",
+                    submit_def.name,
+                    strategy,
+                    definition.schema,
+                    converted,
+                    control=True,
+                    schema_id=definition.schema_id,
+                    schema_version=definition.schema_version,
+                )
+            )
             submit = submit_def.name
             params.update(_tool_choice(caps, None if tools else submit))
         elif strategy == "json_text":
             instructions = json_text_instructions(definition, max_chars=max_output_chars)
-            records.append(RequestRecord(
-                provider=caps.provider, kind="output", name=definition.name, strategy=strategy, strict=False,
-                original_schema=definition.schema, sent_schema={}, original_digest=schema_digest(definition.schema),
-                sent_digest=schema_digest({}), dropped=(), nullable_added=frozenset(), root_key=None,
-                schema_id=definition.schema_id, schema_version=definition.schema_version,
-            ))
+            records.append(
+                RequestRecord(
+                    provider=caps.provider,
+                    kind="output",
+                    name=definition.name,
+                    strategy=strategy,
+                    strict=False,
+                    original_schema=definition.schema,
+                    sent_schema={},
+                    original_digest=schema_digest(definition.schema),
+                    sent_digest=schema_digest({}),
+                    dropped=(),
+                    nullable_added=frozenset(),
+                    root_key=None,
+                    schema_id=definition.schema_id,
+                    schema_version=definition.schema_version,
+                )
+            )
         else:
             raise ValueError(f"unknown strategy {strategy!r}")
     if caps.max_tools is not None and len(fragments) > caps.max_tools:
@@ -548,19 +605,28 @@ def _check_strict_totals(caps: Capabilities, records: Sequence[RequestRecord]) -
     strict = [record for record in records if record.strict]
     tools = sum(1 for record in strict if record.kind == "tool")
     if caps.max_strict_tools is not None and tools > caps.max_strict_tools:
-        raise _unsupported(f"{tools} strict tools; {caps.provider} accepts {caps.max_strict_tools} per request "
-                           "(declare some with strict=False)", "#")
+        raise _unsupported(
+            f"{tools} strict tools; {caps.provider} accepts {caps.max_strict_tools} per request "
+            "(declare some with strict=False)",
+            "#",
+        )
     optional = unions = 0
     for record in strict:
         counts = _property_counts(record.sent_schema)
         optional += counts[0]
         unions += counts[1]
     if caps.max_optional_properties is not None and optional > caps.max_optional_properties:
-        raise _unsupported(f"{optional} optional properties across the strict schemas; {caps.provider} "
-                           f"accepts {caps.max_optional_properties}", "#")
+        raise _unsupported(
+            f"{optional} optional properties across the strict schemas; {caps.provider} "
+            f"accepts {caps.max_optional_properties}",
+            "#",
+        )
     if caps.max_union_properties is not None and unions > caps.max_union_properties:
-        raise _unsupported(f"{unions} properties with union types across the strict schemas; {caps.provider} "
-                           f"accepts {caps.max_union_properties}", "#")
+        raise _unsupported(
+            f"{unions} properties with union types across the strict schemas; {caps.provider} "
+            f"accepts {caps.max_union_properties}",
+            "#",
+        )
 
 
 def _converts(schema: Mapping[str, Any], caps: Capabilities, on_unsupported: OnUnsupported) -> bool:

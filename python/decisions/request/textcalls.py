@@ -31,10 +31,10 @@ from typing import Any, Final
 
 from .. import _backend
 from .._payload import canonical_json
-from ._markdown import QuotedRanges
 from ..errors import ParseError, SchemaError, StreamError
 from ..limits import DEFAULT_LIMITS, Limits
 from ..types import NormalizedResponse, TextItem, ToolCallItem
+from ._markdown import QuotedRanges
 
 __all__ = [
     "TOOL_CALL_OPEN",
@@ -91,8 +91,7 @@ class TextCalls:
 
 def _shifted(error: ParseError, doc: str, base: int) -> ParseError:
     """``error`` with its offset moved from a slice into the whole text."""
-    return ParseError(error.code, error.message, doc=doc, pos=base + (error.pos or 0),
-                      hint=error.hint, path=error.path)
+    return ParseError(error.code, error.message, doc=doc, pos=base + (error.pos or 0), hint=error.hint, path=error.path)
 
 
 def _loads(doc: str, start: int, end: int, limits: Limits) -> Any:
@@ -104,8 +103,13 @@ def _loads(doc: str, start: int, end: int, limits: Limits) -> Any:
 
 def _check_size(text: str, max_chars: int | None, limits: Limits) -> None:
     if max_chars is not None and len(text) > max_chars:
-        raise ParseError("DOCUMENT_TOO_LARGE", f"the reply is longer than {max_chars} characters",
-                         doc="", pos=max_chars, hint="answer with a shorter value")
+        raise ParseError(
+            "DOCUMENT_TOO_LARGE",
+            f"the reply is longer than {max_chars} characters",
+            doc="",
+            pos=max_chars,
+            hint="answer with a shorter value",
+        )
     if len(text) > limits.max_document_bytes or len(text.encode("utf-8", "surrogatepass")) > limits.max_document_bytes:
         raise ParseError("DOCUMENT_TOO_LARGE", doc="", pos=0)
 
@@ -133,7 +137,9 @@ def parse_json_text(
     block = _ONE_FENCE.match(text) if allow_fence else None
     if block is None or _FENCE_LINE.search(block.group("body")) is not None:
         raise ParseError(
-            "MARKDOWN_FENCE", doc=text, pos=fence.start() + fence.group().index("`"),
+            "MARKDOWN_FENCE",
+            doc=text,
+            pos=fence.start() + fence.group().index("`"),
             hint="send the JSON value alone, without ``` fences or any text around it",
         )
     return TextValue(_loads(text, block.start("body"), block.end("body"), limits), ("markdown_fence",))
@@ -173,28 +179,49 @@ def _skip_ws(text: str, index: int) -> int:
 
 def _envelope(value: Any, doc: str, start: int) -> tuple[str, dict[str, Any]]:
     if not isinstance(value, dict):
-        raise ParseError("UNEXPECTED_CHARACTER", "a <tool_call> block holds one JSON object",
-                         doc=doc, pos=start, hint='write {"name": "...", "arguments": {...}}')
+        raise ParseError(
+            "UNEXPECTED_CHARACTER",
+            "a <tool_call> block holds one JSON object",
+            doc=doc,
+            pos=start,
+            hint='write {"name": "...", "arguments": {...}}',
+        )
     issues: list[dict[str, str]] = []
     name = value.get("name")
     if not isinstance(name, str) or not name:
-        issues.append({"path": "$.name", "code": "required" if "name" not in value else "type",
-                       "expected": "the tool name as a non-empty string"})
+        issues.append(
+            {
+                "path": "$.name",
+                "code": "required" if "name" not in value else "type",
+                "expected": "the tool name as a non-empty string",
+            }
+        )
     if "arguments" not in value:
         issues.append({"path": "$.arguments", "code": "required", "expected": "an object"})
     for key in sorted(set(value) - _ENVELOPE_KEYS):
         issues.append({"path": f"$.{key}", "code": "unknown_field", "expected": "only name and arguments"})
     if issues:
-        raise SchemaError("SCHEMA_MISMATCH", "a <tool_call> block must be {\"name\": ..., \"arguments\": {...}}",
-                          path=issues[0]["path"], issues=tuple(issues), offset=start,
-                          hint='write {"name": "...", "arguments": {...}}')
+        raise SchemaError(
+            "SCHEMA_MISMATCH",
+            'a <tool_call> block must be {"name": ..., "arguments": {...}}',
+            path=issues[0]["path"],
+            issues=tuple(issues),
+            offset=start,
+            hint='write {"name": "...", "arguments": {...}}',
+        )
     arguments = value["arguments"]
     if isinstance(arguments, str):
-        raise ParseError("DOUBLE_ENCODED_JSON", doc=doc, pos=start, path="$.arguments",
-                         hint="send the arguments object itself, not a string holding JSON")
+        raise ParseError(
+            "DOUBLE_ENCODED_JSON",
+            doc=doc,
+            pos=start,
+            path="$.arguments",
+            hint="send the arguments object itself, not a string holding JSON",
+        )
     if not isinstance(arguments, dict):
-        raise ParseError("ARGUMENTS_NOT_OBJECT", doc=doc, pos=start, path="$.arguments",
-                         hint="arguments must be a JSON object")
+        raise ParseError(
+            "ARGUMENTS_NOT_OBJECT", doc=doc, pos=start, path="$.arguments", hint="arguments must be a JSON object"
+        )
     return str(name), arguments
 
 
@@ -216,16 +243,30 @@ def _block_value(text: str, start: int, limits: Limits) -> tuple[Any, int]:
     if end < 0:
         if closing >= 0:
             _loads(text, start, closing, limits)  # raises the precise error inside the block
-        raise ParseError("UNEXPECTED_END", "the <tool_call> block ends before its JSON object closes",
-                         doc=text, pos=len(text),
-                         hint="finish the JSON object and close the block with </tool_call>")
+        raise ParseError(
+            "UNEXPECTED_END",
+            "the <tool_call> block ends before its JSON object closes",
+            doc=text,
+            pos=len(text),
+            hint="finish the JSON object and close the block with </tool_call>",
+        )
     after = _skip_ws(text, end)
     if after >= len(text):
-        raise ParseError("UNEXPECTED_END", "the <tool_call> block is not closed", doc=text, pos=after,
-                         hint="close the block with </tool_call>")
+        raise ParseError(
+            "UNEXPECTED_END",
+            "the <tool_call> block is not closed",
+            doc=text,
+            pos=after,
+            hint="close the block with </tool_call>",
+        )
     if not text.startswith(TOOL_CALL_CLOSE, after):
-        raise ParseError("TRAILING_CONTENT", "a <tool_call> block holds exactly one JSON object", doc=text,
-                         pos=after, hint="put each call in its own <tool_call> ... </tool_call> block")
+        raise ParseError(
+            "TRAILING_CONTENT",
+            "a <tool_call> block holds exactly one JSON object",
+            doc=text,
+            pos=after,
+            hint="put each call in its own <tool_call> ... </tool_call> block",
+        )
     return _loads(text, start, end, limits), after
 
 
@@ -257,21 +298,40 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
         if quoting.quoted(opening):
             continue  # quoted in a code span, code block, block quote: text
         if tag.group() == TOOL_CALL_CLOSE:
-            raise ParseError("UNEXPECTED_CHARACTER", "a </tool_call> without its <tool_call>", doc=text,
-                             pos=opening, hint="wrap each call in <tool_call> ... </tool_call>")
+            raise ParseError(
+                "UNEXPECTED_CHARACTER",
+                "a </tool_call> without its <tool_call>",
+                doc=text,
+                pos=opening,
+                hint="wrap each call in <tool_call> ... </tool_call>",
+            )
         outside.append(text[pos:opening])
         if len(calls) >= limits.max_calls_per_response:
             raise StreamError("TOO_MANY_CALLS", offset=opening)
         start = _skip_ws(text, opening + len(TOOL_CALL_OPEN))
         if start >= len(text):
-            raise ParseError("UNEXPECTED_END", "the <tool_call> block is not closed", doc=text, pos=len(text),
-                             hint="finish the JSON object and close the block with </tool_call>")
+            raise ParseError(
+                "UNEXPECTED_END",
+                "the <tool_call> block is not closed",
+                doc=text,
+                pos=len(text),
+                hint="finish the JSON object and close the block with </tool_call>",
+            )
         if text.startswith("```", start):
-            raise ParseError("MARKDOWN_FENCE", doc=text, pos=start,
-                             hint="put the JSON object directly inside <tool_call>, without ``` fences")
+            raise ParseError(
+                "MARKDOWN_FENCE",
+                doc=text,
+                pos=start,
+                hint="put the JSON object directly inside <tool_call>, without ``` fences",
+            )
         if text[start] != "{":
-            raise ParseError("UNEXPECTED_CHARACTER", "a <tool_call> block holds one JSON object", doc=text,
-                             pos=start, hint='write {"name": "...", "arguments": {...}}')
+            raise ParseError(
+                "UNEXPECTED_CHARACTER",
+                "a <tool_call> block holds one JSON object",
+                doc=text,
+                pos=start,
+                hint='write {"name": "...", "arguments": {...}}',
+            )
         value, after = _block_value(text, start, limits)
         name, arguments = _envelope(value, text, start)
         block_end = after + len(TOOL_CALL_CLOSE)
@@ -304,15 +364,26 @@ def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None =
     if not found.calls:
         return response
     if response.tool_calls:
-        raise SchemaError("AMBIGUOUS_DECISION", "the response has native tool calls and <tool_call> blocks in its text",
-                          path="$", offset=found.calls[0].start,
-                          hint="make tool calls either natively or as <tool_call> blocks, not both")
+        raise SchemaError(
+            "AMBIGUOUS_DECISION",
+            "the response has native tool calls and <tool_call> blocks in its text",
+            path="$",
+            offset=found.calls[0].start,
+            hint="make tool calls either natively or as <tool_call> blocks, not both",
+        )
     items: list[Any] = []
     outside = found.text.strip()
     if outside:
         items.append(TextItem(item_id="text_0", text=outside))
     for index, call in enumerate(found.calls):
-        items.append(ToolCallItem(item_id=f"text_call_{index}", call_id=f"text_call_{index}", name=call.name,
-                                  arguments=call.arguments_json, call_id_generated=True))
+        items.append(
+            ToolCallItem(
+                item_id=f"text_call_{index}",
+                call_id=f"text_call_{index}",
+                name=call.name,
+                arguments=call.arguments_json,
+                call_id_generated=True,
+            )
+        )
     kept = tuple(item for item in response.items if not isinstance(item, TextItem))
     return replace(response, items=kept + tuple(items), finish_reason="tool_calls")

@@ -53,9 +53,26 @@ class PartialJSON:
     """Feed text pieces in order; ask for the best-effort value at any time."""
 
     __slots__ = (
-        "_limits", "_mode", "_stack", "_keys", "_counts", "_pieces", "_is_key", "_escape", "_high",
-        "_literal", "_literal_len", "_start", "_string_bytes", "_values", "_offset", "_bytes", "_root",
-        "_view", "_error", "failure",
+        "_limits",
+        "_mode",
+        "_stack",
+        "_keys",
+        "_counts",
+        "_pieces",
+        "_is_key",
+        "_escape",
+        "_high",
+        "_literal",
+        "_literal_len",
+        "_start",
+        "_string_bytes",
+        "_values",
+        "_offset",
+        "_bytes",
+        "_root",
+        "_view",
+        "_error",
+        "failure",
     )
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
@@ -90,9 +107,7 @@ class PartialJSON:
         (only ``DOCUMENT_TOO_LARGE`` can replace it, once the text is past
         ``max_document_bytes``): then the text need not be fed any more."""
         failure = self.failure
-        return failure is not None and (
-            failure[0] == "DOCUMENT_TOO_LARGE" or size <= self._limits.max_document_bytes
-        )
+        return failure is not None and (failure[0] == "DOCUMENT_TOO_LARGE" or size <= self._limits.max_document_bytes)
 
     def error(self, doc: str, path: str | None = None) -> ParseError | None:
         """The :class:`~decisions.errors.ParseError` of :attr:`failure` (None
@@ -104,8 +119,14 @@ class PartialJSON:
             code, pos = self.failure
             found = parse_error(code, doc, pos, self._limits)
             self._error = ParseError(
-                code, found.message, doc=found.doc, pos=pos, lineno=found.lineno, colno=found.colno,
-                hint=found.hint, path=path,
+                code,
+                found.message,
+                doc=found.doc,
+                pos=pos,
+                lineno=found.lineno,
+                colno=found.colno,
+                hint=found.hint,
+                path=path,
             )
         # raised again by every later snapshot: a traceback kept from the last
         # raise would grow by one entry each time

@@ -53,13 +53,13 @@ from __future__ import annotations
 from typing import Any, Final, Iterable, Literal, Mapping
 
 from .. import _backend
-from .decision import Decision, FinalDecision, ToolCall, ToolDecision
-from .domain import Tool, ToolRegistry
 from ..errors import DomainError, ParseError, PolicyError, SchemaError, StreamError
 from ..limits import DEFAULT_LIMITS, Limits
+from ..types import FINISH_REASONS, NormalizedResponse, RefusalItem, ResponseSnapshot, ToolCallItem
+from .decision import Decision, FinalDecision, ToolCall, ToolDecision
+from .domain import Tool, ToolRegistry
 from .policy import Policy, Run, _apply, _Plan
 from .schema import Schema, schema_mismatch
-from ..types import FINISH_REASONS, NormalizedResponse, RefusalItem, ResponseSnapshot, ToolCallItem
 from .versions import VersionedSchema
 
 __all__ = ["decide", "check_complete", "parse_arguments", "TextPolicy"]
@@ -71,7 +71,10 @@ TextPolicy = Literal["trace", "reject"]
 _OPEN_POLICY: Final = Policy()
 
 _FINISH_ERRORS: Mapping[str, tuple[str, str]] = {
-    "length": ("INCOMPLETE_RESPONSE", "the output was cut off at the token limit; retry with a larger limit or a smaller task"),
+    "length": (
+        "INCOMPLETE_RESPONSE",
+        "the output was cut off at the token limit; retry with a larger limit or a smaller task",
+    ),
     "content_filter": ("CONTENT_FILTERED", "the provider withheld the output; rephrase the request"),
     "refusal": ("REFUSAL", "the model refused; do not retry the same request unchanged"),
     "cancelled": ("RESPONSE_CANCELLED", "the response was cancelled"),
@@ -84,7 +87,11 @@ def check_complete(response: object) -> NormalizedResponse:
     """The completeness gate: ``response`` itself if it may become a
     decision, else the ``StreamError`` that says why not."""
     if isinstance(response, ResponseSnapshot):
-        raise StreamError("SNAPSHOT_NOT_DECIDABLE", f"a snapshot of a {response.state} stream is provisional", hint="wait for the stream to finish")
+        raise StreamError(
+            "SNAPSHOT_NOT_DECIDABLE",
+            f"a snapshot of a {response.state} stream is provisional",
+            hint="wait for the stream to finish",
+        )
     if not isinstance(response, NormalizedResponse):
         raise TypeError(f"decide takes a NormalizedResponse, not {type(response).__name__}")
     reason = response.finish_reason
@@ -96,7 +103,12 @@ def check_complete(response: object) -> NormalizedResponse:
         raise StreamError(code, f"the response finished with {reason!r}{raw}", hint=hint)
     for index, item in enumerate(response.items):
         if isinstance(item, RefusalItem):
-            raise StreamError("REFUSAL", f"the response holds a refusal (item {index})", path=f"$.items[{index}]", hint=_FINISH_ERRORS["refusal"][1])
+            raise StreamError(
+                "REFUSAL",
+                f"the response holds a refusal (item {index})",
+                path=f"$.items[{index}]",
+                hint=_FINISH_ERRORS["refusal"][1],
+            )
     for index, call in enumerate(response.tool_calls):
         if not call.complete:
             raise StreamError(
@@ -106,7 +118,9 @@ def check_complete(response: object) -> NormalizedResponse:
                 hint="the call was cut off; it cannot run",
             )
     if reason == "tool_calls" and not response.tool_calls:
-        raise StreamError("FINISH_REASON_MISMATCH", "the finish reason says tool_calls but the response holds no call", path="$.calls")
+        raise StreamError(
+            "FINISH_REASON_MISMATCH", "the finish reason says tool_calls but the response holds no call", path="$.calls"
+        )
     return response
 
 
@@ -153,14 +167,16 @@ def parse_arguments(text: str, *, limits: Limits = DEFAULT_LIMITS, path: str = "
                 hint="send the arguments object itself, not a string containing it",
             )
     kind = "null" if value is None else type(value).__name__
-    kind = {"list": "an array", "bool": "a boolean", "int": "a number", "float": "a number", "str": "a string"}.get(kind, kind)
+    kind = {"list": "an array", "bool": "a boolean", "int": "a number", "float": "a number", "str": "a string"}.get(
+        kind, kind
+    )
     raise ParseError(
         "ARGUMENTS_NOT_OBJECT",
         f"the arguments are {kind}, not a JSON object",
         doc=text,
         pos=pos,
         path=path,
-        hint="arguments must be a JSON object such as {\"path\": \"a.txt\"}",
+        hint='arguments must be a JSON object such as {"path": "a.txt"}',
     )
 
 

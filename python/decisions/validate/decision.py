@@ -144,8 +144,7 @@ class ToolDecision:
             if verdict.status != "needs_approval":
                 raise ValueError(f"call {call_id!r} is {verdict.status}, not waiting for approval")
         verdicts = tuple(
-            replace(v, status="approved", approved_by=approver) if v.call_id in wanted else v
-            for v in self.verdicts
+            replace(v, status="approved", approved_by=approver) if v.call_id in wanted else v for v in self.verdicts
         )
         return replace(self, verdicts=verdicts)
 

@@ -116,7 +116,7 @@ def tool_key(name: str) -> str:
         match = _NAMESPACE.match(text)
         if match is None or match.end() == len(text):
             return text
-        text = text[match.end():]
+        text = text[match.end() :]
 
 
 def _look_alike(a: str, b: str) -> bool:
@@ -136,7 +136,13 @@ def check_tool_name(name: str, *, path: str = "$.name") -> None:
         "INVALID_TOOL_NAME",
         f"the tool name {shown!r} {problem}",
         path=path,
-        issues=({"path": path, "code": "invalid_tool_name", "expected": "a tool name without whitespace, control or invisible characters"},),
+        issues=(
+            {
+                "path": path,
+                "code": "invalid_tool_name",
+                "expected": "a tool name without whitespace, control or invisible characters",
+            },
+        ),
         hint="call a tool by its exact name, with no spaces or invisible characters",
     )
 
@@ -165,7 +171,9 @@ class ToolNames:
             raise ValueError(f"tool name {name!r} {problem}")
         other = self.look_alike(name)
         if other is not None:
-            raise ValueError(f"tool names {other!r} and {name!r} differ only in spelling; one of them would shadow the other")
+            raise ValueError(
+                f"tool names {other!r} and {name!r} differ only in spelling; one of them would shadow the other"
+            )
         key = tool_key(name)
         self._exact.add(name)
         self._keys[key] = name

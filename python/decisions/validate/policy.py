@@ -54,9 +54,9 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
 
+from ..errors import PolicyError
 from .decision import BatchMode, CallVerdict, ToolCall
 from .domain import ToolNames, ToolRegistry
-from ..errors import PolicyError
 from .schema import json_path
 
 __all__ = ["Access", "PathArg", "ToolRule", "Policy", "Run", "resolve_path", "apply_policy", "parse_selector"]
@@ -105,7 +105,9 @@ ApprovalCheck = Callable[[ToolCall], "str | None"]
 
 
 def _reject(code: str, message: str, path: str, expected: str, hint: str) -> PolicyError:
-    return PolicyError(code, message, path=path, issues=({"path": path, "code": code.lower(), "expected": expected},), hint=hint)
+    return PolicyError(
+        code, message, path=path, issues=({"path": path, "code": code.lower(), "expected": expected},), hint=hint
+    )
 
 
 def _inside(root: str, target: str) -> bool:
@@ -122,18 +124,48 @@ def resolve_path(root: str | os.PathLike[str], raw: Any, *, path: str = "$") -> 
         raw = os.fspath(raw)
     expected = "a relative path inside the workspace"
     if not isinstance(raw, str) or not raw.strip():
-        raise _reject("PATH_INVALID", "a path must be a non-empty string", path, expected, "give a relative path such as 'src/main.py'")
+        raise _reject(
+            "PATH_INVALID",
+            "a path must be a non-empty string",
+            path,
+            expected,
+            "give a relative path such as 'src/main.py'",
+        )
     for bad, what in (("\x00", "a NUL character"), ("\\", "a backslash")):
         if bad in raw:
-            raise _reject("PATH_INVALID", f"the path holds {what}", path, expected, "use '/' between path components and no control characters")
+            raise _reject(
+                "PATH_INVALID",
+                f"the path holds {what}",
+                path,
+                expected,
+                "use '/' between path components and no control characters",
+            )
     if raw.startswith("~"):
-        raise _reject("PATH_INVALID", "home-directory paths ('~') are not expanded", path, expected, "give a path relative to the workspace")
+        raise _reject(
+            "PATH_INVALID",
+            "home-directory paths ('~') are not expanded",
+            path,
+            expected,
+            "give a path relative to the workspace",
+        )
     if _DRIVE.match(raw) or raw.startswith("//"):
-        raise _reject("PATH_INVALID", "drive and UNC paths are not accepted", path, expected, "give a path relative to the workspace")
+        raise _reject(
+            "PATH_INVALID",
+            "drive and UNC paths are not accepted",
+            path,
+            expected,
+            "give a path relative to the workspace",
+        )
     try:
         target = os.path.realpath(os.path.join(root, raw))
     except (OSError, ValueError, RuntimeError) as error:
-        raise _reject("PATH_INVALID", f"the path cannot be resolved ({type(error).__name__})", path, expected, "give a path relative to the workspace") from error
+        raise _reject(
+            "PATH_INVALID",
+            f"the path cannot be resolved ({type(error).__name__})",
+            path,
+            expected,
+            "give a path relative to the workspace",
+        ) from error
     if not _inside(root, target):
         raise _reject(
             "PATH_OUTSIDE_WORKSPACE",
@@ -271,7 +303,9 @@ class Policy:
                 try:
                     tool.schema.check_selector(path_plan.steps)
                 except ValueError as error:
-                    raise ValueError(f"the policy's path rule {path_plan.selector!r} for {name!r} does not fit the tool: {error}") from None
+                    raise ValueError(
+                        f"the policy's path rule {path_plan.selector!r} for {name!r} does not fit the tool: {error}"
+                    ) from None
         compiled = _Plan(names, self._bare.paths, registry.version)
         self._plans[registry] = compiled
         return compiled
@@ -380,7 +414,13 @@ def _select(
     child = _member(value, step)
     if child is _NOT_OBJECT:
         where = json_path([*base, *parts])
-        raise _reject("PATH_INVALID", f"expected an object holding {step!r}", where, f"an object with {step!r}", "give the arguments the shape the tool declares")
+        raise _reject(
+            "PATH_INVALID",
+            f"expected an object holding {step!r}",
+            where,
+            f"an object with {step!r}",
+            "give the arguments the shape the tool declares",
+        )
     _select(child, rest, [*parts, step], found, empty, base)
 
 
@@ -396,10 +436,22 @@ def _check_call(
     """One call's verdict; raises the PolicyError that denies it."""
     base = f"$.calls[{index}]"
     if run is not None and run.decided(call.call_id):
-        raise _reject("CALL_ALREADY_DECIDED", f"call {call.call_id!r} was already decided", f"{base}.call_id", "a new call id", "this call was already handled; do not repeat it")
+        raise _reject(
+            "CALL_ALREADY_DECIDED",
+            f"call {call.call_id!r} was already decided",
+            f"{base}.call_id",
+            "a new call id",
+            "this call was already handled; do not repeat it",
+        )
     rule = policy.tools.get(call.name)
     if (rule is None and policy.default == "deny") or (rule is not None and not rule.allowed):
-        raise _reject("TOOL_DENIED", f"policy does not allow the tool {call.name!r}", f"{base}.name", "an allowed tool", "this tool is not allowed here")
+        raise _reject(
+            "TOOL_DENIED",
+            f"policy does not allow the tool {call.name!r}",
+            f"{base}.name",
+            "an allowed tool",
+            "this tool is not allowed here",
+        )
     if repaired:
         tool = registry.get(call.name) if registry is not None else None
         if tool is None or tool.side_effects:
@@ -442,7 +494,13 @@ def _check_call(
             outcome = f"the state check raised {type(error).__name__}"
         if outcome is False or isinstance(outcome, str):
             reason = outcome if isinstance(outcome, str) else "the state check refused the call"
-            raise _reject("STATE_CHECK_FAILED", reason, base, "a call the current state allows", "this action is not possible in the current state")
+            raise _reject(
+                "STATE_CHECK_FAILED",
+                reason,
+                base,
+                "a call the current state allows",
+                "this action is not possible in the current state",
+            )
     reasons: list[str] = []
     if rule is not None and rule.approval:
         reasons.append(rule.approval if isinstance(rule.approval, str) else f"{call.name!r} requires approval")
@@ -508,7 +566,13 @@ def _apply(
     ids = [c.call_id for c in calls]
     repeated = sorted({c for c in ids if ids.count(c) > 1})
     if repeated:
-        raise _reject("CALL_ALREADY_DECIDED", f"call ids repeat within one response: {repeated}", "$.calls", "one call per call id", "give every call its own id")
+        raise _reject(
+            "CALL_ALREADY_DECIDED",
+            f"call ids repeat within one response: {repeated}",
+            "$.calls",
+            "one call per call id",
+            "give every call its own id",
+        )
     verdicts: list[CallVerdict] = []
     denied: list[tuple[int, PolicyError]] = []
     for index, call in enumerate(calls):
@@ -539,5 +603,11 @@ def _apply(
         fresh = [v.call_id for v in verdicts if v.error is None or v.error.code != "CALL_ALREADY_DECIDED"]
         replayed = run.claim(fresh)
         if replayed:
-            raise _reject("CALL_ALREADY_DECIDED", f"call ids already decided: {list(replayed)}", "$.calls", "new call ids", "these calls were already handled; do not repeat them")
+            raise _reject(
+                "CALL_ALREADY_DECIDED",
+                f"call ids already decided: {list(replayed)}",
+                "$.calls",
+                "new call ids",
+                "these calls were already handled; do not repeat them",
+            )
     return tuple(verdicts)

@@ -41,7 +41,7 @@ from typing import Any, Final, Iterable, Iterator, Mapping, Sequence
 import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from ..errors import SchemaError, json_path
 
@@ -74,6 +74,7 @@ ISSUE_CODES: Final[Mapping[str, str]] = {
 #: At most this many issues are reported for one value.
 MAX_ISSUES: Final = 32
 
+
 def _issue(root: str, parts: Iterable[str | int], code: str, expected: str) -> dict[str, str]:
     return {"path": json_path(parts, root), "code": code, "expected": expected}
 
@@ -82,9 +83,7 @@ def schema_mismatch(issues: Sequence[Mapping[str, str]], message: str | None = N
     """The ``SCHEMA_MISMATCH`` error for these issues (path of the first)."""
     shown = tuple(issues[:MAX_ISSUES])
     hint = "; ".join(f"{i['path']}: {i['code']} (expected {i['expected']})" for i in shown[:3])
-    return SchemaError(
-        "SCHEMA_MISMATCH", message, path=shown[0]["path"] if shown else None, issues=shown, hint=hint
-    )
+    return SchemaError("SCHEMA_MISMATCH", message, path=shown[0]["path"] if shown else None, issues=shown, hint=hint)
 
 
 # ---------------------------------------------------------------- Pydantic
@@ -177,9 +176,7 @@ def _strict_validator_class(schema: Mapping[str, Any]) -> Any:
     cls = _STRICT_CLASSES.get(base)
     if cls is None:
         extend: Any = jsonschema.validators.extend
-        cls = extend(
-            base, type_checker=base.TYPE_CHECKER.redefine("integer", _strict_integer)
-        )
+        cls = extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _strict_integer))
         _STRICT_CLASSES[base] = cls
     return cls
 
@@ -226,9 +223,7 @@ def _is_tag_error(sub: jsonschema.exceptions.ValidationError) -> bool:
     return sub.validator in ("const", "enum") and len(sub.relative_path) == 1
 
 
-def _alternatives(
-    error: jsonschema.exceptions.ValidationError, root: str
-) -> Iterator[dict[str, str]]:
+def _alternatives(error: jsonschema.exceptions.ValidationError, root: str) -> Iterator[dict[str, str]]:
     """Issues for a failed ``oneOf``/``anyOf``: when every alternative but one
     fails on a tag constant (``kind``), the errors of that one; when all fail
     on the same tag field, one ``discriminator`` issue; else the best match."""
@@ -242,12 +237,7 @@ def _alternatives(
         for sub in branches[untagged[0]]:
             yield from _js_issues(sub, root)
         return
-    tags = {
-        tuple(s.relative_path)
-        for subs in branches.values()
-        for s in subs
-        if _is_tag_error(s)
-    }
+    tags = {tuple(s.relative_path) for subs in branches.values() for s in subs if _is_tag_error(s)}
     if len(tags) == 1 and not untagged and len(branches) == len(all_variants):
         (key,) = tags
         expected = []
@@ -303,14 +293,31 @@ def _js_issues(error: jsonschema.exceptions.ValidationError, root: str) -> Itera
 
 #: Keywords whose subschemas describe a new instance location (a member or an
 #: item), each holding one schema, a list of schemas or a map of them.
-_JS_LOCATION_ONE: Final = ("additionalProperties", "unevaluatedProperties", "additionalItems", "unevaluatedItems", "contains")
+_JS_LOCATION_ONE: Final = (
+    "additionalProperties",
+    "unevaluatedProperties",
+    "additionalItems",
+    "unevaluatedItems",
+    "contains",
+)
 _JS_LOCATION_MAP: Final = ("properties", "patternProperties")
 #: Keywords whose subschemas apply at the same location (the parts of a
 #: composed object); ``not`` and ``if`` are left out on purpose.
 _JS_SAME_LIST: Final = ("allOf", "anyOf", "oneOf")
 _JS_SAME_ONE: Final = ("then", "else")
 _JS_SAME_MAP: Final = ("dependentSchemas", "$defs", "definitions")
-_JS_COMPOSED: Final = ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "if", "then", "else", "dependentSchemas", "dependencies")
+_JS_COMPOSED: Final = (
+    "$ref",
+    "$dynamicRef",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+    "dependencies",
+)
 
 
 def _pointer(root: Any, ref: str) -> Any:
@@ -419,7 +426,11 @@ def _core_nodes(schema: Any) -> Iterator[dict[str, Any]]:
         node = stack.pop()
         if isinstance(node, dict):
             yield node
-            stack.extend(v for k, v in node.items() if k not in ("metadata", "serialization", "cls") and isinstance(v, (dict, list, tuple)))
+            stack.extend(
+                v
+                for k, v in node.items()
+                if k not in ("metadata", "serialization", "cls") and isinstance(v, (dict, list, tuple))
+            )
         elif isinstance(node, (list, tuple)):
             stack.extend(v for v in node if isinstance(v, (dict, list, tuple)))
 
@@ -432,7 +443,9 @@ def _explicitly_open(core: Any) -> list[str]:
         config = node.get("config")
         if isinstance(config, dict) and config.get("extra_fields_behavior") in ("allow", "ignore"):
             cls = node.get("cls")
-            found.append(f"{getattr(cls, '__qualname__', node.get('type'))} (extra={config['extra_fields_behavior']!r})")
+            found.append(
+                f"{getattr(cls, '__qualname__', node.get('type'))} (extra={config['extra_fields_behavior']!r})"
+            )
     return sorted(set(found))
 
 
@@ -443,7 +456,17 @@ def _core_definitions(core: Any) -> dict[str, Any]:
     return {node["ref"]: node for node in _core_nodes(core) if isinstance(node.get("ref"), str)}
 
 
-_CORE_WRAPPERS: Final = ("default", "nullable", "function-before", "function-after", "function-wrap", "model", "dataclass", "definitions", "chain")
+_CORE_WRAPPERS: Final = (
+    "default",
+    "nullable",
+    "function-before",
+    "function-after",
+    "function-wrap",
+    "model",
+    "dataclass",
+    "definitions",
+    "chain",
+)
 
 
 def _core_expand(node: Any, defs: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -527,7 +550,10 @@ def _js_step(node: Any, step: str | None) -> list[Any] | None:
     if step is None:
         items = node.get("items")
         prefix = node.get("prefixItems")
-        found = [*(prefix if isinstance(prefix, list) else []), *(items if isinstance(items, list) else [items] if items is not None else [])]
+        found = [
+            *(prefix if isinstance(prefix, list) else []),
+            *(items if isinstance(items, list) else [items] if items is not None else []),
+        ]
         return found or None
     properties = node.get("properties")
     if isinstance(properties, dict) and step in properties:
@@ -644,9 +670,9 @@ class Schema:
         matches) and the validated value (None when there are issues)."""
         too_deep = [_issue(root, (), "too_deep", f"at most {MAX_VALIDATION_DEPTH} levels of nesting")]
         # a text with fewer brackets than the bound cannot nest deeper
-        if (
-            text is None or text.count("[") + text.count("{") > MAX_VALIDATION_DEPTH
-        ) and _nested_deeper(value, MAX_VALIDATION_DEPTH):
+        if (text is None or text.count("[") + text.count("{") > MAX_VALIDATION_DEPTH) and _nested_deeper(
+            value, MAX_VALIDATION_DEPTH
+        ):
             return too_deep, None
         try:
             return self._issues(value, text, root)

@@ -154,7 +154,10 @@ const fn event_type(event: &Event) -> &'static str {
 /// Finish reasons that cut the output itself: every tool call of the
 /// response is incomplete and can never become executable.
 pub const fn cuts_calls(reason: FinishReason) -> bool {
-    matches!(reason, FinishReason::Length | FinishReason::ContentFilter | FinishReason::Refusal)
+    matches!(
+        reason,
+        FinishReason::Length | FinishReason::ContentFilter | FinishReason::Refusal
+    )
 }
 
 /// Finish reasons that cut the response short: open items are allowed at the finish.
@@ -240,10 +243,16 @@ impl Assembler {
     /// Err if the stream was cancelled or already failed.
     pub fn check_usable(&self) -> Result<(), CoreError> {
         if self.cancelled {
-            return Err(err(Code::STREAM_CANCELLED, "the stream was cancelled by the caller".into()));
+            return Err(err(
+                Code::STREAM_CANCELLED,
+                "the stream was cancelled by the caller".into(),
+            ));
         }
         if let Some(code) = self.error {
-            return Err(err(Code::STREAM_FAILED, format!("the stream already failed ({})", code.as_str())));
+            return Err(err(
+                Code::STREAM_FAILED,
+                format!("the stream already failed ({})", code.as_str()),
+            ));
         }
         Ok(())
     }
@@ -270,7 +279,10 @@ impl Assembler {
         }
         if let Event::ResponseStarted { response_id, model } = event {
             if state != State::Init {
-                return Err(self.fail_with(Code::DUPLICATE_START, "the response was started twice".into()));
+                return Err(self.fail_with(
+                    Code::DUPLICATE_START,
+                    "the response was started twice".into(),
+                ));
             }
             self.state = State::Started;
             self.response_id = response_id;
@@ -295,26 +307,45 @@ impl Assembler {
                 };
                 self.new_item(kind, item_id).map(|_| ())
             }
-            Event::TextDelta { item_id, delta } => self.text_delta("text_delta", Kind::Text, &item_id, &delta),
+            Event::TextDelta { item_id, delta } => {
+                self.text_delta("text_delta", Kind::Text, &item_id, &delta)
+            }
             Event::RefusalDelta { item_id, delta } => {
                 self.text_delta("refusal_delta", Kind::Refusal, &item_id, &delta)
             }
-            Event::ReasoningDelta { item_id, delta, signature } => {
-                self.reasoning_delta(&item_id, &delta, signature.as_deref())
-            }
-            Event::ToolCallStarted { item_id, call_id, name, call_id_generated } => {
-                self.call_started(item_id, call_id, name, call_id_generated)
-            }
+            Event::ReasoningDelta {
+                item_id,
+                delta,
+                signature,
+            } => self.reasoning_delta(&item_id, &delta, signature.as_deref()),
+            Event::ToolCallStarted {
+                item_id,
+                call_id,
+                name,
+                call_id_generated,
+            } => self.call_started(item_id, call_id, name, call_id_generated),
             Event::ToolArgumentsDelta { item_id, delta } => self.arguments_delta(&item_id, &delta),
             Event::ItemEnded { item_id } => self.item_ended(&item_id),
-            Event::ResponseFinished { finish_reason, raw_finish_reason } => {
+            Event::ResponseFinished {
+                finish_reason,
+                raw_finish_reason,
+            } => {
                 self.finish_reason = finish_reason;
                 self.raw_finish_reason = raw_finish_reason;
                 self.state = State::Completed;
                 Ok(())
             }
-            Event::ResponseFailed { code, message, retryable, .. } => {
-                self.provider_failure = Some(ProviderFailure { code, message, retryable });
+            Event::ResponseFailed {
+                code,
+                message,
+                retryable,
+                ..
+            } => {
+                self.provider_failure = Some(ProviderFailure {
+                    code,
+                    message,
+                    retryable,
+                });
                 self.state = State::Failed;
                 Ok(())
             }
@@ -356,10 +387,17 @@ impl Assembler {
         };
         let (item_kind, ended) = match self.items.get(index) {
             Some(item) => (item.kind, item.ended),
-            None => return Err(self.fail_with(Code::UNKNOWN_ITEM, format!("item \"{item_id}\" is missing"))),
+            None => {
+                return Err(
+                    self.fail_with(Code::UNKNOWN_ITEM, format!("item \"{item_id}\" is missing"))
+                )
+            }
         };
         if item_kind != kind {
-            let msg = format!("{event} for item \"{item_id}\", which is a {} item", item_kind.as_str());
+            let msg = format!(
+                "{event} for item \"{item_id}\", which is a {} item",
+                item_kind.as_str()
+            );
             return Err(self.fail_with(Code::UNKNOWN_ITEM, msg));
         }
         if ended {
@@ -382,7 +420,13 @@ impl Assembler {
         Ok(())
     }
 
-    fn text_delta(&mut self, event: &str, kind: Kind, item_id: &str, delta: &str) -> Result<(), CoreError> {
+    fn text_delta(
+        &mut self,
+        event: &str,
+        kind: Kind,
+        item_id: &str,
+        delta: &str,
+    ) -> Result<(), CoreError> {
         let index = self.open_item(event, kind, item_id)?;
         self.add_bytes(delta.len())?;
         if let Some(item) = self.items.get_mut(index) {
@@ -391,13 +435,20 @@ impl Assembler {
         Ok(())
     }
 
-    fn reasoning_delta(&mut self, item_id: &str, delta: &str, signature: Option<&str>) -> Result<(), CoreError> {
+    fn reasoning_delta(
+        &mut self,
+        item_id: &str,
+        delta: &str,
+        signature: Option<&str>,
+    ) -> Result<(), CoreError> {
         let index = self.open_item("reasoning_delta", Kind::Reasoning, item_id)?;
         self.add_bytes(delta.len().saturating_add(signature.map_or(0, str::len)))?;
         if let Some(item) = self.items.get_mut(index) {
             item.text.push_str(delta);
             if let Some(signature) = signature {
-                item.signature.get_or_insert_with(String::new).push_str(signature);
+                item.signature
+                    .get_or_insert_with(String::new)
+                    .push_str(signature);
             }
         }
         Ok(())
@@ -411,7 +462,10 @@ impl Assembler {
         call_id_generated: bool,
     ) -> Result<(), CoreError> {
         if let Some(existing) = self.by_id.get(&item_id).and_then(|&i| self.items.get(i)) {
-            if existing.kind == Kind::ToolCall && existing.call_id == call_id && existing.name != name {
+            if existing.kind == Kind::ToolCall
+                && existing.call_id == call_id
+                && existing.name != name
+            {
                 let msg = format!(
                     "tool call \"{call_id}\" changed its name from \"{}\" to \"{name}\"",
                     existing.name
@@ -464,7 +518,12 @@ impl Assembler {
     }
 
     fn item_ended(&mut self, item_id: &str) -> Result<(), CoreError> {
-        let Some(item) = self.by_id.get(item_id).copied().and_then(|i| self.items.get_mut(i)) else {
+        let Some(item) = self
+            .by_id
+            .get(item_id)
+            .copied()
+            .and_then(|i| self.items.get_mut(i))
+        else {
             let msg = format!("item_ended for item \"{item_id}\", which was never started");
             return Err(self.fail_with(Code::UNKNOWN_ITEM, msg));
         };
@@ -486,7 +545,10 @@ impl Assembler {
 
     /// The response, if a legal terminal event and complete items were seen.
     /// The provider's failure event gives a `PROVIDER_ERROR` (transport).
-    pub fn finish(&mut self, unknown_events: &BTreeMap<String, u64>) -> Result<&Response, CoreError> {
+    pub fn finish(
+        &mut self,
+        unknown_events: &BTreeMap<String, u64>,
+    ) -> Result<&Response, CoreError> {
         self.check_usable()?;
         if let Some(failure) = &self.provider_failure {
             let message = if failure.message.is_empty() {
@@ -578,8 +640,14 @@ fn spec(kind: &str) -> Option<Spec> {
     Some(match kind {
         "response_started" => &[("response_id", OptStr, false), ("model", OptStr, false)],
         "item_started" => &[("item_id", Str, true), ("kind", Kind, true)],
-        "text_delta" | "refusal_delta" | "tool_arguments_delta" => &[("item_id", Str, true), ("delta", Str, true)],
-        "reasoning_delta" => &[("item_id", Str, true), ("delta", Str, false), ("signature", OptStr, false)],
+        "text_delta" | "refusal_delta" | "tool_arguments_delta" => {
+            &[("item_id", Str, true), ("delta", Str, true)]
+        }
+        "reasoning_delta" => &[
+            ("item_id", Str, true),
+            ("delta", Str, false),
+            ("signature", OptStr, false),
+        ],
         "tool_call_started" => &[
             ("item_id", Str, true),
             ("call_id", Str, true),
@@ -593,7 +661,10 @@ fn spec(kind: &str) -> Option<Spec> {
             ("cached_tokens", OptInt, false),
             ("reasoning_tokens", OptInt, false),
         ],
-        "response_finished" => &[("finish_reason", Finish, true), ("raw_finish_reason", OptStr, false)],
+        "response_finished" => &[
+            ("finish_reason", Finish, true),
+            ("raw_finish_reason", OptStr, false),
+        ],
         "response_failed" => &[
             ("code", Str, true),
             ("message", Str, false),
@@ -615,39 +686,70 @@ pub fn canonical_event(payload: Value) -> Result<Option<Event>, CoreError> {
     };
     let kind = match map.remove("type") {
         Some(Value::String(kind)) => kind,
-        _ => return Err(malformed("a canonical event needs a \"type\" string".into())),
+        _ => {
+            return Err(malformed(
+                "a canonical event needs a \"type\" string".into(),
+            ))
+        }
     };
     let Some(fields) = spec(&kind) else {
         map.insert("type".into(), Value::String(kind));
         return Ok(None);
     };
     // the map is ordered, so the first unknown key is the smallest, as in the pure twin
-    if let Some(extra) = map.keys().find(|key| !fields.iter().any(|(name, _, _)| name == key)) {
-        return Err(malformed(format!("{kind} event has an unknown field \"{extra}\"")));
+    if let Some(extra) = map
+        .keys()
+        .find(|key| !fields.iter().any(|(name, _, _)| name == key))
+    {
+        return Err(malformed(format!(
+            "{kind} event has an unknown field \"{extra}\""
+        )));
     }
     for (name, field, required) in fields {
         match map.get(*name) {
-            None if *required => return Err(malformed(format!("{kind} event lacks the field \"{name}\""))),
+            None if *required => {
+                return Err(malformed(format!(
+                    "{kind} event lacks the field \"{name}\""
+                )))
+            }
             Some(value) if !field.valid(value) => {
-                return Err(malformed(format!("{kind} event field \"{name}\" must be {}", field.expected())))
+                return Err(malformed(format!(
+                    "{kind} event field \"{name}\" must be {}",
+                    field.expected()
+                )))
             }
             _ => {}
         }
     }
     let m = &mut map;
     let event = match kind.as_str() {
-        "response_started" => Event::ResponseStarted { response_id: take_opt(m, "response_id"), model: take_opt(m, "model") },
+        "response_started" => Event::ResponseStarted {
+            response_id: take_opt(m, "response_id"),
+            model: take_opt(m, "model"),
+        },
         "item_started" => {
             let kind = match m.get("kind").and_then(Value::as_str) {
                 Some("refusal") => ItemKind::Refusal,
                 Some("reasoning") => ItemKind::Reasoning,
                 _ => ItemKind::Text,
             };
-            Event::ItemStarted { item_id: take(m, "item_id"), kind }
+            Event::ItemStarted {
+                item_id: take(m, "item_id"),
+                kind,
+            }
         }
-        "text_delta" => Event::TextDelta { item_id: take(m, "item_id"), delta: take(m, "delta") },
-        "refusal_delta" => Event::RefusalDelta { item_id: take(m, "item_id"), delta: take(m, "delta") },
-        "tool_arguments_delta" => Event::ToolArgumentsDelta { item_id: take(m, "item_id"), delta: take(m, "delta") },
+        "text_delta" => Event::TextDelta {
+            item_id: take(m, "item_id"),
+            delta: take(m, "delta"),
+        },
+        "refusal_delta" => Event::RefusalDelta {
+            item_id: take(m, "item_id"),
+            delta: take(m, "delta"),
+        },
+        "tool_arguments_delta" => Event::ToolArgumentsDelta {
+            item_id: take(m, "item_id"),
+            delta: take(m, "delta"),
+        },
         "reasoning_delta" => Event::ReasoningDelta {
             item_id: take(m, "item_id"),
             delta: take(m, "delta"),
@@ -657,9 +759,14 @@ pub fn canonical_event(payload: Value) -> Result<Option<Event>, CoreError> {
             item_id: take(m, "item_id"),
             call_id: take(m, "call_id"),
             name: take(m, "name"),
-            call_id_generated: m.get("call_id_generated").and_then(Value::as_bool).unwrap_or(false),
+            call_id_generated: m
+                .get("call_id_generated")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         },
-        "item_ended" => Event::ItemEnded { item_id: take(m, "item_id") },
+        "item_ended" => Event::ItemEnded {
+            item_id: take(m, "item_id"),
+        },
         "usage" => Event::Usage(Usage {
             input_tokens: m.get("input_tokens").and_then(Value::as_u64),
             output_tokens: m.get("output_tokens").and_then(Value::as_u64),
@@ -719,7 +826,10 @@ pub struct CanonicalMapper {
 
 impl CanonicalMapper {
     fn map_value(&mut self, value: Value, out: &mut Vec<Event>) -> Result<(), CoreError> {
-        let name = value.get("type").and_then(Value::as_str).map(str::to_string);
+        let name = value
+            .get("type")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         match canonical_event(value)? {
             Some(event) => out.push(event),
             None => count_unknown(&mut self.unknown, name.as_deref().unwrap_or_default()),
@@ -743,7 +853,12 @@ struct WireDelta<'a> {
 }
 
 impl Mapper for CanonicalMapper {
-    fn map_event(&mut self, _event: Option<&str>, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn map_event(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         if let Ok(wire) = serde_json::from_str::<WireDelta<'_>>(data) {
             let (item_id, delta) = (wire.item_id.into_owned(), wire.delta.into_owned());
             let event = match wire.kind.as_ref() {
@@ -767,7 +882,9 @@ impl Mapper for CanonicalMapper {
 
     fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
         let Value::Array(values) = decode_data(body)? else {
-            return Err(malformed("a canonical body must be a JSON array of events".into()));
+            return Err(malformed(
+                "a canonical body must be a JSON array of events".into(),
+            ));
         };
         for value in values {
             self.map_value(value, out)?;
@@ -785,15 +902,26 @@ mod tests {
     use super::*;
 
     fn started() -> Event {
-        Event::ResponseStarted { response_id: Some("r".into()), model: None }
+        Event::ResponseStarted {
+            response_id: Some("r".into()),
+            model: None,
+        }
     }
 
     fn call(id: &str) -> Event {
-        Event::ToolCallStarted { item_id: id.into(), call_id: format!("c{id}"), name: "f".into(), call_id_generated: false }
+        Event::ToolCallStarted {
+            item_id: id.into(),
+            call_id: format!("c{id}"),
+            name: "f".into(),
+            call_id_generated: false,
+        }
     }
 
     fn delta(id: &str, d: &str) -> Event {
-        Event::ToolArgumentsDelta { item_id: id.into(), delta: d.into() }
+        Event::ToolArgumentsDelta {
+            item_id: id.into(),
+            delta: d.into(),
+        }
     }
 
     fn run(events: Vec<Event>) -> Result<Response, CoreError> {
@@ -814,33 +942,77 @@ mod tests {
             delta("b", "{\"y\":"),
             delta("a", "1}"),
             delta("b", "2}"),
-            Event::ItemEnded { item_id: "a".into() },
-            Event::ItemEnded { item_id: "b".into() },
-            Event::ResponseFinished { finish_reason: FinishReason::ToolCalls, raw_finish_reason: None },
+            Event::ItemEnded {
+                item_id: "a".into(),
+            },
+            Event::ItemEnded {
+                item_id: "b".into(),
+            },
+            Event::ResponseFinished {
+                finish_reason: FinishReason::ToolCalls,
+                raw_finish_reason: None,
+            },
         ];
         let response = run(events).ok();
-        let texts: Vec<String> = response.map(|r| r.items.into_iter().map(|i| i.text).collect()).unwrap_or_default();
-        assert_eq!(texts, vec!["{\"x\":1}".to_string(), "{\"y\":2}".to_string()]);
+        let texts: Vec<String> = response
+            .map(|r| r.items.into_iter().map(|i| i.text).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            texts,
+            vec!["{\"x\":1}".to_string(), "{\"y\":2}".to_string()]
+        );
     }
 
     #[test]
     fn protocol_errors_have_their_codes() {
         let code = |events: Vec<Event>| run(events).err().map(|e| e.code);
         assert_eq!(code(vec![call("a")]), Some(Code::EVENT_BEFORE_START));
-        assert_eq!(code(vec![started(), delta("a", "x")]), Some(Code::DELTA_BEFORE_START));
-        assert_eq!(code(vec![started(), call("a"), call("a")]), Some(Code::DUPLICATE_ITEM_ID));
-        assert_eq!(code(vec![started(), call("a")]), Some(Code::NO_TERMINAL_EVENT));
-        let finished = Event::ResponseFinished { finish_reason: FinishReason::Stop, raw_finish_reason: None };
-        assert_eq!(code(vec![started(), call("a"), finished.clone()]), Some(Code::ITEM_NOT_ENDED));
-        assert_eq!(code(vec![started(), finished, delta("a", "x")]), Some(Code::EVENT_AFTER_TERMINAL));
+        assert_eq!(
+            code(vec![started(), delta("a", "x")]),
+            Some(Code::DELTA_BEFORE_START)
+        );
+        assert_eq!(
+            code(vec![started(), call("a"), call("a")]),
+            Some(Code::DUPLICATE_ITEM_ID)
+        );
+        assert_eq!(
+            code(vec![started(), call("a")]),
+            Some(Code::NO_TERMINAL_EVENT)
+        );
+        let finished = Event::ResponseFinished {
+            finish_reason: FinishReason::Stop,
+            raw_finish_reason: None,
+        };
+        assert_eq!(
+            code(vec![started(), call("a"), finished.clone()]),
+            Some(Code::ITEM_NOT_ENDED)
+        );
+        assert_eq!(
+            code(vec![started(), finished, delta("a", "x")]),
+            Some(Code::EVENT_AFTER_TERMINAL)
+        );
     }
 
     #[test]
     fn items_of_every_kind_count_toward_max_items_per_response() {
-        let limits = Limits { max_items_per_response: 3, ..Limits::default() };
-        let text = |id: &str| Event::ItemStarted { item_id: id.into(), kind: ItemKind::Text };
+        let limits = Limits {
+            max_items_per_response: 3,
+            ..Limits::default()
+        };
+        let text = |id: &str| Event::ItemStarted {
+            item_id: id.into(),
+            kind: ItemKind::Text,
+        };
         let mut a = Assembler::new(limits);
-        for e in [started(), text("t"), call("a"), Event::ItemStarted { item_id: "r".into(), kind: ItemKind::Reasoning }] {
+        for e in [
+            started(),
+            text("t"),
+            call("a"),
+            Event::ItemStarted {
+                item_id: "r".into(),
+                kind: ItemKind::Reasoning,
+            },
+        ] {
             assert!(a.apply(e).is_ok());
         }
         for extra in [call("b"), text("u")] {
@@ -849,7 +1021,10 @@ mod tests {
                 assert!(b.apply(e).is_ok());
             }
             let error = b.apply(extra).err();
-            assert_eq!(error.as_ref().map(|e| e.code), Some(Code::TOO_MANY_ITEMS_IN_RESPONSE));
+            assert_eq!(
+                error.as_ref().map(|e| e.code),
+                Some(Code::TOO_MANY_ITEMS_IN_RESPONSE)
+            );
             assert_eq!(
                 error.map(|e| e.message),
                 Some("the response has more items than max_items_per_response (3)".to_string())
@@ -873,10 +1048,20 @@ mod tests {
                 started(),
                 call("a"),
                 delta("a", "{}"),
-                Event::ItemEnded { item_id: "a".into() },
-                Event::ResponseFinished { finish_reason: reason, raw_finish_reason: None },
+                Event::ItemEnded {
+                    item_id: "a".into(),
+                },
+                Event::ResponseFinished {
+                    finish_reason: reason,
+                    raw_finish_reason: None,
+                },
             ];
-            let flags = run(events).map(|r| r.items.iter().map(|i| (i.ended, r.call_complete(i))).collect::<Vec<_>>());
+            let flags = run(events).map(|r| {
+                r.items
+                    .iter()
+                    .map(|i| (i.ended, r.call_complete(i)))
+                    .collect::<Vec<_>>()
+            });
             assert_eq!(flags.ok(), Some(vec![(true, complete)]), "{reason:?}");
         }
     }
@@ -887,9 +1072,21 @@ mod tests {
         let mut out = Vec::new();
         let ok = m.map_event(None, r#"{"type":"item_ended","item_id":"x"}"#, &mut out);
         assert!(ok.is_ok());
-        assert_eq!(out, vec![Event::ItemEnded { item_id: "x".into() }]);
-        let bad = m.map_event(None, r#"{"type":"item_ended","item_id":"x","zz":1,"aa":2}"#, &mut out);
-        assert_eq!(bad.err().map(|e| e.message), Some("item_ended event has an unknown field \"aa\"".to_string()));
+        assert_eq!(
+            out,
+            vec![Event::ItemEnded {
+                item_id: "x".into()
+            }]
+        );
+        let bad = m.map_event(
+            None,
+            r#"{"type":"item_ended","item_id":"x","zz":1,"aa":2}"#,
+            &mut out,
+        );
+        assert_eq!(
+            bad.err().map(|e| e.message),
+            Some("item_ended event has an unknown field \"aa\"".to_string())
+        );
         assert!(m.map_event(None, r#"{"type":"future"}"#, &mut out).is_ok());
         assert_eq!(m.unknown_events().get("future"), Some(&1));
     }

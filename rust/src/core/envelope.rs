@@ -71,15 +71,28 @@ pub struct Envelope {
 impl Envelope {
     /// Check `data` (one event's data, or a whole body); `fields` are the
     /// mapper's object-form argument fields.
-    pub fn check(&mut self, data: &str, limits: &Limits, fields: &[&[Seg]]) -> Result<(), CoreError> {
+    pub fn check(
+        &mut self,
+        data: &str,
+        limits: &Limits,
+        fields: &[&[Seg]],
+    ) -> Result<(), CoreError> {
         if data == DONE {
             return Ok(());
         }
         if has_lone_surrogate(data) {
-            return Err(CoreError::new(Code::MALFORMED_EVENT, "event data has a lone surrogate escape"));
+            return Err(CoreError::new(
+                Code::MALFORMED_EVENT,
+                "event data has a lone surrogate escape",
+            ));
         }
         self.checker.keys.clear();
-        match json::parse_str_in(data, &envelope_limits(limits), &mut self.checker, &mut self.buffers) {
+        match json::parse_str_in(
+            data,
+            &envelope_limits(limits),
+            &mut self.checker,
+            &mut self.buffers,
+        ) {
             Ok(_) => Ok(()),
             Err(Failure::Build(never)) => match never {},
             Err(Failure::Parse(e)) => Err(classify(data, e.code, e.pos, limits, fields)),
@@ -93,13 +106,23 @@ pub fn check(data: &str, limits: &Limits, fields: &[&[Seg]]) -> Result<(), CoreE
 }
 
 /// The error for rule `code` broken at character `pos` of `data`.
-pub fn classify(data: &str, code: Code, pos: usize, limits: &Limits, fields: &[&[Seg]]) -> CoreError {
+pub fn classify(
+    data: &str,
+    code: Code,
+    pos: usize,
+    limits: &Limits,
+    fields: &[&[Seg]],
+) -> CoreError {
     let Some(what) = rule(code, &envelope_limits(limits)) else {
         return CoreError::new(Code::MALFORMED_EVENT, "event data is not valid JSON");
     };
     let (path, inside) = path_at(data, pos, code == Code::DUPLICATE_KEY, fields);
     let mut error = if inside {
-        CoreError::at(code, format!("tool arguments sent as a JSON object have {what}"), pos)
+        CoreError::at(
+            code,
+            format!("tool arguments sent as a JSON object have {what}"),
+            pos,
+        )
     } else {
         CoreError::new(Code::MALFORMED_EVENT, format!("event data has {what}"))
     };
@@ -112,11 +135,19 @@ fn rule(code: Code, limits: &Limits) -> Option<String> {
     Some(match code {
         Code::DUPLICATE_KEY => "a repeated key".to_owned(),
         Code::DEPTH_EXCEEDED => format!("nesting deeper than {ENVELOPE_MAX_DEPTH} levels"),
-        Code::NUMBER_TOO_LONG => format!("a number longer than {} characters", limits.max_number_length),
+        Code::NUMBER_TOO_LONG => format!(
+            "a number longer than {} characters",
+            limits.max_number_length
+        ),
         Code::NUMBER_OUT_OF_RANGE => "a number beyond 64 bits or a float that overflows".to_owned(),
-        Code::STRING_TOO_LONG | Code::DOCUMENT_TOO_LARGE => format!("more than {} bytes", limits.max_document_bytes),
+        Code::STRING_TOO_LONG | Code::DOCUMENT_TOO_LARGE => {
+            format!("more than {} bytes", limits.max_document_bytes)
+        }
         Code::TOO_MANY_ITEMS => format!("an array of more than {} items", limits.max_array_items),
-        Code::TOO_MANY_MEMBERS => format!("an object of more than {} members", limits.max_object_members),
+        Code::TOO_MANY_MEMBERS => format!(
+            "an object of more than {} members",
+            limits.max_object_members
+        ),
         Code::TOO_MANY_VALUES => format!("more than {} values", limits.max_values),
         _ => return None,
     })
@@ -172,11 +203,14 @@ fn path_at(data: &str, pos: usize, key_at_pos: bool, fields: &[&[Seg]]) -> (Stri
     }
     let inside = fields.iter().any(|field| {
         field.len() <= steps.len()
-            && field.iter().zip(&steps).all(|(seg, step)| match (seg, step) {
-                (Seg::Index, Step::Index(_)) => true,
-                (Seg::Key(want), Step::Key(Some(key))) => want == key,
-                _ => false,
-            })
+            && field
+                .iter()
+                .zip(&steps)
+                .all(|(seg, step)| match (seg, step) {
+                    (Seg::Index, Step::Index(_)) => true,
+                    (Seg::Key(want), Step::Key(Some(key))) => want == key,
+                    _ => false,
+                })
     });
     let mut path = String::from("$");
     for step in &steps {
@@ -199,7 +233,9 @@ fn path_at(data: &str, pos: usize, key_at_pos: bool, fields: &[&[Seg]]) -> (Stri
 
 /// The byte offset of character `pos`.
 fn byte_offset(data: &str, pos: usize) -> usize {
-    data.char_indices().nth(pos).map_or(data.len(), |(at, _)| at)
+    data.char_indices()
+        .nth(pos)
+        .map_or(data.len(), |(at, _)| at)
 }
 
 /// The byte just past the string whose opening quote is at `start`.
@@ -245,7 +281,9 @@ fn quote(key: &str) -> String {
 /// `[A-Za-z_][A-Za-z0-9_]*`: shown as `.key` in a path.
 fn is_identifier(key: &str) -> bool {
     let mut chars = key.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -267,11 +305,15 @@ fn hex_escape(bytes: &[u8], at: usize) -> Option<u32> {
 fn has_lone_surrogate(data: &str) -> bool {
     let bytes = data.as_bytes();
     let mut from = 0;
-    while let Some(found) = bytes.get(from..).and_then(|rest| memchr::memchr(b'\\', rest)) {
+    while let Some(found) = bytes
+        .get(from..)
+        .and_then(|rest| memchr::memchr(b'\\', rest))
+    {
         let at = from + found;
         from = match hex_escape(bytes, at + 1) {
             Some(0xD800..=0xDBFF)
-                if bytes.get(at + 6) == Some(&b'\\') && matches!(hex_escape(bytes, at + 7), Some(0xDC00..=0xDFFF)) =>
+                if bytes.get(at + 6) == Some(&b'\\')
+                    && matches!(hex_escape(bytes, at + 7), Some(0xDC00..=0xDFFF)) =>
             {
                 at + 12
             }
@@ -335,7 +377,10 @@ impl Builder for Checker {
     fn array(&mut self, _: std::vec::Drain<'_, Token>) -> Result<Token, Self::Error> {
         Ok(Token::Other)
     }
-    fn object(&mut self, members: std::vec::Drain<'_, Token>) -> Result<Object<Token>, Self::Error> {
+    fn object(
+        &mut self,
+        members: std::vec::Drain<'_, Token>,
+    ) -> Result<Object<Token>, Self::Error> {
         let keys = members.as_slice();
         let count = keys.len() / 2;
         let key = |i: usize| self.key_text(keys.get(2 * i).copied().unwrap_or(Token::Other));
@@ -365,57 +410,117 @@ mod tests {
     const ARGS: &[&[Seg]] = &[&[Seg::Key("content"), Seg::Index, Seg::Key("input")]];
 
     fn err(data: &str) -> CoreError {
-        check(data, &Limits::DEFAULT, ARGS).err().unwrap_or_else(|| panic!("accepted {data}"))
+        check(data, &Limits::DEFAULT, ARGS)
+            .err()
+            .unwrap_or_else(|| panic!("accepted {data}"))
     }
 
     #[test]
     fn repeated_keys_are_placed() {
         let e = err(r#"{"a":1,"b":{"c":1,"c":2}}"#);
-        assert_eq!((e.code, e.path.as_deref()), (Code::MALFORMED_EVENT, Some("$.b.c")));
+        assert_eq!(
+            (e.code, e.path.as_deref()),
+            (Code::MALFORMED_EVENT, Some("$.b.c"))
+        );
         let e = err(r#"{"content":[{"input":{}},{"input":{"x":[{"p":1,"p":2}]}}]}"#);
-        assert_eq!((e.code, e.path.as_deref(), e.offset), (Code::DUPLICATE_KEY, Some("$.content[1].input.x[0].p"), Some(47)));
+        assert_eq!(
+            (e.code, e.path.as_deref(), e.offset),
+            (
+                Code::DUPLICATE_KEY,
+                Some("$.content[1].input.x[0].p"),
+                Some(47)
+            )
+        );
         let e = err(r#"{"content":[{"input":{"p":1,"p":2}}]}"#);
-        assert_eq!((e.code, e.path.as_deref()), (Code::DUPLICATE_KEY, Some("$.content[0].input.p")));
+        assert_eq!(
+            (e.code, e.path.as_deref()),
+            (Code::DUPLICATE_KEY, Some("$.content[0].input.p"))
+        );
         let e = err(r#"{"content":[{"input":{},"input":{}}]}"#);
-        assert_eq!((e.code, e.path.as_deref()), (Code::DUPLICATE_KEY, Some("$.content[0].input")));
+        assert_eq!(
+            (e.code, e.path.as_deref()),
+            (Code::DUPLICATE_KEY, Some("$.content[0].input"))
+        );
         let e = err(r#"{"content":[{"input":{"a b":1,"a b":2}}]}"#);
         assert_eq!(e.path.as_deref(), Some(r#"$.content[0].input["a b"]"#));
         let e = err(r#"{"content":[{"type":"text","type":"tool_use"}]}"#);
-        assert_eq!((e.code, e.path.as_deref()), (Code::MALFORMED_EVENT, Some("$.content[0].type")));
+        assert_eq!(
+            (e.code, e.path.as_deref()),
+            (Code::MALFORMED_EVENT, Some("$.content[0].type"))
+        );
     }
 
     #[test]
     fn depth_is_bounded_and_placed() {
-        let deep = format!(r#"{{"content":[{{"input":{{"a":{}1{}}}}}]}}"#, "[".repeat(200), "]".repeat(200));
+        let deep = format!(
+            r#"{{"content":[{{"input":{{"a":{}1{}}}}}]}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
         let e = err(&deep);
         assert_eq!(e.code, Code::DEPTH_EXCEEDED);
-        assert!(e.path.as_deref().is_some_and(|p| p.starts_with("$.content[0].input.a[0][0]")));
-        let deep = format!(r#"{{"other":{}1{}}}"#, "[".repeat(100_000), "]".repeat(100_000));
+        assert!(e
+            .path
+            .as_deref()
+            .is_some_and(|p| p.starts_with("$.content[0].input.a[0][0]")));
+        let deep = format!(
+            r#"{{"other":{}1{}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
         assert_eq!(err(&deep).code, Code::MALFORMED_EVENT);
     }
 
     #[test]
     fn syntax_and_surrogates() {
         assert_eq!(err("{").message, "event data is not valid JSON");
-        assert_eq!(err(r#"{"a":"\ud800"}"#).message, "event data has a lone surrogate escape");
-        assert!(check(r#"{"a":"\ud83d\ude00","b":[1,{"c":null}]}"#, &Limits::DEFAULT, ARGS).is_ok());
+        assert_eq!(
+            err(r#"{"a":"\ud800"}"#).message,
+            "event data has a lone surrogate escape"
+        );
+        assert!(check(
+            r#"{"a":"\ud83d\ude00","b":[1,{"c":null}]}"#,
+            &Limits::DEFAULT,
+            ARGS
+        )
+        .is_ok());
     }
 
     #[test]
     fn lone_surrogate_escapes_are_refused_anywhere() {
-        for ok in [r#"{"a":"\ud83d\ude00"}"#, r#"{"a":"\\ud800"}"#, r#"{"a":"\u0041\\"}"#, "[DONE]"] {
+        for ok in [
+            r#"{"a":"\ud83d\ude00"}"#,
+            r#"{"a":"\\ud800"}"#,
+            r#"{"a":"\u0041\\"}"#,
+            "[DONE]",
+        ] {
             assert!(check(ok, &Limits::DEFAULT, ARGS).is_ok(), "{ok}");
         }
-        for bad in [r#"{"x":"\ud800"}"#, r#"{"x":"\uDC00"}"#, r#"{"x":"\\\ud800"}"#, r#"{"\ud83d\u0041":1}"#, r#"["\ud83d\ud83d\ude00"]"#] {
+        for bad in [
+            r#"{"x":"\ud800"}"#,
+            r#"{"x":"\uDC00"}"#,
+            r#"{"x":"\\\ud800"}"#,
+            r#"{"\ud83d\u0041":1}"#,
+            r#"["\ud83d\ud83d\ude00"]"#,
+        ] {
             let err = check(bad, &Limits::DEFAULT, ARGS).err().map(|e| e.message);
-            assert_eq!(err.as_deref(), Some("event data has a lone surrogate escape"), "{bad}");
+            assert_eq!(
+                err.as_deref(),
+                Some("event data has a lone surrogate escape"),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn wide_objects_use_the_set() {
         let mut members: Vec<String> = (0..40).map(|i| format!("\"k{i}\":{i}")).collect();
-        assert!(check(&format!("{{{}}}", members.join(",")), &Limits::DEFAULT, ARGS).is_ok());
+        assert!(check(
+            &format!("{{{}}}", members.join(",")),
+            &Limits::DEFAULT,
+            ARGS
+        )
+        .is_ok());
         members.push("\"k7\":0".to_owned());
         let e = err(&format!("{{{}}}", members.join(",")));
         assert_eq!(e.path.as_deref(), Some("$.k7"));

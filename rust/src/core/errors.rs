@@ -123,11 +123,23 @@ pub struct CoreError {
 
 impl CoreError {
     pub fn new(code: Code, message: impl Into<String>) -> CoreError {
-        CoreError { code, message: message.into(), offset: None, retryable: None, path: None }
+        CoreError {
+            code,
+            message: message.into(),
+            offset: None,
+            retryable: None,
+            path: None,
+        }
     }
 
     pub fn at(code: Code, message: impl Into<String>, offset: usize) -> CoreError {
-        CoreError { code, message: message.into(), offset: Some(offset), retryable: None, path: None }
+        CoreError {
+            code,
+            message: message.into(),
+            offset: Some(offset),
+            retryable: None,
+            path: None,
+        }
     }
 }
 

@@ -74,15 +74,49 @@ pub struct Usage {
 /// One canonical event (`decisions.types.CanonicalEvent`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    ResponseStarted { response_id: Option<String>, model: Option<String> },
-    ItemStarted { item_id: String, kind: ItemKind },
-    TextDelta { item_id: String, delta: String },
-    RefusalDelta { item_id: String, delta: String },
-    ReasoningDelta { item_id: String, delta: String, signature: Option<String> },
-    ToolCallStarted { item_id: String, call_id: String, name: String, call_id_generated: bool },
-    ToolArgumentsDelta { item_id: String, delta: String },
-    ItemEnded { item_id: String },
+    ResponseStarted {
+        response_id: Option<String>,
+        model: Option<String>,
+    },
+    ItemStarted {
+        item_id: String,
+        kind: ItemKind,
+    },
+    TextDelta {
+        item_id: String,
+        delta: String,
+    },
+    RefusalDelta {
+        item_id: String,
+        delta: String,
+    },
+    ReasoningDelta {
+        item_id: String,
+        delta: String,
+        signature: Option<String>,
+    },
+    ToolCallStarted {
+        item_id: String,
+        call_id: String,
+        name: String,
+        call_id_generated: bool,
+    },
+    ToolArgumentsDelta {
+        item_id: String,
+        delta: String,
+    },
+    ItemEnded {
+        item_id: String,
+    },
     Usage(Usage),
-    ResponseFinished { finish_reason: FinishReason, raw_finish_reason: Option<String> },
-    ResponseFailed { code: String, message: String, retryable: bool, error_type: Option<String> },
+    ResponseFinished {
+        finish_reason: FinishReason,
+        raw_finish_reason: Option<String>,
+    },
+    ResponseFailed {
+        code: String,
+        message: String,
+        retryable: bool,
+        error_type: Option<String>,
+    },
 }

@@ -25,10 +25,16 @@ pub trait Builder {
     /// An object key (may be cached by the builder).
     fn key(&mut self, value: &str, ascii: bool) -> Result<Self::Value, Self::Error>;
     /// An array holding `items`, in order.
-    fn array(&mut self, items: std::vec::Drain<'_, Self::Value>) -> Result<Self::Value, Self::Error>;
+    fn array(
+        &mut self,
+        items: std::vec::Drain<'_, Self::Value>,
+    ) -> Result<Self::Value, Self::Error>;
     /// An object from its complete `members`: key, value, key, value, ... in
     /// document order (so the builder can size it once).
-    fn object(&mut self, members: std::vec::Drain<'_, Self::Value>) -> Result<Object<Self::Value>, Self::Error>;
+    fn object(
+        &mut self,
+        members: std::vec::Drain<'_, Self::Value>,
+    ) -> Result<Object<Self::Value>, Self::Error>;
 }
 
 /// What [`Builder::object`] made of an object's members.
@@ -72,12 +78,20 @@ pub fn precheck(data: &[u8], limits: &Limits) -> Result<(), Code> {
 }
 
 /// Parse bytes: the prechecks, UTF-8 validation, then the document.
-pub fn parse_bytes<B: Builder>(data: &[u8], limits: &Limits, builder: &mut B) -> Result<B::Value, Failure<B::Error>> {
+pub fn parse_bytes<B: Builder>(
+    data: &[u8],
+    limits: &Limits,
+    builder: &mut B,
+) -> Result<B::Value, Failure<B::Error>> {
     parse_bytes_in(data, limits, builder, &mut Buffers::default())
 }
 
 /// Parse text already known to be UTF-8 (a Python `str`): the prechecks, then the document.
-pub fn parse_str<B: Builder>(text: &str, limits: &Limits, builder: &mut B) -> Result<B::Value, Failure<B::Error>> {
+pub fn parse_str<B: Builder>(
+    text: &str,
+    limits: &Limits,
+    builder: &mut B,
+) -> Result<B::Value, Failure<B::Error>> {
     parse_str_in(text, limits, builder, &mut Buffers::default())
 }
 
@@ -93,7 +107,11 @@ pub fn parse_bytes_in<B: Builder>(
     if simdutf8::basic::from_utf8(data).is_err() {
         if let Err(e) = std::str::from_utf8(data) {
             let prefix = data.get(..e.valid_up_to()).unwrap_or_default();
-            return Err(JsonError { code: Code::INVALID_UTF8, pos: char_count(prefix) }.into());
+            return Err(JsonError {
+                code: Code::INVALID_UTF8,
+                pos: char_count(prefix),
+            }
+            .into());
         }
     }
     parse_valid(data, limits, builder, buffers)
@@ -129,7 +147,12 @@ impl<V> Default for Buffers<V> {
 
 impl<V> Buffers<V> {
     pub const fn new() -> Self {
-        Buffers { stack: Vec::new(), items: Vec::new(), key_offsets: Vec::new(), scratch: Vec::new() }
+        Buffers {
+            stack: Vec::new(),
+            items: Vec::new(),
+            key_offsets: Vec::new(),
+            scratch: Vec::new(),
+        }
     }
 
     /// Drop what a failed parse left behind, and memory beyond a small reserve.
@@ -166,14 +189,26 @@ fn parse_valid<B: Builder>(
     builder: &mut B,
     buffers: &mut Buffers<B::Value>,
 ) -> Result<B::Value, Failure<B::Error>> {
-    let Buffers { stack, items, key_offsets, scratch } = buffers;
-    let mut parser = Parser { text, pos: 0, values: 0, limits, scratch };
+    let Buffers {
+        stack,
+        items,
+        key_offsets,
+        scratch,
+    } = buffers;
+    let mut parser = Parser {
+        text,
+        pos: 0,
+        values: 0,
+        limits,
+        scratch,
+    };
     let result = parser.run(builder, stack, items, key_offsets);
     buffers.reset();
     result.map_err(|f| match f {
-        Failure::Parse(JsonError { code, pos }) => {
-            Failure::Parse(JsonError { code, pos: char_count(text.get(..pos).unwrap_or(text)) })
-        }
+        Failure::Parse(JsonError { code, pos }) => Failure::Parse(JsonError {
+            code,
+            pos: char_count(text.get(..pos).unwrap_or(text)),
+        }),
         other => other,
     })
 }
@@ -239,8 +274,8 @@ static ESCAPES: [u8; 256] = {
 
 /// Powers of ten that are exact doubles.
 const EXACT_POWERS_OF_TEN: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
-    1e21, 1e22,
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
 
 /// A number read by [`Parser::short_number`].
@@ -291,7 +326,11 @@ fn special16(chunk: &[u8]) -> (u32, u32) {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn first_hit(i: usize, mask: u32, high: u32, ascii: &mut bool) -> Option<usize> {
-    let before = if mask == 0 { u32::MAX } else { (1u32 << mask.trailing_zeros()) - 1 };
+    let before = if mask == 0 {
+        u32::MAX
+    } else {
+        (1u32 << mask.trailing_zeros()) - 1
+    };
     if high & before != 0 {
         *ascii = false;
     }
@@ -349,12 +388,18 @@ impl Parser<'_, '_> {
         'value: loop {
             // A value starts at self.pos (whitespace skipped).
             let start = self.pos;
-            let Some(c) = self.peek() else { return self.end_error() };
+            let Some(c) = self.peek() else {
+                return self.end_error();
+            };
             let container = match c {
                 b'{' | b'[' => true,
                 b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => false,
-                b'N' if self.starts_with(start, b"NaN") => return fail(Code::NAN_OR_INFINITY, start),
-                b'I' if self.starts_with(start, b"Infinity") => return fail(Code::NAN_OR_INFINITY, start),
+                b'N' if self.starts_with(start, b"NaN") => {
+                    return fail(Code::NAN_OR_INFINITY, start)
+                }
+                b'I' if self.starts_with(start, b"Infinity") => {
+                    return fail(Code::NAN_OR_INFINITY, start)
+                }
                 b'+' | b'.' => return fail(Code::INVALID_NUMBER, start),
                 _ => return fail(self.classify(start, Code::UNEXPECTED_CHARACTER), start),
             };
@@ -380,15 +425,28 @@ impl Parser<'_, '_> {
                     match self.peek() {
                         Some(b'}') => {
                             self.pos += 1;
-                            self.close_object(b, items, key_offsets, items.len(), key_offsets.len())?
+                            self.close_object(
+                                b,
+                                items,
+                                key_offsets,
+                                items.len(),
+                                key_offsets.len(),
+                            )?
                         }
                         Some(b'"') => {
-                            stack.push(Frame { object: true, start: items.len(), keys: key_offsets.len(), count: 0 });
+                            stack.push(Frame {
+                                object: true,
+                                start: items.len(),
+                                keys: key_offsets.len(),
+                                count: 0,
+                            });
                             self.member(b, stack, items, key_offsets)?;
                             continue 'value;
                         }
                         None => return self.end_error(),
-                        Some(_) => return fail(self.classify(self.pos, Code::KEY_NOT_STRING), self.pos),
+                        Some(_) => {
+                            return fail(self.classify(self.pos, Code::KEY_NOT_STRING), self.pos)
+                        }
                     }
                 }
                 b'[' => {
@@ -397,11 +455,17 @@ impl Parser<'_, '_> {
                     match self.peek() {
                         Some(b']') => {
                             self.pos += 1;
-                            b.array(items.drain(items.len()..)).map_err(Failure::Build)?
+                            b.array(items.drain(items.len()..))
+                                .map_err(Failure::Build)?
                         }
                         None => return self.end_error(),
                         Some(_) => {
-                            stack.push(Frame { object: false, start: items.len(), keys: 0, count: 0 });
+                            stack.push(Frame {
+                                object: false,
+                                start: items.len(),
+                                keys: 0,
+                                count: 0,
+                            });
                             continue 'value;
                         }
                     }
@@ -448,7 +512,12 @@ impl Parser<'_, '_> {
                                 }
                                 Some(b'}') => return fail(Code::TRAILING_COMMA, comma),
                                 None => return self.end_error(),
-                                Some(_) => return fail(self.classify(self.pos, Code::KEY_NOT_STRING), self.pos),
+                                Some(_) => {
+                                    return fail(
+                                        self.classify(self.pos, Code::KEY_NOT_STRING),
+                                        self.pos,
+                                    )
+                                }
                             }
                         }
                         Some(b'}') => {
@@ -458,7 +527,12 @@ impl Parser<'_, '_> {
                             value = self.close_object(b, items, key_offsets, start, keys)?;
                         }
                         None => return self.end_error(),
-                        Some(_) => return fail(self.classify(self.pos, Code::UNEXPECTED_CHARACTER), self.pos),
+                        Some(_) => {
+                            return fail(
+                                self.classify(self.pos, Code::UNEXPECTED_CHARACTER),
+                                self.pos,
+                            )
+                        }
                     }
                 } else {
                     self.skip_ws();
@@ -480,7 +554,12 @@ impl Parser<'_, '_> {
                             value = b.array(items.drain(start..)).map_err(Failure::Build)?;
                         }
                         None => return self.end_error(),
-                        Some(_) => return fail(self.classify(self.pos, Code::UNEXPECTED_CHARACTER), self.pos),
+                        Some(_) => {
+                            return fail(
+                                self.classify(self.pos, Code::UNEXPECTED_CHARACTER),
+                                self.pos,
+                            )
+                        }
                     }
                 }
             }
@@ -504,7 +583,10 @@ impl Parser<'_, '_> {
                 key_offsets.truncate(keys);
                 Ok(object)
             }
-            Object::DuplicateKey(i) => fail(Code::DUPLICATE_KEY, key_offsets.get(keys + i).copied().unwrap_or(self.pos)),
+            Object::DuplicateKey(i) => fail(
+                Code::DUPLICATE_KEY,
+                key_offsets.get(keys + i).copied().unwrap_or(self.pos),
+            ),
         }
     }
 
@@ -519,7 +601,9 @@ impl Parser<'_, '_> {
         key_offsets: &mut Vec<usize>,
     ) -> Result<(), Failure<B::Error>> {
         let key_pos = self.pos;
-        let Some(top) = stack.last_mut() else { return self.end_error() };
+        let Some(top) = stack.last_mut() else {
+            return self.end_error();
+        };
         if top.count >= self.limits.max_object_members {
             return fail(Code::TOO_MANY_MEMBERS, key_pos);
         }
@@ -531,7 +615,12 @@ impl Parser<'_, '_> {
         match self.peek() {
             Some(b':') => self.pos += 1,
             None => return self.end_error(),
-            Some(_) => return fail(self.classify(self.pos, Code::UNEXPECTED_CHARACTER), self.pos),
+            Some(_) => {
+                return fail(
+                    self.classify(self.pos, Code::UNEXPECTED_CHARACTER),
+                    self.pos,
+                )
+            }
         }
         self.skip_ws();
         if self.pos >= self.text.len() {
@@ -544,7 +633,9 @@ impl Parser<'_, '_> {
         for (k, &expected) in lit.iter().enumerate() {
             match self.at(self.pos + k) {
                 None => return self.end_error(),
-                Some(got) if got != expected => return fail(Code::UNEXPECTED_CHARACTER, self.pos + k),
+                Some(got) if got != expected => {
+                    return fail(Code::UNEXPECTED_CHARACTER, self.pos + k)
+                }
                 Some(_) => {}
             }
         }
@@ -561,7 +652,12 @@ impl Parser<'_, '_> {
             Some(byte) if byte >= 0x20 && byte != b'"' && byte != b'\\' => {}
             _ => return i,
         }
-        let Some(word) = self.text.get(i..i + 8).and_then(|c| c.try_into().ok()).map(u64::from_le_bytes) else {
+        let Some(word) = self
+            .text
+            .get(i..i + 8)
+            .and_then(|c| c.try_into().ok())
+            .map(u64::from_le_bytes)
+        else {
             return self.find_special(i, ascii);
         };
         let mask = special_mask(word);
@@ -592,7 +688,11 @@ impl Parser<'_, '_> {
                 i += 16;
             }
             // Fewer than 16 bytes left: the text's last 16, less those before `i`.
-            if let Some(chunk) = text.len().checked_sub(16).and_then(|start| text.get(start..)) {
+            if let Some(chunk) = text
+                .len()
+                .checked_sub(16)
+                .and_then(|start| text.get(start..))
+            {
                 let skip = i + 16 - text.len();
                 let (mask, high) = special16(chunk);
                 return first_hit(i, mask >> skip, high >> skip, ascii).unwrap_or(text.len());
@@ -635,7 +735,8 @@ impl Parser<'_, '_> {
     fn string<E>(&mut self, quote: usize) -> Result<(&str, bool), Failure<E>> {
         let mut ascii = true;
         let end = self.find_special(quote + 1, &mut ascii);
-        let bytes = if self.at(end) == Some(b'"') && end - quote - 1 <= self.limits.max_string_bytes {
+        let bytes = if self.at(end) == Some(b'"') && end - quote - 1 <= self.limits.max_string_bytes
+        {
             self.pos = end + 1;
             self.text.get(quote + 1..end).unwrap_or_default()
         } else {
@@ -653,7 +754,12 @@ impl Parser<'_, '_> {
     /// quote, backslash or control byte after the opening quote, and `ascii`
     /// whether the bytes before it are ASCII.
     #[inline]
-    fn string_bytes<E>(&mut self, quote: usize, first: usize, mut ascii: bool) -> Result<(&[u8], bool), Failure<E>> {
+    fn string_bytes<E>(
+        &mut self,
+        quote: usize,
+        first: usize,
+        mut ascii: bool,
+    ) -> Result<(&[u8], bool), Failure<E>> {
         let max = self.limits.max_string_bytes;
         let mut cur = quote + 1;
         let mut decoded = 0usize;
@@ -669,20 +775,26 @@ impl Parser<'_, '_> {
             if decoded > max {
                 return fail(Code::STRING_TOO_LONG, quote);
             }
-            let Some(c) = self.at(j) else { return self.end_error() };
+            let Some(c) = self.at(j) else {
+                return self.end_error();
+            };
             match c {
                 b'"' => {
                     self.pos = j + 1;
                     if j > cur {
-                        self.scratch.extend_from_slice(self.text.get(cur..j).unwrap_or_default());
+                        self.scratch
+                            .extend_from_slice(self.text.get(cur..j).unwrap_or_default());
                     }
                     return Ok((self.scratch.as_slice(), ascii));
                 }
                 b'\\' => {
                     if j > cur {
-                        self.scratch.extend_from_slice(self.text.get(cur..j).unwrap_or_default());
+                        self.scratch
+                            .extend_from_slice(self.text.get(cur..j).unwrap_or_default());
                     }
-                    let Some(e) = self.at(j + 1) else { return self.end_error() };
+                    let Some(e) = self.at(j + 1) else {
+                        return self.end_error();
+                    };
                     // A table, not a match: mixed escapes would mispredict a jump table.
                     match ESCAPES.get(usize::from(e)).copied().unwrap_or(0) {
                         0 => return fail(Code::INVALID_ESCAPE, j),
@@ -707,12 +819,17 @@ impl Parser<'_, '_> {
                             if !(0xDC00..=0xDFFF).contains(&second) {
                                 return fail(Code::LONE_SURROGATE, j);
                             }
-                            (0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00), m + 6)
+                            (
+                                0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00),
+                                m + 6,
+                            )
                         }
                         0xDC00..=0xDFFF => return fail(Code::LONE_SURROGATE, j),
                         cp => (cp, j + 6),
                     };
-                    let Some(ch) = char::from_u32(ch) else { return fail(Code::LONE_SURROGATE, j) };
+                    let Some(ch) = char::from_u32(ch) else {
+                        return fail(Code::LONE_SURROGATE, j);
+                    };
                     if (ch as u32) < 0x80 {
                         self.scratch.push(ch as u8);
                         decoded += 1;
@@ -736,14 +853,20 @@ impl Parser<'_, '_> {
     /// The four hex digits of the `\u` escape whose backslash is at `j`.
     fn hex4<E>(&self, j: usize) -> Result<u32, Failure<E>> {
         if let Some(&[a, b, c, d]) = self.text.get(j + 2..j + 6) {
-            if let (Some(a), Some(b), Some(c), Some(d)) = (hex_value(a), hex_value(b), hex_value(c), hex_value(d)) {
+            if let (Some(a), Some(b), Some(c), Some(d)) =
+                (hex_value(a), hex_value(b), hex_value(c), hex_value(d))
+            {
                 return Ok((a << 12) | (b << 8) | (c << 4) | d);
             }
         }
         let mut value = 0u32;
         for k in 0..4 {
-            let Some(byte) = self.at(j + 2 + k) else { return self.end_error() };
-            let Some(digit) = hex_value(byte) else { return fail(Code::INVALID_UNICODE_ESCAPE, j) };
+            let Some(byte) = self.at(j + 2 + k) else {
+                return self.end_error();
+            };
+            let Some(digit) = hex_value(byte) else {
+                return fail(Code::INVALID_UNICODE_ESCAPE, j);
+            };
             value = value * 16 + digit;
         }
         Ok(value)
@@ -794,7 +917,9 @@ impl Parser<'_, '_> {
             fraction = Some(end - first).filter(|&n| n > 0);
             fraction?;
         }
-        if matches!(self.at(end), Some(b'0'..=b'9' | b'.' | b'e' | b'E')) || end - start > self.limits.max_number_length {
+        if matches!(self.at(end), Some(b'0'..=b'9' | b'.' | b'e' | b'E'))
+            || end - start > self.limits.max_number_length
+        {
             return None;
         }
         let value = match fraction {
@@ -874,16 +999,24 @@ impl Parser<'_, '_> {
         }
         let text = self.text.get(start..self.pos).unwrap_or_default();
         if is_float {
-            let parsed = std::str::from_utf8(text).ok().and_then(|s| s.parse::<f64>().ok());
+            let parsed = std::str::from_utf8(text)
+                .ok()
+                .and_then(|s| s.parse::<f64>().ok());
             return match parsed {
                 Some(f) if f.is_finite() => b.float(f).map_err(Failure::Build),
                 _ => fail(Code::NUMBER_OUT_OF_RANGE, start),
             };
         }
-        let digits = self.text.get(start + usize::from(negative)..int_end).unwrap_or_default();
+        let digits = self
+            .text
+            .get(start + usize::from(negative)..int_end)
+            .unwrap_or_default();
         let mut magnitude: u64 = 0;
         for &d in digits {
-            magnitude = match magnitude.checked_mul(10).and_then(|m| m.checked_add(u64::from(d - b'0'))) {
+            magnitude = match magnitude
+                .checked_mul(10)
+                .and_then(|m| m.checked_add(u64::from(d - b'0')))
+            {
                 Some(m) => m,
                 None => return fail(Code::NUMBER_OUT_OF_RANGE, start),
             };
@@ -893,7 +1026,9 @@ impl Parser<'_, '_> {
         }
         if magnitude <= 1u64 << 63 {
             // -(2^63) wraps to i64::MIN, which is exactly the value.
-            return b.int((magnitude as i64).wrapping_neg()).map_err(Failure::Build);
+            return b
+                .int((magnitude as i64).wrapping_neg())
+                .map_err(Failure::Build);
         }
         fail(Code::NUMBER_OUT_OF_RANGE, start)
     }
@@ -937,7 +1072,9 @@ mod tests {
         fn object(&mut self, mut members: std::vec::Drain<'_, Value>) -> Result<Object<Value>, ()> {
             let mut map = Map::new();
             while let Some(key) = members.next() {
-                let (Value::String(key), Some(value)) = (key, members.next()) else { return Err(()) };
+                let (Value::String(key), Some(value)) = (key, members.next()) else {
+                    return Err(());
+                };
                 if map.contains_key(&key) {
                     return Ok(Object::DuplicateKey(map.len()));
                 }
@@ -967,10 +1104,27 @@ mod tests {
     #[test]
     fn accepts_and_matches_serde_json() {
         let docs = [
-            "0", "-0.0", "1.5e3", "1E-2", "123456789", "-9223372036854775808", "18446744073709551615",
-            "true", "false", "null", r#""""#, r#""a\"b\\c\/d\b\f\n\r\t""#, r#""\u00e9\u20ac\ud83d\ude00""#,
-            "\"h\u{e9}llo \u{1F600}\"", "[]", "{}", " [1, 2.5, \"x\", null, true, {\"k\": []}] ",
-            r#"{"a": {"b": {"c": [1, [2, [3]]]}}, "d": "e"}"#, "1e-400", "0.1", "2.2250738585072014e-308",
+            "0",
+            "-0.0",
+            "1.5e3",
+            "1E-2",
+            "123456789",
+            "-9223372036854775808",
+            "18446744073709551615",
+            "true",
+            "false",
+            "null",
+            r#""""#,
+            r#""a\"b\\c\/d\b\f\n\r\t""#,
+            r#""\u00e9\u20ac\ud83d\ude00""#,
+            "\"h\u{e9}llo \u{1F600}\"",
+            "[]",
+            "{}",
+            " [1, 2.5, \"x\", null, true, {\"k\": []}] ",
+            r#"{"a": {"b": {"c": [1, [2, [3]]]}}, "d": "e"}"#,
+            "1e-400",
+            "0.1",
+            "2.2250738585072014e-308",
             r#"["12345678", "abcdefghijklmnop", "quote\"in the middle of a long run"]"#,
         ];
         for doc in docs {
@@ -985,7 +1139,17 @@ mod tests {
     /// without non-ASCII text, against serde_json.
     #[test]
     fn escaped_strings_match_serde_json() {
-        let escapes = ["\\n", "\\t", "\\\"", "\\\\", "\\/", "\\u00e9", "\\u2014", "\\ud83d\\ude00", "\\u0000"];
+        let escapes = [
+            "\\n",
+            "\\t",
+            "\\\"",
+            "\\\\",
+            "\\/",
+            "\\u00e9",
+            "\\u2014",
+            "\\ud83d\\ude00",
+            "\\u0000",
+        ];
         let fillers = ["a", "\u{e9}", "\u{6e21}", "\u{1F600}", " "];
         let mut count = 0;
         for run in 0..40usize {
@@ -998,7 +1162,8 @@ mod tests {
                 body.push_str(&"z".repeat(run % 17));
                 let doc = format!("[\"{body}\", {{\"{body}\": 1}}]");
                 let ours = parse(&doc).unwrap_or_else(|e| panic!("{doc}: {e:?}"));
-                let theirs: Value = serde_json::from_str(&doc).unwrap_or_else(|e| panic!("{doc}: {e}"));
+                let theirs: Value =
+                    serde_json::from_str(&doc).unwrap_or_else(|e| panic!("{doc}: {e}"));
                 assert_eq!(ours, theirs, "{doc}");
                 count += 1;
             }
@@ -1009,9 +1174,18 @@ mod tests {
     #[test]
     fn numbers_keep_their_kind() {
         assert_eq!(parse("-0").ok(), Some(Value::Number(0i64.into())));
-        assert!(parse("-0.0").ok().and_then(|v| v.as_f64()).is_some_and(|f| f == 0.0 && f.is_sign_negative()));
-        assert_eq!(parse("-9223372036854775808").ok().and_then(|v| v.as_i64()), Some(i64::MIN));
-        assert_eq!(parse("18446744073709551615").ok().and_then(|v| v.as_u64()), Some(u64::MAX));
+        assert!(parse("-0.0")
+            .ok()
+            .and_then(|v| v.as_f64())
+            .is_some_and(|f| f == 0.0 && f.is_sign_negative()));
+        assert_eq!(
+            parse("-9223372036854775808").ok().and_then(|v| v.as_i64()),
+            Some(i64::MIN)
+        );
+        assert_eq!(
+            parse("18446744073709551615").ok().and_then(|v| v.as_u64()),
+            Some(u64::MAX)
+        );
     }
 
     #[test]
@@ -1073,11 +1247,41 @@ mod tests {
     fn byte_level_errors() {
         let limits = Limits::default();
         let e = |b: &[u8]| parse_with(b, &limits).expect_err("must fail");
-        assert_eq!(e(b"\xEF\xBB\xBF{}"), JsonError { code: Code::BOM, pos: 0 });
-        assert_eq!(e(b"\xFF\xFE{\x00}\x00"), JsonError { code: Code::UTF16_INPUT, pos: 0 });
-        assert_eq!(e(b"{\x00}\x00"), JsonError { code: Code::UTF16_INPUT, pos: 0 });
-        assert_eq!(e(b"[\"\xC3\xA9\xC3\x28\"]"), JsonError { code: Code::INVALID_UTF8, pos: 3 });
-        assert_eq!(e(b"\"\xC0\xAF\""), JsonError { code: Code::INVALID_UTF8, pos: 1 });
+        assert_eq!(
+            e(b"\xEF\xBB\xBF{}"),
+            JsonError {
+                code: Code::BOM,
+                pos: 0
+            }
+        );
+        assert_eq!(
+            e(b"\xFF\xFE{\x00}\x00"),
+            JsonError {
+                code: Code::UTF16_INPUT,
+                pos: 0
+            }
+        );
+        assert_eq!(
+            e(b"{\x00}\x00"),
+            JsonError {
+                code: Code::UTF16_INPUT,
+                pos: 0
+            }
+        );
+        assert_eq!(
+            e(b"[\"\xC3\xA9\xC3\x28\"]"),
+            JsonError {
+                code: Code::INVALID_UTF8,
+                pos: 3
+            }
+        );
+        assert_eq!(
+            e(b"\"\xC0\xAF\""),
+            JsonError {
+                code: Code::INVALID_UTF8,
+                pos: 1
+            }
+        );
     }
 
     #[test]
@@ -1085,15 +1289,82 @@ mod tests {
         let base = Limits::default();
         let check = |limits: Limits, ok: &str, bad: &str, code: Code, pos: usize| {
             assert!(parse_with(ok.as_bytes(), &limits).is_ok(), "{ok}");
-            assert_eq!(parse_with(bad.as_bytes(), &limits), Err(JsonError { code, pos }), "{bad}");
+            assert_eq!(
+                parse_with(bad.as_bytes(), &limits),
+                Err(JsonError { code, pos }),
+                "{bad}"
+            );
         };
-        check(Limits { max_document_bytes: 4, ..base }, "[12]", "[123]", Code::DOCUMENT_TOO_LARGE, 0);
-        check(Limits { max_depth: 2, ..base }, "[[1]]", "[[[1]]]", Code::DEPTH_EXCEEDED, 2);
-        check(Limits { max_string_bytes: 3, ..base }, "[\"ab\\n\"]", "[\"a\u{e9}x\"]", Code::STRING_TOO_LONG, 1);
-        check(Limits { max_array_items: 2, ..base }, "[1,2]", "[1,2,3]", Code::TOO_MANY_ITEMS, 5);
-        check(Limits { max_object_members: 1, ..base }, "{\"a\":1}", "{\"a\":1,\"b\":2}", Code::TOO_MANY_MEMBERS, 7);
-        check(Limits { max_values: 3, ..base }, "[1,2]", "[1,[2]]", Code::TOO_MANY_VALUES, 4);
-        check(Limits { max_number_length: 3, ..base }, "1.5", "-1.5", Code::NUMBER_TOO_LONG, 0);
+        check(
+            Limits {
+                max_document_bytes: 4,
+                ..base
+            },
+            "[12]",
+            "[123]",
+            Code::DOCUMENT_TOO_LARGE,
+            0,
+        );
+        check(
+            Limits {
+                max_depth: 2,
+                ..base
+            },
+            "[[1]]",
+            "[[[1]]]",
+            Code::DEPTH_EXCEEDED,
+            2,
+        );
+        check(
+            Limits {
+                max_string_bytes: 3,
+                ..base
+            },
+            "[\"ab\\n\"]",
+            "[\"a\u{e9}x\"]",
+            Code::STRING_TOO_LONG,
+            1,
+        );
+        check(
+            Limits {
+                max_array_items: 2,
+                ..base
+            },
+            "[1,2]",
+            "[1,2,3]",
+            Code::TOO_MANY_ITEMS,
+            5,
+        );
+        check(
+            Limits {
+                max_object_members: 1,
+                ..base
+            },
+            "{\"a\":1}",
+            "{\"a\":1,\"b\":2}",
+            Code::TOO_MANY_MEMBERS,
+            7,
+        );
+        check(
+            Limits {
+                max_values: 3,
+                ..base
+            },
+            "[1,2]",
+            "[1,[2]]",
+            Code::TOO_MANY_VALUES,
+            4,
+        );
+        check(
+            Limits {
+                max_number_length: 3,
+                ..base
+            },
+            "1.5",
+            "-1.5",
+            Code::NUMBER_TOO_LONG,
+            0,
+        );
     }
 
     #[test]
@@ -1104,7 +1375,10 @@ mod tests {
             let doc = "{\"a\":".repeat(depth);
             assert_eq!(err(&doc), (Code::DEPTH_EXCEEDED, 64 * 5));
         }
-        let limits = Limits { max_depth: 1_000, ..Limits::default() };
+        let limits = Limits {
+            max_depth: 1_000,
+            ..Limits::default()
+        };
         let doc = format!("{}{}", "[".repeat(1_000), "]".repeat(1_000));
         assert!(parse_with(doc.as_bytes(), &limits).is_ok());
     }
@@ -1112,8 +1386,14 @@ mod tests {
     fn without_negative_zero(v: Value) -> Value {
         match v {
             Value::Number(n) if n.as_f64() == Some(0.0) => Value::Number(0i64.into()),
-            Value::Array(items) => Value::Array(items.into_iter().map(without_negative_zero).collect()),
-            Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, without_negative_zero(v))).collect()),
+            Value::Array(items) => {
+                Value::Array(items.into_iter().map(without_negative_zero).collect())
+            }
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| (k, without_negative_zero(v)))
+                    .collect(),
+            ),
             other => other,
         }
     }
@@ -1124,8 +1404,27 @@ mod tests {
     #[test]
     fn differential_against_serde_json() {
         let pieces = [
-            "{", "}", "[", "]", ",", ":", "\"k\"", "\"v\\n\"", "1", "-0", "2.5e3", "true", "null", " ", "\"\\u00e9\"",
-            "\"\\ud83d\\ude00\"", "0", "\"a\"", "\"b\"", "18446744073709551615", "-9223372036854775808",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "\"k\"",
+            "\"v\\n\"",
+            "1",
+            "-0",
+            "2.5e3",
+            "true",
+            "null",
+            " ",
+            "\"\\u00e9\"",
+            "\"\\ud83d\\ude00\"",
+            "0",
+            "\"a\"",
+            "\"b\"",
+            "18446744073709551615",
+            "-9223372036854775808",
         ];
         let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut agreed = 0;
@@ -1151,7 +1450,10 @@ mod tests {
                 // Documented differences: serde_json keeps the last duplicate key
                 // and turns integers beyond 64 bits into floats.
                 (Err(e), Ok(_)) => {
-                    assert!(matches!(e.code, Code::DUPLICATE_KEY | Code::NUMBER_OUT_OF_RANGE), "{doc}: {e:?}")
+                    assert!(
+                        matches!(e.code, Code::DUPLICATE_KEY | Code::NUMBER_OUT_OF_RANGE),
+                        "{doc}: {e:?}"
+                    )
                 }
             }
         }

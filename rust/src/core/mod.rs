@@ -4,8 +4,14 @@
 //! `PanicException` (which `except Exception` does not catch): so no
 //! `unwrap`, `expect`, `panic!` or slice indexing in the core. `cargo clippy`
 //! enforces it; tests may use them (see `clippy.toml`).
-#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
+pub mod assemble;
 pub mod envelope;
 pub mod errors;
 pub mod events;
@@ -13,5 +19,4 @@ pub mod json;
 pub mod limits;
 pub mod pipeline;
 pub mod providers;
-pub mod assemble;
 pub mod sse;

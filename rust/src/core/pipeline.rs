@@ -50,7 +50,9 @@ impl Pipeline {
     /// leaves the assembler failed with it (later calls see it).
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), CoreError> {
         self.assembler.check_usable()?;
-        let decoder = self.decoder.get_or_insert_with(|| Decoder::new(self.limits));
+        let decoder = self
+            .decoder
+            .get_or_insert_with(|| Decoder::new(self.limits));
         let mut sse = std::mem::take(&mut self.sse);
         let mut result = decoder.feed(bytes, &mut sse);
         if result.is_ok() {
@@ -139,6 +141,8 @@ pub fn normalize<T>(
     let mut events = Vec::new();
     Envelope::default().check(body, &limits, mapper.argument_fields())?;
     mapper.map_body(body, &mut events)?;
-    events.into_iter().try_for_each(|event| assembler.apply(event))?;
+    events
+        .into_iter()
+        .try_for_each(|event| assembler.apply(event))?;
     assembler.finish(mapper.unknown_events()).map(read)
 }

@@ -90,7 +90,10 @@ impl Decoder {
     }
 
     fn line_too_long(&mut self) -> CoreError {
-        let msg = format!("an event-stream line exceeds max_sse_line_bytes ({})", self.limits.max_sse_line_bytes);
+        let msg = format!(
+            "an event-stream line exceeds max_sse_line_bytes ({})",
+            self.limits.max_sse_line_bytes
+        );
         self.fail(Code::SSE_LINE_TOO_LONG, msg, self.line_start)
     }
 
@@ -98,7 +101,12 @@ impl Decoder {
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), CoreError> {
         self.check()?;
         let limit = self.limits.max_stream_bytes;
-        if self.pos.saturating_add(self.bom_held.len()).saturating_add(chunk.len()) > limit {
+        if self
+            .pos
+            .saturating_add(self.bom_held.len())
+            .saturating_add(chunk.len())
+            > limit
+        {
             let msg = format!("the stream is longer than max_stream_bytes ({limit})");
             return Err(self.fail(Code::SSE_STREAM_TOO_LARGE, msg, limit));
         }
@@ -177,7 +185,12 @@ impl Decoder {
     }
 
     /// One complete line, without its line end; `length` counts the line end.
-    fn line_end(&mut self, raw: &[u8], length: usize, out: &mut Vec<SseEvent>) -> Result<(), CoreError> {
+    fn line_end(
+        &mut self,
+        raw: &[u8],
+        length: usize,
+        out: &mut Vec<SseEvent>,
+    ) -> Result<(), CoreError> {
         let start = self.line_start;
         let line = match std::str::from_utf8(raw) {
             Ok(line) => line,
@@ -240,13 +253,21 @@ impl Decoder {
         Ok(())
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>, start: usize, length: usize) -> Result<(), CoreError> {
+    fn dispatch(
+        &mut self,
+        out: &mut Vec<SseEvent>,
+        start: usize,
+        length: usize,
+    ) -> Result<(), CoreError> {
         if !self.has_data {
             self.event = None;
             return self.no_data(length, start);
         }
         if self.events >= self.limits.max_stream_events {
-            let msg = format!("the stream has more events than max_stream_events ({})", self.limits.max_stream_events);
+            let msg = format!(
+                "the stream has more events than max_stream_events ({})",
+                self.limits.max_stream_events
+            );
             return Err(self.fail(Code::SSE_TOO_MANY_EVENTS, msg, start));
         }
         self.events += 1;
@@ -297,7 +318,8 @@ mod tests {
 
     #[test]
     fn bom_utf8_and_fields() {
-        let bytes: &[u8] = b"\xEF\xBB\xBF: c\nevent: e\nid: 1\nretry: 5\ndata: \xC3\xA9\ndata:x\n\n";
+        let bytes: &[u8] =
+            b"\xEF\xBB\xBF: c\nevent: e\nid: 1\nretry: 5\ndata: \xC3\xA9\ndata:x\n\n";
         let mut one_by_one: Vec<&[u8]> = Vec::new();
         for i in 0..bytes.len() {
             one_by_one.push(bytes.get(i..i + 1).unwrap_or_default());
@@ -306,13 +328,20 @@ mod tests {
         assert_eq!(events, decode(&[bytes]).unwrap_or_default());
         assert_eq!(
             events,
-            vec![SseEvent { event: Some("e".into()), data: "é\nx".into(), id: Some("1".into()), retry: Some(5) }]
+            vec![SseEvent {
+                event: Some("e".into()),
+                data: "é\nx".into(),
+                id: Some("1".into()),
+                retry: Some(5)
+            }]
         );
     }
 
     #[test]
     fn invalid_utf8_and_unterminated() {
-        let err = decode(&[b"data: \xFF\n\n"]).err().map(|e| (e.code, e.offset));
+        let err = decode(&[b"data: \xFF\n\n"])
+            .err()
+            .map(|e| (e.code, e.offset));
         assert_eq!(err, Some((Code::SSE_INVALID_UTF8, Some(6))));
         let err = decode(&[b"data: x\n"]).err().map(|e| e.code);
         assert_eq!(err, Some(Code::SSE_UNTERMINATED_EVENT));

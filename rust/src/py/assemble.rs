@@ -8,7 +8,6 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
-
 use crate::core::assemble::{CanonicalMapper, Kind};
 use crate::core::errors::{Code, CoreError};
 use crate::core::limits::Limits;
@@ -20,9 +19,15 @@ use crate::py::sse::with_bytes;
 
 const CANONICAL: &str = "canonical";
 
-fn mapper(provider: &Bound<'_, PyAny>, choice: Option<usize>) -> PyResult<(String, Box<dyn Mapper>)> {
+fn mapper(
+    provider: &Bound<'_, PyAny>,
+    choice: Option<usize>,
+) -> PyResult<(String, Box<dyn Mapper>)> {
     let Ok(name) = provider.downcast::<PyString>() else {
-        return Err(PyTypeError::new_err(format!("provider must be a str, not {}", provider.get_type().name()?)));
+        return Err(PyTypeError::new_err(format!(
+            "provider must be a str, not {}",
+            provider.get_type().name()?
+        )));
     };
     let name = name.to_str()?.to_string();
     if name == CANONICAL {
@@ -32,17 +37,29 @@ fn mapper(provider: &Bound<'_, PyAny>, choice: Option<usize>) -> PyResult<(Strin
         Some(mapper) => Ok((name, mapper)),
         None => {
             let known: Vec<&str> = PROVIDERS.iter().copied().chain([CANONICAL]).collect();
-            Err(PyValueError::new_err(format!("unknown provider {}; known: {}", provider.repr()?, known.join(", "))))
+            Err(PyValueError::new_err(format!(
+                "unknown provider {}; known: {}",
+                provider.repr()?,
+                known.join(", ")
+            )))
         }
     }
 }
 
-fn options(py: Python<'_>, limits: Option<&Bound<'_, PyAny>>, choice: Option<&Bound<'_, PyAny>>) -> PyResult<(Limits, Option<usize>)> {
+fn options(
+    py: Python<'_>,
+    limits: Option<&Bound<'_, PyAny>>,
+    choice: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Limits, Option<usize>)> {
     let limits = limits_from(py, limits)?;
     let choice = match choice.filter(|c| !c.is_none()) {
         None => None,
         Some(c) => {
-            let value = if c.is_exact_instance_of::<pyo3::types::PyInt>() { c.extract::<u32>().ok() } else { None };
+            let value = if c.is_exact_instance_of::<pyo3::types::PyInt>() {
+                c.extract::<u32>().ok()
+            } else {
+                None
+            };
             match value {
                 Some(v) => Some(v as usize),
                 None => {
@@ -104,7 +121,10 @@ pub struct StreamAssembler {
 
 impl StreamAssembler {
     fn usable(&self, py: Python<'_>) -> PyResult<()> {
-        self.pipeline.assembler().check_usable().map_err(|e| core_err(py, e))
+        self.pipeline
+            .assembler()
+            .check_usable()
+            .map_err(|e| core_err(py, e))
     }
 }
 
@@ -154,7 +174,12 @@ impl StreamAssembler {
 
     /// One already-decoded provider event (its SSE `data` and `event:` name).
     #[pyo3(signature = (payload, event = None))]
-    fn feed_event(&mut self, py: Python<'_>, payload: &Bound<'_, PyAny>, event: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn feed_event(
+        &mut self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        event: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         self.usable(py)?;
         let t = types(py)?;
         enum Payload<'a, 'py> {
@@ -232,7 +257,13 @@ impl StreamAssembler {
     fn snapshot(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let assembler = self.pipeline.assembler();
         if assembler.is_cancelled() {
-            return Err(core_err(py, CoreError::new(Code::STREAM_CANCELLED, "the stream was cancelled by the caller")));
+            return Err(core_err(
+                py,
+                CoreError::new(
+                    Code::STREAM_CANCELLED,
+                    "the stream was cancelled by the caller",
+                ),
+            ));
         }
         let t = types(py)?;
         let items = assembler.current_items();
@@ -242,7 +273,9 @@ impl StreamAssembler {
         let (count, size) = items
             .iter()
             .filter(|item| item.kind == Kind::Text)
-            .fold((0usize, 0usize), |(n, bytes), item| (n + 1, bytes + item.text.len()));
+            .fold((0usize, 0usize), |(n, bytes), item| {
+                (n + 1, bytes + item.text.len())
+            });
         let text = match &self.text_cache {
             Some((n, bytes, text)) if *n == count && *bytes == size => text.clone_ref(py),
             _ => {
@@ -265,14 +298,33 @@ impl StreamAssembler {
                     Some(limits) => t.partial_json.bind(py).call1((limits.bind(py),))?,
                     None => t.partial_json.bind(py).call0()?,
                 };
-                *slot = Some(CallView { parser: parser.unbind(), fed: 0, arguments: obj(py, "")?.unbind() });
+                *slot = Some(CallView {
+                    parser: parser.unbind(),
+                    fed: 0,
+                    arguments: obj(py, "")?.unbind(),
+                });
             }
-            let Some(CallView { parser, fed, arguments }) = slot.as_mut() else { continue };
+            let Some(CallView {
+                parser,
+                fed,
+                arguments,
+            }) = slot.as_mut()
+            else {
+                continue;
+            };
             let parser = parser.bind(py);
-            let failed = |parser: &Bound<'_, PyAny>| parser.getattr(intern!(py, "failure")).map(|f| !f.is_none());
-            if failed(parser)? && parser.call_method1(intern!(py, "settled"), (item.text.len(),))?.is_truthy()? {
+            let failed = |parser: &Bound<'_, PyAny>| {
+                parser.getattr(intern!(py, "failure")).map(|f| !f.is_none())
+            };
+            if failed(parser)?
+                && parser
+                    .call_method1(intern!(py, "settled"), (item.text.len(),))?
+                    .is_truthy()?
+            {
                 // the error was built when the limit was found: no new text is copied
-                return Err(PyErr::from_value(parser.call_method1(intern!(py, "error"), ("",))?));
+                return Err(PyErr::from_value(
+                    parser.call_method1(intern!(py, "error"), ("",))?,
+                ));
             }
             if let Some(new) = item.text.get(*fed..).filter(|s| !s.is_empty()) {
                 parser.call_method1(intern!(py, "feed"), (new,))?;
@@ -281,7 +333,8 @@ impl StreamAssembler {
             }
             if failed(parser)? {
                 let path = format!("$.calls[{}].arguments", calls.len());
-                let error = parser.call_method1(intern!(py, "error"), (arguments.bind(py), path))?;
+                let error =
+                    parser.call_method1(intern!(py, "error"), (arguments.bind(py), path))?;
                 return Err(PyErr::from_value(error));
             }
             let partial = parser.call_method0(intern!(py, "value"))?;
@@ -309,7 +362,10 @@ impl StreamAssembler {
                 ("state", obj(py, assembler.state().as_str())?),
             ],
         )?;
-        Ok(t.response_snapshot.bind(py).call((), Some(&kwargs))?.unbind())
+        Ok(t.response_snapshot
+            .bind(py)
+            .call((), Some(&kwargs))?
+            .unbind())
     }
 
     /// Cancel: later calls raise `StreamError(STREAM_CANCELLED)`.
@@ -320,7 +376,9 @@ impl StreamAssembler {
     /// With `keep_events=True`: the canonical events produced since the last call.
     fn take_events(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
         let Some(events) = self.pipeline.take_events() else {
-            return Err(PyValueError::new_err("take_events() needs StreamAssembler(..., keep_events=True)"));
+            return Err(PyValueError::new_err(
+                "take_events() needs StreamAssembler(..., keep_events=True)",
+            ));
         };
         let t = types(py)?;
         events.iter().map(|e| event_to_py(py, t, e)).collect()
@@ -355,6 +413,10 @@ pub fn normalize(
         )));
     };
     let t = types(py)?;
-    text.and_then(|text| pipeline::normalize(mapper, &text, limits, |response| response_to_py(py, t, &provider, response)))
-        .map_err(|e| core_err(py, e))?
+    text.and_then(|text| {
+        pipeline::normalize(mapper, &text, limits, |response| {
+            response_to_py(py, t, &provider, response)
+        })
+    })
+    .map_err(|e| core_err(py, e))?
 }

@@ -13,9 +13,16 @@ use crate::core::limits::{Limits, FIELD_NAMES};
 static LIMITS_CLASS: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
 static NEW_ERROR: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
 
-fn import_attr(py: Python<'_>, cell: &'static GILOnceCell<Py<PyAny>>, module: &str, name: &str) -> PyResult<Py<PyAny>> {
-    cell.get_or_try_init(py, || Ok::<_, PyErr>(py.import(module)?.getattr(name)?.unbind()))
-        .map(|obj| obj.clone_ref(py))
+fn import_attr(
+    py: Python<'_>,
+    cell: &'static GILOnceCell<Py<PyAny>>,
+    module: &str,
+    name: &str,
+) -> PyResult<Py<PyAny>> {
+    cell.get_or_try_init(py, || {
+        Ok::<_, PyErr>(py.import(module)?.getattr(name)?.unbind())
+    })
+    .map(|obj| obj.clone_ref(py))
 }
 
 /// Read a `decisions.Limits` (or `None` for the defaults) into the core struct.

@@ -2,9 +2,9 @@
 //! `decisions.types` / `decisions.errors`.
 
 use pyo3::prelude::*;
-use pyo3::IntoPyObjectExt;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
+use pyo3::IntoPyObjectExt;
 use pyo3::{ffi, intern};
 
 use crate::core::assemble::{Item, Kind, Response};
@@ -69,8 +69,14 @@ pub(crate) fn types(py: Python<'_>) -> PyResult<&Types> {
             normalized_response: get("NormalizedResponse")?,
             call_snapshot: get("CallSnapshot")?,
             response_snapshot: get("ResponseSnapshot")?,
-            partial_json: py.import("decisions.stream.partial")?.getattr("PartialJSON")?.unbind(),
-            payload_text: py.import("decisions._payload")?.getattr("payload_text")?.unbind(),
+            partial_json: py
+                .import("decisions.stream.partial")?
+                .getattr("PartialJSON")?
+                .unbind(),
+            payload_text: py
+                .import("decisions._payload")?
+                .getattr("payload_text")?
+                .unbind(),
         })
     })
 }
@@ -81,7 +87,11 @@ pub(crate) fn core_err(py: Python<'_>, error: CoreError) -> PyErr {
         let fields = PyDict::new(py);
         if let Some(offset) = error.offset {
             // a parse-layer error's offset is `pos`, as in json.JSONDecodeError
-            let name = if error.code.layer() == "parse" { "pos" } else { "offset" };
+            let name = if error.code.layer() == "parse" {
+                "pos"
+            } else {
+                "offset"
+            };
             fields.set_item(name, offset)?;
         }
         if let Some(path) = &error.path {
@@ -90,7 +100,12 @@ pub(crate) fn core_err(py: Python<'_>, error: CoreError) -> PyErr {
         if let Some(retryable) = error.retryable {
             fields.set_item("retryable", retryable)?;
         }
-        Ok(new_error(py, error.code, Some(&error.message), Some(&fields)))
+        Ok(new_error(
+            py,
+            error.code,
+            Some(&error.message),
+            Some(&fields),
+        ))
     };
     build().unwrap_or_else(|e| e)
 }
@@ -102,11 +117,15 @@ pub(crate) fn sse_event(py: Python<'_>, t: &Types, event: SseEvent) -> PyResult<
     let class = t.sse_event.bind(py).downcast::<PyType>()?;
     // SAFETY: `class` is a live type object; PyType_GenericAlloc returns a new
     // reference (fields NULL) or NULL with an exception set.
-    let instance = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyType_GenericAlloc(class.as_type_ptr(), 0))? };
+    let instance = unsafe {
+        Bound::from_owned_ptr_or_err(py, ffi::PyType_GenericAlloc(class.as_type_ptr(), 0))?
+    };
     let set = |name: &Bound<'_, PyString>, value: Bound<'_, PyAny>| -> PyResult<()> {
         // SAFETY: the three pointers are valid for the duration of the call;
         // the function borrows them and returns 0 or -1 with an exception set.
-        let status = unsafe { ffi::PyObject_GenericSetAttr(instance.as_ptr(), name.as_ptr(), value.as_ptr()) };
+        let status = unsafe {
+            ffi::PyObject_GenericSetAttr(instance.as_ptr(), name.as_ptr(), value.as_ptr())
+        };
         if status == 0 {
             Ok(())
         } else {
@@ -114,14 +133,20 @@ pub(crate) fn sse_event(py: Python<'_>, t: &Types, event: SseEvent) -> PyResult<
         }
     };
     let name = event.event.unwrap_or_else(|| "message".to_string());
-    set(intern!(py, "data"), PyString::new(py, &event.data).into_any())?;
+    set(
+        intern!(py, "data"),
+        PyString::new(py, &event.data).into_any(),
+    )?;
     set(intern!(py, "event"), PyString::new(py, &name).into_any())?;
     set(intern!(py, "id"), obj(py, event.id)?)?;
     set(intern!(py, "retry"), obj(py, event.retry)?)?;
     Ok(instance.unbind())
 }
 
-pub(crate) fn kw<'py>(py: Python<'py>, pairs: &[(&str, Bound<'py, PyAny>)]) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn kw<'py>(
+    py: Python<'py>,
+    pairs: &[(&str, Bound<'py, PyAny>)],
+) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (key, value) in pairs {
         dict.set_item(*key, value)?;
@@ -129,7 +154,10 @@ pub(crate) fn kw<'py>(py: Python<'py>, pairs: &[(&str, Bound<'py, PyAny>)]) -> P
     Ok(dict)
 }
 
-pub(crate) fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, value: T) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn obj<'py, T: IntoPyObject<'py>>(
+    py: Python<'py>,
+    value: T,
+) -> PyResult<Bound<'py, PyAny>> {
     value.into_bound_py_any(py)
 }
 
@@ -150,21 +178,49 @@ pub(crate) fn event_to_py(py: Python<'_>, t: &Types, event: &Event) -> PyResult<
     let (class, kwargs) = match event {
         Event::ResponseStarted { response_id, model } => (
             &t.response_started,
-            kw(py, &[("response_id", obj(py, response_id.as_deref())?), ("model", obj(py, model.as_deref())?)])?,
+            kw(
+                py,
+                &[
+                    ("response_id", obj(py, response_id.as_deref())?),
+                    ("model", obj(py, model.as_deref())?),
+                ],
+            )?,
         ),
         Event::ItemStarted { item_id, kind } => (
             &t.item_started,
-            kw(py, &[("item_id", obj(py, item_id.as_str())?), ("kind", obj(py, kind.as_str())?)])?,
+            kw(
+                py,
+                &[
+                    ("item_id", obj(py, item_id.as_str())?),
+                    ("kind", obj(py, kind.as_str())?),
+                ],
+            )?,
         ),
         Event::TextDelta { item_id, delta } => (
             &t.text_delta,
-            kw(py, &[("item_id", obj(py, item_id.as_str())?), ("delta", obj(py, delta.as_str())?)])?,
+            kw(
+                py,
+                &[
+                    ("item_id", obj(py, item_id.as_str())?),
+                    ("delta", obj(py, delta.as_str())?),
+                ],
+            )?,
         ),
         Event::RefusalDelta { item_id, delta } => (
             &t.refusal_delta,
-            kw(py, &[("item_id", obj(py, item_id.as_str())?), ("delta", obj(py, delta.as_str())?)])?,
+            kw(
+                py,
+                &[
+                    ("item_id", obj(py, item_id.as_str())?),
+                    ("delta", obj(py, delta.as_str())?),
+                ],
+            )?,
         ),
-        Event::ReasoningDelta { item_id, delta, signature } => (
+        Event::ReasoningDelta {
+            item_id,
+            delta,
+            signature,
+        } => (
             &t.reasoning_delta,
             kw(
                 py,
@@ -175,7 +231,12 @@ pub(crate) fn event_to_py(py: Python<'_>, t: &Types, event: &Event) -> PyResult<
                 ],
             )?,
         ),
-        Event::ToolCallStarted { item_id, call_id, name, call_id_generated } => (
+        Event::ToolCallStarted {
+            item_id,
+            call_id,
+            name,
+            call_id_generated,
+        } => (
             &t.tool_call_started,
             kw(
                 py,
@@ -189,11 +250,23 @@ pub(crate) fn event_to_py(py: Python<'_>, t: &Types, event: &Event) -> PyResult<
         ),
         Event::ToolArgumentsDelta { item_id, delta } => (
             &t.tool_arguments_delta,
-            kw(py, &[("item_id", obj(py, item_id.as_str())?), ("delta", obj(py, delta.as_str())?)])?,
+            kw(
+                py,
+                &[
+                    ("item_id", obj(py, item_id.as_str())?),
+                    ("delta", obj(py, delta.as_str())?),
+                ],
+            )?,
         ),
-        Event::ItemEnded { item_id } => (&t.item_ended, kw(py, &[("item_id", obj(py, item_id.as_str())?)])?),
+        Event::ItemEnded { item_id } => (
+            &t.item_ended,
+            kw(py, &[("item_id", obj(py, item_id.as_str())?)])?,
+        ),
         Event::Usage(usage) => (&t.usage_reported, usage_kwargs(py, usage)?),
-        Event::ResponseFinished { finish_reason, raw_finish_reason } => (
+        Event::ResponseFinished {
+            finish_reason,
+            raw_finish_reason,
+        } => (
             &t.response_finished,
             kw(
                 py,
@@ -203,7 +276,12 @@ pub(crate) fn event_to_py(py: Python<'_>, t: &Types, event: &Event) -> PyResult<
                 ],
             )?,
         ),
-        Event::ResponseFailed { code, message, retryable, error_type } => (
+        Event::ResponseFailed {
+            code,
+            message,
+            retryable,
+            error_type,
+        } => (
             &t.response_failed,
             kw(
                 py,
@@ -228,7 +306,14 @@ fn item_to_py(py: Python<'_>, t: &Types, item: &Item, complete: bool) -> PyResul
         Kind::Refusal => (&t.refusal_item, kw(py, &[("item_id", id), ("text", text)])?),
         Kind::Reasoning => (
             &t.reasoning_item,
-            kw(py, &[("item_id", id), ("text", text), ("signature", obj(py, item.signature.as_deref())?)])?,
+            kw(
+                py,
+                &[
+                    ("item_id", id),
+                    ("text", text),
+                    ("signature", obj(py, item.signature.as_deref())?),
+                ],
+            )?,
         ),
         Kind::ToolCall => (
             &t.tool_call_item,
@@ -249,8 +334,17 @@ fn item_to_py(py: Python<'_>, t: &Types, item: &Item, complete: bool) -> PyResul
 }
 
 /// A finished core response as `decisions.types.NormalizedResponse`.
-pub(crate) fn response_to_py(py: Python<'_>, t: &Types, provider: &str, r: &Response) -> PyResult<Py<PyAny>> {
-    let items = r.items.iter().map(|item| item_to_py(py, t, item, r.call_complete(item))).collect::<PyResult<Vec<_>>>()?;
+pub(crate) fn response_to_py(
+    py: Python<'_>,
+    t: &Types,
+    provider: &str,
+    r: &Response,
+) -> PyResult<Py<PyAny>> {
+    let items = r
+        .items
+        .iter()
+        .map(|item| item_to_py(py, t, item, r.call_complete(item)))
+        .collect::<PyResult<Vec<_>>>()?;
     let usage = match &r.usage {
         Some(usage) => t.usage.bind(py).call((), Some(&usage_kwargs(py, usage)?))?,
         None => py.None().into_bound(py),
@@ -267,10 +361,16 @@ pub(crate) fn response_to_py(py: Python<'_>, t: &Types, provider: &str, r: &Resp
             ("model", obj(py, r.model.as_deref())?),
             ("items", PyTuple::new(py, items)?.into_any()),
             ("finish_reason", obj(py, r.finish_reason.as_str())?),
-            ("raw_finish_reason", obj(py, r.raw_finish_reason.as_deref())?),
+            (
+                "raw_finish_reason",
+                obj(py, r.raw_finish_reason.as_deref())?,
+            ),
             ("usage", usage),
             ("unknown_events", unknown.into_any()),
         ],
     )?;
-    Ok(t.normalized_response.bind(py).call((), Some(&kwargs))?.unbind())
+    Ok(t.normalized_response
+        .bind(py)
+        .call((), Some(&kwargs))?
+        .unbind())
 }

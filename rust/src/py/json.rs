@@ -20,7 +20,9 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 
-use crate::core::json::{parse_bytes_in, parse_str_in, Buffers, Builder, Failure, JsonError, Object};
+use crate::core::json::{
+    parse_bytes_in, parse_str_in, Buffers, Builder, Failure, JsonError, Object,
+};
 use crate::core::limits::Limits;
 
 use super::common::limits_from;
@@ -96,17 +98,27 @@ struct State {
 // and the mutex makes access exclusive.
 unsafe impl Send for State {}
 
-static STATE: Mutex<State> =
-    Mutex::new(State { keys: Vec::new(), limits: None, buffers: Buffers::new(), untracked: Vec::new() });
+static STATE: Mutex<State> = Mutex::new(State {
+    keys: Vec::new(),
+    limits: None,
+    buffers: Buffers::new(),
+    untracked: Vec::new(),
+});
 
 #[inline]
 fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
+    bytes
+        .get(at..at + 8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
 }
 
 #[inline]
 fn u32_at(bytes: &[u8], at: usize) -> u64 {
-    bytes.get(at..at + 4).and_then(|b| b.try_into().ok()).map_or(0, |b| u64::from(u32::from_le_bytes(b)))
+    bytes
+        .get(at..at + 4)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, |b| u64::from(u32::from_le_bytes(b)))
 }
 
 /// A 64-bit hash of a key of at most `KEY_CACHE_MAX_LEN` bytes, from a few
@@ -116,7 +128,10 @@ fn key_hash(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let n = bytes.len();
     let (a, b) = if n >= 16 {
-        (u64_at(bytes, 0) ^ u64_at(bytes, n - 8).rotate_left(32), u64_at(bytes, 8) ^ u64_at(bytes, n - 16))
+        (
+            u64_at(bytes, 0) ^ u64_at(bytes, n - 8).rotate_left(32),
+            u64_at(bytes, 8) ^ u64_at(bytes, n - 16),
+        )
     } else if n >= 8 {
         (u64_at(bytes, 0), u64_at(bytes, n - 8))
     } else if n >= 4 {
@@ -125,7 +140,8 @@ fn key_hash(bytes: &[u8]) -> u64 {
         let byte = |i: usize| u64::from(bytes.get(i).copied().unwrap_or(0));
         (byte(0) | byte(n / 2) << 8, byte(n.wrapping_sub(1)))
     };
-    let h = (a ^ (n as u64)).wrapping_mul(K) ^ b.rotate_left(29).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    let h =
+        (a ^ (n as u64)).wrapping_mul(K) ^ b.rotate_left(29).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
     (h ^ (h >> 31)).wrapping_mul(K)
 }
 
@@ -139,13 +155,17 @@ fn same_key(a: &[u8], b: &[u8]) -> bool {
     }
     if n >= 8 {
         let ends = u64_at(a, 0) == u64_at(b, 0) && u64_at(a, n - 8) == u64_at(b, n - 8);
-        return ends && (n <= 16 || (u64_at(a, 8) == u64_at(b, 8) && u64_at(a, n - 16) == u64_at(b, n - 16)));
+        return ends
+            && (n <= 16
+                || (u64_at(a, 8) == u64_at(b, 8) && u64_at(a, n - 16) == u64_at(b, n - 16)));
     }
     if n >= 4 {
         return u32_at(a, 0) == u32_at(b, 0) && u32_at(a, n - 4) == u32_at(b, n - 4);
     }
     // Up to three bytes: the first, middle and last cover them all.
-    [0, n / 2, n.wrapping_sub(1)].iter().all(|&i| a.get(i) == b.get(i))
+    [0, n / 2, n.wrapping_sub(1)]
+        .iter()
+        .all(|&i| a.get(i) == b.get(i))
 }
 
 /// The UTF-8 bytes of a cached key (an ASCII str).
@@ -247,14 +267,20 @@ fn new_str(value: &str, ascii: bool) -> Result<Obj, Failed> {
         if ascii && value.len() == 1 {
             // One ASCII character: the interpreter's shared str for it, no allocation.
             // SAFETY: `value` is one byte of valid UTF-8.
-            return Obj::made(unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), 1) });
+            return Obj::made(unsafe {
+                ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), 1)
+            });
         }
         if ascii {
             // SAFETY: a fresh compact ASCII string of `len` characters has room
             // for exactly `len` bytes at PyUnicode_DATA; we fill all of them.
             unsafe {
                 let obj = Obj::made(ffi::PyUnicode_New(value.len() as ffi::Py_ssize_t, 127))?;
-                std::ptr::copy_nonoverlapping(value.as_ptr(), ffi::PyUnicode_DATA(obj.0.as_ptr()).cast::<u8>(), value.len());
+                std::ptr::copy_nonoverlapping(
+                    value.as_ptr(),
+                    ffi::PyUnicode_DATA(obj.0.as_ptr()).cast::<u8>(),
+                    value.len(),
+                );
                 return Ok(obj);
             }
         }
@@ -264,7 +290,9 @@ fn new_str(value: &str, ascii: bool) -> Result<Obj, Failed> {
     {
         let _ = ascii;
         // SAFETY: `value` is valid UTF-8.
-        Obj::made(unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), value.len() as ffi::Py_ssize_t) })
+        Obj::made(unsafe {
+            ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast(), value.len() as ffi::Py_ssize_t)
+        })
     }
 }
 
@@ -289,9 +317,21 @@ fn new_wide_str(value: &str) -> Result<Obj, Failed> {
         let data = ffi::PyUnicode_DATA(obj.0.as_ptr());
         let bytes = value.as_bytes();
         match max_char {
-            0xFF => decode_into(std::slice::from_raw_parts_mut(data.cast::<u8>(), length), bytes, |c| c as u8),
-            0xFFFF => decode_into(std::slice::from_raw_parts_mut(data.cast::<u16>(), length), bytes, |c| c as u16),
-            _ => decode_into(std::slice::from_raw_parts_mut(data.cast::<u32>(), length), bytes, |c| c),
+            0xFF => decode_into(
+                std::slice::from_raw_parts_mut(data.cast::<u8>(), length),
+                bytes,
+                |c| c as u8,
+            ),
+            0xFFFF => decode_into(
+                std::slice::from_raw_parts_mut(data.cast::<u16>(), length),
+                bytes,
+                |c| c as u16,
+            ),
+            _ => decode_into(
+                std::slice::from_raw_parts_mut(data.cast::<u32>(), length),
+                bytes,
+                |c| c,
+            ),
         }
         Ok(obj)
     }
@@ -321,8 +361,17 @@ fn decode_into<T: Copy>(slots: &mut [T], bytes: &[u8], narrow: impl Fn(u32) -> T
         let (code, width) = match lead {
             0..=0x7F => (lead, 1),
             0x80..=0xDF => ((lead & 0x1F) << 6 | (byte(i + 1) & 0x3F), 2),
-            0xE0..=0xEF => ((lead & 0x0F) << 12 | (byte(i + 1) & 0x3F) << 6 | (byte(i + 2) & 0x3F), 3),
-            _ => ((lead & 0x07) << 18 | (byte(i + 1) & 0x3F) << 12 | (byte(i + 2) & 0x3F) << 6 | (byte(i + 3) & 0x3F), 4),
+            0xE0..=0xEF => (
+                (lead & 0x0F) << 12 | (byte(i + 1) & 0x3F) << 6 | (byte(i + 2) & 0x3F),
+                3,
+            ),
+            _ => (
+                (lead & 0x07) << 18
+                    | (byte(i + 1) & 0x3F) << 12
+                    | (byte(i + 2) & 0x3F) << 6
+                    | (byte(i + 3) & 0x3F),
+                4,
+            ),
         };
         if let Some(slot) = slots.get_mut(k) {
             *slot = narrow(code);
@@ -350,7 +399,11 @@ impl Builder for PyBuilder<'_, '_> {
     fn boolean(&mut self, value: bool) -> Result<Obj, Failed> {
         // SAFETY: True/False are valid objects; we take a new reference.
         unsafe {
-            let obj = if value { ffi::Py_True() } else { ffi::Py_False() };
+            let obj = if value {
+                ffi::Py_True()
+            } else {
+                ffi::Py_False()
+            };
             ffi::Py_INCREF(obj);
             Obj::made(obj)
         }
@@ -388,7 +441,11 @@ impl Builder for PyBuilder<'_, '_> {
     #[inline]
     fn key(&mut self, value: &str, ascii: bool) -> Result<Obj, Failed> {
         let bytes = value.as_bytes();
-        let Some(cache) = self.cache.as_mut().filter(|_| ascii && bytes.len() <= KEY_CACHE_MAX_LEN) else {
+        let Some(cache) = self
+            .cache
+            .as_mut()
+            .filter(|_| ascii && bytes.len() <= KEY_CACHE_MAX_LEN)
+        else {
             return new_str(value, ascii);
         };
         let tag = key_hash(bytes);
@@ -417,7 +474,13 @@ impl Builder for PyBuilder<'_, '_> {
         // SAFETY: the cache keeps its own reference.
         unsafe { ffi::Py_INCREF(obj.0.as_ptr()) };
         let [recent, older] = set.0;
-        set.0 = [Slot { tag, obj: Some(obj.0) }, recent];
+        set.0 = [
+            Slot {
+                tag,
+                obj: Some(obj.0),
+            },
+            recent,
+        ];
         if let Some(old) = older.obj {
             drop(Obj(old));
         }
@@ -450,7 +513,9 @@ impl Builder for PyBuilder<'_, '_> {
         // size unchanged, which is how duplicates are found without a lookup.
         unsafe {
             #[cfg(not(feature = "abi3"))]
-            let dict = Obj::made(ffi::_PyDict_NewPresized((members.len() / 2) as ffi::Py_ssize_t))?;
+            let dict = Obj::made(ffi::_PyDict_NewPresized(
+                (members.len() / 2) as ffi::Py_ssize_t,
+            ))?;
             #[cfg(feature = "abi3")]
             let dict = Obj::made(ffi::PyDict_New())?;
             let ptr = dict.0.as_ptr();
@@ -470,7 +535,9 @@ impl Builder for PyBuilder<'_, '_> {
                             return Err(Failed);
                         }
                     }
-                    if ffi::_PyDict_SetItem_KnownHash(ptr, key.0.as_ptr(), value.0.as_ptr(), hash) != 0 {
+                    if ffi::_PyDict_SetItem_KnownHash(ptr, key.0.as_ptr(), value.0.as_ptr(), hash)
+                        != 0
+                    {
                         return Err(Failed);
                     }
                     if (*ptr.cast::<ffi::PyDictObject>()).ma_used == index {
@@ -503,16 +570,29 @@ static DEFAULT_LIMITS: Limits = Limits::DEFAULT;
 static PARSE_ERROR: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
 static STR_INPUT_ERROR: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
 
-fn helper(py: Python<'_>, cell: &'static GILOnceCell<Py<PyAny>>, name: &str) -> PyResult<Py<PyAny>> {
-    cell.get_or_try_init(py, || Ok::<_, PyErr>(py.import("decisions._json_errors")?.getattr(name)?.unbind()))
-        .map(|f| f.clone_ref(py))
+fn helper(
+    py: Python<'_>,
+    cell: &'static GILOnceCell<Py<PyAny>>,
+    name: &str,
+) -> PyResult<Py<PyAny>> {
+    cell.get_or_try_init(py, || {
+        Ok::<_, PyErr>(py.import("decisions._json_errors")?.getattr(name)?.unbind())
+    })
+    .map(|f| f.clone_ref(py))
 }
 
 /// The `ParseError` for `err`, rendered by `decisions._json_errors` (shared with the pure twin).
-fn parse_error(py: Python<'_>, err: JsonError, data: &Bound<'_, PyAny>, limits: Option<&Bound<'_, PyAny>>) -> PyErr {
+fn parse_error(
+    py: Python<'_>,
+    err: JsonError,
+    data: &Bound<'_, PyAny>,
+    limits: Option<&Bound<'_, PyAny>>,
+) -> PyErr {
     let build = || -> PyResult<PyErr> {
         let render = helper(py, &PARSE_ERROR, "parse_error")?;
-        let exc = render.bind(py).call1((err.code.as_str(), data, err.pos, limits))?;
+        let exc = render
+            .bind(py)
+            .call1((err.code.as_str(), data, err.pos, limits))?;
         Ok(PyErr::from_value(exc))
     };
     build().unwrap_or_else(|e| e)
@@ -524,7 +604,11 @@ fn parse_error(py: Python<'_>, err: JsonError, data: &Bound<'_, PyAny>, limits: 
 /// Parse one strict JSON document (RFC 8259 + I-JSON) into plain Python values.
 #[pyfunction]
 #[pyo3(signature = (data, /, *, limits = None))]
-pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bound<'_, PyAny>>) -> PyResult<PyObject> {
+pub(crate) fn loads(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    limits: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyObject> {
     // A call made while another is under way (a finalizer that the garbage
     // collector runs during a parse may call loads) finds the state taken:
     // it parses without the caches.
@@ -532,7 +616,13 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
     let custom;
     let lim: &Limits = match (limits, guard.as_deref_mut()) {
         (Some(obj), _) if obj.is_none() => &DEFAULT_LIMITS,
-        (Some(obj), Some(State { limits: Some((last, values)), .. })) if last.is(obj) => {
+        (
+            Some(obj),
+            Some(State {
+                limits: Some((last, values)),
+                ..
+            }),
+        ) if last.is(obj) => {
             custom = *values;
             &custom
         }
@@ -547,7 +637,12 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
     };
     let (mut own_buffers, mut own_untracked) = (Buffers::new(), Vec::new());
     let (cache, buffers, untracked) = match guard.as_deref_mut() {
-        Some(State { keys, buffers, untracked, .. }) => {
+        Some(State {
+            keys,
+            buffers,
+            untracked,
+            ..
+        }) => {
             if keys.is_empty() {
                 keys.resize(KEY_CACHE_SETS, EMPTY_SET);
             }
@@ -559,14 +654,26 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
         }
         None => (None, &mut own_buffers, &mut own_untracked),
     };
-    let mut builder = PyBuilder { py, cache, containers: 0, untracked };
+    let mut builder = PyBuilder {
+        py,
+        cache,
+        containers: 0,
+        untracked,
+    };
     let ptr = data.as_ptr();
     // SAFETY: type checks and buffer access on a live object with the GIL held;
     // the borrowed byte slices do not outlive `data` (or the buffer view).
     unsafe {
         if ffi::PyUnicode_Check(ptr) != 0 {
             if ffi::PyUnicode_GetLength(ptr) as usize > lim.max_document_bytes {
-                return builder.finish(Err(Failure::Parse(JsonError { code: crate::core::errors::Code::DOCUMENT_TOO_LARGE, pos: 0 })), data, limits);
+                return builder.finish(
+                    Err(Failure::Parse(JsonError {
+                        code: crate::core::errors::Code::DOCUMENT_TOO_LARGE,
+                        pos: 0,
+                    })),
+                    data,
+                    limits,
+                );
             }
             let mut size: ffi::Py_ssize_t = 0;
             let utf8 = ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size);
@@ -605,7 +712,8 @@ pub(crate) fn loads(py: Python<'_>, data: &Bound<'_, PyAny>, limits: Option<&Bou
             }
             // Not contiguous: parse a copy.
             let _ = PyErr::fetch(py);
-            let copy = Obj::made(ffi::PyBytes_FromObject(ptr)).map_err(|Failed| PyErr::fetch(py))?;
+            let copy =
+                Obj::made(ffi::PyBytes_FromObject(ptr)).map_err(|Failed| PyErr::fetch(py))?;
             let bytes = std::slice::from_raw_parts(
                 ffi::PyBytes_AsString(copy.0.as_ptr()).cast::<u8>(),
                 ffi::PyBytes_Size(copy.0.as_ptr()) as usize,

@@ -3,8 +3,8 @@
 mod assemble;
 mod common;
 mod events;
-mod sse;
 mod json;
+mod sse;
 
 use pyo3::prelude::*;
 
@@ -34,7 +34,10 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(default_limits, m)?)?;
     m.add_function(wrap_pyfunction!(json::loads, m)?)?;
-    m.add("PROVIDERS", pyo3::types::PyTuple::new(m.py(), crate::core::providers::PROVIDERS)?)?;
+    m.add(
+        "PROVIDERS",
+        pyo3::types::PyTuple::new(m.py(), crate::core::providers::PROVIDERS)?,
+    )?;
     m.add_class::<sse::SSEDecoder>()?;
     m.add_class::<assemble::StreamAssembler>()?;
     m.add_function(wrap_pyfunction!(assemble::normalize, m)?)?;

@@ -40,7 +40,11 @@ pub struct SSEDecoder {
 }
 
 impl SSEDecoder {
-    fn events(py: Python<'_>, result: Result<(), CoreError>, out: Vec<SseEvent>) -> PyResult<Vec<Py<PyAny>>> {
+    fn events(
+        py: Python<'_>,
+        result: Result<(), CoreError>,
+        out: Vec<SseEvent>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
         result.map_err(|e| core_err(py, e))?;
         let t = types(py)?;
         out.into_iter().map(|e| sse_event(py, t, e)).collect()
@@ -52,7 +56,9 @@ impl SSEDecoder {
     #[new]
     #[pyo3(signature = (*, limits = None))]
     fn new(py: Python<'_>, limits: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        Ok(SSEDecoder { decoder: Decoder::new(limits_from(py, limits)?) })
+        Ok(SSEDecoder {
+            decoder: Decoder::new(limits_from(py, limits)?),
+        })
     }
 
     /// Consume a chunk; return the events it completed.

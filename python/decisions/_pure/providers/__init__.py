@@ -62,5 +62,3 @@ def mapper_for(provider: str, choice: int | None = None) -> Mapper | None:
     """The mapper for ``provider``, or None if the id is unknown."""
     factory = _FACTORIES.get(provider)
     return None if factory is None else factory(choice)
-
-

@@ -197,7 +197,9 @@ class AnthropicMapper:
     def _finish(self) -> list[CanonicalEvent]:
         self._terminal = True
         out = self._usage_event()
-        out.append(ResponseFinished(finish_reason=finish_reason(self._stop_reason), raw_finish_reason=self._stop_reason))
+        out.append(
+            ResponseFinished(finish_reason=finish_reason(self._stop_reason), raw_finish_reason=self._stop_reason)
+        )
         return out
 
     @staticmethod
@@ -288,9 +290,7 @@ class AnthropicMapper:
         if type(event_type) is not str:
             raise _malformed("event")
         if event is not None and event != "message" and event != event_type:
-            raise new_error(
-                "MALFORMED_EVENT", f"anthropic SSE event {event} carries data of type {event_type}"
-            )
+            raise new_error("MALFORMED_EVENT", f"anthropic SSE event {event} carries data of type {event_type}")
         if self._terminal:
             raise new_error("EVENT_AFTER_TERMINAL", f"anthropic {event_type} event after the end of the message")
         what = f"{event_type} event"
@@ -321,13 +321,21 @@ class AnthropicMapper:
             if stop_reason is not None:
                 self._set_stop_reason(stop_reason)
             return out
-        if event_type not in ("content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"):
+        if event_type not in (
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ):
             self._count(event_type)
             return out
         if not self._started:
             raise new_error("EVENT_BEFORE_START", f"anthropic {event_type} event before message_start")
         if self._stopped and event_type in ("content_block_start", "content_block_delta"):
-            raise new_error("EVENT_AFTER_TERMINAL", f"anthropic {event_type} event after the message_delta that stopped the message")
+            raise new_error(
+                "EVENT_AFTER_TERMINAL", f"anthropic {event_type} event after the message_delta that stopped the message"
+            )
         if event_type == "content_block_delta":
             self._delta(payload, what, out)
         elif event_type == "content_block_start":

@@ -85,7 +85,8 @@ from ...types import (
     ToolCallStarted,
     UsageReported,
 )
-from ._shape import U64_MAX as _U64, shape
+from ._shape import U64_MAX as _U64
+from ._shape import shape
 from ._unknown import count_unknown
 from .jsontext import dumps
 
@@ -249,7 +250,9 @@ class GeminiMapper:
         self._response_id: str | None = None
         self._items = 0
         self._calls = 0
-        self._open: tuple[Literal["text", "reasoning"], str] | None = None  # (kind, item_id) of the open text/reasoning item
+        self._open: tuple[Literal["text", "reasoning"], str] | None = (
+            None  # (kind, item_id) of the open text/reasoning item
+        )
         self._call: _StreamedCall | None = None
         self._usage: UsageReported | None = None
         self._blocked = False  # a safety rating of the selected candidate said "blocked"
@@ -297,7 +300,9 @@ class GeminiMapper:
         what = "usageMetadata"
         candidates = _opt_count(u, "candidatesTokenCount", what)
         thoughts = _opt_count(u, "thoughtsTokenCount", what)
-        output = None if candidates is None and thoughts is None else min((candidates or 0) + (thoughts or 0), _U64)  # saturating, as in Rust
+        output = (
+            None if candidates is None and thoughts is None else min((candidates or 0) + (thoughts or 0), _U64)
+        )  # saturating, as in Rust
         return UsageReported(
             input_tokens=_opt_count(u, "promptTokenCount", what),
             output_tokens=output,
@@ -328,7 +333,9 @@ class GeminiMapper:
         if fc is not None and (text is not None or thought):
             raise new_error("MALFORMED_EVENT", "gemini part holds both a functionCall and text")
         if self._call is not None and fc is None and (text or thought or signature):
-            raise new_error("MALFORMED_EVENT", "gemini part interrupts a function call whose arguments are still streaming")
+            raise new_error(
+                "MALFORMED_EVENT", "gemini part interrupts a function call whose arguments are still streaming"
+            )
         if thought:
             item_id = self._item("reasoning", out)
             if text or signature:
@@ -385,7 +392,9 @@ class GeminiMapper:
         value = entry[key]
         if key == "stringValue" and type(value) is not str:
             raise _malformed(what)
-        if key == "numberValue" and (type(value) not in (int, float) or (type(value) is float and not math.isfinite(value))):
+        if key == "numberValue" and (
+            type(value) not in (int, float) or (type(value) is float and not math.isfinite(value))
+        ):
             raise _malformed(what)
         if key == "boolValue" and type(value) is not bool:
             raise _malformed(what)

@@ -91,8 +91,13 @@ RETRYABLE_ERRORS = frozenset(
 def _envelope(
     d: dict[str, Any], what: str
 ) -> tuple[
-    str | None, str | None, list[Any] | None, dict[str, Any] | None,
-    UsageReported | None, dict[str, Any] | None, ResponseFailed | None,
+    str | None,
+    str | None,
+    list[Any] | None,
+    dict[str, Any] | None,
+    UsageReported | None,
+    dict[str, Any] | None,
+    ResponseFailed | None,
 ]:
     """The fields a chunk and a whole body share, shape-checked in one order:
     id, model, choices, usage (and its event), error (and its failure)."""
@@ -169,7 +174,8 @@ def provider_error(err: dict[str, Any], what: str) -> ResponseFailed:
     """An OpenAI-style ``{"code", "message", "type"}`` error object."""
     code = err.get("code")
     if code is not None and (
-        isinstance(code, bool) or not isinstance(code, (str, int))
+        isinstance(code, bool)
+        or not isinstance(code, (str, int))
         or (isinstance(code, int) and not -(2**63) <= code <= _U64_MAX)
     ):
         raise malformed(what, "error.code must be a string or a 64-bit integer")
@@ -290,7 +296,9 @@ class OpenAIChatMapper:
             index = opt_u64(choice, "index", what)
             delta = opt_obj(choice, "delta", what)
             finish = opt_str(choice, "finish_reason", what)
-            choices.append((0 if index is None else index, None if delta is None else _delta_parts(delta, what), finish))
+            choices.append(
+                (0 if index is None else index, None if delta is None else _delta_parts(delta, what), finish)
+            )
         _no_repeated_choice([c[0] for c in choices], "chunk")
         if not self._started and (rid or choices or usage is not None or err is not None):
             self._start(rid or None, model or None, out)
@@ -376,7 +384,11 @@ class OpenAIChatMapper:
         return call
 
     def _tool_delta(
-        self, index: int, call_id: str | None, name: str | None, arguments: str | None,
+        self,
+        index: int,
+        call_id: str | None,
+        name: str | None,
+        arguments: str | None,
         out: list[CanonicalEvent],
     ) -> None:
         call = self._calls.get(index)
@@ -387,9 +399,7 @@ class OpenAIChatMapper:
             call = self._new_call(call_id, name, out)
             self._calls[index] = call
         elif name and name != call.name:
-            raise new_error(
-                "CALL_NAME_CHANGED", f"tool call {call.call_id} was named {call.name!r}, then {name!r}"
-            )
+            raise new_error("CALL_NAME_CHANGED", f"tool call {call.call_id} was named {call.name!r}, then {name!r}")
         if arguments:
             out.append(ToolArgumentsDelta(item_id=call.item_id, delta=arguments))
 
@@ -398,9 +408,7 @@ class OpenAIChatMapper:
         if call is None:
             call = self._legacy = self._new_call(None, name, out)
         elif name and name != call.name:
-            raise new_error(
-                "CALL_NAME_CHANGED", f"function call {call.call_id} was named {call.name!r}, then {name!r}"
-            )
+            raise new_error("CALL_NAME_CHANGED", f"function call {call.call_id} was named {call.name!r}, then {name!r}")
         if arguments:
             out.append(ToolArgumentsDelta(item_id=call.item_id, delta=arguments))
 
@@ -433,11 +441,13 @@ class OpenAIChatMapper:
             index = opt_u64(choice, "index", what)
             message = opt_obj(choice, "message", what)
             finish = opt_str(choice, "finish_reason", what)
-            choices.append((
-                position if index is None else index,
-                None if message is None else _delta_parts(message, what),
-                finish,
-            ))
+            choices.append(
+                (
+                    position if index is None else index,
+                    None if message is None else _delta_parts(message, what),
+                    finish,
+                )
+            )
         self._start(rid or None, model or None, out)
         if failure is not None:  # an error vetoes whatever the choices say
             out.append(failure)
@@ -445,9 +455,7 @@ class OpenAIChatMapper:
         if not choices:
             raise malformed(what, "the body has no choices")
         if not self._choice_given and len(choices) > 1:
-            raise new_error(
-                "MULTIPLE_CHOICES", f"the body has {len(choices)} choices; pass choice= to select one"
-            )
+            raise new_error("MULTIPLE_CHOICES", f"the body has {len(choices)} choices; pass choice= to select one")
         selected = [c for c in choices if c[0] == self._choice]
         _no_repeated_choice([c[0] for c in selected], "body")
         if not selected:
@@ -493,8 +501,11 @@ class _Parts:
 
     def has_content(self) -> bool:
         return bool(
-            any(text for _, text in self.content) or self.refusal or self.reasoning
-            or self.tool_calls or self.function_call
+            any(text for _, text in self.content)
+            or self.refusal
+            or self.reasoning
+            or self.tool_calls
+            or self.function_call
         )
 
 
@@ -532,12 +543,14 @@ def _delta_parts(delta: dict[str, Any], what: str) -> _Parts:
         call = obj(raw, what, f"tool_calls[{position}]")
         index = opt_u64(call, "index", what)
         fn = opt_obj(call, "function", what)
-        parts.tool_calls.append((
-            position if index is None else index,
-            opt_str(call, "id", what),
-            None if fn is None else opt_str(fn, "name", what),
-            None if fn is None else opt_str(fn, "arguments", what),
-        ))
+        parts.tool_calls.append(
+            (
+                position if index is None else index,
+                opt_str(call, "id", what),
+                None if fn is None else opt_str(fn, "name", what),
+                None if fn is None else opt_str(fn, "arguments", what),
+            )
+        )
     fc = opt_obj(delta, "function_call", what)
     if fc is not None:
         parts.function_call = (opt_str(fc, "name", what), opt_str(fc, "arguments", what))

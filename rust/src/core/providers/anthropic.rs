@@ -298,11 +298,20 @@ impl AnthropicMapper {
     /// two different done ones are ambiguous and give `"<first>/<second>"`,
     /// which normalizes to unknown.
     fn set_stop_reason(&mut self, raw: String) {
-        let done = |r: &str| matches!(finish_reason(Some(r)), FinishReason::Stop | FinishReason::ToolCalls);
+        let done = |r: &str| {
+            matches!(
+                finish_reason(Some(r)),
+                FinishReason::Stop | FinishReason::ToolCalls
+            )
+        };
         self.stop_reason = match self.stop_reason.take() {
             None => Some(raw),
             Some(old) if old == raw => Some(old),
-            Some(old) if done(&old) => Some(if done(&raw) { format!("{old}/{raw}") } else { raw }),
+            Some(old) if done(&old) => Some(if done(&raw) {
+                format!("{old}/{raw}")
+            } else {
+                raw
+            }),
             Some(old) => Some(old),
         };
     }
@@ -338,7 +347,8 @@ impl AnthropicMapper {
     fn failed(raw: Option<&RawValue>, what: &str) -> Result<Event, CoreError> {
         let error: ErrorRaw<'_> = SHAPE.req_obj(raw, what)?;
         let error_type = SHAPE.req_str(error.ty, what)?.into_owned();
-        let message = SHAPE.opt_str(error.message, what)?
+        let message = SHAPE
+            .opt_str(error.message, what)?
             .map(Cow::into_owned)
             .unwrap_or_default();
         Ok(Event::ResponseFailed {
@@ -512,13 +522,14 @@ impl AnthropicMapper {
             ));
         }
         let content = match message.content {
-            Some(raw) if is_array(raw) => {
-                serde_json::from_str::<Vec<&RawValue>>(raw.get()).map_err(|_| SHAPE.malformed(what))?
-            }
+            Some(raw) if is_array(raw) => serde_json::from_str::<Vec<&RawValue>>(raw.get())
+                .map_err(|_| SHAPE.malformed(what))?,
             Some(_) => return Err(SHAPE.malformed(what)),
             None => Vec::new(),
         };
-        let stop_reason = SHAPE.opt_str(message.stop_reason, what)?.map(Cow::into_owned);
+        let stop_reason = SHAPE
+            .opt_str(message.stop_reason, what)?
+            .map(Cow::into_owned);
         self.merge_usage(message.usage, what)?;
         self.started = true;
         out.push(Event::ResponseStarted { response_id, model });
@@ -686,7 +697,12 @@ impl AnthropicMapper {
 /// in `message_start`'s message and in a whole body.
 const ARGUMENT_FIELDS: &[&[Seg]] = &[
     &[Seg::Key("content_block"), Seg::Key("input")],
-    &[Seg::Key("message"), Seg::Key("content"), Seg::Index, Seg::Key("input")],
+    &[
+        Seg::Key("message"),
+        Seg::Key("content"),
+        Seg::Index,
+        Seg::Key("input"),
+    ],
     &[Seg::Key("content"), Seg::Index, Seg::Key("input")],
 ];
 
@@ -746,7 +762,12 @@ impl Mapper for AnthropicMapper {
                         format!("anthropic {event_type} event before message_start"),
                     ));
                 }
-                if self.stopped && matches!(event_type.as_ref(), "content_block_start" | "content_block_delta") {
+                if self.stopped
+                    && matches!(
+                        event_type.as_ref(),
+                        "content_block_start" | "content_block_delta"
+                    )
+                {
                     return Err(CoreError::new(
                         Code::EVENT_AFTER_TERMINAL,
                         format!("anthropic {event_type} event after the message_delta that stopped the message"),
@@ -764,7 +785,9 @@ impl Mapper for AnthropicMapper {
                     }
                     "message_delta" => {
                         let delta: DeltaRaw<'_> = SHAPE.req_obj(env.delta, &what)?;
-                        let stop_reason = SHAPE.opt_str(delta.stop_reason, &what)?.map(Cow::into_owned);
+                        let stop_reason = SHAPE
+                            .opt_str(delta.stop_reason, &what)?
+                            .map(Cow::into_owned);
                         self.merge_usage(env.usage, &what)?;
                         if let Some(raw) = stop_reason {
                             self.set_stop_reason(raw);
@@ -794,7 +817,8 @@ impl Mapper for AnthropicMapper {
         if !body.trim_start().starts_with('{') {
             return Err(SHAPE.malformed("body"));
         }
-        let message: MessageRaw<'_> = serde_json::from_str(body).map_err(|_| SHAPE.malformed("body"))?;
+        let message: MessageRaw<'_> =
+            serde_json::from_str(body).map_err(|_| SHAPE.malformed("body"))?;
         let body_type = match message.ty {
             Some(raw) => serde_json::from_str::<Str<'_>>(raw.get()).ok().map(|s| s.0),
             None => None,
@@ -813,12 +837,13 @@ impl Mapper for AnthropicMapper {
         let response_id = SHAPE.opt_str(message.id, what)?.map(Cow::into_owned);
         let model = SHAPE.opt_str(message.model, what)?.map(Cow::into_owned);
         let content = match message.content {
-            Some(raw) if is_array(raw) => {
-                serde_json::from_str::<Vec<&RawValue>>(raw.get()).map_err(|_| SHAPE.malformed(what))?
-            }
+            Some(raw) if is_array(raw) => serde_json::from_str::<Vec<&RawValue>>(raw.get())
+                .map_err(|_| SHAPE.malformed(what))?,
             _ => return Err(SHAPE.malformed(what)),
         };
-        let stop_reason = SHAPE.opt_str(message.stop_reason, what)?.map(Cow::into_owned);
+        let stop_reason = SHAPE
+            .opt_str(message.stop_reason, what)?
+            .map(Cow::into_owned);
         self.merge_usage(message.usage, what)?;
         self.started = true;
         out.push(Event::ResponseStarted { response_id, model });

@@ -391,7 +391,9 @@ impl GeminiMapper {
         out: &mut Vec<Event>,
     ) -> Result<String, CoreError> {
         self.close_open(out);
-        let given = SHAPE.opt_str(fc.id, "functionCall")?.filter(|id| !id.is_empty());
+        let given = SHAPE
+            .opt_str(fc.id, "functionCall")?
+            .filter(|id| !id.is_empty());
         let (call_id, generated) = match given {
             Some(id) => (id.into_owned(), false),
             None => match &self.response_id {
@@ -442,7 +444,8 @@ impl GeminiMapper {
         let text = SHAPE.opt_str(member(&members, "text"), what)?;
         let thought = SHAPE.opt_bool(member(&members, "thought"), what)?;
         let signature = SHAPE.opt_str(member(&members, "thoughtSignature"), what)?;
-        let fc: Option<FunctionCallRaw<'_>> = SHAPE.opt_obj(member(&members, "functionCall"), what)?;
+        let fc: Option<FunctionCallRaw<'_>> =
+            SHAPE.opt_obj(member(&members, "functionCall"), what)?;
         for key in members.keys() {
             if !PART_KEYS.contains(&key.as_ref()) {
                 self.count(format!("part:{key}"));
@@ -585,7 +588,10 @@ impl GeminiMapper {
         let [key] = present.as_slice() else {
             return Err(SHAPE.malformed(what));
         };
-        let raw_value = entry.get(*key).copied().ok_or_else(|| SHAPE.malformed(what))?;
+        let raw_value = entry
+            .get(*key)
+            .copied()
+            .ok_or_else(|| SHAPE.malformed(what))?;
         let value = match *key {
             "stringValue" => match serde_json::from_str::<String>(raw_value.get()) {
                 Ok(text) => Node::String(text),
@@ -627,7 +633,9 @@ impl GeminiMapper {
         let mut seen = std::collections::HashSet::new();
         for (position, raw) in (0u64..).zip(candidates) {
             let candidate: CandidateRaw<'a> = SHAPE.obj(raw, "candidate")?;
-            let index = SHAPE.opt_count(candidate.index, "candidate")?.unwrap_or(position);
+            let index = SHAPE
+                .opt_count(candidate.index, "candidate")?
+                .unwrap_or(position);
             if !seen.insert(index) {
                 return Err(err(
                     Code::MULTIPLE_CHOICES,
@@ -659,7 +667,8 @@ impl GeminiMapper {
         let error: ErrorRaw<'_> = SHAPE.obj(raw, what)?;
         let code = SHAPE.opt_count(error.code, what)?;
         let status = SHAPE.opt_str(error.status, what)?.map(Cow::into_owned);
-        let message = SHAPE.opt_str(error.message, what)?
+        let message = SHAPE
+            .opt_str(error.message, what)?
             .map(Cow::into_owned)
             .unwrap_or_default();
         let retryable = status
@@ -717,7 +726,8 @@ impl Mapper for GeminiMapper {
         if !data.trim_start().starts_with('{') {
             return Err(SHAPE.malformed("chunk"));
         }
-        let chunk: ChunkRaw<'_> = serde_json::from_str(data).map_err(|_| SHAPE.malformed("chunk"))?;
+        let chunk: ChunkRaw<'_> =
+            serde_json::from_str(data).map_err(|_| SHAPE.malformed("chunk"))?;
         if self.terminal {
             return Err(err(
                 Code::EVENT_AFTER_TERMINAL,
@@ -740,7 +750,9 @@ impl Mapper for GeminiMapper {
         }
         let what = "chunk";
         let response_id = SHAPE.opt_str(chunk.response_id, what)?.map(Cow::into_owned);
-        let model = SHAPE.opt_str(chunk.model_version, what)?.map(Cow::into_owned);
+        let model = SHAPE
+            .opt_str(chunk.model_version, what)?
+            .map(Cow::into_owned);
         if !self.started {
             self.started = true;
             self.response_id = response_id.clone();
@@ -757,24 +769,34 @@ impl Mapper for GeminiMapper {
             self.usage = Some(Self::read_usage(raw)?);
         }
         let candidates = SHAPE.opt_list(chunk.candidates, what)?.unwrap_or_default();
-        let feedback: Option<FeedbackRaw<'_>> = SHAPE.opt_obj(chunk.prompt_feedback, "promptFeedback")?;
+        let feedback: Option<FeedbackRaw<'_>> =
+            SHAPE.opt_obj(chunk.prompt_feedback, "promptFeedback")?;
         let block_reason = match &feedback {
-            Some(f) => SHAPE.opt_str(f.block_reason, "promptFeedback")?.map(Cow::into_owned),
+            Some(f) => SHAPE
+                .opt_str(f.block_reason, "promptFeedback")?
+                .map(Cow::into_owned),
             None => None,
         };
         let candidate = self.select(&candidates)?;
         let mut finish = None;
         if let Some(candidate) = candidate {
             let content: Option<ContentRaw<'_>> = SHAPE.opt_obj(candidate.content, "candidate")?;
-            finish = SHAPE.opt_str(candidate.finish_reason, "candidate")?.map(Cow::into_owned);
-            for raw in SHAPE.opt_list(candidate.safety_ratings, "candidate")?.unwrap_or_default() {
+            finish = SHAPE
+                .opt_str(candidate.finish_reason, "candidate")?
+                .map(Cow::into_owned);
+            for raw in SHAPE
+                .opt_list(candidate.safety_ratings, "candidate")?
+                .unwrap_or_default()
+            {
                 let rating: RatingRaw<'_> = SHAPE.obj(raw, "safetyRating")?;
                 if SHAPE.opt_bool(rating.blocked, "safetyRating")? {
                     self.blocked = true;
                 }
             }
             let parts = match content {
-                Some(content) => SHAPE.opt_list(content.parts, "content")?.unwrap_or_default(),
+                Some(content) => SHAPE
+                    .opt_list(content.parts, "content")?
+                    .unwrap_or_default(),
                 None => Vec::new(),
             };
             for part in parts {

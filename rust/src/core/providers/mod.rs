@@ -21,7 +21,12 @@ pub trait Mapper: Send + Sync {
     /// One decoded provider event: the SSE `event:` name (None when the
     /// stream gave none, or the caller's SDK already decoded it) and its JSON
     /// `data`. Canonical events are appended to `out`.
-    fn map_event(&mut self, event: Option<&str>, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError>;
+    fn map_event(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError>;
 
     /// The end of the provider stream (EOF). Emits whatever the provider's
     /// stream implies at its end (or nothing); the assembler then decides

@@ -43,7 +43,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a string")
             }
-            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            fn visit_borrowed_str<E: serde::de::Error>(
+                self,
+                v: &'de str,
+            ) -> Result<Self::Value, E> {
                 Ok(Cow::Borrowed(v))
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
@@ -115,8 +118,13 @@ pub(crate) struct ErrObj<'a> {
 }
 
 /// Provider error types / codes that say asking again may succeed.
-const RETRYABLE_ERRORS: &[&str] =
-    &["server_error", "rate_limit_exceeded", "rate_limit_error", "overloaded_error", "service_unavailable"];
+const RETRYABLE_ERRORS: &[&str] = &[
+    "server_error",
+    "rate_limit_exceeded",
+    "rate_limit_error",
+    "overloaded_error",
+    "service_unavailable",
+];
 
 impl ErrObj<'_> {
     /// The `ResponseFailed` event this error object stands for.
@@ -125,12 +133,21 @@ impl ErrObj<'_> {
             None | Some(serde_json::Value::Null) => None,
             Some(serde_json::Value::String(c)) => Some(c.clone()),
             Some(serde_json::Value::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_string()),
-            Some(_) => return Err(malformed(what, "error.code must be a string or a 64-bit integer")),
+            Some(_) => {
+                return Err(malformed(
+                    what,
+                    "error.code must be a string or a 64-bit integer",
+                ))
+            }
         };
         let error_type = s(&self.kind).map(str::to_owned);
-        let code = code.or_else(|| error_type.clone()).unwrap_or_else(|| "error".to_owned());
+        let code = code
+            .or_else(|| error_type.clone())
+            .unwrap_or_else(|| "error".to_owned());
         let retryable = RETRYABLE_ERRORS.contains(&code.as_str())
-            || error_type.as_deref().is_some_and(|t| RETRYABLE_ERRORS.contains(&t));
+            || error_type
+                .as_deref()
+                .is_some_and(|t| RETRYABLE_ERRORS.contains(&t));
         Ok(Event::ResponseFailed {
             code,
             message: s(&self.message).unwrap_or("").to_owned(),
@@ -240,7 +257,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a string or an array of content parts")
             }
-            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            fn visit_borrowed_str<E: serde::de::Error>(
+                self,
+                v: &'de str,
+            ) -> Result<Self::Value, E> {
                 Ok(Content::Text(Str(Cow::Borrowed(v))))
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
@@ -306,8 +326,14 @@ impl ChatUsage {
         Event::Usage(Usage {
             input_tokens: self.prompt_tokens,
             output_tokens: self.completion_tokens,
-            cached_tokens: self.prompt_tokens_details.as_ref().and_then(|d| d.cached_tokens),
-            reasoning_tokens: self.completion_tokens_details.as_ref().and_then(|d| d.reasoning_tokens),
+            cached_tokens: self
+                .prompt_tokens_details
+                .as_ref()
+                .and_then(|d| d.cached_tokens),
+            reasoning_tokens: self
+                .completion_tokens_details
+                .as_ref()
+                .and_then(|d| d.reasoning_tokens),
         })
     }
 }
@@ -338,7 +364,10 @@ impl<'a> Delta<'a> {
                             }
                         }
                         other => {
-                            return Err(malformed(what, format!("content part type {other:?} is not known")))
+                            return Err(malformed(
+                                what,
+                                format!("content part type {other:?} is not known"),
+                            ))
                         }
                     }
                 }
@@ -370,7 +399,10 @@ fn no_repeated_choice(indexes: impl Iterator<Item = u64>, place: &str) -> Result
     let mut seen = std::collections::HashSet::new();
     for index in indexes {
         if !seen.insert(index) {
-            return Err(CoreError::new(Code::MULTIPLE_CHOICES, format!("the {place} has choice {index} more than once")));
+            return Err(CoreError::new(
+                Code::MULTIPLE_CHOICES,
+                format!("the {place} has choice {index} more than once"),
+            ));
         }
     }
     Ok(())
@@ -428,7 +460,10 @@ impl OpenAIChat {
     fn start(&mut self, rid: Option<&str>, model: Option<&str>, out: &mut Vec<Event>) {
         self.started = true;
         self.response_id = rid.map(str::to_owned);
-        out.push(Event::ResponseStarted { response_id: self.response_id.clone(), model: model.map(str::to_owned) });
+        out.push(Event::ResponseStarted {
+            response_id: self.response_id.clone(),
+            model: model.map(str::to_owned),
+        });
     }
 
     fn open_item(&mut self, slot: u8, out: &mut Vec<Event>) -> String {
@@ -443,32 +478,54 @@ impl OpenAIChat {
         let id = format!("choice{}.{name}", self.choice);
         *field = Some(id.clone());
         self.open.push(id.clone());
-        out.push(Event::ItemStarted { item_id: id.clone(), kind });
+        out.push(Event::ItemStarted {
+            item_id: id.clone(),
+            kind,
+        });
         id
     }
 
-    fn apply(&mut self, delta: &Delta<'_>, with_calls: bool, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn apply(
+        &mut self,
+        delta: &Delta<'_>,
+        with_calls: bool,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let (reasoning, pieces) = delta.pieces(CHUNK)?;
         if let Some(r) = reasoning {
             let id = self.open_item(0, out);
-            out.push(Event::ReasoningDelta { item_id: id, delta: r.to_owned(), signature: None });
+            out.push(Event::ReasoningDelta {
+                item_id: id,
+                delta: r.to_owned(),
+                signature: None,
+            });
         }
         for piece in &pieces {
             match piece {
                 Piece::Reasoning(t) if !t.is_empty() => {
                     let id = self.open_item(0, out);
-                    out.push(Event::ReasoningDelta { item_id: id, delta: (*t).to_owned(), signature: None });
+                    out.push(Event::ReasoningDelta {
+                        item_id: id,
+                        delta: (*t).to_owned(),
+                        signature: None,
+                    });
                 }
                 Piece::Text(t) if !t.is_empty() => {
                     let id = self.open_item(1, out);
-                    out.push(Event::TextDelta { item_id: id, delta: (*t).to_owned() });
+                    out.push(Event::TextDelta {
+                        item_id: id,
+                        delta: (*t).to_owned(),
+                    });
                 }
                 _ => {}
             }
         }
         if let Some(r) = s(&delta.refusal).filter(|r| !r.is_empty()) {
             let id = self.open_item(2, out);
-            out.push(Event::RefusalDelta { item_id: id, delta: r.to_owned() });
+            out.push(Event::RefusalDelta {
+                item_id: id,
+                delta: r.to_owned(),
+            });
         }
         if with_calls {
             for (position, call) in delta.tool_calls.iter().flatten().enumerate() {
@@ -486,10 +543,20 @@ impl OpenAIChat {
         Ok(())
     }
 
-    fn new_call(&mut self, call_id: Option<&str>, name: Option<&str>, out: &mut Vec<Event>) -> Result<Call, CoreError> {
+    fn new_call(
+        &mut self,
+        call_id: Option<&str>,
+        name: Option<&str>,
+        out: &mut Vec<Event>,
+    ) -> Result<Call, CoreError> {
         let name = match name {
             Some(n) if !n.is_empty() => n,
-            _ => return Err(malformed(CHUNK, "a tool call starts without a function name")),
+            _ => {
+                return Err(malformed(
+                    CHUNK,
+                    "a tool call starts without a function name",
+                ))
+            }
         };
         let k = self.ncalls;
         self.ncalls += 1;
@@ -508,7 +575,11 @@ impl OpenAIChat {
             name: name.to_owned(),
             call_id_generated: generated,
         });
-        Ok(Call { item_id, call_id, name: name.to_owned() })
+        Ok(Call {
+            item_id,
+            call_id,
+            name: name.to_owned(),
+        })
     }
 
     fn tool_delta(
@@ -534,17 +605,29 @@ impl OpenAIChat {
             if let Some(n) = name.filter(|n| !n.is_empty() && *n != call.name) {
                 return Err(CoreError::new(
                     Code::CALL_NAME_CHANGED,
-                    format!("tool call {} was named {:?}, then {n:?}", call.call_id, call.name),
+                    format!(
+                        "tool call {} was named {:?}, then {n:?}",
+                        call.call_id, call.name
+                    ),
                 ));
             }
         }
-        if let (Some(a), Some(call)) = (arguments.filter(|a| !a.is_empty()), self.calls.get(&index)) {
-            out.push(Event::ToolArgumentsDelta { item_id: call.item_id.clone(), delta: a.to_owned() });
+        if let (Some(a), Some(call)) = (arguments.filter(|a| !a.is_empty()), self.calls.get(&index))
+        {
+            out.push(Event::ToolArgumentsDelta {
+                item_id: call.item_id.clone(),
+                delta: a.to_owned(),
+            });
         }
         Ok(())
     }
 
-    fn legacy_delta(&mut self, name: Option<&str>, arguments: Option<&str>, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn legacy_delta(
+        &mut self,
+        name: Option<&str>,
+        arguments: Option<&str>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         if self.legacy.is_none() {
             let call = self.new_call(None, name, out)?;
             self.legacy = Some(call);
@@ -552,19 +635,27 @@ impl OpenAIChat {
             if let Some(n) = name.filter(|n| !n.is_empty() && *n != call.name) {
                 return Err(CoreError::new(
                     Code::CALL_NAME_CHANGED,
-                    format!("function call {} was named {:?}, then {n:?}", call.call_id, call.name),
+                    format!(
+                        "function call {} was named {:?}, then {n:?}",
+                        call.call_id, call.name
+                    ),
                 ));
             }
         }
         if let (Some(a), Some(call)) = (arguments.filter(|a| !a.is_empty()), &self.legacy) {
-            out.push(Event::ToolArgumentsDelta { item_id: call.item_id.clone(), delta: a.to_owned() });
+            out.push(Event::ToolArgumentsDelta {
+                item_id: call.item_id.clone(),
+                delta: a.to_owned(),
+            });
         }
         Ok(())
     }
 
     fn close(&mut self, item_id: &str, out: &mut Vec<Event>) {
         self.open.retain(|id| id != item_id);
-        out.push(Event::ItemEnded { item_id: item_id.to_owned() });
+        out.push(Event::ItemEnded {
+            item_id: item_id.to_owned(),
+        });
     }
 
     fn finish_with(&mut self, raw: &str, out: &mut Vec<Event>) {
@@ -578,13 +669,19 @@ impl OpenAIChat {
         if reason == FinishReason::Stop && self.refusal.is_some() {
             reason = FinishReason::Refusal;
         }
-        if matches!(reason, FinishReason::Stop | FinishReason::ToolCalls | FinishReason::Refusal) {
+        if matches!(
+            reason,
+            FinishReason::Stop | FinishReason::ToolCalls | FinishReason::Refusal
+        ) {
             for item_id in self.open.drain(..) {
                 out.push(Event::ItemEnded { item_id });
             }
         }
         self.finished = true;
-        out.push(Event::ResponseFinished { finish_reason: reason, raw_finish_reason: Some(raw.to_owned()) });
+        out.push(Event::ResponseFinished {
+            finish_reason: reason,
+            raw_finish_reason: Some(raw.to_owned()),
+        });
     }
 
     fn chunk(&mut self, chunk: &Chunk<'_>, out: &mut Vec<Event>) -> Result<(), CoreError> {
@@ -600,12 +697,20 @@ impl OpenAIChat {
                 Some(d) => Some(d.pieces(CHUNK)?),
                 None => None,
             };
-            checked.push((index, parts.map(|(r, p)| choice.delta.as_ref().is_some_and(|d| d.has_content(r, &p)))));
+            checked.push((
+                index,
+                parts.map(|(r, p)| choice.delta.as_ref().is_some_and(|d| d.has_content(r, &p))),
+            ));
         }
         no_repeated_choice(checked.iter().map(|(index, _)| *index), "chunk")?;
         let choices = chunk.choices.as_deref().unwrap_or(&[]);
         let rid = s(&chunk.id).filter(|r| !r.is_empty());
-        if !self.started && (rid.is_some() || !choices.is_empty() || chunk.usage.is_some() || chunk.error.is_some()) {
+        if !self.started
+            && (rid.is_some()
+                || !choices.is_empty()
+                || chunk.usage.is_some()
+                || chunk.error.is_some())
+        {
             self.start(rid, s(&chunk.model).filter(|m| !m.is_empty()), out);
         }
         if let Some(f) = failure {
@@ -635,7 +740,10 @@ impl OpenAIChat {
             }
             if let Some(finish) = s(&choice.finish_reason) {
                 if terminal {
-                    return Err(CoreError::new(Code::EVENT_AFTER_TERMINAL, "a second finish_reason for the same choice"));
+                    return Err(CoreError::new(
+                        Code::EVENT_AFTER_TERMINAL,
+                        "a second finish_reason for the same choice",
+                    ));
                 }
                 self.finish_with(finish, out);
             }
@@ -648,9 +756,17 @@ impl OpenAIChat {
 }
 
 impl Mapper for OpenAIChat {
-    fn map_event(&mut self, _event: Option<&str>, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn map_event(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         if self.done {
-            return Err(CoreError::new(Code::EVENT_AFTER_TERMINAL, "an event arrived after data: [DONE]"));
+            return Err(CoreError::new(
+                Code::EVENT_AFTER_TERMINAL,
+                "an event arrived after data: [DONE]",
+            ));
         }
         if data == DONE {
             self.done = true;
@@ -676,7 +792,11 @@ impl Mapper for OpenAIChat {
                 m.pieces(BODY)?;
             }
         }
-        self.start(s(&body.id).filter(|r| !r.is_empty()), s(&body.model).filter(|m| !m.is_empty()), out);
+        self.start(
+            s(&body.id).filter(|r| !r.is_empty()),
+            s(&body.model).filter(|m| !m.is_empty()),
+            out,
+        );
         if let Some(f) = failure {
             // an error vetoes whatever the choices say
             out.push(f);
@@ -688,15 +808,33 @@ impl Mapper for OpenAIChat {
         if !self.choice_given && choices.len() > 1 {
             return Err(CoreError::new(
                 Code::MULTIPLE_CHOICES,
-                format!("the body has {} choices; pass choice= to select one", choices.len()),
+                format!(
+                    "the body has {} choices; pass choice= to select one",
+                    choices.len()
+                ),
             ));
         }
-        let indexes: Vec<u64> = choices.iter().enumerate().map(|(p, c)| c.index.unwrap_or(p as u64)).collect();
-        no_repeated_choice(indexes.iter().copied().filter(|i| *i == self.choice), "body")?;
-        let Some(selected) = choices.iter().zip(&indexes).find(|(_, i)| **i == self.choice).map(|(c, _)| c) else {
+        let indexes: Vec<u64> = choices
+            .iter()
+            .enumerate()
+            .map(|(p, c)| c.index.unwrap_or(p as u64))
+            .collect();
+        no_repeated_choice(
+            indexes.iter().copied().filter(|i| *i == self.choice),
+            "body",
+        )?;
+        let Some(selected) = choices
+            .iter()
+            .zip(&indexes)
+            .find(|(_, i)| **i == self.choice)
+            .map(|(c, _)| c)
+        else {
             return Err(CoreError::new(
                 Code::MULTIPLE_CHOICES,
-                format!("choice {} is not among the choices {indexes:?}", self.choice),
+                format!(
+                    "choice {} is not among the choices {indexes:?}",
+                    self.choice
+                ),
             ));
         };
         let Some(finish) = s(&selected.finish_reason) else {
@@ -711,7 +849,10 @@ impl Mapper for OpenAIChat {
                 };
                 let call = self.new_call(s(&call.id), name, out)?;
                 if let Some(a) = arguments.filter(|a| !a.is_empty()) {
-                    out.push(Event::ToolArgumentsDelta { item_id: call.item_id, delta: a.to_owned() });
+                    out.push(Event::ToolArgumentsDelta {
+                        item_id: call.item_id,
+                        delta: a.to_owned(),
+                    });
                 }
             }
         }
@@ -738,19 +879,35 @@ mod tests {
     }
 
     fn chunk(delta: &str, finish: &str) -> String {
-        format!(r#"{{"id":"r","model":"m","choices":[{{"index":0,"delta":{delta},"finish_reason":{finish}}}]}}"#)
+        format!(
+            r#"{{"id":"r","model":"m","choices":[{{"index":0,"delta":{delta},"finish_reason":{finish}}}]}}"#
+        )
     }
 
     #[test]
     fn index_reuse_with_another_id_is_another_call() -> Result<(), CoreError> {
         let mut m = OpenAIChat::new(None);
-        let a = feed(&mut m, &chunk(r#"{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]}"#, "null"))?;
+        let a = feed(
+            &mut m,
+            &chunk(
+                r#"{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]}"#,
+                "null",
+            ),
+        )?;
         assert!(matches!(a.first(), Some(Event::ResponseStarted { .. })));
-        let b = feed(&mut m, &chunk(r#"{"tool_calls":[{"index":0,"id":"b","function":{"name":"g"}}]}"#, "null"))?;
+        let b = feed(
+            &mut m,
+            &chunk(
+                r#"{"tool_calls":[{"index":0,"id":"b","function":{"name":"g"}}]}"#,
+                "null",
+            ),
+        )?;
         assert_eq!(
             b,
             vec![
-                Event::ItemEnded { item_id: "choice0.tool_calls[0]".into() },
+                Event::ItemEnded {
+                    item_id: "choice0.tool_calls[0]".into()
+                },
                 Event::ToolCallStarted {
                     item_id: "choice0.tool_calls[1]".into(),
                     call_id: "b".into(),
@@ -760,10 +917,13 @@ mod tests {
             ]
         );
         let end = feed(&mut m, &chunk("{}", r#""tool_calls""#))?;
-        assert_eq!(end.last(), Some(&Event::ResponseFinished {
-            finish_reason: FinishReason::ToolCalls,
-            raw_finish_reason: Some("tool_calls".into()),
-        }));
+        assert_eq!(
+            end.last(),
+            Some(&Event::ResponseFinished {
+                finish_reason: FinishReason::ToolCalls,
+                raw_finish_reason: Some("tool_calls".into()),
+            })
+        );
         Ok(())
     }
 
@@ -772,7 +932,9 @@ mod tests {
         let mut m = OpenAIChat::new(None);
         feed(&mut m, &chunk(r#"{"content":"hi"}"#, "null"))?;
         assert!(feed(&mut m, DONE)?.is_empty());
-        let err = feed(&mut m, &chunk(r#"{"content":"x"}"#, "null")).err().map(|e| e.code);
+        let err = feed(&mut m, &chunk(r#"{"content":"x"}"#, "null"))
+            .err()
+            .map(|e| e.code);
         assert_eq!(err, Some(Code::EVENT_AFTER_TERMINAL));
         Ok(())
     }
@@ -794,7 +956,13 @@ mod tests {
     fn escaped_strings_are_decoded() -> Result<(), CoreError> {
         let mut m = OpenAIChat::new(None);
         let out = feed(&mut m, &chunk(r#"{"content":"a\"b\u00e9"}"#, "null"))?;
-        assert_eq!(out.last(), Some(&Event::TextDelta { item_id: "choice0.content".into(), delta: "a\"bé".into() }));
+        assert_eq!(
+            out.last(),
+            Some(&Event::TextDelta {
+                item_id: "choice0.content".into(),
+                delta: "a\"bé".into()
+            })
+        );
         Ok(())
     }
 }

@@ -110,8 +110,14 @@ impl RespUsage {
         Event::Usage(Usage {
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
-            cached_tokens: self.input_tokens_details.as_ref().and_then(|d| d.cached_tokens),
-            reasoning_tokens: self.output_tokens_details.as_ref().and_then(|d| d.reasoning_tokens),
+            cached_tokens: self
+                .input_tokens_details
+                .as_ref()
+                .and_then(|d| d.cached_tokens),
+            reasoning_tokens: self
+                .output_tokens_details
+                .as_ref()
+                .and_then(|d| d.reasoning_tokens),
         })
     }
 }
@@ -217,12 +223,18 @@ fn out_item<'a>(raw: &'a RawValue, what: &str) -> Result<Out<'a>, CoreError> {
     };
     let item: OutItem<'a> = parse(raw.get(), what)?;
     if kind == Kind::FunctionCall && (item.call_id.is_none() || item.name.is_none()) {
-        return Err(malformed(what, "a function_call item needs call_id and name"));
+        return Err(malformed(
+            what,
+            "a function_call item needs call_id and name",
+        ));
     }
     if kind == Kind::Message {
         for part in item.content.iter().flatten() {
             if part_kind(part.kind.as_str()).is_some() && part.value().is_none() {
-                return Err(malformed(what, format!("a {} part needs its text", part.kind.as_str())));
+                return Err(malformed(
+                    what,
+                    format!("a {} part needs its text", part.kind.as_str()),
+                ));
             }
         }
     }
@@ -315,7 +327,10 @@ struct Digest {
 
 impl Digest {
     const fn new() -> Digest {
-        Digest { length: 0, hash: 0xcbf2_9ce4_8422_2325 }
+        Digest {
+            length: 0,
+            hash: 0xcbf2_9ce4_8422_2325,
+        }
     }
 
     fn add(&mut self, text: &str) {
@@ -363,7 +378,12 @@ struct Acc {
 
 impl Acc {
     fn new(canon: String, kind: AccKind) -> Acc {
-        Acc { canon, kind, digest: Digest::new(), ended: false }
+        Acc {
+            canon,
+            kind,
+            digest: Digest::new(),
+            ended: false,
+        }
     }
 }
 
@@ -404,7 +424,10 @@ impl Default for OpenAIResponses {
 
 fn delta_event(acc: &mut Acc, delta: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
     if acc.ended {
-        return Err(CoreError::new(Code::DELTA_AFTER_END, format!("a delta for {} after it ended", acc.canon)));
+        return Err(CoreError::new(
+            Code::DELTA_AFTER_END,
+            format!("a delta for {} after it ended", acc.canon),
+        ));
     }
     acc.digest.add(delta);
     let item_id = acc.canon.clone();
@@ -413,7 +436,11 @@ fn delta_event(acc: &mut Acc, delta: &str, out: &mut Vec<Event>) -> Result<(), C
         AccKind::Text => Event::TextDelta { item_id, delta },
         AccKind::Refusal => Event::RefusalDelta { item_id, delta },
         AccKind::Arguments => Event::ToolArgumentsDelta { item_id, delta },
-        AccKind::Reasoning => Event::ReasoningDelta { item_id, delta, signature: None },
+        AccKind::Reasoning => Event::ReasoningDelta {
+            item_id,
+            delta,
+            signature: None,
+        },
     });
     Ok(())
 }
@@ -427,7 +454,11 @@ fn check(acc: &mut Acc, text: &str, what: &str, out: &mut Vec<Event>) -> Result<
     if d.length != acc.digest.length || d.hash != acc.digest.hash {
         return Err(CoreError::new(
             Code::OUTPUT_MISMATCH,
-            format!("{what}: the streamed {} of {} differs from the final value", acc.kind.name(), acc.canon),
+            format!(
+                "{what}: the streamed {} of {} differs from the final value",
+                acc.kind.name(),
+                acc.canon
+            ),
         ));
     }
     Ok(())
@@ -469,7 +500,10 @@ impl OpenAIResponses {
             )),
             Some(entry) if entry.kind != kind => Err(CoreError::new(
                 Code::UNKNOWN_ITEM,
-                format!("{what} for item {item_id}, which is a {}", entry.kind.name()),
+                format!(
+                    "{what} for item {item_id}, which is a {}",
+                    entry.kind.name()
+                ),
             )),
             Some(entry) => Ok(entry),
         }
@@ -485,7 +519,12 @@ impl OpenAIResponses {
         })
     }
 
-    fn dispatch(&mut self, kind: &str, data: &str, out: &mut Vec<Event>) -> Result<bool, CoreError> {
+    fn dispatch(
+        &mut self,
+        kind: &str,
+        data: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<bool, CoreError> {
         let what = kind;
         match kind {
             "response.created" => {
@@ -527,12 +566,20 @@ impl OpenAIResponses {
             "response.output_text.delta" | "response.refusal.delta" => {
                 let ev: ItemRef<'_> = parse(data, what)?;
                 let delta = required(&ev.delta, "delta", what)?;
-                let want = if kind == "response.output_text.delta" { AccKind::Text } else { AccKind::Refusal };
+                let want = if kind == "response.output_text.delta" {
+                    AccKind::Text
+                } else {
+                    AccKind::Refusal
+                };
                 let part = self.part(ev.item_id.as_str(), ev.content_index.unwrap_or(0), what)?;
                 if part.kind != want {
                     return Err(CoreError::new(
                         Code::UNKNOWN_ITEM,
-                        format!("{what} for {}, which is a {} part", part.canon, part.kind.name()),
+                        format!(
+                            "{what} for {}, which is a {} part",
+                            part.canon,
+                            part.kind.name()
+                        ),
                     ));
                 }
                 delta_event(part, delta, out)?;
@@ -550,8 +597,11 @@ impl OpenAIResponses {
             "response.function_call_arguments.delta" | "response.function_call_arguments.done" => {
                 let ev: ItemRef<'_> = parse(data, what)?;
                 let delta = kind == "response.function_call_arguments.delta";
-                let value =
-                    if delta { required(&ev.delta, "delta", what)? } else { required(&ev.arguments, "arguments", what)? };
+                let value = if delta {
+                    required(&ev.delta, "delta", what)?
+                } else {
+                    required(&ev.arguments, "arguments", what)?
+                };
                 let entry = self.item(ev.item_id.as_str(), what, Kind::FunctionCall)?;
                 let Some(acc) = entry.acc.as_mut() else {
                     return Err(malformed(what, "a function call without its arguments"));
@@ -616,7 +666,10 @@ impl OpenAIResponses {
         };
         let id = item.id.as_str();
         if self.items.contains_key(id) {
-            return Err(CoreError::new(Code::DUPLICATE_ITEM_ID, format!("output item {id} was added twice")));
+            return Err(CoreError::new(
+                Code::DUPLICATE_ITEM_ID,
+                format!("output item {id} was added twice"),
+            ));
         }
         let mut entry = Item {
             kind,
@@ -647,14 +700,23 @@ impl OpenAIResponses {
             }
             Kind::Reasoning => {
                 entry.acc = Some(Acc::new(id.to_owned(), AccKind::Reasoning));
-                out.push(Event::ItemStarted { item_id: id.to_owned(), kind: ItemKind::Reasoning });
+                out.push(Event::ItemStarted {
+                    item_id: id.to_owned(),
+                    kind: ItemKind::Reasoning,
+                });
             }
         }
         self.items.insert(id.to_owned(), entry);
         Ok(())
     }
 
-    fn part_event(&mut self, ev: &PartEvent<'_>, added: bool, what: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn part_event(
+        &mut self,
+        ev: &PartEvent<'_>,
+        added: bool,
+        what: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let item_id = ev.item_id.as_str();
         let index = ev.content_index.unwrap_or(0);
         let kind = ev.part.kind.as_str();
@@ -677,9 +739,16 @@ impl OpenAIResponses {
                     format!("content part {index} of {item_id} was added twice"),
                 ));
             }
-            let acc_kind = if canon_kind == ItemKind::Text { AccKind::Text } else { AccKind::Refusal };
+            let acc_kind = if canon_kind == ItemKind::Text {
+                AccKind::Text
+            } else {
+                AccKind::Refusal
+            };
             let mut acc = Acc::new(part_id(item_id, index), acc_kind);
-            out.push(Event::ItemStarted { item_id: acc.canon.clone(), kind: canon_kind });
+            out.push(Event::ItemStarted {
+                item_id: acc.canon.clone(),
+                kind: canon_kind,
+            });
             if let Some(t) = text.filter(|t| !t.is_empty()) {
                 delta_event(&mut acc, t, out)?;
             }
@@ -706,26 +775,44 @@ impl OpenAIResponses {
         check(acc, text, what, out)?;
         if !acc.ended {
             acc.ended = true;
-            out.push(Event::ItemEnded { item_id: acc.canon.clone() });
+            out.push(Event::ItemEnded {
+                item_id: acc.canon.clone(),
+            });
         }
         Ok(())
     }
 
-    fn compare(&mut self, kind: Kind, item: &OutItem<'_>, what: &str, out: &mut Vec<Event>, end: bool) -> Result<(), CoreError> {
+    fn compare(
+        &mut self,
+        kind: Kind,
+        item: &OutItem<'_>,
+        what: &str,
+        out: &mut Vec<Event>,
+        end: bool,
+    ) -> Result<(), CoreError> {
         let id = item.id.as_str();
         let Some(entry) = self.items.get_mut(id) else {
-            return Err(mismatch(format!("{what}: {} {id} was never added to the stream", kind.name())));
+            return Err(mismatch(format!(
+                "{what}: {} {id} was never added to the stream",
+                kind.name()
+            )));
         };
         match kind {
             Kind::FunctionCall => {
-                if s(&item.call_id) != Some(entry.call_id.as_str()) || s(&item.name) != Some(entry.name.as_str()) {
-                    return Err(mismatch(format!("{what}: the call_id or name of {id} changed")));
+                if s(&item.call_id) != Some(entry.call_id.as_str())
+                    || s(&item.name) != Some(entry.name.as_str())
+                {
+                    return Err(mismatch(format!(
+                        "{what}: the call_id or name of {id} changed"
+                    )));
                 }
                 if let Some(acc) = entry.acc.as_mut() {
                     check(acc, s(&item.arguments).unwrap_or(""), what, out)?;
                     if end && item.complete() && !acc.ended {
                         acc.ended = true;
-                        out.push(Event::ItemEnded { item_id: id.to_owned() });
+                        out.push(Event::ItemEnded {
+                            item_id: id.to_owned(),
+                        });
                     }
                 }
             }
@@ -736,17 +823,23 @@ impl OpenAIResponses {
                         continue;
                     }
                     let Some(acc) = entry.parts.get_mut(&(index as u64)) else {
-                        return Err(mismatch(format!("{what}: content part {index} of {id} never streamed")));
+                        return Err(mismatch(format!(
+                            "{what}: content part {index} of {id} never streamed"
+                        )));
                     };
                     seen += 1;
                     check(acc, part.value().unwrap_or(""), what, out)?;
                     if end && item.complete() && !acc.ended {
                         acc.ended = true;
-                        out.push(Event::ItemEnded { item_id: acc.canon.clone() });
+                        out.push(Event::ItemEnded {
+                            item_id: acc.canon.clone(),
+                        });
                     }
                 }
                 if seen != entry.parts.len() {
-                    return Err(mismatch(format!("{what}: a streamed content part of {id} is missing")));
+                    return Err(mismatch(format!(
+                        "{what}: a streamed content part of {id} is missing"
+                    )));
                 }
             }
             Kind::Reasoning => {
@@ -766,7 +859,9 @@ impl OpenAIResponses {
                             });
                         }
                         acc.ended = true;
-                        out.push(Event::ItemEnded { item_id: id.to_owned() });
+                        out.push(Event::ItemEnded {
+                            item_id: id.to_owned(),
+                        });
                     }
                 }
             }
@@ -774,7 +869,12 @@ impl OpenAIResponses {
         Ok(())
     }
 
-    fn terminal_event(&mut self, fin: &Final<'_>, what: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn terminal_event(
+        &mut self,
+        fin: &Final<'_>,
+        what: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let failure = match &fin.error {
             Some(e) => Some(e.failure(what)?),
             None => None,
@@ -784,7 +884,10 @@ impl OpenAIResponses {
             output.push(out_item(raw, what)?);
         }
         let status = s(&fin.status);
-        if failure.is_some() || what == "response.failed" || matches!(status, Some("failed" | "error")) {
+        if failure.is_some()
+            || what == "response.failed"
+            || matches!(status, Some("failed" | "error"))
+        {
             self.terminal = Some(Terminal::Failed);
             out.push(failure.unwrap_or_else(default_failure));
             return Ok(());
@@ -795,7 +898,12 @@ impl OpenAIResponses {
                 let id = item.id.as_str();
                 match self.items.get(id) {
                     Some(entry) if entry.kind == *kind => {}
-                    _ => return Err(mismatch(format!("{what}: the output has {} {id}, never streamed", kind.name()))),
+                    _ => {
+                        return Err(mismatch(format!(
+                            "{what}: the output has {} {id}, never streamed",
+                            kind.name()
+                        )))
+                    }
                 }
                 seen.insert(id.to_owned());
                 self.compare(*kind, item, what, out, false)?;
@@ -803,47 +911,63 @@ impl OpenAIResponses {
             }
         }
         if let Some(missing) = self.order.iter().find(|id| !seen.contains(*id)) {
-            return Err(mismatch(format!("{what}: streamed item {missing} is not in the output")));
+            return Err(mismatch(format!(
+                "{what}: streamed item {missing} is not in the output"
+            )));
         }
         self.finish(fin, what == "response.incomplete", out)
     }
 
-    fn finish(&mut self, fin: &Final<'_>, incomplete: bool, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn finish(
+        &mut self,
+        fin: &Final<'_>,
+        incomplete: bool,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         if let Some(u) = &fin.usage {
             out.push(u.event());
         }
         self.terminal = Some(Terminal::Finished);
         let status = s(&fin.status);
-        let (reason, raw) = if incomplete || status == Some("incomplete") || fin.incomplete_details.is_some() {
-            let raw = fin.incomplete_details.as_ref().and_then(|d| s(&d.reason)).filter(|r| !r.is_empty()).unwrap_or("incomplete");
-            let reason = match raw {
-                "max_output_tokens" => FinishReason::Length,
-                "content_filter" => FinishReason::ContentFilter,
-                _ => FinishReason::Unknown,
-            };
-            (reason, raw)
-        } else if status == Some("cancelled") {
-            (FinishReason::Cancelled, "cancelled")
-        } else if matches!(status, None | Some("completed")) {
-            let reason = if self.calls > 0 {
-                FinishReason::ToolCalls
-            } else if self.refusals > 0 {
-                FinishReason::Refusal
+        let (reason, raw) =
+            if incomplete || status == Some("incomplete") || fin.incomplete_details.is_some() {
+                let raw = fin
+                    .incomplete_details
+                    .as_ref()
+                    .and_then(|d| s(&d.reason))
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or("incomplete");
+                let reason = match raw {
+                    "max_output_tokens" => FinishReason::Length,
+                    "content_filter" => FinishReason::ContentFilter,
+                    _ => FinishReason::Unknown,
+                };
+                (reason, raw)
+            } else if status == Some("cancelled") {
+                (FinishReason::Cancelled, "cancelled")
+            } else if matches!(status, None | Some("completed")) {
+                let reason = if self.calls > 0 {
+                    FinishReason::ToolCalls
+                } else if self.refusals > 0 {
+                    FinishReason::Refusal
+                } else {
+                    FinishReason::Stop
+                };
+                if let Some(id) = &self.unfinished {
+                    return Err(CoreError::new(
+                        Code::ITEM_NOT_ENDED,
+                        format!("the response completed, but output item {id} was not completed"),
+                    ));
+                }
+                (reason, "completed")
             } else {
-                FinishReason::Stop
+                // in_progress, queued or a status this package does not know: never "done"
+                (FinishReason::Unknown, status.unwrap_or(""))
             };
-            if let Some(id) = &self.unfinished {
-                return Err(CoreError::new(
-                    Code::ITEM_NOT_ENDED,
-                    format!("the response completed, but output item {id} was not completed"),
-                ));
-            }
-            (reason, "completed")
-        } else {
-            // in_progress, queued or a status this package does not know: never "done"
-            (FinishReason::Unknown, status.unwrap_or(""))
-        };
-        out.push(Event::ResponseFinished { finish_reason: reason, raw_finish_reason: Some(raw.to_owned()) });
+        out.push(Event::ResponseFinished {
+            finish_reason: reason,
+            raw_finish_reason: Some(raw.to_owned()),
+        });
         Ok(())
     }
 
@@ -859,10 +983,15 @@ impl OpenAIResponses {
                     call_id_generated: false,
                 });
                 if let Some(a) = s(&item.arguments).filter(|a| !a.is_empty()) {
-                    out.push(Event::ToolArgumentsDelta { item_id: id.to_owned(), delta: a.to_owned() });
+                    out.push(Event::ToolArgumentsDelta {
+                        item_id: id.to_owned(),
+                        delta: a.to_owned(),
+                    });
                 }
                 if item.complete() {
-                    out.push(Event::ItemEnded { item_id: id.to_owned() });
+                    out.push(Event::ItemEnded {
+                        item_id: id.to_owned(),
+                    });
                 }
             }
             Kind::Message => {
@@ -872,15 +1001,24 @@ impl OpenAIResponses {
                         continue;
                     };
                     let canon = part_id(id, index as u64);
-                    out.push(Event::ItemStarted { item_id: canon.clone(), kind: canon_kind });
+                    out.push(Event::ItemStarted {
+                        item_id: canon.clone(),
+                        kind: canon_kind,
+                    });
                     let text = part.value().unwrap_or("");
                     if canon_kind == ItemKind::Refusal {
                         self.refusals += 1;
                         if !text.is_empty() {
-                            out.push(Event::RefusalDelta { item_id: canon.clone(), delta: text.to_owned() });
+                            out.push(Event::RefusalDelta {
+                                item_id: canon.clone(),
+                                delta: text.to_owned(),
+                            });
                         }
                     } else if !text.is_empty() {
-                        out.push(Event::TextDelta { item_id: canon.clone(), delta: text.to_owned() });
+                        out.push(Event::TextDelta {
+                            item_id: canon.clone(),
+                            delta: text.to_owned(),
+                        });
                     }
                     if item.complete() {
                         out.push(Event::ItemEnded { item_id: canon });
@@ -888,10 +1026,17 @@ impl OpenAIResponses {
                 }
             }
             Kind::Reasoning => {
-                out.push(Event::ItemStarted { item_id: id.to_owned(), kind: ItemKind::Reasoning });
+                out.push(Event::ItemStarted {
+                    item_id: id.to_owned(),
+                    kind: ItemKind::Reasoning,
+                });
                 let text = item.reasoning();
                 if !text.is_empty() {
-                    out.push(Event::ReasoningDelta { item_id: id.to_owned(), delta: text, signature: None });
+                    out.push(Event::ReasoningDelta {
+                        item_id: id.to_owned(),
+                        delta: text,
+                        signature: None,
+                    });
                 }
                 if let Some(sig) = s(&item.encrypted_content).filter(|x| !x.is_empty()) {
                     out.push(Event::ReasoningDelta {
@@ -900,18 +1045,30 @@ impl OpenAIResponses {
                         signature: Some(sig.to_owned()),
                     });
                 }
-                out.push(Event::ItemEnded { item_id: id.to_owned() });
+                out.push(Event::ItemEnded {
+                    item_id: id.to_owned(),
+                });
             }
         }
     }
 }
 
 fn default_failure() -> Event {
-    Event::ResponseFailed { code: "failed".to_owned(), message: String::new(), retryable: false, error_type: None }
+    Event::ResponseFailed {
+        code: "failed".to_owned(),
+        message: String::new(),
+        retryable: false,
+        error_type: None,
+    }
 }
 
 impl Mapper for OpenAIResponses {
-    fn map_event(&mut self, _event: Option<&str>, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn map_event(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let head: Head<'_> = parse(data, "response event")?;
         let kind = head.kind.as_str();
         if let Some(terminal) = self.terminal {
@@ -919,7 +1076,10 @@ impl Mapper for OpenAIResponses {
                 self.terminal = Some(Terminal::Failed);
                 return Ok(());
             }
-            return Err(CoreError::new(Code::EVENT_AFTER_TERMINAL, format!("{kind} after the response ended")));
+            return Err(CoreError::new(
+                Code::EVENT_AFTER_TERMINAL,
+                format!("{kind} after the response ended"),
+            ));
         }
         if let Some(seq) = head.sequence_number {
             if let Some(last) = self.seq.filter(|last| seq <= *last) {
@@ -996,7 +1156,8 @@ mod tests {
         Ok(out)
     }
 
-    const CREATED: &str = r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","model":"m"}}"#;
+    const CREATED: &str =
+        r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","model":"m"}}"#;
     const ADDED: &str = r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"function_call","id":"fc","call_id":"c","name":"f","arguments":""}}"#;
     const DELTA: &str = r#"{"type":"response.function_call_arguments.delta","sequence_number":2,"item_id":"fc","delta":"{\"a\":1}"}"#;
 
@@ -1015,7 +1176,9 @@ mod tests {
     #[test]
     fn final_output_must_match_the_deltas() {
         let done = r#"{"type":"response.completed","sequence_number":3,"response":{"id":"r","status":"completed","output":[{"type":"function_call","id":"fc","call_id":"c","name":"f","arguments":"{\"a\":2}"}]}}"#;
-        let err = feed_all(&[CREATED, ADDED, DELTA, done]).err().map(|e| e.code);
+        let err = feed_all(&[CREATED, ADDED, DELTA, done])
+            .err()
+            .map(|e| e.code);
         assert_eq!(err, Some(Code::OUTPUT_MISMATCH));
     }
 
@@ -1033,7 +1196,10 @@ mod tests {
         let item = r#"{"type":"response.output_item.added","item":{"type":"tool_search_call","arguments":{"q":1}}}"#;
         m.map_event(None, CREATED, &mut out)?;
         m.map_event(None, item, &mut out)?;
-        assert_eq!(m.unknown_events().get("output_item:tool_search_call"), Some(&1));
+        assert_eq!(
+            m.unknown_events().get("output_item:tool_search_call"),
+            Some(&1)
+        );
         Ok(())
     }
 

@@ -59,6 +59,9 @@ mod tests {
         assert_eq!(counts.get(OVERFLOW), Some(&(1000 - MAX_NAMES as u64 + 1)));
         let mut long = BTreeMap::new();
         count_unknown(&mut long, &"é".repeat(100));
-        assert_eq!(long.keys().next().map(|k| k.chars().count()), Some(MAX_NAME_CHARS + 1));
+        assert_eq!(
+            long.keys().next().map(|k| k.chars().count()),
+            Some(MAX_NAME_CHARS + 1)
+        );
     }
 }
