@@ -16,6 +16,7 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use super::shape::count;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
@@ -175,7 +176,7 @@ struct Chunk<'a> {
 
 #[derive(Deserialize)]
 struct Choice<'a> {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     index: Option<u64>,
     #[serde(borrow, default)]
     delta: Option<Obj<Delta<'a>>>,
@@ -200,7 +201,7 @@ struct Body<'a> {
 
 #[derive(Deserialize)]
 struct BodyChoice<'a> {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     index: Option<u64>,
     #[serde(borrow, default)]
     message: Option<Obj<Delta<'a>>>,
@@ -227,7 +228,7 @@ struct Delta<'a> {
 
 #[derive(Deserialize)]
 struct ToolCallDelta<'a> {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     index: Option<u64>,
     #[serde(borrow, default)]
     id: Option<Str<'a>>,
@@ -299,9 +300,9 @@ struct Thinking<'a> {
 
 #[derive(Deserialize)]
 struct ChatUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     prompt_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<Obj<PromptDetails>>,
@@ -311,13 +312,13 @@ struct ChatUsage {
 
 #[derive(Deserialize)]
 struct PromptDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
 struct CompletionDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     reasoning_tokens: Option<u64>,
 }
 

@@ -23,6 +23,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::openai_chat::{malformed, parse, s, ErrObj, Obj, Str};
+use super::shape::count;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
@@ -33,7 +34,7 @@ use crate::core::providers::Mapper;
 struct Head<'a> {
     #[serde(borrow, rename = "type")]
     kind: Str<'a>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     sequence_number: Option<u64>,
 }
 
@@ -83,9 +84,9 @@ struct Details<'a> {
 
 #[derive(Deserialize)]
 struct RespUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     output_tokens: Option<u64>,
     #[serde(default)]
     input_tokens_details: Option<Obj<InDetails>>,
@@ -95,13 +96,13 @@ struct RespUsage {
 
 #[derive(Deserialize)]
 struct InDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
 struct OutDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     reasoning_tokens: Option<u64>,
 }
 
@@ -273,7 +274,7 @@ fn part_id(item_id: &str, index: u64) -> String {
 
 #[derive(Deserialize)]
 struct ItemEvent<'a> {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     output_index: Option<u64>,
     #[serde(borrow)]
     item: &'a RawValue,
@@ -283,7 +284,7 @@ struct ItemEvent<'a> {
 struct PartEvent<'a> {
     #[serde(borrow)]
     item_id: Str<'a>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     content_index: Option<u64>,
     #[serde(borrow)]
     part: Obj<Part<'a>>,
@@ -294,7 +295,7 @@ struct PartEvent<'a> {
 struct ItemRef<'a> {
     #[serde(borrow)]
     item_id: Str<'a>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     content_index: Option<u64>,
     #[serde(borrow, default)]
     delta: Option<Str<'a>>,

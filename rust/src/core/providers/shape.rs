@@ -137,9 +137,7 @@ impl Shape {
     ) -> Result<Option<u64>, CoreError> {
         match raw {
             None => Ok(None),
-            Some(raw) => serde_json::from_str::<u64>(raw.get())
-                .map(Some)
-                .map_err(|_| self.malformed(what)),
+            Some(raw) => count_text(raw.get()).map(Some).ok_or_else(|| self.malformed(what)),
         }
     }
 
@@ -148,6 +146,28 @@ impl Shape {
     pub(crate) fn req_index(self, raw: Option<&RawValue>, what: &str) -> Result<u64, CoreError> {
         self.opt_count(raw, what)?
             .ok_or_else(|| self.malformed(what))
+    }
+}
+
+/// A count or index written as a JSON integer in `0..=u64::MAX`. `-0` is
+/// the integer 0, as JSON (and the pure twin's `json.loads`) reads it;
+/// `serde_json` would read it as the float `-0.0`.
+pub(crate) fn count_text(text: &str) -> Option<u64> {
+    let text = text.trim_matches([' ', '\t', '\n', '\r']);
+    if text == "-0" {
+        return Some(0);
+    }
+    serde_json::from_str::<u64>(text).ok()
+}
+
+/// `#[serde(default, deserialize_with = "count")]` for an optional count or
+/// index field of a typed envelope struct: [`count_text`] of its raw text.
+pub(crate) fn count<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    match Option::<&'de RawValue>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(raw) => count_text(raw.get())
+            .map(Some)
+            .ok_or_else(|| serde::de::Error::custom("not a count")),
     }
 }
 
