@@ -137,7 +137,9 @@ impl Shape {
     ) -> Result<Option<u64>, CoreError> {
         match raw {
             None => Ok(None),
-            Some(raw) => count_text(raw.get()).map(Some).ok_or_else(|| self.malformed(what)),
+            Some(raw) => count_text(raw.get())
+                .map(Some)
+                .ok_or_else(|| self.malformed(what)),
         }
     }
 
@@ -162,7 +164,9 @@ pub(crate) fn count_text(text: &str) -> Option<u64> {
 
 /// `#[serde(default, deserialize_with = "count")]` for an optional count or
 /// index field of a typed envelope struct: [`count_text`] of its raw text.
-pub(crate) fn count<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+pub(crate) fn count<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u64>, D::Error> {
     match Option::<&'de RawValue>::deserialize(deserializer)? {
         None => Ok(None),
         Some(raw) => count_text(raw.get())
