@@ -139,3 +139,10 @@ def test_parse_error_is_a_json_decode_error() -> None:
     assert (err.lineno, err.colno, err.pos, err.offset) == (2, 4, 9, 9)
     again = pickle.loads(pickle.dumps(err))
     assert again.code == "INVALID_ESCAPE" and again.pos == 9
+
+
+def test_one_table_of_provider_ids(impl: ModuleType) -> None:
+    """Each backend maps exactly the providers of ``decisions.providers``."""
+    from decisions import providers
+
+    assert tuple(impl.PROVIDERS) == providers.PROVIDERS == decisions.PROVIDERS

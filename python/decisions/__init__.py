@@ -23,6 +23,7 @@ from .errors import (
     TransportError,
 )
 from .limits import DEFAULT_LIMITS, Limits
+from .providers import PROVIDERS
 from .recover.repair import (
     RepairBudget,
     apply_fixes,
@@ -58,7 +59,6 @@ loads = _backend.impl.loads
 SSEDecoder = _backend.impl.SSEDecoder
 StreamAssembler = _backend.impl.StreamAssembler
 normalize = _backend.impl.normalize
-PROVIDERS: tuple[str, ...] = _backend.impl.PROVIDERS
 
 __all__ = [
     "BACKEND",

@@ -16,6 +16,7 @@ from . import _backend
 from .errors import OutputError
 from .integrations import detect_provider
 from .limits import Limits
+from .providers import CANONICAL, PROVIDERS
 from .recover.repair import repair_prompt
 from .stream.wire import decode_json
 from .types import EVENT_TYPES, NormalizedResponse
@@ -29,7 +30,7 @@ EXIT_USAGE: Final = 2
 
 #: Version of the ``--json`` shape; bumped only on incompatible changes.
 JSON_SHAPE_VERSION: Final = 1
-_PROVIDER_CHOICES: Final = ("auto", "openai-chat", "openai-responses", "anthropic", "gemini", "canonical")
+_PROVIDER_CHOICES: Final = ("auto", *PROVIDERS, CANONICAL)
 #: Events shown in the readable view (the JSON view has them all).
 _SHOWN_EVENTS: Final = 40
 

@@ -24,6 +24,7 @@ from typing import Any, Callable, Final, Mapping, cast
 from .._payload import payload_text
 from ..errors import OutputError, StreamError, TransportError
 from ..limits import DEFAULT_LIMITS, Limits
+from ..providers import CANONICAL
 from ..stream.partial import PartialJSON
 from ..types import (
     EVENT_TYPES,
@@ -58,7 +59,6 @@ from .sse import _Framer
 
 __all__ = ["Assembler", "StreamAssembler", "normalize", "CanonicalMapper", "CANONICAL"]
 
-CANONICAL: Final = "canonical"
 
 _INIT, _STARTED, _STREAMING, _COMPLETED, _FAILED = range(5)
 _STATE_NAMES: Final = ("init", "started", "streaming", "completed", "failed")

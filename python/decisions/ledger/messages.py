@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..providers import PROVIDERS
 from ..validate.decision import ToolCall
 from .results import ToolResult
 
 __all__ = ["RESULT_PROVIDERS", "result_messages"]
 
-RESULT_PROVIDERS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
+#: The providers whose tool-result messages are written.
+RESULT_PROVIDERS: tuple[str, ...] = PROVIDERS
 
 
 def result_messages(provider: str, pairs: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
+from ...providers import ANTHROPIC, GEMINI, OPENAI_CHAT, OPENAI_RESPONSES, PROVIDERS
 from ...types import CanonicalEvent
 from .anthropic import AnthropicMapper
 from .gemini import GeminiMapper
@@ -49,13 +50,11 @@ class Mapper(Protocol):
 
 #: provider id -> factory taking the selected ``choice`` (or None).
 _FACTORIES: dict[str, Callable[[int | None], Mapper]] = {
-    "openai-chat": OpenAIChatMapper,
-    "openai-responses": OpenAIResponsesMapper,
-    "anthropic": AnthropicMapper,
-    "gemini": GeminiMapper,
+    OPENAI_CHAT: OpenAIChatMapper,
+    OPENAI_RESPONSES: OpenAIResponsesMapper,
+    ANTHROPIC: AnthropicMapper,
+    GEMINI: GeminiMapper,
 }
-
-PROVIDERS: tuple[str, ...] = tuple(_FACTORIES)
 
 
 def mapper_for(provider: str, choice: int | None = None) -> Mapper | None:

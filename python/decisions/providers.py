@@ -1,0 +1,19 @@
+"""The provider ids, in one table: the wire formats the mappers read (the
+same list as ``decisions._native.PROVIDERS``, a test checks it) and the
+``"canonical"`` event format of :mod:`decisions.stream.wire`."""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["OPENAI_CHAT", "OPENAI_RESPONSES", "ANTHROPIC", "GEMINI", "CANONICAL", "PROVIDERS"]
+
+OPENAI_CHAT: Final = "openai-chat"
+OPENAI_RESPONSES: Final = "openai-responses"
+ANTHROPIC: Final = "anthropic"
+GEMINI: Final = "gemini"
+#: The package's own event format (``StreamAssembler("canonical")``).
+CANONICAL: Final = "canonical"
+
+#: The providers whose responses are mapped, in a stable order.
+PROVIDERS: Final[tuple[str, ...]] = (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI)
