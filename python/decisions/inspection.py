@@ -16,7 +16,7 @@ from . import _backend
 from .errors import OutputError
 from .integrations import detect_provider
 from .limits import Limits
-from .providers import CANONICAL, PROVIDERS
+from .providers import CANONICAL, DONE, PROVIDERS
 from .recover.repair import repair_prompt
 from .stream.wire import decode_json
 from .types import EVENT_TYPES, NormalizedResponse
@@ -70,7 +70,7 @@ def _first_payloads(data: bytes, fmt: str, limits: Limits | None) -> list[Any]:
             events = decoder.feed(data[: 64 * 1024])
         except OutputError:
             events = []
-        texts = [event.data for event in events[:8] if event.data.strip() != "[DONE]"]
+        texts = [event.data for event in events[:8] if event.data.strip() != DONE]
     elif fmt == "jsonl":
         texts = [line for line in data.splitlines() if line.strip()][:8]
     else:

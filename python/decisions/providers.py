@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["OPENAI_CHAT", "OPENAI_RESPONSES", "ANTHROPIC", "GEMINI", "CANONICAL", "PROVIDERS"]
+__all__ = ["OPENAI_CHAT", "OPENAI_RESPONSES", "ANTHROPIC", "GEMINI", "CANONICAL", "PROVIDERS", "DONE"]
 
 OPENAI_CHAT: Final = "openai-chat"
 OPENAI_RESPONSES: Final = "openai-responses"
@@ -17,3 +17,7 @@ CANONICAL: Final = "canonical"
 
 #: The providers whose responses are mapped, in a stable order.
 PROVIDERS: Final[tuple[str, ...]] = (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI)
+
+#: The sentinel OpenAI-style streams send as the last ``data``: not JSON; the
+#: envelope rule passes it and the mapper reads it.
+DONE: Final = "[DONE]"

@@ -28,17 +28,14 @@ from typing import Any, Final
 
 from ..errors import OutputError, ParseError, json_path, new_error
 from ..limits import Limits
+from ..providers import DONE
 from .json import loads
 
-__all__ = ["DONE", "ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "envelope_limits"]
+__all__ = ["ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "envelope_limits"]
 
 #: The deepest nesting accepted in event data or a body (the native mappers'
 #: ``serde_json`` stops at 128, CPython's recursion limit at 1,000).
 ENVELOPE_MAX_DEPTH: Final = 100
-
-#: The ``[DONE]`` sentinel some providers send as the last ``data``: not JSON,
-#: handed to the mapper as the str.
-DONE: Final = "[DONE]"
 
 #: A path to a field holding a tool call's arguments as an object: keys, and
 #: ``None`` for any array index.

@@ -20,7 +20,7 @@ use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 use crate::core::limits::Limits;
 use crate::core::providers::unknown::count_unknown;
-use crate::core::providers::Mapper;
+use crate::core::providers::{Mapper, DONE};
 
 /// The assembler's state (`StreamAssembler.state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -804,10 +804,6 @@ fn take_opt(map: &mut serde_json::Map<String, Value>, name: &str) -> Option<Stri
         _ => None,
     }
 }
-
-/// The `[DONE]` sentinel some providers send as the last `data`; it is not
-/// JSON and is handed to the mapper as is (the pure twin passes the str).
-pub const DONE: &str = "[DONE]";
 
 /// Event data parsed as JSON, `[DONE]` as the string itself.
 pub fn decode_data(data: &str) -> Result<Value, CoreError> {

@@ -20,10 +20,10 @@
 //! lone surrogate escape "event data has a lone surrogate escape", checked
 //! over the whole text first.
 
-use crate::core::assemble::DONE;
 use crate::core::errors::{Code, CoreError};
 use crate::core::json::{self, Buffers, Builder, Failure, Object};
 use crate::core::limits::Limits;
+use crate::core::providers::DONE;
 
 /// The deepest nesting accepted in event data or a body. Tool arguments
 /// sent as an object inside it are bounded by it too (send deeper arguments

@@ -47,6 +47,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import new_error
+from ...providers import DONE
 from ...types import (
     CanonicalEvent,
     ItemEnded,
@@ -61,13 +62,10 @@ from ...types import (
     ToolCallStarted,
     UsageReported,
 )
+from ._shape import U64_MAX
 
-__all__ = ["OpenAIChatMapper", "DONE"]
+__all__ = ["OpenAIChatMapper"]
 
-#: the data of the SSE event that ends a Chat Completions stream
-DONE = "[DONE]"
-
-_U64_MAX = 2**64 - 1
 
 _FINISH = {
     "stop": "stop",
@@ -158,7 +156,7 @@ def opt_u64(d: dict[str, Any], key: str, what: str) -> int | None:
     value = d.get(key)
     if value is None:
         return None
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _U64_MAX:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= U64_MAX:
         return value
     raise malformed(what, f"{key} must be a non-negative integer")
 
@@ -176,7 +174,7 @@ def provider_error(err: dict[str, Any], what: str) -> ResponseFailed:
     if code is not None and (
         isinstance(code, bool)
         or not isinstance(code, (str, int))
-        or (isinstance(code, int) and not -(2**63) <= code <= _U64_MAX)
+        or (isinstance(code, int) and not -(2**63) <= code <= U64_MAX)
     ):
         raise malformed(what, "error.code must be a string or a 64-bit integer")
     message = opt_str(err, "message", what) or ""

@@ -58,5 +58,9 @@ pub fn mapper_for(provider: &str, choice: Option<usize>) -> Option<Box<dyn Mappe
     }
 }
 
+/// The `[DONE]` sentinel OpenAI-style streams send as the last `data`: not
+/// JSON; the envelope rule passes it and the mapper reads it.
+pub const DONE: &str = "[DONE]";
+
 /// The provider ids [`mapper_for`] knows.
 pub const PROVIDERS: &[&str] = &["openai-chat", "openai-responses", "anthropic", "gemini"];

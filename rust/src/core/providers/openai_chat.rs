@@ -17,12 +17,12 @@ use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::shape::count;
+use super::DONE;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
 
 /// The data of the SSE event that ends a Chat Completions stream.
-pub const DONE: &str = "[DONE]";
 
 // ------------------------------------------------------------ shared shapes
 
