@@ -414,3 +414,35 @@ def test_per_call_replays_are_denied_individually() -> None:
     decision = decide(response(call(call_id="old"), call(call_id="new")), run=run, policy=Policy(batch="per_call"))
     assert [v.status for v in decision.verdicts] == ["denied", "allowed"]  # type: ignore[union-attr]
     assert run.decided("new")
+
+
+def test_resolving_under_the_workspace_equals_realpath(tmp_path: Path) -> None:
+    """The policy resolves only the argument's own components from the
+    resolved workspace; every symlink is still followed, as realpath does."""
+    from decisions.validate.policy import _resolve_under
+
+    root = tmp_path / "ws"
+    outside = tmp_path / "outside"
+    (root / "src" / "deep").mkdir(parents=True)
+    outside.mkdir()
+    (root / "up").symlink_to("..")
+    (root / "abs").symlink_to(outside)
+    (root / "src" / "rel").symlink_to("deep/../..")
+    (root / "loop").symlink_to("loop2")
+    (root / "loop2").symlink_to("loop")
+    (root / "chain").symlink_to("src/rel/abs")
+    real = os.path.realpath(root)
+    for raw in [
+        "src/main.py",
+        "./src/../src/deep/x",
+        "up/outside/secret",
+        "abs/secret",
+        "src/rel/src",
+        "loop/x",
+        "chain/y",
+        "missing/../../x",
+        "src/deep/../../..",
+        "",
+        ".",
+    ]:
+        assert _resolve_under(real, raw) == os.path.realpath(os.path.join(real, raw)), raw

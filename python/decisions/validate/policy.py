@@ -45,12 +45,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import posixpath
 import re
 import threading
 import weakref
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Final, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -114,6 +115,21 @@ def _inside(root: str, target: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
 
+#: CPython's realpath step (3.11, 3.12): resolve ``rest`` from an already
+#: resolved ``path``, following every symlink, without walking ``path``'s own
+#: components again. Elsewhere the whole joined path is resolved.
+_JOIN_REALPATH: Final = getattr(posixpath, "_joinrealpath", None) if os.path is posixpath else None
+
+
+def _resolve_under(root: str, raw: str) -> str:
+    """``os.path.realpath(os.path.join(root, raw))`` for a resolved ``root``:
+    only ``raw``'s components are looked up (each symlink still followed)."""
+    if _JOIN_REALPATH is not None and not os.path.isabs(raw):
+        target, _ = _JOIN_REALPATH(root, raw, False, {})
+        return str(target)
+    return os.path.realpath(os.path.join(root, raw))
+
+
 def resolve_path(root: str | os.PathLike[str], raw: Any, *, path: str = "$") -> str:
     """The resolved absolute path of ``raw`` (a string, or a path object a
     model field produced) under the (already resolved) workspace ``root``, or
@@ -157,7 +173,7 @@ def resolve_path(root: str | os.PathLike[str], raw: Any, *, path: str = "$") -> 
             "give a path relative to the workspace",
         )
     try:
-        target = os.path.realpath(os.path.join(root, raw))
+        target = _resolve_under(root, raw)
     except (OSError, ValueError, RuntimeError) as error:
         raise _reject(
             "PATH_INVALID",
