@@ -17,7 +17,7 @@ from typing import Literal
 from . import _pure
 from ._version import __version__
 
-__all__ = ["BACKEND", "impl", "native_module"]
+__all__ = ["BACKEND", "impl", "native_module", "pure"]
 
 
 def _forced_pure() -> bool:
@@ -57,6 +57,8 @@ def native_module() -> ModuleType | None:
     return _native
 
 
+#: The pure twin, always importable (for side-by-side comparisons).
+pure: ModuleType = _pure
 impl: ModuleType
 BACKEND: Literal["native", "pure"]
 _native_impl = None if _forced_pure() or free_threaded() else native_module()

@@ -21,7 +21,7 @@ import timeit
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from . import _backend, _pure
+from . import _backend
 from ._backend import native_module
 
 __all__ = ["payloads", "chat_stream", "anthropic_stream", "run", "render"]
@@ -169,7 +169,7 @@ def _parsers() -> dict[str, Callable[[bytes], Any]]:
     native = native_module() if _backend.BACKEND == "native" else None
     if native is not None:
         found["decisions (native)"] = native.loads
-    pure: Any = _pure
+    pure: Any = _backend.pure
     found["decisions (pure)"] = pure.loads
     orjson = _optional("orjson")
     if orjson is not None:
@@ -190,7 +190,7 @@ def _assemblers(provider: str) -> dict[str, Callable[[bytes], Any]]:
 
     found: dict[str, Callable[[bytes], Any]] = {"json per event": baseline}
     native = native_module() if _backend.BACKEND == "native" else None
-    for label, module in (("decisions (native)", native), ("decisions (pure)", _pure)):
+    for label, module in (("decisions (native)", native), ("decisions (pure)", _backend.pure)):
         if module is not None:
 
             def assemble(stream: bytes, module: Any = module) -> Any:

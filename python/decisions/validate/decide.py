@@ -16,8 +16,9 @@ The layers run in order and the first failure stops the chain:
    when they call tools), but then a call whose arguments do not parse is
    ``FINISH_REASON_MISMATCH``: the finish reason is not trusted to say the
    call was finished (arguments that parse but are not an object keep
-   their own parse code). The number of calls is bounded here, before anything
-   is parsed (``TOO_MANY_TOOL_CALLS``).
+   their own parse code). The number of calls is bounded here too, before
+   anything is parsed: ``TOO_MANY_TOOL_CALLS``, a domain-layer code
+   (``DomainError``) checked at this step.
 2. **parse** (``ParseError``): each call's arguments, and the final answer
    when an output schema is given, go through the strict ``decisions.loads``
    with the caller's limits. Errors keep the parser's code, offset and hint

@@ -105,7 +105,7 @@ StateCheck = Callable[[ToolCall], "bool | str | None"]
 ApprovalCheck = Callable[[ToolCall], "str | None"]
 
 
-def _reject(code: str, message: str, path: str, expected: str, hint: str) -> PolicyError:
+def _reject(code: str, message: str, *, path: str, expected: str, hint: str) -> PolicyError:
     return PolicyError(
         code, message, path=path, issues=({"path": path, "code": code.lower(), "expected": expected},), hint=hint
     )
@@ -143,34 +143,34 @@ def resolve_path(root: str | os.PathLike[str], raw: Any, *, path: str = "$") -> 
         raise _reject(
             "PATH_INVALID",
             "a path must be a non-empty string",
-            path,
-            expected,
-            "give a relative path such as 'src/main.py'",
+            path=path,
+            expected=expected,
+            hint="give a relative path such as 'src/main.py'",
         )
     for bad, what in (("\x00", "a NUL character"), ("\\", "a backslash")):
         if bad in raw:
             raise _reject(
                 "PATH_INVALID",
                 f"the path holds {what}",
-                path,
-                expected,
-                "use '/' between path components and no control characters",
+                path=path,
+                expected=expected,
+                hint="use '/' between path components and no control characters",
             )
     if raw.startswith("~"):
         raise _reject(
             "PATH_INVALID",
             "home-directory paths ('~') are not expanded",
-            path,
-            expected,
-            "give a path relative to the workspace",
+            path=path,
+            expected=expected,
+            hint="give a path relative to the workspace",
         )
     if _DRIVE.match(raw) or raw.startswith("//"):
         raise _reject(
             "PATH_INVALID",
             "drive and UNC paths are not accepted",
-            path,
-            expected,
-            "give a path relative to the workspace",
+            path=path,
+            expected=expected,
+            hint="give a path relative to the workspace",
         )
     try:
         target = _resolve_under(root, raw)
@@ -178,17 +178,17 @@ def resolve_path(root: str | os.PathLike[str], raw: Any, *, path: str = "$") -> 
         raise _reject(
             "PATH_INVALID",
             f"the path cannot be resolved ({type(error).__name__})",
-            path,
-            expected,
-            "give a path relative to the workspace",
+            path=path,
+            expected=expected,
+            hint="give a path relative to the workspace",
         ) from error
     if not _inside(root, target):
         raise _reject(
             "PATH_OUTSIDE_WORKSPACE",
             "the path resolves outside the workspace",
-            path,
-            expected,
-            "give a path inside the workspace; '..' and symlinks that leave it are refused",
+            path=path,
+            expected=expected,
+            hint="give a path inside the workspace; '..' and symlinks that leave it are refused",
         )
     return target
 
@@ -433,9 +433,9 @@ def _select(
         raise _reject(
             "PATH_INVALID",
             f"expected an object holding {step!r}",
-            where,
-            f"an object with {step!r}",
-            "give the arguments the shape the tool declares",
+            path=where,
+            expected=f"an object with {step!r}",
+            hint="give the arguments the shape the tool declares",
         )
     _select(child, rest, [*parts, step], found, empty, base)
 
@@ -455,18 +455,18 @@ def _check_call(
         raise _reject(
             "CALL_ALREADY_DECIDED",
             f"call {call.call_id!r} was already decided",
-            f"{base}.call_id",
-            "a new call id",
-            "this call was already handled; do not repeat it",
+            path=f"{base}.call_id",
+            expected="a new call id",
+            hint="this call was already handled; do not repeat it",
         )
     rule = policy.tools.get(call.name)
     if (rule is None and policy.default == "deny") or (rule is not None and not rule.allowed):
         raise _reject(
             "TOOL_DENIED",
             f"policy does not allow the tool {call.name!r}",
-            f"{base}.name",
-            "an allowed tool",
-            "this tool is not allowed here",
+            path=f"{base}.name",
+            expected="an allowed tool",
+            hint="this tool is not allowed here",
         )
     if repaired:
         tool = registry.get(call.name) if registry is not None else None
@@ -474,9 +474,9 @@ def _check_call(
             raise _reject(
                 "REPAIRED_CALL_REFUSED",
                 f"a repaired call may not run the side-effecting tool {call.name!r}",
-                f"{base}.name",
-                "a read-only tool",
-                "send the call again without repair",
+                path=f"{base}.name",
+                expected="a read-only tool",
+                hint="send the call again without repair",
             )
     paths: dict[str, str] = {}
     empty_paths: list[str] = []
@@ -498,9 +498,9 @@ def _check_call(
                     raise _reject(
                         "SCOPE_DENIED",
                         f"{call.name!r} may not {path_plan.access} {os.path.relpath(target, root)!r}",
-                        where,
-                        f"a path this tool may {path_plan.access}",
-                        f"this tool may not {path_plan.access} there",
+                        path=where,
+                        expected=f"a path this tool may {path_plan.access}",
+                        hint=f"this tool may not {path_plan.access} there",
                     )
                 paths[where] = target
     if policy.state_check is not None:
@@ -513,9 +513,9 @@ def _check_call(
             raise _reject(
                 "STATE_CHECK_FAILED",
                 reason,
-                base,
-                "a call the current state allows",
-                "this action is not possible in the current state",
+                path=base,
+                expected="a call the current state allows",
+                hint="this action is not possible in the current state",
             )
     reasons: list[str] = []
     if rule is not None and rule.approval:
@@ -585,9 +585,9 @@ def _apply(
         raise _reject(
             "CALL_ALREADY_DECIDED",
             f"call ids repeat within one response: {repeated}",
-            "$.calls",
-            "one call per call id",
-            "give every call its own id",
+            path="$.calls",
+            expected="one call per call id",
+            hint="give every call its own id",
         )
     verdicts: list[CallVerdict] = []
     denied: list[tuple[int, PolicyError]] = []
@@ -622,8 +622,8 @@ def _apply(
             raise _reject(
                 "CALL_ALREADY_DECIDED",
                 f"call ids already decided: {list(replayed)}",
-                "$.calls",
-                "new call ids",
-                "these calls were already handled; do not repeat them",
+                path="$.calls",
+                expected="new call ids",
+                hint="these calls were already handled; do not repeat them",
             )
     return tuple(verdicts)
