@@ -12,8 +12,10 @@ from collections.abc import Mapping
 
 from .completion import Criterion, check_completion
 from .core import AuditEvent, Claim, ClaimReason, Entry, Ledger, argument_digest, idempotency_key
+from .postgres import PostgresDatabase
 from .results import Effect, EffectCheck, FileEffects, ResultCheck, ResultStatus, ToolResult, check_result, file_digest
 from .shapes import SHAPE_VERSION, from_dict, to_dict
+from .sqlite import SQLiteDatabase
 from .states import STATES, TRANSITIONS, CallState, transition_table
 
 __all__ = [
@@ -52,11 +54,7 @@ def open_ledger(url: str, *, checks: Mapping[str, ResultCheck] | None = None, ti
     :class:`ResultCheck` its results must pass; ``timeout`` is how long to wait
     for the database (a lock, a connection) before ``LEDGER_UNAVAILABLE``."""
     if url.startswith("sqlite:"):
-        from .sqlite import SQLiteDatabase
-
         return Ledger(SQLiteDatabase(url, timeout=timeout), checks=checks)
     if url.startswith(("postgresql://", "postgres://")):
-        from .postgres import PostgresDatabase
-
         return Ledger(PostgresDatabase(url, timeout=timeout), checks=checks)
     raise ValueError(f"unsupported ledger URL {url!r}: use sqlite:///path or postgresql://...")

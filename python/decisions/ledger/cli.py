@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from ..errors import OutputError
+from . import open_ledger
 
 __all__ = ["add_parser", "run"]
 
@@ -39,8 +40,6 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Show the run (or the runs); 0 when shown, 1 on a typed failure, 2 on a bad URL."""
-    from . import open_ledger
-
     try:
         ledger = open_ledger(args.url)
     except ValueError as error:
