@@ -394,3 +394,32 @@ def test_unread_envelope_rules_agree(both: tuple[ModuleType, ModuleType], provid
     got = _outcome(run(native))
     assert got[:2] == ("StreamError", "MALFORMED_EVENT")
     assert got == _outcome(run(pure))
+
+
+@pytest.mark.parametrize(
+    "provider, body",
+    [
+        (
+            "anthropic",
+            '{"type":"message","id":"m","model":"c","content":[{"type":"text","text":"hi"}],'
+            '"stop_reason":"end_turn","usage":{"input_tokens":%s,"output_tokens":1}}',
+        ),
+        (
+            "gemini",
+            '{"candidates":[{"content":{"parts":[{"text":"hi"}]},"finishReason":"STOP"}],'
+            '"usageMetadata":{"promptTokenCount":%s,"candidatesTokenCount":1}}',
+        ),
+        (
+            "openai-chat",
+            '{"id":"c","object":"chat.completion","model":"m","choices":[{"index":%s,"message":{"role":"assistant",'
+            '"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}',
+        ),
+    ],
+)
+def test_minus_zero_counts_are_zero(impl: ModuleType, provider: str, body: str) -> None:
+    """``-0`` is the integer 0 in JSON (``json.loads`` reads it so): a count
+    or index written ``-0`` reads as 0 on both backends, ``-0.0`` is refused."""
+    assert impl.normalize(body % "-0", provider=provider) == impl.normalize(body % "0", provider=provider)
+    with pytest.raises(StreamError) as caught:
+        impl.normalize(body % "-0.0", provider=provider)
+    assert caught.value.code == "MALFORMED_EVENT"

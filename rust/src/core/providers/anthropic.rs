@@ -19,7 +19,7 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::shape::{is_array, Shape, Str};
+use super::shape::{count, is_array, Shape, Str};
 use super::unknown::MAX_RECORDED_ITEMS;
 use super::{jsontext, Mapper};
 use crate::core::envelope::Seg;
@@ -134,9 +134,13 @@ struct ErrorRaw<'a> {
 
 #[derive(Deserialize)]
 struct UsageRaw {
+    #[serde(default, deserialize_with = "count")]
     input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
     output_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
     cache_creation_input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
     cache_read_input_tokens: Option<u64>,
 }
 

@@ -21,7 +21,7 @@ use serde_json::value::RawValue;
 
 use super::jsontext::Node;
 
-use super::shape::{Shape, Str};
+use super::shape::{count, Shape, Str};
 use super::{jsontext, Mapper};
 use crate::core::envelope::Seg as Field;
 use crate::core::errors::{Code, CoreError};
@@ -131,13 +131,17 @@ struct FunctionCallRaw<'a> {
 
 #[derive(Deserialize)]
 struct UsageRaw {
-    #[serde(rename = "promptTokenCount")]
+    #[serde(rename = "promptTokenCount", default, deserialize_with = "count")]
     prompt: Option<u64>,
-    #[serde(rename = "candidatesTokenCount")]
+    #[serde(rename = "candidatesTokenCount", default, deserialize_with = "count")]
     candidates: Option<u64>,
-    #[serde(rename = "thoughtsTokenCount")]
+    #[serde(rename = "thoughtsTokenCount", default, deserialize_with = "count")]
     thoughts: Option<u64>,
-    #[serde(rename = "cachedContentTokenCount")]
+    #[serde(
+        rename = "cachedContentTokenCount",
+        default,
+        deserialize_with = "count"
+    )]
     cached: Option<u64>,
 }
 
