@@ -684,7 +684,7 @@ class StreamAssembler:
             raise TypeError(f"feed() takes bytes, not {type(data).__name__}")
         framer = self._framer
         if framer is None:
-            framer = self._framer = _Framer(self._limits)
+            framer = self._framer = _Framer(self._limits, getattr(self._mapper, "ARRAY_FRAMING", False))
         try:
             raws = framer.feed_raw(data)
             map_event = self._mapper.map_event

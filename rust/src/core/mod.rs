@@ -16,6 +16,7 @@ pub mod envelope;
 pub mod errors;
 pub mod events;
 pub mod json;
+pub mod jsonarray;
 pub mod limits;
 pub mod pipeline;
 pub mod providers;

@@ -50,9 +50,10 @@ impl Pipeline {
     /// leaves the assembler failed with it (later calls see it).
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), CoreError> {
         self.assembler.check_usable()?;
+        let framing = self.mapper.array_framing();
         let decoder = self
             .decoder
-            .get_or_insert_with(|| Decoder::new(self.limits));
+            .get_or_insert_with(|| Decoder::framing(self.limits, framing));
         let mut sse = std::mem::take(&mut self.sse);
         let mut result = decoder.feed(bytes, &mut sse);
         if result.is_ok() {
