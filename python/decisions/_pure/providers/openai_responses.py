@@ -43,7 +43,10 @@ Output check: every delta updates a running length and hash for its item
 finished output items and the output of the terminal ``response`` are compared
 against them: texts and function-call arguments per item, plus each call's
 name and ``call_id``; an item in the final output the stream never carried,
-or a streamed message or call missing from it, is ``OUTPUT_MISMATCH``. A done
+or a streamed message or call missing from it, is ``OUTPUT_MISMATCH``, except
+a reasoning item the stream never announced (OpenRouter sends some only in
+``response.completed``): it is taken from the output, after the streamed items,
+and counted in ``unknown_events`` as ``completed_only:reasoning``. A done
 event for an item that streamed no delta at all supplies the whole value
 (servers that send arguments only there).
 
@@ -492,6 +495,10 @@ class OpenAIResponsesMapper:
             if isinstance(item, str):
                 continue
             entry = self._items.get(item.id)
+            if entry is None and item.type == "reasoning":  # never streamed (OpenRouter): taken from here
+                self._count("completed_only:reasoning")
+                self._body_item(item, out)
+                continue
             if entry is None or entry.type != item.type:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: the output has {item.type} {item.id}, never streamed")
             seen.add(item.id)

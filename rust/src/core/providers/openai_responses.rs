@@ -899,6 +899,12 @@ impl OpenAIResponses {
                 let id = item.id.as_str();
                 match self.items.get(id) {
                     Some(entry) if entry.kind == *kind => {}
+                    // never streamed (OpenRouter): taken from the output
+                    None if *kind == Kind::Reasoning => {
+                        self.count("completed_only:reasoning".to_owned());
+                        self.body_item(*kind, item, out);
+                        continue;
+                    }
                     _ => {
                         return Err(mismatch(format!(
                             "{what}: the output has {} {id}, never streamed",
