@@ -12,6 +12,7 @@
 )]
 
 pub mod assemble;
+pub mod body;
 pub mod envelope;
 pub mod errors;
 pub mod events;

@@ -27,8 +27,9 @@ response is not done whatever the event type says, and then that wins:
   (``INCOMPLETE_RESPONSE``, ``CONTENT_FILTERED``, else ``UNKNOWN_FINISH_REASON``);
   ``cancelled`` -> cancelled (``RESPONSE_CANCELLED``); ``in_progress``,
   ``queued``, ``""`` or any unknown status -> unknown, raw = the status
-  (``UNKNOWN_FINISH_REASON``; a body that is ``queued`` / ``in_progress`` or
-  has no status has no terminal: ``NO_TERMINAL_EVENT``). Only ``completed``
+  (``UNKNOWN_FINISH_REASON``; a body that is ``queued`` / ``in_progress`` is
+  ``RESPONSE_NOT_FINISHED``, naming its id; one without status has no finish:
+  ``BODY_NOT_FINISHED``). Only ``completed``
   (or, on ``response.completed``, no status) is done.
 - an output item's ``status``: only ``completed`` (or none) finishes a message
   or call; ``incomplete``, ``in_progress`` or unknown in a done event, the
@@ -553,7 +554,12 @@ class OpenAIResponsesMapper:
                 self._count(f"output_item:{item}")
             else:
                 self._body_item(item, out)
-        if final.status in (None, "queued", "in_progress"):
+        if final.status in ("queued", "in_progress"):  # background mode: the caller polls it by its id
+            raise new_error(
+                "RESPONSE_NOT_FINISHED",
+                f'response "{final.id or ""}" is {final.status}, not finished: poll it by its id until it is',
+            )
+        if final.status is None:
             return out
         self._finish(final, False, out)
         return out

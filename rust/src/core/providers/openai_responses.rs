@@ -1139,7 +1139,17 @@ impl Mapper for OpenAIResponses {
                 Out::Known(kind, item) => self.body_item(*kind, item, out),
             }
         }
-        if matches!(status, None | Some("queued" | "in_progress")) {
+        if let Some(status @ ("queued" | "in_progress")) = status {
+            // background mode: the caller polls the response by its id
+            let id = s(&fin.id).unwrap_or("");
+            return Err(CoreError::new(
+                Code::RESPONSE_NOT_FINISHED,
+                format!(
+                    "response \"{id}\" is {status}, not finished: poll it by its id until it is"
+                ),
+            ));
+        }
+        if status.is_none() {
             return Ok(());
         }
         self.finish(&fin, false, out)
