@@ -139,6 +139,7 @@ def test_inspect_file_exit_codes(example: object) -> None:
         "stage",
         "repair_prompt",
         "repair_refused",
+        "unterminated_event",
         "exit_code",
         "shape_version",
     }

@@ -103,6 +103,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
         output=output,
         policy=policy,
         source="<stdin>" if args.file == "-" else args.file,
+        accept_unterminated=args.accept_unterminated,
     )
     if args.json:
         json.dump(dict(result, shape_version=JSON_SHAPE_VERSION), out, indent=2, ensure_ascii=False)
@@ -139,6 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--policy", metavar="MODULE:OBJ", help="a decisions.Policy for the calls")
     inspect.add_argument("--json", action="store_true", help="print the stable machine-readable shape")
+    inspect.add_argument(
+        "--accept-unterminated",
+        action="store_true",
+        help="read an SSE file that lacks the blank line closing its last event as if it had it",
+    )
     bench = sub.add_parser("bench", help="parse and assembly timings on this machine, as ratios")
     bench.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
     bench.add_argument("--json", action="store_true", help="print the figures as JSON")

@@ -94,6 +94,10 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
             "TOO_MANY_ITEMS_IN_RESPONSE": (False, "the response has more items than max_items_per_response"),
             "RESPONSE_TOO_LARGE": (False, "the response content exceeds max_response_bytes"),
             "TOO_MANY_EVENTS": (False, "the response has more events than max_stream_events"),
+            # whole bodies
+            "RESPONSE_NOT_FINISHED": (True, "the body is a response that is not finished yet (poll it by its id)"),
+            "BODY_NOT_FINISHED": (True, "the body is not a finished response: it has no finish signal"),
+            "NOT_A_RESPONSE_BODY": (False, "the body is not a response of this provider"),
             # completeness gate
             "INCOMPLETE_RESPONSE": (
                 True,

@@ -160,6 +160,7 @@ def inspect_bytes(
     policy: Any = None,
     limits: Limits | None = None,
     source: str = "<bytes>",
+    accept_unterminated: bool = False,
 ) -> dict[str, Any]:
     """Run the whole chain over one recording; the ``--json`` shape:
 
@@ -168,7 +169,12 @@ def inspect_bytes(
     null, "error": OutputError.to_dict() | null, "stage": where it stopped
     ("stream" | "decide" | null), "repair_prompt": str | null (the message
     ``decisions.repair_prompt`` builds), "repair_refused": str | null (why the
-    error is not sent back to the model, e.g. truncation), "exit_code"}``.
+    error is not sent back to the model, e.g. truncation), "unterminated_event":
+    str | null (an SSE file that ends without the blank line closing its last
+    event: that event's data), "exit_code"}``.
+
+    With ``accept_unterminated``, such a file is read as if it ended with the
+    blank line (saved recordings often lose it; a live stream never may).
     """
     fmt = detect_format(data)
     chosen = _detect(data, fmt, limits) if provider == "auto" else provider
@@ -184,8 +190,13 @@ def inspect_bytes(
         "stage": None,
         "repair_prompt": None,
         "repair_refused": None,
+        "unterminated_event": None,
         "exit_code": EXIT_DECISION,
     }
+    if fmt == "sse":
+        result["unterminated_event"] = _unterminated_event(data, limits)
+        if accept_unterminated and result["unterminated_event"] is not None:
+            data += b"\n\n"
     known = (*_backend.impl.PROVIDERS, "canonical")
     if chosen not in known:
         raise UsageError(
@@ -232,6 +243,25 @@ def inspect_bytes(
         result["repair_prompt"], result["repair_refused"] = _repair(error, target)
         result["exit_code"] = EXIT_FAILURE
     return result
+
+
+def _unterminated_event(data: bytes, limits: Limits | None) -> str | None:
+    """The data of the event an SSE file leaves open at its end, if any."""
+    decoder = _backend.impl.SSEDecoder(limits=limits)
+    try:
+        decoder.feed(data)
+        decoder.finish()
+    except OutputError as error:
+        if error.code != "SSE_UNTERMINATED_EVENT":
+            return None
+    else:
+        return None
+    closed = _backend.impl.SSEDecoder(limits=limits)
+    try:
+        events = closed.feed(data + b"\n\n")
+    except OutputError:
+        return None
+    return events[-1].data if events else None
 
 
 def _canonical(line: bytes) -> Any:
@@ -297,6 +327,12 @@ def render(result: Mapping[str, Any], out: TextIO) -> None:
         )
         if error.get("hint"):
             w(f"  hint: {error['hint']}\n")
+        if error["code"] == "SSE_UNTERMINATED_EVENT" and result.get("unterminated_event") is not None:
+            w(
+                "  the file ends without the blank line that closes its last event, which would have been:\n"
+                f"    data: {_short(str(result['unterminated_event']))}\n"
+                "  a saved recording often loses that line: --accept-unterminated reads the file as if it had it\n"
+            )
         if result.get("repair_prompt"):
             w("repair message to the model:\n")
             for line in str(result["repair_prompt"]).splitlines():

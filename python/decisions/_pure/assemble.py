@@ -53,6 +53,7 @@ from ..types import (
     _Event,
 )
 from . import providers
+from .body import body_error
 from .envelope import decode
 from .providers._unknown import count_unknown
 from .sse import _Framer
@@ -684,7 +685,7 @@ class StreamAssembler:
             raise TypeError(f"feed() takes bytes, not {type(data).__name__}")
         framer = self._framer
         if framer is None:
-            framer = self._framer = _Framer(self._limits)
+            framer = self._framer = _Framer(self._limits, getattr(self._mapper, "ARRAY_FRAMING", False))
         try:
             raws = framer.feed_raw(data)
             map_event = self._mapper.map_event
@@ -791,8 +792,11 @@ def normalize(
         text = body
     else:
         raise TypeError(f"normalize() takes bytes, str or dict, not {type(body).__name__}")
-    decoded = decode(text, checked, getattr(mapper, "ARGUMENT_FIELDS", ()))
-    assembler = Assembler(provider, checked)
-    for event in mapper.map_body(decoded):
-        assembler.apply(event)
-    return assembler.finish(mapper.unknown_events)
+    try:
+        decoded = decode(text, checked, getattr(mapper, "ARGUMENT_FIELDS", ()))
+        assembler = Assembler(provider, checked)
+        for event in mapper.map_body(decoded):
+            assembler.apply(event)
+        return assembler.finish(mapper.unknown_events)
+    except OutputError as err:
+        raise body_error(text, err) from None

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..errors import OutputError, StreamError
 from ..limits import DEFAULT_LIMITS, Limits
 from ..types import SSEEvent
+from .jsonarray import WHITESPACE, ArraySplitter
 
 __all__ = ["SSEDecoder", "RawEvent"]
 
@@ -49,10 +50,17 @@ class _Framer:
         "_without_data",
         "_counted_at",
         "_error",
+        "_detect",
+        "_array",
     )
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, array: bool = False) -> None:
         self._limits = limits
+        # with ``array``, a stream whose first byte other than whitespace is
+        # ``[`` is one JSON array (Gemini without ``alt=sse``), split by
+        # ``ArraySplitter`` into events' data; any other stream is SSE
+        self._detect = array
+        self._array: ArraySplitter | None = None
         self._line = bytearray()  # the current unterminated line
         self._line_start = 0  # stream offset of its first byte
         self._pos = 0  # stream bytes consumed
@@ -109,6 +117,34 @@ class _Framer:
                 self._pos = 3
                 self._line_start = 3
         out: list[RawEvent] = []
+        if self._array is not None or self._detect:
+            try:
+                return self._split(data, out)
+            except StreamError as err:
+                self._error = err
+                raise
+        return self._lines(data, out)
+
+    def _split(self, data: bytes, out: list[RawEvent]) -> list[RawEvent]:
+        """The framing is chosen by the first byte other than whitespace."""
+        if self._array is None:
+            start = len(data) - len(data.lstrip(WHITESPACE))
+            if start == len(data):
+                return self._lines(data, out)
+            self._detect = False
+            if data[start] != 0x5B:  # not [
+                return self._lines(data, out)
+            self._lines(data[:start], out)  # whitespace: counted, never an event
+            self._line.clear()
+            self._skip_lf = False
+            self._array = ArraySplitter(self._limits, self._pos)
+            data = data[start:]
+        elements = self._array.feed(data)
+        self._pos += len(data)
+        out.extend((None, text, None, None) for text in elements)
+        return out
+
+    def _lines(self, data: bytes, out: list[RawEvent]) -> list[RawEvent]:
         if not data:
             return out
         if self._skip_lf:
@@ -286,6 +322,13 @@ class _Framer:
 
     def finish_raw(self) -> list[RawEvent]:
         self._check()
+        if self._array is not None:
+            try:
+                self._array.finish()
+            except StreamError as err:
+                self._error = err
+                raise
+            return []
         if self._line or self._bom_held or self._has_data:
             raise self._fail(
                 "SSE_UNTERMINATED_EVENT",

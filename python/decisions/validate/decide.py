@@ -99,6 +99,12 @@ def check_complete(response: object) -> NormalizedResponse:
     raw = f" (provider: {response.raw_finish_reason!r})" if response.raw_finish_reason else ""
     if reason not in FINISH_REASONS:
         raise StreamError("UNKNOWN_FINISH_REASON", f"finish reason {reason!r}{raw} is not known")
+    if reason == "unknown" and response.raw_finish_reason is None:
+        raise StreamError(
+            "UNKNOWN_FINISH_REASON",
+            "the response ended with no finish reason, so nothing says it is complete",
+            hint="the stream may have been cut; retry the request",
+        )
     if reason in _FINISH_ERRORS:
         code, hint = _FINISH_ERRORS[reason]
         raise StreamError(code, f"the response finished with {reason!r}{raw}", hint=hint)

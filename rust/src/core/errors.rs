@@ -62,6 +62,10 @@ codes! {
     TOO_MANY_ITEMS_IN_RESPONSE => "stream",
     RESPONSE_TOO_LARGE => "stream",
     TOO_MANY_EVENTS => "stream",
+    // whole bodies
+    RESPONSE_NOT_FINISHED => "stream",
+    BODY_NOT_FINISHED => "stream",
+    NOT_A_RESPONSE_BODY => "stream",
     // strict JSON
     EMPTY_INPUT => "parse",
     INVALID_UTF8 => "parse",

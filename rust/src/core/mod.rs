@@ -12,10 +12,12 @@
 )]
 
 pub mod assemble;
+pub mod body;
 pub mod envelope;
 pub mod errors;
 pub mod events;
 pub mod json;
+pub mod jsonarray;
 pub mod limits;
 pub mod pipeline;
 pub mod providers;

@@ -5,6 +5,7 @@
 //! `python/decisions/_pure/assemble.py`, with the same steps in the same order.
 
 use crate::core::assemble::{Assembler, Response};
+use crate::core::body::body_error;
 use crate::core::envelope::Envelope;
 use crate::core::errors::CoreError;
 use crate::core::events::Event;
@@ -50,9 +51,10 @@ impl Pipeline {
     /// leaves the assembler failed with it (later calls see it).
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), CoreError> {
         self.assembler.check_usable()?;
+        let framing = self.mapper.array_framing();
         let decoder = self
             .decoder
-            .get_or_insert_with(|| Decoder::new(self.limits));
+            .get_or_insert_with(|| Decoder::framing(self.limits, framing));
         let mut sse = std::mem::take(&mut self.sse);
         let mut result = decoder.feed(bytes, &mut sse);
         if result.is_ok() {
@@ -139,10 +141,10 @@ pub fn normalize<T>(
 ) -> Result<T, CoreError> {
     let mut assembler = Assembler::new(limits);
     let mut events = Vec::new();
-    Envelope::default().check(body, &limits, mapper.argument_fields())?;
-    mapper.map_body(body, &mut events)?;
-    events
-        .into_iter()
-        .try_for_each(|event| assembler.apply(event))?;
-    assembler.finish(mapper.unknown_events()).map(read)
+    Envelope::default()
+        .check(body, &limits, mapper.argument_fields())
+        .and_then(|()| mapper.map_body(body, &mut events))
+        .and_then(|()| events.into_iter().try_for_each(|e| assembler.apply(e)))
+        .and_then(|()| assembler.finish(mapper.unknown_events()).map(read))
+        .map_err(|e| body_error(body, e))
 }

@@ -13,6 +13,7 @@
 //! `SSE_STREAM_TOO_LARGE`, otherwise the first byte of the line that crossed.
 
 use crate::core::errors::{Code, CoreError};
+use crate::core::jsonarray::{is_whitespace, ArraySplitter};
 use crate::core::limits::Limits;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -49,10 +50,20 @@ pub struct Decoder {
     /// LF of its CRLF, arriving in the next chunk, is counted with it.
     counted_at: Option<usize>,
     failed: Option<Code>,
+    /// A stream whose first byte other than whitespace is `[` may be one
+    /// JSON array (Gemini without `alt=sse`), split by [`ArraySplitter`].
+    detect: bool,
+    array: Option<ArraySplitter>,
 }
 
 impl Decoder {
     pub fn new(limits: Limits) -> Decoder {
+        Decoder::framing(limits, false)
+    }
+
+    /// A decoder that, with `array`, also takes a stream that is one JSON
+    /// array: its elements are dispatched as events without a name.
+    pub fn framing(limits: Limits, array: bool) -> Decoder {
         Decoder {
             limits,
             line: Vec::new(),
@@ -70,6 +81,8 @@ impl Decoder {
             without_data: 0,
             counted_at: None,
             failed: None,
+            detect: array,
+            array: None,
         }
     }
 
@@ -128,6 +141,49 @@ impl Decoder {
                 self.line_start = 3;
             }
         }
+        if self.detect || self.array.is_some() {
+            return self.split(data, out);
+        }
+        self.lines(data, out)
+    }
+
+    /// The framing is chosen by the first byte other than whitespace.
+    fn split(&mut self, mut data: &[u8], out: &mut Vec<SseEvent>) -> Result<(), CoreError> {
+        if self.array.is_none() {
+            let Some(start) = data.iter().position(|&b| !is_whitespace(b)) else {
+                return self.lines(data, out);
+            };
+            self.detect = false;
+            if data.get(start) != Some(&b'[') {
+                return self.lines(data, out);
+            }
+            let (blank, rest) = data.split_at(start);
+            self.lines(blank, out)?; // whitespace: counted, never an event
+            self.line.clear();
+            self.skip_lf = false;
+            data = rest;
+        }
+        let pos = self.pos;
+        let limits = self.limits;
+        let splitter = self
+            .array
+            .get_or_insert_with(|| ArraySplitter::new(limits, pos));
+        let mut elements = Vec::new();
+        let result = splitter.feed(data, &mut elements);
+        self.pos += data.len();
+        out.extend(elements.into_iter().map(|data| SseEvent {
+            event: None,
+            data,
+            id: None,
+            retry: None,
+        }));
+        result.map_err(|e| {
+            self.failed = Some(e.code);
+            e
+        })
+    }
+
+    fn lines(&mut self, mut data: &[u8], out: &mut Vec<SseEvent>) -> Result<(), CoreError> {
         if data.is_empty() {
             return Ok(());
         }
@@ -286,6 +342,12 @@ impl Decoder {
     /// End of stream: an unfinished line or event is `SSE_UNTERMINATED_EVENT`.
     pub fn finish(&mut self) -> Result<(), CoreError> {
         self.check()?;
+        if let Some(splitter) = &self.array {
+            return splitter.finish().map_err(|e| {
+                self.failed = Some(e.code);
+                e
+            });
+        }
         if !self.line.is_empty() || !self.bom_held.is_empty() || self.has_data {
             let msg = "the stream ended in the middle of an event".to_string();
             return Err(self.fail(Code::SSE_UNTERMINATED_EVENT, msg, self.line_start));

@@ -5,12 +5,14 @@ Every stream chunk is a ``GenerateContentResponse`` (SSE ``data`` with
 ``alt=sse``, or one JSON value per line); a whole body is one such response,
 or a JSON array of them (``streamGenerateContent`` without ``alt=sse``).
 
-Terminal authority: Gemini sends no end event. The chunk whose selected
-candidate carries ``finishReason`` is the terminal (its parts are mapped
-first), as is a chunk whose ``promptFeedback`` carries a ``blockReason`` (the
-prompt was blocked: content_filter), or an ``error`` object (fails). Any chunk
-after the terminal is ``EVENT_AFTER_TERMINAL``; a stream that ends without one
-is a disconnect.
+Terminal authority: Gemini sends no end event; the end of the stream (or of
+the body) is the terminal. The finish reason is the last ``finishReason`` of
+the selected candidate seen by then (earlier Vertex models put ``STOP`` on
+every chunk; current ones may send usage or citations after it), except that
+a veto (a ``blockReason`` or any finish other than ``STOP``) is kept whatever
+follows it. A response that ends without any is finished with ``unknown``
+(raw ``None``), which ``decide`` refuses. An ``error`` object fails the
+response at once; any chunk after it is ``EVENT_AFTER_TERMINAL``.
 
 Vetoes (a field that says "not finished, failed, blocked or ambiguous" wins
 over one that says "done"):
@@ -242,6 +244,9 @@ class GeminiMapper:
         ("candidates", None, "content", "parts", None, "functionCall", "partialArgs"),
     )
 
+    #: a stream may be one JSON array (``streamGenerateContent`` without ``alt=sse``)
+    ARRAY_FRAMING: Final = True
+
     def __init__(self, choice: int | None = None) -> None:
         self.unknown_events: dict[str, int] = {}
         self._choice = choice
@@ -256,6 +261,8 @@ class GeminiMapper:
         self._call: _StreamedCall | None = None
         self._usage: UsageReported | None = None
         self._blocked = False  # a safety rating of the selected candidate said "blocked"
+        # the finish seen so far: (raw, is a blockReason); a veto is never replaced
+        self._finish_seen: tuple[str, bool] | None = None
 
     # ------------------------------------------------------------ helpers
 
@@ -313,10 +320,25 @@ class GeminiMapper:
     def _usage_events(self) -> list[CanonicalEvent]:
         return [] if self._usage is None else [self._usage]
 
-    def _finish(self, normalized: FinishReason, raw: str, out: list[CanonicalEvent]) -> None:
+    def _vetoed(self) -> bool:
+        seen = self._finish_seen
+        return seen is not None and (seen[1] or seen[0] != "STOP")
+
+    def _finish(self, out: list[CanonicalEvent]) -> None:
+        """The end of the stream or body: the finish seen last (a veto kept)."""
         self._close_open(out)
         out.extend(self._usage_events())
-        out.append(ResponseFinished(finish_reason=normalized, raw_finish_reason=raw))
+        seen = self._finish_seen
+        if seen is None:
+            out.append(ResponseFinished(finish_reason="unknown", raw_finish_reason=None))
+        elif seen[1]:
+            out.append(ResponseFinished(finish_reason="content_filter", raw_finish_reason=seen[0]))
+        else:
+            reason = finish_reason(seen[0], self._calls > 0)
+            if self._blocked and reason in ("stop", "tool_calls"):
+                out.append(ResponseFinished(finish_reason="content_filter", raw_finish_reason="SAFETY"))
+            else:
+                out.append(ResponseFinished(finish_reason=reason, raw_finish_reason=seen[0]))
         self._terminal = True
 
     # ------------------------------------------------------------ parts
@@ -416,7 +438,7 @@ class GeminiMapper:
         del event  # Gemini streams name no events
         chunk = _obj(payload, "chunk")
         if self._terminal:
-            raise new_error("EVENT_AFTER_TERMINAL", "gemini chunk after the chunk that finished the response")
+            raise new_error("EVENT_AFTER_TERMINAL", "gemini chunk after the error that ended the response")
         out: list[CanonicalEvent] = []
         error = chunk.get("error")
         if error is not None:
@@ -455,13 +477,11 @@ class GeminiMapper:
             parts = [] if content is None else (_opt_list(content, "parts", "content") or [])
             for part in parts:
                 self._part(_obj(part, "part"), out)
-        if block_reason is not None:  # a blocked prompt wins over any finishReason
-            self._finish("content_filter", block_reason, out)
-        elif finish is not None:
-            reason = finish_reason(finish, self._calls > 0)
-            if self._blocked and reason in ("stop", "tool_calls"):
-                reason, finish = "content_filter", "SAFETY"
-            self._finish(reason, finish, out)
+        if not self._vetoed():
+            if block_reason is not None:  # a blocked prompt wins over any finishReason
+                self._finish_seen = (block_reason, True)
+            elif finish is not None:
+                self._finish_seen = (finish, False)
         return out
 
     def _select(self, candidates: list[Any]) -> dict[str, Any] | None:
@@ -497,9 +517,11 @@ class GeminiMapper:
         return ResponseFailed(code=name, message=message, retryable=retryable, error_type=status)
 
     def end(self) -> list[CanonicalEvent]:
-        """EOF: a Gemini stream implies nothing at its end (no finishReason seen
-        means the stream was cut)."""
-        return []
+        """EOF: the terminal of a started response (see the module docstring)."""
+        out: list[CanonicalEvent] = []
+        if self._started and not self._terminal:
+            self._finish(out)
+        return out
 
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A whole ``GenerateContentResponse``, or a JSON array of stream chunks."""
@@ -507,5 +529,7 @@ class GeminiMapper:
             out: list[CanonicalEvent] = []
             for chunk in body:
                 out.extend(self.map_event(None, chunk))
-            return out
-        return self.map_event(None, body)
+        else:
+            out = self.map_event(None, body)
+        out.extend(self.end())
+        return out

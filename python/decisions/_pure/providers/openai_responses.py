@@ -27,8 +27,9 @@ response is not done whatever the event type says, and then that wins:
   (``INCOMPLETE_RESPONSE``, ``CONTENT_FILTERED``, else ``UNKNOWN_FINISH_REASON``);
   ``cancelled`` -> cancelled (``RESPONSE_CANCELLED``); ``in_progress``,
   ``queued``, ``""`` or any unknown status -> unknown, raw = the status
-  (``UNKNOWN_FINISH_REASON``; a body that is ``queued`` / ``in_progress`` or
-  has no status has no terminal: ``NO_TERMINAL_EVENT``). Only ``completed``
+  (``UNKNOWN_FINISH_REASON``; a body that is ``queued`` / ``in_progress`` is
+  ``RESPONSE_NOT_FINISHED``, naming its id; one without status has no finish:
+  ``BODY_NOT_FINISHED``). Only ``completed``
   (or, on ``response.completed``, no status) is done.
 - an output item's ``status``: only ``completed`` (or none) finishes a message
   or call; ``incomplete``, ``in_progress`` or unknown in a done event, the
@@ -43,7 +44,10 @@ Output check: every delta updates a running length and hash for its item
 finished output items and the output of the terminal ``response`` are compared
 against them: texts and function-call arguments per item, plus each call's
 name and ``call_id``; an item in the final output the stream never carried,
-or a streamed message or call missing from it, is ``OUTPUT_MISMATCH``. A done
+or a streamed message or call missing from it, is ``OUTPUT_MISMATCH``, except
+a reasoning item the stream never announced (OpenRouter sends some only in
+``response.completed``): it is taken from the output, after the streamed items,
+and counted in ``unknown_events`` as ``completed_only:reasoning``. A done
 event for an item that streamed no delta at all supplies the whole value
 (servers that send arguments only there).
 
@@ -492,6 +496,10 @@ class OpenAIResponsesMapper:
             if isinstance(item, str):
                 continue
             entry = self._items.get(item.id)
+            if entry is None and item.type == "reasoning":  # never streamed (OpenRouter): taken from here
+                self._count("completed_only:reasoning")
+                self._body_item(item, out)
+                continue
             if entry is None or entry.type != item.type:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: the output has {item.type} {item.id}, never streamed")
             seen.add(item.id)
@@ -546,7 +554,12 @@ class OpenAIResponsesMapper:
                 self._count(f"output_item:{item}")
             else:
                 self._body_item(item, out)
-        if final.status in (None, "queued", "in_progress"):
+        if final.status in ("queued", "in_progress"):  # background mode: the caller polls it by its id
+            raise new_error(
+                "RESPONSE_NOT_FINISHED",
+                f'response "{final.id or ""}" is {final.status}, not finished: poll it by its id until it is',
+            )
+        if final.status is None:
             return out
         self._finish(final, False, out)
         return out

@@ -2,11 +2,11 @@
 //! (`_pure/providers/gemini.py`) documents the mapping; this file follows it
 //! check for check, in the same order.
 //!
-//! Terminal authority: Gemini sends no end event. The chunk whose selected
-//! candidate carries `finishReason` is the terminal (its parts are mapped
-//! first), as is a chunk whose `promptFeedback` carries a `blockReason`
-//! (content_filter), or an `error` object (fails). Any chunk after it is
-//! `EVENT_AFTER_TERMINAL`; a stream that ends without one is a disconnect.
+//! Terminal authority: Gemini sends no end event; the end of the stream (or
+//! body) is the terminal. The finish reason is the last `finishReason` seen,
+//! except that a veto (a `blockReason`, any finish but `STOP`) is kept
+//! whatever follows; none at all is `unknown` (raw None). An `error` object
+//! fails the response at once; any chunk after it is `EVENT_AFTER_TERMINAL`.
 //!
 //! Vetoes (the twin's docstring has the table): `error` wins over every
 //! candidate, a `blockReason` over any `finishReason`, a `blocked` safety
@@ -336,6 +336,8 @@ pub struct GeminiMapper {
     usage: Option<Usage>,
     /// A safety rating of the selected candidate said "blocked".
     blocked: bool,
+    /// The finish seen so far: (raw, is a `blockReason`); a veto is kept.
+    finish_seen: Option<(String, bool)>,
 }
 
 impl GeminiMapper {
@@ -352,6 +354,7 @@ impl GeminiMapper {
             call: None,
             usage: None,
             blocked: false,
+            finish_seen: None,
         }
     }
 
@@ -430,14 +433,33 @@ impl GeminiMapper {
         })
     }
 
-    fn finish(&mut self, normalized: FinishReason, raw: String, out: &mut Vec<Event>) {
+    fn vetoed(&self) -> bool {
+        matches!(&self.finish_seen, Some((raw, block)) if *block || raw != "STOP")
+    }
+
+    /// The end of the stream or body: the finish seen last (a veto kept).
+    fn finish(&mut self, out: &mut Vec<Event>) {
         self.close_open(out);
         if let Some(usage) = self.usage {
             out.push(Event::Usage(usage));
         }
+        let (finish_reason, raw_finish_reason) = match self.finish_seen.take() {
+            None => (FinishReason::Unknown, None),
+            Some((raw, true)) => (FinishReason::ContentFilter, Some(raw)),
+            Some((raw, false)) => {
+                let normalized = finish_reason(&raw, self.calls > 0);
+                if self.blocked
+                    && matches!(normalized, FinishReason::Stop | FinishReason::ToolCalls)
+                {
+                    (FinishReason::ContentFilter, Some("SAFETY".to_owned()))
+                } else {
+                    (normalized, Some(raw))
+                }
+            }
+        };
         out.push(Event::ResponseFinished {
-            finish_reason: normalized,
-            raw_finish_reason: Some(raw),
+            finish_reason,
+            raw_finish_reason,
         });
         self.terminal = true;
     }
@@ -717,6 +739,10 @@ const ARGUMENT_FIELDS: &[&[Field]] = &[
 ];
 
 impl Mapper for GeminiMapper {
+    fn array_framing(&self) -> bool {
+        true // `streamGenerateContent` without `alt=sse`
+    }
+
     fn argument_fields(&self) -> &'static [&'static [Field]] {
         ARGUMENT_FIELDS
     }
@@ -735,7 +761,7 @@ impl Mapper for GeminiMapper {
         if self.terminal {
             return Err(err(
                 Code::EVENT_AFTER_TERMINAL,
-                "gemini chunk after the chunk that finished the response",
+                "gemini chunk after the error that ended the response",
             ));
         }
         if let Some(error) = chunk.error {
@@ -807,21 +833,21 @@ impl Mapper for GeminiMapper {
                 self.part(part, out)?;
             }
         }
-        if let Some(raw) = block_reason {
-            // a blocked prompt wins over any finishReason
-            self.finish(FinishReason::ContentFilter, raw, out);
-        } else if let Some(raw) = finish {
-            let normalized = finish_reason(&raw, self.calls > 0);
-            if self.blocked && matches!(normalized, FinishReason::Stop | FinishReason::ToolCalls) {
-                self.finish(FinishReason::ContentFilter, "SAFETY".to_owned(), out);
-            } else {
-                self.finish(normalized, raw, out);
+        if !self.vetoed() {
+            if let Some(raw) = block_reason {
+                // a blocked prompt wins over any finishReason
+                self.finish_seen = Some((raw, true));
+            } else if let Some(raw) = finish {
+                self.finish_seen = Some((raw, false));
             }
         }
         Ok(())
     }
 
-    fn end(&mut self, _out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn end(&mut self, out: &mut Vec<Event>) -> Result<(), CoreError> {
+        if self.started && !self.terminal {
+            self.finish(out);
+        }
         Ok(())
     }
 
@@ -832,9 +858,10 @@ impl Mapper for GeminiMapper {
             for chunk in chunks {
                 self.map_event(None, chunk.get(), out)?;
             }
-            return Ok(());
+        } else {
+            self.map_event(None, body, out)?;
         }
-        self.map_event(None, body, out)
+        self.end(out)
     }
 
     fn unknown_events(&self) -> &BTreeMap<String, u64> {

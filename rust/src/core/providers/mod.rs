@@ -42,6 +42,12 @@ pub trait Mapper: Send + Sync {
         &[]
     }
 
+    /// Whether a stream may be one JSON array instead of SSE (see
+    /// [`crate::core::jsonarray`]); the first byte other than whitespace decides.
+    fn array_framing(&self) -> bool {
+        false
+    }
+
     /// Provider event types seen but not known, with their counts.
     fn unknown_events(&self) -> &BTreeMap<String, u64>;
 }

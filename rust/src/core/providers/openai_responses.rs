@@ -899,6 +899,12 @@ impl OpenAIResponses {
                 let id = item.id.as_str();
                 match self.items.get(id) {
                     Some(entry) if entry.kind == *kind => {}
+                    // never streamed (OpenRouter): taken from the output
+                    None if *kind == Kind::Reasoning => {
+                        self.count("completed_only:reasoning".to_owned());
+                        self.body_item(*kind, item, out);
+                        continue;
+                    }
                     _ => {
                         return Err(mismatch(format!(
                             "{what}: the output has {} {id}, never streamed",
@@ -1133,7 +1139,17 @@ impl Mapper for OpenAIResponses {
                 Out::Known(kind, item) => self.body_item(*kind, item, out),
             }
         }
-        if matches!(status, None | Some("queued" | "in_progress")) {
+        if let Some(status @ ("queued" | "in_progress")) = status {
+            // background mode: the caller polls the response by its id
+            let id = s(&fin.id).unwrap_or("");
+            return Err(CoreError::new(
+                Code::RESPONSE_NOT_FINISHED,
+                format!(
+                    "response \"{id}\" is {status}, not finished: poll it by its id until it is"
+                ),
+            ));
+        }
+        if status.is_none() {
             return Ok(());
         }
         self.finish(&fin, false, out)
