@@ -16,7 +16,7 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::shape::count;
+use super::shape::{count, Str};
 use super::DONE;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
@@ -25,41 +25,6 @@ use crate::core::providers::Mapper;
 /// The data of the SSE event that ends a Chat Completions stream.
 
 // ------------------------------------------------------------ shared shapes
-
-/// A JSON string, borrowed from the input when it has no escapes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Str<'a>(pub Cow<'a, str>);
-
-impl<'a> Str<'a> {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Cow<'de, str>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: serde::de::Error>(
-                self,
-                v: &'de str,
-            ) -> Result<Self::Value, E> {
-                Ok(Cow::Borrowed(v))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Cow::Owned(v.to_owned()))
-            }
-            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Cow::Owned(v))
-            }
-        }
-        d.deserialize_str(V).map(Str)
-    }
-}
 
 /// A JSON object deserialized as `T`. Serde would also build a struct from a
 /// JSON array of its fields; the pure twin (and the API) allow only objects.

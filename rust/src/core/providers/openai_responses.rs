@@ -22,8 +22,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::openai_chat::{malformed, parse, s, ErrObj, Obj, Str};
-use super::shape::count;
+use super::openai_chat::{malformed, parse, s, ErrObj, Obj};
+use super::shape::{count, Str};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;

@@ -12,9 +12,16 @@ use serde_json::value::RawValue;
 
 use crate::core::errors::{Code, CoreError};
 
-/// A JSON string, borrowed from the input when it has no escapes.
-#[derive(Deserialize)]
+/// A JSON string, borrowed from the input when it has no escapes (the one
+/// string type of every mapper).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub(crate) struct Str<'a>(#[serde(borrow)] pub(crate) Cow<'a, str>);
+
+impl Str<'_> {
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
 
 /// Whether a raw value is a JSON object.
 pub(crate) fn is_object(raw: &RawValue) -> bool {
