@@ -399,3 +399,10 @@ def test_every_ruled_tool_is_fitted_to_its_schema(ws: Path) -> None:
     )
     with pytest.raises(ValueError, match=r"^the policy's path rule 'nope' for 'strict' does not fit the tool: "):
         policy.plan(registry)
+
+
+def test_apply_policy_checks_names_against_the_registry() -> None:
+    registry = ToolRegistry([Tool(name="read_file")])
+    with pytest.raises(DomainError) as info:
+        apply_policy([tc("READ_FILE")], Policy(), registry=registry)
+    assert (info.value.code, info.value.path) == ("AMBIGUOUS_TOOL_NAME", "$.calls[0].name")
