@@ -98,6 +98,12 @@ MUTATIONS ?= 1000000
 test-long: build ## the native-vs-pure differential tests: long hypothesis profile, MUTATIONS mutated recordings (~30-50 min)
 	HYPOTHESIS_PROFILE=long DECISIONS_MUTATIONS=$(MUTATIONS) DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q -m differential $(PYTEST_ARGS)
 
+MUTATION_MODULES ?=
+.PHONY: mutation
+mutation: venv ## mutation testing (mutmut, pure backend, one worker) of the guard modules against their own tests (MUTATION_MODULES= to pick; ~10 min a module); not part of `make test`
+	$(PIP) install --quiet "mutmut>=3.8,<4"
+	$(PY) scripts/mutation.py $(MUTATION_MODULES)
+
 .PHONY: test-memory
 test-memory: build ## the 1 GiB adversarial-stream memory run, on both backends
 	DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q -m slow tests/test_resources.py $(PYTEST_ARGS)

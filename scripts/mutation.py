@@ -1,0 +1,238 @@
+"""Mutation testing of the guard modules (``make mutation``).
+
+Each module runs on its own, under the pure backend (``DECISIONS_PURE=1``),
+against its own test files only, with mutmut on a copy of the tree (mutmut
+wants the package at the top of the tree it mutates; ours lives under
+``python/``). The copy is ``.mutation/<module>/``; mutmut's report and the
+mutated sources stay there for ``mutmut show`` / ``mutmut browse``.
+
+The score counts the mutants that change behaviour: a mutant that differs from
+the original only inside string literals (a message, a hint's wording) is
+counted apart, and so is a mutant listed in ``scripts/mutation-equivalent.txt``
+(its name, then ``#`` and one line of why no test can tell it apart). A
+timeout counts as killed (the mutant hangs where the original does not); "no
+tests" counts as survived. Exit status 1 if a module is under its bar.
+
+    python scripts/mutation.py [module ...]   # default: every module, guards first
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".mutation"
+EQUIVALENT = ROOT / "scripts" / "mutation-equivalent.txt"
+
+
+@dataclass(frozen=True)
+class Module:
+    """A module under mutation, its own test files, and the bar it must reach."""
+
+    path: str  # inside python/
+    tests: tuple[str, ...]  # inside tests/; tests/test_mutation_<name>*.py are added
+    bar: float  # the share of behaviour-changing, non-equivalent mutants to kill
+
+
+GUARD = 1.0
+OTHER = 0.9
+MODULES: dict[str, Module] = {
+    "policy": Module("decisions/validate/policy.py", ("test_policy.py", "test_adversarial_policy.py"), GUARD),
+    "decide": Module(
+        "decisions/validate/decide.py",
+        ("test_decide.py", "test_decide_fixtures.py", "test_decide_properties.py"),
+        GUARD,
+    ),
+    "textcalls": Module("decisions/request/textcalls.py", ("test_textcalls.py", "test_adversarial_text.py"), GUARD),
+    "envelope": Module("decisions/_pure/envelope.py", ("test_adversarial_boundary.py",), GUARD),
+    "repair": Module("decisions/recover/repair.py", ("test_repair.py",), OTHER),
+    "schema": Module("decisions/validate/schema.py", ("test_schema.py",), OTHER),
+    "domain": Module("decisions/validate/domain.py", ("test_domain.py",), OTHER),
+    "assemble": Module("decisions/_pure/assemble.py", ("test_assembler.py",), OTHER),
+    "sse": Module("decisions/_pure/sse.py", ("test_sse.py",), OTHER),
+    "json": Module("decisions/_pure/json.py", ("test_loads.py", "test_jsontestsuite.py"), OTHER),
+}
+
+
+def test_files(name: str) -> list[str]:
+    """The module's own test files, then its mutation test files."""
+    own = [f"tests/{t}" for t in MODULES[name].tests]
+    extra = sorted(f"tests/{p.name}" for p in (ROOT / "tests").glob(f"test_mutation_{name}*.py"))
+    return own + extra
+
+
+def prepare(name: str) -> Path:
+    """A fresh copy of the package (without the native build) and the tests,
+    with mutmut's and pytest's configuration, in ``.mutation/<name>``."""
+    work = WORK / name
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    skip = shutil.ignore_patterns("__pycache__", "*.so", ".hypothesis", ".pytest_cache")
+    shutil.copytree(ROOT / "python" / "decisions", work / "decisions", ignore=skip)
+    shutil.copytree(ROOT / "tests", work / "tests", ignore=skip)
+    pytest_options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    config = {
+        "source_paths": ["decisions"],
+        "only_mutate": [MODULES[name].path],
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:randomly"],
+        "pytest_add_cli_args_test_selection": test_files(name),
+        "use_git_change_detection": False,
+    }
+    lines = ["[tool.mutmut]"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in config.items()]
+    lines += ["", "[tool.pytest.ini_options]"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in pytest_options.items()]
+    (work / "pyproject.toml").write_text("\n".join(lines) + "\n")
+    return work
+
+
+def _blank_strings(tree: ast.AST) -> str:
+    """The tree's dump with every string constant replaced by one value."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = ""
+    return ast.dump(tree, include_attributes=False)
+
+
+def _functions(source: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Every function definition in the mutated file, by name (methods too)."""
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found[node.name] = node
+    return found
+
+
+def _original_of(key: str) -> str:
+    return key.rsplit("__mutmut_", 1)[0] + "__mutmut_orig"
+
+
+def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Module:
+    copy = ast.parse(ast.unparse(fn))
+    node = copy.body[0]
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    node.name = "f"
+    return copy
+
+
+def equivalents() -> dict[str, str]:
+    """Mutants listed as equivalent: name -> why."""
+    found: dict[str, str] = {}
+    if EQUIVALENT.exists():
+        for line in EQUIVALENT.read_text().splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                name, _, why = line.partition("#")
+                found[name.strip()] = why.strip()
+    return found
+
+
+def report(name: str, seconds: float, show: bool) -> dict[str, object]:
+    """Read mutmut's results, classify each mutant, print the row and the survivors."""
+    from mutmut.stats import status_by_exit_code  # installed by `make mutation`
+
+    work = WORK / name
+    mutated = work / "mutants" / MODULES[name].path
+    meta = json.loads(Path(str(mutated) + ".meta").read_text())
+    functions = _functions(mutated.read_text())
+    prefix = MODULES[name].path.removesuffix(".py").replace("/", ".") + "."
+    listed = equivalents()
+    rows: dict[str, list[str]] = {"killed": [], "survived": [], "string": [], "string_killed": [], "equivalent": []}
+    wrongly_listed = []
+    for full, code in sorted(meta["exit_code_by_key"].items()):
+        status = status_by_exit_code[code]
+        killed = status in ("killed", "timeout", "segfault")
+        key = full.removeprefix(prefix)
+        mutant, original = functions[key], functions[_original_of(key)]
+        string_only = _blank_strings(_body(mutant)) == _blank_strings(_body(original))
+        if full in listed:
+            rows["equivalent"].append(full)
+            if killed:
+                wrongly_listed.append(full)
+        elif string_only:
+            rows["string_killed" if killed else "string"].append(full)
+        else:
+            rows["killed" if killed else "survived"].append(full)
+        if show and not killed and not string_only and full not in listed:
+            diff = difflib.unified_diff(
+                ast.unparse(_body(original)).splitlines(),
+                ast.unparse(_body(mutant)).splitlines(),
+                lineterm="",
+                n=1,
+            )
+            print(f"--- {full} ({status})")
+            print("\n".join(list(diff)[2:]))
+    behaviour = len(rows["killed"]) + len(rows["survived"])
+    score = len(rows["killed"]) / behaviour if behaviour else 1.0
+    row: dict[str, object] = {
+        "module": name,
+        "mutants": len(meta["exit_code_by_key"]),
+        "killed": len(rows["killed"]),
+        "survived": len(rows["survived"]),
+        "string_only": len(rows["string"]) + len(rows["string_killed"]),
+        "string_only_survived": len(rows["string"]),
+        "equivalent": len(rows["equivalent"]),
+        "score": round(score, 4),
+        "bar": MODULES[name].bar,
+        "seconds": round(seconds),
+        "equivalent_but_killed": wrongly_listed,
+    }
+    (work / "summary.json").write_text(json.dumps(row, indent=1) + "\n")
+    return row
+
+
+def run(name: str) -> float:
+    """mutmut over one module, one worker, pure backend; the wall time."""
+    work = prepare(name)
+    env = dict(os.environ, DECISIONS_PURE="1", PYTHONPATH="")
+    env.pop("DECISIONS_REQUIRE_NATIVE", None)
+    mutmut = Path(sys.executable).parent / "mutmut"
+    start = time.monotonic()
+    subprocess.run([str(mutmut), "run", "--max-children", "1"], cwd=work, env=env, check=True)
+    return time.monotonic() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("modules", nargs="*", help=f"of {', '.join(MODULES)} (default: all, guards first)")
+    parser.add_argument("--report-only", action="store_true", help="re-read the last run's results")
+    parser.add_argument("--survivors", action="store_true", help="print each surviving mutant's diff")
+    args = parser.parse_args()
+    unknown = set(args.modules) - set(MODULES)
+    if unknown:
+        parser.error(f"unknown modules: {sorted(unknown)}")
+    rows = []
+    for name in args.modules or list(MODULES):
+        if args.report_only:
+            seconds = float(json.loads((WORK / name / "summary.json").read_text())["seconds"])
+        else:
+            seconds = run(name)
+        rows.append(report(name, seconds, args.survivors))
+    print("| module | mutants | killed | survived | string-only (survived) | equivalent | score | time |")
+    print("|---|---|---|---|---|---|---|---|")
+    failed = False
+    for r in rows:
+        print(
+            f"| {r['module']} | {r['mutants']} | {r['killed']} | {r['survived']} | "
+            f"{r['string_only']} ({r['string_only_survived']}) | {r['equivalent']} | "
+            f"{float(r['score']):.1%} | {r['seconds']} s |"  # type: ignore[arg-type]
+        )
+        if r["equivalent_but_killed"]:
+            print(f"  listed as equivalent but killed: {r['equivalent_but_killed']}")
+            failed = True
+        failed = failed or float(r["score"]) < float(r["bar"])  # type: ignore[arg-type]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

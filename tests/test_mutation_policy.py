@@ -1,0 +1,408 @@
+"""Policy errors as the caller and the repair prompt read them: the code, the
+message, the JSON path, the hint and each issue's ``expected``, for every
+refusal; and the rules a broken guard would get wrong (write scopes, values
+the executor receives, plans compiled once)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from decisions import PathArg, Policy, PolicyError, Run, Tool, ToolCall, ToolRegistry, ToolRule
+from decisions.errors import DomainError
+from decisions.validate.policy import apply_policy, resolve_path
+
+EXPECTED_PATH = "a relative path inside the workspace"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "docs").mkdir()
+    (root / "src" / "main.py").write_text("print(1)\n")
+    return root
+
+
+def refusal(fn: Callable[[], Any]) -> PolicyError:
+    with pytest.raises(PolicyError) as info:
+        fn()
+    return info.value
+
+
+def shape(error: PolicyError) -> tuple[Any, ...]:
+    return (error.code, error.message, error.path, error.hint, error.issues)
+
+
+def rejected(code: str, message: str, path: str, expected: str, hint: str) -> tuple[Any, ...]:
+    return (code, message, path, hint, ({"path": path, "code": code.lower(), "expected": expected},))
+
+
+def tc(name: str = "read_file", call_id: str = "c1", validated: Any = None, **arguments: Any) -> ToolCall:
+    return ToolCall(call_id=call_id, name=name, arguments=arguments, validated=validated)
+
+
+# ---------------------------------------------------------------- resolve_path
+
+
+@pytest.mark.parametrize(
+    ("raw", "message", "hint"),
+    [
+        (123, "a path must be a non-empty string", "give a relative path such as 'src/main.py'"),
+        ("  ", "a path must be a non-empty string", "give a relative path such as 'src/main.py'"),
+        ("a\x00b", "the path holds a NUL character", "use '/' between path components and no control characters"),
+        ("a\\b", "the path holds a backslash", "use '/' between path components and no control characters"),
+        ("~/x", "home-directory paths ('~') are not expanded", "give a path relative to the workspace"),
+        ("C:/x", "drive and UNC paths are not accepted", "give a path relative to the workspace"),
+        ("//host/x", "drive and UNC paths are not accepted", "give a path relative to the workspace"),
+    ],
+)
+def test_invalid_path_errors_in_full(ws: Path, raw: Any, message: str, hint: str) -> None:
+    error = refusal(lambda: resolve_path(os.path.realpath(ws), raw, path="$.a.path"))
+    assert shape(error) == rejected("PATH_INVALID", message, "$.a.path", EXPECTED_PATH, hint)
+
+
+def test_outside_workspace_error_in_full(ws: Path) -> None:
+    error = refusal(lambda: resolve_path(os.path.realpath(ws), "../x", path="$.p"))
+    hint = "give a path inside the workspace; '..' and symlinks that leave it are refused"
+    assert shape(error) == rejected(
+        "PATH_OUTSIDE_WORKSPACE", "the path resolves outside the workspace", "$.p", EXPECTED_PATH, hint
+    )
+
+
+def test_a_path_that_cannot_be_resolved_is_refused_with_its_cause(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = os.path.realpath(ws)
+
+    def broken(path: str) -> str:
+        raise OSError("too many levels")
+
+    monkeypatch.setattr(os.path, "realpath", broken)
+    error = refusal(lambda: resolve_path(root, "src/a", path="$.p"))
+    assert shape(error) == rejected(
+        "PATH_INVALID",
+        "the path cannot be resolved (OSError)",
+        "$.p",
+        EXPECTED_PATH,
+        "give a path relative to the workspace",
+    )
+    assert isinstance(error.__cause__, OSError)
+
+
+# ---------------------------------------------------------------- each refusal in full
+
+
+def test_tool_denied_in_full(ws: Path) -> None:
+    policy = Policy(default="deny")
+    error = refusal(lambda: apply_policy([tc("rm")], policy))
+    assert shape(error) == rejected(
+        "TOOL_DENIED",
+        "policy does not allow the tool 'rm'",
+        "$.calls[0].name",
+        "an allowed tool",
+        "this tool is not allowed here",
+    )
+
+
+def test_repaired_side_effecting_call_in_full() -> None:
+    registry = ToolRegistry([Tool(name="write_file"), Tool(name="read_file", side_effects=False)])
+    error = refusal(lambda: apply_policy([tc("write_file")], Policy(), registry=registry, repaired=True))
+    assert shape(error) == rejected(
+        "REPAIRED_CALL_REFUSED",
+        "a repaired call may not run the side-effecting tool 'write_file'",
+        "$.calls[0].name",
+        "a read-only tool",
+        "send the call again without repair",
+    )
+    # a read-only tool may run repaired, but only when the registry says it is read-only
+    (verdict,) = apply_policy([tc("read_file")], Policy(), registry=registry, repaired=True)
+    assert verdict.status == "allowed"
+    assert refusal(lambda: apply_policy([tc("read_file")], Policy(), repaired=True)).code == "REPAIRED_CALL_REFUSED"
+    # not repaired (the default): the side-effecting tool is allowed
+    (verdict,) = apply_policy([tc("write_file")], Policy(), registry=registry)
+    assert verdict.status == "allowed"
+
+
+def test_already_decided_call_in_full() -> None:
+    run = Run("r1")
+    apply_policy([tc()], Policy(), run=run)
+    error = refusal(lambda: apply_policy([tc()], Policy(), run=run))
+    assert shape(error) == rejected(
+        "CALL_ALREADY_DECIDED",
+        "call 'c1' was already decided",
+        "$.calls[0].call_id",
+        "a new call id",
+        "this call was already handled; do not repeat it",
+    )
+
+
+def test_repeated_ids_in_one_response_in_full() -> None:
+    error = refusal(lambda: apply_policy([tc(call_id="a"), tc(call_id="a"), tc(call_id="b")], Policy()))
+    assert shape(error) == rejected(
+        "CALL_ALREADY_DECIDED",
+        "call ids repeat within one response: ['a']",
+        "$.calls",
+        "one call per call id",
+        "give every call its own id",
+    )
+
+
+class _RacingRun(Run):
+    """A run another worker claims between the per-call check and the claim."""
+
+    def decided(self, call_id: str) -> bool:
+        return False
+
+
+def test_a_call_claimed_meanwhile_is_refused_in_full() -> None:
+    run = _RacingRun()
+    assert run.claim(["c1"]) == ()
+    error = refusal(lambda: apply_policy([tc()], Policy(), run=run))
+    assert shape(error) == rejected(
+        "CALL_ALREADY_DECIDED",
+        "call ids already decided: ['c1']",
+        "$.calls",
+        "new call ids",
+        "these calls were already handled; do not repeat them",
+    )
+
+
+def test_cancelled_run_in_full() -> None:
+    run = Run("r1")
+    assert run.run_id == "r1"
+    assert run.cancelled is False
+    run.cancel()
+    assert run.cancelled is True
+    error = refusal(lambda: apply_policy([tc()], Policy(), run=run))
+    assert shape(error) == ("RUN_CANCELLED", error.message, "$", "the run was cancelled; nothing may execute", ())
+    assert refusal(lambda: run.claim(["x"])).code == "RUN_CANCELLED"
+
+
+def test_claim_reports_the_replayed_ids_and_records_nothing_then() -> None:
+    run = Run()
+    assert run.claim(["a", "b"]) == ()
+    assert run.claim(["c", "a"]) == ("a",)
+    assert not run.decided("c")
+
+
+def test_state_check_refusal_per_call_in_full() -> None:
+    for check, message in [
+        (lambda call: 1 / 0, "the state check raised ZeroDivisionError"),
+        (lambda call: False, "the state check refused the call"),
+        (lambda call: "the file is locked", "the file is locked"),
+    ]:
+        verdicts = apply_policy([tc(), tc(call_id="c2")], Policy(state_check=check, batch="per_call"))
+        for index, verdict in enumerate(verdicts):
+            assert verdict.status == "denied"
+            assert verdict.error is not None
+            assert shape(verdict.error) == rejected(
+                "STATE_CHECK_FAILED",
+                message,
+                f"$.calls[{index}]",
+                "a call the current state allows",
+                "this action is not possible in the current state",
+            )
+
+
+def test_approval_reasons() -> None:
+    policy = Policy(tools={"read_file": ToolRule(approval=True), "grep": ToolRule(approval="reads secrets")})
+    verdicts = apply_policy([tc(), tc("grep", call_id="c2")], policy)
+    assert [(v.status, v.reasons) for v in verdicts] == [
+        ("needs_approval", ("'read_file' requires approval",)),
+        ("needs_approval", ("reads secrets",)),
+    ]
+
+
+def test_batch_rejected_in_full(ws: Path) -> None:
+    policy = Policy(tools={"rm": ToolRule(allowed=False)})
+    calls = [tc(call_id="a"), tc("rm", call_id="b"), tc(call_id="c")]
+    error = refusal(lambda: apply_policy(calls, policy))
+    assert error.code == "BATCH_REJECTED"
+    assert error.message == (
+        "call 1 ('b') was refused, so the batch may not run: TOOL_DENIED: policy does not allow the tool 'rm'"
+    )
+    assert error.path == "$.calls[1].name"
+    assert error.hint == "call 1: this tool is not allowed here"
+    assert error.issues == (
+        {"path": "$.calls[1].name", "code": "tool_denied", "expected": "an allowed tool"},
+        {"path": "$.calls[0]", "code": "batch_rejected", "expected": "every call in the batch to pass"},
+        {"path": "$.calls[2]", "code": "batch_rejected", "expected": "every call in the batch to pass"},
+    )
+    assert isinstance(error.__cause__, PolicyError) and error.__cause__.code == "TOOL_DENIED"
+
+
+# ---------------------------------------------------------------- scopes
+
+
+def test_a_write_argument_is_held_to_the_tools_write_scopes(ws: Path) -> None:
+    policy = Policy(
+        workspace=ws,
+        tools={"edit": ToolRule(paths={"path": "write"}, read_scopes=("",), write_scopes=("docs",))},
+    )
+    error = refusal(lambda: apply_policy([tc("edit", path="src/main.py")], policy))
+    assert shape(error) == rejected(
+        "SCOPE_DENIED",
+        "'edit' may not write 'src/main.py'",
+        "$.calls[0].arguments.path",
+        "a path this tool may write",
+        "this tool may not write there",
+    )
+    (verdict,) = apply_policy([tc("edit", path="docs/a.md")], policy)
+    assert verdict.paths == {"$.calls[0].arguments.path": os.path.join(os.path.realpath(ws), "docs", "a.md")}
+
+
+def test_a_read_argument_is_held_to_the_tools_read_scopes(ws: Path) -> None:
+    policy = Policy(
+        workspace=ws,
+        write_scopes=("",),
+        tools={"cat": ToolRule(paths={"path": PathArg("read")}, read_scopes=("docs",), write_scopes=("",))},
+    )
+    error = refusal(lambda: apply_policy([tc("cat", path="src/main.py")], policy))
+    assert (error.code, error.message) == ("SCOPE_DENIED", "'cat' may not read 'src/main.py'")
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        lambda ws: Policy(workspace=ws, write_scopes=("../out",), tools={"t": ToolRule(read_scopes=("",))}),
+        lambda ws: Policy(workspace=ws, read_scopes=("../out",), tools={"t": ToolRule()}),
+        lambda ws: Policy(workspace=ws, tools={"t": ToolRule(write_scopes=("../out",), paths={"p": PathArg("read")})}),
+    ],
+)
+def test_every_scope_is_checked_when_the_policy_is_built(ws: Path, policy: Callable[[Path], Policy]) -> None:
+    with pytest.raises(ValueError, match=r"^scope '\.\./out' is outside the workspace '.*ws'$"):
+        policy(ws)
+
+
+def test_policy_configuration_errors_say_what_is_wrong(ws: Path) -> None:
+    with pytest.raises(ValueError, match=r"^Policy.default must be 'allow' or 'deny'$"):
+        Policy(default="maybe")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^Policy.batch must be 'all_or_nothing' or 'per_call'$"):
+        Policy(batch="some")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^workspace '.*nowhere' is not a directory$"):
+        Policy(workspace=ws / "nowhere")
+    with pytest.raises(ValueError, match=r"^a Policy with path arguments needs a workspace$"):
+        Policy(tools={"t": ToolRule(paths={"p": "read"})})
+    with pytest.raises(ValueError, match=r"^the access of 't' 'p' must be 'read' or 'write'$"):
+        Policy(workspace=ws, tools={"t": ToolRule(paths={"p": "exec"})})  # type: ignore[dict-item]
+
+
+# ---------------------------------------------------------------- the values the executor receives
+
+
+def test_the_validated_value_is_checked_not_the_raw_arguments(ws: Path) -> None:
+    policy = Policy(workspace=ws, tools={"cat": ToolRule(paths={"path": "read"})})
+    error = refusal(lambda: apply_policy([tc("cat", validated={"path": "../x"}, path="src/main.py")], policy))
+    assert (error.code, error.path) == ("PATH_OUTSIDE_WORKSPACE", "$.calls[0].arguments.path")
+    error = refusal(lambda: apply_policy([tc("cat", path="../x")], policy))
+    assert (error.code, error.path) == ("PATH_OUTSIDE_WORKSPACE", "$.calls[0].arguments.path")
+
+
+class _Extra(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str = "x"
+
+
+@dataclasses.dataclass
+class _Args:
+    path: str
+
+
+@pytest.mark.parametrize(
+    "validated",
+    [_Extra.model_validate({"path": "../x"}), _Args("../x"), {"path": "../x"}],
+    ids=["model-extra", "dataclass", "mapping"],
+)
+def test_every_kind_of_validated_object_is_read(ws: Path, validated: Any) -> None:
+    policy = Policy(workspace=ws, tools={"cat": ToolRule(paths={"path": "read"})})
+    error = refusal(lambda: apply_policy([tc("cat", validated=validated)], policy))
+    assert (error.code, error.path) == ("PATH_OUTSIDE_WORKSPACE", "$.calls[0].arguments.path")
+
+
+@pytest.mark.parametrize(
+    "validated",
+    [_Extra(), {"other": 1}, {"path": None}, _Args.__new__(_Args)],
+    ids=["model", "mapping", "null", "dataclass"],
+)
+def test_an_absent_path_is_listed_empty(ws: Path, validated: Any) -> None:
+    policy = Policy(workspace=ws, tools={"cat": ToolRule(paths={"path": "read"})})
+    (verdict,) = apply_policy([tc("cat", validated=validated)], policy)
+    assert (verdict.status, verdict.empty_paths, dict(verdict.paths)) == (
+        "allowed",
+        ("$.calls[0].arguments.path",),
+        {},
+    )
+
+
+def test_array_items_left_empty_are_listed(ws: Path) -> None:
+    policy = Policy(workspace=ws, tools={"cat": ToolRule(paths={"files[*].path": "read"})})
+    (verdict,) = apply_policy([tc("cat", files=[{"path": None}, {"path": "src/main.py"}])], policy)
+    assert verdict.empty_paths == ("$.calls[0].arguments.files[0].path",)
+    assert list(verdict.paths) == ["$.calls[0].arguments.files[1].path"]
+    # one object where an array was expected is still checked
+    (verdict,) = apply_policy([tc("cat", files={"path": None})], policy)
+    assert verdict.empty_paths == ("$.calls[0].arguments.files.path",)
+
+
+def test_a_value_that_is_not_an_object_in_full(ws: Path) -> None:
+    policy = Policy(workspace=ws, tools={"cat": ToolRule(paths={"files[*].path": "read"})})
+    for files, where in [("x", "$.calls[0].arguments.files"), (["x"], "$.calls[0].arguments.files[0]")]:
+        error = refusal(lambda files=files: apply_policy([tc("cat", files=files)], policy))
+        assert shape(error) == rejected(
+            "PATH_INVALID",
+            "expected an object holding 'path'",
+            where,
+            "an object with 'path'",
+            "give the arguments the shape the tool declares",
+        )
+
+
+# ---------------------------------------------------------------- plans
+
+
+def _schema_tool(name: str) -> Tool:
+    return Tool(name=name, parameters={"type": "object", "properties": {"path": {"type": "string"}}})
+
+
+def test_a_plan_is_compiled_once_per_registry_version(ws: Path) -> None:
+    registry = ToolRegistry([_schema_tool("cat")])
+    policy = Policy(workspace=ws, tools={"cat": ToolRule(paths={"path": "read"})})
+    first = policy.plan(registry)
+    assert policy.plan(registry) is first
+    registry.register(Tool(name="other"))
+    second = policy.plan(registry)
+    assert second is not first
+    assert policy.plan(registry) is second
+
+
+def test_a_look_alike_of_a_ruled_but_unregistered_tool_is_ambiguous() -> None:
+    registry = ToolRegistry([Tool(name="other")])
+    policy = Policy(tools={"write_file": ToolRule(allowed=False)})
+    with pytest.raises(DomainError) as info:
+        apply_policy([tc("Write_File")], policy, registry=registry)
+    assert info.value.code == "AMBIGUOUS_TOOL_NAME"
+
+
+def test_every_ruled_tool_is_fitted_to_its_schema(ws: Path) -> None:
+    registry = ToolRegistry([Tool(name="loose"), _schema_tool("strict")])
+    policy = Policy(
+        workspace=ws,
+        tools={
+            "unregistered": ToolRule(paths={"path": "read"}),
+            "loose": ToolRule(paths={"path": "read"}),
+            "strict": ToolRule(paths={"nope": "read"}),
+        },
+    )
+    with pytest.raises(ValueError, match=r"^the policy's path rule 'nope' for 'strict' does not fit the tool: "):
+        policy.plan(registry)
+
+
+def test_apply_policy_checks_names_against_the_registry() -> None:
+    registry = ToolRegistry([Tool(name="read_file")])
+    with pytest.raises(DomainError) as info:
+        apply_policy([tc("READ_FILE")], Policy(), registry=registry)
+    assert (info.value.code, info.value.path) == ("AMBIGUOUS_TOOL_NAME", "$.calls[0].name")
