@@ -324,10 +324,10 @@ for status in ("in_progress", "queued"):
     both(
         f"response.completed whose status is {status}", RESP, resp_stream(status=status), None, "UNKNOWN_FINISH_REASON"
     )
-    both(f"status {status}", RESP, None, resp_object(status), "NO_TERMINAL_EVENT")
+    both(f"status {status}", RESP, None, resp_object(status), "RESPONSE_NOT_FINISHED")
 for status in ("done", "COMPLETED", "", "succeeded"):
     both(f"unknown status {status!r}", RESP, resp_stream(status=status), resp_object(status), "UNKNOWN_FINISH_REASON")
-both("no status", RESP, None, resp_object(None), "NO_TERMINAL_EVENT")
+both("no status", RESP, None, resp_object(None), "BODY_NOT_FINISHED")
 both("status failed", RESP, resp_stream(status="failed"), resp_object("failed"), "PROVIDER_ERROR")
 both(
     "response.completed whose status is incomplete, without details",
@@ -757,7 +757,7 @@ both(
     GEMINI,
     gemini(first=g_chunk(candidate(), promptFeedback={"blockReason": "PROHIBITED_CONTENT"}))[0],
     None,
-    "EVENT_AFTER_TERMINAL",
+    "CONTENT_FILTERED",
 )
 for raw, code in [
     ("SAFETY", "CONTENT_FILTERED"),
@@ -810,12 +810,21 @@ both(
     *gemini(error={"code": 500, "status": "INTERNAL", "message": "boom"}),
     "PROVIDER_ERROR",
 )
+# Gemini has no terminal event: the end of the stream is the terminal, and
+# the last finishReason seen then is the finish (a veto is kept).
 both(
     "a chunk after the finishReason",
     GEMINI,
     [*gemini()[0], g_chunk(candidate(parts=[{"text": "more"}]))],
-    [*gemini()[0], g_chunk(candidate())],
-    "EVENT_AFTER_TERMINAL",
+    None,
+    EXECUTABLE,
+)
+both(
+    "a chunk after a SAFETY finishReason",
+    GEMINI,
+    [*gemini("SAFETY")[0], g_chunk(candidate(parts=[{"text": "more"}]))],
+    None,
+    "CONTENT_FILTERED",
 )
 for options in ({}, {"choice": 0}):
     label = " (choice=0)" if options else ""
@@ -851,10 +860,10 @@ both(
         g_chunk(candidate(index=1, finish="STOP", parts=[])),
     ],
     g_chunk(candidate(), candidate("STOP", index=1, parts=[{"text": "x"}])),
-    "NO_TERMINAL_EVENT",
+    "UNKNOWN_FINISH_REASON",
     choice=0,
 )
-both("no finishReason at all", GEMINI, [g_chunk(candidate())], g_chunk(candidate()), "NO_TERMINAL_EVENT")
+both("no finishReason at all", GEMINI, [g_chunk(candidate())], g_chunk(candidate()), "UNKNOWN_FINISH_REASON")
 
 
 # ---------------------------------------------------------------- the runner

@@ -477,7 +477,7 @@ def test_normalize_canonical_body(impl: ModuleType) -> None:
     assert info.value.code == "MALFORMED_EVENT"
     with pytest.raises(StreamError) as info:
         impl.normalize(body[:-1], provider="canonical")
-    assert info.value.code == "NO_TERMINAL_EVENT"
+    assert info.value.code == "BODY_NOT_FINISHED"
 
 
 # ------------------------------------------------------------------ snapshot
@@ -606,4 +606,4 @@ def test_undecodable_data_is_malformed_for_every_provider(impl: ModuleType, prov
     assert asm.state == "failed"
     with pytest.raises(StreamError) as info:
         impl.normalize(b"{oops", provider=provider)
-    assert (info.value.code, info.value.message) == ("MALFORMED_EVENT", "event data is not valid JSON")
+    assert (info.value.code, info.value.message) == ("NOT_A_RESPONSE_BODY", 'the body is not JSON but text: "{oops"')
