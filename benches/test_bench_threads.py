@@ -13,8 +13,11 @@ backend and chunk size: 2.0 with 2 threads is perfect scaling on 2 cores,
 Two ways to run it:
 
 - ``python benches/test_bench_threads.py [rounds]`` runs the configurations
-  interleaved round by round (so a change in the machine's load hits all of
-  them alike) and prints the table of median throughput ratios;
+  interleaved round by round in a shuffled order (so a change in the
+  machine's load hits all of them alike), one stream per thread and round,
+  and prints the table of median throughput ratios, with a ``ceiling`` row:
+  the same for SHA-256 of the stream, which runs without the GIL, to show
+  what the machine allowed during the run (other jobs share its cores);
 - ``benches/report.py -k threads`` runs them as pytest-benchmark groups (one
   group per backend and chunk size, one thread as the baseline) and prints the
   same ratios from the medians.
@@ -26,6 +29,7 @@ adds up the threads' time and cannot show them overlapping.
 from __future__ import annotations
 
 import hashlib
+import random
 import statistics
 import sys
 import threading
@@ -69,8 +73,9 @@ def expected_arguments() -> list[str]:
 
 def ceiling(chunks: list[bytes], streams: int) -> None:
     """The machine's own limit: SHA-256 of the stream, which runs without the GIL
-    (``hashlib`` releases it for each chunk of 2 KiB or more), 8 passes per stream."""
-    for _ in range(streams * 8):
+    (``hashlib`` releases it for each chunk of 2 KiB or more), a few passes per
+    stream (about a native stream's time)."""
+    for _ in range(streams * 3):
         digest = hashlib.sha256()
         for chunk in chunks:
             digest.update(chunk)
@@ -135,29 +140,27 @@ def test_threads(benchmark: Any, name: str, chunk: int, threads: int) -> None:
     benchmark.pedantic(run, rounds=5 if name == "native" else 3, iterations=1)
 
 
-def table(rounds: int) -> str:
-    """All configurations, interleaved round by round; median throughput relative to one thread."""
-    times: dict[tuple[str, int, int], list[float]] = {}
+def table(rounds: int, streams: int = 1) -> str:
+    """All configurations, interleaved round by round in a shuffled order (so a
+    change in the machine's load hits them alike), each thread assembling
+    ``streams`` streams; median throughput relative to one thread."""
+    configs = [(name, chunk, n) for name in BACKENDS for chunk in CHUNKS for n in THREADS]
+    configs += [("ceiling", CHUNKS[-1], n) for n in THREADS]
+    times: dict[tuple[str, int, int], list[float]] = {config: [] for config in configs}
+    order = random.Random(0)
     for _ in range(rounds):
-        for name, impl in BACKENDS.items():
-            for chunk in CHUNKS:
-                for threads in THREADS:
-                    key = (name, chunk, threads)
-                    times.setdefault(key, []).append(round_time(impl, chunk, threads, STREAMS[name]))
-        for threads in THREADS:
-            times.setdefault(("ceiling", CHUNKS[-1], threads), []).append(round_time(None, CHUNKS[-1], threads, 1))
+        order.shuffle(configs)
+        for name, chunk, n in configs:
+            times[(name, chunk, n)].append(round_time(BACKENDS.get(name), chunk, n, streams))
     lines = [f"throughput relative to 1 thread (median of {rounds} rounds, ~{stream_bytes() // 1000} KB per stream)"]
     lines.append(f"  {'backend':<8} {'chunk':>7}  " + "  ".join(f"{n} thr" for n in THREADS) + "   1-thread MB/s")
-    for name in BACKENDS:
-        for chunk in CHUNKS:
-            rates = {n: throughput(n, STREAMS[name], statistics.median(times[(name, chunk, n)])) for n in THREADS}
-            ratios = "  ".join(f"{rates[n] / rates[1]:5.2f}" for n in THREADS)
-            lines.append(f"  {name:<8} {chunk:>7}  {ratios}   {rates[1] / 1e6:10.1f}")
-    rates = {n: throughput(n, 1, statistics.median(times[("ceiling", CHUNKS[-1], n)])) for n in THREADS}
-    ratios = "  ".join(f"{rates[n] / rates[1]:5.2f}" for n in THREADS)
-    lines.append(f"  {'ceiling':<8} {CHUNKS[-1]:>7}  {ratios}   (SHA-256 without the GIL: what the machine allows now)")
+    for name, chunk in [(name, chunk) for name in BACKENDS for chunk in CHUNKS] + [("ceiling", CHUNKS[-1])]:
+        rates = {n: throughput(n, streams, statistics.median(times[(name, chunk, n)])) for n in THREADS}
+        ratios = "  ".join(f"{rates[n] / rates[1]:5.2f}" for n in THREADS)
+        lines.append(f"  {name:<8} {chunk:>7}  {ratios}   {rates[1] / 1e6:10.1f}")
+    lines.append("  (ceiling: SHA-256 of the stream, which runs without the GIL: what the machine allowed meanwhile)")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    print(table(int(sys.argv[1]) if len(sys.argv) > 1 else 7))
+    print(table(int(sys.argv[1]) if len(sys.argv) > 1 else 31))

@@ -9,7 +9,9 @@ use crate::py::common::{limits_from, released};
 use crate::py::events::{core_err, sse_event, types};
 
 /// The bytes of a `bytes`, `bytearray` or `memoryview` chunk, else TypeError
-/// naming `what` (the method) as the pure twin does.
+/// naming `what` (the method) as the pure twin does. Only an immutable
+/// `bytes` is read in place; the others are copied first, so `f` may run
+/// with the GIL released while another thread changes the caller's buffer.
 pub(crate) fn with_bytes<R>(
     chunk: &Bound<'_, PyAny>,
     what: &str,
