@@ -4,7 +4,9 @@ Every benchmark in ``benches/`` runs in one pytest-benchmark session (so the
 figures of a group are measured side by side, on the same machine state);
 then each group is printed with its median, the ratio of that median to the
 group's baseline, and, when the benchmark recorded ``extra_info["events"]``,
-microseconds per event. The baseline is the benchmark that set
+microseconds per event, and when it recorded ``extra_info["streams"]`` (the
+work of one round differs between entries), throughput relative to the
+baseline. The baseline is the benchmark that set
 ``extra_info["baseline"] = True``, else the group's first entry.
 
 Times are process CPU time (``--benchmark-timer=time.process_time``): on a
@@ -13,6 +15,8 @@ scheduler gives to others, which penalises long runs more than short ones.
 Reading that clock is a system call of about half a microsecond, longer than
 a small parse, so each round runs for at least 200 µs
 (``--benchmark-min-time``): the figure is then the call's, not the clock's.
+The threads benchmark (``test_bench_threads.py``) sets its own wall-clock
+timer: process CPU time adds up the threads and cannot show them overlap.
 
 Usage: ``python benches/report.py [pytest args...]`` (e.g. ``-k stream``), or
 ``python benches/report.py --from results.json`` to print a saved run.
@@ -67,6 +71,10 @@ def report(results: dict[str, Any]) -> str:
             median = bench["stats"]["median"]
             events = bench.get("extra_info", {}).get("events")
             per_event = f"  {median / events * 1e6:8.3f} us/event" if events else ""
+            streams = bench.get("extra_info", {}).get("streams")
+            if streams:  # work per round differs: throughput relative to the baseline's
+                base_streams = base.get("extra_info", {}).get("streams", streams)
+                per_event += f"  throughput x{streams / median / (base_streams / base_median):5.2f}"
             lines.append(
                 f"  {bench['name']:<60} median {median * 1e6:12.3f} us  x{median / base_median:6.3f}{per_event}"
             )

@@ -1,21 +1,26 @@
-"""Threads: the module shared by eight threads, and one assembler misused
+"""Threads: the module shared by many threads, and one assembler misused
 from two.
 
-The native module never releases the GIL (no ``allow_threads`` in
-``rust/src/py``): each call runs to its end, or until it calls back into
-Python (building the error object, ``json.dumps`` of a dict payload, the
-snapshot's partial parser), where the interpreter may switch threads. A second
-thread that then calls a ``&mut self`` method of the same native object is
-refused by PyO3's borrow check (``RuntimeError: Already borrowed``) before it
-touches anything. The switch interval is set to a microsecond here so that
-threads interleave as often as the interpreter allows.
+The native ``StreamAssembler.feed`` / ``feed_event``, ``SSEDecoder.feed`` and
+``normalize`` run their Rust-only work with the GIL released when the input
+is large enough (``RELEASE_AT`` in ``rust/src/py/common.rs``); everything else
+runs to its end with the GIL held, or until it calls back into Python
+(building the error object, ``json.dumps`` of a dict payload, the snapshot's
+partial parser), where the interpreter may switch threads. A second thread
+that calls a method of the same native object meanwhile is refused by PyO3's
+borrow check (``RuntimeError: Already borrowed``) before it touches
+anything: one assembler is never used by two threads at once. The switch
+interval is set to a microsecond here so that threads interleave as often as
+the interpreter allows.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 import threading
+from functools import partial
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
@@ -293,3 +298,245 @@ def test_counters_stay_exact_under_two_feeders(impl: ModuleType) -> None:
     with pytest.raises(StreamError) as info:  # one byte over max_response_bytes
         assembler.feed_event(TextDelta(item_id="a", delta="z"))
     assert info.value.code == "RESPONSE_TOO_LARGE"
+
+
+def _refused(err: BaseException) -> bool:
+    """PyO3's borrow check refusing a call on an object another thread is using."""
+    return isinstance(err, RuntimeError) and "borrow" in str(err).lower()
+
+
+def _mixed_chunks(data: bytes, rng: random.Random) -> list[bytes]:
+    """Chunks of 1-97 bytes (the GIL is kept) and of 2-16 KiB (released)."""
+    out, i = [], 0
+    while i < len(data):
+        n = rng.randint(1, 97) if rng.random() < 0.5 else rng.randint(2048, 16384)
+        out.append(data[i : i + n])
+        i += n
+    return out
+
+
+def test_many_streams_while_others_snapshot_and_finish(impl: ModuleType) -> None:
+    """Six threads each assemble their own streams, in chunks on both sides
+    of the GIL-release size, while three others take snapshots of the
+    streams being fed and call ``finish()`` on the ones fed to the end,
+    racing their feeder's own ``finish()``. Every response (the feeder's and
+    the watchers') is the exact one; every snapshot is a prefix of it; the
+    only other outcome allowed is the borrow check's refusal of a call on an
+    assembler another thread is in, which changes nothing (the call is retried)."""
+    feeders, per_feeder, watchers = 6, 3, 3
+    expected = {}
+    for tag in range(feeders * per_feeder):
+        reference = impl.StreamAssembler("anthropic")
+        reference.feed(stream(tag, deltas=300))
+        expected[tag] = reference.finish()
+    lock = threading.Lock()
+    live: list[tuple[int, Any]] = []  # being fed
+    fed: list[tuple[int, Any]] = []  # fed to the end
+    counts = {"snapshots": 0, "finishes": 0, "refused": 0}
+    remaining = [feeders]
+    snapped = {tag: threading.Event() for tag in expected}
+
+    def retry(call: Callable[[], Any]) -> Any:
+        while True:
+            try:
+                return call()
+            except RuntimeError as err:
+                if not _refused(err):
+                    raise
+                with lock:
+                    counts["refused"] += 1
+
+    def check_snapshot(tag: int, snap: Any) -> None:
+        final = expected[tag]
+        assert snap.response_id in (None, final.response_id)
+        assert final.text.startswith(snap.text)
+        assert len(snap.calls) <= 1
+        for call in snap.calls:
+            assert (call.call_id, call.name) == (final.tool_calls[0].call_id, final.tool_calls[0].name)
+            assert final.tool_calls[0].arguments.startswith(call.arguments)
+
+    def feeder(index: int) -> None:
+        rng = random.Random(index)
+        for tag in range(index * per_feeder, (index + 1) * per_feeder):
+            assembler = impl.StreamAssembler("anthropic")
+            with lock:
+                live.append((tag, assembler))
+            for number, piece in enumerate(_mixed_chunks(stream(tag, deltas=300), rng)):
+                retry(partial(assembler.feed, piece))
+                if number == 1:
+                    snapped[tag].wait(30)  # a watcher has seen this stream mid-way
+            with lock:
+                live.remove((tag, assembler))
+                fed.append((tag, assembler))
+            assert summary(retry(assembler.finish)) == summary(expected[tag])
+        with lock:
+            remaining[0] -= 1
+
+    def watcher(index: int) -> None:
+        rng = random.Random(1000 + index)
+        while True:
+            with lock:
+                done = remaining[0] == 0
+                pool = list(fed) if done or rng.random() < 0.3 else list(live)
+            if done:
+                for tag, assembler in pool:  # a last pass: every fed assembler
+                    assert summary(retry(assembler.finish)) == summary(expected[tag])
+                    with lock:
+                        counts["finishes"] += 1
+                return
+            if not pool:
+                continue
+            tag, assembler = rng.choice(pool)
+            try:
+                if assembler.state == "completed" and (tag, assembler) in fed:
+                    assert summary(assembler.finish()) == summary(expected[tag])
+                    key = "finishes"
+                else:
+                    check_snapshot(tag, assembler.snapshot())
+                    snapped[tag].set()
+                    key = "snapshots"
+            except RuntimeError as err:
+                if not _refused(err):
+                    raise
+                key = "refused"
+            with lock:
+                counts[key] += 1
+
+    def target(index: int) -> None:
+        (feeder if index < feeders else watcher)(index % feeders)
+
+    assert run_threads(feeders + watchers, target) == []
+    assert len(fed) == feeders * per_feeder and not live
+    assert all(event.is_set() for event in snapped.values())
+    assert counts["snapshots"] >= len(fed) and counts["finishes"] >= watchers * len(fed)
+    for tag, assembler in fed:
+        assert assembler.state == "completed"
+        assert summary(assembler.finish()) == summary(expected[tag])
+
+
+def _anthropic_body(size: int) -> bytes:
+    message = {
+        "id": "msg_big",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "text", "text": "x" * size}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    return json.dumps(message).encode()
+
+
+def _large_calls(native: ModuleType) -> dict[str, Callable[[], Any]]:
+    """Each native call that releases the GIL, on an input of some MB; each
+    returns something to check."""
+    data = stream(7, deltas=20_000)
+    event = json.dumps(
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "y" * 3_000_000}}
+    )
+
+    def feed() -> Any:
+        assembler = native.StreamAssembler("anthropic")
+        assembler.feed(data)
+        return summary(assembler.finish())[1][:10]
+
+    def feed_event() -> Any:
+        assembler = native.StreamAssembler("anthropic")
+        assembler.feed(stream(7, deltas=0).split(b"event: content_block_stop")[0])
+        assembler.feed_event(event, "content_block_delta")
+        return len(assembler.snapshot().text)
+
+    def decode() -> Any:
+        return len(native.SSEDecoder().feed(data))
+
+    def normalize() -> Any:
+        return len(native.normalize(_anthropic_body(3_000_000), provider="anthropic").text)
+
+    return {"feed": feed, "feed_event": feed_event, "decode": decode, "normalize": normalize}
+
+
+def _observe(go: threading.Event, state: list[str], seen: list[str]) -> None:
+    """Once woken, note where the other thread is."""
+    go.wait()
+    seen.append(state[0])
+
+
+@pytest.mark.parametrize("call", ["feed", "feed_event", "decode", "normalize"])
+def test_a_large_call_lets_other_threads_run(native: ModuleType, call: str) -> None:
+    """While one thread is inside a native call on a large input, another
+    thread runs Python code. Made deterministic with a long switch interval:
+    the second thread, woken just before the call, can only get the GIL while
+    the first gives it up; a call that keeps the GIL lets it run only once the
+    caller blocks (in ``join``), after the flag says the call has returned."""
+    work = _large_calls(native)[call]
+    expected = work()
+    before = sys.getswitchinterval()
+    seen: list[str] = []
+    try:
+        sys.setswitchinterval(30.0)
+        for _ in range(20):  # the caller may win the GIL back first: try again
+            state = ["before"]
+            go = threading.Event()
+            other = threading.Thread(target=_observe, args=(go, state, seen))
+            other.start()
+            state[0] = "inside"
+            go.set()
+            assert work() == expected
+            state[0] = "after"
+            other.join()
+            if seen[-1] == "inside":
+                break
+    finally:
+        sys.setswitchinterval(before)
+    assert "inside" in seen, seen
+
+
+def test_a_call_while_another_thread_is_inside_is_refused(impl: ModuleType) -> None:
+    """Deterministic: ``feed_event`` of a dict payload writes it as JSON text,
+    which calls the dict subclass's ``values()``; from there another thread
+    (and this one, re-entering) calls into the same assembler. Each call is refused with the
+    borrow check's ``RuntimeError`` before it touches anything: the stream
+    then completes exactly, as if the refused calls had never been made
+    (the one extra delta is the probe's own)."""
+    data = stream(3)
+    head, tail = data.split(b"event: content_block_stop", 1)
+    tail = b"event: content_block_stop" + tail
+    reference = impl.StreamAssembler("anthropic")
+    reference.feed(data)
+    expected = summary(reference.finish())
+    assembler = impl.StreamAssembler("anthropic")
+    assembler.feed(head)
+    calls: dict[str, Callable[[], Any]] = {
+        "feed": lambda: assembler.feed(tail),
+        "feed_event": lambda: assembler.feed_event('{"type":"message_stop"}'),
+        "snapshot": assembler.snapshot,
+        "finish": assembler.finish,
+        "take_events": assembler.take_events,
+    }
+    outcomes: dict[str, str] = {}
+
+    def attempt(where: str) -> None:
+        for name, call in calls.items():
+            try:
+                call()
+                outcomes[f"{where} {name}"] = "ran"
+            except RuntimeError as err:
+                outcomes[f"{where} {name}"] = "refused" if _refused(err) else repr(err)
+            except BaseException as err:  # noqa: BLE001 - reported below
+                outcomes[f"{where} {name}"] = repr(err)
+
+    class Probe(dict[str, Any]):
+        def values(self) -> Any:
+            if not outcomes:
+                other = threading.Thread(target=attempt, args=("other thread",))
+                other.start()
+                other.join()
+                attempt("same thread")
+            return super().values()
+
+    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "t3."}}
+    assembler.feed_event(Probe(delta), "content_block_delta")
+    assert outcomes == {f"{where} {name}": "refused" for where in ("other thread", "same thread") for name in calls}
+    assembler.feed(tail)
+    assert summary(assembler.finish()) == (expected[0], expected[1] + "t3.", *expected[2:])

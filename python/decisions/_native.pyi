@@ -49,7 +49,8 @@ class SSEDecoder:
 
     def __new__(cls, *, limits: Limits | None = None) -> SSEDecoder: ...
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[SSEEvent]:
-        """Consume a chunk; return the events it completed."""
+        """Consume a chunk; return the events it completed. A chunk of 2 KiB
+        or more is decoded with the GIL released."""
     def finish(self) -> list[SSEEvent]:
         """End of stream: raises ``SSE_UNTERMINATED_EVENT`` if an event or line is unfinished."""
 
@@ -76,7 +77,10 @@ class StreamAssembler:
         keep_events: bool = False,
     ) -> StreamAssembler: ...
     def feed(self, data: bytes | bytearray | memoryview) -> None:
-        """Raw SSE bytes of the provider's stream, in any chunking."""
+        """Raw SSE bytes of the provider's stream, in any chunking. A chunk of
+        2 KiB or more is processed with the GIL released; a call on this
+        assembler from another thread meanwhile raises ``RuntimeError``
+        (``Already borrowed``) and changes nothing."""
     def feed_event(self, payload: dict[str, Any] | str | bytes | CanonicalEvent, event: str | None = None) -> None:
         """One already-decoded provider event: its SSE ``data`` (JSON text or a
         dict; with ``provider="canonical"`` also a canonical event object) and

@@ -19,6 +19,7 @@ backends, so a dict and the same text give the same outcome.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Final, Mapping, cast
 
 from .._payload import payload_text
@@ -56,7 +57,7 @@ from . import providers
 from .body import body_error
 from .envelope import decode
 from .providers._unknown import count_unknown
-from .sse import _Framer
+from .sse import _Framer, exclusive
 
 __all__ = ["Assembler", "StreamAssembler", "normalize", "CanonicalMapper", "CANONICAL"]
 
@@ -642,7 +643,7 @@ def _check_options(limits: Limits | None, choice: int | None) -> Limits:
 class StreamAssembler:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
-    __slots__ = ("provider", "_limits", "_mapper", "_fields", "_assembler", "_framer", "_kept", "_fast")
+    __slots__ = ("provider", "_limits", "_mapper", "_fields", "_assembler", "_framer", "_kept", "_fast", "_busy")
 
     def __init__(
         self,
@@ -664,6 +665,8 @@ class StreamAssembler:
         self._fast: Callable[[str | None, Any], tuple[bool, str, str] | None] | None = (
             None if keep_events else getattr(self._mapper, "fast_delta", None)
         )
+        # one thread at a time (``abort`` and ``state`` excepted), as the native borrow check allows
+        self._busy = threading.Lock()
 
     @property
     def state(self) -> str:
@@ -678,6 +681,7 @@ class StreamAssembler:
                 kept.append(event)
             apply(event)
 
+    @exclusive
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Raw SSE bytes of the provider's stream, in any chunking."""
         self._assembler.check_usable()
@@ -719,6 +723,7 @@ class StreamAssembler:
         except OutputError as err:
             raise self._assembler.fail(err) from None
 
+    @exclusive
     def feed_event(self, payload: dict[str, Any] | str | bytes | CanonicalEvent, event: str | None = None) -> None:
         """One already-decoded provider event (its SSE ``data`` and ``event:`` name)."""
         self._assembler.check_usable()
@@ -746,6 +751,7 @@ class StreamAssembler:
         except OutputError as err:
             raise self._assembler.fail(err) from None
 
+    @exclusive
     def finish(self) -> NormalizedResponse:
         """End of stream: the response, or the error that makes it incomplete."""
         assembler = self._assembler
@@ -759,6 +765,7 @@ class StreamAssembler:
                 raise assembler.fail(err) from None
         return assembler.finish(self._mapper.unknown_events)
 
+    @exclusive
     def snapshot(self) -> ResponseSnapshot:
         """A provisional view for UIs (never accepted by ``decide``)."""
         return self._assembler.snapshot()
@@ -767,6 +774,7 @@ class StreamAssembler:
         """Cancel: later calls raise ``StreamError(STREAM_CANCELLED)``."""
         self._assembler.cancel()
 
+    @exclusive
     def take_events(self) -> list[CanonicalEvent]:
         """With ``keep_events=True``: the canonical events produced since the last call."""
         if self._kept is None:

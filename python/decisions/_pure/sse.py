@@ -15,18 +15,49 @@ the bad byte for ``SSE_INVALID_UTF8``, the first byte past the limit for
 
 from __future__ import annotations
 
+import functools
+import threading
+from typing import Callable, Concatenate, ParamSpec, Protocol, TypeVar
+
 from ..errors import OutputError, StreamError
 from ..limits import DEFAULT_LIMITS, Limits
 from ..types import SSEEvent
 from .jsonarray import WHITESPACE, ArraySplitter
 
-__all__ = ["SSEDecoder", "RawEvent"]
+__all__ = ["SSEDecoder", "RawEvent", "exclusive"]
 
 _BOM = b"\xef\xbb\xbf"
 _U64_MAX = (1 << 64) - 1
 
 #: ``(event or None, data, id, retry)``: an event before it becomes an ``SSEEvent``.
 RawEvent = tuple["str | None", str, "str | None", "int | None"]
+
+
+class _Guarded(Protocol):
+    _busy: threading.Lock
+
+
+_G = TypeVar("_G", bound=_Guarded)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def exclusive(method: Callable[Concatenate[_G, _P], _R]) -> Callable[Concatenate[_G, _P], _R]:
+    """One thread at a time in the object: a call made while another thread
+    is inside one of its ``exclusive`` methods is refused with the
+    ``RuntimeError`` the native object's borrow check raises, before it
+    touches anything (as in ``rust/src/py``, which releases the GIL)."""
+
+    @functools.wraps(method)
+    def call(self: _G, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if not self._busy.acquire(False):  # positional: the keyword form costs a microsecond more
+            raise RuntimeError(f"Already borrowed: this {type(self).__name__} is in use by another thread")
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._busy.release()
+
+    return call
 
 
 class _Framer:
@@ -343,17 +374,20 @@ class SSEDecoder:
     chunking, get the same :class:`~decisions.types.SSEEvent` list. ``id`` and
     ``retry`` are the last valid values seen (they persist across events)."""
 
-    __slots__ = ("_framer",)
+    __slots__ = ("_framer", "_busy")
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
         self._framer = _Framer(limits if limits is not None else DEFAULT_LIMITS)
+        self._busy = threading.Lock()
 
+    @exclusive
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[SSEEvent]:
         """Consume a chunk; return the events it completed."""
         return [_event(raw) for raw in self._framer.feed_raw(chunk)]
 
+    @exclusive
     def finish(self) -> list[SSEEvent]:
         """End of stream: raises ``SSE_UNTERMINATED_EVENT`` if an event or line is unfinished."""
         return [_event(raw) for raw in self._framer.finish_raw()]

@@ -8,12 +8,12 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
-use crate::core::assemble::{CanonicalMapper, Kind};
+use crate::core::assemble::{CanonicalMapper, Kind, Response};
 use crate::core::errors::{Code, CoreError};
 use crate::core::limits::Limits;
 use crate::core::pipeline::{self, Pipeline};
 use crate::core::providers::{mapper_for, Mapper, PROVIDERS};
-use crate::py::common::limits_from;
+use crate::py::common::{limits_from, released, RELEASE_AT};
 use crate::py::events::{core_err, event_to_py, kw, obj, response_to_py, types};
 use crate::py::sse::with_bytes;
 
@@ -165,10 +165,16 @@ impl StreamAssembler {
         self.pipeline.assembler().state().as_str()
     }
 
-    /// Raw SSE bytes of the provider's stream, in any chunking.
+    /// Raw SSE bytes of the provider's stream, in any chunking. A chunk of
+    /// `RELEASE_AT` bytes or more is decoded, mapped and assembled with the
+    /// GIL released (a second thread's call on this assembler meanwhile is
+    /// refused: `RuntimeError: Already borrowed`).
     fn feed(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         self.usable(py)?;
-        let result = with_bytes(data, "feed()", |bytes| self.pipeline.feed(bytes))?;
+        let pipeline = &mut self.pipeline;
+        let result = with_bytes(data, "feed()", |bytes| {
+            released(py, bytes.len(), || pipeline.feed(bytes))
+        })?;
         result.map_err(|e| core_err(py, e))
     }
 
@@ -231,13 +237,21 @@ impl StreamAssembler {
             Payload::Bytes => with_bytes(payload, "feed_event()", utf8)?,
         };
         let result = match data {
-            Ok(data) => self.pipeline.feed_event(name.as_deref(), &data),
+            Ok(data) => {
+                let pipeline = &mut self.pipeline;
+                released(py, data.len(), || {
+                    pipeline.feed_event(name.as_deref(), &data)
+                })
+            }
             Err(e) => Err(self.pipeline.fail(e)),
         };
         result.map_err(|e| core_err(py, e))
     }
 
     /// End of stream: the response, or the error that makes it incomplete.
+    /// It keeps the GIL: its Rust work (the decoder's last line, the
+    /// mapper's closing events, moving the items out) is a few microseconds,
+    /// and building the response's Python objects, the bulk, needs the GIL.
     fn finish(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.usable(py)?;
         if let Some(response) = &self.response {
@@ -405,7 +419,9 @@ pub fn normalize(
         || body.is_instance_of::<PyByteArray>()
         || body.is_instance_of::<PyMemoryView>()
     {
-        with_bytes(body, "normalize()", utf8)?
+        with_bytes(body, "normalize()", |bytes| {
+            released(py, bytes.len(), || utf8(bytes))
+        })?
     } else {
         return Err(PyTypeError::new_err(format!(
             "normalize() takes bytes, str or dict, not {}",
@@ -413,10 +429,18 @@ pub fn normalize(
         )));
     };
     let t = types(py)?;
-    text.and_then(|text| {
-        pipeline::normalize(mapper, &text, limits, |response| {
+    let text = text.map_err(|e| core_err(py, e))?;
+    if text.len() < RELEASE_AT {
+        return pipeline::normalize(mapper, &text, limits, |response| {
             response_to_py(py, t, &provider, response)
         })
-    })
-    .map_err(|e| core_err(py, e))?
+        .map_err(|e| core_err(py, e))?;
+    }
+    // A large body is checked, mapped and assembled with the GIL released;
+    // the response is copied out (a few memcpys, a small part of the work)
+    // to be built into Python objects once the GIL is back.
+    let response = py
+        .allow_threads(|| pipeline::normalize(mapper, &text, limits, Response::clone))
+        .map_err(|e| core_err(py, e))?;
+    response_to_py(py, t, &provider, &response)
 }

@@ -60,3 +60,27 @@ pub(crate) fn new_error(
     };
     build().unwrap_or_else(|e| e)
 }
+
+/// Input size (bytes) from which a call runs its Rust-only work with the GIL
+/// released. Releasing costs ~0.1 µs when no other thread wants the GIL, and
+/// a hand-over (a wake-up of the waiting thread, then waiting to get it back)
+/// when one does; the pipeline's work is ~7 ns per byte (OpenAI Chat stream,
+/// 8-byte deltas). Measured on 2 shared cores, always-release / keep-the-GIL
+/// time, side by side (medians): one thread 1.02x at 256 B, 1.006x at 2 KiB;
+/// two threads 1.21x at 256 B, 1.02x at 1 KiB, 0.73x at 2 KiB, 0.88x at
+/// 4 KiB. So below 2 KiB a feed keeps the GIL: small feeds cost what they
+/// cost before, and large ones let other threads run.
+pub(crate) const RELEASE_AT: usize = 2048;
+
+/// `work()`, with the GIL released when `size` (bytes of input) reaches
+/// [`RELEASE_AT`]. `work` can hold no Python object (`Send` keeps them out).
+/// The caller's `&mut self` stays borrowed meanwhile, so another thread
+/// calling into the same object is refused by PyO3's borrow check
+/// (`RuntimeError: Already borrowed`) instead of racing.
+pub(crate) fn released<T: Send>(py: Python<'_>, size: usize, work: impl FnOnce() -> T + Send) -> T {
+    if size >= RELEASE_AT {
+        py.allow_threads(work)
+    } else {
+        work()
+    }
+}

@@ -5,11 +5,13 @@ use pyo3::types::{PyByteArray, PyBytes};
 
 use crate::core::errors::CoreError;
 use crate::core::sse::{Decoder, SseEvent};
-use crate::py::common::limits_from;
+use crate::py::common::{limits_from, released};
 use crate::py::events::{core_err, sse_event, types};
 
 /// The bytes of a `bytes`, `bytearray` or `memoryview` chunk, else TypeError
-/// naming `what` (the method) as the pure twin does.
+/// naming `what` (the method) as the pure twin does. Only an immutable
+/// `bytes` is read in place; the others are copied first, so `f` may run
+/// with the GIL released while another thread changes the caller's buffer.
 pub(crate) fn with_bytes<R>(
     chunk: &Bound<'_, PyAny>,
     what: &str,
@@ -61,11 +63,16 @@ impl SSEDecoder {
         })
     }
 
-    /// Consume a chunk; return the events it completed.
+    /// Consume a chunk; return the events it completed. A chunk of
+    /// `RELEASE_AT` bytes or more is decoded with the GIL released; the
+    /// events are built once it is back.
     fn feed(&mut self, py: Python<'_>, chunk: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
         self.decoder.check().map_err(|e| core_err(py, e))?;
         let mut out = Vec::new();
-        let result = with_bytes(chunk, "feed()", |bytes| self.decoder.feed(bytes, &mut out))?;
+        let decoder = &mut self.decoder;
+        let result = with_bytes(chunk, "feed()", |bytes| {
+            released(py, bytes.len(), || decoder.feed(bytes, &mut out))
+        })?;
         Self::events(py, result, out)
     }
 
