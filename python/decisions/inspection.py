@@ -127,10 +127,10 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
     return repr(value)
 
 
-def _repair(error: OutputError, target: str) -> tuple[str | None, str | None]:
+def _repair(error: OutputError) -> tuple[str | None, str | None]:
     """``(repair message, None)``, or ``(None, why it is not sent to the model)``."""
     try:
-        return repair_prompt(error, target="tool_call" if target == "tool_call" else "value"), None
+        return repair_prompt(error), None
     except ValueError as refused:
         return None, str(refused)
 
@@ -193,7 +193,6 @@ def inspect_bytes(
         )
     events: list[Any] = []
     error: OutputError | None = None
-    target = "value"
     try:
         if fmt == "body":
             if chosen == "canonical":
@@ -216,7 +215,6 @@ def inspect_bytes(
         error, result["stage"] = failure, "stream"
     else:
         result["response"] = _jsonable(response)
-        target = "tool_call" if response.tool_calls else "value"
         try:
             decision = _decide(response, tools, output, policy)
         except OutputError as failure:
@@ -229,7 +227,7 @@ def inspect_bytes(
     result["events"] = [_jsonable(event) for event in events]
     if error is not None:
         result["error"] = error.to_dict()
-        result["repair_prompt"], result["repair_refused"] = _repair(error, target)
+        result["repair_prompt"], result["repair_refused"] = _repair(error)
         result["exit_code"] = EXIT_FAILURE
     return result
 
