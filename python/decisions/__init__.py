@@ -48,6 +48,7 @@ from .request.fragments import (
 )
 from .request.textcalls import parse_json_text, parse_tool_calls, tool_calls_response
 from .stream import wire
+from .types import FixedResponse, NormalizedResponse
 from .validate.decide import check_complete, decide, parse_arguments
 from .validate.decision import CallVerdict, Decision, FinalDecision, ToolCall, ToolDecision
 from .validate.domain import Tool, ToolRegistry
@@ -79,6 +80,8 @@ __all__ = [
     "fingerprint",
     "fix_invalid_escapes",
     "fix_response",
+    "FixedResponse",
+    "NormalizedResponse",
     "is_repairable",
     "output_fragment",
     "parse_json_text",
