@@ -30,10 +30,6 @@ __all__ = [
     "ResultError",
     "CompletionError",
     "error_class",
-    "json_path",
-    "new_error",
-    "at_call",
-    "in_batch",
 ]
 
 Layer = Literal["transport", "stream", "parse", "schema", "domain", "policy", "result", "completion"]
@@ -111,6 +107,10 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
             "UNKNOWN_FINISH_REASON": (False, "the finish reason is not one the package knows"),
             "FINISH_REASON_MISMATCH": (True, "the finish reason contradicts the items in the response"),
             "SNAPSHOT_NOT_DECIDABLE": (False, "a provisional snapshot can never become a decision"),
+            "AMBIGUOUS_PROVIDER": (
+                False,
+                'provider="auto" cannot tell the provider: the input matches none or several (listed)',
+            ),
         },
     ),
     **_table(
@@ -330,7 +330,7 @@ def _rebuild(cls: type[OutputError], state: Mapping[str, Any]) -> OutputError:
         "call_index": state.get("call_index"),
         "call_id": state.get("call_id"),
         "tool": state.get("tool"),
-        "batch": tuple(state.get("batch", ())),
+        "batch": tuple(state.get("batch") or ()),
     }
     if issubclass(cls, ParseError):
         return cls(

@@ -13,16 +13,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, TextIO
 
 from . import _backend
+from .detect import candidates
 from .errors import OutputError
-from .integrations import detect_provider
 from .limits import Limits
 from .providers import CANONICAL, PROVIDERS
 from .recover.repair import repair_prompt
 from .stream.wire import decode_json
-from .types import EVENT_TYPES, NormalizedResponse
+from .types import NormalizedResponse
 from .validate.decide import decide
 
-__all__ = ["inspect_bytes", "detect_format", "render", "UsageError", "EXIT_DECISION", "EXIT_FAILURE", "EXIT_USAGE"]
+__all__ = ["inspect_bytes", "detect_format", "EXIT_DECISION", "EXIT_FAILURE", "EXIT_USAGE"]
 
 EXIT_DECISION: Final = 0
 EXIT_FAILURE: Final = 1
@@ -85,13 +85,15 @@ def _first_payloads(data: bytes, fmt: str, limits: Limits | None) -> list[Any]:
 
 
 def _detect(data: bytes, fmt: str, limits: Limits | None) -> str:
+    if not data.strip():
+        raise UsageError("the input is empty: nothing to inspect")
     for payload in _first_payloads(data, fmt, limits):
-        if isinstance(payload, Mapping) and payload.get("type") in EVENT_TYPES and fmt != "body":
-            return "canonical"
-        provider = detect_provider(payload)
-        if provider is not None:
-            return provider
-    raise UsageError("cannot tell the provider of this input; pass --provider")
+        found = candidates(payload, stream=fmt != "body")
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise UsageError(f"cannot tell the provider (it could be {', '.join(found)}); pass --provider")
+    raise UsageError("cannot tell the provider of this input (no known shape); pass --provider")
 
 
 # ---------------------------------------------------------------- the job

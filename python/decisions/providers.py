@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["OPENAI_CHAT", "OPENAI_RESPONSES", "ANTHROPIC", "GEMINI", "CANONICAL", "PROVIDERS"]
+__all__ = ["OPENAI_CHAT", "OPENAI_RESPONSES", "ANTHROPIC", "GEMINI", "CANONICAL", "PROVIDERS", "PROVIDER_IDS"]
 
 OPENAI_CHAT: Final = "openai-chat"
 OPENAI_RESPONSES: Final = "openai-responses"
@@ -17,3 +17,8 @@ CANONICAL: Final = "canonical"
 
 #: The providers whose responses are mapped, in a stable order.
 PROVIDERS: Final[tuple[str, ...]] = (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI)
+
+#: Every provider id ``StreamAssembler`` and ``normalize`` take: the providers
+#: above and ``"canonical"`` (``"auto"`` asks for detection, see
+#: :mod:`decisions.detect`).
+PROVIDER_IDS: Final[tuple[str, ...]] = (*PROVIDERS, CANONICAL)

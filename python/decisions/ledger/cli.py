@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from ..errors import OutputError
 
-__all__ = ["add_parser", "run"]
+__all__: list[str] = []  # internal to the package
 
 
 def add_parser(sub: Any) -> None:

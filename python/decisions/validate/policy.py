@@ -59,7 +59,15 @@ from .decision import BatchMode, CallVerdict, ToolCall
 from .domain import ToolNames, ToolRegistry
 from .schema import json_path
 
-__all__ = ["Access", "PathArg", "ToolRule", "Policy", "Run", "resolve_path", "apply_policy", "parse_selector"]
+__all__ = [
+    "Access",
+    "PathArg",
+    "ToolRule",
+    "Policy",
+    "Run",
+    "resolve_path",
+    "apply_policy",
+]
 
 Access = Literal["read", "write"]
 _DRIVE = re.compile(r"^[A-Za-z]:")
