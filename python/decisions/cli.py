@@ -20,10 +20,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from ._bench import render as render_bench
 from ._bench import run as run_bench
@@ -40,6 +41,11 @@ from .inspection import (
     render,
 )
 from .ledger import cli as _ledger_cli
+from .report import render_html
+from .validate.domain import ToolRegistry
+from .validate.policy import Policy
+from .validate.schema import Schema
+from .validate.versions import VersionedSchema
 
 __all__ = ["main", "inspect_bytes", "detect_format", "EXIT_DECISION", "EXIT_FAILURE", "EXIT_USAGE"]
 
@@ -47,20 +53,45 @@ __all__ = ["main", "inspect_bytes", "detect_format", "EXIT_DECISION", "EXIT_FAIL
 # ---------------------------------------------------------------- commands
 
 
+#: What each option's object must be (checked before the chain runs).
+_EXPECTED: Final[Mapping[str, tuple[tuple[type, ...], str]]] = {
+    "--tools": (
+        (ToolRegistry, list, tuple, dict),
+        "a decisions.ToolRegistry (or a list of Tool, or a name -> schema dict)",
+    ),
+    "--policy": ((Policy,), "a decisions.Policy"),
+    "--output": ((type, dict, Schema, VersionedSchema), "a Pydantic model, a JSON Schema dict or a decisions.Schema"),
+}
+
+
 def _load_object(spec: str | None, option: str) -> Any:
+    """``MODULE:OBJ`` imported (the current directory first on the path, as
+    ``python -m`` has it) and checked for its type: a usage error otherwise."""
     if spec is None:
         return None
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"{option} takes MODULE:OBJ, not {spec!r}")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as error:
         raise UsageError(f"{option}: cannot import {module_name!r}: {error}") from error
+    except Exception as error:  # the module itself failed: still a problem with the command line's input
+        raise UsageError(f"{option}: importing {module_name!r} failed: {type(error).__name__}: {error}") from error
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise UsageError(f"{option}: {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
+    kinds, wanted = _EXPECTED[option]
+    if not isinstance(obj, kinds):
+        raise UsageError(f"{option}: {spec} is a {type(obj).__name__}, not {wanted}")
+    if option == "--tools":
+        try:
+            obj = ToolRegistry.of(obj)
+        except (TypeError, ValueError) as error:
+            raise UsageError(f"{option}: {spec} is not a usable tool registry: {error}") from error
     return obj
 
 
@@ -77,6 +108,8 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     tools = _load_object(args.tools, "--tools")
     output = _load_object(args.output, "--output")
     policy = _load_object(args.policy, "--policy")
+    if args.file is None and args.html is not None:
+        raise UsageError("--html needs FILE: one page per recording")
     if args.file is None:
         report = run_examples()
         if args.json:
@@ -104,11 +137,18 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
         policy=policy,
         source="<stdin>" if args.file == "-" else args.file,
     )
+    if args.html is not None:
+        try:
+            Path(args.html).write_text(render_html(result, data), encoding="utf-8")
+        except OSError as error:
+            raise UsageError(f"cannot write {args.html}: {error.strerror}") from error
     if args.json:
         json.dump(dict(result, shape_version=JSON_SHAPE_VERSION), out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:
         render(result, out)
+        if args.html is not None:
+            out.write(f"wrote {args.html}\n")
     code: int = result["exit_code"]
     return code
 
@@ -139,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--policy", metavar="MODULE:OBJ", help="a decisions.Policy for the calls")
     inspect.add_argument("--json", action="store_true", help="print the stable machine-readable shape")
+    inspect.add_argument(
+        "--html", metavar="OUT", help="also write one self-contained HTML page of the recording to OUT"
+    )
     bench = sub.add_parser("bench", help="parse and assembly timings on this machine, as ratios")
     bench.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
     bench.add_argument("--json", action="store_true", help="print the figures as JSON")

@@ -233,7 +233,8 @@ def decide(
     """
     limits = DEFAULT_LIMITS if limits is None else limits
     if isinstance(response, FixedResponse):
-        response, repaired = response.response, repaired or response.repaired
+        repaired = repaired or response.repaired
+        response = response.response
     if text_policy not in ("trace", "reject"):
         raise ValueError("text_policy must be 'trace' or 'reject'")
     response = check_complete(response)

@@ -54,10 +54,9 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from ..errors import PolicyError, at_call, in_batch
+from ..errors import PolicyError, at_call, in_batch, json_path
 from .decision import BatchMode, CallVerdict, ToolCall
 from .domain import ToolNames, ToolRegistry
-from .schema import json_path
 
 __all__ = [
     "Access",
