@@ -85,11 +85,12 @@ def _load_object(spec: str | None, option: str) -> Any:
             raise UsageError(f"{option}: {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     kinds, wanted = _EXPECTED[option]
-    if not isinstance(obj, kinds):
+    found: Any = obj
+    if not isinstance(found, kinds):
         raise UsageError(f"{option}: {spec} is a {type(obj).__name__}, not {wanted}")
     if option == "--tools":
         try:
-            obj = ToolRegistry.of(obj)
+            return ToolRegistry.of(found)
         except (TypeError, ValueError) as error:
             raise UsageError(f"{option}: {spec} is not a usable tool registry: {error}") from error
     return obj
