@@ -85,12 +85,11 @@ def _load_object(spec: str | None, option: str) -> Any:
             raise UsageError(f"{option}: {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     kinds, wanted = _EXPECTED[option]
-    found: Any = obj
-    if not isinstance(found, kinds):
+    if not any(isinstance(obj, kind) for kind in kinds):  # (no narrowing: obj stays Any)
         raise UsageError(f"{option}: {spec} is a {type(obj).__name__}, not {wanted}")
     if option == "--tools":
         try:
-            return ToolRegistry.of(found)
+            return ToolRegistry.of(obj)
         except (TypeError, ValueError) as error:
             raise UsageError(f"{option}: {spec} is not a usable tool registry: {error}") from error
     return obj
