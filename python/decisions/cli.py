@@ -24,7 +24,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, Final, NoReturn, TextIO
 
 from ._bench import render as render_bench
 from ._bench import run as run_bench
@@ -86,7 +86,7 @@ def _load_object(spec: str | None, option: str) -> Any:
         obj = getattr(obj, part)
     kinds, wanted = _EXPECTED[option]
     if not any(isinstance(obj, kind) for kind in kinds):  # (no narrowing: obj stays Any)
-        raise UsageError(f"{option}: {spec} is a {type(obj).__name__}, not {wanted}")
+        raise UsageError(f"{option}: {spec} is of type {type(obj).__name__}, not {wanted}")
     if option == "--tools":
         try:
             return ToolRegistry.of(obj)
@@ -163,8 +163,15 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_DECISION
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line (a :class:`UsageError`), not usage text and an exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="decisions",
         description="Turn recorded LLM provider output into a typed decision or a typed error.",
         epilog="Exit codes: 0 decision, 1 typed failure, 2 usage error.",
@@ -198,8 +205,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(arguments)
-    except SystemExit as exit_:
+    except SystemExit as exit_:  # --help
         return EXIT_USAGE if exit_.code not in (0, None) else EXIT_DECISION
+    except UsageError as error:
+        sys.stderr.write(f"decisions: {error}\n")
+        return EXIT_USAGE
     try:
         if args.command == "bench":
             return _bench(args, stream)
