@@ -47,7 +47,7 @@ from .validate.policy import Policy
 from .validate.schema import Schema
 from .validate.versions import VersionedSchema
 
-__all__ = ["main", "inspect_bytes", "detect_format", "EXIT_DECISION", "EXIT_FAILURE", "EXIT_USAGE"]
+__all__ = ["main", "inspect_bytes", "detect_format", "render_html", "EXIT_DECISION", "EXIT_FAILURE", "EXIT_USAGE"]
 
 
 # ---------------------------------------------------------------- commands
