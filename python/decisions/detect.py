@@ -17,6 +17,7 @@ then builds the backend's assembler and hands every later call straight to it.
 from __future__ import annotations as _annotations
 
 import abc as _abc
+import typing as _typing
 from collections.abc import Mapping as _Mapping
 from typing import Any as _Any
 from typing import Final as _Final
@@ -131,39 +132,33 @@ class StreamAssembler(metaclass=_abc.ABCMeta):
             return backend
         return object.__new__(AutoAssembler)
 
-    @property
-    @_abc.abstractmethod
-    def provider(self) -> str:
-        """The provider id (``"auto"`` until an auto assembler has seen its first event)."""
+    if _typing.TYPE_CHECKING:  # the interface both kinds implement (the backend's classes at run time)
 
-    @property
-    @_abc.abstractmethod
-    def state(self) -> str:
-        """``init``, ``started``, ``streaming``, ``completed`` or ``failed``."""
+        @property
+        def provider(self) -> str:
+            """The provider id (``"auto"`` until an auto assembler has seen its first event)."""
 
-    @_abc.abstractmethod
-    def feed(self, data: bytes | bytearray | memoryview) -> None:
-        """Raw SSE bytes of the provider's stream, in any chunking."""
+        @property
+        def state(self) -> str:
+            """``init``, ``started``, ``streaming``, ``completed`` or ``failed``."""
 
-    @_abc.abstractmethod
-    def feed_event(self, payload: dict[str, _Any] | str | bytes | _CanonicalEvent, event: str | None = None) -> None:
-        """One already-decoded provider event (its SSE data, and its ``event:`` name)."""
+        def feed(self, data: bytes | bytearray | memoryview) -> None:
+            """Raw SSE bytes of the provider's stream, in any chunking."""
 
-    @_abc.abstractmethod
-    def finish(self) -> _NormalizedResponse:
-        """End of stream: the response, or the typed error that makes it incomplete."""
+        def feed_event(self, payload: dict[str, _Any] | str | bytes | _CanonicalEvent, event: str | None = None) -> None:
+            """One already-decoded provider event (its SSE data, and its ``event:`` name)."""
 
-    @_abc.abstractmethod
-    def snapshot(self) -> _ResponseSnapshot:
-        """A provisional view for UIs (never accepted by ``decide``)."""
+        def finish(self) -> _NormalizedResponse:
+            """End of stream: the response, or the typed error that makes it incomplete."""
 
-    @_abc.abstractmethod
-    def abort(self) -> None:
-        """Cancel: later calls raise ``StreamError(STREAM_CANCELLED)``."""
+        def snapshot(self) -> _ResponseSnapshot:
+            """A provisional view for UIs (never accepted by ``decide``)."""
 
-    @_abc.abstractmethod
-    def take_events(self) -> list[_CanonicalEvent]:
-        """With ``keep_events=True``: the canonical events produced since the last call."""
+        def abort(self) -> None:
+            """Cancel: later calls raise ``StreamError(STREAM_CANCELLED)``."""
+
+        def take_events(self) -> list[_CanonicalEvent]:
+            """With ``keep_events=True``: the canonical events produced since the last call."""
 
 
 StreamAssembler.register(_pure.StreamAssembler)
