@@ -63,9 +63,10 @@ format: venv ## apply ruff (fixes, format) and cargo fmt
 lint: style typecheck clippy ## style, typecheck, then clippy (unwrap/expect/panic/indexing denied in rust/src/core)
 
 .PHONY: wheels
-wheels: venv ## the binary wheel (maturin, release) and the pure py3-none-any wheel, into dist/
+wheels: venv ## the binary wheel (maturin, release), the pure py3-none-any wheel and the runtime dependencies' wheels, into dist/
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH maturin build --release --quiet --out dist
 	$(PY) packaging/pure/build.py --out dist
+	$(PY) packaging/deps.py --out dist
 	@ls -1 dist/*.whl
 
 .PHONY: test

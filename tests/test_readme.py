@@ -6,7 +6,7 @@ that replays a recorded stream, so nothing leaves the machine. ``sh`` blocks:
 ``decisions ...`` lines run for real (exit code 0 or 1, never 2); ``make X``
 lines are checked to name a real target (``make -n``; ``make test`` itself is
 what runs this file); ``pip install`` lines must be the two that
-``tests/test_wheels.py`` exercises. Any other shell line fails the test, so
+``tests/test_wheels.py`` runs as written in a fresh venv. Any other shell line fails the test, so
 nothing in the README goes unchecked.
 """
 
@@ -213,7 +213,7 @@ def test_shell_line(command: str) -> None:
         # What these lines do is tested in tests/test_wheels.py (binary preferred, pure elsewhere).
         assert argv[2:] in (
             ["--no-index", "--find-links", "dist", "decisions"],
-            [f"dist/decisions-{decisions.__version__}-py3-none-any.whl"],
+            ["--no-index", "--find-links", "dist", f"dist/decisions-{decisions.__version__}-py3-none-any.whl"],
         )
     elif argv[0] == "decisions":
         if PURE_RUN and argv[1] == "bench":
