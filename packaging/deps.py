@@ -24,7 +24,18 @@ def dependencies() -> list[str]:
 def download(out: Path) -> None:
     """Their wheels (and their own dependencies') for this interpreter, into ``out``."""
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--dest", str(out), *dependencies()],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--only-binary",
+            ":all:",
+            "--dest",
+            str(out),
+            *dependencies(),
+        ],
         check=True,
     )
 

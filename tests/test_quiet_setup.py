@@ -16,9 +16,7 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 
 def _commands(*targets: str) -> list[str]:
     """The shell commands ``make`` would run for ``targets`` from scratch (nothing is run)."""
-    out = subprocess.run(
-        ["make", "-n", "-B", *targets], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout
+    out = subprocess.run(["make", "-n", "-B", *targets], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     return [line.strip() for line in out.replace("\\\n", " ").splitlines() if line.strip()]
 
 

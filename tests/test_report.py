@@ -41,10 +41,22 @@ def _hostile_stream() -> bytes:
     arguments = json.dumps({"path": f"../{ATTACK}"})
     events = [
         chunk({"role": "assistant", "content": f"Here {ATTACK} {IMG} {CLOSE}"}),
-        chunk({"tool_calls": [{"index": 0, "id": f"call_{IMG}", "type": "function",
-                               "function": {"name": "read_file", "arguments": ""}}]}),
-        *(chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[i : i + 9]}}]})
-          for i in range(0, len(arguments), 9)),
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": f"call_{IMG}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": ""},
+                    }
+                ]
+            }
+        ),
+        *(
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[i : i + 9]}}]})
+            for i in range(0, len(arguments), 9)
+        ),
         chunk({}, "tool_calls"),
     ]
     return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode() + b"data: [DONE]\n\n"
@@ -78,8 +90,17 @@ def _html(tmp_path: Path, recording: Path, *extra: str) -> Path:
 def _chromium(page: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     assert CHROMIUM is not None
     return subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-         "--user-data-dir=" + str(page.parent / "profile"), *flags, page.as_uri()],
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--user-data-dir=" + str(page.parent / "profile"),
+            *flags,
+            page.as_uri(),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -110,10 +131,30 @@ def test_nothing_from_the_recording_runs_or_loads(tmp_path: Path) -> None:
     # no handler, nothing that loads or links anything; and a CSP that forbids it all the same.
     tags = _Tags()
     tags.feed(text)
-    assert tags.names <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "div", "p", "span",
-                          "b", "code", "pre", "mark", "table", "tr", "th", "td"}, tags.names
+    assert tags.names <= {
+        "html",
+        "head",
+        "meta",
+        "title",
+        "style",
+        "body",
+        "h1",
+        "h2",
+        "h3",
+        "div",
+        "p",
+        "span",
+        "b",
+        "code",
+        "pre",
+        "mark",
+        "table",
+        "tr",
+        "th",
+        "td",
+    }, tags.names
     assert tags.attributes <= {"lang", "charset", "http-equiv", "content", "name", "class"}, tags.attributes
-    assert "Content-Security-Policy\" content=\"default-src &#x27;none&#x27;;" in text
+    assert 'Content-Security-Policy" content="default-src &#x27;none&#x27;;' in text
     assert "&lt;script&gt;document.documentElement.setAttribute(&#x27;data-pwned&#x27;,&#x27;1&#x27;)" in text
     dom = _chromium(page, "--dump-dom", "--virtual-time-budget=2000").stdout
     assert "<html" in dom and "data-pwned=" not in dom.split(">", 1)[0]

@@ -24,7 +24,16 @@ def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "typed_example.py"
     path.write_text(source, encoding="utf-8")
     return subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / "cache"), str(path)],
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(path),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -52,7 +61,9 @@ def f(d: decisions.Decision) -> None:
     text = out.stdout
     revealed = [line for line in text.splitlines() if "Revealed type" in line]
     assert len(revealed) == 4 and all('"def (' in line for line in revealed), text  # signatures, not Any
-    assert "-> decisions.detect.StreamAssembler" in revealed[1] and "-> decisions.types.NormalizedResponse" in revealed[2]
+    assert (
+        "-> decisions.detect.StreamAssembler" in revealed[1] and "-> decisions.types.NormalizedResponse" in revealed[2]
+    )
     assert '"FinalDecision" has no attribute "calls"' in text
 
 

@@ -253,12 +253,18 @@ def test_readme_install_lines_work_as_written_in_a_fresh_venv(line: list[str], d
     (work / "dist").symlink_to(dist, target_is_directory=True)
     venv.EnvBuilder(with_pip=True).create(tmp_path / "venv")  # ensurepip: offline
     bindir = tmp_path / "venv" / "bin"
-    env = {k: v for k, v in os.environ.items() if k not in ("DECISIONS_PURE", "PYTHONPATH", "VIRTUAL_ENV", "PIP_FIND_LINKS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DECISIONS_PURE", "PYTHONPATH", "VIRTUAL_ENV", "PIP_FIND_LINKS")
+    }
     env["PATH"] = f"{bindir}{os.pathsep}{env['PATH']}"
     assert line[0] == "pip"
     out = subprocess.run([str(bindir / "pip"), *line[1:]], cwd=work, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
-    smoke = subprocess.run([str(bindir / "python"), "-I", "-c", SMOKE], cwd=tmp_path, env=env, capture_output=True, text=True)
+    smoke = subprocess.run(
+        [str(bindir / "python"), "-I", "-c", SMOKE], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert smoke.returncode == 0, smoke.stderr
     wanted = "pure" if line[-1].endswith("-py3-none-any.whl") else "native"
     assert json.loads(smoke.stdout)["backend"] == wanted

@@ -104,7 +104,7 @@ def _decode(data: object, limits: _Limits | None = None) -> object:
     return data
 
 
-class StreamAssembler(metaclass=_abc.ABCMeta):
+class StreamAssembler(metaclass=_abc.ABCMeta):  # noqa: B024 (an ABC for register(): the backends implement it)
     """One provider stream in, one checked :class:`~decisions.types.NormalizedResponse` out.
 
     ``provider`` is one of :data:`decisions.PROVIDERS`, ``"canonical"``, or
@@ -145,7 +145,9 @@ class StreamAssembler(metaclass=_abc.ABCMeta):
         def feed(self, data: bytes | bytearray | memoryview) -> None:
             """Raw SSE bytes of the provider's stream, in any chunking."""
 
-        def feed_event(self, payload: dict[str, _Any] | str | bytes | _CanonicalEvent, event: str | None = None) -> None:
+        def feed_event(
+            self, payload: dict[str, _Any] | str | bytes | _CanonicalEvent, event: str | None = None
+        ) -> None:
             """One already-decoded provider event (its SSE data, and its ``event:`` name)."""
 
         def finish(self) -> _NormalizedResponse:
