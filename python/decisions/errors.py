@@ -241,7 +241,9 @@ class OutputError(Exception):
     ``{index, call_id, tool, status, code}`` dict each (``status`` is
     ``"denied"`` with the call's own code, or ``"not_run"`` with
     ``BATCH_REJECTED``). Every attribute survives ``pickle`` and
-    :meth:`to_dict` / :meth:`from_dict`.
+    :meth:`to_dict` / :meth:`from_dict`, except a ``ParseError``'s ``doc``
+    (the model's raw text, which may hold credentials: pass it to
+    ``repair_prompt(error, text=...)`` on the other side if needed).
 
     The base class has no layer of its own: every error raised is one of
     the layer subclasses (:func:`error_class` picks it for a code).
@@ -296,9 +298,12 @@ class OutputError(Exception):
         return f"{type(self).__name__}({self.code!r}, {self.message!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Rebuilt from the stable shape, then every instance attribute (the
-        # parsed document, notes a caller added) is restored as it was.
-        return (_rebuild, (type(self), self.to_dict()), dict(self.__dict__))
+        # Rebuilt from the stable shape, then every instance attribute (notes a
+        # caller added, ...) is restored as it was, except a ParseError's
+        # document: the model's raw text may hold credentials, and nothing an
+        # error shows or carries may (see _redact).
+        state = {name: value for name, value in self.__dict__.items() if name != "doc"}
+        return (_rebuild, (type(self), self.to_dict()), state)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable, JSON-serialisable shape of this error
