@@ -99,6 +99,7 @@ def _fresh_venv(where: Path, wheel: Path) -> Path:
             "--quiet",
             "--no-deps",
             "--no-index",
+            "--force-reinstall",  # the .pth makes the test env's own (editable) decisions look installed
             str(wheel),
         ],
         check=True,
