@@ -13,13 +13,14 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet "maturin>=1.5,<2" "pydantic>=2.6" "jsonschema>=4.21" \
+	@echo "setting up $(VENV) (build and test dependencies) ..."
+	@python3 -m venv $(VENV)
+	@$(PIP) install --quiet --upgrade pip
+	@$(PIP) install --quiet "maturin>=1.5,<2" "pydantic>=2.6" "jsonschema>=4.21" \
 	    "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "orjson>=3.9" "jiter>=0.5" \
 	    "openai>=1.40" "anthropic>=0.34" "httpx>=0.27" "mypy>=1.10" "types-jsonschema" "google-genai>=1.0"
-	$(PIP) install --quiet "psycopg[binary]>=3.1" "ruff>=0.6" "import-linter>=2.0"
-	touch $@
+	@$(PIP) install --quiet "psycopg[binary]>=3.1" "ruff>=0.6" "import-linter>=2.0"
+	@touch $@
 
 .PHONY: venv
 venv: $(VENV)/.installed ## create .venv with the build and test dependencies
@@ -27,15 +28,21 @@ venv: $(VENV)/.installed ## create .venv with the build and test dependencies
 .PHONY: build
 BUILD_FLAGS ?= --release
 build: venv ## build the Rust extension into the package (BUILD_FLAGS= for a quick debug build)
-	rm -f python/decisions/_native*.so
-	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH maturin develop $(BUILD_FLAGS) --quiet
+	@rm -f python/decisions/_native*.so
+	@echo "building the extension ($(if $(BUILD_FLAGS),release,debug)) ..."
+	@PIP_QUIET=1 VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH maturin develop $(BUILD_FLAGS) --quiet
 
 .PHONY: cargo-test
 cargo-test: ## run the Rust core's tests
 	cargo test --quiet
 
+.PHONY: browser
+browser: ## Chromium from the OS packages, for the HTML report's browser tests (installed once, quietly)
+	@command -v chromium >/dev/null || { echo "installing chromium (apt) ..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
 .PHONY: pytest
-pytest: build ## run the Python suite on the native backend, then with DECISIONS_PURE=1
+pytest: build browser ## run the Python suite on the native backend, then with DECISIONS_PURE=1
 	$(WITH_POSTGRES) env DECISIONS_REQUIRE_NATIVE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
 	$(WITH_POSTGRES) env DECISIONS_PURE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
 
@@ -63,9 +70,10 @@ format: venv ## apply ruff (fixes, format) and cargo fmt
 lint: style typecheck clippy ## style, typecheck, then clippy (unwrap/expect/panic/indexing denied in rust/src/core)
 
 .PHONY: wheels
-wheels: venv ## the binary wheel (maturin, release) and the pure py3-none-any wheel, into dist/
+wheels: venv ## the binary wheel (maturin, release), the pure py3-none-any wheel and the runtime dependencies' wheels, into dist/
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH maturin build --release --quiet --out dist
 	$(PY) packaging/pure/build.py --out dist
+	$(PY) packaging/deps.py --out dist
 	@ls -1 dist/*.whl
 
 .PHONY: test

@@ -375,24 +375,63 @@ def test_a_repaired_call_may_not_have_side_effects() -> None:
         decide(response(call()), repaired=True)
 
 
+#: One bad call of each policy code, and the path its error names (relative to the call).
+BAD_CALLS = [
+    ("read_file", '{"path": "../secret.txt"}', "PATH_OUTSIDE_WORKSPACE", ".arguments.path"),
+    ("read_file", '{"path": "~/x"}', "PATH_INVALID", ".arguments.path"),
+    ("write_file", '{"path": "src/x.py"}', "SCOPE_DENIED", ".arguments.path"),
+    ("delete_all", "{}", "TOOL_DENIED", ".name"),
+]
+
+
 @needs_loads
-def test_one_bad_call_rejects_the_batch_by_default(workspace: Path) -> None:
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+@pytest.mark.parametrize("bad", BAD_CALLS, ids=[b[2] for b in BAD_CALLS])
+def test_a_refused_call_raises_its_own_code_whatever_the_batch_size(
+    workspace: Path, size: int, bad: tuple[str, str, str, str]
+) -> None:
+    name, arguments, code, where = bad
+    for position in range(size):
+        items = [call(arguments='{"path": "src/main.py"}', call_id=f"c{i}") for i in range(size)]
+        items[position] = call(name=name, arguments=arguments, call_id=f"c{position}")
+        with pytest.raises(PolicyError) as info:
+            decide(response(*items), policy=_policy(workspace, default="deny"))
+        error = info.value
+        assert error.code == code, (size, position)
+        assert error.path == f"$.calls[{position}]{where}"
+        assert (error.call_index, error.call_id, error.tool) == (position, f"c{position}", name)
+        assert error.__cause__ is None and all(issue["code"] != "batch_rejected" for issue in error.issues)
+        if size == 1:
+            assert error.batch == ()
+        else:
+            assert [(e["index"], e["call_id"], e["status"], e["code"]) for e in error.batch] == [
+                (i, f"c{i}", "denied", code) if i == position else (i, f"c{i}", "not_run", "BATCH_REJECTED")
+                for i in range(size)
+            ]
+
+
+@needs_loads
+def test_a_batch_lists_every_denied_call_and_raises_the_first(workspace: Path) -> None:
     items = (
         call(arguments='{"path": "src/main.py"}', call_id="a"),
         call(arguments='{"path": "../secret.txt"}', call_id="b"),
-        call(arguments='{"path": "docs"}', call_id="c"),
+        call(arguments='{"path": "~/x"}', call_id="c"),
     )
     with pytest.raises(PolicyError) as info:
         decide(response(*items), policy=_policy(workspace))
     error = info.value
-    assert error.code == "BATCH_REJECTED"
-    assert error.path == "$.calls[1].arguments.path"
-    assert "'b'" in error.message and "PATH_OUTSIDE_WORKSPACE" in error.message
-    assert isinstance(error.__cause__, PolicyError) and error.__cause__.code == "PATH_OUTSIDE_WORKSPACE"
-    assert [(i["path"], i["code"]) for i in error.issues] == [
-        ("$.calls[1].arguments.path", "path_outside_workspace"),
-        ("$.calls[0]", "batch_rejected"),
-        ("$.calls[2]", "batch_rejected"),
+    assert (error.code, error.call_id, error.path) == ("PATH_OUTSIDE_WORKSPACE", "b", "$.calls[1].arguments.path")
+    assert [(e["call_id"], e["tool"], e["status"], e["code"]) for e in error.batch] == [
+        ("a", "read_file", "not_run", "BATCH_REJECTED"),
+        ("b", "read_file", "denied", "PATH_OUTSIDE_WORKSPACE"),
+        ("c", "read_file", "denied", "PATH_INVALID"),
+    ]
+    per_call = decide(response(*items), policy=_policy(workspace, batch="per_call"))
+    assert isinstance(per_call, ToolDecision)
+    denied = [v.error for v in per_call.verdicts if v.error is not None]
+    assert [(e.code, e.call_index, e.call_id, e.tool) for e in denied] == [
+        ("PATH_OUTSIDE_WORKSPACE", 1, "b", "read_file"),
+        ("PATH_INVALID", 2, "c", "read_file"),
     ]
 
 

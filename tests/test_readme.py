@@ -6,7 +6,7 @@ that replays a recorded stream, so nothing leaves the machine. ``sh`` blocks:
 ``decisions ...`` lines run for real (exit code 0 or 1, never 2); ``make X``
 lines are checked to name a real target (``make -n``; ``make test`` itself is
 what runs this file); ``pip install`` lines must be the two that
-``tests/test_wheels.py`` exercises. Any other shell line fails the test, so
+``tests/test_wheels.py`` runs as written in a fresh venv. Any other shell line fails the test, so
 nothing in the README goes unchecked.
 """
 
@@ -54,10 +54,10 @@ def test_limits_table_is_generated_from_limits() -> None:
         assert f"| `{name}` | {value:,} |" in README
 
 
-def _anthropic_stream() -> bytes:
-    """A Messages stream asking for read_file(config/settings.toml)."""
-    arguments = json.dumps({"path": "config/settings.toml"})
-    events = [
+def _anthropic_stream(arguments: str = '{"path": "config/settings.toml"}', stop: str | None = "tool_use") -> bytes:
+    """A Messages stream calling read_file with ``arguments`` (sent in 6-character
+    deltas) that ends with ``stop`` as its stop_reason (None: cut before the end)."""
+    events: list[dict[str, object]] = [
         {
             "type": "message_start",
             "message": {
@@ -84,25 +84,50 @@ def _anthropic_stream() -> bytes:
             }
             for i in range(0, len(arguments), 6)
         ),
-        {"type": "content_block_stop", "index": 0},
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-            "usage": {"output_tokens": 9},
-        },
-        {"type": "message_stop"},
     ]
+    if stop is not None:
+        events += [
+            {"type": "content_block_stop", "index": 0},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": 9},
+            },
+            {"type": "message_stop"},
+        ]
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
 
 
+_REPAIR_END = "Send the call 'toolu_readme' to 'read_file' again with corrected arguments matching the supplied schema; change only what is wrong."
+#: What the streaming example must do with each outcome a real backend meets.
+SCENARIOS = {
+    "healthy": (_anthropic_stream(), "run read_file {'path': 'config/settings.toml'}"),
+    "cut by max_tokens": (
+        _anthropic_stream('{"path": "config/sett', stop="max_tokens"),
+        "retry INCOMPLETE_RESPONSE",
+    ),
+    "refused": (_anthropic_stream('{"path": "x"}', stop="refusal"), "stop REFUSAL"),
+    "dropped": (_anthropic_stream('{"path": "config/settings.toml"}', stop=None), "retry NO_TERMINAL_EVENT"),
+    "bad escape": (
+        _anthropic_stream('{"path": "config\\dsettings.toml"}'),
+        f"repair INVALID_ESCAPE toolu_readme {_REPAIR_END}",
+    ),
+    "path escape": (
+        _anthropic_stream('{"path": "../../etc/passwd"}'),
+        f"repair PATH_OUTSIDE_WORKSPACE toolu_readme {_REPAIR_END}",
+    ),
+}
+
+
 @pytest.fixture(scope="module")
-def provider_server() -> Iterator[str]:
-    """A local stand-in for the provider's API, replaying a recorded stream."""
-    body = _anthropic_stream()
+def provider_server() -> Iterator[tuple[str, dict[str, bytes]]]:
+    """A local stand-in for the provider's API, replaying ``state["body"]``."""
+    state = {"body": SCENARIOS["healthy"][0]}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
             self.rfile.read(int(self.headers.get("content-length", "0")))
+            body = state["body"]
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("content-length", str(len(body)))
@@ -116,7 +141,7 @@ def provider_server() -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://127.0.0.1:{server.server_address[1]}", state
     finally:
         server.shutdown()
         server.server_close()
@@ -135,20 +160,33 @@ def test_readme_has_the_examples_it_promises() -> None:
     assert len(PYTHON_BLOCKS) >= 2
     streaming = PYTHON_BLOCKS[0]
     assert "StreamAssembler" in streaming and "decide(" in streaming
-    assert len(streaming.strip().splitlines()) <= 30
+    assert len(streaming.strip().splitlines()) <= 32
 
 
-@pytest.mark.parametrize("index", range(len(PYTHON_BLOCKS)))
-def test_python_block_runs(index: int, provider_server: str, tmp_path: Path) -> None:
+def _run_block(index: int, url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     script = tmp_path / f"readme_{index}.py"
     script.write_text(PYTHON_BLOCKS[index], encoding="utf-8")
-    env = _env(ANTHROPIC_API_KEY="sk-ant-readme-test", ANTHROPIC_BASE_URL=provider_server)
-    out = subprocess.run(
+    env = _env(ANTHROPIC_API_KEY="sk-ant-readme-test", ANTHROPIC_BASE_URL=url)
+    return subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
     )
+
+
+@pytest.mark.parametrize("index", range(1, len(PYTHON_BLOCKS)))
+def test_python_block_runs(index: int, provider_server: tuple[str, dict[str, bytes]], tmp_path: Path) -> None:
+    out = _run_block(index, provider_server[0], tmp_path)
     assert out.returncode == 0, out.stderr
-    if index == 0:
-        assert out.stdout.strip() == "run read_file {'path': 'config/settings.toml'}"
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_the_streaming_example_is_right_for_every_outcome(
+    scenario: str, provider_server: tuple[str, dict[str, bytes]], tmp_path: Path
+) -> None:
+    url, state = provider_server
+    state["body"], expected = SCENARIOS[scenario]
+    out = _run_block(0, url, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected
 
 
 def _shell_lines() -> list[str]:
@@ -175,7 +213,7 @@ def test_shell_line(command: str) -> None:
         # What these lines do is tested in tests/test_wheels.py (binary preferred, pure elsewhere).
         assert argv[2:] in (
             ["--no-index", "--find-links", "dist", "decisions"],
-            [f"dist/decisions-{decisions.__version__}-py3-none-any.whl"],
+            ["--no-index", "--find-links", "dist", f"dist/decisions-{decisions.__version__}-py3-none-any.whl"],
         )
     elif argv[0] == "decisions":
         if PURE_RUN and argv[1] == "bench":

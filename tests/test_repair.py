@@ -70,7 +70,7 @@ def test_schema_prompt_lists_paths_and_codes_and_never_invents() -> None:
     assert "- $.calls[0].arguments.path: required (expected a workspace path); do not invent this value" in prompt
     assert "- $.calls[0].arguments.f0: type (expected string)" in prompt
     assert "more issue(s)" in prompt
-    assert "Return exactly one corrected tool call" in prompt
+    assert "Send the tool call again with corrected arguments" in prompt
 
 
 def test_length_limit_and_huge_input() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,7 @@ def _fresh_venv(where: Path, wheel: Path) -> Path:
             "--quiet",
             "--no-deps",
             "--no-index",
+            "--force-reinstall",  # the .pth makes the test env's own (editable) decisions look installed
             str(wheel),
         ],
         check=True,
@@ -224,3 +226,46 @@ def test_pip_falls_back_to_the_pure_wheel_elsewhere(
     )
     assert out.returncode == 0, out.stderr
     assert [p.name for p in tmp_path.glob("*.whl")] == [wheels["pure"].name]
+
+
+def _readme_install_lines() -> list[list[str]]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Install", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line.split("  #")[0].strip() for line in block.splitlines()]
+    return [shlex.split(line) for line in lines if line.startswith("pip install")]
+
+
+@pytest.fixture(scope="module")
+def dist(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `make wheels` leaves in dist/: both wheels and the runtime dependencies' wheels."""
+    sys.path.insert(0, str(ROOT / "packaging"))
+    import deps  # packaging/deps.py, as the Makefile runs it
+
+    folder = wheels["native"].parent
+    deps.download(folder)
+    return folder
+
+
+@pytest.mark.parametrize("line", _readme_install_lines(), ids=lambda argv: " ".join(argv[2:]))
+def test_readme_install_lines_work_as_written_in_a_fresh_venv(line: list[str], dist: Path, tmp_path: Path) -> None:
+    assert len(_readme_install_lines()) == 2
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "dist").symlink_to(dist, target_is_directory=True)
+    venv.EnvBuilder(with_pip=True).create(tmp_path / "venv")  # ensurepip: offline
+    bindir = tmp_path / "venv" / "bin"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DECISIONS_PURE", "PYTHONPATH", "VIRTUAL_ENV", "PIP_FIND_LINKS")
+    }
+    env["PATH"] = f"{bindir}{os.pathsep}{env['PATH']}"
+    assert line[0] == "pip"
+    out = subprocess.run([str(bindir / "pip"), *line[1:]], cwd=work, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    smoke = subprocess.run(
+        [str(bindir / "python"), "-I", "-c", SMOKE], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert smoke.returncode == 0, smoke.stderr
+    wanted = "pure" if line[-1].endswith("-py3-none-any.whl") else "native"
+    assert json.loads(smoke.stdout)["backend"] == wanted

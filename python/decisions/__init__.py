@@ -7,24 +7,33 @@ final answer", or a typed error that names the layer and the code of what is
 wrong. It never executes a tool.
 """
 
-from __future__ import annotations
+import typing as _typing
 
 from . import _backend
 from ._backend import BACKEND
 from ._version import __version__
+from .detect import AutoAssembler, StreamAssembler, normalize
 from .errors import (
     ERROR_CODES,
     DomainError,
+    ErrorCode,
+    Layer,
     OutputError,
     ParseError,
     PolicyError,
     SchemaError,
     StreamError,
     TransportError,
+    error_class,
 )
 from .limits import DEFAULT_LIMITS, Limits
-from .providers import PROVIDERS
+from .providers import PROVIDER_IDS, PROVIDERS
 from .recover.repair import (
+    FIXES,
+    TRUNCATION_CODES,
+    Fingerprint,
+    Fix,
+    Fixed,
     RepairBudget,
     apply_fixes,
     fingerprint,
@@ -33,32 +42,58 @@ from .recover.repair import (
     is_repairable,
     repair_prompt,
 )
-from .recover.results import ResultBook, ToolResult, result_messages
-from .recover.trace import Redactor, parse_record
-from .request.capabilities import STRATEGIES, Capabilities, Strategy, capabilities
-from .request.conversion import convert_schema, schema_digest
+from .recover.results import RESULT_PROVIDERS, ResultBook, ResultStatus, ToolResult, result_messages
+from .recover.trace import DEFAULT_FIELDS, RECORD_FIELDS, Redactor, parse_record
+from .request.capabilities import ANNOTATION_KEYWORDS, STRATEGIES, Capabilities, Strategy, capabilities
+from .request.conversion import ConvertedSchema, DroppedKeyword, OnUnsupported, convert_schema, schema_digest
 from .request.definitions import OutputDefinition, ToolDefinition
 from .request.fragments import (
     RequestPlan,
     RequestRecord,
     build_request,
     choose_strategy,
+    json_text_instructions,
     output_fragment,
     tool_fragment,
 )
-from .request.textcalls import parse_json_text, parse_tool_calls, tool_calls_response
+from .request.textcalls import (
+    TOOL_CALL_CLOSE,
+    TOOL_CALL_OPEN,
+    TextCall,
+    TextCalls,
+    TextValue,
+    parse_json_text,
+    parse_tool_calls,
+    tool_calls_response,
+)
 from .stream import wire
-from .validate.decide import check_complete, decide, parse_arguments
-from .validate.decision import CallVerdict, Decision, FinalDecision, ToolCall, ToolDecision
+from .stream.partial import PartialJSON
+from .types import (
+    CanonicalEvent,
+    FinishReason,
+    FixedResponse,
+    Item,
+    NormalizedResponse,
+    ReasoningItem,
+    RefusalItem,
+    ResponseSnapshot,
+    TextItem,
+    ToolCallItem,
+    Usage,
+)
+from .validate.decide import TextPolicy, check_complete, decide, parse_arguments
+from .validate.decision import BatchMode, CallVerdict, Decision, FinalDecision, ToolCall, ToolDecision, VerdictStatus
 from .validate.domain import Tool, ToolRegistry
-from .validate.policy import PathArg, Policy, Run, ToolRule, resolve_path
-from .validate.schema import Schema
-from .validate.versions import SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
+from .validate.policy import Access, PathArg, Policy, Run, ToolRule, apply_policy, resolve_path
+from .validate.schema import ISSUE_CODES, Schema
+from .validate.versions import Adapter, SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
 
-loads = _backend.impl.loads
-SSEDecoder = _backend.impl.SSEDecoder
-StreamAssembler = _backend.impl.StreamAssembler
-normalize = _backend.impl.normalize
+if _typing.TYPE_CHECKING:  # the stub's signatures, whichever backend is live
+    from ._native import SSEDecoder as SSEDecoder
+    from ._native import loads as loads
+else:
+    loads = _backend.impl.loads
+    SSEDecoder = _backend.impl.SSEDecoder
 
 __all__ = [
     "BACKEND",
@@ -79,6 +114,8 @@ __all__ = [
     "fingerprint",
     "fix_invalid_escapes",
     "fix_response",
+    "FixedResponse",
+    "NormalizedResponse",
     "is_repairable",
     "output_fragment",
     "parse_json_text",
@@ -128,6 +165,47 @@ __all__ = [
     "loads",
     "normalize",
     "wire",
+    "AutoAssembler",
+    "BatchMode",
+    "CanonicalEvent",
+    "ErrorCode",
+    "FinishReason",
+    "Fingerprint",
+    "Fix",
+    "Fixed",
+    "Item",
+    "Layer",
+    "ReasoningItem",
+    "RefusalItem",
+    "ResponseSnapshot",
+    "TextItem",
+    "TextPolicy",
+    "ToolCallItem",
+    "Usage",
+    "VerdictStatus",
+    "error_class",
+    "FIXES",
+    "TRUNCATION_CODES",
+    "RESULT_PROVIDERS",
+    "ResultStatus",
+    "DEFAULT_FIELDS",
+    "RECORD_FIELDS",
+    "ANNOTATION_KEYWORDS",
+    "ConvertedSchema",
+    "DroppedKeyword",
+    "OnUnsupported",
+    "json_text_instructions",
+    "TOOL_CALL_CLOSE",
+    "TOOL_CALL_OPEN",
+    "TextCall",
+    "TextCalls",
+    "TextValue",
+    "PartialJSON",
+    "Access",
+    "apply_policy",
+    "ISSUE_CODES",
+    "Adapter",
+    "PROVIDER_IDS",
 ]
 
 # After the decision: the execution ledger, result checks and completion checks.

@@ -20,10 +20,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, NoReturn, TextIO
 
 from ._bench import render as render_bench
 from ._bench import run as run_bench
@@ -40,27 +41,57 @@ from .inspection import (
     render,
 )
 from .ledger import cli as _ledger_cli
+from .report import render_html
+from .validate.domain import ToolRegistry
+from .validate.policy import Policy
+from .validate.schema import Schema
+from .validate.versions import VersionedSchema
 
-__all__ = ["main", "inspect_bytes", "detect_format", "EXIT_DECISION", "EXIT_FAILURE", "EXIT_USAGE"]
+__all__ = ["main", "inspect_bytes", "detect_format", "render_html", "EXIT_DECISION", "EXIT_FAILURE", "EXIT_USAGE"]
 
 
 # ---------------------------------------------------------------- commands
 
 
+#: What each option's object must be (checked before the chain runs).
+_EXPECTED: Final[Mapping[str, tuple[tuple[type, ...], str]]] = {
+    "--tools": (
+        (ToolRegistry, list, tuple, dict),
+        "a decisions.ToolRegistry (or a list of Tool, or a name -> schema dict)",
+    ),
+    "--policy": ((Policy,), "a decisions.Policy"),
+    "--output": ((type, dict, Schema, VersionedSchema), "a Pydantic model, a JSON Schema dict or a decisions.Schema"),
+}
+
+
 def _load_object(spec: str | None, option: str) -> Any:
+    """``MODULE:OBJ`` imported (the current directory first on the path, as
+    ``python -m`` has it) and checked for its type: a usage error otherwise."""
     if spec is None:
         return None
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"{option} takes MODULE:OBJ, not {spec!r}")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as error:
         raise UsageError(f"{option}: cannot import {module_name!r}: {error}") from error
+    except Exception as error:  # the module itself failed: still a problem with the command line's input
+        raise UsageError(f"{option}: importing {module_name!r} failed: {type(error).__name__}: {error}") from error
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise UsageError(f"{option}: {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
+    kinds, wanted = _EXPECTED[option]
+    if not any(isinstance(obj, kind) for kind in kinds):  # (no narrowing: obj stays Any)
+        raise UsageError(f"{option}: {spec} is of type {type(obj).__name__}, not {wanted}")
+    if option == "--tools":
+        try:
+            return ToolRegistry.of(obj)
+        except (TypeError, ValueError) as error:
+            raise UsageError(f"{option}: {spec} is not a usable tool registry: {error}") from error
     return obj
 
 
@@ -77,6 +108,8 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     tools = _load_object(args.tools, "--tools")
     output = _load_object(args.output, "--output")
     policy = _load_object(args.policy, "--policy")
+    if args.file is None and args.html is not None:
+        raise UsageError("--html needs FILE: one page per recording")
     if args.file is None:
         report = run_examples()
         if args.json:
@@ -105,11 +138,18 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
         source="<stdin>" if args.file == "-" else args.file,
         accept_unterminated=args.accept_unterminated,
     )
+    if args.html is not None:
+        try:
+            Path(args.html).write_text(render_html(result, data), encoding="utf-8")
+        except OSError as error:
+            raise UsageError(f"cannot write {args.html}: {error.strerror}") from error
     if args.json:
         json.dump(dict(result, shape_version=JSON_SHAPE_VERSION), out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:
         render(result, out)
+        if args.html is not None:
+            out.write(f"wrote {args.html}\n")
     code: int = result["exit_code"]
     return code
 
@@ -124,8 +164,15 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_DECISION
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line (a :class:`UsageError`), not usage text and an exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="decisions",
         description="Turn recorded LLM provider output into a typed decision or a typed error.",
         epilog="Exit codes: 0 decision, 1 typed failure, 2 usage error.",
@@ -145,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="read an SSE file that lacks the blank line closing its last event as if it had it",
     )
+    inspect.add_argument(
+        "--html", metavar="OUT", help="also write one self-contained HTML page of the recording to OUT"
+    )
     bench = sub.add_parser("bench", help="parse and assembly timings on this machine, as ratios")
     bench.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
     bench.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -161,8 +211,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(arguments)
-    except SystemExit as exit_:
+    except SystemExit as exit_:  # --help
         return EXIT_USAGE if exit_.code not in (0, None) else EXIT_DECISION
+    except UsageError as error:
+        sys.stderr.write(f"decisions: {error}\n")
+        return EXIT_USAGE
     try:
         if args.command == "bench":
             return _bench(args, stream)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Final, Iterable, Literal, Mapping
+from typing import Any, ClassVar, Final, Iterable, Literal, Mapping
 
 from ._redact import redact_secrets, redact_value
 
@@ -111,6 +111,10 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
             "UNKNOWN_FINISH_REASON": (False, "the finish reason is not one the package knows"),
             "FINISH_REASON_MISMATCH": (True, "the finish reason contradicts the items in the response"),
             "SNAPSHOT_NOT_DECIDABLE": (False, "a provisional snapshot can never become a decision"),
+            "AMBIGUOUS_PROVIDER": (
+                False,
+                'provider="auto" cannot tell the provider: the input matches none or several (listed)',
+            ),
         },
     ),
     **_table(
@@ -234,9 +238,22 @@ class OutputError(Exception):
     offset into the text that failed, ``path`` a JSON path such as
     ``$.calls[0].arguments.path``, ``issues`` a tuple of ``{path, code,
     expected}`` dicts, and ``hint`` one line fit to show the model.
+
+    For an error in one tool call, ``call_index``, ``call_id`` and ``tool``
+    name the call (the id and tool name the model knows); ``batch`` lists
+    every call of an all-or-nothing batch that this error stopped, one
+    ``{index, call_id, tool, status, code}`` dict each (``status`` is
+    ``"denied"`` with the call's own code, or ``"not_run"`` with
+    ``BATCH_REJECTED``). Every attribute survives ``pickle`` and
+    :meth:`to_dict` / :meth:`from_dict`, except a ``ParseError``'s ``doc``
+    (the model's raw text, which may hold credentials: pass it to
+    ``repair_prompt(error, text=...)`` on the other side if needed).
+
+    The base class has no layer of its own: every error raised is one of
+    the layer subclasses (:func:`error_class` picks it for a code).
     """
 
-    layer: Layer = "transport"
+    layer: ClassVar[Layer]
 
     def __init__(
         self,
@@ -248,7 +265,13 @@ class OutputError(Exception):
         path: str | None = None,
         issues: tuple[Mapping[str, Any], ...] = (),
         hint: str | None = None,
+        call_index: int | None = None,
+        call_id: str | None = None,
+        tool: str | None = None,
+        batch: tuple[Mapping[str, Any], ...] = (),
     ) -> None:
+        if not hasattr(type(self), "layer"):
+            raise TypeError("OutputError is the base class; raise a layer's class (errors.error_class(code))")
         entry = ERROR_CODES.get(code)
         if entry is None or entry.layer != self.layer:
             raise ValueError(f"{code!r} is not a {self.layer} error code")
@@ -261,6 +284,10 @@ class OutputError(Exception):
         self.path = redact_secrets(path) if path is not None else None
         self.issues = tuple(redact_value(dict(issue)) for issue in issues)
         self.hint = redact_secrets(hint) if hint is not None else None
+        self.call_index = call_index
+        self.call_id = redact_secrets(call_id) if call_id is not None else None
+        self.tool = redact_secrets(tool) if tool is not None else None
+        self.batch = tuple(redact_value(dict(entry)) for entry in batch)
         Exception.__init__(self, self._render())
 
     def _render(self) -> str:
@@ -275,10 +302,16 @@ class OutputError(Exception):
         return f"{type(self).__name__}({self.code!r}, {self.message!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.to_dict()))
+        # Rebuilt from the stable shape, then every instance attribute (notes a
+        # caller added, ...) is restored as it was, except a ParseError's
+        # document: the model's raw text may hold credentials, and nothing an
+        # error shows or carries may (see _redact).
+        state = {name: value for name, value in self.__dict__.items() if name != "doc"}
+        return (_rebuild, (type(self), self.to_dict()), state)
 
     def to_dict(self) -> dict[str, Any]:
-        """The stable, JSON-serialisable shape of this error."""
+        """The stable, JSON-serialisable shape of this error
+        (:meth:`from_dict` turns it back into the error)."""
         return {
             "layer": self.layer,
             "code": self.code,
@@ -288,10 +321,26 @@ class OutputError(Exception):
             "path": self.path,
             "hint": self.hint,
             "issues": [dict(issue) for issue in self.issues],
+            "call_index": self.call_index,
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "batch": [dict(entry) for entry in self.batch],
         }
 
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> OutputError:
+        """The error a :meth:`to_dict` shape describes, in its layer's class
+        (a ``ParseError`` has no document: ``to_dict`` does not carry it)."""
+        return _rebuild(error_class(str(data["code"])), data)
 
-def _rebuild(cls: type[OutputError], state: dict[str, Any]) -> OutputError:
+
+def _rebuild(cls: type[OutputError], state: Mapping[str, Any]) -> OutputError:
+    context: dict[str, Any] = {
+        "call_index": state.get("call_index"),
+        "call_id": state.get("call_id"),
+        "tool": state.get("tool"),
+        "batch": tuple(state.get("batch") or ()),
+    }
     if issubclass(cls, ParseError):
         return cls(
             state["code"],
@@ -303,6 +352,8 @@ def _rebuild(cls: type[OutputError], state: dict[str, Any]) -> OutputError:
             hint=state["hint"],
             retryable=state["retryable"],
             path=state["path"],
+            issues=tuple(state["issues"]),
+            **context,
         )
     return cls(
         state["code"],
@@ -312,6 +363,7 @@ def _rebuild(cls: type[OutputError], state: dict[str, Any]) -> OutputError:
         path=state["path"],
         issues=tuple(state["issues"]),
         hint=state["hint"],
+        **context,
     )
 
 
@@ -349,8 +401,26 @@ class ParseError(OutputError, json.JSONDecodeError):
         hint: str | None = None,
         retryable: bool | None = None,
         path: str | None = None,
+        issues: tuple[Mapping[str, Any], ...] = (),
+        call_index: int | None = None,
+        call_id: str | None = None,
+        tool: str | None = None,
+        batch: tuple[Mapping[str, Any], ...] = (),
     ) -> None:
-        OutputError.__init__(self, code, message, retryable=retryable, offset=pos, path=path, hint=hint)
+        OutputError.__init__(
+            self,
+            code,
+            message,
+            retryable=retryable,
+            offset=pos,
+            path=path,
+            hint=hint,
+            issues=issues,
+            call_index=call_index,
+            call_id=call_id,
+            tool=tool,
+            batch=batch,
+        )
         self.msg = self.message
         self.doc = doc
         self.pos = pos
@@ -443,3 +513,19 @@ def json_path(parts: Iterable[str | int], root: str = "$") -> str:
 def new_error(code: str, message: str | None = None, **fields: Any) -> OutputError:
     """Build the error for ``code`` in its layer's class (used by both backends)."""
     return error_class(code)(code, message, **fields)
+
+
+def at_call(error: OutputError, index: int, call_id: str, tool: str) -> OutputError:
+    """``error`` with the call it is about named on it (``call_index``,
+    ``call_id``, ``tool``), unless it already names one; returns ``error``."""
+    if error.call_index is None:
+        error.call_index = index
+        error.call_id = redact_secrets(call_id)
+        error.tool = redact_secrets(tool)
+    return error
+
+
+def in_batch(error: OutputError, batch: Iterable[Mapping[str, Any]]) -> OutputError:
+    """``error`` with the batch it stopped listed on it (see :class:`OutputError`); returns ``error``."""
+    error.batch = tuple(redact_value(dict(entry)) for entry in batch)
+    return error

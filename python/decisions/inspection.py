@@ -13,16 +13,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, TextIO
 
 from . import _backend
+from .detect import candidates
 from .errors import OutputError
-from .integrations import detect_provider
 from .limits import Limits
 from .providers import CANONICAL, DONE, PROVIDERS
 from .recover.repair import repair_prompt
 from .stream.wire import decode_json
-from .types import EVENT_TYPES, NormalizedResponse
+from .types import NormalizedResponse
 from .validate.decide import decide
 
-__all__ = ["inspect_bytes", "detect_format", "render", "UsageError", "EXIT_DECISION", "EXIT_FAILURE", "EXIT_USAGE"]
+__all__ = ["inspect_bytes", "detect_format", "EXIT_DECISION", "EXIT_FAILURE", "EXIT_USAGE"]
 
 EXIT_DECISION: Final = 0
 EXIT_FAILURE: Final = 1
@@ -85,13 +85,15 @@ def _first_payloads(data: bytes, fmt: str, limits: Limits | None) -> list[Any]:
 
 
 def _detect(data: bytes, fmt: str, limits: Limits | None) -> str:
+    if not data.strip():
+        raise UsageError("the input is empty: nothing to inspect")
     for payload in _first_payloads(data, fmt, limits):
-        if isinstance(payload, Mapping) and payload.get("type") in EVENT_TYPES and fmt != "body":
-            return "canonical"
-        provider = detect_provider(payload)
-        if provider is not None:
-            return provider
-    raise UsageError("cannot tell the provider of this input; pass --provider")
+        found = candidates(payload, stream=fmt != "body")
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise UsageError(f"cannot tell the provider (it could be {', '.join(found)}); pass --provider")
+    raise UsageError("cannot tell the provider of this input (no known shape); pass --provider")
 
 
 # ---------------------------------------------------------------- the job
@@ -127,10 +129,10 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
     return repr(value)
 
 
-def _repair(error: OutputError, target: str) -> tuple[str | None, str | None]:
+def _repair(error: OutputError) -> tuple[str | None, str | None]:
     """``(repair message, None)``, or ``(None, why it is not sent to the model)``."""
     try:
-        return repair_prompt(error, target="tool_call" if target == "tool_call" else "value"), None
+        return repair_prompt(error), None
     except ValueError as refused:
         return None, str(refused)
 
@@ -204,7 +206,6 @@ def inspect_bytes(
         )
     events: list[Any] = []
     error: OutputError | None = None
-    target = "value"
     try:
         if fmt == "body":
             if chosen == "canonical":
@@ -227,7 +228,6 @@ def inspect_bytes(
         error, result["stage"] = failure, "stream"
     else:
         result["response"] = _jsonable(response)
-        target = "tool_call" if response.tool_calls else "value"
         try:
             decision = _decide(response, tools, output, policy)
         except OutputError as failure:
@@ -240,7 +240,7 @@ def inspect_bytes(
     result["events"] = [_jsonable(event) for event in events]
     if error is not None:
         result["error"] = error.to_dict()
-        result["repair_prompt"], result["repair_refused"] = _repair(error, target)
+        result["repair_prompt"], result["repair_refused"] = _repair(error)
         result["exit_code"] = EXIT_FAILURE
     return result
 

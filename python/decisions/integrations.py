@@ -14,19 +14,25 @@ body that stops before the provider's terminal event in
 :class:`~decisions.StreamError` ``NO_TERMINAL_EVENT``: never a half answer.
 """
 
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
-import base64
-import importlib
-import json
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from types import ModuleType
-from typing import Any, Final
+import base64 as _base64
+import importlib as _importlib
+import json as _json
+from collections.abc import AsyncIterator as _AsyncIterator
+from collections.abc import Iterable as _Iterable
+from collections.abc import Iterator as _Iterator
+from collections.abc import Mapping as _Mapping
+from types import ModuleType as _ModuleType
+from typing import Any as _Any
+from typing import Final as _Final
 
 from . import _backend
-from .errors import TransportError
-from .limits import Limits
-from .types import CanonicalEvent, NormalizedResponse
+from .detect import candidates as _candidates
+from .errors import TransportError as _TransportError
+from .limits import Limits as _Limits
+from .types import CanonicalEvent as _CanonicalEvent
+from .types import NormalizedResponse as _NormalizedResponse
 
 __all__ = [
     "to_payload",
@@ -41,21 +47,10 @@ __all__ = [
 ]
 
 #: The SDK packages whose objects are recognised, by top-level module.
-_SDK_ROOTS: Final = ("openai", "anthropic", "google.genai")
+_SDK_ROOTS: _Final = ("openai", "anthropic", "google.genai")
 #: Helper-stream events the SDKs synthesise from the wire events (no new data).
-_DERIVED_PREFIXES: Final = ("content.", "refusal.", "tool_calls.", "logprobs.")
-_DERIVED_TYPES: Final = frozenset({"text", "citation", "thinking", "signature", "input_json"})
-_ANTHROPIC_WIRE_TYPES: Final = frozenset(
-    {
-        "message_start",
-        "message_delta",
-        "message_stop",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-        "ping",
-    }
-)
+_DERIVED_PREFIXES: _Final = ("content.", "refusal.", "tool_calls.", "logprobs.")
+_DERIVED_TYPES: _Final = frozenset({"text", "citation", "thinking", "signature", "input_json"})
 
 
 def _module(obj: object) -> str:
@@ -70,7 +65,7 @@ def _sdk_of(obj: object) -> str | None:
     return None
 
 
-def _wire_fields(obj: Any) -> set[str] | None:
+def _wire_fields(obj: _Any) -> set[str] | None:
     """For an SDK helper subclass (defined outside ``<sdk>.types``), the API
     names of the fields its nearest wire type declares; None for a wire type."""
     module = _module(obj)
@@ -83,26 +78,26 @@ def _wire_fields(obj: Any) -> set[str] | None:
     return set()
 
 
-def _standard_base64(data: Any, raw: Any) -> None:
+def _standard_base64(data: _Any, raw: _Any) -> None:
     """Where ``raw`` (a python-mode dump) holds bytes, put their standard
     base64 text at the same place in ``data`` (its JSON-mode twin)."""
     stack = [(data, raw)]
     while stack:
         target, source = stack.pop()
         if isinstance(target, dict) and isinstance(source, dict):
-            pairs: Iterable[tuple[Any, Any]] = ((key, source.get(key)) for key in list(target))
+            pairs: _Iterable[tuple[_Any, _Any]] = ((key, source.get(key)) for key in list(target))
         elif isinstance(target, list) and isinstance(source, list):
             pairs = enumerate(source)
         else:
             continue
         for key, value in pairs:
             if isinstance(value, bytes):
-                target[key] = base64.b64encode(value).decode("ascii")
+                target[key] = _base64.b64encode(value).decode("ascii")
             elif isinstance(value, (dict, list)):
                 stack.append((target[key], value))
 
 
-def to_payload(obj: Any) -> dict[str, Any] | str | bytes | None:
+def to_payload(obj: _Any) -> dict[str, _Any] | str | bytes | None:
     """The provider's wire payload for one SDK object, dict, JSON text or bytes.
 
     Returns None for an event an SDK helper stream synthesises from the wire
@@ -111,7 +106,7 @@ def to_payload(obj: Any) -> dict[str, Any] | str | bytes | None:
     """
     if isinstance(obj, (str, bytes, bytearray, memoryview)):
         return bytes(obj) if isinstance(obj, (bytearray, memoryview)) else obj
-    if isinstance(obj, Mapping):
+    if isinstance(obj, _Mapping):
         return dict(obj)
     event_type = getattr(obj, "type", None)
     if isinstance(event_type, str) and _sdk_of(obj) in ("openai", "anthropic"):
@@ -126,7 +121,7 @@ def to_payload(obj: Any) -> dict[str, Any] | str | bytes | None:
         # google-genai sets every field (None when absent) and names them in
         # snake case; its JSON mode writes bytes (thought signatures) as
         # URL-safe base64, where the API sends standard base64.
-        data: dict[str, Any] = dump(mode="json", by_alias=True, exclude_none=True)
+        data: dict[str, _Any] = dump(mode="json", by_alias=True, exclude_none=True)
         _standard_base64(data, dump(mode="python", by_alias=True, exclude_none=True))
     else:
         data = dump(mode="json", by_alias=True, exclude_unset=True)
@@ -136,7 +131,7 @@ def to_payload(obj: Any) -> dict[str, Any] | str | bytes | None:
     return data
 
 
-def detect_provider(obj: Any) -> str | None:
+def detect_provider(obj: _Any) -> str | None:
     """The provider id for an SDK object or a decoded wire payload (an event
     or a whole body), or None when it cannot tell."""
     root = _sdk_of(obj)
@@ -145,31 +140,22 @@ def detect_provider(obj: Any) -> str | None:
     if root == "anthropic":
         return "anthropic"
     try:
-        payload: Any = obj if isinstance(obj, Mapping) else to_payload(obj)
+        payload: _Any = obj if isinstance(obj, _Mapping) else to_payload(obj)
         if isinstance(payload, (str, bytes)):
-            payload = json.loads(payload)
+            payload = _json.loads(payload)
     except (TypeError, ValueError):
         return None
-    if not isinstance(payload, Mapping):
+    if not isinstance(payload, _Mapping):
         return None
-    kind = payload.get("type")
-    obj_kind = payload.get("object")
-    if obj_kind in ("chat.completion", "chat.completion.chunk") or "choices" in payload:
-        return "openai-chat"
-    if obj_kind == "response" or (isinstance(kind, str) and kind.startswith("response.")):
-        return "openai-responses"
-    if kind in _ANTHROPIC_WIRE_TYPES or (kind == "message" and "content" in payload):
-        return "anthropic"
-    if kind == "error" and isinstance(payload.get("error"), Mapping):
-        return "anthropic"
-    if any(key in payload for key in ("candidates", "promptFeedback", "usageMetadata", "modelVersion")):
-        return "gemini"
+    found = _candidates(payload, stream=False)
+    if len(found) == 1:
+        return found[0]
     if root == "openai":
         return "openai-responses" if "output" in payload else None
     return None
 
 
-def feed_sdk_event(assembler: Any, obj: Any) -> None:
+def feed_sdk_event(assembler: _Any, obj: _Any) -> None:
     """Feed one SDK stream event (or a dict / JSON text) to ``assembler``.
     Helper-stream events that repeat wire data are skipped."""
     payload = to_payload(obj)
@@ -178,16 +164,16 @@ def feed_sdk_event(assembler: Any, obj: Any) -> None:
 
 
 def assemble_sdk_stream(
-    events: Iterable[Any],
+    events: _Iterable[_Any],
     *,
     provider: str | None = None,
-    limits: Limits | None = None,
+    limits: _Limits | None = None,
     choice: int | None = None,
-) -> NormalizedResponse:
+) -> _NormalizedResponse:
     """Assemble a whole SDK stream (``client.chat.completions.create(stream=True)``,
     ``client.messages.create(stream=True)``, ``generate_content_stream``...).
     The provider is detected from the first event unless given."""
-    assembler: Any = None
+    assembler: _Any = None
     for obj in events:
         payload = to_payload(obj)
         if payload is None:
@@ -202,90 +188,90 @@ def assemble_sdk_stream(
         if provider is None:
             raise ValueError("the stream is empty and no provider was given")
         assembler = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice)
-    response: NormalizedResponse = assembler.finish()
+    response: _NormalizedResponse = assembler.finish()
     return response
 
 
 def normalize_sdk(
-    obj: Any,
+    obj: _Any,
     *,
     provider: str | None = None,
-    limits: Limits | None = None,
+    limits: _Limits | None = None,
     choice: int | None = None,
-) -> NormalizedResponse:
+) -> _NormalizedResponse:
     """``normalize`` for a whole SDK response object (``ChatCompletion``,
     ``Response``, ``Message``, ``GenerateContentResponse``) or a dict."""
     payload = to_payload(obj)
     chosen = provider or detect_provider(obj)
     if payload is None or chosen is None:
         raise ValueError(f"cannot tell the provider of {type(obj).__name__}; pass provider=")
-    response: NormalizedResponse = _backend.impl.normalize(payload, provider=chosen, limits=limits, choice=choice)
+    response: _NormalizedResponse = _backend.impl.normalize(payload, provider=chosen, limits=limits, choice=choice)
     return response
 
 
 # ---------------------------------------------------------------- httpx
 
 
-def _http_module(response: Any) -> ModuleType:
+def _http_module(response: _Any) -> _ModuleType:
     """``httpx`` or ``httpx2``: the package the response object comes from."""
     root = (type(response).__module__ or "").split(".")[0]
     if root not in ("httpx", "httpx2"):
         raise TypeError(f"expected an httpx or httpx2 Response, not {type(response).__name__}")
-    return importlib.import_module(root)
+    return _importlib.import_module(root)
 
 
-def _check_status(response: Any, body: bytes) -> None:
+def _check_status(response: _Any, body: bytes) -> None:
     if response.is_success:
         return
     excerpt = body[:300].decode("utf-8", "replace")
-    raise TransportError(
+    raise _TransportError(
         "HTTP_STATUS",
         f"the provider answered HTTP {response.status_code}: {excerpt}",
         retryable=response.status_code in (408, 409, 429) or response.status_code >= 500,
     )
 
 
-def _dropped(error: Exception) -> TransportError:
-    return TransportError(
+def _dropped(error: Exception) -> _TransportError:
+    return _TransportError(
         "CONNECTION_CLOSED",
         f"the connection failed mid-stream ({type(error).__name__}: {error}); no response was produced",
     )
 
 
 class _EventStreamBase:
-    def __init__(self, response: Any, *, provider: str, limits: Limits | None, choice: int | None) -> None:
+    def __init__(self, response: _Any, *, provider: str, limits: _Limits | None, choice: int | None) -> None:
         self._transport_error: type[Exception] = _http_module(response).TransportError
         self.http_response = response
         self.provider = provider
-        self._assembler: Any = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice, keep_events=True)
-        self._result: NormalizedResponse | None = None
+        self._assembler: _Any = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice, keep_events=True)
+        self._result: _NormalizedResponse | None = None
         self._failure: BaseException | None = None
 
-    def _feed(self, chunk: bytes) -> list[CanonicalEvent]:
+    def _feed(self, chunk: bytes) -> list[_CanonicalEvent]:
         try:
             self._assembler.feed(chunk)
         except BaseException as error:
             self._failure = error
             raise
-        events: list[CanonicalEvent] = self._assembler.take_events()
+        events: list[_CanonicalEvent] = self._assembler.take_events()
         return events
 
-    def _end(self) -> list[CanonicalEvent]:
+    def _end(self) -> list[_CanonicalEvent]:
         try:
             self._result = self._assembler.finish()
         except BaseException as error:
             self._failure = error
             raise
-        events: list[CanonicalEvent] = self._assembler.take_events()
+        events: list[_CanonicalEvent] = self._assembler.take_events()
         return events
 
-    def _fail(self, error: Exception) -> TransportError:
+    def _fail(self, error: Exception) -> _TransportError:
         self._assembler.abort()
         failure = _dropped(error)
         self._failure = failure
         return failure
 
-    def _done(self) -> NormalizedResponse:
+    def _done(self) -> _NormalizedResponse:
         if self._failure is not None:
             raise self._failure
         if self._result is None:
@@ -297,17 +283,17 @@ class HttpxEventStream(_EventStreamBase):
     """Canonical events from a streaming ``httpx.Response``; then :meth:`finish`.
 
     Iterate to forward events (e.g. to a UI); :meth:`finish` reads whatever is
-    left and returns the NormalizedResponse, or raises the stream's typed error.
+    left and returns the _NormalizedResponse, or raises the stream's typed error.
     """
 
-    def __init__(self, response: Any, *, provider: str, limits: Limits | None, choice: int | None) -> None:
+    def __init__(self, response: _Any, *, provider: str, limits: _Limits | None, choice: int | None) -> None:
         super().__init__(response, provider=provider, limits=limits, choice=choice)
         self._iterator = self._events()
 
-    def __iter__(self) -> Iterator[CanonicalEvent]:
+    def __iter__(self) -> _Iterator[_CanonicalEvent]:
         return self._iterator
 
-    def _events(self) -> Iterator[CanonicalEvent]:
+    def _events(self) -> _Iterator[_CanonicalEvent]:
         if not self.http_response.is_success:
             _check_status(self.http_response, self.http_response.read())
         try:
@@ -317,7 +303,7 @@ class HttpxEventStream(_EventStreamBase):
             raise self._fail(error) from error
         yield from self._end()
 
-    def finish(self) -> NormalizedResponse:
+    def finish(self) -> _NormalizedResponse:
         """The NormalizedResponse (reading the rest of the stream first)."""
         for _ in self._iterator:
             pass
@@ -327,11 +313,11 @@ class HttpxEventStream(_EventStreamBase):
 class AsyncHttpxEventStream(_EventStreamBase):
     """:class:`HttpxEventStream` for ``httpx.AsyncClient`` responses."""
 
-    def __init__(self, response: Any, *, provider: str, limits: Limits | None, choice: int | None) -> None:
+    def __init__(self, response: _Any, *, provider: str, limits: _Limits | None, choice: int | None) -> None:
         super().__init__(response, provider=provider, limits=limits, choice=choice)
         self._iterator = self._events()
 
-    async def _events(self) -> AsyncIterator[CanonicalEvent]:
+    async def _events(self) -> _AsyncIterator[_CanonicalEvent]:
         if not self.http_response.is_success:
             _check_status(self.http_response, await self.http_response.aread())
         try:
@@ -343,10 +329,10 @@ class AsyncHttpxEventStream(_EventStreamBase):
         for event in self._end():
             yield event
 
-    def __aiter__(self) -> AsyncIterator[CanonicalEvent]:
+    def __aiter__(self) -> _AsyncIterator[_CanonicalEvent]:
         return self._iterator
 
-    async def finish(self) -> NormalizedResponse:
+    async def finish(self) -> _NormalizedResponse:
         """The NormalizedResponse (reading the rest of the stream first)."""
         async for _ in self._iterator:
             pass
@@ -354,14 +340,14 @@ class AsyncHttpxEventStream(_EventStreamBase):
 
 
 def stream_httpx(
-    response: Any, *, provider: str, limits: Limits | None = None, choice: int | None = None
+    response: _Any, *, provider: str, limits: _Limits | None = None, choice: int | None = None
 ) -> HttpxEventStream:
     """Wrap a streaming response from ``httpx.Client.stream(...)`` (or httpx2's)."""
     return HttpxEventStream(response, provider=provider, limits=limits, choice=choice)
 
 
 def astream_httpx(
-    response: Any, *, provider: str, limits: Limits | None = None, choice: int | None = None
+    response: _Any, *, provider: str, limits: _Limits | None = None, choice: int | None = None
 ) -> AsyncHttpxEventStream:
     """Wrap a streaming response from ``httpx.AsyncClient.stream(...)`` (or httpx2's)."""
     return AsyncHttpxEventStream(response, provider=provider, limits=limits, choice=choice)

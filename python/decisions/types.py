@@ -6,7 +6,7 @@ same classes.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Literal, Mapping, Union
+from typing import Any, ClassVar, Literal, Mapping, NamedTuple, Union
 
 __all__ = [
     "FinishReason",
@@ -32,6 +32,7 @@ __all__ = [
     "ToolCallItem",
     "Item",
     "NormalizedResponse",
+    "FixedResponse",
     "CallSnapshot",
     "ResponseSnapshot",
 ]
@@ -300,6 +301,22 @@ class NormalizedResponse:
     @property
     def text(self) -> str:
         return "".join(item.text for item in self.items if isinstance(item, TextItem))
+
+
+class FixedResponse(NamedTuple):
+    """What :func:`decisions.fix_response` returns: the response with the
+    deterministic fixes applied, and the names of the fixes that changed
+    something (empty: ``response`` is the one passed in). ``decide`` takes it
+    as it is and treats it as repaired when ``applied`` is not empty; it also
+    unpacks as ``response, applied = fix_response(...)``."""
+
+    response: NormalizedResponse
+    applied: tuple[str, ...]
+
+    @property
+    def repaired(self) -> bool:
+        """True when a fix changed the response."""
+        return bool(self.applied)
 
 
 # ---------------------------------------------------------------- provisional views

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from ..errors import OutputError
 from . import open_ledger
 
-__all__ = ["add_parser", "run"]
+__all__: list[str] = []  # internal to the package
 
 
 def add_parser(sub: Any) -> None:

@@ -12,7 +12,7 @@ from typing import Final
 
 from .states import STATES
 
-__all__ = ["SCHEMA_VERSION", "tables"]
+__all__: list[str] = []  # internal to the package
 
 #: Bumped when the tables change; a ledger of another version is refused.
 SCHEMA_VERSION: Final = "1"

@@ -18,7 +18,7 @@ from typing import Any, Final
 from ..errors import ResultError
 from .ddl import SCHEMA_VERSION, tables
 
-__all__ = ["PostgresDatabase"]
+__all__: list[str] = []  # internal to the package
 
 _DDL: Final = (
     "CREATE OR REPLACE FUNCTION ledger_now() RETURNS DOUBLE PRECISION LANGUAGE sql VOLATILE "

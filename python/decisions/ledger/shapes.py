@@ -21,7 +21,7 @@ from ..errors import ERROR_CODES, OutputError, SchemaError, _rebuild, error_clas
 from ..validate.decision import CallVerdict, FinalDecision, ToolCall, ToolDecision
 from .results import Effect, ToolResult
 
-__all__ = ["SHAPE_VERSION", "Shaped", "to_dict", "from_dict"]
+__all__ = ["SHAPE_VERSION", "to_dict", "from_dict"]
 
 #: The version of every shape written today.
 SHAPE_VERSION: Final = 1
@@ -218,7 +218,22 @@ def _error(r: _Reader) -> OutputError:
     code = r.get("code", (str,))
     if code not in ERROR_CODES:
         raise _mismatch(f"{r.path}.code", "a code of decisions.ERROR_CODES")
-    state = {name: r.data.get(name) for name in ("message", "retryable", "offset", "path", "hint", "lineno", "colno")}
+    state = {
+        name: r.data.get(name)
+        for name in (
+            "message",
+            "retryable",
+            "offset",
+            "path",
+            "hint",
+            "lineno",
+            "colno",
+            "call_index",
+            "call_id",
+            "tool",
+            "batch",
+        )
+    }
     state["code"] = code
     state["issues"] = r.get("issues", (list,))
     return _rebuild(error_class(code), state)

@@ -19,7 +19,7 @@ from typing import Any, Final
 from ..errors import ResultError
 from .ddl import SCHEMA_VERSION, tables
 
-__all__ = ["SQLiteDatabase", "sqlite_path"]
+__all__: list[str] = []  # internal to the package
 
 _DDL: Final = tables(real="REAL", serial="INTEGER PRIMARY KEY AUTOINCREMENT")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, Mapping
 
-__all__ = ["CallState", "Event", "TRANSITIONS", "STATES", "PENDING", "CLAIMABLE", "step", "transition_table"]
+__all__ = ["CallState", "TRANSITIONS", "STATES", "transition_table"]
 
 #: ``decided``: allowed, not started. ``denied``: refused by policy or by an
 #: approver. ``awaiting_approval``: waits for :meth:`Ledger.approve`.

@@ -29,7 +29,7 @@ from .._payload import canonical_json
 from ..errors import ERROR_CODES, OutputError, ParseError, PolicyError
 from ..limits import Limits
 from ..request.textcalls import parse_json_text
-from ..types import Item, NormalizedResponse, TextItem, ToolCallItem
+from ..types import FixedResponse, Item, NormalizedResponse, TextItem, ToolCallItem
 from .trace import Redactor
 
 __all__ = [
@@ -270,12 +270,29 @@ def _issue_lines(error: OutputError, high_impact: frozenset[str]) -> list[str]:
     return lines
 
 
+def _batch_lines(error: OutputError) -> list[str]:
+    """What the model should do with the other calls of the failed call's batch."""
+    others = [entry for entry in error.batch if entry.get("call_id") != error.call_id]
+    if not others:
+        return []
+    lines = ["None of the calls in this response ran. The others:"]
+    for entry in others[:_MAX_ISSUES]:
+        call = f"- call {entry.get('call_id')!r} to {entry.get('tool')!r}: "
+        if entry.get("status") == "not_run":
+            lines.append(call + "not run because of this error; send it again unchanged with the corrected call")
+        else:
+            lines.append(call + f"refused too ({entry.get('code')}); correct it as well or leave it out")
+    if len(others) > _MAX_ISSUES:
+        lines.append(f"- and {len(others) - _MAX_ISSUES} more call(s)")
+    return lines
+
+
 def repair_prompt(
     error: OutputError,
     *,
     text: str | None = None,
     schema_name: str | None = None,
-    target: Literal["value", "tool_call"] = "value",
+    target: Literal["value", "tool_call"] | None = None,
     high_impact: Iterable[str] = (),
     max_chars: int = DEFAULT_MAX_CHARS,
     redactor: Redactor | None = None,
@@ -286,6 +303,10 @@ def repair_prompt(
     ``ParseError`` carries it already); ``schema_name`` names the schema in
     the closing instruction; ``high_impact`` lists argument names the model
     must never guess (a missing one is reported with "do not invent").
+    ``target`` is inferred from the error: an error about one tool call
+    (``error.call_id``, or a ``$.calls[...]`` path) asks for that call again,
+    named by its id and tool, and says what to do with the other calls of
+    its batch (``error.batch``); any other error asks for one JSON value.
     Credentials found by ``redactor`` (default: API keys and bearer tokens)
     are masked. Raises ``ValueError`` for an error that must not be sent for
     repair (see :func:`is_repairable`).
@@ -307,9 +328,20 @@ def repair_prompt(
         lines += _issue_lines(error, frozenset(high_impact))
         if error.hint:
             lines.append(f"Fix: {redactor.redact_text(error.hint)}")
-    what = "tool call" if target == "tool_call" else "JSON value"
+    if target is None:
+        target = "tool_call" if error.call_id is not None or (error.path or "").startswith("$.calls") else "value"
     against = f" matching the schema {schema_name}" if schema_name else " matching the supplied schema"
-    closing = f"Return exactly one corrected {what}{against}; change only what is wrong."
+    if target == "tool_call" and error.call_id is not None:
+        lines.insert(1, f"The call: {error.call_id!r} to the tool {error.tool!r}.")
+        lines += _batch_lines(error)
+        closing = (
+            f"Send the call {error.call_id!r} to {error.tool!r} again with corrected arguments{against}; "
+            "change only what is wrong."
+        )
+    elif target == "tool_call":
+        closing = f"Send the tool call again with corrected arguments{against}; change only what is wrong."
+    else:
+        closing = f"Return exactly one corrected JSON value{against}; change only what is wrong."
     body = "\n".join(redactor.redact_text(line) for line in lines)
     budget = max_chars - len(closing) - 1
     if len(body) > budget:
@@ -408,11 +440,13 @@ def apply_fixes(text: str, fixes: Iterable[Fix] = (), *, limits: Limits | None =
 
 def fix_response(
     response: NormalizedResponse, fixes: Iterable[Fix] = (), *, limits: Limits | None = None
-) -> tuple[NormalizedResponse, tuple[Fix, ...]]:
-    """``response`` with the named deterministic ``fixes`` applied to each
-    tool call's arguments and to the answer text, and the fixes that changed
-    something. Pass ``repaired=bool(applied)`` to :func:`decisions.decide`,
-    so a side-effecting tool refuses a repaired call.
+) -> FixedResponse:
+    """A :class:`~decisions.types.FixedResponse`: ``response`` with the named
+    deterministic ``fixes`` applied to each tool call's arguments and to the
+    answer text (``.response``), and the fixes that changed something
+    (``.applied``). Hand it to :func:`decisions.decide` as it is: a repaired
+    response is decided with ``repaired=True``, so a side-effecting tool
+    refuses the call.
 
     Only complete responses are touched (a cut-off one goes to the
     completeness gate as it is), only text that fails the strict parse with
@@ -421,7 +455,7 @@ def fix_response(
     """
     wanted = tuple(fixes)
     if not wanted or response.finish_reason not in ("stop", "tool_calls"):
-        return response, ()
+        return FixedResponse(response, ())
     applied: list[Fix] = []
     items: list[Item] = []
     for item in response.items:
@@ -434,8 +468,8 @@ def fix_response(
             items = [item for item in items if not isinstance(item, TextItem)]
             items.append(TextItem(item_id="text_fixed", text=text))
     if not applied:
-        return response, ()
-    return replace(response, items=tuple(items)), tuple(dict.fromkeys(applied))
+        return FixedResponse(response, ())
+    return FixedResponse(replace(response, items=tuple(items)), tuple(dict.fromkeys(applied)))
 
 
 def _fixed_text(text: str, fixes: tuple[Fix, ...], applied: list[Fix], limits: Limits | None) -> str:

@@ -54,11 +54,8 @@ from ..errors import OutputError
 
 __all__ = [
     "RECORD_FIELDS",
-    "REDACTED",
     "Redactor",
-    "digest",
     "parse_record",
-    "Stopwatch",
     "DEFAULT_FIELDS",
 ]
 

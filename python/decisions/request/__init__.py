@@ -1,1 +1,4 @@
-"""decisions.request"""
+"""decisions.request: one stage of the chain. Its public names are re-exported by
+``decisions``; ``__all__`` lists the modules."""
+
+__all__ = ["capabilities", "conversion", "definitions", "fragments", "textcalls"]

@@ -1,1 +1,4 @@
-"""decisions.stream"""
+"""decisions.stream: one stage of the chain. Its public names are re-exported by
+``decisions``; ``__all__`` lists the modules."""
+
+__all__ = ["partial", "wire"]

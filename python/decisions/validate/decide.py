@@ -54,9 +54,9 @@ from __future__ import annotations
 from typing import Any, Final, Iterable, Literal, Mapping
 
 from .. import _backend
-from ..errors import DomainError, ParseError, PolicyError, SchemaError, StreamError
+from ..errors import DomainError, OutputError, ParseError, PolicyError, SchemaError, StreamError, at_call, in_batch
 from ..limits import DEFAULT_LIMITS, Limits
-from ..types import FINISH_REASONS, NormalizedResponse, RefusalItem, ResponseSnapshot, ToolCallItem
+from ..types import FINISH_REASONS, FixedResponse, NormalizedResponse, RefusalItem, ResponseSnapshot, ToolCallItem
 from .decision import Decision, FinalDecision, ToolCall, ToolDecision
 from .domain import Tool, ToolRegistry
 from .policy import Policy, Run, _apply, _Plan
@@ -123,6 +123,9 @@ def check_complete(response: object) -> NormalizedResponse:
                 f"tool call {call.call_id!r} ({call.name!r}) was not completed",
                 path=f"$.calls[{index}]",
                 hint="the call was cut off; it cannot run",
+                call_index=index,
+                call_id=call.call_id,
+                tool=call.name,
             )
     if reason == "tool_calls" and not response.tool_calls:
         raise StreamError(
@@ -207,7 +210,7 @@ def _is_json_answer(text: str, limits: Limits) -> bool:
 
 
 def decide(
-    response: NormalizedResponse | ResponseSnapshot,
+    response: NormalizedResponse | ResponseSnapshot | FixedResponse,
     *,
     tools: ToolRegistry | Iterable[Tool] | Mapping[str, Any] | None = None,
     output: Any = None,
@@ -228,12 +231,17 @@ def decide(
     ``run``: cancellation and replay state. ``limits``: parser bounds and the
     default call bound; ``max_calls`` overrides the bound. ``repaired``: the
     response answers a repair prompt, so side-effecting tools are refused
-    (``REPAIRED_CALL_REFUSED``). Build registries, schemas and policies once
+    (``REPAIRED_CALL_REFUSED``); a :class:`~decisions.types.FixedResponse`
+    from :func:`decisions.fix_response` is decided as repaired when a fix
+    changed it. Build registries, schemas and policies once
     and pass them in: compiling them costs more than a decision (a policy
     compiles its rules against each registry it meets once, and raises
     ValueError there when a rule does not fit a tool).
     """
     limits = DEFAULT_LIMITS if limits is None else limits
+    if isinstance(response, FixedResponse):
+        repaired = repaired or response.repaired
+        response = response.response
     if text_policy not in ("trace", "reject"):
         raise ValueError("text_policy must be 'trace' or 'reject'")
     response = check_complete(response)
@@ -252,15 +260,20 @@ def decide(
     schema, schema_id = _output_schema(output)
     text = response.text
     if items:
-        arguments = [_parse_call(item, index, response, limits) for index, item in enumerate(items)]
-        if text.strip() and (text_policy == "reject" or (schema is not None and _is_json_answer(text, limits))):
-            raise SchemaError(
-                "AMBIGUOUS_DECISION",
-                "the response holds tool calls and a final answer",
-                path="$",
-                hint="either call tools or give the final answer, not both",
-            )
-        return _tool_decision(response, items, arguments, registry, active, plan, run, repaired, text)
+        try:
+            arguments = [_parse_call(item, index, response, limits) for index, item in enumerate(items)]
+            if text.strip() and (text_policy == "reject" or (schema is not None and _is_json_answer(text, limits))):
+                raise SchemaError(
+                    "AMBIGUOUS_DECISION",
+                    "the response holds tool calls and a final answer",
+                    path="$",
+                    hint="either call tools or give the final answer, not both",
+                )
+            return _tool_decision(response, items, arguments, registry, active, plan, run, repaired, text)
+        except OutputError as error:
+            if error.call_index is not None and len(items) > 1 and not error.batch:
+                in_batch(error, _batch(items, error.call_index, error.code))
+            raise
     if not text.strip():
         raise SchemaError("EMPTY_DECISION", path="$", hint="call a tool or give the final answer")
     value: Any = text
@@ -279,6 +292,20 @@ def decide(
     )
 
 
+def _batch(items: tuple[ToolCallItem, ...], failed: int, code: str) -> list[dict[str, Any]]:
+    """The calls of a response one call's error stopped (see ``OutputError.batch``)."""
+    return [
+        {
+            "index": index,
+            "call_id": item.call_id,
+            "tool": item.name,
+            "status": "denied" if index == failed else "not_run",
+            "code": code if index == failed else "BATCH_REJECTED",
+        }
+        for index, item in enumerate(items)
+    ]
+
+
 #: Arguments that parse, but are not an object: a complete call, named as such.
 _WELL_FORMED = frozenset({"ARGUMENTS_NOT_OBJECT", "DOUBLE_ENCODED_JSON"})
 
@@ -288,6 +315,7 @@ def _parse_call(item: ToolCallItem, index: int, response: NormalizedResponse, li
     try:
         return parse_arguments(item.arguments, limits=limits, path=path)
     except ParseError as error:
+        at_call(error, index, item.call_id, item.name)
         if response.finish_reason != "stop" or error.code in _WELL_FORMED:
             raise
         raise StreamError(
@@ -297,6 +325,9 @@ def _parse_call(item: ToolCallItem, index: int, response: NormalizedResponse, li
             offset=error.pos,
             path=path,
             hint="the call may have been cut off; it cannot run",
+            call_index=index,
+            call_id=item.call_id,
+            tool=item.name,
         ) from error
 
 
@@ -313,20 +344,29 @@ def _tool_decision(
 ) -> ToolDecision:
     issues: list[dict[str, str]] = []
     validated: list[Any] = []
+    failed: list[int] = []
     for index, (item, args) in enumerate(zip(items, arguments)):
         tool = registry.get(item.name) if registry is not None else None
         if tool is None or tool.schema is None:
             validated.append(args)
             continue
         found, value = tool.schema.issues(args, text=item.arguments, root=f"$.calls[{index}].arguments")
+        if found:
+            failed.append(index)
         issues.extend(found)
         validated.append(value)
     if issues:
-        raise schema_mismatch(issues)
+        error: OutputError = schema_mismatch(issues)
+        if len(failed) == 1:  # one call's issues: the error names that call
+            at_call(error, failed[0], items[failed[0]].call_id, items[failed[0]].name)
+        raise error
     for index, item in enumerate(items):
-        plan.names.check(item.name, path=f"$.calls[{index}].name")
-        if registry is not None:
-            registry.resolve(item.name, path=f"$.calls[{index}].name")
+        try:
+            plan.names.check(item.name, path=f"$.calls[{index}].name")
+            if registry is not None:
+                registry.resolve(item.name, path=f"$.calls[{index}].name")
+        except DomainError as error:
+            raise at_call(error, index, item.call_id, item.name) from None
     calls = []
     for index, (item, args, value) in enumerate(zip(items, arguments, validated)):
         tool = registry.get(item.name) if registry is not None else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal, Mapping, Union
+from typing import Any, Literal, Mapping, TypeAlias, Union
 
 from ..errors import OutputError
 
@@ -87,7 +87,6 @@ class ToolDecision:
     """Call these tools. ``text`` is the text the model wrote beside the
     calls: kept as trace, never parsed for actions."""
 
-    kind: ClassVar[str] = "tool"
     calls: tuple[ToolCall, ...]
     verdicts: tuple[CallVerdict, ...]
     batch: BatchMode = "all_or_nothing"
@@ -95,6 +94,8 @@ class ToolDecision:
     provider: str | None = None
     response_id: str | None = None
     model: str | None = None
+    #: The tag of :data:`Decision`: ``if decision.kind == "tool"`` narrows it.
+    kind: Literal["tool"] = field(default="tool", init=False)
 
     def __post_init__(self) -> None:
         if not self.calls:
@@ -158,13 +159,23 @@ class FinalDecision:
     it (``agent.decision@2.1.0``), if any. A final decision says the model
     answered; it never says the task is done."""
 
-    kind: ClassVar[str] = "final"
     value: Any
     text: str
     schema_id: str | None = None
     provider: str | None = None
     response_id: str | None = None
     model: str | None = None
+    #: The tag of :data:`Decision`: ``if decision.kind == "final"`` narrows it.
+    kind: Literal["final"] = field(default="final", init=False)
 
 
-Decision = Union[ToolDecision, FinalDecision]
+#: What :func:`decisions.decide` returns: a :class:`ToolDecision` (``kind ==
+#: "tool"``) or a :class:`FinalDecision` (``kind == "final"``), a tagged union
+#: that type checkers narrow by ``kind`` (or ``isinstance``).
+Decision: TypeAlias = Union[ToolDecision, FinalDecision]
+Decision.__doc__ = """What :func:`decisions.decide` returns: ToolDecision | FinalDecision.
+
+A tagged union: ``decision.kind`` is ``"tool"`` for a :class:`ToolDecision`
+(calls to run, each with its verdict) and ``"final"`` for a
+:class:`FinalDecision` (the answer); ``if decision.kind == "tool":`` narrows
+it for mypy and pyright, as ``isinstance`` does."""

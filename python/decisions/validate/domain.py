@@ -31,7 +31,10 @@ from typing import Any, Final, Iterable, Iterator, Literal, Mapping
 from ..errors import DomainError
 from .schema import Schema
 
-__all__ = ["Tool", "ToolRegistry", "ToolNames", "MAX_SUGGESTIONS", "fold", "tool_key", "check_tool_name"]
+__all__ = [
+    "Tool",
+    "ToolRegistry",
+]
 
 #: At most this many names are suggested for an unknown tool.
 MAX_SUGGESTIONS: Final = 3

@@ -55,12 +55,19 @@ from typing import Any, Callable, Final, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from ..errors import PolicyError
+from ..errors import PolicyError, at_call, in_batch, json_path
 from .decision import BatchMode, CallVerdict, ToolCall
 from .domain import ToolNames, ToolRegistry
-from .schema import json_path
 
-__all__ = ["Access", "PathArg", "ToolRule", "Policy", "Run", "resolve_path", "apply_policy", "parse_selector"]
+__all__ = [
+    "Access",
+    "PathArg",
+    "ToolRule",
+    "Policy",
+    "Run",
+    "resolve_path",
+    "apply_policy",
+]
 
 Access = Literal["read", "write"]
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -549,11 +556,13 @@ def apply_policy(
 
     A cancelled run raises ``RUN_CANCELLED``. In ``per_call`` mode a denied
     call comes back with status ``denied`` and its error. In
-    ``all_or_nothing`` mode a denied call raises: a lone call its own error;
-    in a batch of several, ``BATCH_REJECTED`` whose message and ``path`` name
-    the first denied call and its code, whose ``issues`` list every denied
-    call (with its own code) and every call it blocks (``batch_rejected``),
-    and whose ``__cause__`` is the first denied call's own error. The call
+    ``all_or_nothing`` mode a denied call raises its own error, whatever the
+    size of the batch (code, path and issues are the call's own; so is
+    ``error.code``, for code that branches on it). It names the call
+    (``call_index``, ``call_id``, ``tool``) and, in a batch of several,
+    ``error.batch`` lists every call of the batch: the denied ones with their
+    own codes, the others ``not_run`` with ``BATCH_REJECTED``. Every denied
+    call's error names its call the same way in ``per_call`` mode. The call
     ids are recorded in ``run`` only when verdicts are returned.
 
     Every call's name is checked first, against the policy's rules and the
@@ -595,26 +604,26 @@ def _apply(
         try:
             verdicts.append(_check_call(call, index, policy, plan, registry, run, repaired))
         except PolicyError as error:
+            at_call(error, index, call.call_id, call.name)
             denied.append((index, error))
             verdicts.append(CallVerdict(call_id=call.call_id, status="denied", error=error))
     if denied and policy.batch == "all_or_nothing":
-        index, first = denied[0]
-        if len(calls) == 1:
-            raise first
-        issues = [issue for _, error in denied for issue in error.issues]
-        issues += [
-            {"path": f"$.calls[{i}]", "code": "batch_rejected", "expected": "every call in the batch to pass"}
-            for i, v in enumerate(verdicts)
-            if v.status != "denied"
-        ]
-        raise PolicyError(
-            "BATCH_REJECTED",
-            f"call {index} ({calls[index].call_id!r}) was refused, so the batch may not run: "
-            f"{first.code}: {first.message}",
-            path=first.path,
-            issues=tuple(issues),
-            hint=f"call {index}: {first.hint}" if first.hint else None,
-        ) from first
+        first = denied[0][1]
+        if len(calls) > 1:
+            in_batch(
+                first,
+                (
+                    {
+                        "index": i,
+                        "call_id": call.call_id,
+                        "tool": call.name,
+                        "status": "denied" if verdict.error is not None else "not_run",
+                        "code": verdict.error.code if verdict.error is not None else "BATCH_REJECTED",
+                    }
+                    for i, (call, verdict) in enumerate(zip(calls, verdicts))
+                ),
+            )
+        raise first
     if run is not None:
         fresh = [v.call_id for v in verdicts if v.error is None or v.error.code != "CALL_ALREADY_DECIDED"]
         replayed = run.claim(fresh)

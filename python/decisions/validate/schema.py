@@ -45,7 +45,10 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..errors import SchemaError, json_path
 
-__all__ = ["Schema", "ISSUE_CODES", "MAX_ISSUES", "json_path", "schema_mismatch"]
+__all__ = [
+    "Schema",
+    "ISSUE_CODES",
+]
 
 #: Values nested deeper than this are not handed to a validator: both
 #: Pydantic and ``jsonschema`` recurse once or more per level of the value,

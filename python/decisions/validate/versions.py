@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..errors import SchemaError
-from .schema import Schema, json_path
+from ..errors import SchemaError, json_path
+from .schema import Schema
 
 __all__ = ["SchemaRef", "VersionedSchema", "SchemaRegistry", "tool_name_args_to_calls", "Adapter"]
 

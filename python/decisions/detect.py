@@ -1,0 +1,273 @@
+"""Which provider sent this: ``StreamAssembler()`` and ``normalize(body)`` with
+``provider="auto"`` (the default).
+
+The provider is told from the first event of a stream (or the shape of a whole
+body) by the rules of :func:`candidates`; the response says which
+(``NormalizedResponse.provider``, and ``assembler.provider`` once known). An
+input that matches no rule, or several, is :class:`~decisions.errors.StreamError`
+``AMBIGUOUS_PROVIDER``, whose message and issues list the candidates.
+
+With an explicit provider, ``StreamAssembler(provider)`` *is* the backend's
+assembler (native or pure): no wrapper on the hot path. With ``"auto"`` it is
+an :class:`AutoAssembler` that holds the bytes until the first event is
+decoded (bounded by the SSE limits, checked by the backend's own decoder),
+then builds the backend's assembler and hands every later call straight to it.
+"""
+
+from __future__ import annotations as _annotations
+
+import abc as _abc
+import typing as _typing
+from collections.abc import Mapping as _Mapping
+from typing import Any as _Any
+from typing import Final as _Final
+
+from . import _backend, _pure
+from . import providers as _providers
+from .errors import StreamError as _StreamError
+from .limits import Limits as _Limits
+from .types import EVENT_TYPES as _EVENT_TYPES
+from .types import CanonicalEvent as _CanonicalEvent
+from .types import NormalizedResponse as _NormalizedResponse
+from .types import ResponseSnapshot as _ResponseSnapshot
+
+__all__ = ["AUTO", "candidates", "detect", "StreamAssembler", "AutoAssembler", "normalize"]
+
+#: The provider id that asks for detection.
+AUTO: _Final = "auto"
+
+_ANTHROPIC_TYPES: _Final = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "ping",
+    }
+)
+_GEMINI_KEYS: _Final = ("candidates", "promptFeedback", "usageMetadata", "modelVersion")
+
+
+def candidates(payload: object, *, stream: bool = True) -> tuple[str, ...]:
+    """Every provider whose wire shape ``payload`` (one decoded event, or a
+    whole body with ``stream=False``) matches, in :data:`PROVIDERS` order,
+    with ``"canonical"`` last (events only)."""
+    if not isinstance(payload, _Mapping):
+        return ()
+    kind = payload.get("type")
+    obj = payload.get("object")
+    found = []
+    if obj in ("chat.completion", "chat.completion.chunk") or "choices" in payload:
+        found.append(_providers.OPENAI_CHAT)
+    if obj == "response" or (isinstance(kind, str) and kind.startswith("response.")):
+        found.append(_providers.OPENAI_RESPONSES)
+    if (
+        kind in _ANTHROPIC_TYPES
+        or (kind == "message" and "content" in payload)
+        or (kind == "error" and isinstance(payload.get("error"), _Mapping))
+    ):
+        found.append(_providers.ANTHROPIC)
+    if any(key in payload for key in _GEMINI_KEYS):
+        found.append(_providers.GEMINI)
+    if stream and kind in _EVENT_TYPES:
+        found.append(_providers.CANONICAL)
+    return tuple(found)
+
+
+def detect(payload: object, *, stream: bool = True) -> str:
+    """The one provider ``payload`` matches, else ``AMBIGUOUS_PROVIDER``."""
+    found = candidates(payload, stream=stream)
+    if len(found) == 1:
+        return found[0]
+    known = (*_providers.PROVIDERS, _providers.CANONICAL) if stream else _providers.PROVIDERS
+    listed = found or known
+    what = "the first event" if stream else "the body"
+    reason = "matches several providers" if found else "matches no provider's shape"
+    raise _StreamError(
+        "AMBIGUOUS_PROVIDER",
+        f"cannot tell the provider: {what} {reason}; candidates: {', '.join(listed)}",
+        path="$",
+        issues=tuple({"path": "$", "code": "provider_candidate", "expected": name} for name in listed),
+        hint="pass provider= explicitly",
+    )
+
+
+def _decode(data: object, limits: _Limits | None = None) -> object:
+    """``data`` decoded for detection (None when it is not JSON)."""
+    if isinstance(data, (bytes, bytearray, memoryview, str)):
+        try:
+            return _backend.impl.loads(data if isinstance(data, str) else bytes(data), limits=limits)
+        except ValueError:
+            return None
+    return data
+
+
+class StreamAssembler(metaclass=_abc.ABCMeta):  # noqa: B024 (an ABC for register(): the backends implement it)
+    """One provider stream in, one checked :class:`~decisions.types.NormalizedResponse` out.
+
+    ``provider`` is one of :data:`decisions.PROVIDERS`, ``"canonical"``, or
+    ``"auto"`` (the default: told from the first event, see
+    :mod:`decisions.detect`). With a named provider this returns the
+    backend's own assembler; ``isinstance(x, StreamAssembler)`` holds for
+    both kinds. Methods: ``feed(bytes)`` (raw SSE in any chunking),
+    ``feed_event(payload, event=None)`` (one decoded event), ``finish()``
+    (the response, or the typed error that makes it incomplete),
+    ``snapshot()``, ``abort()``, ``take_events()``; properties ``provider``
+    and ``state``."""
+
+    def __new__(
+        cls,
+        provider: str = AUTO,
+        *,
+        limits: _Limits | None = None,
+        choice: int | None = None,
+        keep_events: bool = False,
+    ) -> StreamAssembler:
+        if provider != AUTO:
+            backend: StreamAssembler = _backend.impl.StreamAssembler(
+                provider, limits=limits, choice=choice, keep_events=keep_events
+            )
+            return backend
+        return object.__new__(AutoAssembler)
+
+    if _typing.TYPE_CHECKING:  # the interface both kinds implement (the backend's classes at run time)
+
+        @property
+        def provider(self) -> str:
+            """The provider id (``"auto"`` until an auto assembler has seen its first event)."""
+
+        @property
+        def state(self) -> str:
+            """``init``, ``started``, ``streaming``, ``completed`` or ``failed``."""
+
+        def feed(self, data: bytes | bytearray | memoryview) -> None:
+            """Raw SSE bytes of the provider's stream, in any chunking."""
+
+        def feed_event(
+            self, payload: dict[str, _Any] | str | bytes | _CanonicalEvent, event: str | None = None
+        ) -> None:
+            """One already-decoded provider event (its SSE data, and its ``event:`` name)."""
+
+        def finish(self) -> _NormalizedResponse:
+            """End of stream: the response, or the typed error that makes it incomplete."""
+
+        def snapshot(self) -> _ResponseSnapshot:
+            """A provisional view for UIs (never accepted by ``decide``)."""
+
+        def abort(self) -> None:
+            """Cancel: later calls raise ``StreamError(STREAM_CANCELLED)``."""
+
+        def take_events(self) -> list[_CanonicalEvent]:
+            """With ``keep_events=True``: the canonical events produced since the last call."""
+
+
+StreamAssembler.register(_pure.StreamAssembler)
+if _backend.BACKEND == "native":
+    StreamAssembler.register(_backend.impl.StreamAssembler)
+
+_DELEGATED: _Final = ("feed", "feed_event", "finish", "snapshot", "abort", "take_events")
+
+
+class AutoAssembler(StreamAssembler):
+    """``StreamAssembler("auto")``: detects the provider from the first event,
+    then passes every call to the backend's assembler for that provider."""
+
+    def __init__(
+        self,
+        provider: str = AUTO,
+        *,
+        limits: _Limits | None = None,
+        choice: int | None = None,
+        keep_events: bool = False,
+    ) -> None:
+        self._options: dict[str, _Any] = {"limits": limits, "choice": choice, "keep_events": keep_events}
+        self._inner: _Any = None
+        self._probe: _Any = _backend.impl.SSEDecoder(limits=limits)
+        self._held: list[bytes] = []
+        self._aborted = False
+
+    @property
+    def provider(self) -> str:
+        return AUTO if self._inner is None else str(self._inner.provider)
+
+    @property
+    def state(self) -> str:
+        if self._inner is not None:
+            return str(self._inner.state)
+        return "failed" if self._aborted else "init"
+
+    def _start(self, provider: str) -> _Any:
+        inner = _backend.impl.StreamAssembler(provider, **self._options)
+        self._inner = inner
+        for name in _DELEGATED:  # later calls go straight to the backend's methods
+            setattr(self, name, getattr(inner, name))
+        return inner
+
+    def _check_open(self) -> None:
+        if self._aborted:
+            raise _StreamError("STREAM_CANCELLED", "the stream was cancelled by the caller")
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        self._check_open()
+        chunk = bytes(data)
+        events = self._probe.feed(chunk)  # the SSE limits bound what is held here
+        self._held.append(chunk)
+        for sse in events:
+            if not sse.data.strip():
+                continue
+            provider = detect(_decode(sse.data, self._options["limits"]))
+            held, self._held, self._probe = b"".join(self._held), [], None
+            self._start(provider).feed(held)
+            return
+
+    def feed_event(self, payload: dict[str, _Any] | str | bytes | _CanonicalEvent, event: str | None = None) -> None:
+        self._check_open()
+        if self._held:
+            raise ValueError("this assembler was fed raw bytes; keep to feed()")
+        decoded: object = (
+            payload.to_dict() if hasattr(payload, "to_dict") else _decode(payload, self._options["limits"])
+        )
+        self._start(detect(decoded)).feed_event(payload, event)
+
+    def finish(self) -> _NormalizedResponse:
+        self._check_open()
+        if self._held:
+            self._probe.finish()  # an event cut in the middle is SSE_UNTERMINATED_EVENT
+        raise _StreamError(
+            "NO_TERMINAL_EVENT",
+            "the stream ended before its first event, so nothing was received (the provider was not detected)",
+        )
+
+    def snapshot(self) -> _ResponseSnapshot:
+        return _ResponseSnapshot(provider=AUTO, response_id=None, model=None, text="", calls=(), state=self.state)
+
+    def abort(self) -> None:
+        self._aborted = True
+
+    def take_events(self) -> list[_CanonicalEvent]:
+        if not self._options["keep_events"]:
+            raise ValueError("take_events needs keep_events=True")
+        return []
+
+
+def normalize(
+    body: bytes | str | dict[str, _Any],
+    /,
+    *,
+    provider: str = AUTO,
+    limits: _Limits | None = None,
+    choice: int | None = None,
+) -> _NormalizedResponse:
+    """A whole non-streaming response body -> :class:`~decisions.types.NormalizedResponse`.
+    ``provider="auto"`` (the default) tells it from the body's shape
+    (``AMBIGUOUS_PROVIDER`` when it cannot); the response names it."""
+    if provider == AUTO:
+        parsed = body if isinstance(body, _Mapping) else _decode(body, limits)
+        if parsed is None:  # not JSON: the backend names the error, whichever mapper reads it
+            provider = _providers.PROVIDERS[0]
+        else:
+            provider = detect(parsed, stream=False)
+    result: _NormalizedResponse = _backend.impl.normalize(body, provider=provider, limits=limits, choice=choice)
+    return result
