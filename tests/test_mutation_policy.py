@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from decisions import PathArg, Policy, PolicyError, Run, Tool, ToolCall, ToolRegistry, ToolRule
 from decisions.errors import DomainError
+from decisions.validate import policy as policy_module
 from decisions.validate.policy import apply_policy, resolve_path
 
 EXPECTED_PATH = "a relative path inside the workspace"
@@ -78,10 +79,10 @@ def test_outside_workspace_error_in_full(ws: Path) -> None:
 def test_a_path_that_cannot_be_resolved_is_refused_with_its_cause(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = os.path.realpath(ws)
 
-    def broken(path: str) -> str:
+    def broken(root: str, raw: str) -> str:
         raise OSError("too many levels")
 
-    monkeypatch.setattr(os.path, "realpath", broken)
+    monkeypatch.setattr(policy_module, "_resolve_under", broken)
     error = refusal(lambda: resolve_path(root, "src/a", path="$.p"))
     assert shape(error) == rejected(
         "PATH_INVALID",
@@ -218,21 +219,21 @@ def test_approval_reasons() -> None:
 
 
 def test_batch_rejected_in_full(ws: Path) -> None:
+    """A refused call in a batch raises its own error, naming the call; the
+    batch lists every call, the others ``not_run`` with ``BATCH_REJECTED``."""
     policy = Policy(tools={"rm": ToolRule(allowed=False)})
     calls = [tc(call_id="a"), tc("rm", call_id="b"), tc(call_id="c")]
     error = refusal(lambda: apply_policy(calls, policy))
-    assert error.code == "BATCH_REJECTED"
-    assert error.message == (
-        "call 1 ('b') was refused, so the batch may not run: TOOL_DENIED: policy does not allow the tool 'rm'"
-    )
+    assert (error.code, error.message) == ("TOOL_DENIED", "policy does not allow the tool 'rm'")
     assert error.path == "$.calls[1].name"
-    assert error.hint == "call 1: this tool is not allowed here"
-    assert error.issues == (
-        {"path": "$.calls[1].name", "code": "tool_denied", "expected": "an allowed tool"},
-        {"path": "$.calls[0]", "code": "batch_rejected", "expected": "every call in the batch to pass"},
-        {"path": "$.calls[2]", "code": "batch_rejected", "expected": "every call in the batch to pass"},
+    assert error.hint == "this tool is not allowed here"
+    assert error.issues == ({"path": "$.calls[1].name", "code": "tool_denied", "expected": "an allowed tool"},)
+    assert (error.call_index, error.call_id, error.tool) == (1, "b", "rm")
+    assert error.batch == (
+        {"index": 0, "call_id": "a", "tool": "read_file", "status": "not_run", "code": "BATCH_REJECTED"},
+        {"index": 1, "call_id": "b", "tool": "rm", "status": "denied", "code": "TOOL_DENIED"},
+        {"index": 2, "call_id": "c", "tool": "read_file", "status": "not_run", "code": "BATCH_REJECTED"},
     )
-    assert isinstance(error.__cause__, PolicyError) and error.__cause__.code == "TOOL_DENIED"
 
 
 # ---------------------------------------------------------------- scopes
