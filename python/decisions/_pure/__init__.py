@@ -4,8 +4,8 @@ no wheel fits.
 """
 
 from .._version import __version__
-from .assemble import StreamAssembler, normalize
 from .json import loads
+from .pipeline import StreamAssembler, normalize
 from .providers import PROVIDERS
 from .sse import SSEDecoder
 

@@ -6,10 +6,9 @@ event and complete items give a :class:`~decisions.types.NormalizedResponse`.
 Each delta is appended to its own item's buffer (a list of pieces joined once,
 at the end), after the limits are checked: no re-join, re-scan or re-parse.
 
-:class:`StreamAssembler` is the public plumbing: SSE bytes -> decoder ->
-event data decoded as JSON -> provider mapper -> assembler. ``normalize`` does
-the same for a whole non-streaming body. The provider ``"canonical"`` takes
-canonical events themselves (objects, or their ``to_dict()`` wire format).
+:class:`CanonicalMapper` is the provider ``"canonical"``: canonical events
+themselves (objects, or their ``to_dict()`` wire format). The pipeline that
+feeds an assembler (decoder, envelope rule, mapper) is ``pipeline.py``.
 
 Event data reaches a mapper only after the envelope rule (``envelope.py``,
 twin of ``rust/src/core/envelope.rs``) has passed it; a payload handed over
@@ -19,13 +18,10 @@ backends, so a dict and the same text give the same outcome.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, Final, Mapping, cast
 
-from .._payload import payload_text
 from ..errors import OutputError, StreamError, TransportError
 from ..limits import DEFAULT_LIMITS, Limits
-from ..providers import CANONICAL
 from ..stream.partial import PartialJSON
 from ..types import (
     EVENT_TYPES,
@@ -53,13 +49,9 @@ from ..types import (
     UsageReported,
     _Event,
 )
-from . import providers
-from .body import body_error
-from .envelope import decode
 from .providers._unknown import count_unknown
-from .sse import _Framer, exclusive
 
-__all__ = ["Assembler", "StreamAssembler", "normalize", "CanonicalMapper", "CANONICAL"]
+__all__ = ["Assembler", "CanonicalMapper", "canonical_event"]
 
 
 _INIT, _STARTED, _STREAMING, _COMPLETED, _FAILED = range(5)
@@ -401,6 +393,10 @@ class Assembler:
 
     # ------------------------------------------------------------ results
 
+    def is_settled(self) -> bool:
+        """Whether the response is complete or the provider reported a failure."""
+        return self._response is not None or self._provider_failure is not None
+
     def finish(self, unknown_events: Mapping[str, int] | None = None) -> NormalizedResponse:
         """The response, if a legal terminal event and complete items were seen."""
         self.check_usable()
@@ -615,196 +611,3 @@ class CanonicalMapper:
         for payload in body:
             out.extend(self.map_event(None, payload))
         return out
-
-
-# ---------------------------------------------------------------- public plumbing
-
-
-def _mapper(provider: str, choice: int | None) -> providers.Mapper:
-    if not isinstance(provider, str):
-        raise TypeError(f"provider must be a str, not {type(provider).__name__}")
-    if provider == CANONICAL:
-        return CanonicalMapper()
-    mapper = providers.mapper_for(provider, choice)
-    if mapper is None:
-        known = ", ".join((*providers.PROVIDERS, CANONICAL))
-        raise ValueError(f"unknown provider {provider!r}; known: {known}")
-    return mapper
-
-
-def _check_options(limits: Limits | None, choice: int | None) -> Limits:
-    if limits is not None and not isinstance(limits, Limits):
-        raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
-    if choice is not None and (type(choice) is not int or not 0 <= choice < 2**32):
-        raise ValueError(f"choice must be an int from 0 to 2**32 - 1, or None, not {choice!r}")
-    return DEFAULT_LIMITS if limits is None else limits
-
-
-class StreamAssembler:
-    """One provider stream in, one checked :class:`NormalizedResponse` out."""
-
-    __slots__ = ("provider", "_limits", "_mapper", "_fields", "_assembler", "_framer", "_kept", "_fast", "_busy")
-
-    def __init__(
-        self,
-        provider: str,
-        *,
-        limits: Limits | None = None,
-        choice: int | None = None,
-        keep_events: bool = False,
-    ) -> None:
-        self._limits = _check_options(limits, choice)
-        self._mapper = _mapper(provider, choice)
-        self._fields = getattr(self._mapper, "ARGUMENT_FIELDS", ())
-        self.provider = provider
-        self._assembler = Assembler(provider, self._limits)
-        self._framer: _Framer | None = None
-        self._kept: list[CanonicalEvent] | None = [] if keep_events else None
-        # a mapper's ``fast_delta`` maps its common delta chunk straight to the
-        # assembler's delta entry points (not when the events are kept)
-        self._fast: Callable[[str | None, Any], tuple[bool, str, str] | None] | None = (
-            None if keep_events else getattr(self._mapper, "fast_delta", None)
-        )
-        # one thread at a time (``abort`` and ``state`` excepted), as the native borrow check allows
-        self._busy = threading.Lock()
-
-    @property
-    def state(self) -> str:
-        """``init``, ``started``, ``streaming``, ``completed`` or ``failed``."""
-        return self._assembler.state
-
-    def _apply_all(self, events: list[CanonicalEvent]) -> None:
-        apply = self._assembler.apply
-        kept = self._kept
-        for event in events:
-            if kept is not None:  # kept even when it fails: the UI sees what was produced
-                kept.append(event)
-            apply(event)
-
-    @exclusive
-    def feed(self, data: bytes | bytearray | memoryview) -> None:
-        """Raw SSE bytes of the provider's stream, in any chunking."""
-        self._assembler.check_usable()
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"feed() takes bytes, not {type(data).__name__}")
-        framer = self._framer
-        if framer is None:
-            framer = self._framer = _Framer(self._limits, getattr(self._mapper, "ARRAY_FRAMING", False))
-        try:
-            raws = framer.feed_raw(data)
-            map_event = self._mapper.map_event
-            assembler = self._assembler
-            limits, fields = self._limits, self._fields
-            if self._kept is not None or type(self._mapper) is not CanonicalMapper:
-                fast = self._fast
-                for event, payload, _, _ in raws:
-                    decoded = decode(payload, limits, fields)
-                    hit = None if fast is None else fast(event, decoded)
-                    if hit is None:
-                        self._apply_all(map_event(event, decoded))
-                    elif hit[0]:
-                        assembler.text_delta(hit[1], hit[2])
-                    else:
-                        assembler.arguments_delta(hit[1], hit[2])
-                return
-            for event, payload, _, _ in raws:
-                decoded = decode(payload, limits, fields)
-                if type(decoded) is dict and len(decoded) == 3:  # a delta with exactly its fields?
-                    kind = decoded.get("type")
-                    if kind == "tool_arguments_delta" or kind == "text_delta":
-                        item_id, delta = decoded.get("item_id"), decoded.get("delta")
-                        if type(item_id) is str and type(delta) is str:
-                            if kind == "text_delta":
-                                assembler.text_delta(item_id, delta)
-                            else:
-                                assembler.arguments_delta(item_id, delta)
-                            continue
-                self._apply_all(map_event(event, decoded))
-        except OutputError as err:
-            raise self._assembler.fail(err) from None
-
-    @exclusive
-    def feed_event(self, payload: dict[str, Any] | str | bytes | CanonicalEvent, event: str | None = None) -> None:
-        """One already-decoded provider event (its SSE ``data`` and ``event:`` name)."""
-        self._assembler.check_usable()
-        if isinstance(payload, _Event):
-            if self.provider != CANONICAL:
-                raise TypeError("canonical event objects are accepted only with provider='canonical'")
-            decoded: Any = _event_fields(payload)
-        elif isinstance(payload, (dict, str, bytes, bytearray, memoryview)):
-            decoded = None
-        else:
-            raise TypeError(f"feed_event() takes a dict, str or bytes, not {type(payload).__name__}")
-        if event is not None and not isinstance(event, str):
-            raise TypeError(f"event must be a str or None, not {type(event).__name__}")
-        try:
-            if decoded is None:
-                text = payload_text(payload) if isinstance(payload, dict) else payload
-                decoded = decode(text, self._limits, self._fields)  # type: ignore[arg-type]
-            hit = None if self._fast is None else self._fast(event, decoded)
-            if hit is None:
-                self._apply_all(self._mapper.map_event(event, decoded))
-            elif hit[0]:
-                self._assembler.text_delta(hit[1], hit[2])
-            else:
-                self._assembler.arguments_delta(hit[1], hit[2])
-        except OutputError as err:
-            raise self._assembler.fail(err) from None
-
-    @exclusive
-    def finish(self) -> NormalizedResponse:
-        """End of stream: the response, or the error that makes it incomplete."""
-        assembler = self._assembler
-        assembler.check_usable()
-        if assembler._response is None and assembler._provider_failure is None:
-            try:
-                if self._framer is not None:
-                    self._framer.finish_raw()
-                self._apply_all(self._mapper.end())
-            except OutputError as err:
-                raise assembler.fail(err) from None
-        return assembler.finish(self._mapper.unknown_events)
-
-    @exclusive
-    def snapshot(self) -> ResponseSnapshot:
-        """A provisional view for UIs (never accepted by ``decide``)."""
-        return self._assembler.snapshot()
-
-    def abort(self) -> None:
-        """Cancel: later calls raise ``StreamError(STREAM_CANCELLED)``."""
-        self._assembler.cancel()
-
-    @exclusive
-    def take_events(self) -> list[CanonicalEvent]:
-        """With ``keep_events=True``: the canonical events produced since the last call."""
-        if self._kept is None:
-            raise ValueError("take_events() needs StreamAssembler(..., keep_events=True)")
-        events, self._kept = self._kept, []
-        return events
-
-
-def normalize(
-    body: bytes | str | dict[str, Any],
-    /,
-    *,
-    provider: str,
-    limits: Limits | None = None,
-    choice: int | None = None,
-) -> NormalizedResponse:
-    """A whole non-streaming response body -> :class:`NormalizedResponse`."""
-    checked = _check_options(limits, choice)
-    mapper = _mapper(provider, choice)
-    if isinstance(body, (dict, list)):
-        text: str | bytes | bytearray | memoryview = payload_text(body)
-    elif isinstance(body, (str, bytes, bytearray, memoryview)):
-        text = body
-    else:
-        raise TypeError(f"normalize() takes bytes, str or dict, not {type(body).__name__}")
-    try:
-        decoded = decode(text, checked, getattr(mapper, "ARGUMENT_FIELDS", ()))
-        assembler = Assembler(provider, checked)
-        for event in mapper.map_body(decoded):
-            assembler.apply(event)
-        return assembler.finish(mapper.unknown_events)
-    except OutputError as err:
-        raise body_error(text, err) from None

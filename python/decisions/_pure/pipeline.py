@@ -1,0 +1,286 @@
+"""The one stream pipeline (pure twin of ``rust/src/core/pipeline.rs``): SSE
+decoder -> envelope rule -> provider mapper -> assembler, and the whole-body
+path envelope rule -> mapper -> assembler. :class:`Pipeline` and
+:func:`normalize_text` have the core's shape; :class:`StreamAssembler` and
+:func:`normalize` are the public objects (the native ones are the bindings in
+``rust/src/py/assemble.rs``): they check and convert their arguments and
+drive a pipeline.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from .._payload import payload_text
+from ..errors import OutputError
+from ..limits import DEFAULT_LIMITS, Limits
+from ..providers import CANONICAL
+from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
+from . import providers
+from .assemble import Assembler, CanonicalMapper, _event_fields
+from .body import body_error
+from .envelope import decode
+from .sse import _Framer, exclusive
+
+__all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
+
+_Fast = Callable[[str | None, Any], "tuple[bool, str, str] | None"]
+
+
+class Pipeline:
+    """One provider stream in, one checked :class:`NormalizedResponse` out."""
+
+    __slots__ = ("_limits", "_mapper", "_fields", "_assembler", "_framer", "_kept", "_fast")
+
+    def __init__(self, provider: str, mapper: providers.Mapper, limits: Limits, keep_events: bool) -> None:
+        self._limits = limits
+        self._mapper = mapper
+        self._fields = getattr(mapper, "ARGUMENT_FIELDS", ())
+        self._assembler = Assembler(provider, limits)
+        self._framer: _Framer | None = None
+        self._kept: list[CanonicalEvent] | None = [] if keep_events else None
+        # a mapper's ``fast_delta`` maps its common delta chunk straight to the
+        # assembler's delta entry points (not when the events are kept)
+        self._fast: _Fast | None = None if keep_events else getattr(mapper, "fast_delta", None)
+
+    @property
+    def assembler(self) -> Assembler:
+        """The assembler (its state, the partial items a snapshot shows)."""
+        return self._assembler
+
+    def _apply_all(self, events: list[CanonicalEvent]) -> None:
+        apply = self._assembler.apply
+        kept = self._kept
+        for event in events:
+            if kept is not None:  # kept even when it fails: the UI sees what was produced
+                kept.append(event)
+            apply(event)
+
+    def _map(self, event: str | None, decoded: Any) -> None:
+        hit = None if self._fast is None else self._fast(event, decoded)
+        if hit is None:
+            self._apply_all(self._mapper.map_event(event, decoded))
+        elif hit[0]:
+            self._assembler.text_delta(hit[1], hit[2])
+        else:
+            self._assembler.arguments_delta(hit[1], hit[2])
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Raw SSE bytes (or a JSON array, where the provider streams one), in
+        any chunking. An error leaves the assembler failed with it."""
+        self._assembler.check_usable()
+        framer = self._framer
+        if framer is None:
+            framer = self._framer = _Framer(self._limits, getattr(self._mapper, "ARRAY_FRAMING", False))
+        try:
+            raws = framer.feed_raw(data)
+            limits, fields = self._limits, self._fields
+            assembler, map_event = self._assembler, self._mapper.map_event
+            if self._kept is not None or type(self._mapper) is not CanonicalMapper:
+                fast = self._fast  # ``_map``, inlined: this loop runs per event
+                for event, payload, _, _ in raws:
+                    decoded = decode(payload, limits, fields)
+                    hit = None if fast is None else fast(event, decoded)
+                    if hit is None:
+                        self._apply_all(map_event(event, decoded))
+                    elif hit[0]:
+                        assembler.text_delta(hit[1], hit[2])
+                    else:
+                        assembler.arguments_delta(hit[1], hit[2])
+                return
+            for event, payload, _, _ in raws:
+                decoded = decode(payload, limits, fields)
+                if type(decoded) is dict and len(decoded) == 3:  # a delta with exactly its fields?
+                    kind = decoded.get("type")
+                    if kind == "tool_arguments_delta" or kind == "text_delta":
+                        item_id, delta = decoded.get("item_id"), decoded.get("delta")
+                        if type(item_id) is str and type(delta) is str:
+                            if kind == "text_delta":
+                                assembler.text_delta(item_id, delta)
+                            else:
+                                assembler.arguments_delta(item_id, delta)
+                            continue
+                self._apply_all(map_event(event, decoded))
+        except OutputError as err:
+            raise self._assembler.fail(err) from None
+
+    def feed_event(self, event: str | None, data: str | bytes | bytearray | memoryview) -> None:
+        """One already-decoded provider event: its ``event:`` name and data."""
+        self._assembler.check_usable()
+        try:
+            self._map(event, decode(data, self._limits, self._fields))
+        except OutputError as err:
+            raise self._assembler.fail(err) from None
+
+    def feed_fields(self, fields: dict[str, Any]) -> None:
+        """A canonical event object's fields (already typed: no envelope to check)."""
+        self._assembler.check_usable()
+        try:
+            self._map(None, fields)
+        except OutputError as err:
+            raise self._assembler.fail(err) from None
+
+    def fail(self, error: OutputError) -> OutputError:
+        """Fail the stream with ``error``; returns the error to raise."""
+        return self._assembler.fail(error)
+
+    def finish(self) -> NormalizedResponse:
+        """End of stream: the response, or the error that makes it incomplete."""
+        assembler = self._assembler
+        assembler.check_usable()
+        if not assembler.is_settled():
+            try:
+                if self._framer is not None:
+                    self._framer.finish_raw()
+                self._apply_all(self._mapper.end())
+            except OutputError as err:
+                raise assembler.fail(err) from None
+        return assembler.finish(self._mapper.unknown_events)
+
+    def cancel(self) -> None:
+        """Cancel: later calls raise ``StreamError(STREAM_CANCELLED)``."""
+        self._assembler.cancel()
+
+    def take_events(self) -> list[CanonicalEvent] | None:
+        """The kept canonical events since the last call (None unless kept)."""
+        if self._kept is None:
+            return None
+        events, self._kept = self._kept, []
+        return events
+
+
+def normalize_text(
+    provider: str, mapper: providers.Mapper, body: str | bytes | bytearray | memoryview, limits: Limits
+) -> NormalizedResponse:
+    """A whole body: envelope rule -> ``mapper.map_body`` -> assembler."""
+    try:
+        decoded = decode(body, limits, getattr(mapper, "ARGUMENT_FIELDS", ()))
+        assembler = Assembler(provider, limits)
+        for event in mapper.map_body(decoded):
+            assembler.apply(event)
+        return assembler.finish(mapper.unknown_events)
+    except OutputError as err:
+        raise body_error(body, err) from None
+
+
+# ---------------------------------------------------------------- the public objects
+
+
+def _mapper(provider: str, choice: int | None) -> providers.Mapper:
+    if not isinstance(provider, str):
+        raise TypeError(f"provider must be a str, not {type(provider).__name__}")
+    if provider == CANONICAL:
+        return CanonicalMapper()
+    mapper = providers.mapper_for(provider, choice)
+    if mapper is None:
+        known = ", ".join((*providers.PROVIDERS, CANONICAL))
+        raise ValueError(f"unknown provider {provider!r}; known: {known}")
+    return mapper
+
+
+def _check_options(limits: Limits | None, choice: int | None) -> Limits:
+    if limits is not None and not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
+    if choice is not None and (type(choice) is not int or not 0 <= choice < 2**32):
+        raise ValueError(f"choice must be an int from 0 to 2**32 - 1, or None, not {choice!r}")
+    return DEFAULT_LIMITS if limits is None else limits
+
+
+class StreamAssembler:
+    """One provider stream in, one checked :class:`NormalizedResponse` out."""
+
+    __slots__ = ("provider", "_pipeline", "_busy")
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        limits: Limits | None = None,
+        choice: int | None = None,
+        keep_events: bool = False,
+    ) -> None:
+        checked = _check_options(limits, choice)
+        self._pipeline = Pipeline(provider, _mapper(provider, choice), checked, keep_events)
+        self.provider = provider
+        # one thread at a time (``abort`` and ``state`` excepted), as the native borrow check allows
+        self._busy = threading.Lock()
+
+    @property
+    def state(self) -> str:
+        """``init``, ``started``, ``streaming``, ``completed`` or ``failed``."""
+        return self._pipeline.assembler.state
+
+    @exclusive
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Raw SSE bytes of the provider's stream, in any chunking."""
+        self._pipeline.assembler.check_usable()
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"feed() takes bytes, not {type(data).__name__}")
+        self._pipeline.feed(data)
+
+    @exclusive
+    def feed_event(self, payload: dict[str, Any] | str | bytes | CanonicalEvent, event: str | None = None) -> None:
+        """One already-decoded provider event (its SSE ``data`` and ``event:`` name)."""
+        pipeline = self._pipeline
+        pipeline.assembler.check_usable()
+        if isinstance(payload, _Event):
+            if self.provider != CANONICAL:
+                raise TypeError("canonical event objects are accepted only with provider='canonical'")
+        elif not isinstance(payload, (dict, str, bytes, bytearray, memoryview)):
+            raise TypeError(f"feed_event() takes a dict, str or bytes, not {type(payload).__name__}")
+        if event is not None and not isinstance(event, str):
+            raise TypeError(f"event must be a str or None, not {type(event).__name__}")
+        if isinstance(payload, _Event):
+            pipeline.feed_fields(_event_fields(payload))
+            return
+        if isinstance(payload, dict):
+            try:
+                text = payload_text(payload)
+            except OutputError as err:
+                raise pipeline.fail(err) from None
+            pipeline.feed_event(event, text)
+        else:
+            pipeline.feed_event(event, payload)
+
+    @exclusive
+    def finish(self) -> NormalizedResponse:
+        """End of stream: the response, or the error that makes it incomplete."""
+        return self._pipeline.finish()
+
+    @exclusive
+    def snapshot(self) -> ResponseSnapshot:
+        """A provisional view for UIs (never accepted by ``decide``)."""
+        return self._pipeline.assembler.snapshot()
+
+    def abort(self) -> None:
+        """Cancel: later calls raise ``StreamError(STREAM_CANCELLED)``."""
+        self._pipeline.cancel()
+
+    @exclusive
+    def take_events(self) -> list[CanonicalEvent]:
+        """With ``keep_events=True``: the canonical events produced since the last call."""
+        events = self._pipeline.take_events()
+        if events is None:
+            raise ValueError("take_events() needs StreamAssembler(..., keep_events=True)")
+        return events
+
+
+def normalize(
+    body: bytes | str | dict[str, Any],
+    /,
+    *,
+    provider: str,
+    limits: Limits | None = None,
+    choice: int | None = None,
+) -> NormalizedResponse:
+    """A whole non-streaming response body -> :class:`NormalizedResponse`."""
+    checked = _check_options(limits, choice)
+    mapper = _mapper(provider, choice)
+    if isinstance(body, (dict, list)):
+        text: str | bytes | bytearray | memoryview = payload_text(body)
+    elif isinstance(body, (str, bytes, bytearray, memoryview)):
+        text = body
+    else:
+        raise TypeError(f"normalize() takes bytes, str or dict, not {type(body).__name__}")
+    return normalize_text(provider, mapper, text, checked)
