@@ -8,8 +8,10 @@ by one clock.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Iterable
+from typing import Any, Final
 
+from ..errors import ResultError
 from .states import STATES
 
 __all__: list[str] = []  # internal to the package
@@ -41,3 +43,21 @@ _TABLES: Final = (
 def tables(*, real: str, serial: str) -> tuple[str, ...]:
     """The CREATE statements for one dialect."""
     return tuple(sql.replace("{real}", real).replace("{serial}", serial) for sql in _TABLES)
+
+
+def create(cur: Any, statements: Iterable[str]) -> None:
+    """Run a dialect's CREATE ``statements`` on ``cur`` (a cursor taking
+    ``?`` placeholders), record the schema version once, and refuse a ledger
+    written by another version (``LEDGER_UNAVAILABLE``)."""
+    for sql in statements:
+        cur.execute(sql)
+    cur.execute(
+        "INSERT INTO ledger_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+        (SCHEMA_VERSION,),
+    )
+    cur.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'")
+    found = cur.fetchone()[0]
+    if found != SCHEMA_VERSION:
+        raise ResultError(
+            "LEDGER_UNAVAILABLE", f"the ledger has schema version {found}, this code reads {SCHEMA_VERSION}"
+        )

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..errors import ResultError
-from .ddl import SCHEMA_VERSION, tables
+from .ddl import create, tables
 
 __all__: list[str] = []  # internal to the package
 
@@ -60,18 +60,7 @@ class SQLiteDatabase:
 
     @staticmethod
     def _setup(cur: Any) -> None:
-        for sql in _DDL:
-            cur.execute(sql)
-        cur.execute(
-            "INSERT INTO ledger_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
-            (SCHEMA_VERSION,),
-        )
-        cur.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'")
-        found = cur.fetchone()[0]
-        if found != SCHEMA_VERSION:
-            raise ResultError(
-                "LEDGER_UNAVAILABLE", f"the ledger has schema version {found}, this code reads {SCHEMA_VERSION}"
-            )
+        create(cur, _DDL)
 
     def run(self, work: Callable[[Any], Any]) -> Any:
         """``work(cursor)`` in one write transaction; rolled back if it raises."""
