@@ -42,6 +42,10 @@ ENVELOPE_MAX_DEPTH: Final = 100
 ArgumentField = tuple["str | None", ...]
 
 _limits: dict[Limits, Limits] = {}
+#: The last ``(limits, derived)`` pair, read and replaced as one tuple: a
+#: stream asks with the same object per event, and hashing a ``Limits`` costs
+#: more than the dict lookup saves.
+_last: tuple[Limits | None, Limits | None] = (None, None)
 
 
 #: Numbers in event data may be this long whatever ``max_number_length``
@@ -55,6 +59,10 @@ def envelope_limits(limits: Limits) -> Limits:
     are applied when ``decide`` parses them), nesting by
     :data:`ENVELOPE_MAX_DEPTH`, numbers by the larger of ``max_number_length``
     and :data:`ENVELOPE_MIN_NUMBER_LENGTH` characters."""
+    global _last
+    last_limits, last_derived = _last
+    if last_limits is limits and last_derived is not None:
+        return last_derived
     derived = _limits.get(limits)
     if derived is None:
         if len(_limits) > 16:
@@ -70,6 +78,7 @@ def envelope_limits(limits: Limits) -> Limits:
             max_depth=ENVELOPE_MAX_DEPTH,
             max_number_length=max(limits.max_number_length, ENVELOPE_MIN_NUMBER_LENGTH),
         )
+    _last = (limits, derived)
     return derived
 
 
