@@ -67,7 +67,7 @@ def test_a_fence_is_refused_at_its_backtick(reply: str, offset: int) -> None:
         error.message,
         offset,
         None,
-        "send the JSON value alone, without ``` fences or any text around it",
+        "send the bare JSON value, without ``` fences",
     )
 
 
@@ -230,9 +230,9 @@ def test_an_envelope_that_is_not_name_and_arguments_in_full(body: str, issues: l
 @pytest.mark.parametrize(
     ("arguments", "code", "hint"),
     [
-        ('"{}"', "DOUBLE_ENCODED_JSON", "send the arguments object itself, not a string holding JSON"),
-        ("[]", "ARGUMENTS_NOT_OBJECT", "arguments must be a JSON object"),
-        ("null", "ARGUMENTS_NOT_OBJECT", "arguments must be a JSON object"),
+        ('"{}"', "DOUBLE_ENCODED_JSON", "send the arguments object itself, not a string containing it"),
+        ("[]", "ARGUMENTS_NOT_OBJECT", 'arguments must be a JSON object such as {"path": "a.txt"}'),
+        ("null", "ARGUMENTS_NOT_OBJECT", 'arguments must be a JSON object such as {"path": "a.txt"}'),
     ],
 )
 def test_arguments_that_are_not_an_object_in_full(arguments: str, code: str, hint: str) -> None:

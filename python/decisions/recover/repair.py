@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Iterable, Literal
 
+from .._json_errors import fix_text
 from .._payload import canonical_json
 from ..errors import ERROR_CODES, OutputError, ParseError, PolicyError
 from ..limits import Limits
@@ -67,30 +68,6 @@ _BUDGET_CODES: Final = frozenset({"REPAIR_BUDGET_EXHAUSTED", "REPEATED_ERROR"})
 DEFAULT_MAX_CHARS: Final = 2000
 _EXCERPT_RADIUS: Final = 32
 _MAX_ISSUES: Final = 12
-
-_FIX_TEXT: Final[dict[str, str]] = {
-    "EMPTY_INPUT": "the reply held no JSON value; send the value",
-    "UNEXPECTED_END": "the JSON ends early; close every string, array and object",
-    "TRAILING_CONTENT": "send exactly one JSON value and nothing after it",
-    "MARKDOWN_FENCE": "send the JSON alone, without ``` fences or text around it",
-    "COMMENT": "remove the comment; JSON has no comments",
-    "SINGLE_QUOTES": "use double quotes for strings and keys",
-    "TRAILING_COMMA": "remove the comma before the closing bracket or brace",
-    "KEY_NOT_STRING": "write every object key as a double-quoted string",
-    "DUPLICATE_KEY": "write each key only once in an object",
-    "INVALID_NUMBER": "write the number as JSON does (digits, optional fraction and exponent)",
-    "LEADING_ZERO": "remove the leading zero from the number",
-    "NAN_OR_INFINITY": "use a finite number or null; NaN and Infinity are not JSON",
-    "INVALID_UNICODE_ESCAPE": "write \\u followed by exactly four hex digits",
-    "LONE_SURROGATE": "write both halves of a surrogate pair, or the character itself",
-    "CONTROL_CHARACTER": "escape control characters inside strings: a newline is \\n, a tab is \\t",
-    "ARGUMENTS_NOT_OBJECT": "the arguments must be one JSON object {...}",
-    "DOUBLE_ENCODED_JSON": "send the object itself, not a string that contains JSON",
-    "UNEXPECTED_CHARACTER": "this character cannot appear here; check the JSON syntax at the marked place",
-    "INVALID_UTF8": "send valid UTF-8 text",
-    "BOM": "remove the byte order mark at the start",
-}
-
 
 # ---------------------------------------------------------------- fingerprints and the budget
 
@@ -216,7 +193,7 @@ def _excerpt(doc: str, offset: int) -> tuple[str, int]:
 
 
 def _escape_fix(doc: str, offset: int) -> str | None:
-    """For ``\\d`` at ``offset``: the concrete rewrite."""
+    """For ``\\d`` at ``offset``: the concrete rewrite, to follow the table's fix."""
     if doc[offset : offset + 1] != "\\" or offset + 1 >= len(doc):
         backslash = doc.rfind("\\", max(0, offset - 2), offset + 1)
         if backslash < 0:
@@ -226,10 +203,7 @@ def _escape_fix(doc: str, offset: int) -> str | None:
     if not char or char in '"\\/bfnrtu':
         return None
     shown = _one_line(char)
-    return (
-        f"a backslash in a JSON string must be escaped: write \\\\{shown} instead of \\{shown} "
-        '(valid escapes are \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)'
-    )
+    return f'write \\\\{shown} instead of \\{shown} (valid escapes are \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)'
 
 
 def _parse_section(error: ParseError, text: str | None, redactor: Redactor) -> list[str]:
@@ -242,10 +216,14 @@ def _parse_section(error: ParseError, text: str | None, redactor: Redactor) -> l
         shown, shown_offset = redactor.redact_with_offset(doc, offset)
         excerpt, caret = _excerpt(shown, shown_offset)
         lines += ["Near:", "  " + excerpt, "  " + " " * caret + "^"]
-    fix = _escape_fix(doc, offset) if error.code == "INVALID_ESCAPE" and doc else None
-    if error.code == "INVALID_ESCAPE" and fix is None:
-        fix = "a backslash in a JSON string must be escaped: write \\\\ for a literal backslash (\\\\d, not \\d)"
-    fix = fix or _FIX_TEXT.get(error.code) or error.hint
+    # The fix the error's hint gives: the table's fix when the hint was
+    # written from the table, else the hint of the grammar that raised it.
+    fix = fix_text(error.code, doc, offset)
+    if fix is None or not (error.hint or "").endswith(fix):
+        fix = error.hint
+    rewrite = _escape_fix(doc, offset) if error.code == "INVALID_ESCAPE" else None
+    if rewrite:
+        fix = f"{fix}; {rewrite}"
     if fix:
         lines.append(f"Fix: {fix}.")
     return lines

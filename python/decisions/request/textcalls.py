@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from .. import _backend
+from .._json_errors import fix_text
 from .._payload import canonical_json
 from ..errors import ParseError, SchemaError, StreamError
 from ..limits import DEFAULT_LIMITS, Limits
@@ -140,7 +141,7 @@ def parse_json_text(
             "MARKDOWN_FENCE",
             doc=text,
             pos=fence.start() + fence.group().index("`"),
-            hint="send the JSON value alone, without ``` fences or any text around it",
+            hint=fix_text("MARKDOWN_FENCE"),
         )
     return TextValue(_loads(text, block.start("body"), block.end("body"), limits), ("markdown_fence",))
 
@@ -216,11 +217,11 @@ def _envelope(value: Any, doc: str, start: int) -> tuple[str, dict[str, Any]]:
             doc=doc,
             pos=start,
             path="$.arguments",
-            hint="send the arguments object itself, not a string holding JSON",
+            hint=fix_text("DOUBLE_ENCODED_JSON"),
         )
     if not isinstance(arguments, dict):
         raise ParseError(
-            "ARGUMENTS_NOT_OBJECT", doc=doc, pos=start, path="$.arguments", hint="arguments must be a JSON object"
+            "ARGUMENTS_NOT_OBJECT", doc=doc, pos=start, path="$.arguments", hint=fix_text("ARGUMENTS_NOT_OBJECT")
         )
     return str(name), arguments
 
