@@ -21,7 +21,8 @@ from decisions.errors import SchemaError
 from decisions.request.capabilities import ANNOTATION_KEYWORDS, Capabilities, capabilities
 from decisions.request.conversion import convert_schema
 from decisions.request.definitions import OutputDefinition, ToolDefinition
-from decisions.request.fragments import build_request, output_fragment, tool_fragment
+from decisions.request.fragments import output_fragment, tool_fragment
+from decisions.request.plan import build_request
 
 PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 

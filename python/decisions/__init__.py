@@ -48,14 +48,13 @@ from .request.capabilities import ANNOTATION_KEYWORDS, STRATEGIES, Capabilities,
 from .request.conversion import ConvertedSchema, DroppedKeyword, OnUnsupported, convert_schema, schema_digest
 from .request.definitions import OutputDefinition, ToolDefinition
 from .request.fragments import (
-    RequestPlan,
     RequestRecord,
-    build_request,
     choose_strategy,
     json_text_instructions,
     output_fragment,
     tool_fragment,
 )
+from .request.plan import RequestPlan, build_request
 from .request.textcalls import (
     TOOL_CALL_CLOSE,
     TOOL_CALL_OPEN,
