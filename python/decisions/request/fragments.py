@@ -29,11 +29,11 @@ from .conversion import (
     ConvertedSchema,
     DroppedKeyword,
     OnUnsupported,
-    _Restorer,
     convert_schema,
     schema_digest,
 )
 from .definitions import OutputDefinition, ToolDefinition
+from .restore import Restorer
 
 __all__ = [
     "RequestRecord",
@@ -134,7 +134,7 @@ class RequestRecord:
             value = value[self.root_key]
         if not self.nullable_added:
             return value
-        return _Restorer(self.original_schema, self.nullable_added).value(value, self.original_schema, "#")
+        return Restorer(self.original_schema, self.nullable_added).value(value, self.original_schema, "#")
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-serialisable view (the documented record shape)."""

@@ -1,0 +1,82 @@
+"""The conversion undone on a response value.
+
+A value the model wrote for a converted schema (see
+:mod:`~decisions.request.conversion`) is walked along the ORIGINAL schema:
+the ``null`` the model had to write for an optional field that strict mode
+made required is removed, so that the decision layer validates the value
+against the ORIGINAL schema. (The root wrapper is removed by the record that
+knows its key, :meth:`~decisions.request.fragments.RequestRecord.restore`.)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .conversion import _DEFS_KEYS, _MAX_SCHEMA_DEPTH, _def_name, _pointer
+
+__all__ = ["Restorer"]
+
+
+class Restorer:
+    """Walks a value along the ORIGINAL schema and removes the ``null`` the
+    model wrote for a property that strict mode made required."""
+
+    def __init__(self, original: Mapping[str, Any], nullable: frozenset[str]) -> None:
+        self.original = original
+        self.nullable = nullable
+        self.defs: dict[str, tuple[str, Any]] = {}
+        for key in _DEFS_KEYS:
+            block = original.get(key)
+            if isinstance(block, Mapping):
+                for name, body in block.items():
+                    self.defs[name] = (_pointer("#", key, name), body)
+
+    def value(self, value: Any, node: Any, path: str, depth: int = 0) -> Any:
+        if not isinstance(node, Mapping) or depth > _MAX_SCHEMA_DEPTH:
+            return value
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            found = _def_name(ref)
+            if found is not None and found[1] in self.defs:
+                def_path, body = self.defs[found[1]]
+                value = self.value(value, body, def_path, depth + 1)
+        for key in ("anyOf", "oneOf"):
+            branches = node.get(key)
+            if isinstance(branches, list):
+                value = self.union(value, branches, _pointer(path, key), depth)
+        if isinstance(value, dict) and isinstance(node.get("properties"), Mapping):
+            props = node["properties"]
+            out = {}
+            for name, item in value.items():
+                prop_path = _pointer(path, "properties", name)
+                if item is None and prop_path in self.nullable:
+                    continue
+                out[name] = self.value(item, props.get(name), prop_path, depth + 1) if name in props else item
+            value = out
+        if isinstance(value, list):
+            items = node.get("items")
+            prefix = node.get("prefixItems")
+            if isinstance(prefix, list):
+                value = [
+                    self.value(v, prefix[i], _pointer(path, "prefixItems", i), depth + 1) if i < len(prefix) else v
+                    for i, v in enumerate(value)
+                ]
+            elif isinstance(items, Mapping):
+                value = [self.value(v, items, _pointer(path, "items"), depth + 1) for v in value]
+        return value
+
+    def union(self, value: Any, branches: list[Any], path: str, depth: int) -> Any:
+        from jsonschema import Draft202012Validator
+
+        for index, branch in enumerate(branches):
+            candidate = self.value(value, branch, _pointer(path, index), depth + 1)
+            if candidate is value:
+                continue
+            probe = (
+                {**{k: v for k, v in self.original.items() if k in _DEFS_KEYS}, **branch}
+                if isinstance(branch, Mapping)
+                else branch
+            )
+            if Draft202012Validator(probe).is_valid(candidate):
+                return candidate
+        return value
