@@ -78,7 +78,7 @@ number length and range in ``parse_int``/``parse_float``, NaN in
 ``parse_constant``; a regex for surrogate escapes; counting brackets and
 commas bounds depth, items and values, and an iterative walk runs only when
 those bounds are not enough). Whenever it fails or flags anything, the
-exact parser below (the twin of the Rust core, same algorithm) runs on the
+exact parser (:mod:`~decisions._pure.jsonexact`, the twin of the Rust core, same algorithm) runs on the
 text to find the code and position, or the value when the stdlib cannot
 build it (nesting beyond the interpreter's recursion limit).
 """
@@ -92,340 +92,17 @@ from typing import Any, Final
 
 from .._json_errors import parse_error, str_input_error, utf16_str
 from ..limits import DEFAULT_LIMITS, Limits
+from .jsonexact import INF, INT_MAX, INT_MIN, WS, WS_CHARS, Exact, Fail, utf8_len
 
 __all__ = ["loads"]
-
-
-class _Fail(Exception):
-    """A parse error found by the exact parser: code and character offset."""
-
-    def __init__(self, code: str, pos: int) -> None:
-        self.code = code
-        self.pos = pos
 
 
 class _Flag(Exception):
     """The fast path saw something it cannot judge; the exact parser decides."""
 
 
-_WS: Final = re.compile(r"[ \t\n\r]*")
-_WS_CHARS: Final = " \t\n\r"
-_SPECIAL: Final = re.compile(r'["\\\x00-\x1f]')
-_DIGITS: Final = re.compile(r"[0-9]*")
-_HEX4: Final = re.compile(r"[0-9a-fA-F]{4}")
-_SIMPLE_ESCAPES: Final = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_VALUE_START: Final = frozenset('{["-0123456789tfn')
-_LITERALS: Final = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
-_INT_MIN: Final = -(2**63)
-_INT_MAX: Final = 2**64 - 1
-
-
-def _utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8"))
-
-
-def _classify(text: str, i: int, default: str) -> str:
-    c = text[i : i + 1]
-    if c == "/" and text[i + 1 : i + 2] in ("/", "*"):
-        return "COMMENT"
-    if c == "`" and text.startswith("```", i):
-        return "MARKDOWN_FENCE"
-    if c == "'":
-        return "SINGLE_QUOTES"
-    return default
-
-
-class _Exact:
-    """The exact parser: one pass, explicit stack, same checks as the Rust core."""
-
-    __slots__ = ("text", "n", "pos", "values", "lim")
-
-    def __init__(self, text: str, lim: Limits) -> None:
-        self.text = text
-        self.n = len(text)
-        self.pos = 0
-        self.values = 0
-        self.lim = lim
-
-    def ws(self) -> None:
-        self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
-
-    def end(self) -> _Fail:
-        return _Fail("UNEXPECTED_END", self.n)
-
-    def run(self) -> Any:
-        text, lim = self.text, self.lim
-        # frames: [container, is_object, pending key, key position, count,
-        #          position of the first repeated key or -1]
-        stack: list[list[Any]] = []
-        self.ws()
-        if self.pos >= self.n:
-            raise _Fail("EMPTY_INPUT", self.pos)
-        while True:
-            # A value starts at self.pos.
-            start = self.pos
-            if start >= self.n:
-                raise self.end()
-            c = text[start]
-            if c not in _VALUE_START:
-                if c == "N" and text.startswith("NaN", start) or c == "I" and text.startswith("Infinity", start):
-                    raise _Fail("NAN_OR_INFINITY", start)
-                if c in "+.":
-                    raise _Fail("INVALID_NUMBER", start)
-                raise _Fail(_classify(text, start, "UNEXPECTED_CHARACTER"), start)
-            if stack and not stack[-1][1]:
-                top = stack[-1]
-                if top[4] >= lim.max_array_items:
-                    raise _Fail("TOO_MANY_ITEMS", start)
-                top[4] += 1
-            if self.values >= lim.max_values:
-                raise _Fail("TOO_MANY_VALUES", start)
-            self.values += 1
-            if c in "{[" and len(stack) >= lim.max_depth:
-                raise _Fail("DEPTH_EXCEEDED", start)
-            value: Any
-            if c == "{":
-                self.pos += 1
-                self.ws()
-                nxt = text[self.pos : self.pos + 1]
-                if nxt == "}":
-                    self.pos += 1
-                    value = {}
-                elif nxt == '"':
-                    stack.append([{}, True, None, 0, 0, -1])
-                    self.member(stack[-1])
-                    continue
-                elif not nxt:
-                    raise self.end()
-                else:
-                    raise _Fail(_classify(text, self.pos, "KEY_NOT_STRING"), self.pos)
-            elif c == "[":
-                self.pos += 1
-                self.ws()
-                nxt = text[self.pos : self.pos + 1]
-                if nxt == "]":
-                    self.pos += 1
-                    value = []
-                elif not nxt:
-                    raise self.end()
-                else:
-                    stack.append([[], False, None, 0, 0, -1])
-                    continue
-            elif c == '"':
-                value = self.string(start)
-            elif c in _LITERALS:
-                word, value = _LITERALS[c]
-                for k, expected in enumerate(word):
-                    got = text[start + k : start + k + 1]
-                    if not got:
-                        raise self.end()
-                    if got != expected:
-                        raise _Fail("UNEXPECTED_CHARACTER", start + k)
-                self.pos = start + len(word)
-            else:
-                value = self.number(start)
-            # A value is complete: attach it, closing containers as they end.
-            while True:
-                if not stack:
-                    self.ws()
-                    if self.pos < self.n:
-                        raise _Fail(_classify(text, self.pos, "TRAILING_CONTENT"), self.pos)
-                    return value
-                top = stack[-1]
-                if top[1]:
-                    obj = top[0]
-                    if top[2] in obj and top[5] < 0:
-                        top[5] = top[3]
-                    obj[top[2]] = value
-                    self.ws()
-                    nxt = text[self.pos : self.pos + 1]
-                    if nxt == ",":
-                        comma = self.pos
-                        self.pos += 1
-                        self.ws()
-                        nxt = text[self.pos : self.pos + 1]
-                        if nxt == '"':
-                            self.member(top)
-                            break
-                        if nxt == "}":
-                            raise _Fail("TRAILING_COMMA", comma)
-                        if not nxt:
-                            raise self.end()
-                        raise _Fail(_classify(text, self.pos, "KEY_NOT_STRING"), self.pos)
-                    if nxt == "}":
-                        self.pos += 1
-                        if top[5] >= 0:
-                            raise _Fail("DUPLICATE_KEY", top[5])
-                        value = stack.pop()[0]
-                        continue
-                    if not nxt:
-                        raise self.end()
-                    raise _Fail(_classify(text, self.pos, "UNEXPECTED_CHARACTER"), self.pos)
-                top[0].append(value)
-                self.ws()
-                nxt = text[self.pos : self.pos + 1]
-                if nxt == ",":
-                    comma = self.pos
-                    self.pos += 1
-                    self.ws()
-                    nxt = text[self.pos : self.pos + 1]
-                    if nxt == "]":
-                        raise _Fail("TRAILING_COMMA", comma)
-                    if not nxt:
-                        raise self.end()
-                    break
-                if nxt == "]":
-                    self.pos += 1
-                    value = stack.pop()[0]
-                    continue
-                if not nxt:
-                    raise self.end()
-                raise _Fail(_classify(text, self.pos, "UNEXPECTED_CHARACTER"), self.pos)
-
-    def member(self, top: list[Any]) -> None:
-        """A key from its opening quote through the colon and whitespace after it."""
-        key_pos = self.pos
-        if top[4] >= self.lim.max_object_members:
-            raise _Fail("TOO_MANY_MEMBERS", key_pos)
-        top[4] += 1
-        top[2] = self.string(key_pos)
-        top[3] = key_pos
-        self.ws()
-        nxt = self.text[self.pos : self.pos + 1]
-        if nxt != ":":
-            if not nxt:
-                raise self.end()
-            raise _Fail(_classify(self.text, self.pos, "UNEXPECTED_CHARACTER"), self.pos)
-        self.pos += 1
-        self.ws()
-        if self.pos >= self.n:
-            raise self.end()
-
-    def string(self, quote: int) -> str:
-        text, limit = self.text, self.lim.max_string_bytes
-        parts: list[str] = []
-        decoded = 0
-        cur = quote + 1
-        while True:
-            m = _SPECIAL.search(text, cur)
-            j = m.start() if m else self.n
-            run = text[cur:j]
-            decoded += _utf8_len(run)
-            if decoded > limit:
-                raise _Fail("STRING_TOO_LONG", quote)
-            if j >= self.n:
-                raise self.end()
-            c = text[j]
-            if c == '"':
-                self.pos = j + 1
-                if not parts:
-                    return run
-                parts.append(run)
-                return "".join(parts)
-            if c != "\\":
-                raise _Fail("CONTROL_CHARACTER", j)
-            parts.append(run)
-            e = text[j + 1 : j + 2]
-            if not e:
-                raise self.end()
-            simple = _SIMPLE_ESCAPES.get(e)
-            if simple is not None:
-                parts.append(simple)
-                decoded += 1
-                cur = j + 2
-                continue
-            if e != "u":
-                raise _Fail("INVALID_ESCAPE", j)
-            first = self.hex4(j)
-            nxt = j + 6
-            if 0xD800 <= first <= 0xDBFF:
-                pair = text[nxt : nxt + 2]
-                if not pair or pair == "\\":
-                    raise self.end()
-                if pair != "\\u":
-                    raise _Fail("LONE_SURROGATE", j)
-                second = self.hex4(nxt)
-                if not 0xDC00 <= second <= 0xDFFF:
-                    raise _Fail("LONE_SURROGATE", j)
-                code = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-                nxt += 6
-            elif 0xDC00 <= first <= 0xDFFF:
-                raise _Fail("LONE_SURROGATE", j)
-            else:
-                code = first
-            char = chr(code)
-            parts.append(char)
-            decoded += 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
-            cur = nxt
-
-    def hex4(self, j: int) -> int:
-        """The value of the four hex digits of the ``\\u`` escape at ``j``."""
-        digits = self.text[j + 2 : j + 6]
-        if _HEX4.match(digits) is None:
-            for ch in digits:
-                if ch not in "0123456789abcdefABCDEF":
-                    raise _Fail("INVALID_UNICODE_ESCAPE", j)
-            raise self.end()
-        return int(digits, 16)
-
-    def required_digits(self, start: int) -> None:
-        c = self.text[self.pos : self.pos + 1]
-        if not c:
-            raise self.end()
-        if not "0" <= c <= "9":
-            raise _Fail("INVALID_NUMBER", start)
-        self.pos = _DIGITS.match(self.text, self.pos).end()  # type: ignore[union-attr]
-
-    def number(self, start: int) -> int | float:
-        text = self.text
-        self.pos = start
-        if text[start] == "-":
-            self.pos += 1
-            if text.startswith("Infinity", self.pos) or text.startswith("NaN", self.pos):
-                raise _Fail("NAN_OR_INFINITY", start)
-        c = text[self.pos : self.pos + 1]
-        if not c:
-            raise self.end()
-        if c == "0":
-            self.pos += 1
-            if "0" <= text[self.pos : self.pos + 1] <= "9":
-                raise _Fail("LEADING_ZERO", start)
-        elif "1" <= c <= "9":
-            self.pos = _DIGITS.match(text, self.pos).end()  # type: ignore[union-attr]
-        else:
-            raise _Fail("INVALID_NUMBER", start)
-        is_float = False
-        if text[self.pos : self.pos + 1] == ".":
-            is_float = True
-            self.pos += 1
-            self.required_digits(start)
-        if text[self.pos : self.pos + 1] in ("e", "E"):
-            is_float = True
-            self.pos += 1
-            if text[self.pos : self.pos + 1] in ("+", "-"):
-                self.pos += 1
-            self.required_digits(start)
-        if self.pos - start > self.lim.max_number_length:
-            raise _Fail("NUMBER_TOO_LONG", start)
-        literal = text[start : self.pos]
-        if is_float:
-            f = float(literal)
-            if f in (_INF, -_INF):
-                raise _Fail("NUMBER_OUT_OF_RANGE", start)
-            return f
-        if len(literal) > 21:
-            raise _Fail("NUMBER_OUT_OF_RANGE", start)
-        i = int(literal)
-        if not _INT_MIN <= i <= _INT_MAX:
-            raise _Fail("NUMBER_OUT_OF_RANGE", start)
-        return i
-
-
-_INF: Final = float("inf")
-
-
 def _exact(text: str, lim: Limits) -> Any:
-    return _Exact(text, lim).run()
+    return Exact(text, lim).run()
 
 
 # --- the fast path -------------------------------------------------------
@@ -476,7 +153,7 @@ def _scanner(lim: Limits) -> _Scanner:
         if len(literal) > 21 or len(literal) > max_number:
             raise _Flag
         value = int(literal)
-        if not _INT_MIN <= value <= _INT_MAX:
+        if not INT_MIN <= value <= INT_MAX:
             raise _Flag
         return value
 
@@ -484,7 +161,7 @@ def _scanner(lim: Limits) -> _Scanner:
         if len(literal) > max_number:
             raise _Flag
         value = float(literal)
-        if value in (_INF, -_INF):
+        if value in (INF, -INF):
             raise _Flag
         return value
 
@@ -505,7 +182,7 @@ def _walk(value: Any, lim: Limits, check_strings: bool) -> None:
     max_depth, max_items, max_str = lim.max_depth, lim.max_array_items, lim.max_string_bytes
     values = 1
     if type(value) is not dict and type(value) is not list:
-        if check_strings and type(value) is str and len(value) * 4 > max_str and _utf8_len(value) > max_str:
+        if check_strings and type(value) is str and len(value) * 4 > max_str and utf8_len(value) > max_str:
             raise _Flag
         return
     stack: list[tuple[Any, int]] = [(value, 0)]
@@ -518,7 +195,7 @@ def _walk(value: Any, lim: Limits, check_strings: bool) -> None:
             items = container.values()
             if check_strings:
                 for key in container:
-                    if len(key) * 4 > max_str and _utf8_len(key) > max_str:
+                    if len(key) * 4 > max_str and utf8_len(key) > max_str:
                         raise _Flag
         else:
             items = container
@@ -532,7 +209,7 @@ def _walk(value: Any, lim: Limits, check_strings: bool) -> None:
                     stack.append((item, depth))
                 elif depth >= max_depth:
                     raise _Flag
-            elif check_strings and t is str and len(item) * 4 > max_str and _utf8_len(item) > max_str:
+            elif check_strings and t is str and len(item) * 4 > max_str and utf8_len(item) > max_str:
                 raise _Flag
     if values > lim.max_values:
         raise _Flag
@@ -544,9 +221,9 @@ def _fast(text: str, size: int, lim: Limits) -> Any:
         if len(_scanners) > 16:
             _scanners.clear()
         scan = _scanners[lim] = _scanner(lim)
-    start = _WS.match(text).end() if text[:1] in _WS_CHARS else 0  # type: ignore[union-attr]
+    start = WS.match(text).end() if text[:1] in WS_CHARS else 0  # type: ignore[union-attr]
     value, end = scan(text, start)
-    if end != len(text) and _WS.match(text, end).end() != len(text):  # type: ignore[union-attr]
+    if end != len(text) and WS.match(text, end).end() != len(text):  # type: ignore[union-attr]
         raise _Flag
     if "\\u" in text and not _surrogates_paired(text):
         raise _Flag
@@ -618,5 +295,5 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
         pass
     try:
         return _exact(text, lim)
-    except _Fail as fail:
+    except Fail as fail:
         raise parse_error(fail.code, data, fail.pos, limits) from None
