@@ -1,6 +1,12 @@
 """Provider mappers (pure twin of ``rust/src/core/providers``): one provider's
 wire events or whole body in, canonical events out. ``mapper_for`` is the only
 place that knows the provider ids.
+
+The template is ``_shape``: every event passed the envelope rule before a
+mapper sees it, and the mapper checks each documented field with a shape
+reader when it reaches it, in the Rust mapper's order, so both backends give
+the same code and message (Anthropic and Gemini; the OpenAI mappers are
+still to be moved). Adding a provider: README, "Adding a provider".
 """
 
 from __future__ import annotations

@@ -1,6 +1,16 @@
 //! Provider mappers: one provider's wire events (or whole body) in, canonical
 //! events out. Each provider lives in its own module; [`mapper_for`] is the
 //! only place that knows the provider ids.
+//!
+//! The template is [`shape`]: every event has passed the envelope rule
+//! ([`crate::core::envelope`]) before a mapper reads it, so a mapper reads
+//! raw members (`serde_json::value::RawValue`) and checks each documented
+//! field with a `Shape` reader when it reaches it. The pure twin uses the same
+//! readers in the same order (`_pure/providers/_shape.py`), so both give the
+//! same code and message; typed serde structs check in serde's order and
+//! word errors their own way. Anthropic and Gemini follow the template; the
+//! two OpenAI mappers still read typed structs (a later pass moves them).
+//! Adding a provider: README, "Adding a provider".
 
 use std::collections::BTreeMap;
 
