@@ -13,7 +13,7 @@
 - what cannot be expressed at all (an open map under strict mode, recursion
   where the provider forbids it, a non-local ``$ref``) is always rejected.
 
-:mod:`~decisions.request.restore` undoes the conversion on a response value.
+:mod:`~decisions.request._restore` undoes the conversion on a response value.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from .._payload import canonical_json
 from .._version import __version__
 from ..errors import SchemaError
+from ._restore import Restorer
 from .capabilities import Capabilities, Strategy, capabilities
 from .conversion import (
     ConvertedSchema,
@@ -33,7 +34,6 @@ from .conversion import (
     schema_digest,
 )
 from .definitions import OutputDefinition, ToolDefinition
-from .restore import Restorer
 
 __all__ = [
     "RequestRecord",
