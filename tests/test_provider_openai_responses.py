@@ -410,6 +410,9 @@ _BASES = [
     [json.loads(line) for line in lines(path)]
     for path in (
         AZURE + "azure-tool-call.1.chunks.txt",
+        RESP + "openai-custom-tool.1.chunks.txt",
+        RESP + "openai-local-shell-tool.1.chunks.txt",
+        RESP + "openai-apply-patch-tool.1.chunks.txt",
         LMSTUDIO + "lmstudio-tool-call.1.chunks.txt",
         RESP + "openai-error.1.chunks.txt",
         RESP + "openai-file-search-tool.1.chunks.txt",
@@ -464,6 +467,8 @@ _BODIES = [
     for path in (
         RESP + "openai-file-search-tool.1.json",
         AZURE + "azure-tool-call.1.json",
+        RESP + "openai-custom-tool.1.json",
+        RESP + "openai-apply-patch-tool.1.json",
         LMSTUDIO + "lmstudio-basic.1.json",
         RESP + "openai-error.1.json",
     )

@@ -10,8 +10,8 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, 
 
 use crate::core::assemble::{CanonicalMapper, Kind, Response};
 use crate::core::errors::{Code, CoreError};
-use crate::core::limits::Limits;
 use crate::core::events::CallKind;
+use crate::core::limits::Limits;
 use crate::core::pipeline::{self, Pipeline};
 use crate::core::providers::{mapper_for, Mapper, PROVIDERS};
 use crate::py::common::{limits_from, released, RELEASE_AT};
