@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from decisions import Policy, Tool, ToolRegistry, ToolRule, decide
+from decisions import Policy, Tool, ToolRegistry, ToolRule, decide, wire
 from decisions.errors import DomainError, OutputError, PolicyError, SchemaError, StreamError
 from decisions.types import NormalizedResponse, ToolCallStarted
 from openai_recordings import FIXTURES, lines, run, run_events, sse
@@ -376,6 +376,10 @@ def test_the_kind_crosses_the_canonical_wire_format(impl: ModuleType) -> None:
     ]
     (call,) = run_events(impl, "canonical", events).tool_calls
     assert call.call_kind == "custom" and started.to_dict()["call_kind"] == "custom"
+    assert wire.event_from_dict(started.to_dict()) == started
+    with pytest.raises(StreamError) as bad:
+        wire.event_from_dict({**started.to_dict(), "call_kind": "bash"})
+    assert bad.value.code == "MALFORMED_EVENT"
     events[1] = {**started.to_dict(), "call_kind": "bash"}
     with pytest.raises(StreamError) as info:
         run_events(impl, "canonical", events)

@@ -266,7 +266,7 @@ impl Kind {
 
 /// A known output item, shape-checked, or the type of another one.
 enum Out<'a> {
-    Known(Kind, OutItem<'a>),
+    Known(Kind, Box<OutItem<'a>>),
     Other(String),
 }
 
@@ -327,7 +327,7 @@ fn out_item<'a>(raw: &'a RawValue, what: &str) -> Result<Out<'a>, CoreError> {
             }
         }
     }
-    Ok(Out::Known(kind, item))
+    Ok(Out::Known(kind, Box::new(item)))
 }
 
 impl OutItem<'_> {
