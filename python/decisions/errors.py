@@ -175,6 +175,10 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
                 True,
                 "a tool name differs from a known one only in case, namespace prefix or look-alike characters",
             ),
+            "CALL_KIND_MISMATCH": (
+                True,
+                "a call's kind does not match its registered tool's (custom text input vs JSON arguments, or another client tool)",
+            ),
         },
     ),
     **_table(

@@ -11,6 +11,8 @@ from typing import Any, ClassVar, Literal, Mapping, NamedTuple, Union
 __all__ = [
     "FinishReason",
     "FINISH_REASONS",
+    "CallKind",
+    "CALL_KINDS",
     "SSEEvent",
     "ResponseStarted",
     "ItemStarted",
@@ -50,6 +52,16 @@ FINISH_REASONS: tuple[str, ...] = (
 )
 
 ItemKind = Literal["text", "refusal", "reasoning"]
+
+#: What a tool call asks the executor to run. ``function``: a declared function,
+#: arguments are a JSON object's text. ``custom``: an OpenAI Responses custom
+#: tool, arguments are its free-form input *text* (never JSON). The others are
+#: OpenAI Responses client-executed tools (``local_shell``, ``computer``,
+#: ``apply_patch``, ``shell``): the call's name is the kind itself and its
+#: arguments the JSON text of the item's ``action`` (``operation`` for
+#: ``apply_patch``).
+CallKind = Literal["function", "custom", "local_shell", "computer", "apply_patch", "shell"]
+CALL_KINDS: tuple[str, ...] = ("function", "custom", "local_shell", "computer", "apply_patch", "shell")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,18 +140,20 @@ class ReasoningDelta(_Event):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallStarted(_Event):
     """A tool call opened. ``call_id`` pairs the call with its result;
-    ``call_id_generated`` says the provider gave none and one was made."""
+    ``call_id_generated`` says the provider gave none and one was made;
+    ``call_kind`` says what kind of call it is (:data:`CallKind`)."""
 
     type: ClassVar[str] = "tool_call_started"
     item_id: str
     call_id: str
     name: str
     call_id_generated: bool = False
+    call_kind: CallKind = "function"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolArgumentsDelta(_Event):
-    """A piece of a tool call's arguments JSON text."""
+    """A piece of a tool call's arguments text (JSON, or a custom tool's input)."""
 
     type: ClassVar[str] = "tool_arguments_delta"
     item_id: str
@@ -256,7 +270,9 @@ class ReasoningItem:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallItem:
-    """A tool call with its complete arguments JSON *text* (not yet parsed).
+    """A tool call with its complete arguments *text* (not yet parsed): a
+    JSON object's text, or for ``call_kind == "custom"`` the tool's free-form
+    input, verbatim (see :data:`CallKind`).
 
     ``complete`` is False for every tool call of a cut response (finish
     reason length, content filter or refusal), whether or not the call had
@@ -272,6 +288,7 @@ class ToolCallItem:
     arguments: str
     complete: bool = True
     call_id_generated: bool = False
+    call_kind: CallKind = "function"
 
 
 Item = Union[TextItem, RefusalItem, ReasoningItem, ToolCallItem]
@@ -325,7 +342,8 @@ class FixedResponse(NamedTuple):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallSnapshot:
     """A tool call as far as it has streamed. ``partial`` is a best-effort
-    parse of the arguments so far, for display only."""
+    parse of the arguments so far, for display only (None for a custom
+    call, whose input is text)."""
 
     item_id: str
     call_id: str
@@ -333,6 +351,7 @@ class CallSnapshot:
     arguments: str
     partial: Any
     ended: bool
+    call_kind: CallKind = "function"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,6 +24,7 @@ from ..errors import OutputError, StreamError, TransportError
 from ..limits import DEFAULT_LIMITS, Limits
 from ..stream.partial import PartialJSON
 from ..types import (
+    CALL_KINDS,
     EVENT_TYPES,
     FINISH_REASONS,
     CallSnapshot,
@@ -80,6 +81,7 @@ class _Item:
         "call_id",
         "name",
         "call_id_generated",
+        "call_kind",
         "signature",
         "parser",
         "fed",
@@ -94,6 +96,7 @@ class _Item:
         self.call_id = ""
         self.name = ""
         self.call_id_generated = False
+        self.call_kind = "function"
         self.signature: list[str] | None = None
         self.parser: PartialJSON | None = None
         self.fed = 0  # characters already given to ``parser``
@@ -296,6 +299,8 @@ class Assembler:
             item.signature.append(signature)
 
     def _call_started(self, event: ToolCallStarted) -> None:
+        if event.call_kind not in CALL_KINDS:
+            raise self._fail("MALFORMED_EVENT", 'tool_call_started event field "call_kind" must be a call kind')
         existing = self._by_id.get(event.item_id)
         if existing is not None:
             if existing.kind == "tool_call" and existing.call_id == event.call_id and existing.name != event.name:
@@ -315,6 +320,7 @@ class Assembler:
         item.call_id = event.call_id
         item.name = event.name
         item.call_id_generated = event.call_id_generated
+        item.call_kind = event.call_kind
         self._call_ids.add(event.call_id)
         self._calls += 1
 
@@ -441,6 +447,18 @@ class Assembler:
         for item in self._items:
             if item.kind == "text":
                 text.append(item.text())
+            elif item.kind == "tool_call" and item.call_kind == "custom":  # text: nothing to parse
+                calls.append(
+                    CallSnapshot(
+                        item_id=item.item_id,
+                        call_id=item.call_id,
+                        name=item.name,
+                        arguments=item.text(),
+                        partial=None,
+                        ended=item.ended,
+                        call_kind="custom",
+                    )
+                )
             elif item.kind == "tool_call":
                 parser = item.parser
                 if parser is not None and parser.settled(item.nbytes):  # the error is built: no join
@@ -463,6 +481,7 @@ class Assembler:
                         arguments=arguments,
                         partial=parser.value(),
                         ended=item.ended,
+                        call_kind=item.call_kind,  # type: ignore[arg-type]
                     )
                 )
         return ResponseSnapshot(
@@ -487,6 +506,7 @@ def _build_item(item: _Item, cut: bool) -> Item:
             arguments=item.text(),
             complete=item.ended and not cut,
             call_id_generated=item.call_id_generated,
+            call_kind=item.call_kind,  # type: ignore[arg-type]
         )
     if kind == "text":
         return TextItem(item_id=item.item_id, text=item.text())
@@ -498,7 +518,7 @@ def _build_item(item: _Item, cut: bool) -> Item:
 
 # ---------------------------------------------------------------- canonical wire format
 
-_STR, _OPT_STR, _BOOL, _OPT_INT, _KIND, _FINISH = range(6)
+_STR, _OPT_STR, _BOOL, _OPT_INT, _KIND, _FINISH, _CALL_KIND = range(7)
 _EXPECTED: Final = (
     "a string",
     "a string or null",
@@ -506,6 +526,7 @@ _EXPECTED: Final = (
     "an integer or null",
     "an item kind",
     "a finish reason",
+    "a call kind",
 )
 #: type -> ((field, kind, required), ...), in the order the fields are checked.
 _FIELDS: Final[Mapping[str, tuple[tuple[str, int, bool], ...]]] = {
@@ -519,6 +540,7 @@ _FIELDS: Final[Mapping[str, tuple[tuple[str, int, bool], ...]]] = {
         ("call_id", _STR, True),
         ("name", _STR, True),
         ("call_id_generated", _BOOL, False),
+        ("call_kind", _CALL_KIND, False),
     ),
     "tool_arguments_delta": (("item_id", _STR, True), ("delta", _STR, True)),
     "item_ended": (("item_id", _STR, True),),
@@ -546,6 +568,8 @@ def _valid(kind: int, value: Any) -> bool:
         return value is None or (type(value) is int and 0 <= value <= _U64_MAX)
     if kind == _KIND:
         return value in _KINDS
+    if kind == _CALL_KIND:
+        return value in CALL_KINDS
     return value in FINISH_REASONS
 
 

@@ -73,8 +73,8 @@ class Database(Protocol):
     def close(self) -> None: ...
 
 
-def argument_digest(arguments: Mapping[str, Any]) -> str:
-    """``sha256:<hex>`` of the canonical JSON of a call's arguments."""
+def argument_digest(arguments: Mapping[str, Any] | str) -> str:
+    """``sha256:<hex>`` of the canonical JSON of a call's arguments (a custom call's: its input text)."""
     return "sha256:" + hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
 
 

@@ -25,7 +25,7 @@ from typing import Any, Final, get_args
 from .. import _backend
 from ..errors import StreamError
 from ..limits import Limits
-from ..types import EVENT_TYPES, FINISH_REASONS, CanonicalEvent, ItemKind
+from ..types import CALL_KINDS, EVENT_TYPES, FINISH_REASONS, CanonicalEvent, ItemKind
 
 __all__ = [
     "CONTENT_TYPE_JSON_LINES",
@@ -64,6 +64,8 @@ def _check_value(type_name: str, name: str, value: Any, annotation: str) -> None
         ok = value in _ITEM_KINDS
     elif annotation == "FinishReason":
         ok = value in FINISH_REASONS
+    elif annotation == "CallKind":
+        ok = value in CALL_KINDS
     else:  # a field type this reader does not know: refuse rather than guess
         raise _malformed(f"{type_name}.{name} has an unsupported type {annotation}")
     if not ok:

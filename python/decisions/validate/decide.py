@@ -44,6 +44,15 @@ The layers run in order and the first failure stops the chain:
 6. **policy** (``PolicyError``): see :mod:`decisions.validate.policy`; a cancelled
    run refuses a final answer too.
 
+Call kinds (:data:`~decisions.types.CallKind`): a ``custom`` call's input is
+text, never parsed as JSON: it is validated as a string by its tool's schema
+and is the call's ``arguments``. A client-executed call (``local_shell``,
+``computer``, ``apply_patch``, ``shell``) has its action (operation) object
+as arguments, parsed like a function call's. A call whose kind is not its
+registered tool's ``kind`` is ``CALL_KIND_MISMATCH``; a call of any kind but
+``function`` needs a registry (without one it is ``UNKNOWN_TOOL``), so no
+client tool runs unless the host registered it.
+
 A call's ``arguments`` are what its tool's schema produced (for a Pydantic
 model, the validated model dumped by field name), so the executor gets
 exactly the values the policy checked; ``validated`` is the model itself.
@@ -310,7 +319,9 @@ def _batch(items: tuple[ToolCallItem, ...], failed: int, code: str) -> list[dict
 _WELL_FORMED = frozenset({"ARGUMENTS_NOT_OBJECT", "DOUBLE_ENCODED_JSON"})
 
 
-def _parse_call(item: ToolCallItem, index: int, response: NormalizedResponse, limits: Limits) -> dict[str, Any]:
+def _parse_call(item: ToolCallItem, index: int, response: NormalizedResponse, limits: Limits) -> dict[str, Any] | str:
+    if item.call_kind == "custom":  # free-form text: never parsed as JSON
+        return item.arguments
     path = f"$.calls[{index}].arguments"
     try:
         return parse_arguments(item.arguments, limits=limits, path=path)
@@ -331,10 +342,30 @@ def _parse_call(item: ToolCallItem, index: int, response: NormalizedResponse, li
         ) from error
 
 
+def _check_kind(item: ToolCallItem, index: int, tool: Tool | None, registry: ToolRegistry | None) -> None:
+    """A call reaches a tool of its own kind; a non-function call needs a registry."""
+    if registry is None and item.call_kind != "function":
+        error = DomainError(
+            "UNKNOWN_TOOL",
+            f"a {item.call_kind} call ({item.name!r}) runs only through a registered tool, and no registry was given",
+            path=f"$.calls[{index}].name",
+            hint=f"register a Tool(name={item.name!r}, kind={item.call_kind!r}) to run it",
+        )
+        raise at_call(error, index, item.call_id, item.name)
+    if tool is not None and tool.kind != item.call_kind:
+        error = DomainError(
+            "CALL_KIND_MISMATCH",
+            f"a {item.call_kind} call was sent to the {tool.kind} tool {item.name!r}",
+            path=f"$.calls[{index}]",
+            hint=f"call {item.name!r} as a {tool.kind} tool",
+        )
+        raise at_call(error, index, item.call_id, item.name)
+
+
 def _tool_decision(
     response: NormalizedResponse,
     items: tuple[ToolCallItem, ...],
-    arguments: list[dict[str, Any]],
+    arguments: list[dict[str, Any] | str],
     registry: ToolRegistry | None,
     active: Policy,
     plan: _Plan,
@@ -347,10 +378,12 @@ def _tool_decision(
     failed: list[int] = []
     for index, (item, args) in enumerate(zip(items, arguments)):
         tool = registry.get(item.name) if registry is not None else None
+        _check_kind(item, index, tool, registry)
         if tool is None or tool.schema is None:
             validated.append(args)
             continue
-        found, value = tool.schema.issues(args, text=item.arguments, root=f"$.calls[{index}].arguments")
+        doc = None if item.call_kind == "custom" else item.arguments
+        found, value = tool.schema.issues(args, text=doc, root=f"$.calls[{index}].arguments")
         if found:
             failed.append(index)
         issues.extend(found)
@@ -372,8 +405,8 @@ def _tool_decision(
         tool = registry.get(item.name) if registry is not None else None
         if tool is not None and tool.schema is not None:
             args = tool.schema.dump(value)
-            if not isinstance(args, dict):
-                raise TypeError(f"the parameters of tool {item.name!r} do not describe a JSON object")
+            if not isinstance(args, str if item.call_kind == "custom" else dict):
+                raise TypeError(f"the parameters of tool {item.name!r} do not describe its {item.call_kind} input")
         calls.append(
             ToolCall(
                 call_id=item.call_id,
@@ -384,6 +417,7 @@ def _tool_decision(
                 call_id_generated=item.call_id_generated,
                 tool_version=tool.version if tool is not None else None,
                 validated=value,
+                call_kind=item.call_kind,
             )
         )
     verdicts = _apply(calls, active, plan, registry=registry, run=run, repaired=repaired)

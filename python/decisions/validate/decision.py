@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Mapping, TypeAlias, Union
 
 from ..errors import OutputError
+from ..types import CallKind
 
 __all__ = [
     "ToolCall",
@@ -47,16 +48,19 @@ class ToolCall:
     tool, ``validated`` dumped by field name (aliases resolved, defaults and
     validators applied), so it holds exactly the values the policy checked;
     else the parsed object itself. ``tool_version`` is the registered version
-    of the tool that validated it (None without a registry)."""
+    of the tool that validated it (None without a registry). ``call_kind``
+    is the call's kind (:data:`~decisions.types.CallKind`): for ``custom``
+    (a text tool) ``arguments`` is the input *text* itself, never parsed."""
 
     call_id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | str
     index: int = 0
     item_id: str | None = None
     call_id_generated: bool = False
     tool_version: str | None = None
     validated: Any = None
+    call_kind: CallKind = "function"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

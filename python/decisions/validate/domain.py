@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Iterable, Iterator, Literal, Mapping
 
 from ..errors import DomainError
+from ..types import CALL_KINDS, CallKind
 from .schema import Schema
 
 __all__ = [
@@ -64,7 +65,15 @@ class Tool:
     :class:`~decisions.validate.schema.Schema`, ``closed``). ``extra="allow"`` is the
     explicit opt-out: the schema is then applied as written (Pydantic
     models keep their own ``extra`` setting, JSON Schema objects stay open
-    unless they close themselves)."""
+    unless they close themselves).
+
+    ``kind`` is the kind of call the tool answers (see
+    :data:`~decisions.types.CallKind`); a call of another kind is
+    ``CALL_KIND_MISMATCH``. ``"custom"`` is a text tool: its input is text,
+    ``parameters`` (if any) must describe a string. A client-executed tool
+    (``"local_shell"``, ``"computer"``, ``"apply_patch"``, ``"shell"``) is
+    registered under its kind as its name, and ``parameters`` describe its
+    action (operation) object."""
 
     name: str
     parameters: Any = None
@@ -72,6 +81,7 @@ class Tool:
     side_effects: bool = True
     description: str = ""
     extra: Literal["forbid", "allow"] = "forbid"
+    kind: CallKind = "function"
     schema: Schema | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
@@ -82,6 +92,10 @@ class Tool:
             raise ValueError(f"tool name {self.name!r} {problem}")
         if self.extra not in ("forbid", "allow"):
             raise ValueError("Tool.extra must be 'forbid' or 'allow'")
+        if self.kind not in CALL_KINDS:
+            raise ValueError(f"Tool.kind must be one of {', '.join(CALL_KINDS)}")
+        if self.kind not in ("function", "custom") and self.name != self.kind:
+            raise ValueError(f"a {self.kind} tool is registered under the name {self.kind!r}")
         if self.parameters is not None:
             closed = self.extra == "forbid"
             spec = self.parameters
@@ -89,6 +103,8 @@ class Tool:
                 schema = spec if spec.closed == closed else Schema(spec.spec, closed=closed)
             else:
                 schema = Schema(spec, closed=closed)
+            if self.kind == "custom" and schema.json_schema().get("type") != "string":
+                raise ValueError("a custom tool's input is text: its parameters must describe a string")
             object.__setattr__(self, "schema", schema)
 
 

@@ -320,6 +320,8 @@ class Policy:
                 names.add(name)
         for name, plans in self._bare.paths.items():
             tool = registry.get(name)
+            if tool is not None and tool.kind == "custom":
+                raise ValueError(f"the policy has path rules for {name!r}, a custom tool whose input is text")
             if tool is None or tool.schema is None:
                 continue
             for path_plan in plans:

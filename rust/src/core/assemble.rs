@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::core::errors::{Code, CoreError};
-use crate::core::events::{Event, FinishReason, ItemKind, Usage};
+use crate::core::events::{CallKind, Event, FinishReason, ItemKind, Usage};
 use crate::core::limits::Limits;
 use crate::core::providers::unknown::count_unknown;
 use crate::core::providers::{Mapper, DONE};
@@ -75,6 +75,7 @@ pub struct Item {
     pub call_id: String,
     pub name: String,
     pub call_id_generated: bool,
+    pub call_kind: CallKind,
     pub signature: Option<String>,
 }
 
@@ -323,7 +324,8 @@ impl Assembler {
                 call_id,
                 name,
                 call_id_generated,
-            } => self.call_started(item_id, call_id, name, call_id_generated),
+                call_kind,
+            } => self.call_started(item_id, call_id, name, call_id_generated, call_kind),
             Event::ToolArgumentsDelta { item_id, delta } => self.arguments_delta(&item_id, &delta),
             Event::ItemEnded { item_id } => self.item_ended(&item_id),
             Event::ResponseFinished {
@@ -375,6 +377,7 @@ impl Assembler {
             call_id: String::new(),
             name: String::new(),
             call_id_generated: false,
+            call_kind: CallKind::Function,
             signature: None,
         });
         Ok(index)
@@ -460,6 +463,7 @@ impl Assembler {
         call_id: String,
         name: String,
         call_id_generated: bool,
+        call_kind: CallKind,
     ) -> Result<(), CoreError> {
         if let Some(existing) = self.by_id.get(&item_id).and_then(|&i| self.items.get(i)) {
             if existing.kind == Kind::ToolCall
@@ -493,6 +497,7 @@ impl Assembler {
             item.call_id = call_id;
             item.name = name;
             item.call_id_generated = call_id_generated;
+            item.call_kind = call_kind;
         }
         Ok(())
     }
@@ -607,6 +612,7 @@ enum Field {
     OptInt,
     Kind,
     Finish,
+    CallKind,
 }
 
 impl Field {
@@ -618,6 +624,7 @@ impl Field {
             Field::OptInt => "an integer or null",
             Field::Kind => "an item kind",
             Field::Finish => "a finish reason",
+            Field::CallKind => "a call kind",
         }
     }
 
@@ -629,6 +636,7 @@ impl Field {
             Field::OptInt => value.is_null() || value.as_u64().is_some(),
             Field::Kind => matches!(value.as_str(), Some("text" | "refusal" | "reasoning")),
             Field::Finish => value.as_str().and_then(FinishReason::parse).is_some(),
+            Field::CallKind => value.as_str().and_then(CallKind::parse).is_some(),
         }
     }
 }
@@ -653,6 +661,7 @@ fn spec(kind: &str) -> Option<Spec> {
             ("call_id", Str, true),
             ("name", Str, true),
             ("call_id_generated", Bool, false),
+            ("call_kind", CallKind, false),
         ],
         "item_ended" => &[("item_id", Str, true)],
         "usage" => &[
@@ -763,6 +772,11 @@ pub fn canonical_event(payload: Value) -> Result<Option<Event>, CoreError> {
                 .get("call_id_generated")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            call_kind: m
+                .get("call_kind")
+                .and_then(Value::as_str)
+                .and_then(CallKind::parse)
+                .unwrap_or_default(),
         },
         "item_ended" => Event::ItemEnded {
             item_id: take(m, "item_id"),
@@ -910,6 +924,7 @@ mod tests {
             call_id: format!("c{id}"),
             name: "f".into(),
             call_id_generated: false,
+            call_kind: CallKind::Function,
         }
     }
 

@@ -62,6 +62,45 @@ impl ItemKind {
     }
 }
 
+/// What a tool call asks the executor to run (`decisions.types.CallKind`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CallKind {
+    /// A declared function: the arguments are a JSON object's text.
+    #[default]
+    Function,
+    /// An OpenAI Responses custom tool: the arguments are its free-form input text.
+    Custom,
+    LocalShell,
+    Computer,
+    ApplyPatch,
+    Shell,
+}
+
+impl CallKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CallKind::Function => "function",
+            CallKind::Custom => "custom",
+            CallKind::LocalShell => "local_shell",
+            CallKind::Computer => "computer",
+            CallKind::ApplyPatch => "apply_patch",
+            CallKind::Shell => "shell",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CallKind> {
+        Some(match s {
+            "function" => CallKind::Function,
+            "custom" => CallKind::Custom,
+            "local_shell" => CallKind::LocalShell,
+            "computer" => CallKind::Computer,
+            "apply_patch" => CallKind::ApplyPatch,
+            "shell" => CallKind::Shell,
+            _ => return None,
+        })
+    }
+}
+
 /// Token counts (`decisions.types.Usage`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
@@ -100,6 +139,7 @@ pub enum Event {
         call_id: String,
         name: String,
         call_id_generated: bool,
+        call_kind: CallKind,
     },
     ToolArgumentsDelta {
         item_id: String,

@@ -10,6 +10,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, 
 
 use crate::core::assemble::{CanonicalMapper, Kind, Response};
 use crate::core::errors::{Code, CoreError};
+use crate::core::events::CallKind;
 use crate::core::limits::Limits;
 use crate::core::pipeline::{self, Pipeline};
 use crate::core::providers::{mapper_for, Mapper, PROVIDERS};
@@ -307,6 +308,23 @@ impl StreamAssembler {
             if item.kind != Kind::ToolCall {
                 continue;
             }
+            if item.call_kind == CallKind::Custom {
+                // a custom tool's input is text: nothing to parse
+                let kwargs = kw(
+                    py,
+                    &[
+                        ("item_id", obj(py, item.item_id.as_str())?),
+                        ("call_id", obj(py, item.call_id.as_str())?),
+                        ("name", obj(py, item.name.as_str())?),
+                        ("arguments", obj(py, item.text.as_str())?),
+                        ("partial", py.None().into_bound(py)),
+                        ("ended", obj(py, item.ended)?),
+                        ("call_kind", obj(py, "custom")?),
+                    ],
+                )?;
+                calls.push(t.call_snapshot.bind(py).call((), Some(&kwargs))?);
+                continue;
+            }
             if slot.is_none() {
                 let parser = match &self.limits_obj {
                     Some(limits) => t.partial_json.bind(py).call1((limits.bind(py),))?,
@@ -361,6 +379,7 @@ impl StreamAssembler {
                     ("arguments", arguments.bind(py).clone()),
                     ("partial", partial),
                     ("ended", obj(py, item.ended)?),
+                    ("call_kind", obj(py, item.call_kind.as_str())?),
                 ],
             )?;
             calls.push(t.call_snapshot.bind(py).call((), Some(&kwargs))?);

@@ -236,6 +236,7 @@ pub(crate) fn event_to_py(py: Python<'_>, t: &Types, event: &Event) -> PyResult<
             call_id,
             name,
             call_id_generated,
+            call_kind,
         } => (
             &t.tool_call_started,
             kw(
@@ -245,6 +246,7 @@ pub(crate) fn event_to_py(py: Python<'_>, t: &Types, event: &Event) -> PyResult<
                     ("call_id", obj(py, call_id.as_str())?),
                     ("name", obj(py, name.as_str())?),
                     ("call_id_generated", obj(py, *call_id_generated)?),
+                    ("call_kind", obj(py, call_kind.as_str())?),
                 ],
             )?,
         ),
@@ -326,6 +328,7 @@ fn item_to_py(py: Python<'_>, t: &Types, item: &Item, complete: bool) -> PyResul
                     ("arguments", text),
                     ("complete", obj(py, complete)?),
                     ("call_id_generated", obj(py, item.call_id_generated)?),
+                    ("call_kind", obj(py, item.call_kind.as_str())?),
                 ],
             )?,
         ),

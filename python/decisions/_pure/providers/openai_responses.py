@@ -51,11 +51,33 @@ and counted in ``unknown_events`` as ``completed_only:reasoning``. A done
 event for an item that streamed no delta at all supplies the whole value
 (servers that send arguments only there).
 
-Builtin tools (``web_search_call``, ``file_search_call``,
-``code_interpreter_call``, ``image_generation_call``, ``mcp_*``,
-``shell_call``, ``custom_tool_call``, ...) are not function calls: their items
-are counted in ``unknown_events`` as ``output_item:<type>`` and their own
-events by type, never turned into calls. Annotations are counted likewise.
+Calls the application runs: ``function_call`` (arguments: JSON text),
+``custom_tool_call`` (``custom``: its ``input`` is free-form text, kept
+verbatim and never parsed; streamed by ``response.custom_tool_call_input.delta``
+/ ``.done``), and the client-executed tools ``local_shell_call``,
+``computer_call``, ``shell_call`` (their ``action`` object) and
+``apply_patch_call`` (its ``operation`` object). A ``shell_call`` with an
+``environment`` other than ``{"type": "local"}`` runs in the provider's
+container (its ``shell_call_output`` follows in the same response): it is
+counted like a builtin tool, never made a call. Each becomes a tool call of
+its own ``call_kind`` (``function``, ``custom``, ``local_shell``, ``computer``,
+``shell``, ``apply_patch``) with its ``call_id``; a client tool's call is named
+by its kind and its arguments are the JSON text of the object, written
+deterministically (keys sorted, compact: ``jsontext.dumps``) when the item is
+done (the object an ``output_item.added`` carries is a placeholder and is not
+read). An apply_patch diff streamed by ``response.apply_patch_call_operation_diff.delta``
+/ ``.done`` is checked against the final ``operation.diff`` like any other
+streamed value; ``response.shell_call_command.*`` events carry no item id and
+are counted (the ``shell_call`` item's ``action`` carries the commands). A
+client call whose done item has no ``action`` / ``operation`` object is
+``MALFORMED_EVENT``. Every call kind is subject to the same identity, output
+and status checks as a function call.
+
+Builtin tools the provider runs itself (``web_search_call``,
+``file_search_call``, ``code_interpreter_call``, ``image_generation_call``,
+``mcp_*``, ...) are not calls: their items are counted in ``unknown_events`` as
+``output_item:<type>`` and their own events by type, never turned into calls.
+Annotations are counted likewise.
 """
 
 from __future__ import annotations
@@ -79,6 +101,7 @@ from ...types import (
     UsageReported,
 )
 from ._unknown import count_unknown
+from .jsontext import dumps
 from .openai_chat import malformed, obj, opt_list, opt_obj, opt_str, opt_u64, provider_error, req_str
 
 __all__ = ["OpenAIResponsesMapper"]
@@ -111,9 +134,9 @@ class _Acc:
 
 
 class _Out:
-    """A message, function call or reasoning output item, shape-checked."""
+    """A message, call or reasoning output item, shape-checked."""
 
-    __slots__ = ("type", "id", "status", "call_id", "name", "arguments", "parts", "reasoning", "signature")
+    __slots__ = ("type", "id", "status", "call_id", "name", "arguments", "parts", "reasoning", "signature", "diff")
 
     def __init__(self, item: dict[str, Any], kind: str, what: str) -> None:
         self.type = kind
@@ -122,6 +145,18 @@ class _Out:
         self.call_id = opt_str(item, "call_id", what)
         self.name = opt_str(item, "name", what)
         self.arguments = opt_str(item, "arguments", what)
+        custom_input = opt_str(item, "input", what)
+        #: an apply_patch operation's diff (None: none, or another kind)
+        self.diff: str | None = None
+        if kind == "custom_tool_call":
+            self.arguments = custom_input
+        field = _CLIENT_FIELDS.get(kind)
+        if field is not None:
+            payload = opt_obj(item, field, what)
+            self.name = _CALL_KINDS[kind]
+            self.arguments = None if payload is None else dumps(payload)
+            if payload is not None and kind == "apply_patch_call":
+                self.diff = opt_str(payload, "diff", what)
         self.signature = opt_str(item, "encrypted_content", what)
         #: content parts: (type, text or refusal); None for a part of another type
         self.parts: list[tuple[str, str | None]] = []
@@ -135,8 +170,8 @@ class _Out:
             req_str(obj(raw, what, f"summary[{index}]"), "text", what)
             for index, raw in enumerate(opt_list(item, "summary", what) or ())
         ]
-        if kind == "function_call" and (self.call_id is None or self.name is None):
-            raise malformed(what, "a function_call item needs call_id and name")
+        if kind in _CALL_KINDS and (self.call_id is None or self.name is None):
+            raise malformed(what, f"a {kind} item needs call_id and name")
         if kind == "message":
             for part_kind, text in self.parts:
                 if part_kind in _PART_KINDS and text is None:
@@ -150,7 +185,23 @@ class _Out:
         return self.status is None or self.status == "completed"
 
 
-_KNOWN_ITEMS = ("message", "function_call", "reasoning")
+#: call items -> their call kind
+_CALL_KINDS: dict[str, str] = {
+    "function_call": "function",
+    "custom_tool_call": "custom",
+    "local_shell_call": "local_shell",
+    "computer_call": "computer",
+    "apply_patch_call": "apply_patch",
+    "shell_call": "shell",
+}
+#: client-executed tools -> the field holding their arguments object
+_CLIENT_FIELDS: dict[str, str] = {
+    "local_shell_call": "action",
+    "computer_call": "action",
+    "shell_call": "action",
+    "apply_patch_call": "operation",
+}
+_KNOWN_ITEMS = ("message", "reasoning", *_CALL_KINDS)
 _PART_KINDS = {"output_text": "text", "refusal": "refusal"}
 
 
@@ -158,18 +209,26 @@ def _out_item(raw: Any, what: str, path: str) -> _Out | str:
     """A known output item, or the type of another one (a builtin tool's)."""
     item = obj(raw, what, path)
     kind = req_str(item, "type", what)
-    if kind not in _KNOWN_ITEMS:
+    if kind not in _KNOWN_ITEMS or (kind == "shell_call" and _hosted(item)):
         return kind
     return _Out(item, kind, what)
 
 
+def _hosted(item: dict[str, Any]) -> bool:
+    """A ``shell_call`` the provider runs itself: its ``environment`` is there
+    and is not ``{"type": "local"}`` (a container); it is not the application's call."""
+    env = item.get("environment")
+    return env is not None and not (isinstance(env, dict) and env.get("type") == "local")
+
+
 class _Item:
-    __slots__ = ("type", "parts", "acc", "call_id", "name", "summaries")
+    __slots__ = ("type", "parts", "acc", "diff", "call_id", "name", "summaries")
 
     def __init__(self, type_: str) -> None:
         self.type = type_
         self.parts: dict[int, _Acc] = {}  # message: content_index -> part
-        self.acc: _Acc | None = None  # function_call arguments / reasoning text
+        self.acc: _Acc | None = None  # a call's arguments / reasoning text
+        self.diff: _Acc | None = None  # apply_patch_call: the streamed operation diff
         self.call_id = ""
         self.name = ""
         self.summaries = 0  # reasoning summary parts seen
@@ -213,7 +272,7 @@ def _ref(d: dict[str, Any], what: str, field: str | None = None) -> tuple[str, i
     may carry is shape-checked, whichever one the type uses."""
     item_id = req_str(d, "item_id", what)
     index = opt_u64(d, "content_index", what) or 0
-    values = {key: opt_str(d, key, what) for key in ("delta", "text", "refusal", "arguments")}
+    values = {key: opt_str(d, key, what) for key in ("delta", "text", "refusal", "arguments", "input", "diff")}
     if field is None:
         return item_id, index, ""
     value = values[field]
@@ -285,14 +344,24 @@ class OpenAIResponsesMapper:
         entry = self._items[item.id] = _Item(item.type)
         if item.type == "message":
             self._order.append(item.id)
-        elif item.type == "function_call":
+        elif item.type in _CALL_KINDS:
             assert item.call_id is not None and item.name is not None
             self._order.append(item.id)
             entry.call_id, entry.name = item.call_id, item.name
             entry.acc = _Acc(item.id, "arguments")
             self._calls += 1
-            out.append(ToolCallStarted(item_id=item.id, call_id=item.call_id, name=item.name))
-            if item.arguments:
+            out.append(
+                ToolCallStarted(
+                    item_id=item.id,
+                    call_id=item.call_id,
+                    name=item.name,
+                    call_kind=_CALL_KINDS[item.type],  # type: ignore[arg-type]
+                )
+            )
+            if item.type == "apply_patch_call":
+                entry.diff = _Acc(item.id, "diff")
+            # a client tool's object is complete only when the item is done
+            if item.arguments and item.type not in _CLIENT_FIELDS:
                 self._delta(entry.acc, item.arguments, out)
         else:
             entry.acc = _Acc(item.id, "reasoning")
@@ -417,6 +486,38 @@ class OpenAIResponsesMapper:
         assert acc is not None
         self._check(acc, arguments, what, out)
 
+    def _input_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
+        item_id, _, delta = _ref(d, what, "delta")
+        acc = self._item(item_id, what, "custom_tool_call").acc
+        assert acc is not None
+        self._delta(acc, delta, out)
+
+    def _input_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
+        item_id, _, text = _ref(d, what, "input")
+        acc = self._item(item_id, what, "custom_tool_call").acc
+        assert acc is not None
+        self._check(acc, text, what, out)
+
+    def _diff_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
+        item_id, _, delta = _ref(d, what, "delta")
+        entry = self._item(item_id, what, "apply_patch_call")
+        assert entry.diff is not None and entry.acc is not None
+        if entry.acc.ended:
+            raise new_error("DELTA_AFTER_END", f"a delta for {item_id} after it ended")
+        entry.diff.add(delta)
+
+    def _diff_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
+        item_id, _, diff = _ref(d, what, "diff")
+        entry = self._item(item_id, what, "apply_patch_call")
+        assert entry.diff is not None
+        self._same_diff(entry.diff, diff, what)
+
+    @staticmethod
+    def _same_diff(acc: _Acc, diff: str | None, what: str) -> None:
+        """A streamed apply_patch diff against the operation's (nothing streamed: nothing to check)."""
+        if acc.length and not acc.same(diff or ""):
+            raise new_error("OUTPUT_MISMATCH", f"{what}: the streamed diff of {acc.canon} differs from the final value")
+
     def _summary_part(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         item_id, _, _ = _ref(d, what)
         entry = self._item(item_id, what, "reasoning")
@@ -450,12 +551,14 @@ class OpenAIResponsesMapper:
             self._unfinished = item.id
 
     def _compare(self, item: _Out, entry: _Item, what: str, out: list[CanonicalEvent], *, end: bool) -> None:
-        if entry.type == "function_call":
+        if entry.type in _CALL_KINDS:
             acc = entry.acc
             assert acc is not None
             if item.call_id != entry.call_id or item.name != entry.name:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: the call_id or name of {item.id} changed")
-            self._check(acc, item.arguments or "", what, out)
+            self._check(acc, _arguments(item, what), what, out)
+            if entry.diff is not None:
+                self._same_diff(entry.diff, item.diff, what)
             if end and item.complete and not acc.ended:
                 acc.ended = True
                 out.append(ItemEnded(item_id=item.id))
@@ -498,7 +601,7 @@ class OpenAIResponsesMapper:
             entry = self._items.get(item.id)
             if entry is None and item.type == "reasoning":  # never streamed (OpenRouter): taken from here
                 self._count("completed_only:reasoning")
-                self._body_item(item, out)
+                self._body_item(item, out, what)
                 continue
             if entry is None or entry.type != item.type:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: the output has {item.type} {item.id}, never streamed")
@@ -553,7 +656,7 @@ class OpenAIResponsesMapper:
             if isinstance(item, str):
                 self._count(f"output_item:{item}")
             else:
-                self._body_item(item, out)
+                self._body_item(item, out, what)
         if final.status in ("queued", "in_progress"):  # background mode: the caller polls it by its id
             raise new_error(
                 "RESPONSE_NOT_FINISHED",
@@ -564,13 +667,21 @@ class OpenAIResponsesMapper:
         self._finish(final, False, out)
         return out
 
-    def _body_item(self, item: _Out, out: list[CanonicalEvent]) -> None:
-        if item.type == "function_call":
+    def _body_item(self, item: _Out, out: list[CanonicalEvent], what: str) -> None:
+        if item.type in _CALL_KINDS:
             assert item.call_id is not None and item.name is not None
+            arguments = _arguments(item, what)
             self._calls += 1
-            out.append(ToolCallStarted(item_id=item.id, call_id=item.call_id, name=item.name))
-            if item.arguments:
-                out.append(ToolArgumentsDelta(item_id=item.id, delta=item.arguments))
+            out.append(
+                ToolCallStarted(
+                    item_id=item.id,
+                    call_id=item.call_id,
+                    name=item.name,
+                    call_kind=_CALL_KINDS[item.type],  # type: ignore[arg-type]
+                )
+            )
+            if arguments:
+                out.append(ToolArgumentsDelta(item_id=item.id, delta=arguments))
             if item.complete:
                 out.append(ItemEnded(item_id=item.id))
         elif item.type == "message":
@@ -596,6 +707,13 @@ class OpenAIResponsesMapper:
             if item.signature:
                 out.append(ReasoningDelta(item_id=item.id, delta="", signature=item.signature))
             out.append(ItemEnded(item_id=item.id))
+
+
+def _arguments(item: _Out, what: str) -> str:
+    """A final call item's arguments text; a client tool's needs its object."""
+    if item.arguments is None and item.type in _CLIENT_FIELDS:
+        raise malformed(what, f"a {item.type} item needs its {_CLIENT_FIELDS[item.type]} object")
+    return item.arguments or ""
 
 
 def responses_usage(usage: dict[str, Any], what: str) -> UsageReported:
@@ -624,6 +742,10 @@ _HANDLERS = {
     "response.refusal.done": OpenAIResponsesMapper._refusal_done,
     "response.function_call_arguments.delta": OpenAIResponsesMapper._args_delta,
     "response.function_call_arguments.done": OpenAIResponsesMapper._args_done,
+    "response.custom_tool_call_input.delta": OpenAIResponsesMapper._input_delta,
+    "response.custom_tool_call_input.done": OpenAIResponsesMapper._input_done,
+    "response.apply_patch_call_operation_diff.delta": OpenAIResponsesMapper._diff_delta,
+    "response.apply_patch_call_operation_diff.done": OpenAIResponsesMapper._diff_done,
     "response.reasoning_summary_part.added": OpenAIResponsesMapper._summary_part,
     "response.reasoning_summary_part.done": OpenAIResponsesMapper._reasoning_done,
     "response.reasoning_summary_text.delta": OpenAIResponsesMapper._reasoning_delta,

@@ -431,6 +431,7 @@ impl AnthropicMapper {
                     call_id,
                     name,
                     call_id_generated: false,
+                    call_kind: crate::core::events::CallKind::Function,
                 });
             }
             "thinking" => {

@@ -415,6 +415,7 @@ impl GeminiMapper {
             call_id,
             name,
             call_id_generated: generated,
+            call_kind: crate::core::events::CallKind::Function,
         });
         Ok(item_id)
     }

@@ -540,6 +540,7 @@ impl OpenAIChat {
             call_id: call_id.clone(),
             name: name.to_owned(),
             call_id_generated: generated,
+            call_kind: crate::core::events::CallKind::Function,
         });
         Ok(Call {
             item_id,
@@ -879,6 +880,7 @@ mod tests {
                     call_id: "b".into(),
                     name: "g".into(),
                     call_id_generated: false,
+                    call_kind: crate::core::events::CallKind::Function,
                 },
             ]
         );

@@ -16,16 +16,24 @@
 //!
 //! The output check keeps, per item, a running byte length and FNV-1a hash of
 //! the deltas; final values are hashed once when they arrive.
+//!
+//! Calls of every kind (function, custom, and the client-executed local_shell,
+//! computer, apply_patch and shell) share one path: a custom call's input is
+//! its arguments text, a client tool's `action` / `operation` object is
+//! written by `jsontext::dumps` (as the pure twin's `jsontext.dumps`) when
+//! its item is done, and a `shell_call` with a non-local `environment` is the
+//! provider's own (counted, not a call).
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::jsontext::{self, Node};
 use super::openai_chat::{malformed, parse, s, ErrObj, Obj};
 use super::shape::{count, Str};
 use crate::core::errors::{Code, CoreError};
-use crate::core::events::{Event, FinishReason, ItemKind, Usage};
+use crate::core::events::{CallKind, Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
 
 // ------------------------------------------------------------ shapes
@@ -127,9 +135,28 @@ impl RespUsage {
 struct ItemHead<'a> {
     #[serde(borrow, rename = "type")]
     kind: Str<'a>,
+    #[serde(borrow, default)]
+    environment: Option<&'a RawValue>,
 }
 
-/// A message, function call or reasoning output item.
+#[derive(Deserialize)]
+struct EnvHead<'a> {
+    #[serde(borrow, default, rename = "type")]
+    kind: Option<Str<'a>>,
+}
+
+/// A `shell_call` the provider runs itself: its `environment` is there and is
+/// not `{"type": "local"}` (a container).
+fn hosted(environment: Option<&RawValue>) -> bool {
+    environment.is_some_and(|raw| {
+        !matches!(
+            serde_json::from_str::<Obj<EnvHead<'_>>>(raw.get()),
+            Ok(env) if s(&env.kind) == Some("local")
+        )
+    })
+}
+
+/// A message, call or reasoning output item.
 #[derive(Deserialize)]
 struct OutItem<'a> {
     #[serde(borrow)]
@@ -148,6 +175,18 @@ struct OutItem<'a> {
     content: Option<Vec<Obj<Part<'a>>>>,
     #[serde(borrow, default)]
     summary: Option<Vec<Obj<Summary<'a>>>>,
+    #[serde(borrow, default)]
+    input: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    action: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    operation: Option<&'a RawValue>,
+    /// A client tool's arguments: its object, written by `jsontext::dumps`.
+    #[serde(skip)]
+    client_args: Option<String>,
+    /// An apply_patch operation's `diff`.
+    #[serde(skip)]
+    diff: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -180,32 +219,54 @@ struct Summary<'a> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Message,
-    FunctionCall,
     Reasoning,
+    /// A call item of this kind.
+    Call(CallKind),
 }
 
 impl Kind {
     fn of(kind: &str) -> Option<Kind> {
-        match kind {
-            "message" => Some(Kind::Message),
-            "function_call" => Some(Kind::FunctionCall),
-            "reasoning" => Some(Kind::Reasoning),
-            _ => None,
-        }
+        Some(match kind {
+            "message" => Kind::Message,
+            "reasoning" => Kind::Reasoning,
+            "function_call" => Kind::Call(CallKind::Function),
+            "custom_tool_call" => Kind::Call(CallKind::Custom),
+            "local_shell_call" => Kind::Call(CallKind::LocalShell),
+            "computer_call" => Kind::Call(CallKind::Computer),
+            "apply_patch_call" => Kind::Call(CallKind::ApplyPatch),
+            "shell_call" => Kind::Call(CallKind::Shell),
+            _ => return None,
+        })
     }
 
     fn name(self) -> &'static str {
         match self {
             Kind::Message => "message",
-            Kind::FunctionCall => "function_call",
             Kind::Reasoning => "reasoning",
+            Kind::Call(CallKind::Function) => "function_call",
+            Kind::Call(CallKind::Custom) => "custom_tool_call",
+            Kind::Call(CallKind::LocalShell) => "local_shell_call",
+            Kind::Call(CallKind::Computer) => "computer_call",
+            Kind::Call(CallKind::ApplyPatch) => "apply_patch_call",
+            Kind::Call(CallKind::Shell) => "shell_call",
+        }
+    }
+
+    /// A client-executed tool's field holding its arguments object.
+    const fn client_field(self) -> Option<&'static str> {
+        match self {
+            Kind::Call(CallKind::LocalShell | CallKind::Computer | CallKind::Shell) => {
+                Some("action")
+            }
+            Kind::Call(CallKind::ApplyPatch) => Some("operation"),
+            _ => None,
         }
     }
 }
 
 /// A known output item, shape-checked, or the type of another one.
 enum Out<'a> {
-    Known(Kind, OutItem<'a>),
+    Known(Kind, Box<OutItem<'a>>),
     Other(String),
 }
 
@@ -219,15 +280,42 @@ fn part_kind(kind: &str) -> Option<ItemKind> {
 
 fn out_item<'a>(raw: &'a RawValue, what: &str) -> Result<Out<'a>, CoreError> {
     let head: ItemHead<'a> = parse(raw.get(), what)?;
-    let Some(kind) = Kind::of(head.kind.as_str()) else {
+    let kind = match Kind::of(head.kind.as_str()) {
+        Some(Kind::Call(CallKind::Shell)) if hosted(head.environment) => None,
+        other => other,
+    };
+    let Some(kind) = kind else {
         return Ok(Out::Other(head.kind.as_str().to_owned()));
     };
-    let item: OutItem<'a> = parse(raw.get(), what)?;
-    if kind == Kind::FunctionCall && (item.call_id.is_none() || item.name.is_none()) {
-        return Err(malformed(
-            what,
-            "a function_call item needs call_id and name",
-        ));
+    let mut item: OutItem<'a> = parse(raw.get(), what)?;
+    if let Some(field) = kind.client_field() {
+        let payload = if field == "operation" {
+            item.operation
+        } else {
+            item.action
+        };
+        if let Some(payload) = payload {
+            let Ok(node @ Node::Object(_)) = jsontext::parse(payload.get()) else {
+                return Err(malformed(what, format!("{field} must be an object")));
+            };
+            if let (Kind::Call(CallKind::ApplyPatch), Node::Object(members)) = (kind, &node) {
+                item.diff = match members.get("diff") {
+                    None | Some(Node::Null) => None,
+                    Some(Node::String(diff)) => Some(diff.clone()),
+                    Some(_) => return Err(malformed(what, "diff must be a string")),
+                };
+            }
+            item.client_args = Some(jsontext::dumps(&node));
+        }
+    }
+    if matches!(kind, Kind::Call(_)) {
+        let named = item.name.is_some() || kind.client_field().is_some();
+        if item.call_id.is_none() || !named {
+            return Err(malformed(
+                what,
+                format!("a {} item needs call_id and name", kind.name()),
+            ));
+        }
     }
     if kind == Kind::Message {
         for part in item.content.iter().flatten() {
@@ -239,10 +327,38 @@ fn out_item<'a>(raw: &'a RawValue, what: &str) -> Result<Out<'a>, CoreError> {
             }
         }
     }
-    Ok(Out::Known(kind, item))
+    Ok(Out::Known(kind, Box::new(item)))
 }
 
 impl OutItem<'_> {
+    /// A call's name: a client tool's is its kind.
+    fn call_name(&self, kind: Kind) -> &str {
+        match kind {
+            Kind::Call(call) if kind.client_field().is_some() => call.as_str(),
+            _ => s(&self.name).unwrap_or(""),
+        }
+    }
+
+    /// A call's arguments text as this item gives it (None: not given).
+    fn call_args(&self, kind: Kind) -> Option<&str> {
+        match kind {
+            Kind::Call(CallKind::Function) => s(&self.arguments),
+            Kind::Call(CallKind::Custom) => s(&self.input),
+            _ => self.client_args.as_deref(),
+        }
+    }
+
+    /// A final call item's arguments text; a client tool's needs its object.
+    fn final_args(&self, kind: Kind, what: &str) -> Result<&str, CoreError> {
+        match (self.call_args(kind), kind.client_field()) {
+            (None, Some(field)) => Err(malformed(
+                what,
+                format!("a {} item needs its {field} object", kind.name()),
+            )),
+            (args, _) => Ok(args.unwrap_or("")),
+        }
+    }
+
     /// Only `completed` (or no status at all) counts as finished.
     fn complete(&self) -> bool {
         matches!(s(&self.status), None | Some("completed"))
@@ -305,6 +421,10 @@ struct ItemRef<'a> {
     refusal: Option<Str<'a>>,
     #[serde(borrow, default)]
     arguments: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    input: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    diff: Option<Str<'a>>,
 }
 
 fn required<'x>(v: &'x Option<Str<'_>>, field: &str, what: &str) -> Result<&'x str, CoreError> {
@@ -392,6 +512,8 @@ struct Item {
     kind: Kind,
     parts: BTreeMap<u64, Acc>,
     acc: Option<Acc>,
+    /// apply_patch_call: the streamed operation diff.
+    diff: Option<Acc>,
     call_id: String,
     name: String,
     summaries: u64,
@@ -467,6 +589,18 @@ fn check(acc: &mut Acc, text: &str, what: &str, out: &mut Vec<Event>) -> Result<
 
 fn mismatch(msg: String) -> CoreError {
     CoreError::new(Code::OUTPUT_MISMATCH, msg)
+}
+
+/// A streamed apply_patch diff against the operation's (nothing streamed: nothing to check).
+fn same_diff(acc: &Acc, diff: Option<&str>, what: &str) -> Result<(), CoreError> {
+    let d = Digest::of(diff.unwrap_or(""));
+    if acc.digest.length > 0 && (d.length != acc.digest.length || d.hash != acc.digest.hash) {
+        return Err(mismatch(format!(
+            "{what}: the streamed diff of {} differs from the final value",
+            acc.canon
+        )));
+    }
+    Ok(())
 }
 
 impl OpenAIResponses {
@@ -603,7 +737,7 @@ impl OpenAIResponses {
                 } else {
                     required(&ev.arguments, "arguments", what)?
                 };
-                let entry = self.item(ev.item_id.as_str(), what, Kind::FunctionCall)?;
+                let entry = self.item(ev.item_id.as_str(), what, Kind::Call(CallKind::Function))?;
                 let Some(acc) = entry.acc.as_mut() else {
                     return Err(malformed(what, "a function call without its arguments"));
                 };
@@ -611,6 +745,50 @@ impl OpenAIResponses {
                     delta_event(acc, value, out)?;
                 } else {
                     check(acc, value, what, out)?;
+                }
+            }
+            "response.custom_tool_call_input.delta" | "response.custom_tool_call_input.done" => {
+                let ev: ItemRef<'_> = parse(data, what)?;
+                let delta = kind == "response.custom_tool_call_input.delta";
+                let value = if delta {
+                    required(&ev.delta, "delta", what)?
+                } else {
+                    required(&ev.input, "input", what)?
+                };
+                let entry = self.item(ev.item_id.as_str(), what, Kind::Call(CallKind::Custom))?;
+                let Some(acc) = entry.acc.as_mut() else {
+                    return Err(malformed(what, "a custom call without its input"));
+                };
+                if delta {
+                    delta_event(acc, value, out)?;
+                } else {
+                    check(acc, value, what, out)?;
+                }
+            }
+            "response.apply_patch_call_operation_diff.delta"
+            | "response.apply_patch_call_operation_diff.done" => {
+                let ev: ItemRef<'_> = parse(data, what)?;
+                let delta = kind == "response.apply_patch_call_operation_diff.delta";
+                let value = if delta {
+                    required(&ev.delta, "delta", what)?
+                } else {
+                    required(&ev.diff, "diff", what)?
+                };
+                let item_id = ev.item_id.as_str();
+                let entry = self.item(item_id, what, Kind::Call(CallKind::ApplyPatch))?;
+                let ended = entry.acc.as_ref().is_some_and(|acc| acc.ended);
+                let Some(diff) = entry.diff.as_mut() else {
+                    return Err(malformed(what, "an apply_patch call without its diff"));
+                };
+                if !delta {
+                    same_diff(diff, Some(value), what)?;
+                } else if ended {
+                    return Err(CoreError::new(
+                        Code::DELTA_AFTER_END,
+                        format!("a delta for {item_id} after it ended"),
+                    ));
+                } else {
+                    diff.digest.add(value);
                 }
             }
             "response.reasoning_summary_part.added" => {
@@ -676,26 +854,34 @@ impl OpenAIResponses {
             kind,
             parts: BTreeMap::new(),
             acc: None,
+            diff: None,
             call_id: String::new(),
             name: String::new(),
             summaries: 0,
         };
         match kind {
             Kind::Message => self.order.push(id.to_owned()),
-            Kind::FunctionCall => {
+            Kind::Call(call_kind) => {
                 self.order.push(id.to_owned());
                 entry.call_id = s(&item.call_id).unwrap_or("").to_owned();
-                entry.name = s(&item.name).unwrap_or("").to_owned();
+                entry.name = item.call_name(kind).to_owned();
                 self.calls += 1;
                 out.push(Event::ToolCallStarted {
                     item_id: id.to_owned(),
                     call_id: entry.call_id.clone(),
                     name: entry.name.clone(),
                     call_id_generated: false,
+                    call_kind,
                 });
+                if call_kind == CallKind::ApplyPatch {
+                    entry.diff = Some(Acc::new(id.to_owned(), AccKind::Arguments));
+                }
                 let mut acc = Acc::new(id.to_owned(), AccKind::Arguments);
-                if let Some(a) = s(&item.arguments).filter(|a| !a.is_empty()) {
-                    delta_event(&mut acc, a, out)?;
+                // a client tool's object is complete only when the item is done
+                if kind.client_field().is_none() {
+                    if let Some(a) = item.call_args(kind).filter(|a| !a.is_empty()) {
+                        delta_event(&mut acc, a, out)?;
+                    }
                 }
                 entry.acc = Some(acc);
             }
@@ -799,16 +985,20 @@ impl OpenAIResponses {
             )));
         };
         match kind {
-            Kind::FunctionCall => {
+            Kind::Call(_) => {
                 if s(&item.call_id) != Some(entry.call_id.as_str())
-                    || s(&item.name) != Some(entry.name.as_str())
+                    || item.call_name(kind) != entry.name.as_str()
                 {
                     return Err(mismatch(format!(
                         "{what}: the call_id or name of {id} changed"
                     )));
                 }
+                let args = item.final_args(kind, what)?;
                 if let Some(acc) = entry.acc.as_mut() {
-                    check(acc, s(&item.arguments).unwrap_or(""), what, out)?;
+                    check(acc, args, what, out)?;
+                    if let Some(diff) = entry.diff.as_ref() {
+                        same_diff(diff, item.diff.as_deref(), what)?;
+                    }
                     if end && item.complete() && !acc.ended {
                         acc.ended = true;
                         out.push(Event::ItemEnded {
@@ -902,7 +1092,7 @@ impl OpenAIResponses {
                     // never streamed (OpenRouter): taken from the output
                     None if *kind == Kind::Reasoning => {
                         self.count("completed_only:reasoning".to_owned());
-                        self.body_item(*kind, item, out);
+                        self.body_item(*kind, item, out, what)?;
                         continue;
                     }
                     _ => {
@@ -978,18 +1168,26 @@ impl OpenAIResponses {
         Ok(())
     }
 
-    fn body_item(&mut self, kind: Kind, item: &OutItem<'_>, out: &mut Vec<Event>) {
+    fn body_item(
+        &mut self,
+        kind: Kind,
+        item: &OutItem<'_>,
+        out: &mut Vec<Event>,
+        what: &str,
+    ) -> Result<(), CoreError> {
         let id = item.id.as_str();
         match kind {
-            Kind::FunctionCall => {
+            Kind::Call(call_kind) => {
+                let args = item.final_args(kind, what)?;
                 self.calls += 1;
                 out.push(Event::ToolCallStarted {
                     item_id: id.to_owned(),
                     call_id: s(&item.call_id).unwrap_or("").to_owned(),
-                    name: s(&item.name).unwrap_or("").to_owned(),
+                    name: item.call_name(kind).to_owned(),
                     call_id_generated: false,
+                    call_kind,
                 });
-                if let Some(a) = s(&item.arguments).filter(|a| !a.is_empty()) {
+                if let Some(a) = Some(args).filter(|a| !a.is_empty()) {
                     out.push(Event::ToolArgumentsDelta {
                         item_id: id.to_owned(),
                         delta: a.to_owned(),
@@ -1057,6 +1255,7 @@ impl OpenAIResponses {
                 });
             }
         }
+        Ok(())
     }
 }
 
@@ -1136,7 +1335,7 @@ impl Mapper for OpenAIResponses {
         for item in &output {
             match item {
                 Out::Other(kind) => self.count(format!("output_item:{kind}")),
-                Out::Known(kind, item) => self.body_item(*kind, item, out),
+                Out::Known(kind, item) => self.body_item(*kind, item, out, what)?,
             }
         }
         if let Some(status @ ("queued" | "in_progress")) = status {
@@ -1186,6 +1385,7 @@ mod tests {
             call_id: "c".into(),
             name: "f".into(),
             call_id_generated: false,
+            call_kind: CallKind::Function,
         }));
         Ok(())
     }
