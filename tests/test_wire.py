@@ -159,3 +159,25 @@ def test_unnamed_sse_frames_are_accepted() -> None:
 def test_to_dict_is_the_wire_shape() -> None:
     event = ToolCallStarted(item_id="i", call_id="c", name="n")
     assert event.to_dict() == {"type": "tool_call_started", **dataclasses.asdict(event)}
+
+
+#: Each canonical field whose value is one of a fixed set of names, with an event that is valid
+#: apart from that field.
+_NAMED_FIELDS = [
+    ({"type": "item_started", "item_id": "a", "kind": "text"}, "kind"),
+    ({"type": "tool_call_started", "item_id": "a", "call_id": "c", "name": "n", "call_kind": "function"}, "call_kind"),
+    ({"type": "response_finished", "finish_reason": "stop"}, "finish_reason"),
+]
+
+
+@pytest.mark.parametrize(("event", "field"), _NAMED_FIELDS, ids=[f for _, f in _NAMED_FIELDS])
+@pytest.mark.parametrize("value", [[], ["text"], {}, {"text": 1}, 1, 1.5, True, None, "TEXT", "text "])
+def test_a_named_field_of_another_json_type_is_malformed(impl: object, event: dict, field: str, value: object) -> None:
+    """Unhashable, non-string and near-miss values of a named field are a typed refusal, never a crash."""
+    stream = "data: " + json.dumps({**event, field: value}) + "\n\n"
+    assembler = impl.StreamAssembler(provider="canonical")  # type: ignore[attr-defined]
+    with pytest.raises(StreamError) as caught:
+        assembler.feed(stream.encode())
+        assembler.finish()
+    assert caught.value.code == "MALFORMED_EVENT"
+    assert f'"{field}"' in str(caught.value)

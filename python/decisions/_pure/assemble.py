@@ -566,6 +566,8 @@ def _valid(kind: int, value: Any) -> bool:
         return type(value) is bool
     if kind == _OPT_INT:
         return value is None or (type(value) is int and 0 <= value <= _U64_MAX)
+    if type(value) is not str:
+        return False
     if kind == _KIND:
         return value in _KINDS
     if kind == _CALL_KIND:
