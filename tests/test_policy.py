@@ -458,7 +458,7 @@ def test_per_call_replays_are_denied_individually() -> None:
 def test_resolving_under_the_workspace_equals_realpath(tmp_path: Path) -> None:
     """The policy resolves only the argument's own components from the
     resolved workspace; every symlink is still followed, as realpath does."""
-    from decisions.validate.policy import _resolve_under
+    from decisions.validate.paths import _resolve_under
 
     root = tmp_path / "ws"
     outside = tmp_path / "outside"
