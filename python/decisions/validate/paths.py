@@ -15,6 +15,7 @@ import dataclasses
 import os
 import posixpath
 import re
+from stat import S_ISLNK
 from typing import Any, Final, Literal, Mapping
 
 from pydantic import BaseModel
@@ -76,11 +77,33 @@ _JOIN_REALPATH: Final = getattr(posixpath, "_joinrealpath", None) if os.path is 
 
 def _resolve_under(root: str, raw: str) -> str:
     """``os.path.realpath(os.path.join(root, raw))`` for a resolved ``root``:
-    only ``raw``'s components are looked up (each symlink still followed)."""
-    if _JOIN_REALPATH is not None and not raw.startswith("/"):
-        target, _ = _JOIN_REALPATH(root, raw, False, {})
-        return str(target)
-    return os.path.realpath(os.path.join(root, raw))
+    only ``raw``'s components are looked up (each symlink still followed).
+
+    The components are walked as realpath walks them (``.`` and empty ones
+    skipped, ``..`` drops the last one, a component that cannot be looked up
+    is not a link); the first symlink met hands the whole path to realpath's
+    own walk, which follows it."""
+    if os.path is not posixpath or raw.startswith("/"):
+        return os.path.realpath(os.path.join(root, raw))
+    path = root
+    for name in raw.split("/"):
+        if not name or name == ".":
+            continue
+        if name == "..":
+            path = path[: path.rindex("/")] or "/"
+            continue
+        step = path + name if path == "/" else f"{path}/{name}"
+        try:
+            mode = os.lstat(step).st_mode
+        except OSError:
+            mode = 0
+        if S_ISLNK(mode):
+            if _JOIN_REALPATH is None:
+                return os.path.realpath(os.path.join(root, raw))
+            target, _ = _JOIN_REALPATH(root, raw, False, {})
+            return posixpath.normpath(target)  # realpath's last step (a loop leaves the rest as written)
+        path = step
+    return path
 
 
 def resolve_path(root: str | os.PathLike[str], raw: Any, *, path: str = "$") -> str:

@@ -177,7 +177,8 @@ class Policy:
                 assert root is not None  # checked above: path rules need a workspace
                 scopes = tuple(resolve_scope(root, s) for s in self.scopes(rule, arg))
                 steps = parse_selector(selector)
-                one = (steps[0], json_path(steps, root="")) if len(steps) == 1 and steps[0] is not None else None
+                first = steps[0]
+                one = (first, json_path((first,), root="")) if len(steps) == 1 and first is not None else None
                 plans.append(_PathPlan(selector, steps, arg.access, Scopes(scopes), one))
             if plans:
                 paths[name] = tuple(plans)
