@@ -101,7 +101,7 @@ def _resolve_under(root: str, raw: str) -> str:
             if _JOIN_REALPATH is None:
                 return os.path.realpath(os.path.join(root, raw))
             target, _ = _JOIN_REALPATH(root, raw, False, {})
-            return posixpath.normpath(target)  # realpath's last step (a loop leaves the rest as written)
+            return posixpath.normpath(str(target))  # realpath's last step (a loop leaves the rest as written)
         path = step
     return path
 
