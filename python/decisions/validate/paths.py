@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from ..errors import PolicyError, json_path
 
-__all__ = ["Access", "Step", "resolve_path", "parse_selector"]
+__all__ = ["Access", "resolve_path"]
 
 Access = Literal["read", "write"]
 _DRIVE = re.compile(r"^[A-Za-z]:")
