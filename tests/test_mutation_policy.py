@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from decisions import PathArg, Policy, PolicyError, Run, Tool, ToolCall, ToolRegistry, ToolRule
 from decisions.errors import DomainError
-from decisions.validate import policy as policy_module
+from decisions.validate import paths as paths_module
 from decisions.validate.policy import apply_policy, resolve_path
 
 EXPECTED_PATH = "a relative path inside the workspace"
@@ -82,7 +82,7 @@ def test_a_path_that_cannot_be_resolved_is_refused_with_its_cause(ws: Path, monk
     def broken(root: str, raw: str) -> str:
         raise OSError("too many levels")
 
-    monkeypatch.setattr(policy_module, "_resolve_under", broken)
+    monkeypatch.setattr(paths_module, "_resolve_under", broken)
     error = refusal(lambda: resolve_path(root, "src/a", path="$.p"))
     assert shape(error) == rejected(
         "PATH_INVALID",
@@ -92,6 +92,82 @@ def test_a_path_that_cannot_be_resolved_is_refused_with_its_cause(ws: Path, monk
         "give a path relative to the workspace",
     )
     assert isinstance(error.__cause__, OSError)
+    policy = Policy(workspace=ws, tools={"read_file": ToolRule(paths={"path": "read"})})
+    error = refusal(lambda: apply_policy([tc(path="src/a")], policy))
+    assert shape(error)[:2] == ("PATH_INVALID", "the path cannot be resolved (OSError)")
+    assert isinstance(error.__cause__, OSError)
+
+
+#: Path arguments of every kind resolve_path tells apart: the policy's own
+#: way to them (plain relative paths checked at once) gives the same answer.
+RAW_PATHS: list[Any] = [
+    "src/main.py",
+    "src",
+    ".",
+    "./src/../src/x",
+    "",
+    " ",
+    "\u2003",
+    "\x1c",
+    "\x85",
+    " src",
+    "src/\x00x",
+    "src\\x",
+    "~",
+    "~user/x",
+    "a~",
+    "C:x",
+    "z:/x",
+    "1:x",
+    "//host/x",
+    "/",
+    "///x",
+    "../x",
+    "src/../../x",
+    "up/x",
+    "up",
+    "loop/x",
+    "in/x",
+    123,
+    b"src",
+    {"p": "src"},
+    Path("src/main.py"),
+    Path("../x"),
+    ["src/a", "../b"],
+]
+
+
+def _expected(root: str, raw: Any) -> Any:
+    """What resolve_path says of each path of ``raw`` (a list: item by
+    item, up to the first refusal), as the policy reports it."""
+    out: list[tuple[str, str]] = []
+    for i, value in enumerate(raw if isinstance(raw, list) else [raw]):
+        where = "$.calls[0].arguments.path" + (f"[{i}]" if isinstance(raw, list) else "")
+        try:
+            out.append((where, resolve_path(root, value, path=where)))
+        except PolicyError as error:
+            return shape(error)
+    return out
+
+
+@pytest.mark.parametrize("raw", RAW_PATHS, ids=repr)
+def test_the_policy_resolves_like_resolve_path(ws: Path, raw: Any) -> None:
+    (ws / "up").symlink_to("..")
+    (ws / "in").symlink_to("src")
+    (ws / "loop").symlink_to("loop")
+    root = os.path.realpath(ws)
+    policy = Policy(workspace=ws, tools={"read_file": ToolRule(paths={"path": "read"})})
+    variants = [raw]
+    if isinstance(raw, str) and not raw.startswith(("/", "~")):
+        variants.append(os.path.join(root, raw))  # the same path, absolute
+        variants.append("/" + os.path.join(root, raw))  # and in the UNC form
+    for value in variants:
+        try:
+            (verdict,) = apply_policy([tc(path=value)], policy)
+        except PolicyError as error:
+            assert shape(error) == _expected(root, value)
+        else:
+            assert list(verdict.paths.items()) == _expected(root, value)
 
 
 # ---------------------------------------------------------------- each refusal in full

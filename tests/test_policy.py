@@ -3,6 +3,7 @@ replay, state checks and batches."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
@@ -458,7 +459,7 @@ def test_per_call_replays_are_denied_individually() -> None:
 def test_resolving_under_the_workspace_equals_realpath(tmp_path: Path) -> None:
     """The policy resolves only the argument's own components from the
     resolved workspace; every symlink is still followed, as realpath does."""
-    from decisions.validate.policy import _resolve_under
+    from decisions.validate.paths import _resolve_under
 
     root = tmp_path / "ws"
     outside = tmp_path / "outside"
@@ -485,3 +486,32 @@ def test_resolving_under_the_workspace_equals_realpath(tmp_path: Path) -> None:
         ".",
     ]:
         assert _resolve_under(real, raw) == os.path.realpath(os.path.join(real, raw)), raw
+    (root / "src" / "file").write_text("x")
+    (root / "dangling").symlink_to("nowhere/at/all")
+    (root / "src" / "deep" / "back").symlink_to("../../src")
+    # every path of up to three components from these names, with and
+    # without a trailing slash: symlinks before, after and under missing,
+    # file and '..' components
+    names = ["src", "deep", "file", "missing", "..", ".", "", "up", "abs", "rel", "back", "dangling", "loop"]
+    for a, b, c in itertools.product(names, repeat=3):
+        for raw in (f"{a}/{b}/{c}", f"{a}/{b}/{c}/", f"{a}//{b}"):
+            assert _resolve_under(real, raw) == os.path.realpath(os.path.join(real, raw)), raw
+    assert _resolve_under("/", "tmp/../..") == os.path.realpath("/tmp/../..")
+
+
+@pytest.mark.parametrize("raw", ["loop/../../x", "loop/../../ws-old/x", "src/../loop/.."])
+def test_a_symlink_loop_does_not_hide_a_way_out(tmp_path: Path, raw: str) -> None:
+    """realpath leaves the rest of a path after a symlink loop as written;
+    its last step normalises it, so '..' after the loop counts: the path is
+    judged where it points, not where it is spelt."""
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "loop").symlink_to("loop")
+    real = os.path.realpath(root)
+    expected = os.path.realpath(os.path.join(real, raw))
+    if expected == real or expected.startswith(real + os.sep):
+        assert resolve_path(real, raw) == expected
+    else:
+        with pytest.raises(PolicyError) as info:
+            resolve_path(real, raw)
+        assert info.value.code == "PATH_OUTSIDE_WORKSPACE"

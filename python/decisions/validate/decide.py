@@ -60,12 +60,20 @@ exactly the values the policy checked; ``validated`` is the model itself.
 
 from __future__ import annotations
 
-from typing import Any, Final, Iterable, Literal, Mapping
+from typing import Any, Final, Iterable, Literal, Mapping, NoReturn
 
 from .. import _backend
 from ..errors import DomainError, OutputError, ParseError, PolicyError, SchemaError, StreamError, at_call, in_batch
 from ..limits import DEFAULT_LIMITS, Limits
-from ..types import FINISH_REASONS, FixedResponse, NormalizedResponse, RefusalItem, ResponseSnapshot, ToolCallItem
+from ..types import (
+    FINISH_REASONS,
+    FixedResponse,
+    NormalizedResponse,
+    RefusalItem,
+    ResponseSnapshot,
+    TextItem,
+    ToolCallItem,
+)
 from .decision import Decision, FinalDecision, ToolCall, ToolDecision
 from .domain import Tool, ToolRegistry
 from .policy import Policy, Run, _apply, _Plan
@@ -96,6 +104,13 @@ _FINISH_ERRORS: Mapping[str, tuple[str, str]] = {
 def check_complete(response: object) -> NormalizedResponse:
     """The completeness gate: ``response`` itself if it may become a
     decision, else the ``StreamError`` that says why not."""
+    _complete(response)
+    return response  # type: ignore[return-value]
+
+
+def _complete(response: object) -> tuple[tuple[ToolCallItem, ...], str]:
+    """:func:`check_complete`, returning what a decision is made of: the
+    response's tool calls and its text (read in one pass over the items)."""
     if isinstance(response, ResponseSnapshot):
         raise StreamError(
             "SNAPSHOT_NOT_DECIDABLE",
@@ -105,27 +120,23 @@ def check_complete(response: object) -> NormalizedResponse:
     if not isinstance(response, NormalizedResponse):
         raise TypeError(f"decide takes a NormalizedResponse, not {type(response).__name__}")
     reason = response.finish_reason
-    raw = f" (provider: {response.raw_finish_reason!r})" if response.raw_finish_reason else ""
-    if reason not in FINISH_REASONS:
-        raise StreamError("UNKNOWN_FINISH_REASON", f"finish reason {reason!r}{raw} is not known")
-    if reason == "unknown" and response.raw_finish_reason is None:
-        raise StreamError(
-            "UNKNOWN_FINISH_REASON",
-            "the response ended with no finish reason, so nothing says it is complete",
-            hint="the stream may have been cut; retry the request",
-        )
-    if reason in _FINISH_ERRORS:
-        code, hint = _FINISH_ERRORS[reason]
-        raise StreamError(code, f"the response finished with {reason!r}{raw}", hint=hint)
+    if reason not in _DECIDABLE:
+        _finish_error(response)
+    calls: list[ToolCallItem] = []
+    texts: list[str] = []
     for index, item in enumerate(response.items):
-        if isinstance(item, RefusalItem):
+        if isinstance(item, ToolCallItem):
+            calls.append(item)
+        elif isinstance(item, TextItem):
+            texts.append(item.text)
+        elif isinstance(item, RefusalItem):
             raise StreamError(
                 "REFUSAL",
                 f"the response holds a refusal (item {index})",
                 path=f"$.items[{index}]",
                 hint=_FINISH_ERRORS["refusal"][1],
             )
-    for index, call in enumerate(response.tool_calls):
+    for index, call in enumerate(calls):
         if not call.complete:
             raise StreamError(
                 "INCOMPLETE_TOOL_CALL",
@@ -136,11 +147,31 @@ def check_complete(response: object) -> NormalizedResponse:
                 call_id=call.call_id,
                 tool=call.name,
             )
-    if reason == "tool_calls" and not response.tool_calls:
+    if reason == "tool_calls" and not calls:
         raise StreamError(
             "FINISH_REASON_MISMATCH", "the finish reason says tool_calls but the response holds no call", path="$.calls"
         )
-    return response
+    return tuple(calls), "".join(texts)
+
+
+#: The finish reasons a decision may be made of.
+_DECIDABLE: Final = ("stop", "tool_calls")
+
+
+def _finish_error(response: NormalizedResponse) -> NoReturn:
+    """The StreamError of a finish reason no decision is made of."""
+    reason = response.finish_reason
+    raw = f" (provider: {response.raw_finish_reason!r})" if response.raw_finish_reason else ""
+    if reason not in FINISH_REASONS:
+        raise StreamError("UNKNOWN_FINISH_REASON", f"finish reason {reason!r}{raw} is not known")
+    if reason == "unknown" and response.raw_finish_reason is None:
+        raise StreamError(
+            "UNKNOWN_FINISH_REASON",
+            "the response ended with no finish reason, so nothing says it is complete",
+            hint="the stream may have been cut; retry the request",
+        )
+    code, hint = _FINISH_ERRORS[reason]
+    raise StreamError(code, f"the response finished with {reason!r}{raw}", hint=hint)
 
 
 def _loads(text: str, limits: Limits, path: str) -> Any:
@@ -253,8 +284,8 @@ def decide(
         response = response.response
     if text_policy not in ("trace", "reject"):
         raise ValueError("text_policy must be 'trace' or 'reject'")
-    response = check_complete(response)
-    items = response.tool_calls
+    items, text = _complete(response)
+    assert isinstance(response, NormalizedResponse)  # _complete refuses anything else
     bound = limits.max_calls_per_response if max_calls is None else max_calls
     if len(items) > bound:
         raise DomainError(
@@ -267,10 +298,9 @@ def decide(
     active = _OPEN_POLICY if policy is None else policy
     plan = active.plan(registry)  # a rule that does not fit the registry fails here, before any call
     schema, schema_id = _output_schema(output)
-    text = response.text
     if items:
         try:
-            arguments = [_parse_call(item, index, response, limits) for index, item in enumerate(items)]
+            arguments = _parse_calls(items, response, limits)
             if text.strip() and (text_policy == "reject" or (schema is not None and _is_json_answer(text, limits))):
                 raise SchemaError(
                     "AMBIGUOUS_DECISION",
@@ -319,9 +349,27 @@ def _batch(items: tuple[ToolCallItem, ...], failed: int, code: str) -> list[dict
 _WELL_FORMED = frozenset({"ARGUMENTS_NOT_OBJECT", "DOUBLE_ENCODED_JSON"})
 
 
-def _parse_call(item: ToolCallItem, index: int, response: NormalizedResponse, limits: Limits) -> dict[str, Any] | str:
-    if item.call_kind == "custom":  # free-form text: never parsed as JSON
-        return item.arguments
+def _parse_calls(
+    items: tuple[ToolCallItem, ...], response: NormalizedResponse, limits: Limits
+) -> list[dict[str, Any] | str]:
+    """Each call's arguments: a custom call's text as it came, any other call's
+    parsed into an object; the first that is not one raises what
+    :func:`_parse_call` says of it."""
+    loads = _backend.impl.loads
+    out: list[dict[str, Any] | str] = []
+    for index, item in enumerate(items):
+        if item.call_kind == "custom":  # free-form text: never parsed as JSON
+            out.append(item.arguments)
+            continue
+        try:
+            value = loads(item.arguments, limits=limits)
+        except ParseError:
+            value = None
+        out.append(value if type(value) is dict else _parse_call(item, index, response, limits))
+    return out
+
+
+def _parse_call(item: ToolCallItem, index: int, response: NormalizedResponse, limits: Limits) -> dict[str, Any]:
     path = f"$.calls[{index}].arguments"
     try:
         return parse_arguments(item.arguments, limits=limits, path=path)
@@ -376,8 +424,8 @@ def _tool_decision(
     issues: list[dict[str, str]] = []
     validated: list[Any] = []
     failed: list[int] = []
-    for index, (item, args) in enumerate(zip(items, arguments)):
-        tool = registry.get(item.name) if registry is not None else None
+    tools = [None] * len(items) if registry is None else [registry.get(item.name) for item in items]
+    for index, (item, args, tool) in enumerate(zip(items, arguments, tools)):
         _check_kind(item, index, tool, registry)
         if tool is None or tool.schema is None:
             validated.append(args)
@@ -393,7 +441,9 @@ def _tool_decision(
         if len(failed) == 1:  # one call's issues: the error names that call
             at_call(error, failed[0], items[failed[0]].call_id, items[failed[0]].name)
         raise error
-    for index, item in enumerate(items):
+    for index, (item, tool) in enumerate(zip(items, tools)):
+        if tool is not None:  # registered exactly: known to the plan's names too
+            continue
         try:
             plan.names.check(item.name, path=f"$.calls[{index}].name")
             if registry is not None:
@@ -401,8 +451,7 @@ def _tool_decision(
         except DomainError as error:
             raise at_call(error, index, item.call_id, item.name) from None
     calls = []
-    for index, (item, args, value) in enumerate(zip(items, arguments, validated)):
-        tool = registry.get(item.name) if registry is not None else None
+    for index, (item, args, value, tool) in enumerate(zip(items, arguments, validated, tools)):
         if tool is not None and tool.schema is not None:
             args = tool.schema.dump(value)
             if not isinstance(args, str if item.call_kind == "custom" else dict):

@@ -43,21 +43,17 @@ spelling of a tool slips past its rules.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import posixpath
-import re
 import threading
 import weakref
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Final, Literal, Mapping, Sequence
-
-from pydantic import BaseModel
+from typing import Callable, Literal, Mapping, Sequence
 
 from ..errors import PolicyError, at_call, in_batch, json_path
-from .decision import BatchMode, CallVerdict, ToolCall
+from .decision import _EMPTY, BatchMode, CallVerdict, ToolCall
 from .domain import ToolNames, ToolRegistry
+from .paths import Access, Scopes, Step, _reject, parse_selector, resolve_in, resolve_path, resolve_scope, select_paths
 
 __all__ = [
     "Access",
@@ -69,14 +65,7 @@ __all__ = [
     "apply_policy",
 ]
 
-Access = Literal["read", "write"]
-_DRIVE = re.compile(r"^[A-Za-z]:")
 _WHOLE_WORKSPACE = ("",)
-_NAME = r"[^.\[\]\s]+"
-_SELECTOR = re.compile(rf"{_NAME}(?:\[\*\])*(?:\.{_NAME}(?:\[\*\])*)*\Z")
-_STEP = re.compile(rf"\[\*\]|{_NAME}")
-#: A selector step: a field name, or None for ``[*]``.
-Step = str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,120 +101,17 @@ StateCheck = Callable[[ToolCall], "bool | str | None"]
 ApprovalCheck = Callable[[ToolCall], "str | None"]
 
 
-def _reject(code: str, message: str, *, path: str, expected: str, hint: str) -> PolicyError:
-    return PolicyError(
-        code, message, path=path, issues=({"path": path, "code": code.lower(), "expected": expected},), hint=hint
-    )
-
-
-def _inside(root: str, target: str) -> bool:
-    return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
-
-
-#: CPython's realpath step (3.11, 3.12): resolve ``rest`` from an already
-#: resolved ``path``, following every symlink, without walking ``path``'s own
-#: components again. Elsewhere the whole joined path is resolved.
-_JOIN_REALPATH: Final = getattr(posixpath, "_joinrealpath", None) if os.path is posixpath else None
-
-
-def _resolve_under(root: str, raw: str) -> str:
-    """``os.path.realpath(os.path.join(root, raw))`` for a resolved ``root``:
-    only ``raw``'s components are looked up (each symlink still followed)."""
-    if _JOIN_REALPATH is not None and not os.path.isabs(raw):
-        target, _ = _JOIN_REALPATH(root, raw, False, {})
-        return str(target)
-    return os.path.realpath(os.path.join(root, raw))
-
-
-def resolve_path(root: str | os.PathLike[str], raw: Any, *, path: str = "$") -> str:
-    """The resolved absolute path of ``raw`` (a string, or a path object a
-    model field produced) under the (already resolved) workspace ``root``, or
-    :class:`PolicyError` ``PATH_INVALID`` / ``PATH_OUTSIDE_WORKSPACE``.
-    ``path`` is the JSON path named in the error."""
-    root = os.fspath(root)
-    if isinstance(raw, os.PathLike):
-        raw = os.fspath(raw)
-    expected = "a relative path inside the workspace"
-    if not isinstance(raw, str) or not raw.strip():
-        raise _reject(
-            "PATH_INVALID",
-            "a path must be a non-empty string",
-            path=path,
-            expected=expected,
-            hint="give a relative path such as 'src/main.py'",
-        )
-    for bad, what in (("\x00", "a NUL character"), ("\\", "a backslash")):
-        if bad in raw:
-            raise _reject(
-                "PATH_INVALID",
-                f"the path holds {what}",
-                path=path,
-                expected=expected,
-                hint="use '/' between path components and no control characters",
-            )
-    if raw.startswith("~"):
-        raise _reject(
-            "PATH_INVALID",
-            "home-directory paths ('~') are not expanded",
-            path=path,
-            expected=expected,
-            hint="give a path relative to the workspace",
-        )
-    if _DRIVE.match(raw) or raw.startswith("//"):
-        raise _reject(
-            "PATH_INVALID",
-            "drive and UNC paths are not accepted",
-            path=path,
-            expected=expected,
-            hint="give a path relative to the workspace",
-        )
-    try:
-        target = _resolve_under(root, raw)
-    except (OSError, ValueError, RuntimeError) as error:
-        raise _reject(
-            "PATH_INVALID",
-            f"the path cannot be resolved ({type(error).__name__})",
-            path=path,
-            expected=expected,
-            hint="give a path relative to the workspace",
-        ) from error
-    if not _inside(root, target):
-        raise _reject(
-            "PATH_OUTSIDE_WORKSPACE",
-            "the path resolves outside the workspace",
-            path=path,
-            expected=expected,
-            hint="give a path inside the workspace; '..' and symlinks that leave it are refused",
-        )
-    return target
-
-
-def _resolve_scope(root: str, scope: str) -> str:
-    target = os.path.realpath(os.path.join(root, scope))
-    if not _inside(root, target):
-        raise ValueError(f"scope {scope!r} is outside the workspace {root!r}")
-    return target
-
-
-def parse_selector(selector: str) -> tuple[Step, ...]:
-    """The steps of a field selector (``files[*].path`` gives ``("files",
-    None, "path")``), or ValueError when it is malformed."""
-    if not isinstance(selector, str) or not _SELECTOR.match(selector):
-        raise ValueError(
-            f"path selector {selector!r} is malformed: use field names joined by '.', "
-            "with '[*]' for every item of an array (files[*].path)"
-        )
-    return tuple(None if token == "[*]" else token for token in _STEP.findall(selector))
-
-
 @dataclass(frozen=True, slots=True)
 class _PathPlan:
-    """One path rule, compiled: its selector, steps, access, resolved scopes."""
+    """One path rule, compiled: its selector, steps, access, resolved
+    scopes, and for a selector that is one field name, the name and its
+    JSON path suffix (``.path``)."""
 
     selector: str
     steps: tuple[Step, ...]
     access: Access
-    scopes: tuple[str, ...]
+    scopes: Scopes
+    field: tuple[str, str] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +121,7 @@ class _Plan:
 
     names: ToolNames
     paths: Mapping[str, tuple[_PathPlan, ...]]
+    root: Scopes | None
     version: int = 0
 
 
@@ -279,7 +166,7 @@ class Policy:
         if root is not None:
             for scopes in self._all_scopes():
                 for scope in scopes:
-                    _resolve_scope(root, scope)
+                    resolve_scope(root, scope)
         paths: dict[str, tuple[_PathPlan, ...]] = {}
         for name, rule in self.tools.items():
             plans = []
@@ -288,11 +175,15 @@ class Policy:
                 if arg.access not in ("read", "write"):
                     raise ValueError(f"the access of {name!r} {selector!r} must be 'read' or 'write'")
                 assert root is not None  # checked above: path rules need a workspace
-                scopes = tuple(_resolve_scope(root, s) for s in self.scopes(rule, arg))
-                plans.append(_PathPlan(selector, parse_selector(selector), arg.access, scopes))
+                scopes = tuple(resolve_scope(root, s) for s in self.scopes(rule, arg))
+                steps = parse_selector(selector)
+                first = steps[0]
+                one = (first, json_path((first,), root="")) if len(steps) == 1 and first is not None else None
+                plans.append(_PathPlan(selector, steps, arg.access, Scopes(scopes), one))
             if plans:
                 paths[name] = tuple(plans)
-        object.__setattr__(self, "_bare", _Plan(ToolNames(self.tools), MappingProxyType(paths)))
+        bare = _Plan(ToolNames(self.tools), MappingProxyType(paths), None if root is None else Scopes((root,)))
+        object.__setattr__(self, "_bare", bare)
         object.__setattr__(self, "_plans", weakref.WeakKeyDictionary())
 
     def _all_scopes(self) -> list[tuple[str, ...]]:
@@ -331,7 +222,7 @@ class Policy:
                     raise ValueError(
                         f"the policy's path rule {path_plan.selector!r} for {name!r} does not fit the tool: {error}"
                     ) from None
-        compiled = _Plan(names, self._bare.paths, registry.version)
+        compiled = _Plan(names, self._bare.paths, self._bare.root, registry.version)
         self._plans[registry] = compiled
         return compiled
 
@@ -389,66 +280,6 @@ def _cancelled() -> PolicyError:
     return PolicyError("RUN_CANCELLED", path="$", hint="the run was cancelled; nothing may execute")
 
 
-_ABSENT: Any = object()
-_NOT_OBJECT: Any = object()
-
-
-def _member(value: Any, name: str) -> Any:
-    """Field ``name`` of a validated object (a model by field name, a
-    mapping by key, a dataclass by attribute), ``_ABSENT`` when it has none,
-    ``_NOT_OBJECT`` when ``value`` is not an object at all."""
-    if isinstance(value, BaseModel):
-        if name in type(value).model_fields:
-            return getattr(value, name)
-        return (value.model_extra or {}).get(name, _ABSENT)
-    if isinstance(value, Mapping):
-        return value.get(name, _ABSENT)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return getattr(value, name, _ABSENT)
-    return _NOT_OBJECT
-
-
-def _select(
-    value: Any,
-    steps: tuple[Step, ...],
-    parts: list[str | int],
-    found: list[tuple[list[str | int], Any]],
-    empty: list[list[str | int]],
-    base: list[str | int],
-) -> None:
-    """Collect what ``steps`` select in ``value``: ``found`` gets ``(parts,
-    value)`` for each value, ``empty`` the parts of each absent or null one.
-    ``base`` prefixes the JSON path of an error."""
-    if value is None or value is _ABSENT:
-        empty.append(parts)
-        return
-    if not steps:
-        if isinstance(value, (list, tuple, set, frozenset)):
-            found.extend(([*parts, i], item) for i, item in enumerate(value))
-        else:
-            found.append((parts, value))
-        return
-    step, rest = steps[0], steps[1:]
-    if step is None:
-        if isinstance(value, (list, tuple, set, frozenset)):
-            for i, item in enumerate(value):
-                _select(item, rest, [*parts, i], found, empty, base)
-        else:  # one item where an array was expected: still checked
-            _select(value, rest, parts, found, empty, base)
-        return
-    child = _member(value, step)
-    if child is _NOT_OBJECT:
-        where = json_path([*base, *parts])
-        raise _reject(
-            "PATH_INVALID",
-            f"expected an object holding {step!r}",
-            path=where,
-            expected=f"an object with {step!r}",
-            hint="give the arguments the shape the tool declares",
-        )
-    _select(child, rest, [*parts, step], found, empty, base)
-
-
 def _check_call(
     call: ToolCall,
     index: int,
@@ -491,22 +322,19 @@ def _check_call(
     empty_paths: list[str] = []
     path_plans = plan.paths.get(call.name, ())
     if path_plans:
-        root = policy.root
+        root = plan.root
         assert root is not None  # Policy.__post_init__ requires it
         value = call.arguments if call.validated is None else call.validated
         prefix: list[str | int] = ["calls", index, "arguments"]
         for path_plan in path_plans:
-            found: list[tuple[list[str | int], Any]] = []
-            empty: list[list[str | int]] = []
-            _select(value, path_plan.steps, [], found, empty, prefix)
-            empty_paths.extend(json_path([*prefix, *parts]) for parts in empty)
-            for parts, raw in found:
-                where = json_path([*prefix, *parts])
-                target = resolve_path(root, raw, path=where)
-                if not any(_inside(scope, target) for scope in path_plan.scopes):
+            found, empty = select_paths(value, path_plan.steps, path_plan.field, f"{base}.arguments", prefix)
+            empty_paths.extend(empty)
+            for where, raw in found:
+                target = resolve_in(root, raw, where)
+                if not path_plan.scopes.holds(target):
                     raise _reject(
                         "SCOPE_DENIED",
-                        f"{call.name!r} may not {path_plan.access} {os.path.relpath(target, root)!r}",
+                        f"{call.name!r} may not {path_plan.access} {os.path.relpath(target, root.dirs[0])!r}",
                         path=where,
                         expected=f"a path this tool may {path_plan.access}",
                         hint=f"this tool may not {path_plan.access} there",
@@ -541,7 +369,7 @@ def _check_call(
         call_id=call.call_id,
         status=status,
         reasons=tuple(reasons),
-        paths=MappingProxyType(paths),
+        paths=MappingProxyType(paths) if paths else _EMPTY,
         empty_paths=tuple(empty_paths),
     )
 
@@ -591,7 +419,7 @@ def _apply(
     if run is not None and run.cancelled:
         raise _cancelled()
     ids = [c.call_id for c in calls]
-    repeated = sorted({c for c in ids if ids.count(c) > 1})
+    repeated = sorted({c for c in ids if ids.count(c) > 1}) if len(set(ids)) < len(ids) else ()
     if repeated:
         raise _reject(
             "CALL_ALREADY_DECIDED",

@@ -110,37 +110,53 @@ pub(crate) fn core_err(py: Python<'_>, error: CoreError) -> PyErr {
     build().unwrap_or_else(|e| e)
 }
 
-/// `SSEEvent(data=..., event=..., id=..., retry=...)`, built the way the
-/// frozen dataclass's own `__init__` builds it (allocate, then
-/// `object.__setattr__` each field) without running Python code per event.
-pub(crate) fn sse_event(py: Python<'_>, t: &Types, event: SseEvent) -> PyResult<Py<PyAny>> {
-    let class = t.sse_event.bind(py).downcast::<PyType>()?;
+/// An instance of the frozen, slotted dataclass `class` with `fields` set,
+/// built the way its own `__init__` builds it (allocate, then
+/// `object.__setattr__` each field) without running Python code: no keyword
+/// matching, no frame. `fields` must name every field of the class (the
+/// classes built here have no `__post_init__`; tests/test_native_objects.py
+/// holds each built object equal to the one `__init__` builds, field by field).
+pub(crate) fn build<'py>(
+    py: Python<'py>,
+    class: &Bound<'py, PyAny>,
+    fields: &[(&Bound<'py, PyString>, Bound<'py, PyAny>)],
+) -> PyResult<Bound<'py, PyAny>> {
+    let class = class.downcast::<PyType>()?;
     // SAFETY: `class` is a live type object; PyType_GenericAlloc returns a new
     // reference (fields NULL) or NULL with an exception set.
     let instance = unsafe {
         Bound::from_owned_ptr_or_err(py, ffi::PyType_GenericAlloc(class.as_type_ptr(), 0))?
     };
-    let set = |name: &Bound<'_, PyString>, value: Bound<'_, PyAny>| -> PyResult<()> {
+    for (name, value) in fields {
         // SAFETY: the three pointers are valid for the duration of the call;
         // the function borrows them and returns 0 or -1 with an exception set.
         let status = unsafe {
             ffi::PyObject_GenericSetAttr(instance.as_ptr(), name.as_ptr(), value.as_ptr())
         };
-        if status == 0 {
-            Ok(())
-        } else {
-            Err(PyErr::fetch(py))
+        if status != 0 {
+            return Err(PyErr::fetch(py));
         }
-    };
+    }
+    Ok(instance)
+}
+
+/// `SSEEvent(data=..., event=..., id=..., retry=...)`, built by [`build`].
+pub(crate) fn sse_event(py: Python<'_>, t: &Types, event: SseEvent) -> PyResult<Py<PyAny>> {
     let name = event.event.unwrap_or_else(|| "message".to_string());
-    set(
-        intern!(py, "data"),
-        PyString::new(py, &event.data).into_any(),
-    )?;
-    set(intern!(py, "event"), PyString::new(py, &name).into_any())?;
-    set(intern!(py, "id"), obj(py, event.id)?)?;
-    set(intern!(py, "retry"), obj(py, event.retry)?)?;
-    Ok(instance.unbind())
+    Ok(build(
+        py,
+        t.sse_event.bind(py),
+        &[
+            (
+                intern!(py, "data"),
+                PyString::new(py, &event.data).into_any(),
+            ),
+            (intern!(py, "event"), PyString::new(py, &name).into_any()),
+            (intern!(py, "id"), obj(py, event.id)?),
+            (intern!(py, "retry"), obj(py, event.retry)?),
+        ],
+    )?
+    .unbind())
 }
 
 pub(crate) fn kw<'py>(
@@ -161,16 +177,18 @@ pub(crate) fn obj<'py, T: IntoPyObject<'py>>(
     value.into_bound_py_any(py)
 }
 
-fn usage_kwargs<'py>(py: Python<'py>, usage: &Usage) -> PyResult<Bound<'py, PyDict>> {
-    kw(
-        py,
-        &[
-            ("input_tokens", obj(py, usage.input_tokens)?),
-            ("output_tokens", obj(py, usage.output_tokens)?),
-            ("cached_tokens", obj(py, usage.cached_tokens)?),
-            ("reasoning_tokens", obj(py, usage.reasoning_tokens)?),
-        ],
-    )
+type Fields<'py> = [(&'py Bound<'py, PyString>, Bound<'py, PyAny>); 4];
+
+fn usage_fields<'py>(py: Python<'py>, usage: &Usage) -> PyResult<Fields<'py>> {
+    Ok([
+        (intern!(py, "input_tokens"), obj(py, usage.input_tokens)?),
+        (intern!(py, "output_tokens"), obj(py, usage.output_tokens)?),
+        (intern!(py, "cached_tokens"), obj(py, usage.cached_tokens)?),
+        (
+            intern!(py, "reasoning_tokens"),
+            obj(py, usage.reasoning_tokens)?,
+        ),
+    ])
 }
 
 /// A core canonical event as its `decisions.types` class.
@@ -264,7 +282,9 @@ pub(crate) fn event_to_py(py: Python<'_>, t: &Types, event: &Event) -> PyResult<
             &t.item_ended,
             kw(py, &[("item_id", obj(py, item_id.as_str())?)])?,
         ),
-        Event::Usage(usage) => (&t.usage_reported, usage_kwargs(py, usage)?),
+        Event::Usage(usage) => {
+            return Ok(build(py, t.usage_reported.bind(py), &usage_fields(py, usage)?)?.unbind())
+        }
         Event::ResponseFinished {
             finish_reason,
             raw_finish_reason,
@@ -303,37 +323,48 @@ pub(crate) fn event_to_py(py: Python<'_>, t: &Types, event: &Event) -> PyResult<
 fn item_to_py(py: Python<'_>, t: &Types, item: &Item, complete: bool) -> PyResult<Py<PyAny>> {
     let id = obj(py, item.item_id.as_str())?;
     let text = PyString::new(py, &item.text).into_any();
-    let (class, kwargs) = match item.kind {
-        Kind::Text => (&t.text_item, kw(py, &[("item_id", id), ("text", text)])?),
-        Kind::Refusal => (&t.refusal_item, kw(py, &[("item_id", id), ("text", text)])?),
-        Kind::Reasoning => (
-            &t.reasoning_item,
-            kw(
-                py,
-                &[
-                    ("item_id", id),
-                    ("text", text),
-                    ("signature", obj(py, item.signature.as_deref())?),
-                ],
-            )?,
-        ),
-        Kind::ToolCall => (
-            &t.tool_call_item,
-            kw(
-                py,
-                &[
-                    ("item_id", id),
-                    ("call_id", obj(py, item.call_id.as_str())?),
-                    ("name", obj(py, item.name.as_str())?),
-                    ("arguments", text),
-                    ("complete", obj(py, complete)?),
-                    ("call_id_generated", obj(py, item.call_id_generated)?),
-                    ("call_kind", obj(py, item.call_kind.as_str())?),
-                ],
-            )?,
-        ),
+    let (item_id, text_name) = (intern!(py, "item_id"), intern!(py, "text"));
+    let built = match item.kind {
+        Kind::Text => build(
+            py,
+            t.text_item.bind(py),
+            &[(item_id, id), (text_name, text)],
+        )?,
+        Kind::Refusal => build(
+            py,
+            t.refusal_item.bind(py),
+            &[(item_id, id), (text_name, text)],
+        )?,
+        Kind::Reasoning => build(
+            py,
+            t.reasoning_item.bind(py),
+            &[
+                (item_id, id),
+                (text_name, text),
+                (
+                    intern!(py, "signature"),
+                    obj(py, item.signature.as_deref())?,
+                ),
+            ],
+        )?,
+        Kind::ToolCall => build(
+            py,
+            t.tool_call_item.bind(py),
+            &[
+                (item_id, id),
+                (intern!(py, "call_id"), obj(py, item.call_id.as_str())?),
+                (intern!(py, "name"), obj(py, item.name.as_str())?),
+                (intern!(py, "arguments"), text),
+                (intern!(py, "complete"), obj(py, complete)?),
+                (
+                    intern!(py, "call_id_generated"),
+                    obj(py, item.call_id_generated)?,
+                ),
+                (intern!(py, "call_kind"), obj(py, item.call_kind.as_str())?),
+            ],
+        )?,
     };
-    Ok(class.bind(py).call((), Some(&kwargs))?.unbind())
+    Ok(built.unbind())
 }
 
 /// A finished core response as `decisions.types.NormalizedResponse`.
@@ -349,31 +380,35 @@ pub(crate) fn response_to_py(
         .map(|item| item_to_py(py, t, item, r.call_complete(item)))
         .collect::<PyResult<Vec<_>>>()?;
     let usage = match &r.usage {
-        Some(usage) => t.usage.bind(py).call((), Some(&usage_kwargs(py, usage)?))?,
+        Some(usage) => build(py, t.usage.bind(py), &usage_fields(py, usage)?)?,
         None => py.None().into_bound(py),
     };
     let unknown = PyDict::new(py);
     for (name, count) in &r.unknown_events {
         unknown.set_item(name, count)?;
     }
-    let kwargs = kw(
+    Ok(build(
         py,
+        t.normalized_response.bind(py),
         &[
-            ("provider", obj(py, provider)?),
-            ("response_id", obj(py, r.response_id.as_deref())?),
-            ("model", obj(py, r.model.as_deref())?),
-            ("items", PyTuple::new(py, items)?.into_any()),
-            ("finish_reason", obj(py, r.finish_reason.as_str())?),
+            (intern!(py, "provider"), obj(py, provider)?),
             (
-                "raw_finish_reason",
+                intern!(py, "response_id"),
+                obj(py, r.response_id.as_deref())?,
+            ),
+            (intern!(py, "model"), obj(py, r.model.as_deref())?),
+            (intern!(py, "items"), PyTuple::new(py, items)?.into_any()),
+            (
+                intern!(py, "finish_reason"),
+                obj(py, r.finish_reason.as_str())?,
+            ),
+            (
+                intern!(py, "raw_finish_reason"),
                 obj(py, r.raw_finish_reason.as_deref())?,
             ),
-            ("usage", usage),
-            ("unknown_events", unknown.into_any()),
+            (intern!(py, "usage"), usage),
+            (intern!(py, "unknown_events"), unknown.into_any()),
         ],
-    )?;
-    Ok(t.normalized_response
-        .bind(py)
-        .call((), Some(&kwargs))?
-        .unbind())
+    )?
+    .unbind())
 }
