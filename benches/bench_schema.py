@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pytest
 
 from decisions import Schema, SchemaError
-from decisions.validate.issues import error_order, js_issues
+from decisions.validate._issues import error_order, js_issues
 
 WRITE_FILE = {
     "type": "object",

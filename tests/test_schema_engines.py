@@ -24,7 +24,7 @@ import jsonschema
 import pytest
 
 from decisions import Schema
-from decisions.validate.engines import fast_refusal, plain_json
+from decisions.validate._engines import fast_refusal, plain_json
 
 SUITE = Path(__file__).parent / "fixtures" / "json-schema-test-suite" / "draft2020-12"
 
@@ -156,7 +156,7 @@ def test_without_the_fast_validator_jsonschema_does_everything() -> None:
 import json, sys
 sys.modules["jsonschema_rs"] = None  # the import fails
 from decisions import Schema
-from decisions.validate import engines
+from decisions.validate import _engines as engines
 assert engines.FAST_VALIDATOR is None
 schema = Schema({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
 print(json.dumps([schema.validator, schema.issues({"n": 1}), schema.issues({"n": 1.0}), schema.issues({})]))

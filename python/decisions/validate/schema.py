@@ -5,7 +5,7 @@ caller asked for.
 any type a ``TypeAdapter`` accepts) or a JSON Schema dict (Draft 2020-12 by
 default, or the draft its ``$schema`` names), validated with ``jsonschema``
 (``jsonschema-rs`` says "valid" first where it agrees: see
-:mod:`decisions.validate.engines`; a schema is compiled once per digest).
+:mod:`decisions.validate._engines`; a schema is compiled once per digest).
 Both are strict: no coercion (``"1"``, ``true`` and ``1.0`` are not
 integers), and ``null`` is not the same as a missing field.
 
@@ -32,10 +32,10 @@ whose ``issues`` are ``{path, code, expected}`` dicts. ``path`` is a JSON path
 (``$.calls[0].arguments.path``); ``code`` is one of :data:`ISSUE_CODES`, the
 same whichever validator found it.
 
-The parts live beside this module: :mod:`~decisions.validate.issues` (the
+The parts live beside this module: :mod:`~decisions.validate._issues` (the
 issue codes and how each validator's errors map to them),
-:mod:`~decisions.validate.shapes` (closing objects, field selectors) and
-:mod:`~decisions.validate.engines` (the JSON Schema validators, compiled once).
+:mod:`~decisions.validate._shapes` (closing objects, field selectors) and
+:mod:`~decisions.validate._engines` (the JSON Schema validators, compiled once).
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ from typing import Any, Mapping, Sequence
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import json_path
-from .engines import PLAIN, TOO_DEEP, Compiled, compile_json_schema, scan
-from .issues import (
+from ._engines import PLAIN, TOO_DEEP, Compiled, compile_json_schema, scan
+from ._issues import (
     ISSUE_CODES,
     MAX_ISSUES,
     MAX_VALIDATION_DEPTH,
@@ -57,7 +57,7 @@ from .issues import (
     pydantic_issues,
     schema_mismatch,
 )
-from .shapes import (
+from ._shapes import (
     core_definitions,
     core_expand,
     core_step,
@@ -70,9 +70,6 @@ from .shapes import (
 __all__ = [
     "Schema",
     "ISSUE_CODES",
-    "MAX_ISSUES",
-    "json_path",
-    "schema_mismatch",
 ]
 
 

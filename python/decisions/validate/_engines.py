@@ -33,7 +33,7 @@ import jsonschema
 import jsonschema.validators
 
 from .._payload import canonical_json
-from .shapes import close_json_schema
+from ._shapes import close_json_schema
 
 __all__ = [
     "FAST_VALIDATOR",
