@@ -45,7 +45,7 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..errors import json_path
+from ..errors import json_path as json_path  # the tests and older callers import it from here
 from ._engines import PLAIN, TOO_DEEP, Compiled, compile_json_schema, scan
 from ._issues import (
     ISSUE_CODES,
@@ -55,8 +55,8 @@ from ._issues import (
     issue,
     js_issues,
     pydantic_issues,
-    schema_mismatch,
 )
+from ._issues import schema_mismatch as schema_mismatch  # decide imports it from here
 from ._shapes import (
     core_definitions,
     core_expand,
