@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	@echo "setting up $(VENV) (build and test dependencies) ..."
 	@python3 -m venv $(VENV)
 	@$(PIP) install --quiet --upgrade pip
-	@$(PIP) install --quiet "maturin>=1.5,<2" "pydantic>=2.6" "jsonschema>=4.21" \
+	@$(PIP) install --quiet "maturin>=1.5,<2" "pydantic>=2.6" "jsonschema>=4.21" "jsonschema-rs>=0.61" \
 	    "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "orjson>=3.9" "jiter>=0.5" \
 	    "openai>=1.40" "anthropic>=0.34" "httpx>=0.27" "mypy>=1.10" "types-jsonschema" "google-genai>=1.0"
 	@$(PIP) install --quiet "psycopg[binary]>=3.1" "ruff>=0.6" "import-linter>=2.0"

@@ -8,7 +8,11 @@ Each is the kind of text a coding agent's tool call carries:
 - ``write_file``: about 1 MiB, a ``write_file`` whose content is a
   5,000-record array;
 - ``deep``: nesting 200 levels deep (parsed under :data:`DEEP_LIMITS`);
-- ``keys``: one object with 2,000 distinct keys.
+- ``keys``: one object with 2,000 distinct keys;
+- three real documents of the classic nativejson-benchmark set, in
+  ``benches/data/`` (see its README): ``twitter`` (a social-media API dump,
+  non-ASCII text and escapes), ``citm_catalog`` (an event catalogue, many
+  short keys and integers), ``canada`` (GeoJSON coordinates, mostly floats).
 
 Nothing is random: the same text on every run and machine.
 """
@@ -16,6 +20,7 @@ Nothing is random: the same text on every run and machine.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Final
 
 from decisions import Limits
@@ -86,6 +91,9 @@ def keys() -> str:
     return json.dumps({f"field_{i:04d}_{'x' * (i % 7)}": (i if i % 2 else f"v{i}") for i in range(2000)})
 
 
+DATA: Final = Path(__file__).resolve().parent / "data"
+DOCUMENTS: Final = ("twitter", "citm_catalog", "canada")
+
 #: name -> JSON text.
 PAYLOADS: Final[dict[str, str]] = {
     "small": small(),
@@ -93,6 +101,7 @@ PAYLOADS: Final[dict[str, str]] = {
     "write_file": write_file(),
     "deep": deep(),
     "keys": keys(),
+    **{name: (DATA / f"{name}.json").read_text(encoding="utf-8") for name in DOCUMENTS},
 }
 
 #: name -> the ``decisions.Limits`` each payload is parsed under (None: the defaults).

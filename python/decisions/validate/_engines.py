@@ -1,0 +1,341 @@
+"""The validators behind a JSON Schema :class:`~decisions.validate.schema.Schema`.
+
+``jsonschema`` (with integers that are ints, not ``1.0``) is the reference:
+it decides every invalid value and writes its issues. A schema that keeps
+to the subset on which ``jsonschema-rs`` gives the same verdicts (the
+differential test over the JSON-Schema-Test-Suite's draft 2020-12 cases,
+``tests/test_schema_engines.py``) also gets a ``jsonschema-rs`` validator,
+which says "valid" many times faster; a value it does not call valid is
+handed to ``jsonschema``, so the issues and their paths are always
+``jsonschema``'s. Outside the subset, and when ``jsonschema-rs`` is not
+installed, ``jsonschema`` does everything.
+
+The subset is decided once per schema, when it is compiled (:func:`fast_refusal`
+says why a schema is left out), and once per value (:func:`plain_json`):
+only values made of plain JSON types, without integers that a 64-bit number
+cannot hold, non-finite floats or (where the schema types anything as an
+integer) floats with no fraction, are asked. A compiled schema is kept per
+digest of its canonical JSON, so the same schema in many tools or registries
+is compiled and checked once.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import math
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Final, Mapping
+
+import jsonschema
+import jsonschema.validators
+
+from .._payload import canonical_json
+from ._shapes import close_json_schema
+
+__all__ = [
+    "FAST_VALIDATOR",
+    "NOT_PLAIN",
+    "PLAIN",
+    "TOO_DEEP",
+    "Compiled",
+    "compile_json_schema",
+    "fast_refusal",
+    "plain_json",
+    "scan",
+]
+
+
+def _load_fast() -> Any:
+    try:
+        import jsonschema_rs
+    except ImportError:
+        return None
+    return jsonschema_rs
+
+
+_RS: Final[Any] = _load_fast()
+#: The name of the fast validator (``"jsonschema-rs"``), or None when it is not installed.
+FAST_VALIDATOR: Final[str | None] = None if _RS is None else "jsonschema-rs"
+
+
+def _strict_integer(checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_STRICT_CLASSES: dict[type, Any] = {}
+
+
+def strict_validator_class(schema: Mapping[str, Any]) -> Any:
+    """The ``jsonschema`` validator class for ``schema``'s draft, with strict integers."""
+    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls = _STRICT_CLASSES.get(base)
+    if cls is None:
+        extend: Any = jsonschema.validators.extend
+        cls = extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _strict_integer))
+        _STRICT_CLASSES[base] = cls
+    return cls
+
+
+# ---------------------------------------------------------------- the agreed subset
+
+#: Keywords whose value is one subschema, a list of them, or a map of them.
+_SUB_ONE: Final = (
+    "not",
+    "if",
+    "then",
+    "else",
+    "items",
+    "contains",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "propertyNames",
+    "contentSchema",
+)
+_SUB_LIST: Final = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SUB_MAP: Final = ("properties", "patternProperties", "$defs", "dependentSchemas")
+#: Keywords the subset leaves out: base URIs and anchors, dynamic references,
+#: vocabularies, and draft 7's ``dependencies`` (which 2020-12 ``jsonschema``
+#: ignores and ``jsonschema-rs`` applies).
+_OUTSIDE: Final = frozenset(
+    {
+        "$id",
+        "$anchor",
+        "$dynamicRef",
+        "$dynamicAnchor",
+        "$recursiveRef",
+        "$recursiveAnchor",
+        "$vocabulary",
+        "dependencies",
+    }
+)
+_DRAFT_2020_12: Final = frozenset(
+    {"https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#"}
+)
+#: A local reference to the root or to one ``$defs`` entry.
+_LOCAL_REF: Final = re.compile(r"#(?:/\$defs/[A-Za-z0-9_.-]+)?")
+#: A regular expression that Python's ``re`` and the Rust ``regex`` crate
+#: read the same way: ASCII letters, digits and a few characters, classes,
+#: groups without ``(?``, counted repeats and escaped punctuation; no ``$``
+#: (Python's also matches before a final newline), no ``\\d``/``\\w``/``\\s``
+#: (Unicode in one, ASCII in the other depending on flags), no ``[]``.
+_PORTABLE_PATTERN: Final = re.compile(
+    r"(?:[A-Za-z0-9_ ,:;=!@#%&'\"<>/~^|*+?().\[\]-]|\{\d+(?:,\d*)?\}|\\[.\-/+*?()\[\]{}|^$\\])*"
+)
+_INT_RANGE: Final = (-(2**63), 2**64)
+
+
+def _portable(pattern: Any) -> bool:
+    if not isinstance(pattern, str) or _PORTABLE_PATTERN.fullmatch(pattern) is None:
+        return False
+    if "(?" in pattern or "[]" in pattern or "[^]" in pattern:
+        return False
+    try:  # one that Python cannot compile fails there, not here
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
+def _plain_number(value: Any) -> bool:
+    if type(value) is int:
+        return _INT_RANGE[0] <= value < _INT_RANGE[1]
+    return type(value) is not float or math.isfinite(value)
+
+
+def _numbers_plain(value: Any) -> bool:
+    """Whether every number anywhere in ``value`` fits both validators."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif not _plain_number(item):
+            return False
+    return True
+
+
+def fast_refusal(schema: Any) -> str | None:
+    """Why ``schema`` (as applied) is left to ``jsonschema`` alone, or None
+    when it keeps to the agreed subset."""
+    if not isinstance(schema, dict):
+        return "not an object schema"
+    declared = schema.get("$schema")
+    if declared is not None and declared not in _DRAFT_2020_12:
+        return f"draft {declared!r}"
+    if not _numbers_plain(schema):
+        return "a number beyond 64 bits or not finite"
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, bool):
+            continue
+        if not isinstance(node, dict):
+            return "a subschema that is not an object or a boolean"
+        if node is not schema and "$schema" in node:
+            return "an embedded $schema"
+        outside = _OUTSIDE.intersection(node)
+        if outside:
+            return f"keyword {sorted(outside)[0]}"
+        ref = node.get("$ref")
+        if ref is not None and (not isinstance(ref, str) or _LOCAL_REF.fullmatch(ref) is None):
+            return f"$ref {ref!r}"
+        if "pattern" in node and not _portable(node["pattern"]):
+            return f"pattern {node['pattern']!r}"
+        divisor = node.get("multipleOf")
+        if divisor is not None and type(divisor) is not int:
+            return "a multipleOf that is not an integer"
+        for key in _SUB_ONE:
+            if key in node:
+                stack.append(node[key])
+        for key in _SUB_LIST:
+            value = node.get(key)
+            if isinstance(value, list):
+                stack.extend(value)
+            elif value is not None:
+                return f"{key} that is not a list"
+        for key in _SUB_MAP:
+            value = node.get(key)
+            if isinstance(value, dict):
+                if key == "patternProperties" and not all(_portable(p) for p in value):
+                    return "a patternProperties pattern"
+                stack.extend(value.values())
+            elif value is not None:
+                return f"{key} that is not an object"
+    return None
+
+
+def _types_integer(schema: Any) -> bool:
+    """Whether ``integer`` is named anywhere in ``schema`` (a string value anywhere)."""
+    stack = [schema]
+    while stack:
+        item = stack.pop()
+        if item == "integer":
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+#: What :func:`scan` finds: a value both validators read the same way, one
+#: the fast validator must not be asked about, one nested too deep.
+PLAIN: Final = 0
+NOT_PLAIN: Final = 1
+TOO_DEEP: Final = 2
+
+
+def scan(value: Any, integers: bool, bound: int) -> int:
+    """:data:`PLAIN` when ``value`` is made of plain JSON types that both
+    validators read the same way (exact dict with str keys, list, str, bool,
+    None, ints within 64 bits, finite floats, and, when ``integers``, no float
+    with a zero fraction: ``jsonschema-rs`` counts ``1.0`` as an integer) and
+    nests at most ``bound`` levels; :data:`TOO_DEEP` when it nests deeper
+    (found before anything else that is not plain); else :data:`NOT_PLAIN`.
+    One pass, level by level, without recursion."""
+    level = [value]
+    depth = 0
+    low, high = _INT_RANGE
+    while level:
+        depth += 1
+        following: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is str or kind is bool or item is None:
+                continue
+            if kind is dict:
+                if depth > bound:
+                    return TOO_DEEP
+                for key in item:
+                    if type(key) is not str:
+                        return NOT_PLAIN
+                following.extend(item.values())
+            elif kind is list:
+                if depth > bound:
+                    return TOO_DEEP
+                following.extend(item)
+            elif kind is int:
+                if not low <= item < high:
+                    return NOT_PLAIN
+            elif kind is float:
+                if not math.isfinite(item) or (integers and item.is_integer()):
+                    return NOT_PLAIN
+            else:
+                return NOT_PLAIN
+        level = following
+    return PLAIN
+
+
+def plain_json(value: Any, integers: bool) -> bool:
+    """Whether the fast validator may be asked about ``value`` (see :func:`scan`; any depth)."""
+    return scan(value, integers, 1 << 62) == PLAIN
+
+
+# ---------------------------------------------------------------- compiling once
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """One JSON Schema, compiled: the schema as applied (objects closed or
+    not), its ``jsonschema`` validator, and its ``jsonschema-rs`` validator
+    (None, with the reason in ``refusal``, when it is outside the subset)."""
+
+    applied: dict[str, Any]
+    reference: Any
+    fast: Any
+    refusal: str | None
+    integers: bool
+
+
+_CACHE: dict[tuple[str, bool], Compiled] = {}
+_CACHE_LOCK: Final = threading.Lock()
+#: At most this many compiled schemas are kept (the oldest goes first).
+CACHE_SIZE: Final = 512
+
+
+def _digest(spec: Mapping[str, Any]) -> str | None:
+    try:
+        text = canonical_json(spec)
+    except (TypeError, ValueError):  # not JSON: compiled every time
+        return None
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _compile(spec: Mapping[str, Any], closed: bool) -> Compiled:
+    cls = strict_validator_class(spec)
+    cls.check_schema(spec)
+    applied = (
+        close_json_schema(spec, "unevaluatedProperties" in cls.VALIDATORS) if closed else copy.deepcopy(dict(spec))
+    )
+    reference = cls(applied)
+    refusal = "jsonschema-rs is not installed" if _RS is None else fast_refusal(applied)
+    fast = None
+    if refusal is None:
+        try:
+            fast = _RS.Draft202012Validator(applied, validate_formats=False, offline=True)
+        except Exception as error:  # noqa: BLE001  (any refusal of the fast one leaves the reference)
+            refusal = f"jsonschema-rs cannot compile it: {error}"
+    return Compiled(applied, reference, fast, refusal, _types_integer(applied))
+
+
+def compile_json_schema(spec: Mapping[str, Any], closed: bool) -> Compiled:
+    """The compiled form of ``spec`` (checked against its draft's metaschema
+    first: ``jsonschema.SchemaError``), shared by every schema of the same digest."""
+    digest = _digest(spec)
+    if digest is None:
+        return _compile(spec, closed)
+    key = (digest, closed)
+    found = _CACHE.get(key)
+    if found is None:
+        found = _compile(spec, closed)
+        with _CACHE_LOCK:
+            while len(_CACHE) >= CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[key] = found
+    return found
