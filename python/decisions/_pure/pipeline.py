@@ -19,7 +19,7 @@ from ..providers import CANONICAL
 from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler, CanonicalMapper, _event_fields
-from .body import body_error
+from .body import body_error, foreign_body
 from .envelope import decode
 from .sse import _Framer, exclusive
 
@@ -153,15 +153,24 @@ class Pipeline:
 def normalize_text(
     provider: str, mapper: providers.Mapper, body: str | bytes | bytearray | memoryview, limits: Limits
 ) -> NormalizedResponse:
-    """A whole body: envelope rule -> ``mapper.map_body`` -> assembler."""
+    """A whole body: envelope rule -> ``mapper.map_body`` -> assembler; a body
+    read as nothing or not at all that looks like another provider's is
+    ``NOT_A_RESPONSE_BODY``."""
     try:
         decoded = decode(body, limits, getattr(mapper, "ARGUMENT_FIELDS", ()))
+    except OutputError as err:
+        raise body_error(body, err) from None
+    try:
         assembler = Assembler(provider, limits)
         for event in mapper.map_body(decoded):
             assembler.apply(event)
-        return assembler.finish(mapper.unknown_events)
+        response = assembler.finish(mapper.unknown_events)
     except OutputError as err:
-        raise body_error(body, err) from None
+        raise body_error(body, err, provider, decoded) from None
+    foreign = None if response.items else foreign_body(provider, decoded)  # read as nothing: whose is it?
+    if foreign is not None:
+        raise foreign
+    return response
 
 
 # ---------------------------------------------------------------- the public objects

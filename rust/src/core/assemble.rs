@@ -643,6 +643,11 @@ impl Field {
 
 type Spec = &'static [(&'static str, Field, bool)];
 
+/// Whether `kind` is the `type` of a canonical event.
+pub fn is_event_type(kind: &str) -> bool {
+    spec(kind).is_some()
+}
+
 fn spec(kind: &str) -> Option<Spec> {
     use Field::*;
     Some(match kind {
