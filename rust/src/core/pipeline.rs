@@ -127,6 +127,9 @@ impl Pipeline {
             }
             self.assembler.apply(event)?;
         }
+        for (item_id, position) in self.mapper.take_placements() {
+            self.assembler.place(item_id, position);
+        }
         Ok(())
     }
 }
