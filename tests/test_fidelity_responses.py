@@ -57,6 +57,8 @@ def test_reasoning_only_in_completed_output_is_taken_from_it(impl: ModuleType) -
     assert reasoning == [(i.item_id, i.text, True) for i in streamed.items if isinstance(i, ReasoningItem)]
     assert len(reasoning) == 1
     assert response.unknown_events.get("completed_only:reasoning") == 1
+    # placed at its output position (before the call it preceded), not after the streamed items
+    assert [i.item_id for i in response.items] == [i.item_id for i in streamed.items]
 
 
 def test_a_message_only_in_completed_output_is_still_a_mismatch(impl: ModuleType) -> None:
@@ -83,3 +85,25 @@ def test_provider_run_tools_only_in_completed_output(impl: ModuleType, name: str
     unannounced = [e for e in events if not (isinstance(e.get("item"), dict) and e["item"]["type"] in kinds)]
     unannounced = [e for e in unannounced if not any(k.split("_call")[0] in e["type"] for k in kinds)]
     assert isinstance(run(impl, unannounced), NormalizedResponse)
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [["rs", "fc"], ["fc", "rs"], ["rs", "fc", "rs2"], ["rs", "rs2", "fc"], ["rs2", "fc", "rs"]],
+    ids=lambda layout: "-".join(layout),
+)
+def test_reasoning_only_in_completed_output_keeps_its_output_position(impl: ModuleType, layout: list[str]) -> None:
+    """Each reasoning item ``response.completed`` alone carries is placed at
+    its index in ``response.output`` (first, last, between, two in a row)."""
+    events = [e for e in events_of("openai-reasoning-encrypted-content.1") if not _about(e, "reasoning")]
+    completed = events[-1]
+    assert completed["type"] == "response.completed"
+    (rs,) = [i for i in completed["response"]["output"] if i["type"] == "reasoning"]
+    (fc,) = [i for i in completed["response"]["output"] if i["type"] == "function_call"]
+    by_name = {"rs": rs, "fc": fc, "rs2": {**rs, "id": rs["id"] + "_2"}}
+    output = [by_name[name] for name in layout]
+    events[-1] = {**completed, "response": {**completed["response"], "output": output}}
+    response = run(impl, events)
+    assert isinstance(response, NormalizedResponse), response
+    assert [i.item_id for i in response.items] == [item["id"] for item in output]
+    assert response.unknown_events.get("completed_only:reasoning") == layout.count("rs") + layout.count("rs2")

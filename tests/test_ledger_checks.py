@@ -453,3 +453,33 @@ def test_shapes_refuse_what_they_do_not_know(data: dict[str, Any], code: str, pa
     with pytest.raises(SchemaError) as caught:
         from_dict(data)
     assert caught.value.code == code and caught.value.path == path
+
+
+_STORED_ERROR_MEMBERS = ["message", "retryable", "offset", "path", "hint", "lineno", "colno", "call_index"]
+_STORED_ERROR_MEMBERS += ["call_id", "tool", "issues", "batch", "issues[0]", "batch[0]"]
+
+
+@pytest.mark.parametrize("member", _STORED_ERROR_MEMBERS)
+@pytest.mark.parametrize("value", [[], ["x"], {}, {"a": 1}, 1, 1.5, True, "x"], ids=repr)
+@pytest.mark.parametrize("code", ["INVALID_ESCAPE", "UNKNOWN_TOOL"])
+def test_a_stored_error_member_of_another_json_type_is_a_mismatch(member: str, value: object, code: str) -> None:
+    """Each member of a stored error is typed before the error is built: a
+    wrong JSON type is SCHEMA_MISMATCH at its path, never an AttributeError
+    or TypeError from inside the error class."""
+    from decisions.errors import error_class
+
+    data = to_dict(error_class(code)(code, "m", issues=({"path": "$", "code": "c", "expected": "e"},)))
+    data["batch"] = [{"call_id": "c"}]
+    name, _, index = member.partition("[")
+    kinds = {"message": str, "path": str, "hint": str, "call_id": str, "tool": str, "retryable": bool}
+    kinds |= {"issues": list, "batch": list, "issues[0]": dict, "batch[0]": dict}
+    wanted = kinds.get(member, int)
+    if type(value) is wanted:
+        pytest.skip("the member's own type")
+    if index:
+        data[name][0] = value
+    else:
+        data[name] = value
+    with pytest.raises(SchemaError) as caught:
+        from_dict(data)
+    assert (caught.value.code, caught.value.path) == ("SCHEMA_MISMATCH", f"$.{member}")

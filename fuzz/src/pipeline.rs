@@ -48,5 +48,12 @@ pub fn body<T>(
     limits: Limits,
     inspect: impl FnOnce(&Response) -> T,
 ) -> Result<T, Code> {
-    pipeline::normalize(new_mapper(provider, choice), text, limits, inspect).map_err(|e| e.code)
+    pipeline::normalize(
+        provider,
+        new_mapper(provider, choice),
+        text,
+        limits,
+        inspect,
+    )
+    .map_err(|e| e.code)
 }

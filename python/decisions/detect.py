@@ -26,7 +26,6 @@ from . import _backend, _pure
 from . import providers as _providers
 from .errors import StreamError as _StreamError
 from .limits import Limits as _Limits
-from .types import EVENT_TYPES as _EVENT_TYPES
 from .types import CanonicalEvent as _CanonicalEvent
 from .types import NormalizedResponse as _NormalizedResponse
 from .types import ResponseSnapshot as _ResponseSnapshot
@@ -36,44 +35,8 @@ __all__ = ["AUTO", "candidates", "detect", "StreamAssembler", "AutoAssembler", "
 #: The provider id that asks for detection.
 AUTO: _Final = "auto"
 
-_ANTHROPIC_TYPES: _Final = frozenset(
-    {
-        "message_start",
-        "message_delta",
-        "message_stop",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-        "ping",
-    }
-)
-_GEMINI_KEYS: _Final = ("candidates", "promptFeedback", "usageMetadata", "modelVersion")
-
-
-def candidates(payload: object, *, stream: bool = True) -> tuple[str, ...]:
-    """Every provider whose wire shape ``payload`` (one decoded event, or a
-    whole body with ``stream=False``) matches, in :data:`PROVIDERS` order,
-    with ``"canonical"`` last (events only)."""
-    if not isinstance(payload, _Mapping):
-        return ()
-    kind = payload.get("type")
-    obj = payload.get("object")
-    found = []
-    if obj in ("chat.completion", "chat.completion.chunk") or "choices" in payload:
-        found.append(_providers.OPENAI_CHAT)
-    if obj == "response" or (isinstance(kind, str) and kind.startswith("response.")):
-        found.append(_providers.OPENAI_RESPONSES)
-    if (
-        kind in _ANTHROPIC_TYPES
-        or (kind == "message" and "content" in payload)
-        or (kind == "error" and isinstance(payload.get("error"), _Mapping))
-    ):
-        found.append(_providers.ANTHROPIC)
-    if any(key in payload for key in _GEMINI_KEYS):
-        found.append(_providers.GEMINI)
-    if stream and kind in _EVENT_TYPES:
-        found.append(_providers.CANONICAL)
-    return tuple(found)
+#: The rule that tells the provider from a payload (see :func:`decisions.providers.candidates`).
+candidates = _providers.candidates
 
 
 def detect(payload: object, *, stream: bool = True) -> str:

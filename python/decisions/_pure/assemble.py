@@ -125,6 +125,7 @@ class Assembler:
         "_cancelled",
         "_provider_failure",
         "_items",
+        "_placed",
         "_by_id",
         "_call_ids",
         "_calls",
@@ -147,6 +148,7 @@ class Assembler:
         self._cancelled = False
         self._provider_failure: ResponseFailed | None = None
         self._items: list[_Item] = []
+        self._placed: list[tuple[str, int]] = []
         self._by_id: dict[str, _Item] = {}
         self._call_ids: set[str] = set()
         self._calls = 0
@@ -403,6 +405,11 @@ class Assembler:
         """Whether the response is complete or the provider reported a failure."""
         return self._response is not None or self._provider_failure is not None
 
+    def place(self, item_id: str, position: int) -> None:
+        """Put item ``item_id`` at ``position`` among the response's items
+        (after the ones placed before it) when the response is built."""
+        self._placed.append((item_id, position))
+
     def finish(self, unknown_events: Mapping[str, int] | None = None) -> NormalizedResponse:
         """The response, if a legal terminal event and complete items were seen."""
         self.check_usable()
@@ -421,6 +428,10 @@ class Assembler:
             if not item.ended and not truncated:
                 raise self._fail("ITEM_NOT_ENDED", f'item "{item.item_id}" was never ended')
             items.append(_build_item(item, cut))
+        for item_id, position in self._placed:
+            at = next((i for i, built in enumerate(items) if built.item_id == item_id), None)
+            if at is not None:
+                items.insert(position, items.pop(at))
         usage = None if self._usage is None else Usage(**self._usage)
         self._response = NormalizedResponse(
             provider=self.provider,

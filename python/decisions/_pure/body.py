@@ -6,17 +6,44 @@ from __future__ import annotations
 from typing import Final
 
 from ..errors import OutputError, StreamError
+from ..providers import looks_like
 
-__all__ = ["body_error", "QUOTE_CHARS"]
+__all__ = ["body_error", "foreign_body", "QUOTE_CHARS"]
+
+#: The codes of a body its provider's mapper could not read as a response.
+_UNREAD: Final = frozenset({"MALFORMED_EVENT", "NO_TERMINAL_EVENT"})
 
 #: how many characters of a body that is not JSON an error quotes
 QUOTE_CHARS: Final = 60
 
 
-def body_error(body: str | bytes | bytearray | memoryview, error: OutputError) -> OutputError:
+def foreign_body(provider: str, decoded: object) -> OutputError | None:
+    """``NOT_A_RESPONSE_BODY`` when the decoded body given to ``provider`` is
+    recognisably another provider's (:func:`decisions.providers.looks_like`)."""
+    what = looks_like(provider, decoded)
+    if what is None:
+        return None
+    return StreamError(
+        "NOT_A_RESPONSE_BODY", f"the body is not a response of provider {provider!r}: this looks like {what}"
+    )
+
+
+def body_error(
+    body: str | bytes | bytearray | memoryview,
+    error: OutputError,
+    provider: str | None = None,
+    decoded: object = None,
+) -> OutputError:
     """The error of a whole body for ``error``, the pipeline's error for it:
-    no finish signal is ``BODY_NOT_FINISHED``, text that is not JSON is
-    ``NOT_A_RESPONSE_BODY`` (quoting its start); any other error is kept."""
+    a body ``provider``'s mapper could not read (``decoded``, when it is JSON)
+    that looks like another provider's is ``NOT_A_RESPONSE_BODY`` saying what
+    it looks like, no finish signal is ``BODY_NOT_FINISHED``, text that is
+    not JSON is ``NOT_A_RESPONSE_BODY`` (quoting its start); any other error
+    is kept."""
+    if provider is not None and error.code in _UNREAD:
+        foreign = foreign_body(provider, decoded)
+        if foreign is not None:
+            return foreign
     if error.code == "NO_TERMINAL_EVENT":
         return StreamError("BODY_NOT_FINISHED", "the body is not a finished response: it has no finish signal")
     if error.code == "MALFORMED_EVENT" and error.path is None and error.message == "event data is not valid JSON":

@@ -19,7 +19,7 @@ from ..providers import CANONICAL
 from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler, CanonicalMapper, _event_fields
-from .body import body_error
+from .body import body_error, foreign_body
 from .envelope import decode
 from .sse import _Framer, exclusive
 
@@ -31,7 +31,7 @@ _Fast = Callable[[str | None, Any], "tuple[bool, str, str] | None"]
 class Pipeline:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
-    __slots__ = ("_limits", "_mapper", "_fields", "_assembler", "_framer", "_kept", "_fast")
+    __slots__ = ("_limits", "_mapper", "_fields", "_assembler", "_framer", "_kept", "_fast", "_placements")
 
     def __init__(self, provider: str, mapper: providers.Mapper, limits: Limits, keep_events: bool) -> None:
         self._limits = limits
@@ -43,6 +43,8 @@ class Pipeline:
         # a mapper's ``fast_delta`` maps its common delta chunk straight to the
         # assembler's delta entry points (not when the events are kept)
         self._fast: _Fast | None = None if keep_events else getattr(mapper, "fast_delta", None)
+        # a mapper's ``placements``: items it produced late, with their place in the response
+        self._placements: list[tuple[str, int]] | None = getattr(mapper, "placements", None)
 
     @property
     def assembler(self) -> Assembler:
@@ -56,6 +58,11 @@ class Pipeline:
             if kept is not None:  # kept even when it fails: the UI sees what was produced
                 kept.append(event)
             apply(event)
+        placements = self._placements
+        if placements:
+            for item_id, position in placements:
+                self._assembler.place(item_id, position)
+            placements.clear()
 
     def _map(self, event: str | None, decoded: Any) -> None:
         hit = None if self._fast is None else self._fast(event, decoded)
@@ -153,15 +160,24 @@ class Pipeline:
 def normalize_text(
     provider: str, mapper: providers.Mapper, body: str | bytes | bytearray | memoryview, limits: Limits
 ) -> NormalizedResponse:
-    """A whole body: envelope rule -> ``mapper.map_body`` -> assembler."""
+    """A whole body: envelope rule -> ``mapper.map_body`` -> assembler; a body
+    read as nothing or not at all that looks like another provider's is
+    ``NOT_A_RESPONSE_BODY``."""
     try:
         decoded = decode(body, limits, getattr(mapper, "ARGUMENT_FIELDS", ()))
+    except OutputError as err:
+        raise body_error(body, err) from None
+    try:
         assembler = Assembler(provider, limits)
         for event in mapper.map_body(decoded):
             assembler.apply(event)
-        return assembler.finish(mapper.unknown_events)
+        response = assembler.finish(mapper.unknown_events)
     except OutputError as err:
-        raise body_error(body, err) from None
+        raise body_error(body, err, provider, decoded) from None
+    foreign = None if response.items else foreign_body(provider, decoded)  # read as nothing: whose is it?
+    if foreign is not None:
+        raise foreign
+    return response
 
 
 # ---------------------------------------------------------------- the public objects

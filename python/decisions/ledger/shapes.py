@@ -218,25 +218,33 @@ def _error(r: _Reader) -> OutputError:
     code = r.get("code", (str,))
     if code not in ERROR_CODES:
         raise _mismatch(f"{r.path}.code", "a code of decisions.ERROR_CODES")
-    state = {
-        name: r.data.get(name)
-        for name in (
-            "message",
-            "retryable",
-            "offset",
-            "path",
-            "hint",
-            "lineno",
-            "colno",
-            "call_index",
-            "call_id",
-            "tool",
-            "batch",
-        )
-    }
+    # every member typed before the error is built from it (a stored dict may be anything)
+    r.get("issues", (list,))
+    state = {name: r.get(name, kinds, optional=True) for name, kinds in _ERROR_MEMBERS}
+    for name in ("issues", "batch"):
+        entries = state[name] or []
+        for i, entry in enumerate(entries):
+            _Reader(entry, f"{r.path}.{name}[{i}]")
+        state[name] = entries
     state["code"] = code
-    state["issues"] = r.get("issues", (list,))
     return _rebuild(error_class(code), state)
+
+
+#: The members of a stored error besides its code, with their JSON types.
+_ERROR_MEMBERS: Final = (
+    ("message", (str,)),
+    ("retryable", (bool,)),
+    ("offset", (int,)),
+    ("path", (str,)),
+    ("hint", (str,)),
+    ("lineno", (int,)),
+    ("colno", (int,)),
+    ("call_index", (int,)),
+    ("call_id", (str,)),
+    ("tool", (str,)),
+    ("issues", (list,)),
+    ("batch", (list,)),
+)
 
 
 _READERS: Final[Mapping[str, Callable[[_Reader], Any]]] = {

@@ -119,6 +119,8 @@ pub struct Assembler {
     cancelled: bool,
     provider_failure: Option<ProviderFailure>,
     items: Vec<Item>,
+    /// Items to put at a position when the response is built: (item id, position).
+    placed: Vec<(String, usize)>,
     by_id: HashMap<String, usize>,
     call_ids: HashSet<String>,
     calls: usize,
@@ -182,6 +184,7 @@ impl Assembler {
             cancelled: false,
             provider_failure: None,
             items: Vec::new(),
+            placed: Vec::new(),
             by_id: HashMap::new(),
             call_ids: HashSet::new(),
             calls: 0,
@@ -548,6 +551,12 @@ impl Assembler {
         merged.reasoning_tokens = usage.reasoning_tokens.or(merged.reasoning_tokens);
     }
 
+    /// Put item `item_id` at `position` among the response's items (after the
+    /// ones placed before it) when the response is built.
+    pub fn place(&mut self, item_id: String, position: usize) {
+        self.placed.push((item_id, position));
+    }
+
     /// The response, if a legal terminal event and complete items were seen.
     /// The provider's failure event gives a `PROVIDER_ERROR` (transport).
     pub fn finish(
@@ -577,10 +586,17 @@ impl Assembler {
                     return Err(self.fail_with(Code::ITEM_NOT_ENDED, msg));
                 }
             }
+            let mut items = std::mem::take(&mut self.items);
+            for (item_id, position) in &self.placed {
+                if let Some(at) = items.iter().position(|item| item.item_id == *item_id) {
+                    let item = items.remove(at);
+                    items.insert((*position).min(items.len()), item);
+                }
+            }
             self.response = Some(Response {
                 response_id: self.response_id.clone(),
                 model: self.model.clone(),
-                items: std::mem::take(&mut self.items),
+                items,
                 finish_reason: self.finish_reason,
                 raw_finish_reason: self.raw_finish_reason.clone(),
                 usage: self.usage,
@@ -642,6 +658,11 @@ impl Field {
 }
 
 type Spec = &'static [(&'static str, Field, bool)];
+
+/// Whether `kind` is the `type` of a canonical event.
+pub fn is_event_type(kind: &str) -> bool {
+    spec(kind).is_some()
+}
 
 fn spec(kind: &str) -> Option<Spec> {
     use Field::*;

@@ -5,7 +5,7 @@
 //! `python/decisions/_pure/assemble.py`, with the same steps in the same order.
 
 use crate::core::assemble::{Assembler, Response};
-use crate::core::body::body_error;
+use crate::core::body::{body_error, foreign_body};
 use crate::core::envelope::Envelope;
 use crate::core::errors::CoreError;
 use crate::core::events::Event;
@@ -127,24 +127,43 @@ impl Pipeline {
             }
             self.assembler.apply(event)?;
         }
+        for (item_id, position) in self.mapper.take_placements() {
+            self.assembler.place(item_id, position);
+        }
         Ok(())
     }
 }
 
-/// A whole non-streaming body: envelope rule -> `mapper.map_body` ->
-/// assembler; `read` is given the response.
+/// A whole non-streaming body given to `provider`: envelope rule ->
+/// `mapper.map_body` -> assembler; `read` is given the response. A body read
+/// as nothing or not at all that looks like another provider's is
+/// `NOT_A_RESPONSE_BODY` (see [`body_error`]).
 pub fn normalize<T>(
+    provider: &str,
     mut mapper: Box<dyn Mapper>,
     body: &str,
     limits: Limits,
     read: impl FnOnce(&Response) -> T,
 ) -> Result<T, CoreError> {
-    let mut assembler = Assembler::new(limits);
-    let mut events = Vec::new();
     Envelope::default()
         .check(body, &limits, mapper.argument_fields())
-        .and_then(|()| mapper.map_body(body, &mut events))
+        .map_err(|e| body_error(None, body, e))?;
+    let mut assembler = Assembler::new(limits);
+    let mut events = Vec::new();
+    mapper
+        .map_body(body, &mut events)
         .and_then(|()| events.into_iter().try_for_each(|e| assembler.apply(e)))
-        .and_then(|()| assembler.finish(mapper.unknown_events()).map(read))
-        .map_err(|e| body_error(body, e))
+        .and_then(|()| assembler.finish(mapper.unknown_events()))
+        .and_then(|response| {
+            // read as nothing: whose body is it?
+            let foreign = response
+                .items
+                .is_empty()
+                .then(|| foreign_body(provider, body));
+            match foreign.flatten() {
+                Some(error) => Err(error),
+                None => Ok(read(response)),
+            }
+        })
+        .map_err(|e| body_error(Some(provider), body, e))
 }

@@ -450,7 +450,7 @@ pub fn normalize(
     let t = types(py)?;
     let text = text.map_err(|e| core_err(py, e))?;
     if text.len() < RELEASE_AT {
-        return pipeline::normalize(mapper, &text, limits, |response| {
+        return pipeline::normalize(&provider, mapper, &text, limits, |response| {
             response_to_py(py, t, &provider, response)
         })
         .map_err(|e| core_err(py, e))?;
@@ -459,7 +459,7 @@ pub fn normalize(
     // the response is copied out (a few memcpys, a small part of the work)
     // to be built into Python objects once the GIL is back.
     let response = py
-        .allow_threads(|| pipeline::normalize(mapper, &text, limits, Response::clone))
+        .allow_threads(|| pipeline::normalize(&provider, mapper, &text, limits, Response::clone))
         .map_err(|e| core_err(py, e))?;
     response_to_py(py, t, &provider, &response)
 }

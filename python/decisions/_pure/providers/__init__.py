@@ -52,6 +52,11 @@ class Mapper(Protocol):
 # event objects, exactly what ``map_event`` would map it to (and with the same
 # effect on the mapper's state); None for any other event, which then goes
 # through ``map_event``. ``StreamAssembler`` uses it unless events are kept.
+#
+# Optional: ``placements: list[tuple[str, int]]``: items the mapper produced
+# after later ones (a Responses reasoning item only ``response.completed``
+# carries), each with its position among the response's items; the pipeline
+# hands them to ``Assembler.place`` and clears the list.
 
 
 #: provider id -> factory taking the selected ``choice`` (or None).

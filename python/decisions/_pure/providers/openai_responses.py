@@ -46,9 +46,9 @@ against them: texts and function-call arguments per item, plus each call's
 name and ``call_id``; an item in the final output the stream never carried,
 or a streamed message or call missing from it, is ``OUTPUT_MISMATCH``, except
 a reasoning item the stream never announced (OpenRouter sends some only in
-``response.completed``): it is taken from the output, after the streamed items,
-and counted in ``unknown_events`` as ``completed_only:reasoning``. A done
-event for an item that streamed no delta at all supplies the whole value
+``response.completed``): it is taken from the output, placed among the streamed
+items at its position in the output, and counted in ``unknown_events`` as
+``completed_only:reasoning``. A done event for an item that streamed no delta at all supplies the whole value
 (servers that send arguments only there).
 
 Calls the application runs: ``function_call`` (arguments: JSON text),
@@ -290,6 +290,7 @@ class OpenAIResponsesMapper:
         self._seq: int | None = None
         self._items: dict[str, _Item] = {}
         self._order: list[str] = []  # message / function_call ids, in stream order
+        self.placements: list[tuple[str, int]] = []  # completed-only reasoning: (item id, position)
         self._calls = 0
         self._refusals = 0
         self._terminal: str | None = None  # "finished" | "failed" | "error"
@@ -595,6 +596,7 @@ class OpenAIResponsesMapper:
             out.append(final.error or ResponseFailed(code="failed", message=""))
             return
         seen: set[str] = set()
+        position = 0  # how many canonical items the output items before this one make
         for item in final.output:
             if isinstance(item, str):
                 continue
@@ -602,9 +604,12 @@ class OpenAIResponsesMapper:
             if entry is None and item.type == "reasoning":  # never streamed (OpenRouter): taken from here
                 self._count("completed_only:reasoning")
                 self._body_item(item, out, what)
+                self.placements.append((item.id, position))
+                position += 1
                 continue
             if entry is None or entry.type != item.type:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: the output has {item.type} {item.id}, never streamed")
+            position += len(entry.parts) if entry.type == "message" else 1
             seen.add(item.id)
             self._compare(item, entry, what, out, end=False)
             self._note_status(item)

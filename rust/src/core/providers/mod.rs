@@ -60,6 +60,13 @@ pub trait Mapper: Send + Sync {
 
     /// Provider event types seen but not known, with their counts.
     fn unknown_events(&self) -> &BTreeMap<String, u64>;
+
+    /// Items the mapper produced after later ones (a Responses reasoning item
+    /// only `response.completed` carries), each with its position among the
+    /// response's items, since the last call (see [`crate::core::assemble::Assembler::place`]).
+    fn take_placements(&mut self) -> Vec<(String, usize)> {
+        Vec::new()
+    }
 }
 
 /// The mapper for a provider id, or None if the id is unknown.

@@ -537,6 +537,8 @@ pub struct OpenAIResponses {
     terminal: Option<Terminal>,
     /// A message / call some output said was not completed.
     unfinished: Option<String>,
+    /// Completed-only reasoning items: (item id, position among the items).
+    placements: Vec<(String, usize)>,
 }
 
 impl Default for OpenAIResponses {
@@ -606,6 +608,7 @@ fn same_diff(acc: &Acc, diff: Option<&str>, what: &str) -> Result<(), CoreError>
 impl OpenAIResponses {
     pub fn new() -> OpenAIResponses {
         OpenAIResponses {
+            placements: Vec::new(),
             unknown: BTreeMap::new(),
             seq: None,
             items: HashMap::new(),
@@ -1084,15 +1087,25 @@ impl OpenAIResponses {
             return Ok(());
         }
         let mut seen = std::collections::HashSet::new();
+        // how many canonical items the output items before this one make
+        let mut position = 0;
         for item in &output {
             if let Out::Known(kind, item) = item {
                 let id = item.id.as_str();
                 match self.items.get(id) {
-                    Some(entry) if entry.kind == *kind => {}
+                    Some(entry) if entry.kind == *kind => {
+                        position += if *kind == Kind::Message {
+                            entry.parts.len()
+                        } else {
+                            1
+                        };
+                    }
                     // never streamed (OpenRouter): taken from the output
                     None if *kind == Kind::Reasoning => {
                         self.count("completed_only:reasoning".to_owned());
                         self.body_item(*kind, item, out, what)?;
+                        self.placements.push((id.to_owned(), position));
+                        position += 1;
                         continue;
                     }
                     _ => {
@@ -1356,6 +1369,10 @@ impl Mapper for OpenAIResponses {
 
     fn unknown_events(&self) -> &BTreeMap<String, u64> {
         &self.unknown
+    }
+
+    fn take_placements(&mut self) -> Vec<(String, usize)> {
+        std::mem::take(&mut self.placements)
     }
 }
 
