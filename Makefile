@@ -33,8 +33,9 @@ build: venv ## build the Rust extension into the package (BUILD_FLAGS= for a qui
 	@PIP_QUIET=1 VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH maturin develop $(BUILD_FLAGS) --quiet
 
 .PHONY: cargo-test
-cargo-test: ## run the Rust core's tests
+cargo-test: ## run the Rust core's tests, and check that the fuzz targets still compile against the core
 	cargo test --quiet
+	cd fuzz && cargo check --quiet
 
 .PHONY: browser
 browser: ## Chromium from the OS packages, for the HTML report's browser tests (installed once, quietly)

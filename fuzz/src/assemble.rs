@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use arbitrary::Arbitrary;
 use decisions::core::assemble::{canonical_event, Assembler, Kind, Response};
 use decisions::core::errors::Code;
-use decisions::core::events::{Event, FinishReason, ItemKind, Usage};
+use decisions::core::events::{CallKind, Event, FinishReason, ItemKind, Usage};
 use decisions::core::limits::Limits;
 use serde_json::{json, Value};
 
@@ -21,6 +21,14 @@ const IDS: [&str; 3] = ["a", "b", "c"];
 const CALL_IDS: [&str; 2] = ["call_1", "call_2"];
 const NAMES: [&str; 2] = ["read_file", "write_file"];
 const DELTAS: [&str; 6] = ["", "{", "\"x\":", "1}", "é", "\u{1F600}\\\""];
+const CALL_KINDS: [CallKind; 6] = [
+    CallKind::Function,
+    CallKind::Custom,
+    CallKind::LocalShell,
+    CallKind::Computer,
+    CallKind::ApplyPatch,
+    CallKind::Shell,
+];
 const REASONS: [FinishReason; 8] = [
     FinishReason::Stop,
     FinishReason::ToolCalls,
@@ -39,7 +47,7 @@ pub enum Op {
     Text(u8, u8),
     Refusal(u8, u8),
     Reasoning(u8, u8, bool),
-    Call(u8, u8, u8, bool),
+    Call(u8, u8, u8, bool, u8),
     Args(u8, u8),
     Ended(u8),
     Usage(Option<u32>, Option<u32>),
@@ -78,11 +86,12 @@ pub fn event(op: &Op) -> Event {
             delta: s(pick(&DELTAS, d)),
             signature: sig.then(|| s("sig")),
         },
-        Op::Call(i, c, n, generated) => Event::ToolCallStarted {
+        Op::Call(i, c, n, generated, k) => Event::ToolCallStarted {
             item_id: s(pick(&IDS, i)),
             call_id: s(pick(&CALL_IDS, c)),
             name: s(pick(&NAMES, n)),
             call_id_generated: generated,
+            call_kind: pick(&CALL_KINDS, k),
         },
         Op::Args(i, d) => Event::ToolArgumentsDelta {
             item_id: s(pick(&IDS, i)),
@@ -136,9 +145,10 @@ pub fn wire(event: &Event) -> Value {
             call_id,
             name,
             call_id_generated,
+            call_kind,
         } => json!({
             "type": "tool_call_started", "item_id": item_id, "call_id": call_id, "name": name,
-            "call_id_generated": call_id_generated,
+            "call_id_generated": call_id_generated, "call_kind": call_kind.as_str(),
         }),
         Event::ToolArgumentsDelta { item_id, delta } => {
             json!({"type": "tool_arguments_delta", "item_id": item_id, "delta": delta})
