@@ -21,8 +21,8 @@ from decisions import (
     FileEffects,
     FinalDecision,
     Ledger,
-    ResultCheck,
     SchemaError,
+    Tool,
     ToolCall,
     ToolDecision,
     ToolResult,
@@ -52,15 +52,17 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ledger(url: str, workspace: Path) -> Iterator[Ledger]:
-    checks = {
-        "count": ResultCheck(schema=Lines),
-        "count_js": ResultCheck(
-            schema={"type": "object", "properties": {"lines": {"type": "integer"}}, "required": ["lines"]}
+    tools = [
+        Tool(name="count", returns=Lines, side_effects=False),
+        Tool(
+            name="count_js",
+            returns={"type": "object", "properties": {"lines": {"type": "integer"}}, "required": ["lines"]},
+            side_effects=False,
         ),
-        "write_file": ResultCheck(effects=FileEffects(str(workspace))),
-        "write_many": ResultCheck(effects=FileEffects(str(workspace), paths=("files",))),
-    }
-    with open_ledger(url, checks=checks) as opened:
+        Tool(name="write_file", effects=FileEffects(str(workspace))),
+        Tool(name="write_many", effects=FileEffects(str(workspace), paths=("files",))),
+    ]
+    with open_ledger(url, tools=tools) as opened:
         yield opened
 
 

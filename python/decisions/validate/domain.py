@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Iterable, Iterator, Literal, Mapping
 
@@ -64,7 +65,15 @@ class Tool:
     :class:`~decisions.validate.schema.Schema`, ``closed``). ``extra="allow"`` is the
     explicit opt-out: the schema is then applied as written (Pydantic
     models keep their own ``extra`` setting, JSON Schema objects stay open
-    unless they close themselves)."""
+    unless they close themselves).
+
+    What a tool declares about its results, checked when a result is
+    committed to the ledger (seed 000, 8.5): ``returns``, the schema an
+    ``ok`` result's content must match (the same kinds as ``parameters``;
+    closed), and ``effects``, an effect check called as ``effects(arguments,
+    result)`` that returns the effects it observed or raises
+    :class:`~decisions.errors.ResultError` (see
+    :class:`~decisions.ledger.FileEffects`)."""
 
     name: str
     parameters: Any = None
@@ -72,7 +81,10 @@ class Tool:
     side_effects: bool = True
     description: str = ""
     extra: Literal["forbid", "allow"] = "forbid"
+    returns: Any = None
+    effects: Callable[[Mapping[str, Any] | None, Any], Sequence[Any]] | None = None
     schema: Schema | None = field(init=False, repr=False, compare=False, default=None)
+    result_schema: Schema | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -90,6 +102,11 @@ class Tool:
             else:
                 schema = Schema(spec, closed=closed)
             object.__setattr__(self, "schema", schema)
+        if self.returns is not None:
+            spec = self.returns
+            object.__setattr__(self, "result_schema", spec if isinstance(spec, Schema) else Schema(spec, closed=True))
+        if self.effects is not None and not callable(self.effects):
+            raise ValueError("Tool.effects must be a callable effect check")
 
 
 def fold(name: str) -> str:
