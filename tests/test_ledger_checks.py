@@ -455,3 +455,16 @@ def test_shapes_refuse_what_they_do_not_know(data: dict[str, Any], code: str, pa
     with pytest.raises(SchemaError) as caught:
         from_dict(data)
     assert caught.value.code == code and caught.value.path == path
+
+
+def test_the_checks_are_the_tools_the_ledger_was_opened_with(url: str) -> None:
+    with pytest.raises(ValueError):
+        Tool(name="count", effects="not a check")  # type: ignore[arg-type]
+    assert Tool(name="count", returns=Lines).result_schema is not None and Tool(name="count").result_schema is None
+    bad = ToolResult("x", "ok", {"lines": "three"})
+    with open_ledger(url) as unchecked:  # no tools: an ok result passes unchecked
+        assert run_one(unchecked, "count", bad).state == "committed"
+    with open_ledger(url, tools=[Tool(name="count", returns=Lines)]) as checked:
+        entry = run_one(checked, "count", bad)
+        assert entry.state == "failed" and entry.error is not None and entry.error.code == "RESULT_SCHEMA_MISMATCH"
+        assert entry.error.path == "$.content.lines"

@@ -23,6 +23,7 @@ from typing import Any, Final
 from ..errors import DomainError, ResultError
 from ..ledger.core import Ledger, error_content
 from ..ledger.messages import RESULT_PROVIDERS, result_messages
+from ..ledger.records import Entry
 from ..ledger.results import ResultStatus, ToolResult
 from ..ledger.sqlite import SQLiteDatabase
 from ..validate.decision import ToolCall, ToolDecision
@@ -89,7 +90,7 @@ class ResultBook:
     @property
     def pending(self) -> tuple[str, ...]:
         """Call ids without a result (or a denying verdict), in call order."""
-        return tuple(e.call_id for e in self.ledger.entries(self.run_id) if e.state not in _ENDED)
+        return tuple(e.call_id for e in self._entries() if e.state not in _ENDED)
 
     @property
     def complete(self) -> bool:
@@ -99,14 +100,18 @@ class ResultBook:
     @property
     def results(self) -> tuple[ToolResult, ...]:
         """The accepted results, in call order (not arrival order)."""
-        return tuple(e.result for e in self.ledger.entries(self.run_id) if e.result is not None)
+        return tuple(e.result for e in self._entries() if e.result is not None)
+
+    def _entries(self) -> tuple[Entry, ...]:
+        """This decision's calls as the ledger holds them (the run may hold others)."""
+        return tuple(e for e in self.ledger.entries(self.run_id) if e.call_id in self._calls)
 
     def messages(self, provider: str) -> list[dict[str, Any]]:
         """The provider-shaped message(s) carrying every result back, in
         call order: each result verbatim, a denied call's verdict as an
         error. Every call must be answered (ValueError otherwise): the
         providers reject a turn with an unanswered call."""
-        entries = self.ledger.entries(self.run_id)
+        entries = self._entries()
         pending = [e.call_id for e in entries if e.state not in _ENDED]
         if pending:
             raise ValueError(f"calls without a result: {pending}")
