@@ -299,11 +299,16 @@ class Ledger:
         """Try to win ``call_id`` for ``worker``: one conditional update in
         the database, so exactly one concurrent claimant is granted."""
         lease = _lease(lease_seconds)
-        won: Claim | None = self._run(
-            lambda cur: claims.claim_one(cur, self._dialect, run_id, call_id, worker, lease), single=True
-        )
-        if won is not None:
-            return won
+
+        def work(cur: Cursor) -> Claim | None:
+            won = claims.claim_one(cur, self._dialect, run_id, call_id, worker, lease)
+            if won is not None or self._dialect == "postgresql":  # PostgreSQL: the statement ran on its own
+                return won
+            return claims.refused_claim(cur, run_id, call_id, worker)  # SQLite: in the same transaction
+
+        outcome: Claim | None = self._run(work, single=True)
+        if outcome is not None:
+            return outcome
         refused: Claim = self._run(lambda cur: claims.refused_claim(cur, run_id, call_id, worker))
         return refused
 
@@ -375,9 +380,6 @@ class Ledger:
             int(result.retry_safe),
         )
         detail = {"attempt": claim.attempt, "status": result.status, "code": None if error is None else error.code}
-        row = self._run(lambda cur: claims.commit(cur, self._dialect, claim, sets, state, detail), single=True)
-        if row is not None:
-            return entry_of(row[4:])
 
         def refuse(cur: Cursor) -> ResultError:
             refusal = claims.refusal(cur, claim)
@@ -386,6 +388,17 @@ class Ledger:
             log_event(cur, claim.run_id, claim.call_id, kind, claim.worker, detail)
             return refusal
 
+        def work(cur: Cursor) -> Any:
+            row = claims.commit(cur, self._dialect, claim, sets, state, detail)
+            if row is not None or self._dialect == "postgresql":  # PostgreSQL: the statement ran on its own
+                return row
+            return refuse(cur)  # SQLite: in the same transaction
+
+        outcome = self._run(work, single=True)
+        if isinstance(outcome, ResultError):
+            raise outcome
+        if outcome is not None:
+            return entry_of(outcome[4:])
         raise self._run(refuse)
 
     # ------------------------------------------------------------ call ids a run has decided
