@@ -84,7 +84,7 @@ from .types import (
 from .validate.decide import TextPolicy, check_complete, decide, parse_arguments
 from .validate.decision import BatchMode, CallVerdict, Decision, FinalDecision, ToolCall, ToolDecision, VerdictStatus
 from .validate.domain import Tool, ToolRegistry
-from .validate.policy import Access, PathArg, Policy, ToolRule, apply_policy, resolve_path
+from .validate.policy import Access, PathArg, Policy, RunState, ToolRule, apply_policy, resolve_path
 from .validate.schema import ISSUE_CODES, Schema
 from .validate.versions import Adapter, SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
 
@@ -132,6 +132,7 @@ __all__ = [
     "Policy",
     "ResultBook",
     "Run",
+    "RunState",
     "Schema",
     "SchemaRef",
     "SchemaRegistry",
