@@ -7,13 +7,15 @@ Two parts:
   a SQLite file and (when ``DECISIONS_TEST_POSTGRES_URL`` is set) PostgreSQL,
   beside the bare minimum on the same SQLite file (one conditional UPDATE for
   the claim, one for the commit, no ledger) as the baseline.
-- ``python benches/test_bench_ledger.py [--calls N]``: 1, 4 and 16 worker
-  processes racing over the same recorded calls (each claims in its own
-  order; a call is done when its claim was granted and its commit
-  stored; each starts on its own share of the calls, then walks on through the
-  others'), wall-clock; prints calls per second and the mean milliseconds a
-  worker spends in ``claim`` + ``commit`` for a call it wins. PostgreSQL is
-  measured when ``DECISIONS_TEST_POSTGRES_URL`` is set
+- ``python benches/test_bench_ledger.py [--calls N] [--repeat R]``: 1, 4 and
+  16 worker processes sharing the same recorded calls until none is left,
+  either through ``claim_next`` (``next``) or by walking the call ids with
+  ``claim`` (``claim``: each starts on its own share, then walks on through
+  the others', refused claims and all). Prints, as medians of R runs, calls
+  per second, the ledger's cost per call (wall time / calls, over all
+  workers) and the latency a worker sees (its time in the ledger / the calls
+  it ran). SQLite with ``synchronous=normal`` and ``full``; PostgreSQL when
+  ``DECISIONS_TEST_POSTGRES_URL`` is set
   (``DECISIONS_PG_FSYNC=on scripts/postgres.sh run python benches/test_bench_ledger.py``).
 """
 
@@ -23,6 +25,7 @@ import argparse
 import multiprocessing
 import os
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -32,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from decisions import CallVerdict, Tool, ToolCall, ToolDecision, ToolRegistry, ToolResult, open_ledger
+from decisions import CallVerdict, Ledger, Tool, ToolCall, ToolDecision, ToolRegistry, ToolResult, open_ledger
 
 POSTGRES_URL = os.environ.get("DECISIONS_TEST_POSTGRES_URL", "")
 TOOLS = ToolRegistry([Tool(name="write_file", side_effects=True)])
@@ -53,15 +56,15 @@ def _decision(ids: list[str]) -> ToolDecision:
 
 def _urls(tmp: Path) -> dict[str, str]:
     urls = {
-        "sqlite": f"sqlite:///{tmp / 'bench.db'}",
-        "sqlite-normal": f"sqlite:///{tmp / 'fast.db'}?synchronous=normal",
+        "sqlite-normal": f"sqlite:///{tmp / 'normal.db'}?synchronous=normal",
+        "sqlite-full": f"sqlite:///{tmp / 'full.db'}?synchronous=full",
     }
     if POSTGRES_URL:
         urls["postgres"] = POSTGRES_URL
     return urls
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "sqlite-normal", "postgres"])
+@pytest.mark.parametrize("backend", ["sqlite-normal", "sqlite-full", "postgres"])
 def test_bench_record_claim_commit(benchmark: Any, backend: str, tmp_path: Path) -> None:
     urls = _urls(tmp_path)
     if backend not in urls:
@@ -106,23 +109,35 @@ def test_bench_bare_sqlite(benchmark: Any, tmp_path: Path) -> None:
 # ---------------------------------------------------------------- many workers, wall clock
 
 
-def _worker(url: str, run: str, ids: list[str], name: str, first: str) -> tuple[int, float]:
-    start = ids.index(first)
-    order = ids[start:] + ids[:start]  # a worker starts on its own share, then helps with the rest
+def _worker(url: str, run: str, ids: list[str], name: str, first: str, mode: str) -> tuple[int, float]:
+    """Run calls until none is left; returns (calls run, seconds spent in the ledger)."""
     won, spent = 0, 0.0
     with open_ledger(url, timeout=120) as ledger:
-        for call_id in order:
-            start = time.perf_counter()
+        if mode == "next":
+            while True:
+                began = time.perf_counter()
+                claim = ledger.claim_next(run, worker=name, lease_seconds=300)
+                if claim is not None:
+                    ledger.commit(claim, ToolResult(claim.call_id, "ok", "done"))
+                spent += time.perf_counter() - began
+                if claim is None:
+                    return won, spent
+                won += 1
+        start = ids.index(first)
+        for call_id in ids[start:] + ids[:start]:  # a worker starts on its own share, then helps with the rest
+            began = time.perf_counter()
             claim = ledger.claim(call_id, run_id=run, worker=name, lease_seconds=300)
             if claim.granted:
                 ledger.commit(claim, ToolResult(call_id, "ok", "done"))
-                spent += time.perf_counter() - start
                 won += 1
+            spent += time.perf_counter() - began
     return won, spent
 
 
-def measure(url: str, workers: int, calls: int) -> dict[str, float]:
-    """Calls per second and mean ms per won call with ``workers`` processes."""
+def measure(url: str, workers: int, calls: int, mode: str) -> dict[str, float]:
+    """With ``workers`` processes: calls per second, the ledger's cost per
+    call (wall time / calls) and the latency a worker sees (its time in the
+    ledger, refused claims included, / the calls it ran)."""
     run = f"bench-{uuid.uuid4().hex[:8]}"
     ids = [f"c{i}" for i in range(calls)]
     with open_ledger(url) as ledger:
@@ -132,25 +147,46 @@ def measure(url: str, workers: int, calls: int) -> dict[str, float]:
     with context.Pool(workers) as pool:
         pool.map(abs, range(workers))  # start the processes before the clock
         began = time.perf_counter()
-        results = pool.starmap(_worker, [(url, run, ids, f"w{n}", ids[n * calls // workers]) for n in range(workers)])
+        results = pool.starmap(
+            _worker, [(url, run, ids, f"w{n}", ids[n * calls // workers], mode) for n in range(workers)]
+        )
         wall = time.perf_counter() - began
     won = sum(r[0] for r in results)
     assert won == calls
-    return {"calls_per_s": calls / wall, "ms_per_call": 1000 * sum(r[1] for r in results) / won}
+    return {
+        "calls_per_s": calls / wall,
+        "wall_ms_per_call": 1000 * wall / calls,
+        "worker_ms_per_call": 1000 * sum(r[1] for r in results) / won,
+    }
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--workers", default="1,4,16")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the median is printed")
+    parser.add_argument("--modes", default="claim,next", help="claim: walk the ids; next: claim_next")
+    parser.add_argument("--databases", default="sqlite-normal,sqlite-full,postgres")
+    parser.add_argument("--label", default="", help="a name for this implementation in the output")
     args = parser.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m != "next" or hasattr(Ledger, "claim_next")]
     with tempfile.TemporaryDirectory() as tmp:
         urls = _urls(Path(tmp))
-        print(f"{'database':10} {'workers':>7} {'calls/s':>9} {'ms per call':>12}")
+        print(
+            f"{'impl':6} {'database':14} {'mode':5} {'workers':>7} {'calls/s':>8} {'wall ms/call':>12} {'worker ms/call':>14}"
+        )
         for name, url in urls.items():
-            for workers in (int(w) for w in args.workers.split(",")):
-                figures = measure(url, workers, args.calls)
-                print(f"{name:10} {workers:>7} {figures['calls_per_s']:>9.0f} {figures['ms_per_call']:>12.2f}")
+            if name not in args.databases.split(","):
+                continue
+            for mode in modes:
+                for workers in (int(w) for w in args.workers.split(",")):
+                    runs = [measure(url, workers, args.calls, mode) for _ in range(args.repeat)]
+                    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+                    print(
+                        f"{args.label:6} {name:14} {mode:5} {workers:>7} {med['calls_per_s']:>8.0f} "
+                        f"{med['wall_ms_per_call']:>12.3f} {med['worker_ms_per_call']:>14.3f}",
+                        flush=True,
+                    )
     return 0
 
 

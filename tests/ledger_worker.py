@@ -4,6 +4,7 @@
 ``claimed <attempt>`` and hang (the test kills it with SIGKILL mid-call).
 ``race(url, run_id, call_ids, worker, log)``: claim every call it can, "run"
 each granted one (one line appended to ``log``) and commit it.
+``race_next(...)``: the same through ``claim_next`` until the run has no call left.
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ import random
 import sys
 import time
 
-from decisions import ToolResult, open_ledger
+from decisions import Claim, Ledger, ToolResult, open_ledger
+
+
+def _execute(ledger: Ledger, claim: Claim, log: str) -> None:
+    """ "Run" a granted call (one line appended to ``log``) and commit it."""
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{claim.call_id} {claim.worker} {claim.attempt}\n".encode())
+    finally:
+        os.close(fd)
+    ledger.commit(claim, ToolResult(claim.call_id, "ok", {"by": claim.worker}))
 
 
 def race(url: str, run_id: str, call_ids: list[str], worker: str, log: str) -> int:
@@ -24,14 +35,19 @@ def race(url: str, run_id: str, call_ids: list[str], worker: str, log: str) -> i
     with open_ledger(url, timeout=120) as ledger:
         for call_id in order:
             claim = ledger.claim(call_id, run_id=run_id, worker=worker, lease_seconds=120)
-            if not claim.granted:
-                continue
-            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, f"{call_id} {worker} {claim.attempt}\n".encode())
-            finally:
-                os.close(fd)
-            ledger.commit(claim, ToolResult(call_id, "ok", {"by": worker}))
+            if claim.granted:
+                _execute(ledger, claim, log)
+                ran += 1
+    return ran
+
+
+def race_next(url: str, run_id: str, call_ids: list[str], worker: str, log: str) -> int:
+    """Take the run's next free call until there is none; returns how many it ran."""
+    ran = 0
+    with open_ledger(url, timeout=120) as ledger:
+        while (claim := ledger.claim_next(run_id, worker=worker, lease_seconds=120)) is not None:
+            assert claim.granted and claim.call_id in call_ids
+            _execute(ledger, claim, log)
             ran += 1
     return ran
 

@@ -457,3 +457,113 @@ def test_every_state_change_the_ledger_makes_is_in_the_table(ledger: Ledger) -> 
         "e": "executing",
         "f": "denied",
     }
+
+
+# ---------------------------------------------------------------- claim_next
+
+
+def test_claim_next_takes_the_claimable_calls_in_recorded_order(ledger: Ledger, url: str) -> None:
+    run = new_run()
+    ledger.record(
+        decision(
+            ("a", "write_file", "denied"),
+            ("b", "write_file", "needs_approval"),
+            ("c", "write_file", "allowed"),
+            ("d", "read_file", "allowed"),
+            ("e", "write_file", "approved"),
+        ),
+        run_id=run,
+        tools=TOOLS,
+    )
+    with open_ledger(url) as other:
+        first = ledger.claim_next(run, worker="w1")
+        second = other.claim_next(run, worker="w2")
+    assert first is not None and second is not None
+    assert (first.call_id, first.worker, first.attempt, first.granted) == ("c", "w1", 1, True)
+    assert (second.call_id, second.tool, second.arguments) == ("d", "read_file", {"path": "d.txt"})
+    assert not second.side_effects and second.idempotency_key == ledger.entry("d", run_id=run).idempotency_key
+    third = ledger.claim_next(run, worker="w1")
+    assert third is not None and third.call_id == "e"
+    assert ledger.claim_next(run, worker="w1") is None  # a, b may not run; c, d, e are leased
+    ledger.approve("b", run_id=run, approver="x")
+    fourth = ledger.claim_next(run, worker="w3")
+    assert fourth is not None and fourth.call_id == "b"
+    assert [e.kind for e in ledger.audit(run)].count("claimed") == 4
+    assert {e.call_id: e.worker for e in ledger.entries(run) if e.state == "executing"} == {
+        "b": "w3",
+        "c": "w1",
+        "d": "w2",
+        "e": "w1",
+    }
+    assert ledger.claim_next(new_run(), worker="w") is None  # a run with no calls
+
+
+def test_claim_next_reclaims_what_a_claim_would_and_nothing_else(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(
+        decision(("r", "read_file", "allowed"), ("w", "write_file", "allowed"), ("f", "write_file", "allowed")),
+        run_id=run,
+        tools=TOOLS,
+    )
+    lost = {c: ledger.claim(c, run_id=run, worker="lost", lease_seconds=0.2) for c in "rw"}
+    ledger.commit(ledger.claim("f", run_id=run, worker="x"), ToolResult("f", "error", "busy", retry_safe=True))
+    for c in "rw":
+        wait_until_expired(ledger, run, c)
+    taken = [ledger.claim_next(run, worker="next", lease_seconds=60) for _ in range(3)]
+    assert [(c.call_id, c.attempt) if c else None for c in taken] == [("r", 2), ("f", 2), None]
+    assert ledger.entry("w", run_id=run).state == "unknown"  # a lost side-effect call is never re-run
+    with pytest.raises(ResultError) as late:
+        ledger.commit(lost["r"], ToolResult("r", "ok", "late"))
+    assert late.value.code == "STALE_ATTEMPT"
+
+
+def test_claim_next_respects_cancelled_runs_and_waiting_batches(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(
+        decision(("a", "write_file", "allowed"), ("b", "write_file", "needs_approval"), batch="all_or_nothing"),
+        run_id=run,
+    )
+    assert ledger.claim_next(run, worker="w") is None  # b waits, so the batch waits
+    ledger.approve("b", run_id=run, approver="x")
+    ledger.cancel(run)
+    assert ledger.claim_next(run, worker="w") is None
+    with pytest.raises(ValueError):
+        ledger.claim_next(run, worker="w", lease_seconds=0)
+
+
+# ---------------------------------------------------------------- Run and ResultBook on a ledger
+
+
+def test_runs_on_one_ledger_share_decided_ids_and_cancellation(url: str) -> None:
+    from decisions import PolicyError, ResultBook, Run
+
+    run_id = new_run()
+    with open_ledger(url) as one, open_ledger(url) as two:
+        here, there = Run(run_id, ledger=one), Run(run_id, ledger=two)
+        assert here.claim(["a", "b"]) == ()
+        assert there.decided("a") and there.claim(["c", "b"]) == ("b",) and not here.decided("c")
+        one.record(decision(("d", "write_file", "allowed")), run_id=run_id)
+        assert there.decided("d")  # a recorded call was decided
+        book = ResultBook(
+            decision(("e", "write_file", "allowed"), ("f", "write_file", "denied")), ledger=two, run_id=run_id
+        )
+        assert here.decided("e") and book.pending == ("e",)
+        with pytest.raises(ResultError) as denied:
+            book.add(ToolResult("f", "ok", "ran anyway"))
+        assert denied.value.code == "NOT_CLAIMED" and book.pending == ("e",)
+        book.add(ToolResult("e", "ok", "done"))
+        assert one.entry("e", run_id=run_id).state == "committed"
+        messages = book.messages("openai-chat")
+        assert [m["tool_call_id"] for m in messages] == ["e", "f"] and messages[0]["content"] == "done"
+        there.cancel()
+        assert here.cancelled and one.cancelled(run_id)
+        with pytest.raises(PolicyError) as cancelled:
+            here.claim(["z"])
+        assert cancelled.value.code == "RUN_CANCELLED" and not there.decided("z")
+
+
+def test_a_sqlite_ledger_takes_only_known_options(tmp_path: Path) -> None:
+    with open_ledger(f"sqlite:///{tmp_path / 'full.db'}?synchronous=full") as full:
+        assert full.claim_next(new_run(), worker="w") is None
+    with pytest.raises(ValueError):
+        open_ledger(f"sqlite:///{tmp_path / 'x.db'}?synchronous=off")

@@ -21,8 +21,8 @@ from decisions import (
     FileEffects,
     FinalDecision,
     Ledger,
-    ResultCheck,
     SchemaError,
+    Tool,
     ToolCall,
     ToolDecision,
     ToolResult,
@@ -52,15 +52,17 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ledger(url: str, workspace: Path) -> Iterator[Ledger]:
-    checks = {
-        "count": ResultCheck(schema=Lines),
-        "count_js": ResultCheck(
-            schema={"type": "object", "properties": {"lines": {"type": "integer"}}, "required": ["lines"]}
+    tools = [
+        Tool(name="count", returns=Lines, side_effects=False),
+        Tool(
+            name="count_js",
+            returns={"type": "object", "properties": {"lines": {"type": "integer"}}, "required": ["lines"]},
+            side_effects=False,
         ),
-        "write_file": ResultCheck(effects=FileEffects(str(workspace))),
-        "write_many": ResultCheck(effects=FileEffects(str(workspace), paths=("files",))),
-    }
-    with open_ledger(url, checks=checks) as opened:
+        Tool(name="write_file", effects=FileEffects(str(workspace))),
+        Tool(name="write_many", effects=FileEffects(str(workspace), paths=("files",))),
+    ]
+    with open_ledger(url, tools=tools) as opened:
         yield opened
 
 
@@ -483,3 +485,16 @@ def test_a_stored_error_member_of_another_json_type_is_a_mismatch(member: str, v
     with pytest.raises(SchemaError) as caught:
         from_dict(data)
     assert (caught.value.code, caught.value.path) == ("SCHEMA_MISMATCH", f"$.{member}")
+
+
+def test_the_checks_are_the_tools_the_ledger_was_opened_with(url: str) -> None:
+    with pytest.raises(ValueError):
+        Tool(name="count", effects="not a check")  # type: ignore[arg-type]
+    assert Tool(name="count", returns=Lines).result_schema is not None and Tool(name="count").result_schema is None
+    bad = ToolResult("x", "ok", {"lines": "three"})
+    with open_ledger(url) as unchecked:  # no tools: an ok result passes unchecked
+        assert run_one(unchecked, "count", bad).state == "committed"
+    with open_ledger(url, tools=[Tool(name="count", returns=Lines)]) as checked:
+        entry = run_one(checked, "count", bad)
+        assert entry.state == "failed" and entry.error is not None and entry.error.code == "RESULT_SCHEMA_MISMATCH"
+        assert entry.error.path == "$.content.lines"

@@ -12,13 +12,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from decisions import Tool, ToolRegistry, open_ledger
 from ledger_helpers import BACKENDS, decision, new_run, url_for
-from ledger_worker import race
+from ledger_worker import race, race_next
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ToolRegistry([Tool(name="read_file", side_effects=False), Tool(name="write_file", side_effects=True)])
@@ -29,7 +30,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url_for(request.param, tmp_path)
 
 
-def _race(url: str, tmp_path: Path, workers: int, calls: int) -> None:
+def _race(url: str, tmp_path: Path, workers: int, calls: int, how: Callable[..., int] = race) -> None:
     run = new_run()
     ids = [f"call_{i}" for i in range(calls)]
     with open_ledger(url) as ledger:
@@ -40,7 +41,7 @@ def _race(url: str, tmp_path: Path, workers: int, calls: int) -> None:
     log = str(tmp_path / "executions.log")
     context = multiprocessing.get_context("fork")
     with context.Pool(workers) as pool:
-        ran = pool.starmap(race, [(url, run, ids, f"worker-{n}", log) for n in range(workers)])
+        ran = pool.starmap(how, [(url, run, ids, f"worker-{n}", log) for n in range(workers)])
     lines = Path(log).read_text().splitlines()
     executed = collections.Counter(line.split()[0] for line in lines)
     assert sum(ran) == calls and len(lines) == calls
@@ -52,13 +53,15 @@ def _race(url: str, tmp_path: Path, workers: int, calls: int) -> None:
         assert {e.call_id: e.worker for e in entries} == {line.split()[0]: line.split()[1] for line in lines}
 
 
-def test_eight_processes_race_and_each_call_runs_once(url: str, tmp_path: Path) -> None:
-    _race(url, tmp_path, workers=8, calls=200)
+@pytest.mark.parametrize("how", [race, race_next], ids=["claim", "claim_next"])
+def test_eight_processes_race_and_each_call_runs_once(url: str, tmp_path: Path, how: Callable[..., int]) -> None:
+    _race(url, tmp_path, workers=8, calls=200, how=how)
 
 
 @pytest.mark.slow
-def test_soak_sixteen_processes_two_thousand_calls(url: str, tmp_path: Path) -> None:
-    _race(url, tmp_path, workers=16, calls=2000)
+@pytest.mark.parametrize("how", [race, race_next], ids=["claim", "claim_next"])
+def test_soak_sixteen_processes_two_thousand_calls(url: str, tmp_path: Path, how: Callable[..., int]) -> None:
+    _race(url, tmp_path, workers=16, calls=2000, how=how)
 
 
 def _doomed(url: str, run: str, call_id: str, lease: float) -> subprocess.Popen[str]:

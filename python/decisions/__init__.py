@@ -83,7 +83,7 @@ from .types import (
 from .validate.decide import TextPolicy, check_complete, decide, parse_arguments
 from .validate.decision import BatchMode, CallVerdict, Decision, FinalDecision, ToolCall, ToolDecision, VerdictStatus
 from .validate.domain import Tool, ToolRegistry
-from .validate.policy import Access, PathArg, Policy, Run, ToolRule, apply_policy, resolve_path
+from .validate.policy import Access, PathArg, Policy, RunState, ToolRule, apply_policy, resolve_path
 from .validate.schema import ISSUE_CODES, Schema
 from .validate.versions import Adapter, SchemaRef, SchemaRegistry, VersionedSchema, tool_name_args_to_calls
 
@@ -131,6 +131,7 @@ __all__ = [
     "Policy",
     "ResultBook",
     "Run",
+    "RunState",
     "Schema",
     "SchemaRef",
     "SchemaRegistry",
@@ -215,7 +216,7 @@ from .ledger import (  # noqa: E402
     Entry,
     FileEffects,
     Ledger,
-    ResultCheck,
+    Run,
     check_completion,
     open_ledger,
 )
@@ -227,7 +228,6 @@ __all__ += [
     "Entry",
     "FileEffects",
     "Ledger",
-    "ResultCheck",
     "ResultError",
     "check_completion",
     "open_ledger",

@@ -8,12 +8,12 @@ the embedded default) or PostgreSQL (``postgresql://...``, needs the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from .completion import Criterion, check_completion
-from .core import AuditEvent, Claim, ClaimReason, Entry, Ledger, argument_digest, idempotency_key
+from .core import Ledger, Tools
 from .postgres import PostgresDatabase
-from .results import Effect, EffectCheck, FileEffects, ResultCheck, ResultStatus, ToolResult, check_result, file_digest
+from .records import AuditEvent, Claim, ClaimReason, Entry, argument_digest, idempotency_key
+from .results import Effect, EffectCheck, FileEffects, ResultStatus, ToolResult, check_result, file_digest
+from .run import Run
 from .shapes import SHAPE_VERSION, from_dict, to_dict
 from .sqlite import SQLiteDatabase
 from .states import STATES, TRANSITIONS, CallState, transition_table
@@ -21,6 +21,8 @@ from .states import STATES, TRANSITIONS, CallState, transition_table
 __all__ = [
     "open_ledger",
     "Ledger",
+    "Run",
+    "Tools",
     "Claim",
     "ClaimReason",
     "Entry",
@@ -33,7 +35,6 @@ __all__ = [
     "ResultStatus",
     "Effect",
     "EffectCheck",
-    "ResultCheck",
     "FileEffects",
     "check_result",
     "file_digest",
@@ -47,14 +48,17 @@ __all__ = [
 ]
 
 
-def open_ledger(url: str, *, checks: Mapping[str, ResultCheck] | None = None, timeout: float = 30.0) -> Ledger:
+def open_ledger(url: str, *, tools: Tools | None = None, timeout: float = 30.0) -> Ledger:
     """A :class:`Ledger` on ``url``: ``sqlite:///relative.db``,
-    ``sqlite:////absolute.db``, ``sqlite:///:memory:`` (one process only), or
-    ``postgresql://user@host:port/db``. ``checks`` maps a tool name to the
-    :class:`ResultCheck` its results must pass; ``timeout`` is how long to wait
-    for the database (a lock, a connection) before ``LEDGER_UNAVAILABLE``."""
+    ``sqlite:////absolute.db`` (``?synchronous=full`` to sync every step; see
+    :mod:`.sqlite` for what the default promises), ``sqlite://`` (in memory:
+    one process only), or ``postgresql://user@host:port/db``. ``tools`` are
+    the :class:`~decisions.Tool` declarations (side effects, result schema,
+    effect check) the ledger records calls and checks results by;
+    ``timeout`` is how long to wait for the database (a lock, a connection)
+    before ``LEDGER_UNAVAILABLE``."""
     if url.startswith("sqlite:"):
-        return Ledger(SQLiteDatabase(url, timeout=timeout), checks=checks)
+        return Ledger(SQLiteDatabase(url, timeout=timeout), tools=tools)
     if url.startswith(("postgresql://", "postgres://")):
-        return Ledger(PostgresDatabase(url, timeout=timeout), checks=checks)
+        return Ledger(PostgresDatabase(url, timeout=timeout), tools=tools)
     raise ValueError(f"unsupported ledger URL {url!r}: use sqlite:///path or postgresql://...")

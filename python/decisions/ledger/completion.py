@@ -18,7 +18,8 @@ from typing import Any
 
 from ..errors import CompletionError
 from ..validate.decision import FinalDecision
-from .core import Entry, Ledger
+from .core import Ledger
+from .records import Entry
 from .states import PENDING
 
 __all__ = ["Criterion", "check_completion"]

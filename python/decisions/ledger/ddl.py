@@ -34,6 +34,13 @@ _TABLES: Final = (
     "result_status TEXT, error TEXT, effects TEXT NOT NULL, retry_safe INTEGER NOT NULL, approved_by TEXT, "
     "verdict TEXT NOT NULL, PRIMARY KEY (run_id, call_id))",
     "CREATE INDEX IF NOT EXISTS ledger_calls_seq ON ledger_calls (run_id, seq)",
+    # the calls claim_next looks at, so a run's ended calls are not walked again and again
+    "CREATE INDEX IF NOT EXISTS ledger_calls_open ON ledger_calls (run_id, seq) "
+    "WHERE state IN ('decided', 'approved', 'executing', 'failed')",
+    "CREATE INDEX IF NOT EXISTS ledger_calls_batch ON ledger_calls (run_id, batch_id)",
+    # call ids a Run marked as decided before their decision was recorded
+    "CREATE TABLE IF NOT EXISTS ledger_decided (run_id TEXT NOT NULL, call_id TEXT NOT NULL, "
+    "PRIMARY KEY (run_id, call_id))",
     "CREATE TABLE IF NOT EXISTS ledger_events (id {serial}, run_id TEXT NOT NULL, call_id TEXT, at {real} NOT NULL, "
     "kind TEXT NOT NULL, actor TEXT, detail TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS ledger_events_run ON ledger_events (run_id, id)",

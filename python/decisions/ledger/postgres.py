@@ -56,6 +56,8 @@ class _Cursor:
 class PostgresDatabase:
     """One connection to a PostgreSQL ledger."""
 
+    writable_cte = True
+
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
         try:
             import psycopg
@@ -78,12 +80,17 @@ class PostgresDatabase:
         cur.execute("SELECT pg_advisory_xact_lock(?)", (_SETUP_LOCK,))
         create(cur, _DDL)
 
-    def run(self, work: Callable[[Any], Any]) -> Any:
+    def run(self, work: Callable[[Any], Any], *, single: bool = False) -> Any:
         """``work(cursor)`` in one transaction; retried on deadlock or
-        serialisation failure, rolled back if it raises."""
+        serialisation failure, rolled back if it raises. ``single``: work
+        that sends one statement runs it on its own (autocommit: no BEGIN and
+        COMMIT round trips; the statement is its own transaction)."""
         errors = self._psycopg.errors
         for attempt in range(_RETRIES):
             try:
+                if single:
+                    with self._conn.cursor() as cur:
+                        return work(_Cursor(cur))
                 with self._conn.transaction(), self._conn.cursor() as cur:
                     return work(_Cursor(cur))
             except (errors.DeadlockDetected, errors.SerializationFailure):

@@ -3,10 +3,10 @@
 A :class:`ToolResult` says how a call ended (``ok``, ``error`` or
 ``partial``), whether running the call again is safe (``retry_safe``) and
 which effects it claims (files written, with their digests). A
-:class:`ResultCheck` is what a tool declares about its results: a result
-schema (Pydantic model or JSON Schema) and an effect check such as
-:class:`FileEffects` ("the file at ``path`` now has this digest").
-:func:`check_result` runs both; a result that does not fit is a
+:class:`~decisions.Tool` declares what its results must be: a result schema
+(``returns``: Pydantic model or JSON Schema) and an effect check
+(``effects``, e.g. :class:`FileEffects`: "the file at ``path`` now has this
+digest"). :func:`check_result` runs both; a result that does not fit is a
 :class:`~decisions.errors.ResultError` and the call is ``failed``.
 """
 
@@ -20,14 +20,13 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
 
 from ..errors import OutputError, ResultError
-from ..validate.schema import Schema
+from ..validate.domain import Tool
 
 __all__ = [
     "ResultStatus",
     "Effect",
     "ToolResult",
     "EffectCheck",
-    "ResultCheck",
     "FileEffects",
     "check_result",
     "file_digest",
@@ -86,22 +85,6 @@ class ToolResult:
 #: effect it verified) or raises :class:`ResultError` (``EFFECT_NOT_OBSERVED``,
 #: ``PARTIAL_EFFECT``). ``arguments`` is None for a call recorded as sensitive.
 EffectCheck = Callable[[Mapping[str, Any] | None, ToolResult], Sequence[Effect]]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResultCheck:
-    """What a tool declares about its results: the ``schema`` an ``ok``
-    result's content must match (Pydantic model, any Pydantic type, JSON
-    Schema dict or :class:`~decisions.schema.Schema`) and an ``effects`` check."""
-
-    schema: Any = None
-    effects: EffectCheck | None = None
-    compiled: Schema | None = None
-
-    def __post_init__(self) -> None:
-        if self.schema is not None and self.compiled is None:
-            spec = self.schema
-            object.__setattr__(self, "compiled", spec if isinstance(spec, Schema) else Schema(spec, closed=True))
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:
@@ -169,27 +152,27 @@ class FileEffects:
 
 
 def check_result(
-    arguments: Mapping[str, Any] | None, result: ToolResult, check: ResultCheck | None
+    arguments: Mapping[str, Any] | None, result: ToolResult, tool: Tool | None
 ) -> tuple[OutputError | None, tuple[Effect, ...]]:
     """The error that fails ``result`` (None when it passes) and the effects
     the check observed. ``error`` is ``TOOL_ERROR``, ``partial``
     ``PARTIAL_EFFECT``; an ``ok`` result must match the schema; the effect
-    check runs on ``ok`` and ``partial`` results. Without a check, an ``ok``
-    result passes and its effects stay unchecked."""
+    check runs on ``ok`` and ``partial`` results. A ``tool`` that declares
+    neither (or None) lets an ``ok`` result pass with its effects unchecked."""
     if result.status == "error":
         return ResultError("TOOL_ERROR", "the tool reported an error", path="$.status", retryable=result.retry_safe), ()
     observed: tuple[Effect, ...] = ()
-    if check is not None and check.effects is not None:
+    if tool is not None and tool.effects is not None:
         try:
-            observed = tuple(check.effects(arguments, result))
+            observed = tuple(tool.effects(arguments, result))
         except ResultError as error:
             return error, ()
     if result.status == "partial":
         return ResultError(
             "PARTIAL_EFFECT", "the tool reported a partial result", path="$.status", retryable=False
         ), observed
-    if check is not None and check.compiled is not None:
-        issues, _ = check.compiled.issues(result.content, root="$.content")
+    if tool is not None and tool.result_schema is not None:
+        issues, _ = tool.result_schema.issues(result.content, root="$.content")
         if issues:
             first = issues[0]
             return ResultError(

@@ -2,11 +2,17 @@
 
 Safe across the processes of one machine (not across machines, and not on a
 network file system): every step is a ``BEGIN IMMEDIATE`` transaction, so
-writers queue on SQLite's own lock (waiting up to ``timeout`` seconds) and
-each conditional update sees the last committed state. ``synchronous`` stays
-at SQLite's default (FULL): a granted claim survives a power cut.
-``?synchronous=normal`` trades that for speed (no fsync per transaction; a
-claim still survives a crash of the process, not of the machine).
+writers queue on SQLite's own lock (its busy timeout: up to ``timeout``
+seconds, no sleeping loop of ours) and each conditional update sees the last
+committed state.
+
+Durability: WAL with ``synchronous=NORMAL`` by default. A committed step
+survives the crash of any process (a SIGKILLed worker loses nothing it
+committed), and the file is never corrupted; a power cut or an OS crash may
+lose the last steps committed before it (the WAL is synced at checkpoints,
+not at every commit), so a claim granted just before may be granted again
+after the reboot. ``?synchronous=full`` syncs the WAL at every commit (a
+granted claim survives a power cut) at the cost of an fsync per step.
 """
 
 from __future__ import annotations
@@ -35,6 +41,16 @@ def sqlite_path(url: str) -> str:
     return rest[1:]
 
 
+def _synchronous(url: str) -> str:
+    """The ``synchronous`` setting a URL asks for: ``?synchronous=full`` or ``normal`` (the default)."""
+    query = url.split("?", 1)[1] if "?" in url else ""
+    if query in ("", "synchronous=normal"):
+        return "NORMAL"
+    if query == "synchronous=full":
+        return "FULL"
+    raise ValueError(f"unsupported SQLite ledger option {query!r}: use ?synchronous=normal or ?synchronous=full")
+
+
 def _unavailable(url: str, error: sqlite3.Error) -> ResultError:
     return ResultError(
         "LEDGER_UNAVAILABLE", f"SQLite ledger {url}: {error}", hint="retry later; check the database file"
@@ -44,6 +60,8 @@ def _unavailable(url: str, error: sqlite3.Error) -> ResultError:
 class SQLiteDatabase:
     """One connection to a SQLite ledger file."""
 
+    writable_cte = False
+
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
         self.url = url
         path = sqlite_path(url)
@@ -51,8 +69,7 @@ class SQLiteDatabase:
             self._conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
             if path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode=WAL")
-            if url.endswith("?synchronous=normal"):
-                self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA synchronous=" + _synchronous(url))
             self._conn.create_function("ledger_now", 0, time.time)
         except sqlite3.Error as error:
             raise _unavailable(url, error) from None
@@ -62,8 +79,9 @@ class SQLiteDatabase:
     def _setup(cur: Any) -> None:
         create(cur, _DDL)
 
-    def run(self, work: Callable[[Any], Any]) -> Any:
-        """``work(cursor)`` in one write transaction; rolled back if it raises."""
+    def run(self, work: Callable[[Any], Any], *, single: bool = False) -> Any:
+        """``work(cursor)`` in one write transaction, ``single`` or not;
+        rolled back if it raises."""
         try:
             cur = self._conn.cursor()
             cur.execute("BEGIN IMMEDIATE")

@@ -76,7 +76,7 @@ from ..types import (
 )
 from .decision import Decision, FinalDecision, ToolCall, ToolDecision
 from .domain import Tool, ToolRegistry
-from .policy import Policy, Run, _apply, _Plan
+from .policy import Policy, RunState, _apply, _Plan
 from .schema import Schema, schema_mismatch
 from .versions import VersionedSchema
 
@@ -255,7 +255,7 @@ def decide(
     tools: ToolRegistry | Iterable[Tool] | Mapping[str, Any] | None = None,
     output: Any = None,
     policy: Policy | None = None,
-    run: Run | None = None,
+    run: RunState | None = None,
     limits: Limits | None = None,
     text_policy: TextPolicy = "trace",
     max_calls: int | None = None,
@@ -417,7 +417,7 @@ def _tool_decision(
     registry: ToolRegistry | None,
     active: Policy,
     plan: _Plan,
-    run: Run | None,
+    run: RunState | None,
     repaired: bool,
     text: str,
 ) -> ToolDecision:

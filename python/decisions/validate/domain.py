@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Iterable, Iterator, Literal, Mapping
 
@@ -73,7 +74,15 @@ class Tool:
     ``parameters`` (if any) must describe a string. A client-executed tool
     (``"local_shell"``, ``"computer"``, ``"apply_patch"``, ``"shell"``) is
     registered under its kind as its name, and ``parameters`` describe its
-    action (operation) object."""
+    action (operation) object.
+
+    What a tool declares about its results, checked when a result is
+    committed to the ledger (seed 000, 8.5): ``returns``, the schema an
+    ``ok`` result's content must match (the same kinds as ``parameters``;
+    closed), and ``effects``, an effect check called as ``effects(arguments,
+    result)`` that returns the effects it observed or raises
+    :class:`~decisions.errors.ResultError` (see
+    :class:`~decisions.ledger.FileEffects`)."""
 
     name: str
     parameters: Any = None
@@ -82,7 +91,10 @@ class Tool:
     description: str = ""
     extra: Literal["forbid", "allow"] = "forbid"
     kind: CallKind = "function"
+    returns: Any = None
+    effects: Callable[[Mapping[str, Any] | None, Any], Sequence[Any]] | None = None
     schema: Schema | None = field(init=False, repr=False, compare=False, default=None)
+    result_schema: Schema | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -106,6 +118,11 @@ class Tool:
             if self.kind == "custom" and schema.json_schema().get("type") != "string":
                 raise ValueError("a custom tool's input is text: its parameters must describe a string")
             object.__setattr__(self, "schema", schema)
+        if self.returns is not None:
+            spec = self.returns
+            object.__setattr__(self, "result_schema", spec if isinstance(spec, Schema) else Schema(spec, closed=True))
+        if self.effects is not None and not callable(self.effects):
+            raise ValueError("Tool.effects must be a callable effect check")
 
 
 def fold(name: str) -> str:

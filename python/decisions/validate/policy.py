@@ -3,9 +3,9 @@ allowed.
 
 :class:`Policy` says which tools may run, which path arguments read or write
 where (scopes under one workspace root), which calls wait for an approval,
-and a state check the application runs last. :class:`Run` carries what
-changes during a run: cancellation, and the call ids already decided (a
-replayed call id is decided once only).
+and a state check the application runs last. A :class:`RunState` (such as
+:class:`decisions.Run`) carries what changes during a run: cancellation,
+and the call ids already decided (a replayed call id is decided once only).
 
 Paths are checked *after* resolution. A path argument is refused as
 ``PATH_INVALID`` when it is not a string, is empty, holds a NUL, a backslash,
@@ -44,11 +44,10 @@ spelling of a tool slips past its rules.
 from __future__ import annotations
 
 import os
-import threading
 import weakref
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Callable, Literal, Mapping, Protocol, Sequence
 
 from ..errors import PolicyError, at_call, in_batch, json_path
 from .decision import _EMPTY, BatchMode, CallVerdict, ToolCall
@@ -60,7 +59,7 @@ __all__ = [
     "PathArg",
     "ToolRule",
     "Policy",
-    "Run",
+    "RunState",
     "resolve_path",
     "apply_policy",
 ]
@@ -237,43 +236,14 @@ class Policy:
         return self.read_scopes if arg.access == "read" else self.write_scopes
 
 
-class Run:
-    """The state of one agent run that policy consults: whether it was
-    cancelled, and which call ids were already decided. Thread-safe."""
-
-    __slots__ = ("run_id", "_lock", "_cancelled", "_decided")
-
-    def __init__(self, run_id: str | None = None) -> None:
-        self.run_id = run_id
-        self._lock = threading.Lock()
-        self._cancelled = False
-        self._decided: set[str] = set()
-
-    def cancel(self) -> None:
-        """Cancel the run: no later decision is executable."""
-        with self._lock:
-            self._cancelled = True
+class RunState(Protocol):
+    """What policy consults about the run a decision belongs to (see
+    :class:`decisions.Run`, which keeps it in the execution ledger)."""
 
     @property
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    def decided(self, call_id: str) -> bool:
-        """True when ``call_id`` was already decided in this run."""
-        with self._lock:
-            return call_id in self._decided
-
-    def claim(self, call_ids: Sequence[str]) -> tuple[str, ...]:
-        """Record ``call_ids`` as decided, atomically; returns those that
-        were decided before (and records nothing when there are any), or
-        raises RUN_CANCELLED if the run was cancelled meanwhile."""
-        with self._lock:
-            if self._cancelled:
-                raise _cancelled()
-            seen = tuple(c for c in call_ids if c in self._decided)
-            if not seen:
-                self._decided.update(call_ids)
-            return seen
+    def cancelled(self) -> bool: ...
+    def decided(self, call_id: str) -> bool: ...
+    def claim(self, call_ids: Sequence[str]) -> tuple[str, ...]: ...
 
 
 def _cancelled() -> PolicyError:
@@ -286,7 +256,7 @@ def _check_call(
     policy: Policy,
     plan: _Plan,
     registry: ToolRegistry | None,
-    run: Run | None,
+    run: RunState | None,
     repaired: bool,
 ) -> CallVerdict:
     """One call's verdict; raises the PolicyError that denies it."""
@@ -379,7 +349,7 @@ def apply_policy(
     policy: Policy,
     *,
     registry: ToolRegistry | None = None,
-    run: Run | None = None,
+    run: RunState | None = None,
     repaired: bool = False,
 ) -> tuple[CallVerdict, ...]:
     """Every call's verdict, in call order.
@@ -412,7 +382,7 @@ def _apply(
     plan: _Plan,
     *,
     registry: ToolRegistry | None,
-    run: Run | None,
+    run: RunState | None,
     repaired: bool,
 ) -> tuple[CallVerdict, ...]:
     """:func:`apply_policy` once the names are checked."""
