@@ -83,3 +83,37 @@ def test_to_dict_and_from_dict_round_trip_through_json(code: str, data: st.DataO
     assert type(copy) is type(error)
     assert copy.to_dict() == error.to_dict()
     assert _state(copy) == _state(error)
+
+
+_MEMBER_TYPES = {"message": str, "retryable": bool, "offset": int, "path": str, "hint": str, "lineno": int}
+_MEMBER_TYPES |= {"colno": int, "call_index": int, "call_id": str, "tool": str, "issues": list, "batch": list}
+_WRONG = [[], ["x"], {}, {"a": 1}, 1, 1.5, True, "x", 10**30]
+
+
+@pytest.mark.parametrize("code", ["INVALID_ESCAPE", "UNKNOWN_TOOL", "PATH_OUTSIDE_WORKSPACE"])
+@pytest.mark.parametrize("member", [*_MEMBER_TYPES, "issues[0]", "batch[0]", "code"])
+@pytest.mark.parametrize("value", _WRONG, ids=repr)
+def test_from_dict_types_each_member_first(code: str, member: str, value: object) -> None:
+    """A dict from elsewhere (a queue, a database) may hold anything: a member
+    of another JSON type is SCHEMA_MISMATCH at its path, never an
+    AttributeError, TypeError or KeyError from inside the error class."""
+    data = error_class(code)(code, "m", issues=({"path": "$", "code": "c", "expected": "e"},)).to_dict()
+    data["batch"] = [{"call_id": "c"}]
+    name, _, index = member.partition("[")
+    wanted = dict if index else _MEMBER_TYPES.get(member, str)
+    if type(value) is wanted and member != "code":
+        pytest.skip("the member's own type")
+    if index:
+        data[name][0] = value
+    else:
+        data[name] = value
+    with pytest.raises(OutputError) as caught:
+        OutputError.from_dict(data, path="$.error")
+    assert (caught.value.code, caught.value.path) == ("SCHEMA_MISMATCH", f"$.error.{member}")
+
+
+@pytest.mark.parametrize("data", [None, [], "x", {}, {"code": "NOT_A_CODE", "issues": []}, {"code": "UNKNOWN_TOOL"}])
+def test_from_dict_refuses_what_is_no_error(data: Any) -> None:
+    with pytest.raises(OutputError) as caught:
+        OutputError.from_dict(data)
+    assert caught.value.code == "SCHEMA_MISMATCH"

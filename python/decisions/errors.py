@@ -332,10 +332,60 @@ class OutputError(Exception):
         }
 
     @staticmethod
-    def from_dict(data: Mapping[str, Any]) -> OutputError:
+    def from_dict(data: Mapping[str, Any], *, path: str = "$") -> OutputError:
         """The error a :meth:`to_dict` shape describes, in its layer's class
-        (a ``ParseError`` has no document: ``to_dict`` does not carry it)."""
-        return _rebuild(error_class(str(data["code"])), data)
+        (a ``ParseError`` has no document: ``to_dict`` does not carry it).
+
+        Each member is typed before the error is built: a member of another
+        JSON type, a missing ``code`` or one not in :data:`ERROR_CODES` is
+        :class:`SchemaError` ``SCHEMA_MISMATCH`` at the member's path (under
+        ``path``, the dict's own)."""
+        if not isinstance(data, Mapping):
+            raise _shape_mismatch(path, "an object")
+        code = data.get("code")
+        if type(code) is not str or code not in ERROR_CODES:
+            raise _shape_mismatch(f"{path}.code", "a code of decisions.ERROR_CODES")
+        state: dict[str, Any] = {"code": code}
+        for name, kind in _MEMBERS:
+            value = data.get(name)
+            if value is not None and type(value) is not kind:
+                raise _shape_mismatch(f"{path}.{name}", kind.__name__)
+            state[name] = value
+        if state["issues"] is None:
+            raise _shape_mismatch(f"{path}.issues", "list")
+        for name in ("issues", "batch"):
+            entries = state[name] or []
+            for i, entry in enumerate(entries):
+                if type(entry) is not dict:
+                    raise _shape_mismatch(f"{path}.{name}[{i}]", "an object")
+            state[name] = entries
+        return _rebuild(error_class(code), state)
+
+
+#: The members of an error's dict besides its code, with their JSON types.
+_MEMBERS: Final = (
+    ("message", str),
+    ("retryable", bool),
+    ("offset", int),
+    ("path", str),
+    ("hint", str),
+    ("lineno", int),
+    ("colno", int),
+    ("call_index", int),
+    ("call_id", str),
+    ("tool", str),
+    ("issues", list),
+    ("batch", list),
+)
+
+
+def _shape_mismatch(path: str, expected: str) -> SchemaError:
+    return SchemaError(
+        "SCHEMA_MISMATCH",
+        f"not a stored shape: expected {expected} at {path}",
+        path=path,
+        issues=({"path": path, "code": "shape", "expected": expected},),
+    )
 
 
 def _rebuild(cls: type[OutputError], state: Mapping[str, Any]) -> OutputError:

@@ -17,7 +17,7 @@ from typing import Any, Final, Union
 
 from pydantic import BaseModel
 
-from ..errors import ERROR_CODES, OutputError, SchemaError, _rebuild, error_class
+from ..errors import OutputError, SchemaError, _shape_mismatch
 from ..validate.decision import CallVerdict, FinalDecision, ToolCall, ToolDecision
 from .results import Effect, ToolResult
 
@@ -107,36 +107,27 @@ class _Reader:
 
     def __init__(self, data: Any, path: str) -> None:
         if not isinstance(data, Mapping):
-            raise _mismatch(path, "an object")
+            raise _shape_mismatch(path, "an object")
         self.data = data
         self.path = path
 
     def one_of(self, name: str, choices: tuple[str, ...]) -> Any:
         value = self.get(name, (str,))
         if value not in choices:
-            raise _mismatch(f"{self.path}.{name}", " or ".join(choices))
+            raise _shape_mismatch(f"{self.path}.{name}", " or ".join(choices))
         return value
 
     def get(self, name: str, kinds: tuple[type, ...] | None, *, optional: bool = False) -> Any:
         if name not in self.data:
             if optional:
                 return None
-            raise _mismatch(f"{self.path}.{name}", "a value (missing)")
+            raise _shape_mismatch(f"{self.path}.{name}", "a value (missing)")
         value = self.data[name]
         if value is None and optional:
             return None
         if kinds is not None and (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)):
-            raise _mismatch(f"{self.path}.{name}", " or ".join(k.__name__ for k in kinds))
+            raise _shape_mismatch(f"{self.path}.{name}", " or ".join(k.__name__ for k in kinds))
         return value
-
-
-def _mismatch(path: str, expected: str) -> SchemaError:
-    return SchemaError(
-        "SCHEMA_MISMATCH",
-        f"not a stored shape: expected {expected} at {path}",
-        path=path,
-        issues=({"path": path, "code": "shape", "expected": expected},),
-    )
 
 
 def _call(r: _Reader) -> ToolCall:
@@ -179,7 +170,7 @@ def _tool_decision(r: _Reader) -> ToolDecision:
             model=r.get("model", (str,), optional=True),
         )
     except ValueError as error:
-        raise _mismatch(f"{r.path}.verdicts", str(error)) from None
+        raise _shape_mismatch(f"{r.path}.verdicts", str(error)) from None
 
 
 def _final(r: _Reader) -> FinalDecision:
@@ -197,7 +188,7 @@ def _effect(r: _Reader) -> Effect:
     try:
         return Effect(r.get("path", (str,)), r.get("digest", (str,), optional=True))
     except ValueError as error:
-        raise _mismatch(r.path, str(error)) from None
+        raise _shape_mismatch(r.path, str(error)) from None
 
 
 def _result(r: _Reader) -> ToolResult:
@@ -211,40 +202,11 @@ def _result(r: _Reader) -> ToolResult:
             effects=tuple(_effect(_Reader(e, f"{r.path}.effects[{i}]")) for i, e in enumerate(effects)),
         )
     except ValueError as error:
-        raise _mismatch(r.path, str(error)) from None
+        raise _shape_mismatch(r.path, str(error)) from None
 
 
 def _error(r: _Reader) -> OutputError:
-    code = r.get("code", (str,))
-    if code not in ERROR_CODES:
-        raise _mismatch(f"{r.path}.code", "a code of decisions.ERROR_CODES")
-    # every member typed before the error is built from it (a stored dict may be anything)
-    r.get("issues", (list,))
-    state = {name: r.get(name, kinds, optional=True) for name, kinds in _ERROR_MEMBERS}
-    for name in ("issues", "batch"):
-        entries = state[name] or []
-        for i, entry in enumerate(entries):
-            _Reader(entry, f"{r.path}.{name}[{i}]")
-        state[name] = entries
-    state["code"] = code
-    return _rebuild(error_class(code), state)
-
-
-#: The members of a stored error besides its code, with their JSON types.
-_ERROR_MEMBERS: Final = (
-    ("message", (str,)),
-    ("retryable", (bool,)),
-    ("offset", (int,)),
-    ("path", (str,)),
-    ("hint", (str,)),
-    ("lineno", (int,)),
-    ("colno", (int,)),
-    ("call_index", (int,)),
-    ("call_id", (str,)),
-    ("tool", (str,)),
-    ("issues", (list,)),
-    ("batch", (list,)),
-)
+    return OutputError.from_dict(r.data, path=r.path)
 
 
 _READERS: Final[Mapping[str, Callable[[_Reader], Any]]] = {
