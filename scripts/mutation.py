@@ -215,10 +215,20 @@ def report(name: str, seconds: float, show: bool) -> dict[str, object]:
         bodies[full] = (_body(functions[key]), _body(functions[_original_of(key)]))
         prints[full] = fingerprint(key, *bodies[full])
     listed, notes = bind(equivalents(), prefix, prints)
-    rows: dict[str, list[str]] = {"killed": [], "survived": [], "string": [], "string_killed": [], "equivalent": []}
+    rows: dict[str, list[str]] = {
+        "killed": [],
+        "survived": [],
+        "string": [],
+        "string_killed": [],
+        "equivalent": [],
+        "unchecked": [],
+    }
     wrongly_listed = []
     for full, code in sorted(meta["exit_code_by_key"].items()):
         status = status_by_exit_code[code]
+        if status in ("not checked", "check was interrupted by user"):  # a run stopped early, or still going
+            rows["unchecked"].append(full)
+            continue
         killed = status in ("killed", "timeout", "segfault")
         mutant, original = bodies[full]
         string_only = _blank_strings(mutant) == _blank_strings(original)
@@ -249,6 +259,7 @@ def report(name: str, seconds: float, show: bool) -> dict[str, object]:
         "string_only": len(rows["string"]) + len(rows["string_killed"]),
         "string_only_survived": len(rows["string"]),
         "equivalent": len(rows["equivalent"]),
+        "unchecked": len(rows["unchecked"]),
         "score": round(score, 4),
         "bar": MODULES[name].bar,
         "seconds": round(seconds),
@@ -274,7 +285,9 @@ def run(name: str) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("modules", nargs="*", help=f"of {', '.join(MODULES)} (default: all, guards first)")
-    parser.add_argument("--report-only", action="store_true", help="re-read the last run's results")
+    parser.add_argument(
+        "--report-only", action="store_true", help="re-read the last run's results (a run still going: so far)"
+    )
     parser.add_argument("--survivors", action="store_true", help="print each surviving mutant's diff")
     args = parser.parse_args()
     unknown = set(args.modules) - set(MODULES)
@@ -283,7 +296,8 @@ def main() -> int:
     rows = []
     for name in args.modules or list(MODULES):
         if args.report_only:
-            seconds = float(json.loads((WORK / name / "summary.json").read_text())["seconds"])
+            summary = WORK / name / "summary.json"
+            seconds = float(json.loads(summary.read_text())["seconds"]) if summary.exists() else 0.0
         else:
             seconds = run(name)
         rows.append(report(name, seconds, args.survivors))
@@ -296,6 +310,9 @@ def main() -> int:
             f"{r['string_only']} ({r['string_only_survived']}) | {r['equivalent']} | "
             f"{float(r['score']):.1%} | {r['seconds']} s |"  # type: ignore[arg-type]
         )
+        if r.get("unchecked"):
+            print(f"  partial: {r['unchecked']} mutants not checked (the run did not finish); the score is of the rest")
+            failed = True
         for note in r.get("equivalent_notes", []):  # type: ignore[attr-defined]
             print(f"  equivalents list: {note}")
         if r["equivalent_but_killed"]:
