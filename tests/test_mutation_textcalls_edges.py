@@ -113,3 +113,26 @@ def test_blocks_after_the_first_are_read_from_their_own_place() -> None:
     found = parse_tool_calls(GOOD + "\n" + second + "\n" + GOOD)
     assert [(c.name, c.arguments) for c in found.calls] == [("f", {}), ("g", {"s": "</tool_call>"}), ("f", {})]
     assert found.text == "\n\n"
+
+
+@pytest.mark.parametrize(
+    ("reply", "code", "offset"),
+    [
+        ("ok\n</tool_call>", "UNEXPECTED_CHARACTER", 3),
+        ("ok\n<tool_call> \n", "UNEXPECTED_END", 16),
+        ("ok\n<tool_call>\n```json\n{}\n```</tool_call>", "MARKDOWN_FENCE", 15),
+        ("ok\n<tool_call> [1]</tool_call>", "UNEXPECTED_CHARACTER", 15),
+    ],
+)
+def test_each_block_error_carries_the_reply(reply: str, code: str, offset: int) -> None:
+    error = failure(lambda: parse_tool_calls(reply))
+    assert located(error)[:3] == (code, offset, reply)
+    assert error.lineno == reply.count("\n", 0, offset) + 1  # type: ignore[attr-defined]
+
+
+def test_the_response_bound_at_its_edge() -> None:
+    assert parse_tool_calls("abcde", limits=Limits(max_response_bytes=5)).text == "abcde"
+    assert parse_tool_calls("é" * 2 + "a", limits=Limits(max_response_bytes=5)).text == "ééa"
+    with pytest.raises(OutputError) as info:
+        parse_tool_calls("abcdef", limits=Limits(max_response_bytes=5))
+    assert info.value.code == "RESPONSE_TOO_LARGE"
