@@ -66,8 +66,8 @@ def test_the_document_bound_at_its_edge_in_full() -> None:
     assert located(error) == ("DOCUMENT_TOO_LARGE", 3, "", 1, 4)
     # a fenced reply over the bound by bytes only is refused before its fence is looked at
     fenced = '```\n"é"\n```'
+    limits = Limits(max_document_bytes=len(fenced))
     for allow_fence in (False, True):
-        limits = Limits(max_document_bytes=len(fenced))
         error = failure(lambda a=allow_fence: parse_json_text(fenced, limits=limits, allow_fence=a))
         assert (error.code, error.offset) == ("DOCUMENT_TOO_LARGE", 0)
 
@@ -85,7 +85,8 @@ def test_an_unclosed_block_and_a_second_value_carry_the_reply() -> None:
 
 
 @pytest.mark.parametrize(
-    ("arguments", "code"), [('"{}"', "DOUBLE_ENCODED_JSON"), ("[]", "ARGUMENTS_NOT_OBJECT"), ("1", "ARGUMENTS_NOT_OBJECT")]
+    ("arguments", "code"),
+    [('"{}"', "DOUBLE_ENCODED_JSON"), ("[]", "ARGUMENTS_NOT_OBJECT"), ("1", "ARGUMENTS_NOT_OBJECT")],
 )
 def test_arguments_that_are_not_an_object_carry_the_reply(arguments: str, code: str) -> None:
     reply = f'ok\n<tool_call>{{"name": "f", "arguments": {arguments}}}</tool_call>'
