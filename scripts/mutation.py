@@ -66,7 +66,7 @@ MODULES: dict[str, Module] = {
     ),
     "textcalls": Module("decisions/request/textcalls.py", ("test_textcalls.py", "test_adversarial_text.py"), GUARD),
     "envelope": Module("decisions/_pure/envelope.py", ("test_adversarial_boundary.py",), GUARD),
-    "repair": Module("decisions/recover/repair.py", ("test_repair.py",), OTHER),
+    "repair": Module("decisions/recover/repair.py", ("test_repair.py", "test_repair_targets.py"), OTHER),
     "schema": Module("decisions/validate/schema.py", ("test_schema.py",), OTHER),
     "domain": Module("decisions/validate/domain.py", ("test_domain.py",), OTHER),
     "assemble": Module("decisions/_pure/assemble.py", ("test_assembler.py",), OTHER),

@@ -130,6 +130,8 @@ def test_a_body_larger_than_one_event(impl: ModuleType) -> None:
         ('{"type":"ping","a\\"b":{"k\\\\":1,"k\\\\":2}}', '$["a\\"b"]["k\\\\"]'),
         ('{"type":"ping","a":{"}":{"]":1,"]":1}}}', '$.a["}"]["]"]'),
         ('{"type":"ping","a":[{"x":"],[{"},{"y":1,"y":1}]}', "$.a[1].y"),
+        ('{"type":"ping","a":["x",{"b":1,"b":2}]}', "$.a[1].b"),
+        ('{"type":"ping","a":[["k","v"],"w",{"b":[],"b":2}]}', "$.a[2].b"),
     ],
 )
 def test_the_path_of_a_repeated_key(impl: ModuleType, data: str, path: str) -> None:
