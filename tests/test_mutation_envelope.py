@@ -215,3 +215,36 @@ def test_anthropic_argument_fields(impl: ModuleType) -> None:
     )
     got = body(impl, "anthropic", message)
     assert got[:4] == ("ParseError", "DUPLICATE_KEY", "$.content[1].input.p", message.index('"p":2'))
+
+
+def test_the_callers_argument_bounds_do_not_bound_the_envelope(impl: ModuleType) -> None:
+    # bounds meant for arguments (small strings, few items, shallow nesting) must not refuse
+    # a provider's event: its data is bounded by the event size, 100 levels and 64-bit numbers
+    small = Limits(
+        max_document_bytes=16,
+        max_string_bytes=4,
+        max_array_items=2,
+        max_object_members=2,
+        max_values=4,
+        max_depth=2,
+        max_number_length=3,
+    )
+    data = '{"type":"ping","s":"%s","a":[1,2,3,4,5],"o":{"a":1,"b":2,"c":3},"d":%s,"n":123456}' % (
+        "x" * 40,
+        "[" * 50 + "]" * 50,
+    )
+    assert outcome(impl, "anthropic", data, small) == ("ok",)
+    assert body(impl, "anthropic", _message(data), small) == ("ok",)
+    # and the event size bounds each of them (an event is refused before its data is read)
+    tight = Limits(max_sse_event_bytes=100)
+    assert outcome(impl, "anthropic", '{"type":"ping","s":"%s"}' % ("x" * 100), tight)[1] == "SSE_EVENT_TOO_LARGE"
+    assert body(impl, "anthropic", _message('{"s":"%s"}' % ("x" * 100)), tight) == malformed(
+        "event data has more than 100 bytes", "$"
+    )
+
+
+def _message(extra: str) -> str:
+    return (
+        '{"type":"message","id":"m","model":"c","content":[{"type":"text","text":"hi"}],'
+        '"stop_reason":"end_turn","usage":{},"extra":%s}' % extra
+    )
