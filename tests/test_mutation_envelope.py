@@ -11,7 +11,17 @@ from typing import Any
 import pytest
 
 from decisions import Limits
+from decisions._pure import envelope as _pure_envelope
 from decisions.errors import OutputError
+
+@pytest.fixture(autouse=True)
+def _fresh_envelope_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with the pure twin's derived-limits cache empty, so the
+    derivation runs in it whatever ran before (``make mutation`` runs a test in
+    a process where earlier tests filled the cache)."""
+    monkeypatch.setattr(_pure_envelope, "_limits", {})
+    monkeypatch.setattr(_pure_envelope, "_last", (None, None))
+
 
 ANTHROPIC_START = '{"type":"message_start","message":{"id":"m","model":"c","content":[],"usage":{}}}'
 
