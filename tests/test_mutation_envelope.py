@@ -14,6 +14,7 @@ from decisions import Limits
 from decisions._pure import envelope as _pure_envelope
 from decisions.errors import OutputError
 
+
 @pytest.fixture(autouse=True)
 def _fresh_envelope_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with the pure twin's derived-limits cache empty, so the
