@@ -9,9 +9,18 @@ mutated sources stay there for ``mutmut show`` / ``mutmut browse``.
 The score counts the mutants that change behaviour: a mutant that differs from
 the original only inside string literals (a message, a hint's wording) is
 counted apart, and so is a mutant listed in ``scripts/mutation-equivalent.txt``
-(its name, then ``#`` and one line of why no test can tell it apart). A
-timeout counts as killed (the mutant hangs where the original does not); "no
-tests" counts as survived. Exit status 1 if a module is under its bar.
+(its name, the fingerprint of its change, then ``#`` and one line of why no
+test can tell it apart). A timeout counts as killed (the mutant hangs where the
+original does not); "no tests" counts as survived. Exit status 1 if a module is
+under its bar, or if a listed mutant is killed (it was not equivalent).
+
+Mutant names are numbered within a function, so they shift when the function
+changes. The fingerprint (the function's name and the lines the mutant changes,
+hashed; ``--survivors`` prints it beside each name) keeps a listed entry on the
+change it was written for: if the named mutant now makes another change, the
+entry follows its fingerprint to the mutant that makes it (reported as moved,
+so the list can be updated); if no mutant makes it any more, the entry is
+reported as stale and counts for nothing. Neither fails the run.
 
     python scripts/mutation.py [module ...]   # default: every module, guards first
 """
@@ -21,6 +30,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import hashlib
 import json
 import os
 import shutil
@@ -56,7 +66,7 @@ MODULES: dict[str, Module] = {
     ),
     "textcalls": Module("decisions/request/textcalls.py", ("test_textcalls.py", "test_adversarial_text.py"), GUARD),
     "envelope": Module("decisions/_pure/envelope.py", ("test_adversarial_boundary.py",), GUARD),
-    "repair": Module("decisions/recover/repair.py", ("test_repair.py",), OTHER),
+    "repair": Module("decisions/recover/repair.py", ("test_repair.py", "test_repair_targets.py"), OTHER),
     "schema": Module("decisions/validate/schema.py", ("test_schema.py",), OTHER),
     "domain": Module("decisions/validate/domain.py", ("test_domain.py",), OTHER),
     "assemble": Module("decisions/_pure/assemble.py", ("test_assembler.py",), OTHER),
@@ -126,15 +136,67 @@ def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Module:
     return copy
 
 
-def equivalents() -> dict[str, str]:
-    """Mutants listed as equivalent: name -> why."""
-    found: dict[str, str] = {}
+@dataclass(frozen=True)
+class Listed:
+    """One line of the equivalents list."""
+
+    name: str
+    fingerprint: str | None  # None: an old entry, trusted by name only
+    why: str
+
+
+def equivalents() -> list[Listed]:
+    """The mutants listed as equivalent, in file order."""
+    found: list[Listed] = []
     if EQUIVALENT.exists():
         for line in EQUIVALENT.read_text().splitlines():
             if line.strip() and not line.lstrip().startswith("#"):
-                name, _, why = line.partition("#")
-                found[name.strip()] = why.strip()
+                head, _, why = line.partition("#")
+                name, *rest = head.split()
+                found.append(Listed(name, rest[0] if rest else None, why.strip()))
     return found
+
+
+def fingerprint(key: str, mutant: ast.Module, original: ast.Module) -> str:
+    """The change a mutant makes, independent of its number: a short hash of its
+    function's name and the lines it removes and adds."""
+    function = key.rsplit("__mutmut_", 1)[0]
+    changed = [
+        line
+        for line in difflib.unified_diff(
+            ast.unparse(original).splitlines(), ast.unparse(mutant).splitlines(), lineterm="", n=0
+        )
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    return hashlib.sha256("\n".join([function, *changed]).encode()).hexdigest()[:10]
+
+
+def bind(listed: list[Listed], prefix: str, prints: dict[str, str]) -> tuple[set[str], list[str]]:
+    """The module's mutants the list names as equivalent, and the notes to print
+    (entries that moved to another number, entries that match nothing)."""
+    by_print: dict[str, list[str]] = {}
+    for full, fp in prints.items():
+        by_print.setdefault(fp, []).append(full)
+    bound: set[str] = set()
+    notes: list[str] = []
+    for entry in listed:
+        if not entry.name.startswith(prefix):
+            continue
+        if entry.fingerprint is None:
+            if entry.name in prints:
+                bound.add(entry.name)
+                notes.append(f"unpinned (no fingerprint; now {prints[entry.name]}): {entry.name}")
+            else:
+                notes.append(f"stale (no such mutant): {entry.name}")
+        elif prints.get(entry.name) == entry.fingerprint:
+            bound.add(entry.name)
+        elif len(by_print.get(entry.fingerprint, [])) == 1:
+            moved = by_print[entry.fingerprint][0]
+            bound.add(moved)
+            notes.append(f"moved: {entry.name} is now {moved}")
+        else:
+            notes.append(f"stale (its change {entry.fingerprint} is not made by one mutant): {entry.name}")
+    return bound, notes
 
 
 def report(name: str, seconds: float, show: bool) -> dict[str, object]:
@@ -146,15 +208,30 @@ def report(name: str, seconds: float, show: bool) -> dict[str, object]:
     meta = json.loads(Path(str(mutated) + ".meta").read_text())
     functions = _functions(mutated.read_text())
     prefix = MODULES[name].path.removesuffix(".py").replace("/", ".") + "."
-    listed = equivalents()
-    rows: dict[str, list[str]] = {"killed": [], "survived": [], "string": [], "string_killed": [], "equivalent": []}
+    bodies = {}
+    prints = {}
+    for full in meta["exit_code_by_key"]:
+        key = full.removeprefix(prefix)
+        bodies[full] = (_body(functions[key]), _body(functions[_original_of(key)]))
+        prints[full] = fingerprint(key, *bodies[full])
+    listed, notes = bind(equivalents(), prefix, prints)
+    rows: dict[str, list[str]] = {
+        "killed": [],
+        "survived": [],
+        "string": [],
+        "string_killed": [],
+        "equivalent": [],
+        "unchecked": [],
+    }
     wrongly_listed = []
     for full, code in sorted(meta["exit_code_by_key"].items()):
         status = status_by_exit_code[code]
+        if status in ("not checked", "check was interrupted by user"):  # a run stopped early, or still going
+            rows["unchecked"].append(full)
+            continue
         killed = status in ("killed", "timeout", "segfault")
-        key = full.removeprefix(prefix)
-        mutant, original = functions[key], functions[_original_of(key)]
-        string_only = _blank_strings(_body(mutant)) == _blank_strings(_body(original))
+        mutant, original = bodies[full]
+        string_only = _blank_strings(mutant) == _blank_strings(original)
         if full in listed:
             rows["equivalent"].append(full)
             if killed:
@@ -165,12 +242,12 @@ def report(name: str, seconds: float, show: bool) -> dict[str, object]:
             rows["killed" if killed else "survived"].append(full)
         if show and not killed and not string_only and full not in listed:
             diff = difflib.unified_diff(
-                ast.unparse(_body(original)).splitlines(),
-                ast.unparse(_body(mutant)).splitlines(),
+                ast.unparse(original).splitlines(),
+                ast.unparse(mutant).splitlines(),
                 lineterm="",
                 n=1,
             )
-            print(f"--- {full} ({status})")
+            print(f"--- {full} {prints[full]} ({status})")
             print("\n".join(list(diff)[2:]))
     behaviour = len(rows["killed"]) + len(rows["survived"])
     score = len(rows["killed"]) / behaviour if behaviour else 1.0
@@ -182,10 +259,12 @@ def report(name: str, seconds: float, show: bool) -> dict[str, object]:
         "string_only": len(rows["string"]) + len(rows["string_killed"]),
         "string_only_survived": len(rows["string"]),
         "equivalent": len(rows["equivalent"]),
+        "unchecked": len(rows["unchecked"]),
         "score": round(score, 4),
         "bar": MODULES[name].bar,
         "seconds": round(seconds),
         "equivalent_but_killed": wrongly_listed,
+        "equivalent_notes": notes,
     }
     (work / "summary.json").write_text(json.dumps(row, indent=1) + "\n")
     return row
@@ -194,7 +273,8 @@ def report(name: str, seconds: float, show: bool) -> dict[str, object]:
 def run(name: str) -> float:
     """mutmut over one module, one worker, pure backend; the wall time."""
     work = prepare(name)
-    env = dict(os.environ, DECISIONS_PURE="1", PYTHONPATH="")
+    # the `mutation` hypothesis profile (tests/conftest.py): few examples, derandomized
+    env = dict(os.environ, DECISIONS_PURE="1", PYTHONPATH="", HYPOTHESIS_PROFILE="mutation")
     env.pop("DECISIONS_REQUIRE_NATIVE", None)
     mutmut = Path(sys.executable).parent / "mutmut"
     start = time.monotonic()
@@ -205,7 +285,9 @@ def run(name: str) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("modules", nargs="*", help=f"of {', '.join(MODULES)} (default: all, guards first)")
-    parser.add_argument("--report-only", action="store_true", help="re-read the last run's results")
+    parser.add_argument(
+        "--report-only", action="store_true", help="re-read the last run's results (a run still going: so far)"
+    )
     parser.add_argument("--survivors", action="store_true", help="print each surviving mutant's diff")
     args = parser.parse_args()
     unknown = set(args.modules) - set(MODULES)
@@ -214,7 +296,8 @@ def main() -> int:
     rows = []
     for name in args.modules or list(MODULES):
         if args.report_only:
-            seconds = float(json.loads((WORK / name / "summary.json").read_text())["seconds"])
+            summary = WORK / name / "summary.json"
+            seconds = float(json.loads(summary.read_text())["seconds"]) if summary.exists() else 0.0
         else:
             seconds = run(name)
         rows.append(report(name, seconds, args.survivors))
@@ -227,6 +310,11 @@ def main() -> int:
             f"{r['string_only']} ({r['string_only_survived']}) | {r['equivalent']} | "
             f"{float(r['score']):.1%} | {r['seconds']} s |"  # type: ignore[arg-type]
         )
+        if r.get("unchecked"):
+            print(f"  partial: {r['unchecked']} mutants not checked (the run did not finish); the score is of the rest")
+            failed = True
+        for note in r.get("equivalent_notes", []):  # type: ignore[attr-defined]
+            print(f"  equivalents list: {note}")
         if r["equivalent_but_killed"]:
             print(f"  listed as equivalent but killed: {r['equivalent_but_killed']}")
             failed = True

@@ -23,6 +23,16 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 settings.register_profile("fast", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# `make mutation` (scripts/mutation.py) runs each surviving mutant through the module's properties:
+# few examples, the same ones every run (mutmut's baseline and each mutant see the same inputs).
+settings.register_profile(
+    "mutation",
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
 
 _PURE_ONLY = os.environ.get("DECISIONS_PURE", "").strip().lower() not in ("", "0", "false", "no")

@@ -162,7 +162,7 @@ _JSON = st.recursive(
 )
 
 
-@settings(max_examples=100)
+@settings(max_examples=min(100, settings.default.max_examples))  # fewer under `make mutation`
 @given(
     st.lists(
         st.tuples(

@@ -112,7 +112,12 @@ def _check_size(text: str, max_chars: int | None, limits: Limits) -> None:
             hint="answer with a shorter value",
         )
     if len(text) > limits.max_document_bytes or len(text.encode("utf-8", "surrogatepass")) > limits.max_document_bytes:
-        raise ParseError("DOCUMENT_TOO_LARGE", doc="", pos=0)
+        raise ParseError(
+            "DOCUMENT_TOO_LARGE",
+            doc="",
+            pos=0,
+            hint=f"the document is larger than {limits.max_document_bytes} bytes: send a smaller one",
+        )
 
 
 def parse_json_text(
@@ -178,15 +183,8 @@ def _skip_ws(text: str, index: int) -> int:
     return index
 
 
-def _envelope(value: Any, doc: str, start: int) -> tuple[str, dict[str, Any]]:
-    if not isinstance(value, dict):
-        raise ParseError(
-            "UNEXPECTED_CHARACTER",
-            "a <tool_call> block holds one JSON object",
-            doc=doc,
-            pos=start,
-            hint='write {"name": "...", "arguments": {...}}',
-        )
+def _envelope(value: dict[str, Any], doc: str, start: int) -> tuple[str, dict[str, Any]]:
+    """The name and arguments of a block's object (the caller saw it open with ``{``)."""
     issues: list[dict[str, str]] = []
     name = value.get("name")
     if not isinstance(name, str) or not name:
