@@ -100,11 +100,14 @@ from ...types import (
     ToolCallStarted,
     UsageReported,
 )
+from ._openai import failure, malformed, obj, opt_list, opt_obj, opt_str, opt_u64, req_str
+from ._shape import shape
 from ._unknown import count_unknown
 from .jsontext import dumps
-from .openai_chat import malformed, obj, opt_list, opt_obj, opt_str, opt_u64, provider_error, req_str
 
 __all__ = ["OpenAIResponsesMapper"]
+
+_S = shape("openai-responses")
 
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
@@ -250,7 +253,7 @@ class _Final:
 
     __slots__ = ("id", "model", "status", "output", "usage", "error", "incomplete", "reason")
 
-    def __init__(self, resp: dict[str, Any], what: str) -> None:
+    def __init__(self, resp: dict[str, Any], what: str, at: str) -> None:
         self.id = opt_str(resp, "id", what)
         self.model = opt_str(resp, "model", what)
         self.status = opt_str(resp, "status", what)
@@ -259,8 +262,8 @@ class _Final:
         ]
         usage = opt_obj(resp, "usage", what)
         self.usage = None if usage is None else responses_usage(usage, what)
-        err = opt_obj(resp, "error", what)
-        self.error = None if err is None else provider_error(err, what)
+        err = resp.get("error")
+        self.error = None if err is None else failure(_S, err, what, f"{at}.error")
         details = opt_obj(resp, "incomplete_details", what)
         self.incomplete = details is not None
         self.reason = None if details is None else opt_str(details, "reason", what)
@@ -589,7 +592,7 @@ class OpenAIResponsesMapper:
                 out.append(ItemEnded(item_id=item.id))
 
     def _terminal_event(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        final = _Final(obj(d.get("response"), what, "response"), what)
+        final = _Final(obj(d.get("response"), what, "response"), what, "$.response")
         if final.error is not None or what == "response.failed" or final.status in _FAILED:
             self._terminal = "failed"
             out.append(final.error or ResponseFailed(code="failed", message=""))
@@ -635,16 +638,16 @@ class OpenAIResponsesMapper:
         out.append(ResponseFinished(finish_reason=reason, raw_finish_reason=raw))  # type: ignore[arg-type]
 
     def _error(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        err = opt_obj(d, "error", what)
+        err = d.get("error")
         self._terminal = "error"
-        out.append(provider_error(err if err is not None else d, what))
+        out.append(failure(_S, d, what, "$") if err is None else failure(_S, err, what, "$.error"))
 
     # ------------------------------------------------------------ whole body
 
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A ``response`` object (or an ``{"error": ...}`` body)."""
         what = "response"
-        final = _Final(obj(body, what, "the body"), what)
+        final = _Final(obj(body, what, "the body"), what, "$")
         out: list[CanonicalEvent] = [ResponseStarted(response_id=final.id, model=final.model)]
         if final.error is not None:  # an error vetoes whatever the status says
             out.append(final.error)

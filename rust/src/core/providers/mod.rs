@@ -18,6 +18,7 @@ pub mod anthropic;
 pub mod gemini;
 pub mod jsontext;
 pub mod openai_chat;
+mod openai_common;
 pub mod openai_responses;
 mod shape;
 pub mod unknown;
