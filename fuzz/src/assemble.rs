@@ -83,6 +83,7 @@ pub fn event(op: &Op) -> Event {
             call_id: s(pick(&CALL_IDS, c)),
             name: s(pick(&NAMES, n)),
             call_id_generated: generated,
+            call_kind: decisions::core::events::CallKind::Function,
         },
         Op::Args(i, d) => Event::ToolArgumentsDelta {
             item_id: s(pick(&IDS, i)),
@@ -136,9 +137,10 @@ pub fn wire(event: &Event) -> Value {
             call_id,
             name,
             call_id_generated,
+            call_kind,
         } => json!({
             "type": "tool_call_started", "item_id": item_id, "call_id": call_id, "name": name,
-            "call_id_generated": call_id_generated,
+            "call_id_generated": call_id_generated, "call_kind": call_kind.as_str(),
         }),
         Event::ToolArgumentsDelta { item_id, delta } => {
             json!({"type": "tool_arguments_delta", "item_id": item_id, "delta": delta})

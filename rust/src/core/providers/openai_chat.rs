@@ -262,6 +262,9 @@ struct CallPart<'a> {
     arguments: Option<Cow<'a, str>>,
 }
 
+/// A legacy `function_call`: its name and arguments.
+type NameAndArguments<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>);
+
 /// What one delta (or a body's message) carries, shape-checked.
 #[derive(Default)]
 struct Parts<'a> {
@@ -270,7 +273,7 @@ struct Parts<'a> {
     refusal: Option<Cow<'a, str>>,
     reasoning: Option<Cow<'a, str>>,
     tool_calls: Vec<CallPart<'a>>,
-    function_call: Option<(Option<Cow<'a, str>>, Option<Cow<'a, str>>)>,
+    function_call: Option<NameAndArguments<'a>>,
 }
 
 impl Parts<'_> {
