@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::openai_common::failure;
-use super::shape::{located, Path, Shape, ROOT};
+use super::openai_common::{failure, Obj};
+use super::shape::{count, located, Path, Shape, Str, ROOT};
 use super::DONE;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
@@ -139,6 +139,72 @@ struct PromptDetailsRaw<'a> {
 struct CompletionDetailsRaw<'a> {
     #[serde(borrow)]
     reasoning_tokens: Option<&'a RawValue>,
+}
+
+// ------------------------------------------------------------ the hot path
+// The common chunk read in one pass, every field typed: one choice whose
+// delta only continues the open text item or an open call's arguments (what
+// the pure twin's `fast_delta` takes). It is used only when it reads cleanly
+// and every condition holds; anything else (a wrong type, another member, a
+// state to change) goes through the general path, which names the failure
+// exactly as the pure twin does.
+
+#[derive(Deserialize)]
+struct FastChunk<'a> {
+    #[serde(borrow, rename = "id")]
+    _id: Option<Str<'a>>,
+    #[serde(borrow, rename = "model")]
+    _model: Option<Str<'a>>,
+    #[serde(borrow)]
+    choices: Vec<Obj<FastChoice<'a>>>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FastChoice<'a> {
+    #[serde(default, deserialize_with = "count")]
+    index: Option<u64>,
+    #[serde(borrow)]
+    delta: Obj<FastDelta<'a>>,
+    #[serde(borrow)]
+    finish_reason: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FastDelta<'a> {
+    #[serde(borrow)]
+    content: Option<Str<'a>>,
+    #[serde(borrow)]
+    tool_calls: Option<Vec<Obj<FastCall<'a>>>>,
+    #[serde(borrow)]
+    refusal: Option<&'a RawValue>,
+    #[serde(borrow)]
+    reasoning_content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    reasoning: Option<&'a RawValue>,
+    #[serde(borrow)]
+    function_call: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FastCall<'a> {
+    #[serde(default, deserialize_with = "count")]
+    index: Option<u64>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    function: Obj<FastFn<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FastFn<'a> {
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    arguments: Str<'a>,
 }
 
 // ------------------------------------------------------------ checked shapes
@@ -689,6 +755,49 @@ impl OpenAIChat {
         });
     }
 
+    /// The event a cleanly read common chunk maps to, when every condition
+    /// of the hot path holds (it changes no state); None sends the chunk
+    /// down the general path.
+    fn fast_delta(&self, fast: FastChunk<'_>) -> Option<Event> {
+        if !self.started || self.finished || fast.usage.is_some() || fast.error.is_some() {
+            return None;
+        }
+        let [choice] = fast.choices.as_slice() else {
+            return None;
+        };
+        let delta = &choice.delta;
+        if choice.finish_reason.is_some()
+            || choice.index.unwrap_or(0) != self.choice
+            || delta.refusal.is_some()
+            || delta.reasoning_content.is_some()
+            || delta.reasoning.is_some()
+            || delta.function_call.is_some()
+        {
+            return None;
+        }
+        match (&delta.content, &delta.tool_calls) {
+            (Some(text), None) if !text.as_str().is_empty() => Some(Event::TextDelta {
+                item_id: self.text.clone()?,
+                delta: text.as_str().to_owned(),
+            }),
+            (None, Some(calls)) => {
+                let [call] = calls.as_slice() else {
+                    return None;
+                };
+                let arguments = call.function.arguments.as_str();
+                if call.id.is_some() || call.function.name.is_some() || arguments.is_empty() {
+                    return None;
+                }
+                let current = self.calls.get(&call.index.unwrap_or(0))?;
+                Some(Event::ToolArgumentsDelta {
+                    item_id: current.item_id.clone(),
+                    delta: arguments.to_owned(),
+                })
+            }
+            _ => None,
+        }
+    }
+
     fn chunk(&mut self, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
         // the whole chunk is shape-checked before any of it is acted on
         let top = top(data, CHUNK)?;
@@ -768,6 +877,14 @@ impl Mapper for OpenAIChat {
         if data == DONE {
             self.done = true;
             return Ok(());
+        }
+        if data.trim_start().starts_with('{') {
+            if let Ok(fast) = serde_json::from_str::<FastChunk<'_>>(data) {
+                if let Some(event) = self.fast_delta(fast) {
+                    out.push(event);
+                    return Ok(());
+                }
+            }
         }
         self.chunk(data, out)
     }
