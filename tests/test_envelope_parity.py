@@ -225,3 +225,173 @@ def test_hostile_envelopes_agree(both: tuple[ModuleType, ModuleType], case: tupl
     expected = _outcome(native, data, file_format, provider)
     note(f"native: {expected[:3]}")
     assert _outcome(pure, data, file_format, provider) == expected
+
+
+# ---------------------------------------------------------------- mapper shape errors
+# Every field of every recorded event given each wrong JSON type: both
+# backends give the same response, or the same error class, code, message,
+# path and offset. A mapper's MALFORMED_EVENT names the path of the field in
+# the event (the envelope rule's syntax). The field list is generated from
+# the recordings: one case per provider, field (indices written ``[*]``) and
+# the JSON type the recording gives it.
+
+#: the providers whose mappers follow the shape template (the Responses
+#: mapper still reads typed structs and words its errors its own way)
+TEMPLATE = ("openai-chat", "anthropic", "gemini")
+
+WRONG = ['"x"', "7", "-1", "1.5", "true", "[]", "{}", "null"]
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, _Obj):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, _Num):
+        return "number"
+    return type(value).__name__
+
+
+def _paths(value: Any, at: str = "$") -> list[tuple[str, str, list[Any]]]:
+    """``(path, normalized path, route)`` of every value below ``value``."""
+    out = []
+    stack = [(value, at, at, [])]
+    while stack:
+        node, path, norm, route = stack.pop()
+        if isinstance(node, _Obj):
+            for i, (k, child) in enumerate(node):
+                out.append((f"{path}.{k}", f"{norm}.{k}", [*route, i]))
+                stack.append((child, f"{path}.{k}", f"{norm}.{k}", [*route, i]))
+        elif isinstance(node, list):
+            for i, child in enumerate(node):
+                out.append((f"{path}[{i}]", f"{norm}[*]", [*route, i]))
+                stack.append((child, f"{path}[{i}]", f"{norm}[*]", [*route, i]))
+    return out
+
+
+def _at(value: Any, route: list[int]) -> tuple[Any, int]:
+    for i in route[:-1]:
+        value = _get(value, i)
+    return value, route[-1]
+
+
+def _field_cases() -> list[tuple[str, str, str, int, list[int], str]]:
+    """One ``(recording, format, provider, line, route, wrong value)`` per
+    provider, field and recorded type, and wrong JSON value."""
+    seen: set[tuple[str, str, str]] = set()
+    cases = []
+    for path, file_format, provider in RECORDINGS:
+        if provider not in TEMPLATE:
+            continue
+        data = (FIXTURES / path).read_bytes()
+        for line, text in _documents(data, file_format):
+            try:
+                value = _load(text)
+            except ValueError:
+                continue
+            for _, norm, route in _paths(value):
+                container, index = _at(value, route)
+                kind = _json_type(_get(container, index))
+                key = (provider, norm, kind)
+                if key in seen:
+                    continue
+                seen.add(key)
+                for wrong in WRONG:
+                    if _json_type(_load(wrong)) != kind:
+                        cases.append((path, file_format, provider, line, route, wrong))
+    return cases
+
+
+FIELD_CASES = _field_cases()
+
+
+def _full_outcome(impl: ModuleType, data: bytes, file_format: str, provider: str) -> Any:
+    """``_outcome`` with the error's message too."""
+    outcome = _outcome(impl, data, file_format, provider)
+    if outcome[0] == "error":
+        try:
+            _outcome_raise(impl, data, file_format, provider)
+        except OutputError as err:
+            return (*outcome, err.message)
+    return outcome
+
+
+def _outcome_raise(impl: ModuleType, data: bytes, file_format: str, provider: str) -> None:
+    if file_format == "json-body":
+        impl.normalize(data, provider=provider)
+        return
+    asm = impl.StreamAssembler(provider)
+    if file_format == "raw-sse":
+        asm.feed(data)
+    else:
+        for line in data.splitlines():
+            if line.strip():
+                asm.feed_event(line)
+    asm.finish()
+
+
+def _mutated(case: tuple[str, str, str, int, list[int], str]) -> tuple[bytes, str, str, str]:
+    path, file_format, provider, line, route, wrong = case
+    data = (FIXTURES / path).read_bytes()
+    text = dict(_documents(data, file_format))[line]
+    value = _load(text)
+    container, index = _at(value, route)
+    _set(container, index, _Raw(wrong))
+    field = _paths(value)
+    where = next(p for p, _, r in field if r == route)
+    return _replace(data, file_format, line, _dump(value)), file_format, provider, where
+
+
+def test_field_cases_cover_every_template_provider() -> None:
+    """The generated list is not empty for any provider it claims to cover."""
+    assert {case[2] for case in FIELD_CASES} == set(TEMPLATE)
+    assert len(FIELD_CASES) > 300
+
+
+def test_every_field_with_every_wrong_type_agrees(both: tuple[ModuleType, ModuleType]) -> None:
+    """Same response, or same error class, code, message, path and offset,
+    for each generated case; a mapper's MALFORMED_EVENT names a path."""
+    native, pure = both
+    failures = []
+    for case in FIELD_CASES:
+        data, file_format, provider, where = _mutated(case)
+        expected = _full_outcome(native, data, file_format, provider)
+        got = _full_outcome(pure, data, file_format, provider)
+        if got != expected:
+            failures.append((case[0], where, case[5], expected, got))
+        elif expected[0] == "error" and expected[2] == "MALFORMED_EVENT" and expected[3] is None:
+            failures.append((case[0], where, case[5], "no path", expected))
+    assert not failures, f"{len(failures)} of {len(FIELD_CASES)}: {failures[:5]}"
+
+
+@st.composite
+def mutated_recording(draw: st.DrawFn) -> tuple[bytes, str, str, str]:
+    """A recording of a template provider with one value of one event replaced
+    by a value of another JSON type."""
+    rows = [row for row in RECORDINGS if row[2] in TEMPLATE]
+    path, file_format, provider = draw(st.sampled_from(rows))
+    data = (FIXTURES / path).read_bytes()
+    line, text = draw(st.sampled_from(_documents(data, file_format)))
+    try:
+        value = _load(text)
+    except ValueError:  # data that is not JSON ([DONE])
+        return data, file_format, provider, "$"
+    field = _paths(value)
+    if not field:
+        return data, file_format, provider, "$"
+    where, _, route = draw(st.sampled_from(field))
+    container, index = _at(value, route)
+    _set(container, index, _Raw(draw(st.sampled_from(WRONG))))
+    return _replace(data, file_format, line, _dump(value)), file_format, provider, where
+
+
+@given(mutated_recording())
+def test_mutated_recordings_agree_with_message_and_path(
+    both: tuple[ModuleType, ModuleType], case: tuple[bytes, str, str, str]
+) -> None:
+    native, pure = both
+    data, file_format, provider, where = case
+    note(f"{provider}: {where}")
+    expected = _full_outcome(native, data, file_format, provider)
+    note(f"native: {expected}")
+    assert _full_outcome(pure, data, file_format, provider) == expected

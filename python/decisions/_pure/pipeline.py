@@ -18,9 +18,10 @@ from ..limits import DEFAULT_LIMITS, Limits
 from ..providers import CANONICAL
 from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
-from .assemble import Assembler, CanonicalMapper, _event_fields
+from .assemble import Assembler
 from .body import body_error, foreign_body
 from .envelope import decode
+from .providers.canonical import CanonicalMapper, event_fields
 from .sse import _Framer, exclusive
 
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
@@ -248,7 +249,7 @@ class StreamAssembler:
         if event is not None and not isinstance(event, str):
             raise TypeError(f"event must be a str or None, not {type(event).__name__}")
         if isinstance(payload, _Event):
-            pipeline.feed_fields(_event_fields(payload))
+            pipeline.feed_fields(event_fields(payload))
             return
         if isinstance(payload, dict):
             try:

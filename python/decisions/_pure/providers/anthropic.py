@@ -76,7 +76,7 @@ from ...types import (
     ToolCallStarted,
     UsageReported,
 )
-from ._shape import U64_MAX, shape
+from ._shape import U64_MAX, located, shape
 from ._unknown import MAX_RECORDED_ITEMS, count_unknown
 from .jsontext import dumps
 
@@ -117,7 +117,7 @@ def finish_reason(raw: str | None) -> FinishReason:
 
 
 _S = shape("anthropic")
-_malformed, _obj, _opt_str, _req_str = _S.malformed, _S.obj, _S.opt_str, _S.req_str
+_malformed, _obj, _opt_str, _req_str, _opt_list = _S.malformed, _S.obj, _S.opt_str, _S.req_str, _S.opt_list
 _req_index, _opt_count = _S.req_index, _S.opt_count
 
 
@@ -160,12 +160,12 @@ class AnthropicMapper:
     def _count(self, key: str) -> None:
         count_unknown(self.unknown_events, key)
 
-    def _merge_usage(self, usage: Any, what: str) -> None:
+    def _merge_usage(self, usage: Any, what: str, at: str) -> None:
         if usage is None:
             return
-        usage = _obj(usage, what)
+        usage = _obj(usage, what, at)
         for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
-            value = _opt_count(usage, key, what)
+            value = _opt_count(usage, key, what, at)
             if value is not None:
                 self._usage[key] = value
 
@@ -204,9 +204,9 @@ class AnthropicMapper:
 
     @staticmethod
     def _failed(payload: dict[str, Any], what: str) -> ResponseFailed:
-        error = _obj(payload.get("error"), what)
-        error_type = _req_str(error, "type", what)
-        message = _opt_str(error, "message", what) or ""
+        error = _obj(payload.get("error"), what, "$.error")
+        error_type = _req_str(error, "type", what, "$.error")
+        message = _opt_str(error, "message", what, "$.error") or ""
         return ResponseFailed(
             code=error_type, message=message, retryable=error_type in RETRYABLE_ERRORS, error_type=error_type
         )
@@ -219,39 +219,40 @@ class AnthropicMapper:
         self._started = True
         return [ResponseStarted(), failed]
 
-    def _open_block(self, index: int, block: dict[str, Any], what: str, out: list[CanonicalEvent]) -> _Block:
-        """Start content block ``index``; a whole body's block also carries its content."""
+    def _open_block(self, index: int, block: Any, what: str, at: str, out: list[CanonicalEvent]) -> _Block:
+        """Start content block ``index`` (at ``at``); a whole body's block also carries its content."""
+        block = _obj(block, what, at)
         if index in self._blocks:
             raise new_error("DUPLICATE_ITEM_ID", f"anthropic content block {index} was started twice")
-        block_type = _req_str(block, "type", what)
+        block_type = _req_str(block, "type", what, at)
         item_id = f"block_{index}"
         if block_type == "text":
-            text = _opt_str(block, "text", what)
+            text = _opt_str(block, "text", what, at)
             state = _Block(_TEXT, item_id)
             out.append(ItemStarted(item_id=item_id, kind="text"))
             if text:
                 out.append(TextDelta(item_id=item_id, delta=text))
         elif block_type == "tool_use":
-            call_id = _req_str(block, "id", what)
-            name = _req_str(block, "name", what)
+            call_id = _req_str(block, "id", what, at)
+            name = _req_str(block, "name", what, at)
             tool_input = block.get("input")
             text = None
             if tool_input is not None:
                 try:
-                    text = dumps(_obj(tool_input, what))
+                    text = dumps(_obj(tool_input, what, f"{at}.input"))
                 except ValueError:  # NaN or an infinite float
-                    raise _malformed(what) from None
+                    raise _malformed(what, f"{at}.input") from None
             state = _Block(_TOOL, item_id, text, bool(tool_input))
             out.append(ToolCallStarted(item_id=item_id, call_id=call_id, name=name))
         elif block_type == "thinking":
-            thinking = _opt_str(block, "thinking", what)
-            signature = _opt_str(block, "signature", what)
+            thinking = _opt_str(block, "thinking", what, at)
+            signature = _opt_str(block, "signature", what, at)
             state = _Block(_THINKING, item_id)
             out.append(ItemStarted(item_id=item_id, kind="reasoning"))
             if thinking or signature:
                 out.append(ReasoningDelta(item_id=item_id, delta=thinking or "", signature=signature or None))
         elif block_type == "redacted_thinking":
-            data = _req_str(block, "data", what)
+            data = _req_str(block, "data", what, at)
             state = _Block(_THINKING, item_id)
             out.append(ItemStarted(item_id=item_id, kind="reasoning"))
             out.append(ReasoningDelta(item_id=item_id, delta="", signature=data))
@@ -284,13 +285,10 @@ class AnthropicMapper:
 
     def map_event(self, event: str | None, payload: Any) -> list[CanonicalEvent]:
         """One Anthropic stream event (its ``data`` decoded)."""
-        if type(payload) is not dict:
-            raise _malformed("event")
-        event_type = payload.get("type")
-        if type(event_type) is not str:
-            raise _malformed("event")
+        payload = _obj(payload, "event", "$")
+        event_type = _req_str(payload, "type", "event", "$")
         if event is not None and event != "message" and event != event_type:
-            raise new_error("MALFORMED_EVENT", f"anthropic SSE event {event} carries data of type {event_type}")
+            raise located("MALFORMED_EVENT", f"anthropic SSE event {event} carries data of type {event_type}", "$.type")
         if self._terminal:
             raise new_error("EVENT_AFTER_TERMINAL", f"anthropic {event_type} event after the end of the message")
         what = f"{event_type} event"
@@ -302,21 +300,19 @@ class AnthropicMapper:
             self._terminal = True
             return self._start_failed(failed)
         if event_type == "message_start":
-            message = _obj(payload.get("message"), what)
-            response_id = _opt_str(message, "id", what)
-            model = _opt_str(message, "model", what)
+            message = _obj(payload.get("message"), what, "$.message")
+            response_id = _opt_str(message, "id", what, "$.message")
+            model = _opt_str(message, "model", what, "$.message")
             if self._started:
                 raise new_error("DUPLICATE_START", "anthropic message_start after the message had started")
-            content = message.get("content")
-            if content is not None and type(content) is not list:
-                raise _malformed(what)
-            stop_reason = _opt_str(message, "stop_reason", what)
-            self._merge_usage(message.get("usage"), what)
+            content = _opt_list(message, "content", what, "$.message")
+            stop_reason = _opt_str(message, "stop_reason", what, "$.message")
+            self._merge_usage(message.get("usage"), what, "$.message.usage")
             self._started = True
             out.append(ResponseStarted(response_id=response_id, model=model))
             # a message_start may already carry whole blocks (a programmatic tool call's turn)
             for index, block in enumerate(content or ()):
-                self._open_block(index, _obj(block, what), what, out)
+                self._open_block(index, block, what, f"$.message.content[{index}]", out)
                 self._close_block(index, out)
             if stop_reason is not None:
                 self._set_stop_reason(stop_reason)
@@ -339,14 +335,14 @@ class AnthropicMapper:
         if event_type == "content_block_delta":
             self._delta(payload, what, out)
         elif event_type == "content_block_start":
-            index = _req_index(payload, what)
-            self._open_block(index, _obj(payload.get("content_block"), what), what, out)
+            index = _req_index(payload, what, "$")
+            self._open_block(index, payload.get("content_block"), what, "$.content_block", out)
         elif event_type == "content_block_stop":
-            self._close_block(_req_index(payload, what), out)
+            self._close_block(_req_index(payload, what, "$"), out)
         elif event_type == "message_delta":
-            delta = _obj(payload.get("delta"), what)
-            stop_reason = _opt_str(delta, "stop_reason", what)
-            self._merge_usage(payload.get("usage"), what)
+            delta = _obj(payload.get("delta"), what, "$.delta")
+            stop_reason = _opt_str(delta, "stop_reason", what, "$.delta")
+            self._merge_usage(payload.get("usage"), what, "$.usage")
             if stop_reason is not None:
                 self._set_stop_reason(stop_reason)
                 self._stopped = True
@@ -355,15 +351,15 @@ class AnthropicMapper:
         return out
 
     def _delta(self, payload: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        index = _req_index(payload, what)
-        delta = _obj(payload.get("delta"), what)
-        delta_type = _req_str(delta, "type", what)
+        index = _req_index(payload, what, "$")
+        delta = _obj(payload.get("delta"), what, "$.delta")
+        delta_type = _req_str(delta, "type", what, "$.delta")
         field, wanted = _DELTAS.get(delta_type, (None, None))
         text = None
         if field is not None:
-            text = _req_str(delta, field, what)
+            text = _req_str(delta, field, what, "$.delta")
         elif delta_type == "citations_delta":
-            _obj(delta.get("citation"), what)
+            _obj(delta.get("citation"), what, "$.delta.citation")
         state = self._blocks.get(index)
         if state is None:
             raise new_error("DELTA_BEFORE_START", f"anthropic {delta_type} for content block {index} before its start")
@@ -372,8 +368,10 @@ class AnthropicMapper:
         if state.kind == _RECORDED:
             return  # part of a block that runs on the provider's side (counted at its start)
         if wanted is not None and state.kind != wanted:
-            raise new_error(
-                "MALFORMED_EVENT", f"anthropic {delta_type} for content block {index}, which is not a {wanted} block"
+            raise located(
+                "MALFORMED_EVENT",
+                f"anthropic {delta_type} for content block {index}, which is not a {wanted} block",
+                "$.delta.type",
             )
         item_id = state.item_id
         if text is None:  # citations_delta or an unknown delta type: recorded, not mapped
@@ -383,9 +381,10 @@ class AnthropicMapper:
         elif delta_type == "input_json_delta":
             if text:
                 if state.input_nonempty:
-                    raise new_error(
+                    raise located(
                         "MALFORMED_EVENT",
                         f"anthropic tool_use block {index} has both an input object and input_json_delta text",
+                        "$.delta.partial_json",
                     )
                 state.saw_json = True
                 out.append(ToolArgumentsDelta(item_id=item_id, delta=text))
@@ -434,26 +433,26 @@ class AnthropicMapper:
 
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A whole ``message`` body, or an ``error`` body."""
-        body = _obj(body, "body")
+        body = _obj(body, "body", "$")
         body_type = body.get("type")
         if body_type == "error":
             failed = self._failed(body, "error body")
             self._terminal = True
             return self._start_failed(failed)
         if body_type != "message":
-            raise _malformed("body")
+            raise _malformed("body", "$.type")
         what = "message body"
-        response_id = _opt_str(body, "id", what)
-        model = _opt_str(body, "model", what)
+        response_id = _opt_str(body, "id", what, "$")
+        model = _opt_str(body, "model", what, "$")
         content = body.get("content")
         if type(content) is not list:
-            raise _malformed(what)
-        stop_reason = _opt_str(body, "stop_reason", what)
-        self._merge_usage(body.get("usage"), what)
+            raise _malformed(what, "$.content")
+        stop_reason = _opt_str(body, "stop_reason", what, "$")
+        self._merge_usage(body.get("usage"), what, "$.usage")
         self._started = True
         out: list[CanonicalEvent] = [ResponseStarted(response_id=response_id, model=model)]
         for index, block in enumerate(content):
-            self._open_block(index, _obj(block, what), what, out)
+            self._open_block(index, block, what, f"$.content[{index}]", out)
             self._close_block(index, out)
         self._stop_reason = stop_reason
         out.extend(self._finish())

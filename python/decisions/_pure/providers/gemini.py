@@ -72,7 +72,7 @@ import copy
 import math
 from typing import Any, Final, Literal
 
-from ...errors import new_error
+from ...errors import OutputError, new_error
 from ...types import (
     CanonicalEvent,
     FinishReason,
@@ -88,7 +88,7 @@ from ...types import (
     UsageReported,
 )
 from ._shape import U64_MAX as _U64
-from ._shape import shape
+from ._shape import located, shape
 from ._unknown import count_unknown
 from .jsontext import dumps
 
@@ -132,12 +132,12 @@ _malformed, _obj, _opt_obj, _opt_list = _S.malformed, _S.obj, _S.opt_obj, _S.opt
 _opt_str, _opt_bool, _opt_count = _S.opt_str, _S.opt_bool, _S.opt_count
 
 
-def _canonical(value: Any, what: str) -> str:
-    """``dumps`` of a provider object; NaN or an infinite float is malformed."""
+def _canonical(value: Any, what: str, path: str) -> str:
+    """``dumps`` of a provider object at ``path``; NaN or an infinite float is malformed."""
     try:
         return dumps(value)
     except ValueError:
-        raise _malformed(what) from None
+        raise _malformed(what, path) from None
 
 
 def parse_path(path: str) -> list[str | int]:
@@ -289,9 +289,9 @@ class GeminiMapper:
         self._open = (kind, item_id)
         return item_id
 
-    def _start_call(self, fc: dict[str, Any], name: str, out: list[CanonicalEvent]) -> str:
+    def _start_call(self, fc: dict[str, Any], name: str, at: str, out: list[CanonicalEvent]) -> str:
         self._close_open(out)
-        given = _opt_str(fc, "id", "functionCall")
+        given = _opt_str(fc, "id", "functionCall", at)
         if given:
             call_id, generated = given, False
         else:
@@ -304,16 +304,18 @@ class GeminiMapper:
 
     @staticmethod
     def _read_usage(u: dict[str, Any]) -> UsageReported:
-        what = "usageMetadata"
-        candidates = _opt_count(u, "candidatesTokenCount", what)
-        thoughts = _opt_count(u, "thoughtsTokenCount", what)
+        what, at = "usageMetadata", "$.usageMetadata"
+        candidates = _opt_count(u, "candidatesTokenCount", what, at)
+        thoughts = _opt_count(u, "thoughtsTokenCount", what, at)
+        prompt = _opt_count(u, "promptTokenCount", what, at)
+        cached = _opt_count(u, "cachedContentTokenCount", what, at)
         output = (
             None if candidates is None and thoughts is None else min((candidates or 0) + (thoughts or 0), _U64)
         )  # saturating, as in Rust
         return UsageReported(
-            input_tokens=_opt_count(u, "promptTokenCount", what),
+            input_tokens=prompt,
             output_tokens=output,
-            cached_tokens=_opt_count(u, "cachedContentTokenCount", what),
+            cached_tokens=cached,
             reasoning_tokens=thoughts,
         )
 
@@ -343,20 +345,20 @@ class GeminiMapper:
 
     # ------------------------------------------------------------ parts
 
-    def _part(self, part: dict[str, Any], out: list[CanonicalEvent]) -> None:
+    def _part(self, part: dict[str, Any], at: str, out: list[CanonicalEvent]) -> None:
         what = "part"
-        text = _opt_str(part, "text", what)
-        thought = _opt_bool(part, "thought", what)
-        signature = _opt_str(part, "thoughtSignature", what)
-        fc = _opt_obj(part, "functionCall", what)
+        text = _opt_str(part, "text", what, at)
+        thought = _opt_bool(part, "thought", what, at)
+        signature = _opt_str(part, "thoughtSignature", what, at)
+        fc = _opt_obj(part, "functionCall", what, at)
         for key in part:
             if key not in _PART_KEYS:
                 self._count(f"part:{key}")
         if fc is not None and (text is not None or thought):
-            raise new_error("MALFORMED_EVENT", "gemini part holds both a functionCall and text")
+            raise located("MALFORMED_EVENT", "gemini part holds both a functionCall and text", at)
         if self._call is not None and fc is None and (text or thought or signature):
-            raise new_error(
-                "MALFORMED_EVENT", "gemini part interrupts a function call whose arguments are still streaming"
+            raise located(
+                "MALFORMED_EVENT", "gemini part interrupts a function call whose arguments are still streaming", at
             )
         if thought:
             item_id = self._item("reasoning", out)
@@ -370,22 +372,22 @@ class GeminiMapper:
             out.append(ReasoningDelta(item_id=item_id, delta="", signature=signature))
             out.append(ItemEnded(item_id=item_id))
         if fc is not None:
-            self._function_call(fc, out)
+            self._function_call(fc, f"{at}.functionCall", out)
         elif text:
             out.append(TextDelta(item_id=self._item("text", out), delta=text))
 
-    def _function_call(self, fc: dict[str, Any], out: list[CanonicalEvent]) -> None:
+    def _function_call(self, fc: dict[str, Any], at: str, out: list[CanonicalEvent]) -> None:
         what = "functionCall"
-        name = _opt_str(fc, "name", what)
-        args = _opt_obj(fc, "args", what)
-        partial = _opt_list(fc, "partialArgs", what)
-        will_continue = _opt_bool(fc, "willContinue", what)
+        name = _opt_str(fc, "name", what, at)
+        args = _opt_obj(fc, "args", what, at)
+        partial = _opt_list(fc, "partialArgs", what, at)
+        will_continue = _opt_bool(fc, "willContinue", what, at)
         call = self._call
         if call is None:
             if not name:
-                raise new_error("MALFORMED_EVENT", "gemini functionCall without a name starts no call")
-            item_id = self._start_call(fc, name, out)
-            text = _canonical({} if args is None else args, what)
+                raise located("MALFORMED_EVENT", "gemini functionCall without a name starts no call", f"{at}.name")
+            item_id = self._start_call(fc, name, at, out)
+            text = _canonical({} if args is None else args, what, f"{at}.args")
             if not will_continue and not partial:
                 out.append(ToolArgumentsDelta(item_id=item_id, delta=text))
                 out.append(ItemEnded(item_id=item_id))
@@ -393,42 +395,48 @@ class GeminiMapper:
             # the caller's payload is not mutated: partial arguments build on a copy
             call = self._call = _StreamedCall(item_id, {} if args is None else copy.deepcopy(args))
         elif args is not None or name:
-            raise new_error("MALFORMED_EVENT", "gemini functionCall starts a new call while another is streaming")
-        for entry in partial or ():
-            self._partial(call, _obj(entry, "partialArgs entry"))
+            raise located("MALFORMED_EVENT", "gemini functionCall starts a new call while another is streaming", at)
+        for k, entry in enumerate(partial or ()):
+            entry_at = f"{at}.partialArgs[{k}]"
+            self._partial(call, _obj(entry, "partialArgs entry", entry_at), entry_at)
         if not will_continue:
-            out.append(ToolArgumentsDelta(item_id=call.item_id, delta=_canonical(call.args, what)))
+            out.append(ToolArgumentsDelta(item_id=call.item_id, delta=_canonical(call.args, what, f"{at}.args")))
             out.append(ItemEnded(item_id=call.item_id))
             self._call = None
 
     @staticmethod
-    def _partial(call: _StreamedCall, entry: dict[str, Any]) -> None:
+    def _partial(call: _StreamedCall, entry: dict[str, Any], at: str) -> None:
         what = "partialArgs entry"
         path = entry.get("jsonPath")
         if type(path) is not str:
-            raise _malformed(what)
+            raise _malformed(what, f"{at}.jsonPath")
         present = [key for key in _VALUE_KEYS if key in entry]
         if len(present) != 1:
-            raise _malformed(what)
+            raise _malformed(what, at)
         key = present[0]
         value = entry[key]
+        value_at = f"{at}.{key}"
         if key == "stringValue" and type(value) is not str:
-            raise _malformed(what)
+            raise _malformed(what, value_at)
         if key == "numberValue" and (
             type(value) not in (int, float) or (type(value) is float and not math.isfinite(value))
         ):
-            raise _malformed(what)
+            raise _malformed(what, value_at)
         if key == "boolValue" and type(value) is not bool:
-            raise _malformed(what)
+            raise _malformed(what, value_at)
         if key == "nullValue":
             if value is not None and value != "NULL_VALUE":
-                raise _malformed(what)
+                raise _malformed(what, value_at)
             value = None
-        will_continue = _opt_bool(entry, "willContinue", what)
+        will_continue = _opt_bool(entry, "willContinue", what, at)
         append = call.continuing == path
         if append and key != "stringValue":
-            raise _malformed(what)
-        _assign(call.args, parse_path(path), value, append)
+            raise _malformed(what, value_at)
+        try:
+            _assign(call.args, parse_path(path), value, append)
+        except OutputError as error:
+            error.path = f"{at}.jsonPath"
+            raise
         call.continuing = path if will_continue and key == "stringValue" else None
 
     # ------------------------------------------------------------ chunks
@@ -436,13 +444,13 @@ class GeminiMapper:
     def map_event(self, event: str | None, payload: Any) -> list[CanonicalEvent]:
         """One streamed chunk (a ``GenerateContentResponse``)."""
         del event  # Gemini streams name no events
-        chunk = _obj(payload, "chunk")
+        chunk = _obj(payload, "chunk", "$")
         if self._terminal:
             raise new_error("EVENT_AFTER_TERMINAL", "gemini chunk after the error that ended the response")
         out: list[CanonicalEvent] = []
         error = chunk.get("error")
         if error is not None:
-            failed = self._failed(_obj(error, "error"))
+            failed = self._failed(_obj(error, "error", "$.error"))
             if not self._started:  # the provider failed before responding: an id-less start first
                 self._started = True
                 out.append(ResponseStarted())
@@ -450,8 +458,8 @@ class GeminiMapper:
             self._terminal = True
             return out
         what = "chunk"
-        response_id = _opt_str(chunk, "responseId", what)
-        model = _opt_str(chunk, "modelVersion", what)
+        response_id = _opt_str(chunk, "responseId", what, "$")
+        model = _opt_str(chunk, "modelVersion", what, "$")
         if not self._started:
             self._started = True
             self._response_id = response_id
@@ -460,23 +468,30 @@ class GeminiMapper:
             raise new_error(
                 "DUPLICATE_START", f"gemini chunk of response {response_id} inside response {self._response_id}"
             )
-        usage = _opt_obj(chunk, "usageMetadata", "usageMetadata")
+        usage = _opt_obj(chunk, "usageMetadata", "usageMetadata", "$")
         if usage is not None:
             self._usage = self._read_usage(usage)
-        candidates = _opt_list(chunk, "candidates", what) or []
-        feedback = _opt_obj(chunk, "promptFeedback", "promptFeedback")
-        block_reason = None if feedback is None else _opt_str(feedback, "blockReason", "promptFeedback")
-        candidate = self._select(candidates)
+        candidates = _opt_list(chunk, "candidates", what, "$") or []
+        feedback = _opt_obj(chunk, "promptFeedback", "promptFeedback", "$")
+        block_reason = (
+            None if feedback is None else _opt_str(feedback, "blockReason", "promptFeedback", "$.promptFeedback")
+        )
+        selected = self._select(candidates)
         finish = None
-        if candidate is not None:
-            content = _opt_obj(candidate, "content", "candidate")
-            finish = _opt_str(candidate, "finishReason", "candidate")
-            for rating in _opt_list(candidate, "safetyRatings", "candidate") or ():
-                if _opt_bool(_obj(rating, "safetyRating"), "blocked", "safetyRating"):
+        if selected is not None:
+            position, candidate = selected
+            at = f"$.candidates[{position}]"
+            content = _opt_obj(candidate, "content", "candidate", at)
+            finish = _opt_str(candidate, "finishReason", "candidate", at)
+            for k, rating in enumerate(_opt_list(candidate, "safetyRatings", "candidate", at) or ()):
+                rating_at = f"{at}.safetyRatings[{k}]"
+                if _opt_bool(_obj(rating, "safetyRating", rating_at), "blocked", "safetyRating", rating_at):
                     self._blocked = True
-            parts = [] if content is None else (_opt_list(content, "parts", "content") or [])
-            for part in parts:
-                self._part(_obj(part, "part"), out)
+            parts_at = f"{at}.content.parts"
+            parts = [] if content is None else (_opt_list(content, "parts", "content", f"{at}.content") or [])
+            for k, part in enumerate(parts):
+                part_at = f"{parts_at}[{k}]"
+                self._part(_obj(part, "part", part_at), part_at, out)
         if not self._vetoed():
             if block_reason is not None:  # a blocked prompt wins over any finishReason
                 self._finish_seen = (block_reason, True)
@@ -484,12 +499,14 @@ class GeminiMapper:
                 self._finish_seen = (finish, False)
         return out
 
-    def _select(self, candidates: list[Any]) -> dict[str, Any] | None:
+    def _select(self, candidates: list[Any]) -> tuple[int, dict[str, Any]] | None:
+        """The selected candidate and its position in ``candidates``."""
         chosen = None
         seen: set[int] = set()
-        for position, candidate in enumerate(candidates):
-            candidate = _obj(candidate, "candidate")
-            index = _opt_count(candidate, "index", "candidate")
+        for position, raw in enumerate(candidates):
+            at = f"$.candidates[{position}]"
+            candidate = _obj(raw, "candidate", at)
+            index = _opt_count(candidate, "index", "candidate", at)
             index = position if index is None else index
             if index in seen:
                 raise new_error("MULTIPLE_CHOICES", f"gemini response has candidate {index} more than once")
@@ -499,9 +516,9 @@ class GeminiMapper:
                     raise new_error(
                         "MULTIPLE_CHOICES", "gemini response has several candidates; select one with choice="
                     )
-                chosen = candidate
+                chosen = (position, candidate)
             elif index == self._choice:
-                chosen = candidate
+                chosen = (position, candidate)
         return chosen
 
     @staticmethod
@@ -509,9 +526,9 @@ class GeminiMapper:
         what = "error"
         code = error.get("code")
         if code is not None and (type(code) is not int or code < 0 or code > _U64):
-            raise _malformed(what)
-        status = _opt_str(error, "status", what)
-        message = _opt_str(error, "message", what) or ""
+            raise _malformed(what, "$.error.code")
+        status = _opt_str(error, "status", what, "$.error")
+        message = _opt_str(error, "message", what, "$.error") or ""
         retryable = (status in _RETRYABLE_STATUS) or (code in _RETRYABLE_CODES)
         name = status if status else ("UNKNOWN" if code is None else str(code))
         return ResponseFailed(code=name, message=message, retryable=retryable, error_type=status)

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import new_error
+from ...errors import OutputError, new_error
 from ...providers import DONE
 from ...types import (
     CanonicalEvent,
@@ -62,7 +62,8 @@ from ...types import (
     ToolCallStarted,
     UsageReported,
 )
-from ._shape import U64_MAX
+from ._openai import failure
+from ._shape import located, shape
 
 __all__ = ["OpenAIChatMapper"]
 
@@ -75,113 +76,66 @@ _FINISH = {
     "content_filter": "content_filter",
 }
 
-#: provider error types/codes that say asking again may succeed
-RETRYABLE_ERRORS = frozenset(
-    {"server_error", "rate_limit_exceeded", "rate_limit_error", "overloaded_error", "service_unavailable"}
-)
+#: the names of a chunk and a body in the mapper's errors
+_CHUNK, _BODY = "chat.completion.chunk", "chat.completion"
+
+_S = shape("openai-chat")
+_obj, _opt_obj, _opt_list, _opt_str, _req_str = _S.obj, _S.opt_obj, _S.opt_list, _S.opt_str, _S.req_str
+_opt_count = _S.opt_count
+
+
+def _invalid(name: str, detail: str, path: str) -> OutputError:
+    """A ``MALFORMED_EVENT`` other than a shape: ``"<name>: <detail>"`` at ``path``."""
+    return located("MALFORMED_EVENT", f"{name}: {detail}", path)
 
 
 # ---------------------------------------------------------------- shape checks
-# Each accepts what the Rust mapper's serde structs accept: a missing key or
-# null for an optional field, the documented type otherwise.
+# In the Rust mapper's order, field by field (see its module doc).
 
 
-def _envelope(
-    d: dict[str, Any], what: str
-) -> tuple[
-    str | None,
-    str | None,
-    list[Any] | None,
-    dict[str, Any] | None,
-    UsageReported | None,
-    dict[str, Any] | None,
-    ResponseFailed | None,
-]:
-    """The fields a chunk and a whole body share, shape-checked in one order:
-    id, model, choices, usage (and its event), error (and its failure)."""
-    rid = opt_str(d, "id", what)
-    model = opt_str(d, "model", what)
-    raw_choices = opt_list(d, "choices", what)
-    usage = opt_obj(d, "usage", what)
-    usage_event = None if usage is None else chat_usage(usage, what)
-    err = opt_obj(d, "error", what)
-    failure = None if err is None else provider_error(err, what)
-    return rid, model, raw_choices, usage, usage_event, err, failure
+def _top(d: Any, what: str) -> tuple[str | None, str | None, list[Any], UsageReported | None, ResponseFailed | None]:
+    """The members a chunk and a body share, checked in this order: id,
+    model, choices (an array), usage (and its event), error (and its failure)."""
+    d = _obj(d, what, "$")
+    rid = _opt_str(d, "id", what, "$")
+    model = _opt_str(d, "model", what, "$")
+    choices = _opt_list(d, "choices", what, "$") or []
+    usage = d.get("usage")
+    usage_event = None if usage is None else _usage(usage, what, "$.usage")
+    err = d.get("error")
+    failed = None if err is None else failure(_S, err, what, "$.error")
+    return rid, model, choices, usage_event, failed
 
 
-def malformed(what: str, detail: str) -> Exception:
-    """The error for a known event whose shape does not fit."""
-    return new_error("MALFORMED_EVENT", f"{what}: {detail}")
+def _usage(value: Any, what: str, at: str) -> UsageReported:
+    """Chat ``usage`` -> canonical usage: the details objects, then the counts."""
+    usage = _obj(value, what, at)
+    prompt = _opt_obj(usage, "prompt_tokens_details", what, at)
+    completion = _opt_obj(usage, "completion_tokens_details", what, at)
+    input_tokens = _opt_count(usage, "prompt_tokens", what, at)
+    output_tokens = _opt_count(usage, "completion_tokens", what, at)
+    cached = None if prompt is None else _opt_count(prompt, "cached_tokens", what, f"{at}.prompt_tokens_details")
+    reasoning = (
+        None
+        if completion is None
+        else _opt_count(completion, "reasoning_tokens", what, f"{at}.completion_tokens_details")
+    )
+    return UsageReported(
+        input_tokens=input_tokens, output_tokens=output_tokens, cached_tokens=cached, reasoning_tokens=reasoning
+    )
 
 
-def obj(value: Any, what: str, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise malformed(what, f"{path} must be an object")
-    return value
-
-
-def opt_obj(d: dict[str, Any], key: str, what: str) -> dict[str, Any] | None:
-    value = d.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise malformed(what, f"{key} must be an object")
-    return value
-
-
-def opt_list(d: dict[str, Any], key: str, what: str) -> list[Any] | None:
-    value = d.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise malformed(what, f"{key} must be an array")
-    return value
-
-
-def opt_str(d: dict[str, Any], key: str, what: str) -> str | None:
-    value = d.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    raise malformed(what, f"{key} must be a string")
-
-
-def req_str(d: dict[str, Any], key: str, what: str) -> str:
-    value = d.get(key)
-    if isinstance(value, str):
-        return value
-    raise malformed(what, f"{key} must be a string")
-
-
-def opt_u64(d: dict[str, Any], key: str, what: str) -> int | None:
-    value = d.get(key)
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= U64_MAX:
-        return value
-    raise malformed(what, f"{key} must be a non-negative integer")
-
-
-def opt_bool(d: dict[str, Any], key: str, what: str) -> bool | None:
-    value = d.get(key)
-    if value is None or isinstance(value, bool):
-        return value
-    raise malformed(what, f"{key} must be a boolean")
-
-
-def provider_error(err: dict[str, Any], what: str) -> ResponseFailed:
-    """An OpenAI-style ``{"code", "message", "type"}`` error object."""
-    code = err.get("code")
-    if code is not None and (
-        isinstance(code, bool)
-        or not isinstance(code, (str, int))
-        or (isinstance(code, int) and not -(2**63) <= code <= U64_MAX)
-    ):
-        raise malformed(what, "error.code must be a string or a 64-bit integer")
-    message = opt_str(err, "message", what) or ""
-    error_type = opt_str(err, "type", what)
-    code_text = str(code) if code is not None else (error_type or "error")
-    retryable = code_text in RETRYABLE_ERRORS or (error_type in RETRYABLE_ERRORS)
-    return ResponseFailed(code=code_text, message=message, retryable=retryable, error_type=error_type)
+def _choice(raw: Any, position: int, body: bool, what: str) -> tuple[int, int | None, "_Parts | None", str | None]:
+    """One choice: ``(position, index, parts, finish_reason)``; its index,
+    its delta (``message`` in a body), finish_reason, then what the delta carries."""
+    at = f"$.choices[{position}]"
+    choice = _obj(raw, what, at)
+    index = _opt_count(choice, "index", what, at)
+    key = "message" if body else "delta"
+    delta = _opt_obj(choice, key, what, at)
+    finish = _opt_str(choice, "finish_reason", what, at)
+    parts = None if delta is None else _delta_parts(delta, what, f"{at}.{key}")
+    return position, index, parts, finish
 
 
 # ---------------------------------------------------------------- mapper
@@ -225,8 +179,7 @@ class OpenAIChatMapper:
             self._done = True
             return []
         out: list[CanonicalEvent] = []
-        chunk = obj(payload, "chat.completion.chunk", "the chunk")
-        self._chunk(chunk, out)
+        self._chunk(payload, out)
         return out
 
     def end(self) -> list[CanonicalEvent]:
@@ -284,26 +237,18 @@ class OpenAIChatMapper:
         current = self._calls.get(0 if k is None else k)
         return None if current is None else (False, current.item_id, arguments)
 
-    def _chunk(self, chunk: dict[str, Any], out: list[CanonicalEvent]) -> None:
-        what = "chat.completion.chunk"
+    def _chunk(self, payload: Any, out: list[CanonicalEvent]) -> None:
         # the whole chunk is shape-checked before any of it is acted on
-        rid, model, raw_choices, usage, usage_event, err, failure = _envelope(chunk, what)
-        choices = []
-        for position, raw in enumerate(raw_choices or ()):
-            choice = obj(raw, what, f"choices[{position}]")
-            index = opt_u64(choice, "index", what)
-            delta = opt_obj(choice, "delta", what)
-            finish = opt_str(choice, "finish_reason", what)
-            choices.append(
-                (0 if index is None else index, None if delta is None else _delta_parts(delta, what), finish)
-            )
-        _no_repeated_choice([c[0] for c in choices], "chunk")
-        if not self._started and (rid or choices or usage is not None or err is not None):
+        rid, model, raw_choices, usage, failed = _top(payload, _CHUNK)
+        choices = [_choice(raw, position, False, _CHUNK) for position, raw in enumerate(raw_choices)]
+        _no_repeated_choice([0 if c[1] is None else c[1] for c in choices], "chunk")
+        if not self._started and (rid or choices or usage is not None or failed is not None):
             self._start(rid or None, model or None, out)
-        if failure is not None:  # an error vetoes whatever the chunk's choices say
-            out.append(failure)
+        if failed is not None:  # an error vetoes whatever the chunk's choices say
+            out.append(failed)
             return
-        for index, parts, finish in choices:
+        for position, index, parts, finish in choices:
+            index = 0 if index is None else index
             if index != self._choice:
                 if self._choice_given:
                     continue
@@ -311,27 +256,28 @@ class OpenAIChatMapper:
                     "MULTIPLE_CHOICES",
                     f"the stream has choice {index} besides choice 0; pass choice= to select one",
                 )
-            self._choice_delta(parts, finish, out)
-        if usage_event is not None:
-            out.append(usage_event)
+            self._choice_delta(parts, finish, f"$.choices[{position}].delta", out)
+        if usage is not None:
+            out.append(usage)
 
     def _start(self, rid: str | None, model: str | None, out: list[CanonicalEvent]) -> None:
         self._started = True
         self._response_id = rid
         out.append(ResponseStarted(response_id=rid, model=model))
 
-    def _choice_delta(self, parts: "_Parts | None", finish: str | None, out: list[CanonicalEvent]) -> None:
+    def _choice_delta(self, parts: "_Parts | None", finish: str | None, at: str, out: list[CanonicalEvent]) -> None:
         terminal = self._finished
         if parts is not None:
             if terminal and parts.has_content():
                 raise new_error("EVENT_AFTER_TERMINAL", "content arrived after the choice's finish_reason")
-            self._apply(parts, out)
+            self._apply(parts, at, out)
         if finish is not None:
             if terminal:
                 raise new_error("EVENT_AFTER_TERMINAL", "a second finish_reason for the same choice")
             self._finish_with(finish, out)
 
-    def _apply(self, parts: "_Parts", out: list[CanonicalEvent]) -> None:
+    def _apply(self, parts: "_Parts", at: str, out: list[CanonicalEvent]) -> None:
+        """Apply a checked delta at ``at`` (its tool calls: those left in ``parts``)."""
         c = self._choice
         if parts.reasoning:
             if self._reasoning is None:
@@ -356,18 +302,20 @@ class OpenAIChatMapper:
                 self._refusal = f"choice{c}.refusal"
                 self._open_item(self._refusal, "refusal", out)
             out.append(RefusalDelta(item_id=self._refusal, delta=parts.refusal))
-        for index, call_id, name, arguments in parts.tool_calls:
-            self._tool_delta(index, call_id, name, arguments, out)
+        for position, index, call_id, name, arguments in parts.tool_calls:
+            name_at = f"{at}.tool_calls[{position}].function.name"
+            self._tool_delta(index, call_id, name, arguments, name_at, out)
         if parts.function_call is not None:
-            self._legacy_delta(*parts.function_call, out)
+            self._legacy_delta(*parts.function_call, f"{at}.function_call.name", out)
 
     def _open_item(self, item_id: str, kind: Any, out: list[CanonicalEvent]) -> None:
         self._open.append(item_id)
         out.append(ItemStarted(item_id=item_id, kind=kind))
 
-    def _new_call(self, call_id: str | None, name: str | None, out: list[CanonicalEvent]) -> _Call:
+    def _new_call(self, call_id: str | None, name: str | None, at: str, out: list[CanonicalEvent]) -> _Call:
+        """A new call; ``at`` is where its name sits (a call must have one)."""
         if not name:
-            raise malformed("chat.completion.chunk", "a tool call starts without a function name")
+            raise _invalid(_CHUNK, "a tool call starts without a function name", at)
         k = self._ncalls
         self._ncalls += 1
         item_id = f"choice{self._choice}.tool_calls[{k}]"
@@ -387,6 +335,7 @@ class OpenAIChatMapper:
         call_id: str | None,
         name: str | None,
         arguments: str | None,
+        name_at: str,
         out: list[CanonicalEvent],
     ) -> None:
         call = self._calls.get(index)
@@ -394,17 +343,17 @@ class OpenAIChatMapper:
             # a new index, or the index reused by another call: a new call
             if call is not None:
                 self._close(call.item_id, out)
-            call = self._new_call(call_id, name, out)
+            call = self._new_call(call_id, name, name_at, out)
             self._calls[index] = call
         elif name and name != call.name:
             raise new_error("CALL_NAME_CHANGED", f"tool call {call.call_id} was named {call.name!r}, then {name!r}")
         if arguments:
             out.append(ToolArgumentsDelta(item_id=call.item_id, delta=arguments))
 
-    def _legacy_delta(self, name: str | None, arguments: str | None, out: list[CanonicalEvent]) -> None:
+    def _legacy_delta(self, name: str | None, arguments: str | None, name_at: str, out: list[CanonicalEvent]) -> None:
         call = self._legacy
         if call is None:
-            call = self._legacy = self._new_call(None, name, out)
+            call = self._legacy = self._new_call(None, name, name_at, out)
         elif name and name != call.name:
             raise new_error("CALL_NAME_CHANGED", f"function call {call.call_id} was named {call.name!r}, then {name!r}")
         if arguments:
@@ -429,49 +378,35 @@ class OpenAIChatMapper:
 
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A ``chat.completion`` object (or an ``{"error": ...}`` body)."""
-        what = "chat.completion"
         out: list[CanonicalEvent] = []
-        body = obj(body, what, "the body")
-        rid, model, raw_choices, usage, usage_event, err, failure = _envelope(body, what)
-        choices = []
-        for position, raw in enumerate(raw_choices or ()):
-            choice = obj(raw, what, f"choices[{position}]")
-            index = opt_u64(choice, "index", what)
-            message = opt_obj(choice, "message", what)
-            finish = opt_str(choice, "finish_reason", what)
-            choices.append(
-                (
-                    position if index is None else index,
-                    None if message is None else _delta_parts(message, what),
-                    finish,
-                )
-            )
+        rid, model, raw_choices, usage, failed = _top(body, _BODY)
+        choices = [_choice(raw, position, True, _BODY) for position, raw in enumerate(raw_choices)]
         self._start(rid or None, model or None, out)
-        if failure is not None:  # an error vetoes whatever the choices say
-            out.append(failure)
+        if failed is not None:  # an error vetoes whatever the choices say
+            out.append(failed)
             return out
         if not choices:
-            raise malformed(what, "the body has no choices")
+            raise _invalid(_BODY, "the body has no choices", "$.choices")
         if not self._choice_given and len(choices) > 1:
             raise new_error("MULTIPLE_CHOICES", f"the body has {len(choices)} choices; pass choice= to select one")
-        selected = [c for c in choices if c[0] == self._choice]
-        _no_repeated_choice([c[0] for c in selected], "body")
-        if not selected:
-            raise new_error(
-                "MULTIPLE_CHOICES", f"choice {self._choice} is not among the choices {[c[0] for c in choices]}"
-            )
-        _, parts, finish = selected[0]
+        indexes = [position if index is None else index for position, index, _, _ in choices]
+        _no_repeated_choice([i for i in indexes if i == self._choice], "body")
+        if self._choice not in indexes:
+            raise new_error("MULTIPLE_CHOICES", f"choice {self._choice} is not among the choices {indexes}")
+        position, _, parts, finish = choices[indexes.index(self._choice)]
+        at = f"$.choices[{position}]"
         if finish is None:
-            raise malformed(what, "the selected choice has no finish_reason")
+            raise _invalid(_BODY, "the selected choice has no finish_reason", f"{at}.finish_reason")
         if parts is not None:
             calls, parts.tool_calls = parts.tool_calls, []
-            self._apply(parts, out)
-            for _, call_id, name, arguments in calls:
-                call = self._new_call(call_id, name, out)
+            self._apply(parts, f"{at}.message", out)
+            for call_position, _, call_id, name, arguments in calls:
+                name_at = f"{at}.message.tool_calls[{call_position}].function.name"
+                call = self._new_call(call_id, name, name_at, out)
                 if arguments:
                     out.append(ToolArgumentsDelta(item_id=call.item_id, delta=arguments))
-        if usage_event is not None:
-            out.append(usage_event)
+        if usage is not None:
+            out.append(usage)
         self._finish_with(finish, out)
         return out
 
@@ -494,7 +429,8 @@ class _Parts:
         self.content: list[tuple[str, str]] = []  # (kind "text" | "reasoning", text)
         self.refusal: str | None = None
         self.reasoning: str | None = None
-        self.tool_calls: list[tuple[int, str | None, str | None, str | None]] = []
+        #: (position in tool_calls, index, id, name, arguments)
+        self.tool_calls: list[tuple[int, int, str | None, str | None, str | None]] = []
         self.function_call: tuple[str | None, str | None] | None = None
 
     def has_content(self) -> bool:
@@ -507,61 +443,55 @@ class _Parts:
         )
 
 
-def _delta_parts(delta: dict[str, Any], what: str) -> _Parts:
+def _delta_parts(delta: dict[str, Any], what: str, at: str) -> _Parts:
+    """A delta's members in order: content, refusal, reasoning_content,
+    reasoning, tool_calls, function_call."""
     parts = _Parts()
     content = delta.get("content")
-    if isinstance(content, str):
-        parts.content.append(("text", content))
-    elif isinstance(content, list):
+    if type(content) is list:
         for i, raw in enumerate(content):
-            part = obj(raw, what, f"content[{i}]")
-            kind = req_str(part, "type", what)
-            text = opt_str(part, "text", what)
-            thinking = [
-                opt_str(obj(sub, what, f"content[{i}].thinking[{j}]"), "text", what) or ""
-                for j, sub in enumerate(opt_list(part, "thinking", what) or ())
-            ]
+            part_at = f"{at}.content[{i}]"
+            part = _obj(raw, what, part_at)
+            kind = _req_str(part, "type", what, part_at)
+            text = _opt_str(part, "text", what, part_at)
+            thinking = []
+            for j, sub in enumerate(_opt_list(part, "thinking", what, part_at) or ()):
+                sub_at = f"{part_at}.thinking[{j}]"
+                thinking.append(_opt_str(_obj(sub, what, sub_at), "text", what, sub_at) or "")
             if kind == "text":
                 if text is None:
-                    raise malformed(what, "text must be a string")
+                    raise _S.malformed(what, f"{part_at}.text")
                 parts.content.append(("text", text))
             elif kind == "thinking":
                 parts.content.extend(("reasoning", sub) for sub in thinking)
             else:
-                raise malformed(what, f"content part type {kind!r} is not known")
+                raise _invalid(what, f'content part type "{kind}" is not known', f"{part_at}.type")
     elif content is not None:
-        raise malformed(what, "content must be a string or an array of parts")
-    parts.refusal = opt_str(delta, "refusal", what)
-    reasoning_content = opt_str(delta, "reasoning_content", what)
-    reasoning = opt_str(delta, "reasoning", what)
+        parts.content.append(("text", _req_str(delta, "content", what, at)))
+    parts.refusal = _opt_str(delta, "refusal", what, at)
+    reasoning_content = _opt_str(delta, "reasoning_content", what, at)
+    reasoning = _opt_str(delta, "reasoning", what, at)
     if reasoning_content and reasoning and reasoning_content != reasoning:
-        raise malformed(what, "reasoning and reasoning_content disagree")
+        raise _invalid(what, "reasoning and reasoning_content disagree", f"{at}.reasoning")
     parts.reasoning = reasoning_content or reasoning
-    for position, raw in enumerate(opt_list(delta, "tool_calls", what) or ()):
-        call = obj(raw, what, f"tool_calls[{position}]")
-        index = opt_u64(call, "index", what)
-        fn = opt_obj(call, "function", what)
+    for position, raw in enumerate(_opt_list(delta, "tool_calls", what, at) or ()):
+        call_at = f"{at}.tool_calls[{position}]"
+        call = _obj(raw, what, call_at)
+        index = _opt_count(call, "index", what, call_at)
+        fn = _opt_obj(call, "function", what, call_at)
+        call_id = _opt_str(call, "id", what, call_at)
+        fn_at = f"{call_at}.function"
         parts.tool_calls.append(
             (
+                position,
                 position if index is None else index,
-                opt_str(call, "id", what),
-                None if fn is None else opt_str(fn, "name", what),
-                None if fn is None else opt_str(fn, "arguments", what),
+                call_id,
+                None if fn is None else _opt_str(fn, "name", what, fn_at),
+                None if fn is None else _opt_str(fn, "arguments", what, fn_at),
             )
         )
-    fc = opt_obj(delta, "function_call", what)
+    fc = _opt_obj(delta, "function_call", what, at)
     if fc is not None:
-        parts.function_call = (opt_str(fc, "name", what), opt_str(fc, "arguments", what))
+        fc_at = f"{at}.function_call"
+        parts.function_call = (_opt_str(fc, "name", what, fc_at), _opt_str(fc, "arguments", what, fc_at))
     return parts
-
-
-def chat_usage(usage: dict[str, Any], what: str) -> UsageReported:
-    """Chat ``usage`` -> canonical usage."""
-    prompt = opt_obj(usage, "prompt_tokens_details", what)
-    completion = opt_obj(usage, "completion_tokens_details", what)
-    return UsageReported(
-        input_tokens=opt_u64(usage, "prompt_tokens", what),
-        output_tokens=opt_u64(usage, "completion_tokens", what),
-        cached_tokens=None if prompt is None else opt_u64(prompt, "cached_tokens", what),
-        reasoning_tokens=None if completion is None else opt_u64(completion, "reasoning_tokens", what),
-    )

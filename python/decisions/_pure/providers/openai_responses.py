@@ -82,7 +82,6 @@ Annotations are counted likewise.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from ...errors import new_error
@@ -98,127 +97,31 @@ from ...types import (
     TextDelta,
     ToolArgumentsDelta,
     ToolCallStarted,
-    UsageReported,
 )
+from ._openai import failure, malformed, obj, opt_str, opt_u64, req_str
+from ._responses_shapes import (
+    CALL_KINDS,
+    CLIENT_FIELDS,
+    PART_KINDS,
+    Acc,
+    Final,
+    Out,
+    final_arguments,
+    out_item,
+    part_id,
+    ref_event,
+    response_event,
+)
+from ._shape import shape
 from ._unknown import count_unknown
-from .jsontext import dumps
-from .openai_chat import malformed, obj, opt_list, opt_obj, opt_str, opt_u64, provider_error, req_str
 
 __all__ = ["OpenAIResponsesMapper"]
+
+_S = shape("openai-responses")
 
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 _FAILED = ("failed", "error")
-
-
-class _Acc:
-    """A running length and hash of what one item streamed."""
-
-    __slots__ = ("canon", "kind", "length", "hash", "ended")
-
-    def __init__(self, canon: str, kind: str) -> None:
-        self.canon = canon
-        self.kind = kind  # "text" | "refusal" | "arguments" | "reasoning"
-        self.length = 0
-        self.hash = hashlib.blake2b(digest_size=16)
-        self.ended = False
-
-    def add(self, delta: str) -> None:
-        data = delta.encode("utf-8", "surrogatepass")
-        self.length += len(data)
-        self.hash.update(data)
-
-    def same(self, text: str) -> bool:
-        data = text.encode("utf-8", "surrogatepass")
-        return len(data) == self.length and hashlib.blake2b(data, digest_size=16).digest() == self.hash.digest()
-
-
-class _Out:
-    """A message, call or reasoning output item, shape-checked."""
-
-    __slots__ = ("type", "id", "status", "call_id", "name", "arguments", "parts", "reasoning", "signature", "diff")
-
-    def __init__(self, item: dict[str, Any], kind: str, what: str) -> None:
-        self.type = kind
-        self.id = req_str(item, "id", what)
-        self.status = opt_str(item, "status", what)
-        self.call_id = opt_str(item, "call_id", what)
-        self.name = opt_str(item, "name", what)
-        self.arguments = opt_str(item, "arguments", what)
-        custom_input = opt_str(item, "input", what)
-        #: an apply_patch operation's diff (None: none, or another kind)
-        self.diff: str | None = None
-        if kind == "custom_tool_call":
-            self.arguments = custom_input
-        field = _CLIENT_FIELDS.get(kind)
-        if field is not None:
-            payload = opt_obj(item, field, what)
-            self.name = _CALL_KINDS[kind]
-            self.arguments = None if payload is None else dumps(payload)
-            if payload is not None and kind == "apply_patch_call":
-                self.diff = opt_str(payload, "diff", what)
-        self.signature = opt_str(item, "encrypted_content", what)
-        #: content parts: (type, text or refusal); None for a part of another type
-        self.parts: list[tuple[str, str | None]] = []
-        for index, raw in enumerate(opt_list(item, "content", what) or ()):
-            part = obj(raw, what, f"content[{index}]")
-            kind_ = req_str(part, "type", what)
-            text = opt_str(part, "text", what)
-            refusal = opt_str(part, "refusal", what)
-            self.parts.append((kind_, text if kind_ != "refusal" else refusal))
-        summary = [
-            req_str(obj(raw, what, f"summary[{index}]"), "text", what)
-            for index, raw in enumerate(opt_list(item, "summary", what) or ())
-        ]
-        if kind in _CALL_KINDS and (self.call_id is None or self.name is None):
-            raise malformed(what, f"a {kind} item needs call_id and name")
-        if kind == "message":
-            for part_kind, text in self.parts:
-                if part_kind in _PART_KINDS and text is None:
-                    raise malformed(what, f"a {part_kind} part needs its text")
-        #: a reasoning item's text: summary parts joined by a blank line, then its content
-        self.reasoning = "\n\n".join(summary) + "".join(text or "" for _, text in self.parts)
-
-    @property
-    def complete(self) -> bool:
-        """Only ``completed`` (or no status at all) counts as finished."""
-        return self.status is None or self.status == "completed"
-
-
-#: call items -> their call kind
-_CALL_KINDS: dict[str, str] = {
-    "function_call": "function",
-    "custom_tool_call": "custom",
-    "local_shell_call": "local_shell",
-    "computer_call": "computer",
-    "apply_patch_call": "apply_patch",
-    "shell_call": "shell",
-}
-#: client-executed tools -> the field holding their arguments object
-_CLIENT_FIELDS: dict[str, str] = {
-    "local_shell_call": "action",
-    "computer_call": "action",
-    "shell_call": "action",
-    "apply_patch_call": "operation",
-}
-_KNOWN_ITEMS = ("message", "reasoning", *_CALL_KINDS)
-_PART_KINDS = {"output_text": "text", "refusal": "refusal"}
-
-
-def _out_item(raw: Any, what: str, path: str) -> _Out | str:
-    """A known output item, or the type of another one (a builtin tool's)."""
-    item = obj(raw, what, path)
-    kind = req_str(item, "type", what)
-    if kind not in _KNOWN_ITEMS or (kind == "shell_call" and _hosted(item)):
-        return kind
-    return _Out(item, kind, what)
-
-
-def _hosted(item: dict[str, Any]) -> bool:
-    """A ``shell_call`` the provider runs itself: its ``environment`` is there
-    and is not ``{"type": "local"}`` (a container); it is not the application's call."""
-    env = item.get("environment")
-    return env is not None and not (isinstance(env, dict) and env.get("type") == "local")
 
 
 class _Item:
@@ -226,59 +129,12 @@ class _Item:
 
     def __init__(self, type_: str) -> None:
         self.type = type_
-        self.parts: dict[int, _Acc] = {}  # message: content_index -> part
-        self.acc: _Acc | None = None  # a call's arguments / reasoning text
-        self.diff: _Acc | None = None  # apply_patch_call: the streamed operation diff
+        self.parts: dict[int, Acc] = {}  # message: content_index -> part
+        self.acc: Acc | None = None  # a call's arguments / reasoning text
+        self.diff: Acc | None = None  # apply_patch_call: the streamed operation diff
         self.call_id = ""
         self.name = ""
         self.summaries = 0  # reasoning summary parts seen
-
-
-def _part_id(item_id: str, index: int) -> str:
-    return item_id if index == 0 else f"{item_id}:{index}"
-
-
-def _response(d: dict[str, Any], what: str) -> dict[str, Any]:
-    resp = obj(d.get("response"), what, "response")
-    opt_str(resp, "id", what)
-    opt_str(resp, "model", what)
-    return resp
-
-
-class _Final:
-    """The ``response`` object of a terminal event (or a whole body), shape-checked."""
-
-    __slots__ = ("id", "model", "status", "output", "usage", "error", "incomplete", "reason")
-
-    def __init__(self, resp: dict[str, Any], what: str) -> None:
-        self.id = opt_str(resp, "id", what)
-        self.model = opt_str(resp, "model", what)
-        self.status = opt_str(resp, "status", what)
-        self.output = [
-            _out_item(raw, what, f"output[{index}]") for index, raw in enumerate(opt_list(resp, "output", what) or ())
-        ]
-        usage = opt_obj(resp, "usage", what)
-        self.usage = None if usage is None else responses_usage(usage, what)
-        err = opt_obj(resp, "error", what)
-        self.error = None if err is None else provider_error(err, what)
-        details = opt_obj(resp, "incomplete_details", what)
-        self.incomplete = details is not None
-        self.reason = None if details is None else opt_str(details, "reason", what)
-
-
-def _ref(d: dict[str, Any], what: str, field: str | None = None) -> tuple[str, int, str]:
-    """A ``*.delta`` / ``*.done`` event: its item id, content index and (when
-    ``field`` is given) that required string field. Every field such events
-    may carry is shape-checked, whichever one the type uses."""
-    item_id = req_str(d, "item_id", what)
-    index = opt_u64(d, "content_index", what) or 0
-    values = {key: opt_str(d, key, what) for key in ("delta", "text", "refusal", "arguments", "input", "diff")}
-    if field is None:
-        return item_id, index, ""
-    value = values[field]
-    if value is None:
-        raise malformed(what, f"{field} must be a string")
-    return item_id, index, value
 
 
 class OpenAIResponsesMapper:
@@ -328,15 +184,15 @@ class OpenAIResponsesMapper:
         return []
 
     def _created(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        resp = _response(d, what)
+        resp = response_event(d, what)
         out.append(ResponseStarted(response_id=resp.get("id"), model=resp.get("model")))
 
     def _in_progress(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        _response(d, what)
+        response_event(d, what)
 
     def _item_added(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         opt_u64(d, "output_index", what)
-        item = _out_item(d.get("item"), what, "item")
+        item = out_item(d.get("item"), what, "item")
         if isinstance(item, str):
             self._count(f"output_item:{item}")
             return
@@ -345,27 +201,27 @@ class OpenAIResponsesMapper:
         entry = self._items[item.id] = _Item(item.type)
         if item.type == "message":
             self._order.append(item.id)
-        elif item.type in _CALL_KINDS:
+        elif item.type in CALL_KINDS:
             assert item.call_id is not None and item.name is not None
             self._order.append(item.id)
             entry.call_id, entry.name = item.call_id, item.name
-            entry.acc = _Acc(item.id, "arguments")
+            entry.acc = Acc(item.id, "arguments")
             self._calls += 1
             out.append(
                 ToolCallStarted(
                     item_id=item.id,
                     call_id=item.call_id,
                     name=item.name,
-                    call_kind=_CALL_KINDS[item.type],  # type: ignore[arg-type]
+                    call_kind=CALL_KINDS[item.type],  # type: ignore[arg-type]
                 )
             )
             if item.type == "apply_patch_call":
-                entry.diff = _Acc(item.id, "diff")
+                entry.diff = Acc(item.id, "diff")
             # a client tool's object is complete only when the item is done
-            if item.arguments and item.type not in _CLIENT_FIELDS:
+            if item.arguments and item.type not in CLIENT_FIELDS:
                 self._delta(entry.acc, item.arguments, out)
         else:
-            entry.acc = _Acc(item.id, "reasoning")
+            entry.acc = Acc(item.id, "reasoning")
             out.append(ItemStarted(item_id=item.id, kind="reasoning"))
 
     def _item(self, item_id: str, what: str, kind: str) -> _Item:
@@ -376,7 +232,7 @@ class OpenAIResponsesMapper:
             raise new_error("UNKNOWN_ITEM", f"{what} for item {item_id}, which is a {entry.type}")
         return entry
 
-    def _part(self, item_id: str, index: int, what: str) -> _Acc:
+    def _part(self, item_id: str, index: int, what: str) -> Acc:
         entry = self._item(item_id, what, "message")
         part = entry.parts.get(index)
         if part is None:
@@ -398,13 +254,13 @@ class OpenAIResponsesMapper:
         if entry is not None and entry.type == "reasoning" and kind == "reasoning_text":
             return  # its deltas arrive as response.reasoning_text.delta
         entry = self._item(item_id, what, "message")
-        canon_kind = _PART_KINDS.get(kind)
+        canon_kind = PART_KINDS.get(kind)
         if canon_kind is None:
             self._count(f"content_part:{kind}")
             return
         if index in entry.parts:
             raise new_error("DUPLICATE_ITEM_ID", f"content part {index} of {item_id} was added twice")
-        acc = entry.parts[index] = _Acc(_part_id(item_id, index), canon_kind)
+        acc = entry.parts[index] = Acc(part_id(item_id, index), canon_kind)
         out.append(ItemStarted(item_id=acc.canon, kind=canon_kind))  # type: ignore[arg-type]
         if canon_kind == "refusal":
             self._refusals += 1
@@ -419,7 +275,7 @@ class OpenAIResponsesMapper:
         entry = self._item(item_id, what, "message")
         acc = entry.parts.get(index)
         if acc is None:
-            if kind in _PART_KINDS:
+            if kind in PART_KINDS:
                 raise new_error("DELTA_BEFORE_START", f"{what} for content part {index} of {item_id}, never added")
             self._count(f"content_part:{kind}")
             return
@@ -430,7 +286,7 @@ class OpenAIResponsesMapper:
             acc.ended = True
             out.append(ItemEnded(item_id=acc.canon))
 
-    def _delta(self, acc: _Acc, delta: str, out: list[CanonicalEvent]) -> None:
+    def _delta(self, acc: Acc, delta: str, out: list[CanonicalEvent]) -> None:
         if acc.ended:
             raise new_error("DELTA_AFTER_END", f"a delta for {acc.canon} after it ended")
         acc.add(delta)
@@ -443,7 +299,7 @@ class OpenAIResponsesMapper:
         else:
             out.append(ReasoningDelta(item_id=acc.canon, delta=delta))
 
-    def _check(self, acc: _Acc, text: str, what: str, out: list[CanonicalEvent]) -> None:
+    def _check(self, acc: Acc, text: str, what: str, out: list[CanonicalEvent]) -> None:
         """Compare a final value with what streamed (or take it if nothing did)."""
         if acc.length == 0 and text and not acc.ended:
             self._delta(acc, text, out)
@@ -453,14 +309,14 @@ class OpenAIResponsesMapper:
             )
 
     def _content_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent], kind: str) -> None:
-        item_id, index, delta = _ref(d, what, "delta")
+        item_id, index, delta = ref_event(d, what, "delta")
         part = self._part(item_id, index, what)
         if part.kind != kind:
             raise new_error("UNKNOWN_ITEM", f"{what} for {part.canon}, which is a {part.kind} part")
         self._delta(part, delta, out)
 
     def _content_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent], field: str) -> None:
-        item_id, index, text = _ref(d, what, field)
+        item_id, index, text = ref_event(d, what, field)
         self._check(self._part(item_id, index, what), text, what, out)
 
     def _text_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
@@ -476,31 +332,31 @@ class OpenAIResponsesMapper:
         self._content_done(d, what, out, "refusal")
 
     def _args_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        item_id, _, delta = _ref(d, what, "delta")
+        item_id, _, delta = ref_event(d, what, "delta")
         acc = self._item(item_id, what, "function_call").acc
         assert acc is not None
         self._delta(acc, delta, out)
 
     def _args_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        item_id, _, arguments = _ref(d, what, "arguments")
+        item_id, _, arguments = ref_event(d, what, "arguments")
         acc = self._item(item_id, what, "function_call").acc
         assert acc is not None
         self._check(acc, arguments, what, out)
 
     def _input_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        item_id, _, delta = _ref(d, what, "delta")
+        item_id, _, delta = ref_event(d, what, "delta")
         acc = self._item(item_id, what, "custom_tool_call").acc
         assert acc is not None
         self._delta(acc, delta, out)
 
     def _input_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        item_id, _, text = _ref(d, what, "input")
+        item_id, _, text = ref_event(d, what, "input")
         acc = self._item(item_id, what, "custom_tool_call").acc
         assert acc is not None
         self._check(acc, text, what, out)
 
     def _diff_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        item_id, _, delta = _ref(d, what, "delta")
+        item_id, _, delta = ref_event(d, what, "delta")
         entry = self._item(item_id, what, "apply_patch_call")
         assert entry.diff is not None and entry.acc is not None
         if entry.acc.ended:
@@ -508,19 +364,19 @@ class OpenAIResponsesMapper:
         entry.diff.add(delta)
 
     def _diff_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        item_id, _, diff = _ref(d, what, "diff")
+        item_id, _, diff = ref_event(d, what, "diff")
         entry = self._item(item_id, what, "apply_patch_call")
         assert entry.diff is not None
         self._same_diff(entry.diff, diff, what)
 
     @staticmethod
-    def _same_diff(acc: _Acc, diff: str | None, what: str) -> None:
+    def _same_diff(acc: Acc, diff: str | None, what: str) -> None:
         """A streamed apply_patch diff against the operation's (nothing streamed: nothing to check)."""
         if acc.length and not acc.same(diff or ""):
             raise new_error("OUTPUT_MISMATCH", f"{what}: the streamed diff of {acc.canon} differs from the final value")
 
     def _summary_part(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        item_id, _, _ = _ref(d, what)
+        item_id, _, _ = ref_event(d, what)
         entry = self._item(item_id, what, "reasoning")
         assert entry.acc is not None
         if entry.summaries:
@@ -528,17 +384,17 @@ class OpenAIResponsesMapper:
         entry.summaries += 1
 
     def _reasoning_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        item_id, _, delta = _ref(d, what, "delta")
+        item_id, _, delta = ref_event(d, what, "delta")
         acc = self._item(item_id, what, "reasoning").acc
         assert acc is not None
         self._delta(acc, delta, out)
 
     def _reasoning_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        self._item(_ref(d, what)[0], what, "reasoning")
+        self._item(ref_event(d, what)[0], what, "reasoning")
 
     def _item_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         opt_u64(d, "output_index", what)
-        item = _out_item(d.get("item"), what, "item")
+        item = out_item(d.get("item"), what, "item")
         if isinstance(item, str):
             return
         entry = self._items.get(item.id)
@@ -547,17 +403,17 @@ class OpenAIResponsesMapper:
         self._compare(item, entry, what, out, end=True)
         self._note_status(item)
 
-    def _note_status(self, item: _Out) -> None:
+    def _note_status(self, item: Out) -> None:
         if not item.complete and item.type != "reasoning" and self._unfinished is None:
             self._unfinished = item.id
 
-    def _compare(self, item: _Out, entry: _Item, what: str, out: list[CanonicalEvent], *, end: bool) -> None:
-        if entry.type in _CALL_KINDS:
+    def _compare(self, item: Out, entry: _Item, what: str, out: list[CanonicalEvent], *, end: bool) -> None:
+        if entry.type in CALL_KINDS:
             acc = entry.acc
             assert acc is not None
             if item.call_id != entry.call_id or item.name != entry.name:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: the call_id or name of {item.id} changed")
-            self._check(acc, _arguments(item, what), what, out)
+            self._check(acc, final_arguments(item, what), what, out)
             if entry.diff is not None:
                 self._same_diff(entry.diff, item.diff, what)
             if end and item.complete and not acc.ended:
@@ -566,7 +422,7 @@ class OpenAIResponsesMapper:
         elif entry.type == "message":
             seen = 0
             for index, (kind, text) in enumerate(item.parts):
-                if kind not in _PART_KINDS:
+                if kind not in PART_KINDS:
                     continue
                 acc = entry.parts.get(index)
                 if acc is None:
@@ -590,7 +446,7 @@ class OpenAIResponsesMapper:
                 out.append(ItemEnded(item_id=item.id))
 
     def _terminal_event(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        final = _Final(obj(d.get("response"), what, "response"), what)
+        final = Final(obj(d.get("response"), what, "response"), what, "$.response")
         if final.error is not None or what == "response.failed" or final.status in _FAILED:
             self._terminal = "failed"
             out.append(final.error or ResponseFailed(code="failed", message=""))
@@ -618,7 +474,7 @@ class OpenAIResponsesMapper:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: streamed item {item_id} is not in the output")
         self._finish(final, what == "response.incomplete", out)
 
-    def _finish(self, final: _Final, incomplete: bool, out: list[CanonicalEvent]) -> None:
+    def _finish(self, final: Final, incomplete: bool, out: list[CanonicalEvent]) -> None:
         if final.usage is not None:
             out.append(final.usage)
         self._terminal = "finished"
@@ -640,16 +496,16 @@ class OpenAIResponsesMapper:
         out.append(ResponseFinished(finish_reason=reason, raw_finish_reason=raw))  # type: ignore[arg-type]
 
     def _error(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        err = opt_obj(d, "error", what)
+        err = d.get("error")
         self._terminal = "error"
-        out.append(provider_error(err if err is not None else d, what))
+        out.append(failure(_S, d, what, "$") if err is None else failure(_S, err, what, "$.error"))
 
     # ------------------------------------------------------------ whole body
 
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A ``response`` object (or an ``{"error": ...}`` body)."""
         what = "response"
-        final = _Final(obj(body, what, "the body"), what)
+        final = Final(obj(body, what, "the body"), what, "$")
         out: list[CanonicalEvent] = [ResponseStarted(response_id=final.id, model=final.model)]
         if final.error is not None:  # an error vetoes whatever the status says
             out.append(final.error)
@@ -672,17 +528,17 @@ class OpenAIResponsesMapper:
         self._finish(final, False, out)
         return out
 
-    def _body_item(self, item: _Out, out: list[CanonicalEvent], what: str) -> None:
-        if item.type in _CALL_KINDS:
+    def _body_item(self, item: Out, out: list[CanonicalEvent], what: str) -> None:
+        if item.type in CALL_KINDS:
             assert item.call_id is not None and item.name is not None
-            arguments = _arguments(item, what)
+            arguments = final_arguments(item, what)
             self._calls += 1
             out.append(
                 ToolCallStarted(
                     item_id=item.id,
                     call_id=item.call_id,
                     name=item.name,
-                    call_kind=_CALL_KINDS[item.type],  # type: ignore[arg-type]
+                    call_kind=CALL_KINDS[item.type],  # type: ignore[arg-type]
                 )
             )
             if arguments:
@@ -691,11 +547,11 @@ class OpenAIResponsesMapper:
                 out.append(ItemEnded(item_id=item.id))
         elif item.type == "message":
             for index, (kind, text) in enumerate(item.parts):
-                canon_kind = _PART_KINDS.get(kind)
+                canon_kind = PART_KINDS.get(kind)
                 if canon_kind is None:
                     self._count(f"content_part:{kind}")
                     continue
-                canon = _part_id(item.id, index)
+                canon = part_id(item.id, index)
                 out.append(ItemStarted(item_id=canon, kind=canon_kind))  # type: ignore[arg-type]
                 if canon_kind == "refusal":
                     self._refusals += 1
@@ -712,25 +568,6 @@ class OpenAIResponsesMapper:
             if item.signature:
                 out.append(ReasoningDelta(item_id=item.id, delta="", signature=item.signature))
             out.append(ItemEnded(item_id=item.id))
-
-
-def _arguments(item: _Out, what: str) -> str:
-    """A final call item's arguments text; a client tool's needs its object."""
-    if item.arguments is None and item.type in _CLIENT_FIELDS:
-        raise malformed(what, f"a {item.type} item needs its {_CLIENT_FIELDS[item.type]} object")
-    return item.arguments or ""
-
-
-def responses_usage(usage: dict[str, Any], what: str) -> UsageReported:
-    """Responses ``usage`` -> canonical usage."""
-    inp = opt_obj(usage, "input_tokens_details", what)
-    outp = opt_obj(usage, "output_tokens_details", what)
-    return UsageReported(
-        input_tokens=opt_u64(usage, "input_tokens", what),
-        output_tokens=opt_u64(usage, "output_tokens", what),
-        cached_tokens=None if inp is None else opt_u64(inp, "cached_tokens", what),
-        reasoning_tokens=None if outp is None else opt_u64(outp, "reasoning_tokens", what),
-    )
 
 
 _HANDLERS = {

@@ -19,7 +19,7 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::shape::{count, is_array, Shape, Str};
+use super::shape::{is_array, located, Path, Shape, Str, ROOT};
 use super::unknown::MAX_RECORDED_ITEMS;
 use super::{jsontext, Mapper};
 use crate::core::envelope::Seg;
@@ -133,15 +133,15 @@ struct ErrorRaw<'a> {
 }
 
 #[derive(Deserialize)]
-struct UsageRaw {
-    #[serde(default, deserialize_with = "count")]
-    input_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "count")]
-    output_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "count")]
-    cache_creation_input_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "count")]
-    cache_read_input_tokens: Option<u64>,
+struct UsageRaw<'a> {
+    #[serde(borrow)]
+    input_tokens: Option<&'a RawValue>,
+    #[serde(borrow)]
+    output_tokens: Option<&'a RawValue>,
+    #[serde(borrow)]
+    cache_creation_input_tokens: Option<&'a RawValue>,
+    #[serde(borrow)]
+    cache_read_input_tokens: Option<&'a RawValue>,
 }
 
 // The hot path: a `content_block_delta` read in one pass, every field typed.
@@ -276,17 +276,39 @@ impl AnthropicMapper {
         super::unknown::count_unknown(&mut self.unknown, &key);
     }
 
-    fn merge_usage(&mut self, raw: Option<&RawValue>, what: &str) -> Result<(), CoreError> {
+    fn merge_usage(
+        &mut self,
+        raw: Option<&RawValue>,
+        what: &str,
+        at: Path<'_>,
+    ) -> Result<(), CoreError> {
         let Some(raw) = raw else { return Ok(()) };
-        let usage: UsageRaw = SHAPE.req_obj(Some(raw), what)?;
+        let usage: UsageRaw<'_> = SHAPE.req_obj(Some(raw), what, at)?;
         let pairs = [
-            (&mut self.usage.input, usage.input_tokens),
-            (&mut self.usage.output, usage.output_tokens),
+            (
+                &mut self.usage.input,
+                SHAPE.opt_count(usage.input_tokens, what, at.key("input_tokens"))?,
+            ),
+            (
+                &mut self.usage.output,
+                SHAPE.opt_count(usage.output_tokens, what, at.key("output_tokens"))?,
+            ),
             (
                 &mut self.usage.cache_creation,
-                usage.cache_creation_input_tokens,
+                SHAPE.opt_count(
+                    usage.cache_creation_input_tokens,
+                    what,
+                    at.key("cache_creation_input_tokens"),
+                )?,
             ),
-            (&mut self.usage.cache_read, usage.cache_read_input_tokens),
+            (
+                &mut self.usage.cache_read,
+                SHAPE.opt_count(
+                    usage.cache_read_input_tokens,
+                    what,
+                    at.key("cache_read_input_tokens"),
+                )?,
+            ),
         ];
         for (slot, value) in pairs {
             if value.is_some() {
@@ -349,10 +371,11 @@ impl AnthropicMapper {
     }
 
     fn failed(raw: Option<&RawValue>, what: &str) -> Result<Event, CoreError> {
-        let error: ErrorRaw<'_> = SHAPE.req_obj(raw, what)?;
-        let error_type = SHAPE.req_str(error.ty, what)?.into_owned();
+        let at = ROOT.key("error");
+        let error: ErrorRaw<'_> = SHAPE.req_obj(raw, what, at)?;
+        let error_type = SHAPE.req_str(error.ty, what, at.key("type"))?.into_owned();
         let message = SHAPE
-            .opt_str(error.message, what)?
+            .opt_str(error.message, what, at.key("message"))?
             .map(Cow::into_owned)
             .unwrap_or_default();
         Ok(Event::ResponseFailed {
@@ -381,16 +404,17 @@ impl AnthropicMapper {
         index: u64,
         raw: Option<&RawValue>,
         what: &str,
+        at: Path<'_>,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let block: BlockRaw<'_> = SHAPE.req_obj(raw, what)?;
+        let block: BlockRaw<'_> = SHAPE.req_obj(raw, what, at)?;
         if self.blocks.contains_key(&index) {
             return Err(CoreError::new(
                 Code::DUPLICATE_ITEM_ID,
                 format!("anthropic content block {index} was started twice"),
             ));
         }
-        let block_type = SHAPE.req_str(block.ty, what)?;
+        let block_type = SHAPE.req_str(block.ty, what, at.key("type"))?;
         let item_id = format!("block_{index}");
         let mut state = Block {
             kind: Kind::Recorded,
@@ -402,7 +426,7 @@ impl AnthropicMapper {
         };
         match block_type.as_ref() {
             "text" => {
-                let text = SHAPE.opt_str(block.text, what)?;
+                let text = SHAPE.opt_str(block.text, what, at.key("text"))?;
                 state.kind = Kind::Text;
                 out.push(Event::ItemStarted {
                     item_id: item_id.clone(),
@@ -416,11 +440,13 @@ impl AnthropicMapper {
                 }
             }
             "tool_use" => {
-                let call_id = SHAPE.req_str(block.id, what)?.into_owned();
-                let name = SHAPE.req_str(block.name, what)?.into_owned();
+                let call_id = SHAPE.req_str(block.id, what, at.key("id"))?.into_owned();
+                let name = SHAPE
+                    .req_str(block.name, what, at.key("name"))?
+                    .into_owned();
                 if let Some(input) = block.input {
                     let Ok(jsontext::Node::Object(members)) = jsontext::parse(input.get()) else {
-                        return Err(SHAPE.malformed(what));
+                        return Err(SHAPE.malformed(what, at.key("input")));
                     };
                     state.input_nonempty = !members.is_empty();
                     state.input = Some(jsontext::dumps(&jsontext::Node::Object(members)));
@@ -435,8 +461,8 @@ impl AnthropicMapper {
                 });
             }
             "thinking" => {
-                let thinking = SHAPE.opt_str(block.thinking, what)?;
-                let signature = SHAPE.opt_str(block.signature, what)?;
+                let thinking = SHAPE.opt_str(block.thinking, what, at.key("thinking"))?;
+                let signature = SHAPE.opt_str(block.signature, what, at.key("signature"))?;
                 state.kind = Kind::Thinking;
                 out.push(Event::ItemStarted {
                     item_id: item_id.clone(),
@@ -453,7 +479,9 @@ impl AnthropicMapper {
                 }
             }
             "redacted_thinking" => {
-                let data = SHAPE.req_str(block.data, what)?.into_owned();
+                let data = SHAPE
+                    .req_str(block.data, what, at.key("data"))?
+                    .into_owned();
                 state.kind = Kind::Thinking;
                 out.push(Event::ItemStarted {
                     item_id: item_id.clone(),
@@ -517,29 +545,33 @@ impl AnthropicMapper {
         what: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let message: MessageRaw<'_> = SHAPE.req_obj(env.message, what)?;
-        let response_id = SHAPE.opt_str(message.id, what)?.map(Cow::into_owned);
-        let model = SHAPE.opt_str(message.model, what)?.map(Cow::into_owned);
+        let at = ROOT.key("message");
+        let message: MessageRaw<'_> = SHAPE.req_obj(env.message, what, at)?;
+        let response_id = SHAPE
+            .opt_str(message.id, what, at.key("id"))?
+            .map(Cow::into_owned);
+        let model = SHAPE
+            .opt_str(message.model, what, at.key("model"))?
+            .map(Cow::into_owned);
         if self.started {
             return Err(CoreError::new(
                 Code::DUPLICATE_START,
                 "anthropic message_start after the message had started",
             ));
         }
-        let content = match message.content {
-            Some(raw) if is_array(raw) => serde_json::from_str::<Vec<&RawValue>>(raw.get())
-                .map_err(|_| SHAPE.malformed(what))?,
-            Some(_) => return Err(SHAPE.malformed(what)),
-            None => Vec::new(),
-        };
+        let content_at = at.key("content");
+        let content = SHAPE
+            .opt_list(message.content, what, content_at)?
+            .unwrap_or_default();
         let stop_reason = SHAPE
-            .opt_str(message.stop_reason, what)?
+            .opt_str(message.stop_reason, what, at.key("stop_reason"))?
             .map(Cow::into_owned);
-        self.merge_usage(message.usage, what)?;
+        self.merge_usage(message.usage, what, at.key("usage"))?;
         self.started = true;
         out.push(Event::ResponseStarted { response_id, model });
-        for (index, block) in (0u64..).zip(content) {
-            self.open_block(index, Some(block), what, out)?;
+        for (position, block) in content.into_iter().enumerate() {
+            let index = position as u64;
+            self.open_block(index, Some(block), what, content_at.index(position), out)?;
             self.close_block(index, out)?;
         }
         if let Some(raw) = stop_reason {
@@ -611,22 +643,24 @@ impl AnthropicMapper {
         what: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let index = SHAPE.req_index(env.index, what)?;
-        let delta: DeltaRaw<'_> = SHAPE.req_obj(env.delta, what)?;
-        let delta_type = SHAPE.req_str(delta.ty, what)?;
+        let index = SHAPE.req_index(env.index, what, ROOT.key("index"))?;
+        let at = ROOT.key("delta");
+        let delta: DeltaRaw<'_> = SHAPE.req_obj(env.delta, what, at)?;
+        let delta_type = SHAPE.req_str(delta.ty, what, at.key("type"))?;
         let (field, wanted) = match delta_type.as_ref() {
-            "text_delta" => (Some(delta.text), Some(Kind::Text)),
-            "input_json_delta" => (Some(delta.partial_json), Some(Kind::Tool)),
-            "thinking_delta" => (Some(delta.thinking), Some(Kind::Thinking)),
-            "signature_delta" => (Some(delta.signature), Some(Kind::Thinking)),
+            "text_delta" => (Some((delta.text, "text")), Some(Kind::Text)),
+            "input_json_delta" => (Some((delta.partial_json, "partial_json")), Some(Kind::Tool)),
+            "thinking_delta" => (Some((delta.thinking, "thinking")), Some(Kind::Thinking)),
+            "signature_delta" => (Some((delta.signature, "signature")), Some(Kind::Thinking)),
             "citations_delta" => (None, Some(Kind::Text)),
             _ => (None, None),
         };
         let text = match field {
-            Some(raw) => Some(SHAPE.req_str(raw, what)?),
+            Some((raw, key)) => Some(SHAPE.req_str(raw, what, at.key(key))?),
             None => {
                 if delta_type == "citations_delta" {
-                    let _: serde::de::IgnoredAny = SHAPE.req_obj(delta.citation, what)?;
+                    let _: serde::de::IgnoredAny =
+                        SHAPE.req_obj(delta.citation, what, at.key("citation"))?;
                 }
                 None
             }
@@ -648,12 +682,15 @@ impl AnthropicMapper {
         }
         if let Some(wanted) = wanted {
             if state.kind != wanted {
-                return Err(CoreError::new(
-                    Code::MALFORMED_EVENT,
-                    format!(
-                        "anthropic {delta_type} for content block {index}, which is not a {} block",
-                        wanted.name()
+                return Err(located(
+                    CoreError::new(
+                        Code::MALFORMED_EVENT,
+                        format!(
+                            "anthropic {delta_type} for content block {index}, which is not a {} block",
+                            wanted.name()
+                        ),
                     ),
+                    ROOT.key("delta").key("type"),
                 ));
             }
         }
@@ -671,9 +708,12 @@ impl AnthropicMapper {
             "input_json_delta" => {
                 if !text.is_empty() {
                     if state.input_nonempty {
-                        return Err(CoreError::new(
-                            Code::MALFORMED_EVENT,
-                            format!("anthropic tool_use block {index} has both an input object and input_json_delta text"),
+                        return Err(located(
+                            CoreError::new(
+                                Code::MALFORMED_EVENT,
+                                format!("anthropic tool_use block {index} has both an input object and input_json_delta text"),
+                            ),
+                            ROOT.key("delta").key("partial_json"),
                         ));
                     }
                     state.saw_json = true;
@@ -723,20 +763,24 @@ impl Mapper for AnthropicMapper {
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
         if !data.trim_start().starts_with('{') {
-            return Err(SHAPE.malformed("event"));
+            return Err(SHAPE.malformed("event", ROOT));
         }
         if let Ok(fast) = serde_json::from_str::<FastEvent<'_>>(data) {
             if fast.ty == "content_block_delta" && self.fast_delta(event, fast, out) {
                 return Ok(());
             }
         }
-        let env: Envelope<'_> = serde_json::from_str(data).map_err(|_| SHAPE.malformed("event"))?;
-        let event_type = SHAPE.req_str(env.ty, "event")?;
+        let env: Envelope<'_> =
+            serde_json::from_str(data).map_err(|_| SHAPE.malformed("event", ROOT))?;
+        let event_type = SHAPE.req_str(env.ty, "event", ROOT.key("type"))?;
         if let Some(name) = event {
             if name != "message" && name != event_type {
-                return Err(CoreError::new(
-                    Code::MALFORMED_EVENT,
-                    format!("anthropic SSE event {name} carries data of type {event_type}"),
+                return Err(located(
+                    CoreError::new(
+                        Code::MALFORMED_EVENT,
+                        format!("anthropic SSE event {name} carries data of type {event_type}"),
+                    ),
+                    ROOT.key("type"),
                 ));
             }
         }
@@ -781,19 +825,26 @@ impl Mapper for AnthropicMapper {
                 match event_type.as_ref() {
                     "content_block_delta" => self.delta(&env, &what, out),
                     "content_block_start" => {
-                        let index = SHAPE.req_index(env.index, &what)?;
-                        self.open_block(index, env.content_block, &what, out)
+                        let index = SHAPE.req_index(env.index, &what, ROOT.key("index"))?;
+                        self.open_block(
+                            index,
+                            env.content_block,
+                            &what,
+                            ROOT.key("content_block"),
+                            out,
+                        )
                     }
                     "content_block_stop" => {
-                        let index = SHAPE.req_index(env.index, &what)?;
+                        let index = SHAPE.req_index(env.index, &what, ROOT.key("index"))?;
                         self.close_block(index, out)
                     }
                     "message_delta" => {
-                        let delta: DeltaRaw<'_> = SHAPE.req_obj(env.delta, &what)?;
+                        let at = ROOT.key("delta");
+                        let delta: DeltaRaw<'_> = SHAPE.req_obj(env.delta, &what, at)?;
                         let stop_reason = SHAPE
-                            .opt_str(delta.stop_reason, &what)?
+                            .opt_str(delta.stop_reason, &what, at.key("stop_reason"))?
                             .map(Cow::into_owned);
-                        self.merge_usage(env.usage, &what)?;
+                        self.merge_usage(env.usage, &what, ROOT.key("usage"))?;
                         if let Some(raw) = stop_reason {
                             self.set_stop_reason(raw);
                             self.stopped = true;
@@ -820,10 +871,10 @@ impl Mapper for AnthropicMapper {
 
     fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
         if !body.trim_start().starts_with('{') {
-            return Err(SHAPE.malformed("body"));
+            return Err(SHAPE.malformed("body", ROOT));
         }
         let message: MessageRaw<'_> =
-            serde_json::from_str(body).map_err(|_| SHAPE.malformed("body"))?;
+            serde_json::from_str(body).map_err(|_| SHAPE.malformed("body", ROOT))?;
         let body_type = match message.ty {
             Some(raw) => serde_json::from_str::<Str<'_>>(raw.get()).ok().map(|s| s.0),
             None => None,
@@ -836,24 +887,31 @@ impl Mapper for AnthropicMapper {
                 return Ok(());
             }
             Some("message") => {}
-            _ => return Err(SHAPE.malformed("body")),
+            _ => return Err(SHAPE.malformed("body", ROOT.key("type"))),
         }
         let what = "message body";
-        let response_id = SHAPE.opt_str(message.id, what)?.map(Cow::into_owned);
-        let model = SHAPE.opt_str(message.model, what)?.map(Cow::into_owned);
+        let response_id = SHAPE
+            .opt_str(message.id, what, ROOT.key("id"))?
+            .map(Cow::into_owned);
+        let model = SHAPE
+            .opt_str(message.model, what, ROOT.key("model"))?
+            .map(Cow::into_owned);
+        let content_at = ROOT.key("content");
         let content = match message.content {
-            Some(raw) if is_array(raw) => serde_json::from_str::<Vec<&RawValue>>(raw.get())
-                .map_err(|_| SHAPE.malformed(what))?,
-            _ => return Err(SHAPE.malformed(what)),
+            Some(raw) if is_array(raw) => SHAPE
+                .opt_list(Some(raw), what, content_at)?
+                .unwrap_or_default(),
+            _ => return Err(SHAPE.malformed(what, content_at)),
         };
         let stop_reason = SHAPE
-            .opt_str(message.stop_reason, what)?
+            .opt_str(message.stop_reason, what, ROOT.key("stop_reason"))?
             .map(Cow::into_owned);
-        self.merge_usage(message.usage, what)?;
+        self.merge_usage(message.usage, what, ROOT.key("usage"))?;
         self.started = true;
         out.push(Event::ResponseStarted { response_id, model });
-        for (index, block) in (0u64..).zip(content) {
-            self.open_block(index, Some(block), what, out)?;
+        for (position, block) in content.into_iter().enumerate() {
+            let index = position as u64;
+            self.open_block(index, Some(block), what, content_at.index(position), out)?;
             self.close_block(index, out)?;
         }
         self.stop_reason = stop_reason;

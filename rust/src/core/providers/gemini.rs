@@ -21,7 +21,7 @@ use serde_json::value::RawValue;
 
 use super::jsontext::Node;
 
-use super::shape::{count, Shape, Str};
+use super::shape::{located, Path, Shape, ROOT};
 use super::{jsontext, Mapper};
 use crate::core::envelope::Seg as Field;
 use crate::core::errors::{Code, CoreError};
@@ -130,19 +130,15 @@ struct FunctionCallRaw<'a> {
 }
 
 #[derive(Deserialize)]
-struct UsageRaw {
-    #[serde(rename = "promptTokenCount", default, deserialize_with = "count")]
-    prompt: Option<u64>,
-    #[serde(rename = "candidatesTokenCount", default, deserialize_with = "count")]
-    candidates: Option<u64>,
-    #[serde(rename = "thoughtsTokenCount", default, deserialize_with = "count")]
-    thoughts: Option<u64>,
-    #[serde(
-        rename = "cachedContentTokenCount",
-        default,
-        deserialize_with = "count"
-    )]
-    cached: Option<u64>,
+struct UsageRaw<'a> {
+    #[serde(rename = "promptTokenCount", borrow)]
+    prompt: Option<&'a RawValue>,
+    #[serde(rename = "candidatesTokenCount", borrow)]
+    candidates: Option<&'a RawValue>,
+    #[serde(rename = "thoughtsTokenCount", borrow)]
+    thoughts: Option<&'a RawValue>,
+    #[serde(rename = "cachedContentTokenCount", borrow)]
+    cached: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -395,11 +391,12 @@ impl GeminiMapper {
         &mut self,
         fc: &FunctionCallRaw<'_>,
         name: String,
+        at: Path<'_>,
         out: &mut Vec<Event>,
     ) -> Result<String, CoreError> {
         self.close_open(out);
         let given = SHAPE
-            .opt_str(fc.id, "functionCall")?
+            .opt_str(fc.id, "functionCall", at.key("id"))?
             .filter(|id| !id.is_empty());
         let (call_id, generated) = match given {
             Some(id) => (id.into_owned(), false),
@@ -421,16 +418,21 @@ impl GeminiMapper {
     }
 
     fn read_usage(raw: &RawValue) -> Result<Usage, CoreError> {
-        let u: UsageRaw = SHAPE.obj(raw, "usageMetadata")?;
-        let output = match (u.candidates, u.thoughts) {
+        let (what, at) = ("usageMetadata", ROOT.key("usageMetadata"));
+        let u: UsageRaw<'_> = SHAPE.obj(raw, what, at)?;
+        let candidates = SHAPE.opt_count(u.candidates, what, at.key("candidatesTokenCount"))?;
+        let thoughts = SHAPE.opt_count(u.thoughts, what, at.key("thoughtsTokenCount"))?;
+        let prompt = SHAPE.opt_count(u.prompt, what, at.key("promptTokenCount"))?;
+        let cached = SHAPE.opt_count(u.cached, what, at.key("cachedContentTokenCount"))?;
+        let output = match (candidates, thoughts) {
             (None, None) => None,
             (c, t) => Some(c.unwrap_or(0).saturating_add(t.unwrap_or(0))),
         };
         Ok(Usage {
-            input_tokens: u.prompt,
+            input_tokens: prompt,
             output_tokens: output,
-            cached_tokens: u.cached,
-            reasoning_tokens: u.thoughts,
+            cached_tokens: cached,
+            reasoning_tokens: thoughts,
         })
     }
 
@@ -465,31 +467,47 @@ impl GeminiMapper {
         self.terminal = true;
     }
 
-    fn part(&mut self, raw: &RawValue, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn part(
+        &mut self,
+        raw: &RawValue,
+        at: Path<'_>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let what = "part";
-        let members: Members<'_> = SHAPE.obj(raw, what)?;
-        let text = SHAPE.opt_str(member(&members, "text"), what)?;
-        let thought = SHAPE.opt_bool(member(&members, "thought"), what)?;
-        let signature = SHAPE.opt_str(member(&members, "thoughtSignature"), what)?;
+        let members: Members<'_> = SHAPE.obj(raw, what, at)?;
+        let text = SHAPE.opt_str(member(&members, "text"), what, at.key("text"))?;
+        let thought = SHAPE.opt_bool(member(&members, "thought"), what, at.key("thought"))?;
+        let signature = SHAPE.opt_str(
+            member(&members, "thoughtSignature"),
+            what,
+            at.key("thoughtSignature"),
+        )?;
+        let fc_at = at.key("functionCall");
         let fc: Option<FunctionCallRaw<'_>> =
-            SHAPE.opt_obj(member(&members, "functionCall"), what)?;
+            SHAPE.opt_obj(member(&members, "functionCall"), what, fc_at)?;
         for key in members.keys() {
             if !PART_KEYS.contains(&key.as_ref()) {
                 self.count(format!("part:{key}"));
             }
         }
         if fc.is_some() && (text.is_some() || thought) {
-            return Err(err(
-                Code::MALFORMED_EVENT,
-                "gemini part holds both a functionCall and text",
+            return Err(located(
+                err(
+                    Code::MALFORMED_EVENT,
+                    "gemini part holds both a functionCall and text",
+                ),
+                at,
             ));
         }
         let has_text = text.as_deref().is_some_and(|t| !t.is_empty());
         let has_signature = signature.as_deref().is_some_and(|s| !s.is_empty());
         if self.call.is_some() && fc.is_none() && (has_text || thought || has_signature) {
-            return Err(err(
-                Code::MALFORMED_EVENT,
-                "gemini part interrupts a function call whose arguments are still streaming",
+            return Err(located(
+                err(
+                    Code::MALFORMED_EVENT,
+                    "gemini part interrupts a function call whose arguments are still streaming",
+                ),
+                at,
             ));
         }
         if thought {
@@ -518,7 +536,7 @@ impl GeminiMapper {
             out.push(Event::ItemEnded { item_id });
         }
         if let Some(fc) = fc {
-            self.function_call(&fc, out)?;
+            self.function_call(&fc, fc_at, out)?;
         } else if let Some(text) = text.filter(|t| !t.is_empty()) {
             let item_id = self.item(ItemKind::Text, out);
             out.push(Event::TextDelta {
@@ -532,28 +550,33 @@ impl GeminiMapper {
     fn function_call(
         &mut self,
         fc: &FunctionCallRaw<'_>,
+        at: Path<'_>,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
         let what = "functionCall";
-        let name = SHAPE.opt_str(fc.name, what)?;
+        let name = SHAPE.opt_str(fc.name, what, at.key("name"))?;
         let args: Option<Node> = match fc.args {
             None => None,
             Some(raw) => match jsontext::parse(raw.get()) {
                 Ok(node @ Node::Object(_)) => Some(node),
-                _ => return Err(SHAPE.malformed(what)),
+                _ => return Err(SHAPE.malformed(what, at.key("args"))),
             },
         };
-        let partial = SHAPE.opt_list(fc.partial_args, what)?;
-        let will_continue = SHAPE.opt_bool(fc.will_continue, what)?;
+        let partial_at = at.key("partialArgs");
+        let partial = SHAPE.opt_list(fc.partial_args, what, partial_at)?;
+        let will_continue = SHAPE.opt_bool(fc.will_continue, what, at.key("willContinue"))?;
         let mut call = match self.call.take() {
             None => {
                 let Some(name) = name.filter(|n| !n.is_empty()) else {
-                    return Err(err(
-                        Code::MALFORMED_EVENT,
-                        "gemini functionCall without a name starts no call",
+                    return Err(located(
+                        err(
+                            Code::MALFORMED_EVENT,
+                            "gemini functionCall without a name starts no call",
+                        ),
+                        at.key("name"),
                     ));
                 };
-                let item_id = self.start_call(fc, name.into_owned(), out)?;
+                let item_id = self.start_call(fc, name.into_owned(), at, out)?;
                 let args = args.unwrap_or_else(|| Node::Object(BTreeMap::new()));
                 if !will_continue && partial.as_ref().map_or(true, Vec::is_empty) {
                     out.push(Event::ToolArgumentsDelta {
@@ -571,16 +594,19 @@ impl GeminiMapper {
             }
             Some(call) => {
                 if args.is_some() || name.as_deref().is_some_and(|n| !n.is_empty()) {
-                    return Err(err(
-                        Code::MALFORMED_EVENT,
-                        "gemini functionCall starts a new call while another is streaming",
+                    return Err(located(
+                        err(
+                            Code::MALFORMED_EVENT,
+                            "gemini functionCall starts a new call while another is streaming",
+                        ),
+                        at,
                     ));
                 }
                 call
             }
         };
-        for entry in partial.unwrap_or_default() {
-            Self::partial(&mut call, entry)?;
+        for (k, entry) in partial.unwrap_or_default().into_iter().enumerate() {
+            Self::partial(&mut call, entry, partial_at.index(k))?;
         }
         if will_continue {
             self.call = Some(call);
@@ -596,54 +622,51 @@ impl GeminiMapper {
         Ok(())
     }
 
-    fn partial(call: &mut StreamedCall, raw: &RawValue) -> Result<(), CoreError> {
+    fn partial(call: &mut StreamedCall, raw: &RawValue, at: Path<'_>) -> Result<(), CoreError> {
         let what = "partialArgs entry";
-        let entry: Members<'_> = SHAPE.obj(raw, what)?;
-        let path = match member(&entry, "jsonPath") {
-            Some(raw) => {
-                serde_json::from_str::<Str<'_>>(raw.get())
-                    .map_err(|_| SHAPE.malformed(what))?
-                    .0
-            }
-            None => return Err(SHAPE.malformed(what)),
-        };
+        let entry: Members<'_> = SHAPE.obj(raw, what, at)?;
+        let path = SHAPE.req_str(member(&entry, "jsonPath"), what, at.key("jsonPath"))?;
         let present: Vec<&str> = VALUE_KEYS
             .iter()
             .copied()
             .filter(|key| entry.contains_key(*key))
             .collect();
         let [key] = present.as_slice() else {
-            return Err(SHAPE.malformed(what));
+            return Err(SHAPE.malformed(what, at));
         };
+        let value_at = at.key(key);
         let raw_value = entry
             .get(*key)
             .copied()
-            .ok_or_else(|| SHAPE.malformed(what))?;
+            .ok_or_else(|| SHAPE.malformed(what, value_at))?;
         let value = match *key {
             "stringValue" => match serde_json::from_str::<String>(raw_value.get()) {
                 Ok(text) => Node::String(text),
-                Err(_) => return Err(SHAPE.malformed(what)),
+                Err(_) => return Err(SHAPE.malformed(what, value_at)),
             },
             "numberValue" => match jsontext::number(raw_value.get().trim()) {
                 Ok(text) => Node::Number(text),
-                Err(_) => return Err(SHAPE.malformed(what)),
+                Err(_) => return Err(SHAPE.malformed(what, value_at)),
             },
             "boolValue" => match serde_json::from_str::<bool>(raw_value.get()) {
                 Ok(b) => Node::Bool(b),
-                Err(_) => return Err(SHAPE.malformed(what)),
+                Err(_) => return Err(SHAPE.malformed(what, value_at)),
             },
             _ => match serde_json::from_str::<Option<String>>(raw_value.get()) {
                 Ok(None) => Node::Null,
                 Ok(Some(text)) if text == "NULL_VALUE" => Node::Null,
-                _ => return Err(SHAPE.malformed(what)),
+                _ => return Err(SHAPE.malformed(what, value_at)),
             },
         };
-        let will_continue = SHAPE.opt_bool(member(&entry, "willContinue"), what)?;
+        let will_continue =
+            SHAPE.opt_bool(member(&entry, "willContinue"), what, at.key("willContinue"))?;
         let append = call.continuing.as_deref() == Some(path.as_ref());
         if append && *key != "stringValue" {
-            return Err(SHAPE.malformed(what));
+            return Err(SHAPE.malformed(what, value_at));
         }
-        assign(&mut call.args, &parse_path(&path)?, value, append)?;
+        let path_at = at.key("jsonPath");
+        let segments = parse_path(&path).map_err(|e| located(e, path_at))?;
+        assign(&mut call.args, &segments, value, append).map_err(|e| located(e, path_at))?;
         call.continuing = if will_continue && *key == "stringValue" {
             Some(path.into_owned())
         } else {
@@ -655,14 +678,16 @@ impl GeminiMapper {
     fn select<'a>(
         &self,
         candidates: &[&'a RawValue],
-    ) -> Result<Option<CandidateRaw<'a>>, CoreError> {
+    ) -> Result<Option<(usize, CandidateRaw<'a>)>, CoreError> {
         let mut chosen = None;
         let mut seen = std::collections::HashSet::new();
-        for (position, raw) in (0u64..).zip(candidates) {
-            let candidate: CandidateRaw<'a> = SHAPE.obj(raw, "candidate")?;
+        let candidates_at = ROOT.key("candidates");
+        for (position, raw) in candidates.iter().enumerate() {
+            let at = candidates_at.index(position);
+            let candidate: CandidateRaw<'a> = SHAPE.obj(raw, "candidate", at)?;
             let index = SHAPE
-                .opt_count(candidate.index, "candidate")?
-                .unwrap_or(position);
+                .opt_count(candidate.index, "candidate", at.key("index"))?
+                .unwrap_or(position as u64);
             if !seen.insert(index) {
                 return Err(err(
                     Code::MULTIPLE_CHOICES,
@@ -677,11 +702,11 @@ impl GeminiMapper {
                             "gemini response has several candidates; select one with choice=",
                         ));
                     }
-                    chosen = Some(candidate);
+                    chosen = Some((position, candidate));
                 }
                 Some(choice) => {
                     if u64::try_from(choice).ok() == Some(index) {
-                        chosen = Some(candidate);
+                        chosen = Some((position, candidate));
                     }
                 }
             }
@@ -691,11 +716,14 @@ impl GeminiMapper {
 
     fn failed(raw: &RawValue) -> Result<Event, CoreError> {
         let what = "error";
-        let error: ErrorRaw<'_> = SHAPE.obj(raw, what)?;
-        let code = SHAPE.opt_count(error.code, what)?;
-        let status = SHAPE.opt_str(error.status, what)?.map(Cow::into_owned);
+        let at = ROOT.key("error");
+        let error: ErrorRaw<'_> = SHAPE.obj(raw, what, at)?;
+        let code = SHAPE.opt_count(error.code, what, at.key("code"))?;
+        let status = SHAPE
+            .opt_str(error.status, what, at.key("status"))?
+            .map(Cow::into_owned);
         let message = SHAPE
-            .opt_str(error.message, what)?
+            .opt_str(error.message, what, at.key("message"))?
             .map(Cow::into_owned)
             .unwrap_or_default();
         let retryable = status
@@ -755,10 +783,10 @@ impl Mapper for GeminiMapper {
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
         if !data.trim_start().starts_with('{') {
-            return Err(SHAPE.malformed("chunk"));
+            return Err(SHAPE.malformed("chunk", ROOT));
         }
         let chunk: ChunkRaw<'_> =
-            serde_json::from_str(data).map_err(|_| SHAPE.malformed("chunk"))?;
+            serde_json::from_str(data).map_err(|_| SHAPE.malformed("chunk", ROOT))?;
         if self.terminal {
             return Err(err(
                 Code::EVENT_AFTER_TERMINAL,
@@ -780,9 +808,11 @@ impl Mapper for GeminiMapper {
             return Ok(());
         }
         let what = "chunk";
-        let response_id = SHAPE.opt_str(chunk.response_id, what)?.map(Cow::into_owned);
+        let response_id = SHAPE
+            .opt_str(chunk.response_id, what, ROOT.key("responseId"))?
+            .map(Cow::into_owned);
         let model = SHAPE
-            .opt_str(chunk.model_version, what)?
+            .opt_str(chunk.model_version, what, ROOT.key("modelVersion"))?
             .map(Cow::into_owned);
         if !self.started {
             self.started = true;
@@ -799,39 +829,53 @@ impl Mapper for GeminiMapper {
         if let Some(raw) = chunk.usage_metadata {
             self.usage = Some(Self::read_usage(raw)?);
         }
-        let candidates = SHAPE.opt_list(chunk.candidates, what)?.unwrap_or_default();
+        let candidates = SHAPE
+            .opt_list(chunk.candidates, what, ROOT.key("candidates"))?
+            .unwrap_or_default();
+        let feedback_at = ROOT.key("promptFeedback");
         let feedback: Option<FeedbackRaw<'_>> =
-            SHAPE.opt_obj(chunk.prompt_feedback, "promptFeedback")?;
+            SHAPE.opt_obj(chunk.prompt_feedback, "promptFeedback", feedback_at)?;
         let block_reason = match &feedback {
             Some(f) => SHAPE
-                .opt_str(f.block_reason, "promptFeedback")?
+                .opt_str(
+                    f.block_reason,
+                    "promptFeedback",
+                    feedback_at.key("blockReason"),
+                )?
                 .map(Cow::into_owned),
             None => None,
         };
         let candidate = self.select(&candidates)?;
         let mut finish = None;
-        if let Some(candidate) = candidate {
-            let content: Option<ContentRaw<'_>> = SHAPE.opt_obj(candidate.content, "candidate")?;
+        if let Some((position, candidate)) = candidate {
+            let candidates_at = ROOT.key("candidates");
+            let at = candidates_at.index(position);
+            let content_at = at.key("content");
+            let content: Option<ContentRaw<'_>> =
+                SHAPE.opt_obj(candidate.content, "candidate", content_at)?;
             finish = SHAPE
-                .opt_str(candidate.finish_reason, "candidate")?
+                .opt_str(candidate.finish_reason, "candidate", at.key("finishReason"))?
                 .map(Cow::into_owned);
-            for raw in SHAPE
-                .opt_list(candidate.safety_ratings, "candidate")?
-                .unwrap_or_default()
-            {
-                let rating: RatingRaw<'_> = SHAPE.obj(raw, "safetyRating")?;
-                if SHAPE.opt_bool(rating.blocked, "safetyRating")? {
+            let ratings_at = at.key("safetyRatings");
+            let ratings = SHAPE
+                .opt_list(candidate.safety_ratings, "candidate", ratings_at)?
+                .unwrap_or_default();
+            for (k, raw) in ratings.into_iter().enumerate() {
+                let rating_at = ratings_at.index(k);
+                let rating: RatingRaw<'_> = SHAPE.obj(raw, "safetyRating", rating_at)?;
+                if SHAPE.opt_bool(rating.blocked, "safetyRating", rating_at.key("blocked"))? {
                     self.blocked = true;
                 }
             }
+            let parts_at = content_at.key("parts");
             let parts = match content {
                 Some(content) => SHAPE
-                    .opt_list(content.parts, "content")?
+                    .opt_list(content.parts, "content", parts_at)?
                     .unwrap_or_default(),
                 None => Vec::new(),
             };
-            for part in parts {
-                self.part(part, out)?;
+            for (k, part) in parts.into_iter().enumerate() {
+                self.part(part, parts_at.index(k), out)?;
             }
         }
         if !self.vetoed() {
@@ -855,7 +899,7 @@ impl Mapper for GeminiMapper {
     fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
         if body.trim_start().starts_with('[') {
             let chunks: Vec<&RawValue> =
-                serde_json::from_str(body).map_err(|_| SHAPE.malformed("chunk"))?;
+                serde_json::from_str(body).map_err(|_| SHAPE.malformed("chunk", ROOT))?;
             for chunk in chunks {
                 self.map_event(None, chunk.get(), out)?;
             }

@@ -5,11 +5,18 @@
 //! The template is [`shape`]: every event has passed the envelope rule
 //! ([`crate::core::envelope`]) before a mapper reads it, so a mapper reads
 //! raw members (`serde_json::value::RawValue`) and checks each documented
-//! field with a `Shape` reader when it reaches it. The pure twin uses the same
-//! readers in the same order (`_pure/providers/_shape.py`), so both give the
-//! same code and message; typed serde structs check in serde's order and
-//! word errors their own way. Anthropic and Gemini follow the template; the
-//! two OpenAI mappers still read typed structs (a later pass moves them).
+//! field with a `Shape` reader when it reaches it, passing the field's
+//! [`shape::Path`]. The pure twin uses the same readers in the same order
+//! (`_pure/providers/_shape.py`), so both backends give the same code,
+//! message and JSON path (`$.choices[0].delta.content`, the syntax of the
+//! envelope rule's errors) for a field of the wrong shape. Typed serde
+//! structs check every field at once in serde's order and word their errors
+//! their own way, so they cannot be made to agree with the twin field by
+//! field; and since the envelope rule already proved the JSON well formed,
+//! reading members as they are needed costs no second parse. Chat,
+//! Anthropic and Gemini follow the template; the Responses mapper still reads
+//! typed structs (its error object goes through the template). What the two
+//! OpenAI mappers share is in `openai_common`, never in one of them.
 //! Adding a provider: README, "Adding a provider".
 
 use std::collections::BTreeMap;
@@ -18,6 +25,7 @@ pub mod anthropic;
 pub mod gemini;
 pub mod jsontext;
 pub mod openai_chat;
+mod openai_common;
 pub mod openai_responses;
 mod shape;
 pub mod unknown;

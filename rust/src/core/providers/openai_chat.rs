@@ -5,359 +5,458 @@
 //! `[DONE]` alone finishes nothing), generated item and call ids, index reuse,
 //! finish-reason normalization.
 //!
-//! Each chunk is parsed once with serde into borrowed, typed structs (unknown
-//! fields ignored); a known field of the wrong type is `MALFORMED_EVENT`.
+//! The template of [`super`]: a chunk or body is read as raw members, each
+//! checked with the shape readers when it is reached; the whole chunk is
+//! checked before any of it is acted on.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
-use super::shape::{count, Str};
+use super::openai_common::{failure, Obj};
+use super::shape::{count, located, Path, Shape, Str, ROOT};
 use super::DONE;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
 
-/// The data of the SSE event that ends a Chat Completions stream.
+const SHAPE: Shape = Shape("openai-chat");
 
-// ------------------------------------------------------------ shared shapes
+/// The name of a chunk in the mapper's other errors.
+const CHUNK: &str = "chat.completion.chunk";
+/// The name of a body in the mapper's other errors.
+const BODY: &str = "chat.completion";
 
-/// A JSON object deserialized as `T`. Serde would also build a struct from a
-/// JSON array of its fields; the pure twin (and the API) allow only objects.
-pub(crate) struct Obj<T>(pub T);
-
-impl<T> std::ops::Deref for Obj<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
+/// A `MALFORMED_EVENT` other than a shape: `"<name>: <detail>"` at `at`.
+fn invalid(name: &str, detail: impl std::fmt::Display, at: Path<'_>) -> CoreError {
+    located(
+        CoreError::new(Code::MALFORMED_EVENT, format!("{name}: {detail}")),
+        at,
+    )
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map))
-            }
-        }
-        d.deserialize_map(V(std::marker::PhantomData)).map(Obj)
-    }
-}
+// ------------------------------------------------------------ raw members
 
-/// An optional string as `&str` (`None` when absent or null).
-pub(crate) fn s<'x>(v: &'x Option<Str<'_>>) -> Option<&'x str> {
-    v.as_ref().map(Str::as_str)
-}
-
-/// The error for a known event whose shape does not fit.
-pub(crate) fn malformed(what: &str, detail: impl fmt::Display) -> CoreError {
-    CoreError::new(Code::MALFORMED_EVENT, format!("{what}: {detail}"))
-}
-
-/// Parse `data` as `T`, requiring a JSON object at the top.
-pub(crate) fn parse<'a, T: Deserialize<'a>>(data: &'a str, what: &str) -> Result<T, CoreError> {
-    let trimmed = data.trim_start_matches([' ', '\t', '\n', '\r']);
-    if !trimmed.starts_with('{') {
-        return Err(malformed(what, "the event must be a JSON object"));
-    }
-    serde_json::from_str(data).map_err(|e| malformed(what, e))
-}
-
-/// An OpenAI-style error object: `{"code", "message", "type"}`.
+/// A chunk or a whole body.
 #[derive(Deserialize)]
-pub(crate) struct ErrObj<'a> {
-    #[serde(default)]
-    code: Option<serde_json::Value>,
-    #[serde(borrow, default)]
-    message: Option<Str<'a>>,
-    #[serde(borrow, default, rename = "type")]
-    kind: Option<Str<'a>>,
-}
-
-/// Provider error types / codes that say asking again may succeed.
-const RETRYABLE_ERRORS: &[&str] = &[
-    "server_error",
-    "rate_limit_exceeded",
-    "rate_limit_error",
-    "overloaded_error",
-    "service_unavailable",
-];
-
-impl ErrObj<'_> {
-    /// The `ResponseFailed` event this error object stands for.
-    pub fn failure(&self, what: &str) -> Result<Event, CoreError> {
-        let code = match &self.code {
-            None | Some(serde_json::Value::Null) => None,
-            Some(serde_json::Value::String(c)) => Some(c.clone()),
-            Some(serde_json::Value::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_string()),
-            Some(_) => {
-                return Err(malformed(
-                    what,
-                    "error.code must be a string or a 64-bit integer",
-                ))
-            }
-        };
-        let error_type = s(&self.kind).map(str::to_owned);
-        let code = code
-            .or_else(|| error_type.clone())
-            .unwrap_or_else(|| "error".to_owned());
-        let retryable = RETRYABLE_ERRORS.contains(&code.as_str())
-            || error_type
-                .as_deref()
-                .is_some_and(|t| RETRYABLE_ERRORS.contains(&t));
-        Ok(Event::ResponseFailed {
-            code,
-            message: s(&self.message).unwrap_or("").to_owned(),
-            retryable,
-            error_type,
-        })
-    }
-}
-
-// ------------------------------------------------------------ chat shapes
-
-#[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(borrow, default)]
-    id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    model: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    choices: Option<Vec<Obj<Choice<'a>>>>,
-    #[serde(default)]
-    usage: Option<Obj<ChatUsage>>,
-    #[serde(borrow, default)]
-    error: Option<Obj<ErrObj<'a>>>,
+struct TopRaw<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    model: Option<&'a RawValue>,
+    #[serde(borrow)]
+    choices: Option<&'a RawValue>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(default, deserialize_with = "count")]
-    index: Option<u64>,
-    #[serde(borrow, default)]
-    delta: Option<Obj<Delta<'a>>>,
-    #[serde(borrow, default)]
-    finish_reason: Option<Str<'a>>,
-}
-
-/// A whole `chat.completion` body.
-#[derive(Deserialize)]
-struct Body<'a> {
-    #[serde(borrow, default)]
-    id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    model: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    choices: Option<Vec<Obj<BodyChoice<'a>>>>,
-    #[serde(default)]
-    usage: Option<Obj<ChatUsage>>,
-    #[serde(borrow, default)]
-    error: Option<Obj<ErrObj<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct BodyChoice<'a> {
-    #[serde(default, deserialize_with = "count")]
-    index: Option<u64>,
-    #[serde(borrow, default)]
-    message: Option<Obj<Delta<'a>>>,
-    #[serde(borrow, default)]
-    finish_reason: Option<Str<'a>>,
+struct ChoiceRaw<'a> {
+    #[serde(borrow)]
+    index: Option<&'a RawValue>,
+    #[serde(borrow)]
+    delta: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
+    finish_reason: Option<&'a RawValue>,
 }
 
 /// A chunk's `delta`, or a body's `message`.
 #[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(borrow, default)]
-    content: Option<Content<'a>>,
-    #[serde(borrow, default)]
-    refusal: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    reasoning_content: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    reasoning: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    tool_calls: Option<Vec<Obj<ToolCallDelta<'a>>>>,
-    #[serde(borrow, default)]
-    function_call: Option<Obj<FnDelta<'a>>>,
+struct DeltaRaw<'a> {
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    refusal: Option<&'a RawValue>,
+    #[serde(borrow)]
+    reasoning_content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    reasoning: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tool_calls: Option<&'a RawValue>,
+    #[serde(borrow)]
+    function_call: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct ToolCallDelta<'a> {
+struct CallRaw<'a> {
+    #[serde(borrow)]
+    index: Option<&'a RawValue>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    function: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FnRaw<'a> {
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct PartRaw<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    thinking: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct TextRaw<'a> {
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct UsageRaw<'a> {
+    #[serde(borrow)]
+    prompt_tokens: Option<&'a RawValue>,
+    #[serde(borrow)]
+    completion_tokens: Option<&'a RawValue>,
+    #[serde(borrow)]
+    prompt_tokens_details: Option<&'a RawValue>,
+    #[serde(borrow)]
+    completion_tokens_details: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetailsRaw<'a> {
+    #[serde(borrow)]
+    cached_tokens: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetailsRaw<'a> {
+    #[serde(borrow)]
+    reasoning_tokens: Option<&'a RawValue>,
+}
+
+// ------------------------------------------------------------ the hot path
+// The common chunk read in one pass, every field typed: one choice whose
+// delta only continues the open text item or an open call's arguments (what
+// the pure twin's `fast_delta` takes). It is used only when it reads cleanly
+// and every condition holds; anything else (a wrong type, another member, a
+// state to change) goes through the general path, which names the failure
+// exactly as the pure twin does.
+
+#[derive(Deserialize)]
+struct FastChunk<'a> {
+    #[serde(borrow, rename = "id")]
+    _id: Option<Str<'a>>,
+    #[serde(borrow, rename = "model")]
+    _model: Option<Str<'a>>,
+    #[serde(borrow)]
+    choices: Vec<Obj<FastChoice<'a>>>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FastChoice<'a> {
     #[serde(default, deserialize_with = "count")]
     index: Option<u64>,
-    #[serde(borrow, default)]
-    id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    function: Option<Obj<FnDelta<'a>>>,
+    #[serde(borrow)]
+    delta: Obj<FastDelta<'a>>,
+    #[serde(borrow)]
+    finish_reason: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct FnDelta<'a> {
-    #[serde(borrow, default)]
-    name: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    arguments: Option<Str<'a>>,
+struct FastDelta<'a> {
+    #[serde(borrow)]
+    content: Option<Str<'a>>,
+    #[serde(borrow)]
+    tool_calls: Option<Vec<Obj<FastCall<'a>>>>,
+    #[serde(borrow)]
+    refusal: Option<&'a RawValue>,
+    #[serde(borrow)]
+    reasoning_content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    reasoning: Option<&'a RawValue>,
+    #[serde(borrow)]
+    function_call: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FastCall<'a> {
+    #[serde(default, deserialize_with = "count")]
+    index: Option<u64>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    function: Obj<FastFn<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FastFn<'a> {
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    arguments: Str<'a>,
+}
+
+// ------------------------------------------------------------ checked shapes
+
+/// The members a chunk and a body share, checked in this order: `id`,
+/// `model`, `choices` (an array), `usage` (and its event), `error` (and its
+/// failure).
+struct Top<'a> {
+    id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    choices: Vec<&'a RawValue>,
+    usage: Option<Event>,
+    failure: Option<Event>,
+}
+
+fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
+    if !data.trim_start().starts_with('{') {
+        return Err(SHAPE.malformed(what, ROOT));
+    }
+    let raw: TopRaw<'a> = serde_json::from_str(data).map_err(|_| SHAPE.malformed(what, ROOT))?;
+    let id = SHAPE.opt_str(raw.id, what, ROOT.key("id"))?;
+    let model = SHAPE.opt_str(raw.model, what, ROOT.key("model"))?;
+    let choices = SHAPE
+        .opt_list(raw.choices, what, ROOT.key("choices"))?
+        .unwrap_or_default();
+    let usage = match raw.usage {
+        Some(raw) => Some(usage(raw, what, ROOT.key("usage"))?),
+        None => None,
+    };
+    let failure = match raw.error {
+        Some(raw) => Some(failure(SHAPE, raw, what, ROOT.key("error"))?),
+        None => None,
+    };
+    Ok(Top {
+        id,
+        model,
+        choices,
+        usage,
+        failure,
+    })
+}
+
+/// Chat `usage` -> canonical usage: the details objects, then the counts.
+fn usage(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Event, CoreError> {
+    let u: UsageRaw<'_> = SHAPE.obj(raw, what, at)?;
+    let prompt_at = at.key("prompt_tokens_details");
+    let prompt: Option<PromptDetailsRaw<'_>> =
+        SHAPE.opt_obj(u.prompt_tokens_details, what, prompt_at)?;
+    let completion_at = at.key("completion_tokens_details");
+    let completion: Option<CompletionDetailsRaw<'_>> =
+        SHAPE.opt_obj(u.completion_tokens_details, what, completion_at)?;
+    let input_tokens = SHAPE.opt_count(u.prompt_tokens, what, at.key("prompt_tokens"))?;
+    let output_tokens = SHAPE.opt_count(u.completion_tokens, what, at.key("completion_tokens"))?;
+    let cached_tokens = match prompt {
+        Some(p) => SHAPE.opt_count(p.cached_tokens, what, prompt_at.key("cached_tokens"))?,
+        None => None,
+    };
+    let reasoning_tokens = match completion {
+        Some(c) => SHAPE.opt_count(
+            c.reasoning_tokens,
+            what,
+            completion_at.key("reasoning_tokens"),
+        )?,
+        None => None,
+    };
+    Ok(Event::Usage(Usage {
+        input_tokens,
+        output_tokens,
+        cached_tokens,
+        reasoning_tokens,
+    }))
+}
+
+/// One choice: `index`, its `delta` (`message` in a body), `finish_reason`,
+/// then what the delta carries.
+struct Choice<'a> {
+    /// Where it sits in `choices`.
+    position: usize,
+    index: Option<u64>,
+    parts: Option<Parts<'a>>,
+    finish: Option<Cow<'a, str>>,
+}
+
+fn choice<'a>(
+    raw: &'a RawValue,
+    position: usize,
+    body: bool,
+    what: &str,
+) -> Result<Choice<'a>, CoreError> {
+    let choices_at = ROOT.key("choices");
+    let at = choices_at.index(position);
+    let c: ChoiceRaw<'a> = SHAPE.obj(raw, what, at)?;
+    let index = SHAPE.opt_count(c.index, what, at.key("index"))?;
+    let (field, name) = if body {
+        (c.message, "message")
+    } else {
+        (c.delta, "delta")
+    };
+    let delta_at = at.key(name);
+    let delta: Option<DeltaRaw<'a>> = SHAPE.opt_obj(field, what, delta_at)?;
+    let finish = SHAPE.opt_str(c.finish_reason, what, at.key("finish_reason"))?;
+    let parts = match delta {
+        Some(d) => Some(parts(&d, what, delta_at)?),
+        None => None,
+    };
+    Ok(Choice {
+        position,
+        index,
+        parts,
+        finish,
+    })
+}
+
+/// One tool call of a delta: its index (or position), id, function name and
+/// arguments, and where it sits in `tool_calls`.
+struct CallPart<'a> {
+    position: usize,
+    index: u64,
+    id: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    arguments: Option<Cow<'a, str>>,
+}
+
+/// A legacy `function_call`: its name and arguments.
+type NameAndArguments<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>);
+
+/// What one delta (or a body's message) carries, shape-checked.
+#[derive(Default)]
+struct Parts<'a> {
+    /// Content pieces in order: (is reasoning, text).
+    content: Vec<(bool, Cow<'a, str>)>,
+    refusal: Option<Cow<'a, str>>,
+    reasoning: Option<Cow<'a, str>>,
+    tool_calls: Vec<CallPart<'a>>,
+    function_call: Option<NameAndArguments<'a>>,
+}
+
+impl Parts<'_> {
+    fn has_content(&self) -> bool {
+        self.content.iter().any(|(_, t)| !t.is_empty())
+            || self.refusal.as_ref().is_some_and(|r| !r.is_empty())
+            || self.reasoning.as_ref().is_some_and(|r| !r.is_empty())
+            || !self.tool_calls.is_empty()
+            || self.function_call.is_some()
+    }
 }
 
 /// `content`: a string, or (Mistral) an array of `text` / `thinking` parts.
-enum Content<'a> {
-    Text(Str<'a>),
-    Parts(Vec<Obj<ContentPart<'a>>>),
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Content<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or an array of content parts")
-            }
-            fn visit_borrowed_str<E: serde::de::Error>(
-                self,
-                v: &'de str,
-            ) -> Result<Self::Value, E> {
-                Ok(Content::Text(Str(Cow::Borrowed(v))))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Content::Text(Str(Cow::Owned(v.to_owned()))))
-            }
-            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Content::Text(Str(Cow::Owned(v))))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut parts = Vec::new();
-                while let Some(part) = seq.next_element::<Obj<ContentPart<'de>>>()? {
-                    parts.push(part);
-                }
-                Ok(Content::Parts(parts))
+fn content<'a>(
+    raw: &'a RawValue,
+    what: &str,
+    at: Path<'_>,
+    out: &mut Vec<(bool, Cow<'a, str>)>,
+) -> Result<(), CoreError> {
+    if !super::shape::is_array(raw) {
+        out.push((false, SHAPE.req_str(Some(raw), what, at)?));
+        return Ok(());
+    }
+    let list = SHAPE.opt_list(Some(raw), what, at)?.unwrap_or_default();
+    for (i, raw) in list.into_iter().enumerate() {
+        let part_at = at.index(i);
+        let part: PartRaw<'a> = SHAPE.obj(raw, what, part_at)?;
+        let kind = SHAPE.req_str(part.kind, what, part_at.key("type"))?;
+        let text = SHAPE.opt_str(part.text, what, part_at.key("text"))?;
+        let thinking_at = part_at.key("thinking");
+        let mut thinking = Vec::new();
+        let subs = SHAPE
+            .opt_list(part.thinking, what, thinking_at)?
+            .unwrap_or_default();
+        for (j, raw) in subs.into_iter().enumerate() {
+            let sub_at = thinking_at.index(j);
+            let sub: TextRaw<'a> = SHAPE.obj(raw, what, sub_at)?;
+            let text = SHAPE.opt_str(sub.text, what, sub_at.key("text"))?;
+            thinking.push(text.unwrap_or(Cow::Borrowed("")));
+        }
+        match kind.as_ref() {
+            "text" => match text {
+                Some(t) => out.push((false, t)),
+                None => return Err(SHAPE.malformed(what, part_at.key("text"))),
+            },
+            "thinking" => out.extend(thinking.into_iter().map(|t| (true, t))),
+            other => {
+                return Err(invalid(
+                    what,
+                    format!("content part type \"{other}\" is not known"),
+                    part_at.key("type"),
+                ))
             }
         }
-        d.deserialize_any(V)
     }
+    Ok(())
 }
 
-#[derive(Deserialize)]
-struct ContentPart<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: Str<'a>,
-    #[serde(borrow, default)]
-    text: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    thinking: Option<Vec<Obj<Thinking<'a>>>>,
-}
-
-#[derive(Deserialize)]
-struct Thinking<'a> {
-    #[serde(borrow, default)]
-    text: Option<Str<'a>>,
-}
-
-#[derive(Deserialize)]
-struct ChatUsage {
-    #[serde(default, deserialize_with = "count")]
-    prompt_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "count")]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    prompt_tokens_details: Option<Obj<PromptDetails>>,
-    #[serde(default)]
-    completion_tokens_details: Option<Obj<CompletionDetails>>,
-}
-
-#[derive(Deserialize)]
-struct PromptDetails {
-    #[serde(default, deserialize_with = "count")]
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct CompletionDetails {
-    #[serde(default, deserialize_with = "count")]
-    reasoning_tokens: Option<u64>,
-}
-
-impl ChatUsage {
-    fn event(&self) -> Event {
-        Event::Usage(Usage {
-            input_tokens: self.prompt_tokens,
-            output_tokens: self.completion_tokens,
-            cached_tokens: self
-                .prompt_tokens_details
-                .as_ref()
-                .and_then(|d| d.cached_tokens),
-            reasoning_tokens: self
-                .completion_tokens_details
-                .as_ref()
-                .and_then(|d| d.reasoning_tokens),
-        })
+/// A delta's members in order: `content`, `refusal`, `reasoning_content`,
+/// `reasoning`, `tool_calls`, `function_call`.
+fn parts<'a>(d: &DeltaRaw<'a>, what: &str, at: Path<'_>) -> Result<Parts<'a>, CoreError> {
+    let mut parts = Parts::default();
+    if let Some(raw) = d.content {
+        content(raw, what, at.key("content"), &mut parts.content)?;
     }
-}
-
-/// One piece of content of a delta, in the order it is applied.
-enum Piece<'x> {
-    Text(&'x str),
-    Reasoning(&'x str),
-}
-
-impl<'a> Delta<'a> {
-    /// Reasoning, then content pieces, shape-checked (the mapper applies them after).
-    fn pieces(&self, what: &str) -> Result<(Option<&str>, Vec<Piece<'_>>), CoreError> {
-        let mut pieces = Vec::new();
-        match &self.content {
-            None => {}
-            Some(Content::Text(t)) => pieces.push(Piece::Text(t.as_str())),
-            Some(Content::Parts(parts)) => {
-                for part in parts {
-                    match part.kind.as_str() {
-                        "text" => match &part.text {
-                            Some(t) => pieces.push(Piece::Text(t.as_str())),
-                            None => return Err(malformed(what, "text must be a string")),
-                        },
-                        "thinking" => {
-                            for sub in part.thinking.iter().flatten() {
-                                pieces.push(Piece::Reasoning(s(&sub.text).unwrap_or("")));
-                            }
-                        }
-                        other => {
-                            return Err(malformed(
-                                what,
-                                format!("content part type {other:?} is not known"),
-                            ))
-                        }
-                    }
-                }
-            }
+    parts.refusal = SHAPE.opt_str(d.refusal, what, at.key("refusal"))?;
+    let rc = SHAPE
+        .opt_str(d.reasoning_content, what, at.key("reasoning_content"))?
+        .filter(|r| !r.is_empty());
+    let r = SHAPE
+        .opt_str(d.reasoning, what, at.key("reasoning"))?
+        .filter(|r| !r.is_empty());
+    if let (Some(a), Some(b)) = (&rc, &r) {
+        if a != b {
+            return Err(invalid(
+                what,
+                "reasoning and reasoning_content disagree",
+                at.key("reasoning"),
+            ));
         }
-        let rc = s(&self.reasoning_content).filter(|r| !r.is_empty());
-        let r = s(&self.reasoning).filter(|r| !r.is_empty());
-        if let (Some(a), Some(b)) = (rc, r) {
-            if a != b {
-                return Err(malformed(what, "reasoning and reasoning_content disagree"));
-            }
-        }
-        Ok((rc.or(r), pieces))
     }
-
-    fn has_content(&self, reasoning: Option<&str>, pieces: &[Piece<'_>]) -> bool {
-        reasoning.is_some_and(|r| !r.is_empty())
-            || pieces.iter().any(|p| match p {
-                Piece::Text(t) | Piece::Reasoning(t) => !t.is_empty(),
-            })
-            || s(&self.refusal).is_some_and(|r| !r.is_empty())
-            || self.tool_calls.as_ref().is_some_and(|c| !c.is_empty())
-            || self.function_call.is_some()
+    parts.reasoning = rc.or(r);
+    let calls_at = at.key("tool_calls");
+    let calls = SHAPE
+        .opt_list(d.tool_calls, what, calls_at)?
+        .unwrap_or_default();
+    for (position, raw) in calls.into_iter().enumerate() {
+        let call_at = calls_at.index(position);
+        let call: CallRaw<'a> = SHAPE.obj(raw, what, call_at)?;
+        let index = SHAPE.opt_count(call.index, what, call_at.key("index"))?;
+        let fn_at = call_at.key("function");
+        let function: Option<FnRaw<'a>> = SHAPE.opt_obj(call.function, what, fn_at)?;
+        let id = SHAPE.opt_str(call.id, what, call_at.key("id"))?;
+        let (name, arguments) = match function {
+            Some(f) => (
+                SHAPE.opt_str(f.name, what, fn_at.key("name"))?,
+                SHAPE.opt_str(f.arguments, what, fn_at.key("arguments"))?,
+            ),
+            None => (None, None),
+        };
+        parts.tool_calls.push(CallPart {
+            position,
+            index: index.unwrap_or(position as u64),
+            id,
+            name,
+            arguments,
+        });
     }
+    let fc_at = at.key("function_call");
+    let fc: Option<FnRaw<'a>> = SHAPE.opt_obj(d.function_call, what, fc_at)?;
+    if let Some(f) = fc {
+        parts.function_call = Some((
+            SHAPE.opt_str(f.name, what, fc_at.key("name"))?,
+            SHAPE.opt_str(f.arguments, what, fc_at.key("arguments"))?,
+        ));
+    }
+    Ok(parts)
 }
 
 /// Two entries for one choice index are ambiguous: `MULTIPLE_CHOICES`.
@@ -399,9 +498,6 @@ pub struct OpenAIChat {
     finished: bool,
     done: bool,
 }
-
-const CHUNK: &str = "chat.completion.chunk";
-const BODY: &str = "chat.completion";
 
 impl OpenAIChat {
     pub fn new(choice: Option<usize>) -> OpenAIChat {
@@ -451,42 +547,41 @@ impl OpenAIChat {
         id
     }
 
+    /// Apply a checked delta; its tool calls too unless `with_calls` (a body
+    /// starts each of its calls itself). `at` is where the delta sits.
     fn apply(
         &mut self,
-        delta: &Delta<'_>,
+        parts: &Parts<'_>,
         with_calls: bool,
+        at: Path<'_>,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let (reasoning, pieces) = delta.pieces(CHUNK)?;
-        if let Some(r) = reasoning {
+        if let Some(r) = &parts.reasoning {
             let id = self.open_item(0, out);
             out.push(Event::ReasoningDelta {
                 item_id: id,
-                delta: r.to_owned(),
+                delta: r.clone().into_owned(),
                 signature: None,
             });
         }
-        for piece in &pieces {
-            match piece {
-                Piece::Reasoning(t) if !t.is_empty() => {
-                    let id = self.open_item(0, out);
-                    out.push(Event::ReasoningDelta {
-                        item_id: id,
-                        delta: (*t).to_owned(),
-                        signature: None,
-                    });
-                }
-                Piece::Text(t) if !t.is_empty() => {
-                    let id = self.open_item(1, out);
-                    out.push(Event::TextDelta {
-                        item_id: id,
-                        delta: (*t).to_owned(),
-                    });
-                }
-                _ => {}
+        for (reasoning, text) in &parts.content {
+            if text.is_empty() {
+                continue;
             }
+            let slot = if *reasoning { 0 } else { 1 };
+            let item_id = self.open_item(slot, out);
+            let delta = text.clone().into_owned();
+            out.push(if *reasoning {
+                Event::ReasoningDelta {
+                    item_id,
+                    delta,
+                    signature: None,
+                }
+            } else {
+                Event::TextDelta { item_id, delta }
+            });
         }
-        if let Some(r) = s(&delta.refusal).filter(|r| !r.is_empty()) {
+        if let Some(r) = parts.refusal.as_deref().filter(|r| !r.is_empty()) {
             let id = self.open_item(2, out);
             out.push(Event::RefusalDelta {
                 item_id: id,
@@ -494,33 +589,40 @@ impl OpenAIChat {
             });
         }
         if with_calls {
-            for (position, call) in delta.tool_calls.iter().flatten().enumerate() {
-                let index = call.index.unwrap_or(position as u64);
-                let (name, arguments) = match &call.function {
-                    Some(f) => (s(&f.name), s(&f.arguments)),
-                    None => (None, None),
-                };
-                self.tool_delta(index, s(&call.id), name, arguments, out)?;
+            let calls_at = at.key("tool_calls");
+            for call in &parts.tool_calls {
+                let call_at = calls_at.index(call.position);
+                let fn_at = call_at.key("function");
+                self.tool_delta(call, fn_at.key("name"), out)?;
             }
         }
-        if let Some(f) = &delta.function_call {
-            self.legacy_delta(s(&f.name), s(&f.arguments), out)?;
+        if let Some((name, arguments)) = &parts.function_call {
+            let fc_at = at.key("function_call");
+            self.legacy_delta(
+                name.as_deref(),
+                arguments.as_deref(),
+                fc_at.key("name"),
+                out,
+            )?;
         }
         Ok(())
     }
 
+    /// A new call; `at` is where its name sits (a call must have one).
     fn new_call(
         &mut self,
         call_id: Option<&str>,
         name: Option<&str>,
+        at: Path<'_>,
         out: &mut Vec<Event>,
     ) -> Result<Call, CoreError> {
         let name = match name {
             Some(n) if !n.is_empty() => n,
             _ => {
-                return Err(malformed(
+                return Err(invalid(
                     CHUNK,
                     "a tool call starts without a function name",
+                    at,
                 ))
             }
         };
@@ -551,12 +653,13 @@ impl OpenAIChat {
 
     fn tool_delta(
         &mut self,
-        index: u64,
-        call_id: Option<&str>,
-        name: Option<&str>,
-        arguments: Option<&str>,
+        part: &CallPart<'_>,
+        name_at: Path<'_>,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
+        let index = part.index;
+        let call_id = part.id.as_deref();
+        let name = part.name.as_deref();
         let reuse = match self.calls.get(&index) {
             None => true,
             Some(call) => call_id.is_some_and(|c| !c.is_empty() && c != call.call_id),
@@ -566,7 +669,7 @@ impl OpenAIChat {
             if let Some(old) = self.calls.remove(&index) {
                 self.close(&old.item_id, out);
             }
-            let call = self.new_call(call_id, name, out)?;
+            let call = self.new_call(call_id, name, name_at, out)?;
             self.calls.insert(index, call);
         } else if let Some(call) = self.calls.get(&index) {
             if let Some(n) = name.filter(|n| !n.is_empty() && *n != call.name) {
@@ -579,8 +682,8 @@ impl OpenAIChat {
                 ));
             }
         }
-        if let (Some(a), Some(call)) = (arguments.filter(|a| !a.is_empty()), self.calls.get(&index))
-        {
+        let arguments = part.arguments.as_deref().filter(|a| !a.is_empty());
+        if let (Some(a), Some(call)) = (arguments, self.calls.get(&index)) {
             out.push(Event::ToolArgumentsDelta {
                 item_id: call.item_id.clone(),
                 delta: a.to_owned(),
@@ -593,10 +696,11 @@ impl OpenAIChat {
         &mut self,
         name: Option<&str>,
         arguments: Option<&str>,
+        name_at: Path<'_>,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
         if self.legacy.is_none() {
-            let call = self.new_call(None, name, out)?;
+            let call = self.new_call(None, name, name_at, out)?;
             self.legacy = Some(call);
         } else if let Some(call) = &self.legacy {
             if let Some(n) = name.filter(|n| !n.is_empty() && *n != call.name) {
@@ -651,41 +755,75 @@ impl OpenAIChat {
         });
     }
 
-    fn chunk(&mut self, chunk: &Chunk<'_>, out: &mut Vec<Event>) -> Result<(), CoreError> {
-        let failure = match &chunk.error {
-            Some(e) => Some(e.failure(CHUNK)?),
-            None => None,
-        };
-        // shape-check every choice before acting on any
-        let mut checked = Vec::new();
-        for choice in chunk.choices.iter().flatten() {
-            let index = choice.index.unwrap_or(0);
-            let parts = match &choice.delta {
-                Some(d) => Some(d.pieces(CHUNK)?),
-                None => None,
-            };
-            checked.push((
-                index,
-                parts.map(|(r, p)| choice.delta.as_ref().is_some_and(|d| d.has_content(r, &p))),
-            ));
+    /// The event a cleanly read common chunk maps to, when every condition
+    /// of the hot path holds (it changes no state); None sends the chunk
+    /// down the general path.
+    fn fast_delta(&self, fast: FastChunk<'_>) -> Option<Event> {
+        if !self.started || self.finished || fast.usage.is_some() || fast.error.is_some() {
+            return None;
         }
-        no_repeated_choice(checked.iter().map(|(index, _)| *index), "chunk")?;
-        let choices = chunk.choices.as_deref().unwrap_or(&[]);
-        let rid = s(&chunk.id).filter(|r| !r.is_empty());
+        let [choice] = fast.choices.as_slice() else {
+            return None;
+        };
+        let delta = &choice.delta;
+        if choice.finish_reason.is_some()
+            || choice.index.unwrap_or(0) != self.choice
+            || delta.refusal.is_some()
+            || delta.reasoning_content.is_some()
+            || delta.reasoning.is_some()
+            || delta.function_call.is_some()
+        {
+            return None;
+        }
+        match (&delta.content, &delta.tool_calls) {
+            (Some(text), None) if !text.as_str().is_empty() => Some(Event::TextDelta {
+                item_id: self.text.clone()?,
+                delta: text.as_str().to_owned(),
+            }),
+            (None, Some(calls)) => {
+                let [call] = calls.as_slice() else {
+                    return None;
+                };
+                let arguments = call.function.arguments.as_str();
+                if call.id.is_some() || call.function.name.is_some() || arguments.is_empty() {
+                    return None;
+                }
+                let current = self.calls.get(&call.index.unwrap_or(0))?;
+                Some(Event::ToolArgumentsDelta {
+                    item_id: current.item_id.clone(),
+                    delta: arguments.to_owned(),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    fn chunk(&mut self, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+        // the whole chunk is shape-checked before any of it is acted on
+        let top = top(data, CHUNK)?;
+        let mut choices = Vec::with_capacity(top.choices.len());
+        for (position, raw) in top.choices.iter().enumerate() {
+            choices.push(choice(raw, position, false, CHUNK)?);
+        }
+        no_repeated_choice(choices.iter().map(|c| c.index.unwrap_or(0)), "chunk")?;
+        let rid = top.id.as_deref().filter(|r| !r.is_empty());
         if !self.started
             && (rid.is_some()
                 || !choices.is_empty()
-                || chunk.usage.is_some()
-                || chunk.error.is_some())
+                || top.usage.is_some()
+                || top.failure.is_some())
         {
-            self.start(rid, s(&chunk.model).filter(|m| !m.is_empty()), out);
+            let model = top.model.as_deref().filter(|m| !m.is_empty());
+            self.start(rid, model, out);
         }
-        if let Some(f) = failure {
+        if let Some(f) = top.failure {
             // an error vetoes whatever the chunk's choices say
             out.push(f);
             return Ok(());
         }
-        for (choice, (index, has_content)) in choices.iter().zip(checked) {
+        let choices_at = ROOT.key("choices");
+        for choice in &choices {
+            let index = choice.index.unwrap_or(0);
             if index != self.choice {
                 if self.choice_given {
                     continue;
@@ -696,16 +834,17 @@ impl OpenAIChat {
                 ));
             }
             let terminal = self.finished;
-            if let Some(delta) = &choice.delta {
-                if terminal && has_content == Some(true) {
+            if let Some(parts) = &choice.parts {
+                if terminal && parts.has_content() {
                     return Err(CoreError::new(
                         Code::EVENT_AFTER_TERMINAL,
                         "content arrived after the choice's finish_reason",
                     ));
                 }
-                self.apply(delta, true, out)?;
+                let at = choices_at.index(choice.position);
+                self.apply(parts, true, at.key("delta"), out)?;
             }
-            if let Some(finish) = s(&choice.finish_reason) {
+            if let Some(finish) = &choice.finish {
                 if terminal {
                     return Err(CoreError::new(
                         Code::EVENT_AFTER_TERMINAL,
@@ -715,8 +854,8 @@ impl OpenAIChat {
                 self.finish_with(finish, out);
             }
         }
-        if let Some(u) = &chunk.usage {
-            out.push(u.event());
+        if let Some(u) = top.usage {
+            out.push(u);
         }
         Ok(())
     }
@@ -739,8 +878,15 @@ impl Mapper for OpenAIChat {
             self.done = true;
             return Ok(());
         }
-        let chunk: Chunk<'_> = parse(data, CHUNK)?;
-        self.chunk(&chunk, out)
+        if data.trim_start().starts_with('{') {
+            if let Ok(fast) = serde_json::from_str::<FastChunk<'_>>(data) {
+                if let Some(event) = self.fast_delta(fast) {
+                    out.push(event);
+                    return Ok(());
+                }
+            }
+        }
+        self.chunk(data, out)
     }
 
     fn end(&mut self, _out: &mut Vec<Event>) -> Result<(), CoreError> {
@@ -748,29 +894,24 @@ impl Mapper for OpenAIChat {
     }
 
     fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
-        let body: Body<'_> = parse(body, BODY)?;
-        let failure = match &body.error {
-            Some(e) => Some(e.failure(BODY)?),
-            None => None,
-        };
-        let choices = body.choices.as_deref().unwrap_or(&[]);
-        for choice in choices {
-            if let Some(m) = &choice.message {
-                m.pieces(BODY)?;
-            }
+        let top = top(body, BODY)?;
+        let mut choices = Vec::with_capacity(top.choices.len());
+        for (position, raw) in top.choices.iter().enumerate() {
+            choices.push(choice(raw, position, true, BODY)?);
         }
         self.start(
-            s(&body.id).filter(|r| !r.is_empty()),
-            s(&body.model).filter(|m| !m.is_empty()),
+            top.id.as_deref().filter(|r| !r.is_empty()),
+            top.model.as_deref().filter(|m| !m.is_empty()),
             out,
         );
-        if let Some(f) = failure {
+        if let Some(f) = top.failure {
             // an error vetoes whatever the choices say
             out.push(f);
             return Ok(());
         }
+        let choices_at = ROOT.key("choices");
         if choices.is_empty() {
-            return Err(malformed(BODY, "the body has no choices"));
+            return Err(invalid(BODY, "the body has no choices", choices_at));
         }
         if !self.choice_given && choices.len() > 1 {
             return Err(CoreError::new(
@@ -783,8 +924,7 @@ impl Mapper for OpenAIChat {
         }
         let indexes: Vec<u64> = choices
             .iter()
-            .enumerate()
-            .map(|(p, c)| c.index.unwrap_or(p as u64))
+            .map(|c| c.index.unwrap_or(c.position as u64))
             .collect();
         no_repeated_choice(
             indexes.iter().copied().filter(|i| *i == self.choice),
@@ -804,27 +944,37 @@ impl Mapper for OpenAIChat {
                 ),
             ));
         };
-        let Some(finish) = s(&selected.finish_reason) else {
-            return Err(malformed(BODY, "the selected choice has no finish_reason"));
+        let at = choices_at.index(selected.position);
+        let Some(finish) = &selected.finish else {
+            return Err(invalid(
+                BODY,
+                "the selected choice has no finish_reason",
+                at.key("finish_reason"),
+            ));
         };
-        if let Some(message) = &selected.message {
-            self.apply(message, false, out)?;
-            for call in message.tool_calls.iter().flatten() {
-                let (name, arguments) = match &call.function {
-                    Some(f) => (s(&f.name), s(&f.arguments)),
-                    None => (None, None),
-                };
-                let call = self.new_call(s(&call.id), name, out)?;
-                if let Some(a) = arguments.filter(|a| !a.is_empty()) {
+        if let Some(parts) = &selected.parts {
+            let message_at = at.key("message");
+            self.apply(parts, false, message_at, out)?;
+            let calls_at = message_at.key("tool_calls");
+            for call in &parts.tool_calls {
+                let call_at = calls_at.index(call.position);
+                let fn_at = call_at.key("function");
+                let new = self.new_call(
+                    call.id.as_deref(),
+                    call.name.as_deref(),
+                    fn_at.key("name"),
+                    out,
+                )?;
+                if let Some(a) = call.arguments.as_deref().filter(|a| !a.is_empty()) {
                     out.push(Event::ToolArgumentsDelta {
-                        item_id: call.item_id,
+                        item_id: new.item_id,
                         delta: a.to_owned(),
                     });
                 }
             }
         }
-        if let Some(u) = &body.usage {
-            out.push(u.event());
+        if let Some(u) = top.usage {
+            out.push(u);
         }
         self.finish_with(finish, out);
         Ok(())

@@ -30,11 +30,13 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::jsontext::{self, Node};
-use super::openai_chat::{malformed, parse, s, ErrObj, Obj};
-use super::shape::{count, Str};
+use super::openai_common::{failure, malformed, parse, s, Obj};
+use super::shape::{count, Shape, Str, ROOT};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{CallKind, Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
+
+const SHAPE: Shape = Shape("openai-responses");
 
 // ------------------------------------------------------------ shapes
 
@@ -73,7 +75,7 @@ struct Final<'a> {
     #[serde(default)]
     usage: Option<Obj<RespUsage>>,
     #[serde(borrow, default)]
-    error: Option<Obj<ErrObj<'a>>>,
+    error: Option<&'a RawValue>,
     #[serde(borrow, default)]
     incomplete_details: Option<Obj<Details<'a>>>,
 }
@@ -434,7 +436,7 @@ fn required<'x>(v: &'x Option<Str<'_>>, field: &str, what: &str) -> Result<&'x s
 #[derive(Deserialize)]
 struct ErrorEvent<'a> {
     #[serde(borrow, default)]
-    error: Option<Obj<ErrObj<'a>>>,
+    error: Option<&'a RawValue>,
 }
 
 // ------------------------------------------------------------ running hash
@@ -823,11 +825,11 @@ impl OpenAIResponses {
             }
             "error" => {
                 let ev: ErrorEvent<'_> = parse(data, what)?;
-                let failure = match &ev.error {
-                    Some(e) => e.failure(what)?,
+                let failure = match ev.error {
+                    Some(raw) => failure(SHAPE, raw, what, ROOT.key("error"))?,
                     None => {
-                        let e: ErrObj<'_> = parse(data, what)?;
-                        e.failure(what)?
+                        let raw: &RawValue = parse(data, what)?;
+                        failure(SHAPE, raw, what, ROOT)?
                     }
                 };
                 self.terminal = Some(Terminal::Error);
@@ -1069,8 +1071,9 @@ impl OpenAIResponses {
         what: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let failure = match &fin.error {
-            Some(e) => Some(e.failure(what)?),
+        let at = ROOT.key("response");
+        let failure = match fin.error {
+            Some(raw) => Some(failure(SHAPE, raw, what, at.key("error"))?),
             None => None,
         };
         let mut output = Vec::new();
@@ -1322,8 +1325,8 @@ impl Mapper for OpenAIResponses {
     fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
         let what = "response";
         let fin: Final<'_> = parse(body, what)?;
-        let failure = match &fin.error {
-            Some(e) => Some(e.failure(what)?),
+        let failure = match fin.error {
+            Some(raw) => Some(failure(SHAPE, raw, what, ROOT.key("error"))?),
             None => None,
         };
         let mut output = Vec::new();

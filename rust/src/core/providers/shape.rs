@@ -1,9 +1,11 @@
-//! Payload-shape readers shared by the Anthropic and Gemini mappers.
+//! Payload-shape readers shared by every mapper (the template: see the
+//! module doc of [`super`]).
 //!
 //! Each reads one raw JSON member as exactly its documented type (an absent
-//! member is `None` for an optional field) and fails with `MALFORMED_EVENT`
-//! and `"<provider> <what> does not have the documented shape"`, the message
-//! of the pure twin `python/decisions/_pure/providers/_shape.py`.
+//! member is `None` for an optional field) and fails with `MALFORMED_EVENT`,
+//! `"<provider> <what> does not have the documented shape"` and the JSON path
+//! of the member in the event ([`Path`]), the code, message and path of the
+//! pure twin `python/decisions/_pure/providers/_shape.py`.
 
 use std::borrow::Cow;
 
@@ -33,16 +35,76 @@ pub(crate) fn is_array(raw: &RawValue) -> bool {
     raw.get().trim_start().starts_with('[')
 }
 
+/// Where a member sits in an event or body: the steps from its root, written
+/// out (`$.choices[0].delta.content`, the path syntax of the envelope rule's
+/// errors) only when an error names it. Documented keys are identifiers, so
+/// a key is always `.key`.
+#[derive(Clone, Copy)]
+pub(crate) enum Path<'p> {
+    Root,
+    Key(&'p Path<'p>, &'static str),
+    Index(&'p Path<'p>, usize),
+}
+
+/// The root of an event or body (`$`).
+pub(crate) const ROOT: Path<'static> = Path::Root;
+
+impl Path<'_> {
+    /// The member `key` of the object here.
+    #[inline]
+    pub(crate) fn key(&self, key: &'static str) -> Path<'_> {
+        Path::Key(self, key)
+    }
+
+    /// The element `index` of the array here.
+    #[inline]
+    pub(crate) fn index(&self, index: usize) -> Path<'_> {
+        Path::Index(self, index)
+    }
+
+    /// The path as text.
+    pub(crate) fn render(&self) -> String {
+        let mut steps = Vec::new();
+        let mut at = self;
+        loop {
+            match at {
+                Path::Root => break,
+                Path::Key(parent, key) => {
+                    steps.push(format!(".{key}"));
+                    at = parent;
+                }
+                Path::Index(parent, index) => {
+                    steps.push(format!("[{index}]"));
+                    at = parent;
+                }
+            }
+        }
+        steps.iter().rev().fold(String::from("$"), |mut out, step| {
+            out.push_str(step);
+            out
+        })
+    }
+}
+
+/// `error` with `at` as its path.
+pub(crate) fn located(mut error: CoreError, at: Path<'_>) -> CoreError {
+    error.path = Some(at.render());
+    error
+}
+
 /// The shape readers of one provider, named in their errors.
 #[derive(Clone, Copy)]
 pub(crate) struct Shape(pub(crate) &'static str);
 
 impl Shape {
     /// The error for a known payload whose shape does not fit.
-    pub(crate) fn malformed(self, what: &str) -> CoreError {
-        CoreError::new(
-            Code::MALFORMED_EVENT,
-            format!("{} {what} does not have the documented shape", self.0),
+    pub(crate) fn malformed(self, what: &str, at: Path<'_>) -> CoreError {
+        located(
+            CoreError::new(
+                Code::MALFORMED_EVENT,
+                format!("{} {what} does not have the documented shape", self.0),
+            ),
+            at,
         )
     }
 
@@ -52,11 +114,12 @@ impl Shape {
         self,
         raw: &'a RawValue,
         what: &str,
+        at: Path<'_>,
     ) -> Result<T, CoreError> {
         if !is_object(raw) {
-            return Err(self.malformed(what));
+            return Err(self.malformed(what, at));
         }
-        serde_json::from_str(raw.get()).map_err(|_| self.malformed(what))
+        serde_json::from_str(raw.get()).map_err(|_| self.malformed(what, at))
     }
 
     /// A required object (absent is malformed).
@@ -65,10 +128,11 @@ impl Shape {
         self,
         raw: Option<&'a RawValue>,
         what: &str,
+        at: Path<'_>,
     ) -> Result<T, CoreError> {
         match raw {
-            Some(raw) => self.obj(raw, what),
-            None => Err(self.malformed(what)),
+            Some(raw) => self.obj(raw, what, at),
+            None => Err(self.malformed(what, at)),
         }
     }
 
@@ -78,10 +142,11 @@ impl Shape {
         self,
         raw: Option<&'a RawValue>,
         what: &str,
+        at: Path<'_>,
     ) -> Result<Option<T>, CoreError> {
         match raw {
             None => Ok(None),
-            Some(raw) => self.obj(raw, what).map(Some),
+            Some(raw) => self.obj(raw, what, at).map(Some),
         }
     }
 
@@ -91,13 +156,14 @@ impl Shape {
         self,
         raw: Option<&'a RawValue>,
         what: &str,
+        at: Path<'_>,
     ) -> Result<Option<Vec<&'a RawValue>>, CoreError> {
         match raw {
             None => Ok(None),
             Some(raw) if is_array(raw) => serde_json::from_str(raw.get())
                 .map(Some)
-                .map_err(|_| self.malformed(what)),
-            Some(_) => Err(self.malformed(what)),
+                .map_err(|_| self.malformed(what, at)),
+            Some(_) => Err(self.malformed(what, at)),
         }
     }
 
@@ -107,12 +173,13 @@ impl Shape {
         self,
         raw: Option<&'a RawValue>,
         what: &str,
+        at: Path<'_>,
     ) -> Result<Option<Cow<'a, str>>, CoreError> {
         match raw {
             None => Ok(None),
             Some(raw) => serde_json::from_str::<Str<'a>>(raw.get())
                 .map(|s| Some(s.0))
-                .map_err(|_| self.malformed(what)),
+                .map_err(|_| self.malformed(what, at)),
         }
     }
 
@@ -122,16 +189,25 @@ impl Shape {
         self,
         raw: Option<&'a RawValue>,
         what: &str,
+        at: Path<'_>,
     ) -> Result<Cow<'a, str>, CoreError> {
-        self.opt_str(raw, what)?.ok_or_else(|| self.malformed(what))
+        self.opt_str(raw, what, at)?
+            .ok_or_else(|| self.malformed(what, at))
     }
 
     /// An optional boolean; absent reads as `false`.
     #[inline]
-    pub(crate) fn opt_bool(self, raw: Option<&RawValue>, what: &str) -> Result<bool, CoreError> {
+    pub(crate) fn opt_bool(
+        self,
+        raw: Option<&RawValue>,
+        what: &str,
+        at: Path<'_>,
+    ) -> Result<bool, CoreError> {
         match raw {
             None => Ok(false),
-            Some(raw) => serde_json::from_str::<bool>(raw.get()).map_err(|_| self.malformed(what)),
+            Some(raw) => {
+                serde_json::from_str::<bool>(raw.get()).map_err(|_| self.malformed(what, at))
+            }
         }
     }
 
@@ -141,20 +217,26 @@ impl Shape {
         self,
         raw: Option<&RawValue>,
         what: &str,
+        at: Path<'_>,
     ) -> Result<Option<u64>, CoreError> {
         match raw {
             None => Ok(None),
             Some(raw) => count_text(raw.get())
                 .map(Some)
-                .ok_or_else(|| self.malformed(what)),
+                .ok_or_else(|| self.malformed(what, at)),
         }
     }
 
     /// A required count or index in `0..=u64::MAX`.
     #[inline]
-    pub(crate) fn req_index(self, raw: Option<&RawValue>, what: &str) -> Result<u64, CoreError> {
-        self.opt_count(raw, what)?
-            .ok_or_else(|| self.malformed(what))
+    pub(crate) fn req_index(
+        self,
+        raw: Option<&RawValue>,
+        what: &str,
+        at: Path<'_>,
+    ) -> Result<u64, CoreError> {
+        self.opt_count(raw, what, at)?
+            .ok_or_else(|| self.malformed(what, at))
     }
 }
 
@@ -184,16 +266,23 @@ pub(crate) fn count<'de, D: serde::Deserializer<'de>>(
 
 #[cfg(test)]
 mod tests {
-    use super::Shape;
+    use super::{Shape, ROOT};
     use serde_json::value::RawValue;
 
     #[test]
-    fn malformed_names_the_provider() {
+    fn malformed_names_the_provider_and_the_path() {
         let raw = RawValue::from_string("1".to_owned()).ok();
-        let err = Shape("gemini").opt_str(raw.as_deref(), "part").err();
+        let at = ROOT.key("candidates");
+        let at = at.index(2);
+        let err = Shape("gemini")
+            .opt_str(raw.as_deref(), "part", at.key("text"))
+            .err();
         assert_eq!(
-            err.map(|e| e.message),
-            Some("gemini part does not have the documented shape".to_owned())
+            err.map(|e| (e.message, e.path)),
+            Some((
+                "gemini part does not have the documented shape".to_owned(),
+                Some("$.candidates[2].text".to_owned())
+            ))
         );
     }
 }

@@ -1,0 +1,131 @@
+//! What the two OpenAI mappers share (pure twin: `_pure/providers/_openai.py`):
+//! the OpenAI-style error object, read with the shape readers of the mapper
+//! that meets it, and (until the Responses mapper reads raw members too) the
+//! typed-struct helpers it uses.
+
+use std::fmt;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::shape::{Path, Shape, Str};
+use crate::core::errors::{Code, CoreError};
+use crate::core::events::Event;
+
+/// Provider error types / codes that say asking again may succeed.
+pub(crate) const RETRYABLE_ERRORS: &[&str] = &[
+    "server_error",
+    "rate_limit_exceeded",
+    "rate_limit_error",
+    "overloaded_error",
+    "service_unavailable",
+];
+
+#[derive(Deserialize)]
+struct ErrorRaw<'a> {
+    #[serde(borrow)]
+    code: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow, rename = "type")]
+    kind: Option<&'a RawValue>,
+}
+
+/// An error code: a string or a 64-bit integer (`-0` is 0, as JSON reads it).
+fn code_text(raw: &RawValue) -> Option<String> {
+    if let Ok(text) = serde_json::from_str::<Str<'_>>(raw.get()) {
+        return Some(text.0.into_owned());
+    }
+    if raw.get().trim() == "-0" {
+        return Some("0".to_owned());
+    }
+    serde_json::from_str::<i64>(raw.get())
+        .map(|n| n.to_string())
+        .or_else(|_| serde_json::from_str::<u64>(raw.get()).map(|n| n.to_string()))
+        .ok()
+}
+
+/// The `ResponseFailed` event an OpenAI-style `{"code", "message", "type"}`
+/// error object at `at` stands for: its members checked in that order.
+pub(crate) fn failure(
+    shape: Shape,
+    raw: &RawValue,
+    what: &str,
+    at: Path<'_>,
+) -> Result<Event, CoreError> {
+    let error: ErrorRaw<'_> = shape.obj(raw, what, at)?;
+    let code = match error.code {
+        None => None,
+        Some(raw) => Some(code_text(raw).ok_or_else(|| shape.malformed(what, at.key("code")))?),
+    };
+    let message = shape
+        .opt_str(error.message, what, at.key("message"))?
+        .map(|m| m.into_owned())
+        .unwrap_or_default();
+    let error_type = shape
+        .opt_str(error.kind, what, at.key("type"))?
+        .map(|t| t.into_owned());
+    let code = code
+        .or_else(|| error_type.clone())
+        .unwrap_or_else(|| "error".to_owned());
+    let retryable = RETRYABLE_ERRORS.contains(&code.as_str())
+        || error_type
+            .as_deref()
+            .is_some_and(|t| RETRYABLE_ERRORS.contains(&t));
+    Ok(Event::ResponseFailed {
+        code,
+        message,
+        retryable,
+        error_type,
+    })
+}
+
+// ------------------------------------------------------------ typed structs
+
+/// A JSON object deserialized as `T`. Serde would also build a struct from a
+/// JSON array of its fields; the pure twin (and the API) allow only objects.
+pub(crate) struct Obj<T>(pub T);
+
+impl<T> std::ops::Deref for Obj<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData)).map(Obj)
+    }
+}
+
+/// An optional string as `&str` (`None` when absent or null).
+pub(crate) fn s<'x>(v: &'x Option<Str<'_>>) -> Option<&'x str> {
+    v.as_ref().map(Str::as_str)
+}
+
+/// The error for a known event whose shape does not fit.
+pub(crate) fn malformed(what: &str, detail: impl fmt::Display) -> CoreError {
+    CoreError::new(Code::MALFORMED_EVENT, format!("{what}: {detail}"))
+}
+
+/// Parse `data` as `T`, requiring a JSON object at the top.
+pub(crate) fn parse<'a, T: Deserialize<'a>>(data: &'a str, what: &str) -> Result<T, CoreError> {
+    let trimmed = data.trim_start_matches([' ', '\t', '\n', '\r']);
+    if !trimmed.starts_with('{') {
+        return Err(malformed(what, "the event must be a JSON object"));
+    }
+    serde_json::from_str(data).map_err(|e| malformed(what, e))
+}
