@@ -224,3 +224,55 @@ def test_a_hostile_type_member_is_no_crash() -> None:
     for kind in ([], ["message_start"], {}, {"a": 1}, 1, 1.5, True, None):
         assert candidates({"type": kind}) == ()
         assert candidates({"type": kind, "candidates": []}, stream=False) == ("gemini",)
+
+
+_SHAPELESS = [
+    ("openai-responses", {}, "it has none of the members {} response has"),
+    ("openai-responses", {"hello": "world", "id": "x"}, "it has none of the members {} response has"),
+    ("gemini", {}, "it has none of the members {} response has"),
+    ("gemini", {"hello": "world", "id": "x"}, "it has none of the members {} response has"),
+    ("gemini", [{}], "it is a JSON array of no provider's events"),
+    ("gemini", [{"hello": 1}, {"candidates": []}], "it is a JSON array of no provider's events"),
+]
+_ARTICLE_TITLES = {
+    "openai-chat": "an OpenAI Chat Completions",
+    "openai-responses": "an OpenAI Responses",
+    "anthropic": "an Anthropic Messages",
+    "gemini": "a Google Gemini",
+}
+
+
+@pytest.mark.parametrize(
+    ("provider", "body", "what"), _SHAPELESS, ids=[f"{p}-{json.dumps(b)}" for p, b, _ in _SHAPELESS]
+)
+@pytest.mark.parametrize("form", ["text", "object"])
+def test_a_body_of_no_providers_shape_is_not_a_response(
+    impl: ModuleType, provider: str, body: object, what: str, form: str
+) -> None:
+    """A body the mapper reads as nothing (Gemini's), or as a response
+    without a finish signal (Responses'), that has no provider's shape at all
+    is not an empty response and not an unfinished one: NOT_A_RESPONSE_BODY
+    saying what it is. (A body the mapper cannot read keeps the mapper's
+    MALFORMED_EVENT and the path it names.)"""
+    if form == "object" and not isinstance(body, dict):
+        pytest.skip("only an object is given as a dict")
+    err = refused(impl, json.dumps(body) if form == "text" else body, provider)
+    expected = what.format(_ARTICLE_TITLES[provider])
+    assert (err.code, err.retryable) == ("NOT_A_RESPONSE_BODY", False)
+    assert err.message == f"the body is not a response of provider {provider!r}: {expected}"
+
+
+@pytest.mark.parametrize(
+    ("provider", "body"),
+    [
+        ("gemini", {"promptFeedback": {"blockReason": "SAFETY"}}),
+        ("gemini", {"usageMetadata": {"promptTokenCount": 1}}),
+        ("openai-responses", {"object": "response", "id": "r"}),
+    ],
+)
+def test_a_body_of_its_own_shape_keeps_its_outcome(impl: ModuleType, provider: str, body: object) -> None:
+    """The rule above leaves alone every body that has its provider's members."""
+    try:
+        impl.normalize(json.dumps(body), provider=provider)
+    except OutputError as err:
+        assert err.code != "NOT_A_RESPONSE_BODY"

@@ -21,6 +21,7 @@ __all__ = [
     "TITLES",
     "candidates",
     "looks_like",
+    "shapeless",
 ]
 
 OPENAI_CHAT: Final = "openai-chat"
@@ -111,3 +112,16 @@ def looks_like(provider: str, body: object) -> str | None:
     if isinstance(body, list):
         return "a JSON array of " + " or ".join(TITLES[name] for name in found) + " events"
     return " or ".join(_a(TITLES[name]) for name in found) + " response"
+
+
+def shapeless(provider: str, body: object) -> str | None:
+    """What a decoded whole ``body`` given to ``provider`` is when it has no
+    provider's shape at all (an object with none of the members any
+    provider's response has, an array whose first element is no provider's
+    event); else None. An empty array is a stream with no chunk yet, not
+    finished rather than shapeless."""
+    if isinstance(body, list):
+        return None if not body or candidates(body[0]) else "it is a JSON array of no provider's events"
+    if isinstance(body, Mapping) and not candidates(body, stream=False):
+        return f"it has none of the members {_a(TITLES[provider])} response has"
+    return None

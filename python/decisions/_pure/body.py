@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Final
 
 from ..errors import OutputError, StreamError
-from ..providers import looks_like
+from ..providers import looks_like, shapeless
 
-__all__ = ["body_error", "foreign_body", "QUOTE_CHARS"]
+__all__ = ["body_error", "foreign_body", "shapeless_body", "QUOTE_CHARS"]
 
 #: The codes of a body its provider's mapper could not read as a response.
 _UNREAD: Final = frozenset({"MALFORMED_EVENT", "NO_TERMINAL_EVENT"})
@@ -28,6 +28,16 @@ def foreign_body(provider: str, decoded: object) -> OutputError | None:
     )
 
 
+def shapeless_body(provider: str, decoded: object) -> OutputError | None:
+    """``NOT_A_RESPONSE_BODY`` when the decoded body given to ``provider``,
+    read as nothing or without a finish signal, has no provider's shape at
+    all (:func:`decisions.providers.shapeless`)."""
+    what = shapeless(provider, decoded)
+    if what is None:
+        return None
+    return StreamError("NOT_A_RESPONSE_BODY", f"the body is not a response of provider {provider!r}: {what}")
+
+
 def body_error(
     body: str | bytes | bytearray | memoryview,
     error: OutputError,
@@ -37,11 +47,14 @@ def body_error(
     """The error of a whole body for ``error``, the pipeline's error for it:
     a body ``provider``'s mapper could not read (``decoded``, when it is JSON)
     that looks like another provider's is ``NOT_A_RESPONSE_BODY`` saying what
-    it looks like, no finish signal is ``BODY_NOT_FINISHED``, text that is
+    it looks like, as is one without a finish signal that has no provider's
+    shape at all; no finish signal is otherwise ``BODY_NOT_FINISHED``, text that is
     not JSON is ``NOT_A_RESPONSE_BODY`` (quoting its start); any other error
     is kept."""
     if provider is not None and error.code in _UNREAD:
         foreign = foreign_body(provider, decoded)
+        if foreign is None and error.code == "NO_TERMINAL_EVENT":
+            foreign = shapeless_body(provider, decoded)
         if foreign is not None:
             return foreign
     if error.code == "NO_TERMINAL_EVENT":

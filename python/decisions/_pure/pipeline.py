@@ -19,7 +19,7 @@ from ..providers import CANONICAL
 from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler
-from .body import body_error, foreign_body
+from .body import body_error, foreign_body, shapeless_body
 from .envelope import decode
 from .providers.canonical import CanonicalMapper, event_fields
 from .sse import _Framer, exclusive
@@ -175,9 +175,10 @@ def normalize_text(
         response = assembler.finish(mapper.unknown_events)
     except OutputError as err:
         raise body_error(body, err, provider, decoded) from None
-    foreign = None if response.items else foreign_body(provider, decoded)  # read as nothing: whose is it?
-    if foreign is not None:
-        raise foreign
+    if not response.items:  # read as nothing: whose is it?
+        foreign = foreign_body(provider, decoded) or shapeless_body(provider, decoded)
+        if foreign is not None:
+            raise foreign
     return response
 
 

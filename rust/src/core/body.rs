@@ -152,16 +152,59 @@ pub fn foreign_body(provider: &str, body: &str) -> Option<CoreError> {
     })
 }
 
+/// What the whole `body` given to `provider` is when it has no provider's
+/// shape at all (an object with none of the members any provider's response
+/// has, an array whose first element is no provider's event); else None. An
+/// empty array is a stream with no chunk yet, not finished rather than
+/// shapeless.
+pub fn shapeless(provider: &str, body: &str) -> Option<String> {
+    let text = body.trim_start();
+    if text.starts_with('[') {
+        let items = serde_json::from_str::<Vec<&RawValue>>(body).ok()?;
+        return match items.first() {
+            None => None,
+            Some(first) if candidates(first.get(), true).is_empty() => {
+                Some("it is a JSON array of no provider's events".to_string())
+            }
+            Some(_) => None,
+        };
+    }
+    (text.starts_with('{') && candidates(body, false).is_empty()).then(|| {
+        format!(
+            "it has none of the members {} response has",
+            with_article(title(provider))
+        )
+    })
+}
+
+/// `NOT_A_RESPONSE_BODY` when the body given to `provider`, read as nothing
+/// or without a finish signal, has no provider's shape at all (see
+/// [`shapeless`]).
+pub fn shapeless_body(provider: &str, body: &str) -> Option<CoreError> {
+    shapeless(provider, body).map(|what| {
+        CoreError::new(
+            Code::NOT_A_RESPONSE_BODY,
+            format!("the body is not a response of provider '{provider}': {what}"),
+        )
+    })
+}
+
 /// The error of a whole body for `error`, the pipeline's error for it: a body
 /// the mapper of `provider` (None: the envelope rule failed first) could not
 /// read that looks like another provider's is `NOT_A_RESPONSE_BODY` saying
-/// what it looks like, no finish signal is `BODY_NOT_FINISHED`, text that is
+/// what it looks like, as is one without a finish signal that has no
+/// provider's shape at all; no finish signal is otherwise `BODY_NOT_FINISHED`, text that is
 /// not JSON is `NOT_A_RESPONSE_BODY` (quoting its start); any other error is
 /// kept.
 pub fn body_error(provider: Option<&str>, body: &str, error: CoreError) -> CoreError {
     if let Some(provider) = provider {
         if matches!(error.code, Code::MALFORMED_EVENT | Code::NO_TERMINAL_EVENT) {
-            if let Some(foreign) = foreign_body(provider, body) {
+            let foreign = foreign_body(provider, body).or_else(|| {
+                (error.code == Code::NO_TERMINAL_EVENT)
+                    .then(|| shapeless_body(provider, body))
+                    .flatten()
+            });
+            if let Some(foreign) = foreign {
                 return foreign;
             }
         }

@@ -5,7 +5,7 @@
 //! `python/decisions/_pure/assemble.py`, with the same steps in the same order.
 
 use crate::core::assemble::{Assembler, Response};
-use crate::core::body::{body_error, foreign_body};
+use crate::core::body::{body_error, foreign_body, shapeless_body};
 use crate::core::envelope::Envelope;
 use crate::core::errors::CoreError;
 use crate::core::events::Event;
@@ -159,7 +159,7 @@ pub fn normalize<T>(
             let foreign = response
                 .items
                 .is_empty()
-                .then(|| foreign_body(provider, body));
+                .then(|| foreign_body(provider, body).or_else(|| shapeless_body(provider, body)));
             match foreign.flatten() {
                 Some(error) => Err(error),
                 None => Ok(read(response)),
