@@ -150,7 +150,6 @@ def _literal_hints() -> list[tuple[str, int, str]]:
 # reply's character limit): about the wrapper, not about JSON.
 TEXTCALL_GRAMMAR = [
     "DOCUMENT_TOO_LARGE",
-    "UNEXPECTED_CHARACTER",
     "UNEXPECTED_END",
     "UNEXPECTED_END",
     "TRAILING_CONTENT",

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from .. import _backend
-from .._json_errors import fix_text
+from .._json_errors import fix_text, parse_error
 from .._payload import canonical_json
 from ..errors import ParseError, SchemaError, StreamError
 from ..limits import DEFAULT_LIMITS, Limits
@@ -112,12 +112,7 @@ def _check_size(text: str, max_chars: int | None, limits: Limits) -> None:
             hint="answer with a shorter value",
         )
     if len(text) > limits.max_document_bytes or len(text.encode("utf-8", "surrogatepass")) > limits.max_document_bytes:
-        raise ParseError(
-            "DOCUMENT_TOO_LARGE",
-            doc="",
-            pos=0,
-            hint=f"the document is larger than {limits.max_document_bytes} bytes: send a smaller one",
-        )
+        raise parse_error("DOCUMENT_TOO_LARGE", "", 0, limits)  # the parser's own error
 
 
 def parse_json_text(

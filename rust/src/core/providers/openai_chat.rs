@@ -207,6 +207,138 @@ struct FastFn<'a> {
     arguments: Str<'a>,
 }
 
+/// A body read in one typed pass: what the checked readers below would read
+/// from a body whose every member has its documented type. Anything else
+/// (a member of another type, Mistral's content parts, a legacy
+/// `function_call`, an `error`) makes the parse fail and the body takes the
+/// checked way, which names the field.
+#[derive(Deserialize)]
+struct FastBody<'a> {
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(borrow)]
+    model: Option<Str<'a>>,
+    #[serde(borrow)]
+    choices: Option<Vec<Obj<FastBodyChoice<'a>>>>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FastBodyChoice<'a> {
+    #[serde(default, deserialize_with = "count")]
+    index: Option<u64>,
+    #[serde(borrow)]
+    message: Option<Obj<FastMessage<'a>>>,
+    #[serde(borrow)]
+    finish_reason: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FastMessage<'a> {
+    #[serde(borrow)]
+    content: Option<Str<'a>>,
+    #[serde(borrow)]
+    refusal: Option<Str<'a>>,
+    #[serde(borrow)]
+    reasoning_content: Option<Str<'a>>,
+    #[serde(borrow)]
+    reasoning: Option<Str<'a>>,
+    #[serde(borrow)]
+    tool_calls: Option<Vec<Obj<FastBodyCall<'a>>>>,
+    #[serde(borrow)]
+    function_call: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FastBodyCall<'a> {
+    #[serde(default, deserialize_with = "count")]
+    index: Option<u64>,
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(borrow)]
+    function: Option<Obj<FastBodyFn<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct FastBodyFn<'a> {
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+    #[serde(borrow)]
+    arguments: Option<Str<'a>>,
+}
+
+/// The body's top members and choices as [`top`] and [`choice`] read them,
+/// when one typed pass reads the whole body; None sends it the checked way.
+fn fast_body(body: &str) -> Option<(Top<'_>, Vec<Choice<'_>>)> {
+    let Obj(fast) = serde_json::from_str::<Obj<FastBody<'_>>>(body).ok()?;
+    if fast.error.is_some() {
+        return None;
+    }
+    let usage = match fast.usage {
+        Some(raw) => Some(usage(raw, BODY, ROOT.key("usage")).ok()?),
+        None => None,
+    };
+    let mut choices = Vec::new();
+    for (position, Obj(c)) in fast.choices.unwrap_or_default().into_iter().enumerate() {
+        let parts = match c.message {
+            None => None,
+            Some(Obj(m)) => {
+                if m.function_call.is_some() {
+                    return None;
+                }
+                let rc = m.reasoning_content.map(|r| r.0).filter(|r| !r.is_empty());
+                let r = m.reasoning.map(|r| r.0).filter(|r| !r.is_empty());
+                if matches!((&rc, &r), (Some(a), Some(b)) if a != b) {
+                    return None;
+                }
+                let tool_calls = m
+                    .tool_calls
+                    .unwrap_or_default()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(position, Obj(call))| {
+                        let (name, arguments) = match call.function {
+                            Some(Obj(f)) => (f.name.map(|n| n.0), f.arguments.map(|a| a.0)),
+                            None => (None, None),
+                        };
+                        CallPart {
+                            position,
+                            index: call.index.unwrap_or(position as u64),
+                            id: call.id.map(|i| i.0),
+                            name,
+                            arguments,
+                        }
+                    })
+                    .collect();
+                Some(Parts {
+                    content: m.content.map(|t| (false, t.0)).into_iter().collect(),
+                    refusal: m.refusal.map(|t| t.0),
+                    reasoning: rc.or(r),
+                    tool_calls,
+                    function_call: None,
+                })
+            }
+        };
+        choices.push(Choice {
+            position,
+            index: c.index,
+            parts,
+            finish: c.finish_reason.map(|f| f.0),
+        });
+    }
+    let top = Top {
+        id: fast.id.map(|i| i.0),
+        model: fast.model.map(|m| m.0),
+        choices: Vec::new(),
+        usage,
+        failure: None,
+    };
+    Some((top, choices))
+}
+
 // ------------------------------------------------------------ checked shapes
 
 /// The members a chunk and a body share, checked in this order: `id`,
@@ -894,11 +1026,17 @@ impl Mapper for OpenAIChat {
     }
 
     fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
-        let top = top(body, BODY)?;
-        let mut choices = Vec::with_capacity(top.choices.len());
-        for (position, raw) in top.choices.iter().enumerate() {
-            choices.push(choice(raw, position, true, BODY)?);
-        }
+        let (top, choices) = match fast_body(body) {
+            Some(read) => read,
+            None => {
+                let top = top(body, BODY)?;
+                let mut choices = Vec::with_capacity(top.choices.len());
+                for (position, raw) in top.choices.iter().enumerate() {
+                    choices.push(choice(raw, position, true, BODY)?);
+                }
+                (top, choices)
+            }
+        };
         self.start(
             top.id.as_deref().filter(|r| !r.is_empty()),
             top.model.as_deref().filter(|m| !m.is_empty()),
