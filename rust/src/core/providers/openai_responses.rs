@@ -878,7 +878,7 @@ impl OpenAIResponses {
                 };
                 let (part, text) = read_part(raw, what, at)?;
                 let added = kind == "response.content_part.added";
-                self.part_event(&item_id, index, &part, text.as_deref(), added, what, out)?;
+                self.part_event(&item_id, index, (&part, text.as_deref()), added, what, out)?;
             }
             "response.output_text.delta" | "response.refusal.delta" => {
                 let r = ref_event(ev, what, Some("delta"))?;
@@ -1067,13 +1067,12 @@ impl OpenAIResponses {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// A `content_part.added` / `.done` event: its part's type and value.
     fn part_event(
         &mut self,
         item_id: &str,
         index: u64,
-        kind: &str,
-        text: Option<&str>,
+        (kind, text): (&str, Option<&str>),
         added: bool,
         what: &str,
         out: &mut Vec<Event>,
@@ -1606,6 +1605,44 @@ mod tests {
             Some(&1)
         );
         Ok(())
+    }
+
+    #[test]
+    fn malformed_fields_name_their_path() {
+        let cases = [
+            (
+                r#"{"type":"response.output_text.delta","item_id":"m","delta":1}"#,
+                "$.delta",
+                "openai-responses response.output_text.delta does not have the documented shape",
+            ),
+            (
+                r#"{"type":"response.completed","response":{"output":[{"type":"message","id":"m","content":[{"type":"output_text","text":[]}]}]}}"#,
+                "$.response.output[0].content[0].text",
+                "openai-responses response.completed does not have the documented shape",
+            ),
+            (
+                r#"{"type":"response.output_item.added","item":{"type":"function_call","id":"f","name":"n"}}"#,
+                "$.item.call_id",
+                "response.output_item.added: a function_call item needs call_id and name",
+            ),
+            (
+                r#"{"type":"response.completed","response":{"usage":{"input_tokens_details":{"cached_tokens":-1}}}}"#,
+                "$.response.usage.input_tokens_details.cached_tokens",
+                "openai-responses response.completed does not have the documented shape",
+            ),
+        ];
+        for (event, path, message) in cases {
+            let err = feed_all(&[event]).err();
+            assert_eq!(
+                err.map(|e| (e.code, e.path, e.message)),
+                Some((
+                    Code::MALFORMED_EVENT,
+                    Some(path.to_owned()),
+                    message.to_owned()
+                )),
+                "{event}"
+            );
+        }
     }
 
     #[test]
