@@ -235,9 +235,8 @@ def test_hostile_envelopes_agree(both: tuple[ModuleType, ModuleType], case: tupl
 # the recordings: one case per provider, field (indices written ``[*]``) and
 # the JSON type the recording gives it.
 
-#: the providers whose mappers follow the shape template (the Responses
-#: mapper still reads typed structs and words its errors its own way)
-TEMPLATE = ("openai-chat", "anthropic", "gemini")
+#: the providers whose mappers follow the shape template (all of them)
+TEMPLATE = ("openai-chat", "openai-responses", "anthropic", "gemini")
 
 WRONG = ['"x"', "7", "-1", "1.5", "true", "[]", "{}", "null"]
 

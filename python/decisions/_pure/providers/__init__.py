@@ -5,8 +5,7 @@ place that knows the provider ids.
 The template is ``_shape``: every event passed the envelope rule before a
 mapper sees it, and the mapper checks each documented field with a shape
 reader when it reaches it, in the Rust mapper's order, so both backends give
-the same code, message and JSON path (Chat, Anthropic, Gemini; the Responses
-mapper still words its own errors, except its error object). What the two
+the same code, message and JSON path (every mapper follows it). What the two
 OpenAI mappers share is in ``_openai``, never in one of them.
 Adding a provider: README, "Adding a provider".
 """

@@ -10,8 +10,8 @@ import hashlib
 from typing import Any
 
 from ...types import UsageReported
-from ._openai import failure, malformed, obj, opt_list, opt_obj, opt_str, opt_u64, req_str
-from ._shape import shape
+from ._openai import failure
+from ._shape import located, shape
 from .jsontext import dumps
 
 __all__ = [
@@ -24,9 +24,11 @@ __all__ = [
     "final_arguments",
     "out_item",
     "part_id",
+    "read_part",
     "ref_event",
     "response_event",
     "responses_usage",
+    "value_field",
 ]
 
 _S = shape("openai-responses")
@@ -57,48 +59,56 @@ class Acc:
 
 
 class Out:
-    """A message, call or reasoning output item, shape-checked."""
+    """A message, call or reasoning output item, shape-checked: its members in
+    the order ``id``, ``status``, ``call_id``, ``name``, ``arguments``,
+    ``input``, the client tool's object (and an apply_patch ``diff``),
+    ``encrypted_content``, ``content``, ``summary`` (the Rust twin's order)."""
 
     __slots__ = ("type", "id", "status", "call_id", "name", "arguments", "parts", "reasoning", "signature", "diff")
 
-    def __init__(self, item: dict[str, Any], kind: str, what: str) -> None:
+    def __init__(self, item: dict[str, Any], kind: str, what: str, at: str) -> None:
         self.type = kind
-        self.id = req_str(item, "id", what)
-        self.status = opt_str(item, "status", what)
-        self.call_id = opt_str(item, "call_id", what)
-        self.name = opt_str(item, "name", what)
-        self.arguments = opt_str(item, "arguments", what)
-        custom_input = opt_str(item, "input", what)
+        self.id = _S.req_str(item, "id", what, at)
+        self.status = _S.opt_str(item, "status", what, at)
+        self.call_id = _S.opt_str(item, "call_id", what, at)
+        self.name = _S.opt_str(item, "name", what, at)
+        self.arguments = _S.opt_str(item, "arguments", what, at)
+        custom_input = _S.opt_str(item, "input", what, at)
         #: an apply_patch operation's diff (None: none, or another kind)
         self.diff: str | None = None
         if kind == "custom_tool_call":
             self.arguments = custom_input
         field = CLIENT_FIELDS.get(kind)
         if field is not None:
-            payload = opt_obj(item, field, what)
+            payload = _S.opt_obj(item, field, what, at)
             self.name = CALL_KINDS[kind]
             self.arguments = None if payload is None else dumps(payload)
             if payload is not None and kind == "apply_patch_call":
-                self.diff = opt_str(payload, "diff", what)
-        self.signature = opt_str(item, "encrypted_content", what)
-        #: content parts: (type, text or refusal); None for a part of another type
-        self.parts: list[tuple[str, str | None]] = []
-        for index, raw in enumerate(opt_list(item, "content", what) or ()):
-            part = obj(raw, what, f"content[{index}]")
-            kind_ = req_str(part, "type", what)
-            text = opt_str(part, "text", what)
-            refusal = opt_str(part, "refusal", what)
-            self.parts.append((kind_, text if kind_ != "refusal" else refusal))
-        summary = [
-            req_str(obj(raw, what, f"summary[{index}]"), "text", what)
-            for index, raw in enumerate(opt_list(item, "summary", what) or ())
+                self.diff = _S.opt_str(payload, "diff", what, f"{at}.{field}")
+        self.signature = _S.opt_str(item, "encrypted_content", what, at)
+        #: content parts: (type, text or refusal)
+        self.parts = [
+            read_part(raw, what, f"{at}.content[{index}]")
+            for index, raw in enumerate(_S.opt_list(item, "content", what, at) or ())
         ]
-        if kind in CALL_KINDS and (self.call_id is None or self.name is None):
-            raise malformed(what, f"a {kind} item needs call_id and name")
+        summary = [
+            _S.req_str(_S.obj(raw, what, f"{at}.summary[{index}]"), "text", what, f"{at}.summary[{index}]")
+            for index, raw in enumerate(_S.opt_list(item, "summary", what, at) or ())
+        ]
+        if kind in CALL_KINDS:
+            needs = f"{what}: a {kind} item needs call_id and name"
+            if self.call_id is None:
+                raise located("MALFORMED_EVENT", needs, f"{at}.call_id")
+            if self.name is None:
+                raise located("MALFORMED_EVENT", needs, f"{at}.name")
         if kind == "message":
-            for part_kind, text in self.parts:
+            for index, (part_kind, text) in enumerate(self.parts):
                 if part_kind in PART_KINDS and text is None:
-                    raise malformed(what, f"a {part_kind} part needs its text")
+                    raise located(
+                        "MALFORMED_EVENT",
+                        f"{what}: a {part_kind} part needs its text",
+                        f"{at}.content[{index}].{value_field(part_kind)}",
+                    )
         #: a reasoning item's text: summary parts joined by a blank line, then its content
         self.reasoning = "\n\n".join(summary) + "".join(text or "" for _, text in self.parts)
 
@@ -106,6 +116,21 @@ class Out:
     def complete(self) -> bool:
         """Only ``completed`` (or no status at all) counts as finished."""
         return self.status is None or self.status == "completed"
+
+
+def read_part(raw: Any, what: str, at: str) -> tuple[str, str | None]:
+    """A content part at ``at``: its type, then ``text``, then ``refusal``; the
+    value is the refusal of a refusal part, else the text."""
+    part = _S.obj(raw, what, at)
+    kind = _S.req_str(part, "type", what, at)
+    text = _S.opt_str(part, "text", what, at)
+    refusal = _S.opt_str(part, "refusal", what, at)
+    return kind, refusal if kind == "refusal" else text
+
+
+def value_field(kind: str) -> str:
+    """The field holding a part's value (``refusal`` for a refusal part)."""
+    return "refusal" if kind == "refusal" else "text"
 
 
 #: call items -> their call kind
@@ -128,13 +153,13 @@ _KNOWN_ITEMS = ("message", "reasoning", *CALL_KINDS)
 PART_KINDS = {"output_text": "text", "refusal": "refusal"}
 
 
-def out_item(raw: Any, what: str, path: str) -> Out | str:
-    """A known output item, or the type of another one (a builtin tool's)."""
-    item = obj(raw, what, path)
-    kind = req_str(item, "type", what)
+def out_item(raw: Any, what: str, at: str) -> Out | str:
+    """The output item at ``at`` (its type first), or the type of another one (a builtin tool's)."""
+    item = _S.obj(raw, what, at)
+    kind = _S.req_str(item, "type", what, at)
     if kind not in _KNOWN_ITEMS or (kind == "shell_call" and _hosted(item)):
         return kind
-    return Out(item, kind, what)
+    return Out(item, kind, what, at)
 
 
 def _hosted(item: dict[str, Any]) -> bool:
@@ -151,62 +176,78 @@ def part_id(item_id: str, index: int) -> str:
 
 def response_event(d: dict[str, Any], what: str) -> dict[str, Any]:
     """The ``response`` head of a ``response.created`` / ``in_progress`` event."""
-    resp = obj(d.get("response"), what, "response")
-    opt_str(resp, "id", what)
-    opt_str(resp, "model", what)
+    resp = _S.obj(d.get("response"), what, "$.response")
+    _S.opt_str(resp, "id", what, "$.response")
+    _S.opt_str(resp, "model", what, "$.response")
     return resp
 
 
 class Final:
-    """The ``response`` object of a terminal event (or a whole body), shape-checked."""
+    """The ``response`` object of a terminal event (or a whole body) at ``at``,
+    shape-checked: ``id``, ``model``, ``status``, ``output``, ``usage``,
+    ``error``, ``incomplete_details``."""
 
     __slots__ = ("id", "model", "status", "output", "usage", "error", "incomplete", "reason")
 
     def __init__(self, resp: dict[str, Any], what: str, at: str) -> None:
-        self.id = opt_str(resp, "id", what)
-        self.model = opt_str(resp, "model", what)
-        self.status = opt_str(resp, "status", what)
+        self.id = _S.opt_str(resp, "id", what, at)
+        self.model = _S.opt_str(resp, "model", what, at)
+        self.status = _S.opt_str(resp, "status", what, at)
         self.output = [
-            out_item(raw, what, f"output[{index}]") for index, raw in enumerate(opt_list(resp, "output", what) or ())
+            out_item(raw, what, f"{at}.output[{index}]")
+            for index, raw in enumerate(_S.opt_list(resp, "output", what, at) or ())
         ]
-        usage = opt_obj(resp, "usage", what)
-        self.usage = None if usage is None else responses_usage(usage, what)
+        usage = resp.get("usage")
+        self.usage = None if usage is None else responses_usage(usage, what, f"{at}.usage")
         err = resp.get("error")
         self.error = None if err is None else failure(_S, err, what, f"{at}.error")
-        details = opt_obj(resp, "incomplete_details", what)
+        details = _S.opt_obj(resp, "incomplete_details", what, at)
         self.incomplete = details is not None
-        self.reason = None if details is None else opt_str(details, "reason", what)
+        self.reason = None if details is None else _S.opt_str(details, "reason", what, f"{at}.incomplete_details")
+
+
+#: the string fields a ``*.delta`` / ``*.done`` event may carry
+_REF_FIELDS = ("delta", "text", "refusal", "arguments", "input", "diff")
 
 
 def ref_event(d: dict[str, Any], what: str, field: str | None = None) -> tuple[str, int, str]:
     """A ``*.delta`` / ``*.done`` event: its item id, content index and (when
     ``field`` is given) that required string field. Every field such events
     may carry is shape-checked, whichever one the type uses."""
-    item_id = req_str(d, "item_id", what)
-    index = opt_u64(d, "content_index", what) or 0
-    values = {key: opt_str(d, key, what) for key in ("delta", "text", "refusal", "arguments", "input", "diff")}
+    item_id = _S.req_str(d, "item_id", what, "$")
+    index = _S.opt_count(d, "content_index", what, "$") or 0
+    value = None
+    for key in _REF_FIELDS:
+        read = _S.opt_str(d, key, what, "$")
+        if key == field:
+            value = read
     if field is None:
         return item_id, index, ""
-    value = values[field]
     if value is None:
-        raise malformed(what, f"{field} must be a string")
+        raise _S.malformed(what, f"$.{field}")
     return item_id, index, value
 
 
-def final_arguments(item: Out, what: str) -> str:
-    """A final call item's arguments text; a client tool's needs its object."""
+def final_arguments(item: Out, what: str, at: str) -> str:
+    """A final call item's (at ``at``) arguments text; a client tool's needs its object."""
     if item.arguments is None and item.type in CLIENT_FIELDS:
-        raise malformed(what, f"a {item.type} item needs its {CLIENT_FIELDS[item.type]} object")
+        field = CLIENT_FIELDS[item.type]
+        raise located("MALFORMED_EVENT", f"{what}: a {item.type} item needs its {field} object", f"{at}.{field}")
     return item.arguments or ""
 
 
-def responses_usage(usage: dict[str, Any], what: str) -> UsageReported:
-    """Responses ``usage`` -> canonical usage."""
-    inp = opt_obj(usage, "input_tokens_details", what)
-    outp = opt_obj(usage, "output_tokens_details", what)
+def responses_usage(raw: Any, what: str, at: str) -> UsageReported:
+    """Responses ``usage`` at ``at`` -> canonical usage: the details objects, then the counts."""
+    usage = _S.obj(raw, what, at)
+    inp = _S.opt_obj(usage, "input_tokens_details", what, at)
+    outp = _S.opt_obj(usage, "output_tokens_details", what, at)
+    input_tokens = _S.opt_count(usage, "input_tokens", what, at)
+    output_tokens = _S.opt_count(usage, "output_tokens", what, at)
     return UsageReported(
-        input_tokens=opt_u64(usage, "input_tokens", what),
-        output_tokens=opt_u64(usage, "output_tokens", what),
-        cached_tokens=None if inp is None else opt_u64(inp, "cached_tokens", what),
-        reasoning_tokens=None if outp is None else opt_u64(outp, "reasoning_tokens", what),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=None if inp is None else _S.opt_count(inp, "cached_tokens", what, f"{at}.input_tokens_details"),
+        reasoning_tokens=None
+        if outp is None
+        else _S.opt_count(outp, "reasoning_tokens", what, f"{at}.output_tokens_details"),
     )

@@ -98,7 +98,7 @@ from ...types import (
     ToolArgumentsDelta,
     ToolCallStarted,
 )
-from ._openai import failure, malformed, obj, opt_str, opt_u64, req_str
+from ._openai import failure
 from ._responses_shapes import (
     CALL_KINDS,
     CLIENT_FIELDS,
@@ -109,15 +109,20 @@ from ._responses_shapes import (
     final_arguments,
     out_item,
     part_id,
+    read_part,
     ref_event,
     response_event,
+    value_field,
 )
-from ._shape import shape
+from ._shape import located, shape
 from ._unknown import count_unknown
 
 __all__ = ["OpenAIResponsesMapper"]
 
 _S = shape("openai-responses")
+
+#: the name of an event in its shape errors before its type is known
+_EVENT = "response event"
 
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
@@ -159,9 +164,9 @@ class OpenAIResponsesMapper:
 
     def map_event(self, event: str | None, payload: Any) -> list[CanonicalEvent]:
         """One ``response.*`` (or ``error``) event, decoded."""
-        data = obj(payload, "response event", "the event")
-        kind = req_str(data, "type", "response event")
-        seq = opt_u64(data, "sequence_number", kind)
+        data = _S.obj(payload, _EVENT, "$")
+        kind = _S.req_str(data, "type", _EVENT, "$")
+        seq = _S.opt_count(data, "sequence_number", _EVENT, "$")
         if self._terminal is not None:
             if kind == "response.failed" and self._terminal == "error":
                 self._terminal = "failed"
@@ -191,8 +196,8 @@ class OpenAIResponsesMapper:
         response_event(d, what)
 
     def _item_added(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        opt_u64(d, "output_index", what)
-        item = out_item(d.get("item"), what, "item")
+        _S.opt_count(d, "output_index", what, "$")
+        item = out_item(d.get("item"), what, "$.item")
         if isinstance(item, str):
             self._count(f"output_item:{item}")
             return
@@ -240,13 +245,10 @@ class OpenAIResponsesMapper:
         return part
 
     def _part_event(self, d: dict[str, Any], what: str) -> tuple[str, int, str, str | None]:
-        item_id = req_str(d, "item_id", what)
-        index = opt_u64(d, "content_index", what) or 0
-        part = obj(d.get("part"), what, "part")
-        kind = req_str(part, "type", what)
-        text = opt_str(part, "text", what)
-        refusal = opt_str(part, "refusal", what)
-        return item_id, index, kind, refusal if kind == "refusal" else text
+        item_id = _S.req_str(d, "item_id", what, "$")
+        index = _S.opt_count(d, "content_index", what, "$") or 0
+        kind, text = read_part(d.get("part"), what, "$.part")
+        return item_id, index, kind, text
 
     def _part_added(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         item_id, index, kind, text = self._part_event(d, what)
@@ -280,7 +282,7 @@ class OpenAIResponsesMapper:
             self._count(f"content_part:{kind}")
             return
         if text is None:
-            raise malformed(what, f"a {kind} part needs its text")
+            raise located("MALFORMED_EVENT", f"{what}: a {kind} part needs its text", f"$.part.{value_field(kind)}")
         self._check(acc, text, what, out)
         if not acc.ended:
             acc.ended = True
@@ -393,27 +395,27 @@ class OpenAIResponsesMapper:
         self._item(ref_event(d, what)[0], what, "reasoning")
 
     def _item_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        opt_u64(d, "output_index", what)
-        item = out_item(d.get("item"), what, "item")
+        _S.opt_count(d, "output_index", what, "$")
+        item = out_item(d.get("item"), what, "$.item")
         if isinstance(item, str):
             return
         entry = self._items.get(item.id)
         if entry is None or entry.type != item.type:
             raise new_error("OUTPUT_MISMATCH", f"{what}: {item.type} {item.id} was never added to the stream")
-        self._compare(item, entry, what, out, end=True)
+        self._compare(item, entry, what, out, end=True, at="$.item")
         self._note_status(item)
 
     def _note_status(self, item: Out) -> None:
         if not item.complete and item.type != "reasoning" and self._unfinished is None:
             self._unfinished = item.id
 
-    def _compare(self, item: Out, entry: _Item, what: str, out: list[CanonicalEvent], *, end: bool) -> None:
+    def _compare(self, item: Out, entry: _Item, what: str, out: list[CanonicalEvent], *, end: bool, at: str) -> None:
         if entry.type in CALL_KINDS:
             acc = entry.acc
             assert acc is not None
             if item.call_id != entry.call_id or item.name != entry.name:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: the call_id or name of {item.id} changed")
-            self._check(acc, final_arguments(item, what), what, out)
+            self._check(acc, final_arguments(item, what, at), what, out)
             if entry.diff is not None:
                 self._same_diff(entry.diff, item.diff, what)
             if end and item.complete and not acc.ended:
@@ -446,20 +448,21 @@ class OpenAIResponsesMapper:
                 out.append(ItemEnded(item_id=item.id))
 
     def _terminal_event(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        final = Final(obj(d.get("response"), what, "response"), what, "$.response")
+        final = Final(_S.obj(d.get("response"), what, "$.response"), what, "$.response")
         if final.error is not None or what == "response.failed" or final.status in _FAILED:
             self._terminal = "failed"
             out.append(final.error or ResponseFailed(code="failed", message=""))
             return
         seen: set[str] = set()
         position = 0  # how many canonical items the output items before this one make
-        for item in final.output:
+        for index, item in enumerate(final.output):
             if isinstance(item, str):
                 continue
+            at = f"$.response.output[{index}]"
             entry = self._items.get(item.id)
             if entry is None and item.type == "reasoning":  # never streamed (OpenRouter): taken from here
                 self._count("completed_only:reasoning")
-                self._body_item(item, out, what)
+                self._body_item(item, out, what, at)
                 self.placements.append((item.id, position))
                 position += 1
                 continue
@@ -467,7 +470,7 @@ class OpenAIResponsesMapper:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: the output has {item.type} {item.id}, never streamed")
             position += len(entry.parts) if entry.type == "message" else 1
             seen.add(item.id)
-            self._compare(item, entry, what, out, end=False)
+            self._compare(item, entry, what, out, end=False, at=at)
             self._note_status(item)
         for item_id in self._order:
             if item_id not in seen:
@@ -505,7 +508,7 @@ class OpenAIResponsesMapper:
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A ``response`` object (or an ``{"error": ...}`` body)."""
         what = "response"
-        final = Final(obj(body, what, "the body"), what, "$")
+        final = Final(_S.obj(body, what, "$"), what, "$")
         out: list[CanonicalEvent] = [ResponseStarted(response_id=final.id, model=final.model)]
         if final.error is not None:  # an error vetoes whatever the status says
             out.append(final.error)
@@ -513,11 +516,11 @@ class OpenAIResponsesMapper:
         if final.status in _FAILED:
             out.append(ResponseFailed(code="failed", message=""))
             return out
-        for item in final.output:
+        for index, item in enumerate(final.output):
             if isinstance(item, str):
                 self._count(f"output_item:{item}")
             else:
-                self._body_item(item, out, what)
+                self._body_item(item, out, what, f"$.output[{index}]")
         if final.status in ("queued", "in_progress"):  # background mode: the caller polls it by its id
             raise new_error(
                 "RESPONSE_NOT_FINISHED",
@@ -528,10 +531,10 @@ class OpenAIResponsesMapper:
         self._finish(final, False, out)
         return out
 
-    def _body_item(self, item: Out, out: list[CanonicalEvent], what: str) -> None:
+    def _body_item(self, item: Out, out: list[CanonicalEvent], what: str, at: str) -> None:
         if item.type in CALL_KINDS:
             assert item.call_id is not None and item.name is not None
-            arguments = final_arguments(item, what)
+            arguments = final_arguments(item, what, at)
             self._calls += 1
             out.append(
                 ToolCallStarted(

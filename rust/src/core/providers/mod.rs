@@ -13,9 +13,9 @@
 //! structs check every field at once in serde's order and word their errors
 //! their own way, so they cannot be made to agree with the twin field by
 //! field; and since the envelope rule already proved the JSON well formed,
-//! reading members as they are needed costs no second parse. Chat,
-//! Anthropic and Gemini follow the template; the Responses mapper still reads
-//! typed structs (its error object goes through the template). What the two
+//! reading members as they are needed costs no second parse. Every
+//! mapper follows the template (Chat also reads its common chunk in one
+//! typed pass, falling back to the template for anything else). What the two
 //! OpenAI mappers share is in `openai_common`, never in one of them.
 //! Adding a provider: README, "Adding a provider".
 

@@ -1,7 +1,7 @@
 //! What the two OpenAI mappers share (pure twin: `_pure/providers/_openai.py`):
 //! the OpenAI-style error object, read with the shape readers of the mapper
-//! that meets it, and (until the Responses mapper reads raw members too) the
-//! typed-struct helpers it uses.
+//! that meets it, and `Obj`, the object-only wrapper of the Chat mapper's
+//! one-pass typed read of its common chunk.
 
 use std::fmt;
 
@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::shape::{Path, Shape, Str};
-use crate::core::errors::{Code, CoreError};
+use crate::core::errors::CoreError;
 use crate::core::events::Event;
 
 /// Provider error types / codes that say asking again may succeed.
@@ -82,7 +82,7 @@ pub(crate) fn failure(
     })
 }
 
-// ------------------------------------------------------------ typed structs
+// ------------------------------------------------------------ typed read
 
 /// A JSON object deserialized as `T`. Serde would also build a struct from a
 /// JSON array of its fields; the pure twin (and the API) allow only objects.
@@ -109,23 +109,4 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
         }
         d.deserialize_map(V(std::marker::PhantomData)).map(Obj)
     }
-}
-
-/// An optional string as `&str` (`None` when absent or null).
-pub(crate) fn s<'x>(v: &'x Option<Str<'_>>) -> Option<&'x str> {
-    v.as_ref().map(Str::as_str)
-}
-
-/// The error for a known event whose shape does not fit.
-pub(crate) fn malformed(what: &str, detail: impl fmt::Display) -> CoreError {
-    CoreError::new(Code::MALFORMED_EVENT, format!("{what}: {detail}"))
-}
-
-/// Parse `data` as `T`, requiring a JSON object at the top.
-pub(crate) fn parse<'a, T: Deserialize<'a>>(data: &'a str, what: &str) -> Result<T, CoreError> {
-    let trimmed = data.trim_start_matches([' ', '\t', '\n', '\r']);
-    if !trimmed.starts_with('{') {
-        return Err(malformed(what, "the event must be a JSON object"));
-    }
-    serde_json::from_str(data).map_err(|e| malformed(what, e))
 }

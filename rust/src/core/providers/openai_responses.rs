@@ -9,10 +9,12 @@
 //! status is not `completed` (or absent) is unfinished, and a done response
 //! holding an unfinished message or call is `ITEM_NOT_ENDED`.
 //!
-//! An event is parsed twice at most: once for its `type` and
-//! `sequence_number`, once into the typed struct of a known type (unknown
-//! types are only counted). Output items are parsed for their `type` first,
-//! so a builtin tool's item of any shape is counted, never rejected.
+//! The template of [`super`]: an event is read once as raw members (every
+//! member any event type reads), each checked with the shape readers when it
+//! is reached, in the order of the pure twin, so a `MALFORMED_EVENT` names
+//! the JSON path of its field with the same message on both backends. Unknown
+//! event types are only counted. Output items are read for their `type`
+//! first, so a builtin tool's item of any shape is counted, never rejected.
 //!
 //! The output check keeps, per item, a running byte length and FNV-1a hash of
 //! the deltas; final values are hashed once when they arrive.
@@ -24,198 +26,312 @@
 //! its item is done, and a `shell_call` with a non-local `environment` is the
 //! provider's own (counted, not a call).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::jsontext::{self, Node};
-use super::openai_common::{failure, malformed, parse, s, Obj};
-use super::shape::{count, Shape, Str, ROOT};
+use super::openai_common::failure;
+use super::shape::{is_object, located, Path, Shape, Str, ROOT};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{CallKind, Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
 
 const SHAPE: Shape = Shape("openai-responses");
 
-// ------------------------------------------------------------ shapes
+/// The name of an event in its shape errors before its type is known.
+const EVENT: &str = "response event";
 
+/// A `MALFORMED_EVENT` other than a shape: `"<what>: <detail>"` at `at`.
+fn invalid(what: &str, detail: impl std::fmt::Display, at: Path<'_>) -> CoreError {
+    located(
+        CoreError::new(Code::MALFORMED_EVENT, format!("{what}: {detail}")),
+        at,
+    )
+}
+
+// ------------------------------------------------------------ raw members
+
+/// Every top-level member an event type reads.
 #[derive(Deserialize)]
-struct Head<'a> {
+struct EventRaw<'a> {
     #[serde(borrow, rename = "type")]
-    kind: Str<'a>,
-    #[serde(default, deserialize_with = "count")]
-    sequence_number: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct RespHead<'a> {
-    #[serde(borrow, default)]
-    id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    model: Option<Str<'a>>,
-}
-
-#[derive(Deserialize)]
-struct WithRespHead<'a> {
+    kind: Option<&'a RawValue>,
     #[serde(borrow)]
-    response: Obj<RespHead<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Final<'a> {
-    #[serde(borrow, default)]
-    id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    model: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    status: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    output: Option<Vec<&'a RawValue>>,
-    #[serde(default)]
-    usage: Option<Obj<RespUsage>>,
-    #[serde(borrow, default)]
+    sequence_number: Option<&'a RawValue>,
+    #[serde(borrow)]
+    response: Option<&'a RawValue>,
+    #[serde(borrow)]
+    output_index: Option<&'a RawValue>,
+    #[serde(borrow)]
+    item: Option<&'a RawValue>,
+    #[serde(borrow)]
+    item_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content_index: Option<&'a RawValue>,
+    #[serde(borrow)]
+    part: Option<&'a RawValue>,
+    #[serde(borrow)]
+    delta: Option<&'a RawValue>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    refusal: Option<&'a RawValue>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(borrow)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow)]
+    diff: Option<&'a RawValue>,
+    #[serde(borrow)]
     error: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    incomplete_details: Option<Obj<Details<'a>>>,
 }
 
+/// The `response` of `response.created` / `in_progress` / `queued`.
 #[derive(Deserialize)]
-struct WithFinal<'a> {
+struct HeadRaw<'a> {
     #[serde(borrow)]
-    response: Obj<Final<'a>>,
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    model: Option<&'a RawValue>,
+}
+
+/// The `response` of a terminal event, or a whole body.
+#[derive(Deserialize)]
+struct FinalRaw<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    model: Option<&'a RawValue>,
+    #[serde(borrow)]
+    status: Option<&'a RawValue>,
+    #[serde(borrow)]
+    output: Option<&'a RawValue>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    incomplete_details: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct Details<'a> {
-    #[serde(borrow, default)]
-    reason: Option<Str<'a>>,
+struct DetailsRaw<'a> {
+    #[serde(borrow)]
+    reason: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct RespUsage {
-    #[serde(default, deserialize_with = "count")]
-    input_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "count")]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    input_tokens_details: Option<Obj<InDetails>>,
-    #[serde(default)]
-    output_tokens_details: Option<Obj<OutDetails>>,
+struct UsageRaw<'a> {
+    #[serde(borrow)]
+    input_tokens: Option<&'a RawValue>,
+    #[serde(borrow)]
+    output_tokens: Option<&'a RawValue>,
+    #[serde(borrow)]
+    input_tokens_details: Option<&'a RawValue>,
+    #[serde(borrow)]
+    output_tokens_details: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct InDetails {
-    #[serde(default, deserialize_with = "count")]
-    cached_tokens: Option<u64>,
+struct InDetailsRaw<'a> {
+    #[serde(borrow)]
+    cached_tokens: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct OutDetails {
-    #[serde(default, deserialize_with = "count")]
-    reasoning_tokens: Option<u64>,
-}
-
-impl RespUsage {
-    fn event(&self) -> Event {
-        Event::Usage(Usage {
-            input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
-            cached_tokens: self
-                .input_tokens_details
-                .as_ref()
-                .and_then(|d| d.cached_tokens),
-            reasoning_tokens: self
-                .output_tokens_details
-                .as_ref()
-                .and_then(|d| d.reasoning_tokens),
-        })
-    }
+struct OutDetailsRaw<'a> {
+    #[serde(borrow)]
+    reasoning_tokens: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct ItemHead<'a> {
+struct ItemRaw<'a> {
     #[serde(borrow, rename = "type")]
-    kind: Str<'a>,
-    #[serde(borrow, default)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
     environment: Option<&'a RawValue>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    status: Option<&'a RawValue>,
+    #[serde(borrow)]
+    call_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(borrow)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow)]
+    action: Option<&'a RawValue>,
+    #[serde(borrow)]
+    operation: Option<&'a RawValue>,
+    #[serde(borrow)]
+    encrypted_content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    summary: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct EnvHead<'a> {
-    #[serde(borrow, default, rename = "type")]
-    kind: Option<Str<'a>>,
+struct PartRaw<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    refusal: Option<&'a RawValue>,
 }
 
-/// A `shell_call` the provider runs itself: its `environment` is there and is
-/// not `{"type": "local"}` (a container).
-fn hosted(environment: Option<&RawValue>) -> bool {
-    environment.is_some_and(|raw| {
-        !matches!(
-            serde_json::from_str::<Obj<EnvHead<'_>>>(raw.get()),
-            Ok(env) if s(&env.kind) == Some("local")
-        )
+#[derive(Deserialize)]
+struct SummaryRaw<'a> {
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct EnvRaw<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<&'a RawValue>,
+}
+
+// ------------------------------------------------------------ checked shapes
+
+/// Responses `usage` at `at` -> canonical usage: the details objects, then the counts.
+fn usage(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Event, CoreError> {
+    let u: UsageRaw<'_> = SHAPE.obj(raw, what, at)?;
+    let in_at = at.key("input_tokens_details");
+    let inp: Option<InDetailsRaw<'_>> = SHAPE.opt_obj(u.input_tokens_details, what, in_at)?;
+    let out_at = at.key("output_tokens_details");
+    let outp: Option<OutDetailsRaw<'_>> = SHAPE.opt_obj(u.output_tokens_details, what, out_at)?;
+    let input_tokens = SHAPE.opt_count(u.input_tokens, what, at.key("input_tokens"))?;
+    let output_tokens = SHAPE.opt_count(u.output_tokens, what, at.key("output_tokens"))?;
+    let cached_tokens = match inp {
+        Some(d) => SHAPE.opt_count(d.cached_tokens, what, in_at.key("cached_tokens"))?,
+        None => None,
+    };
+    let reasoning_tokens = match outp {
+        Some(d) => SHAPE.opt_count(d.reasoning_tokens, what, out_at.key("reasoning_tokens"))?,
+        None => None,
+    };
+    Ok(Event::Usage(Usage {
+        input_tokens,
+        output_tokens,
+        cached_tokens,
+        reasoning_tokens,
+    }))
+}
+
+/// A terminal event's `response` (or a whole body), checked.
+struct Final<'a> {
+    id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    status: Option<Cow<'a, str>>,
+    output: Vec<Out<'a>>,
+    usage: Option<Event>,
+    failure: Option<Event>,
+    incomplete: bool,
+    reason: Option<Cow<'a, str>>,
+}
+
+/// The members in order: `id`, `model`, `status`, `output`, `usage`,
+/// `error`, `incomplete_details`.
+fn read_final<'a>(r: FinalRaw<'a>, what: &str, at: Path<'_>) -> Result<Final<'a>, CoreError> {
+    let id = SHAPE.opt_str(r.id, what, at.key("id"))?;
+    let model = SHAPE.opt_str(r.model, what, at.key("model"))?;
+    let status = SHAPE.opt_str(r.status, what, at.key("status"))?;
+    let output_at = at.key("output");
+    let raw_output = SHAPE
+        .opt_list(r.output, what, output_at)?
+        .unwrap_or_default();
+    let mut output = Vec::with_capacity(raw_output.len());
+    for (index, raw) in raw_output.into_iter().enumerate() {
+        output.push(out_item(raw, what, output_at.index(index))?);
+    }
+    let usage = match r.usage {
+        Some(raw) => Some(usage(raw, what, at.key("usage"))?),
+        None => None,
+    };
+    let failure = match r.error {
+        Some(raw) => Some(failure(SHAPE, raw, what, at.key("error"))?),
+        None => None,
+    };
+    let details_at = at.key("incomplete_details");
+    let details: Option<DetailsRaw<'a>> = SHAPE.opt_obj(r.incomplete_details, what, details_at)?;
+    let reason = match &details {
+        Some(d) => SHAPE.opt_str(d.reason, what, details_at.key("reason"))?,
+        None => None,
+    };
+    Ok(Final {
+        id,
+        model,
+        status,
+        output,
+        usage,
+        failure,
+        incomplete: details.is_some(),
+        reason,
     })
 }
 
-/// A message, call or reasoning output item.
-#[derive(Deserialize)]
+/// A shell_call the provider runs itself: its `environment` is there and is
+/// not `{"type": "local"}` (a container).
+fn hosted(environment: Option<&RawValue>) -> bool {
+    environment.is_some_and(|raw| {
+        let local = is_object(raw)
+            && serde_json::from_str::<EnvRaw<'_>>(raw.get())
+                .ok()
+                .and_then(|env| env.kind)
+                .and_then(|kind| serde_json::from_str::<Str<'_>>(kind.get()).ok())
+                .is_some_and(|kind| kind.as_str() == "local");
+        !local
+    })
+}
+
+/// A message, call or reasoning output item, checked.
 struct OutItem<'a> {
-    #[serde(borrow)]
-    id: Str<'a>,
-    #[serde(borrow, default)]
-    status: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    call_id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    name: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    arguments: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    encrypted_content: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    content: Option<Vec<Obj<Part<'a>>>>,
-    #[serde(borrow, default)]
-    summary: Option<Vec<Obj<Summary<'a>>>>,
-    #[serde(borrow, default)]
-    input: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    action: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    operation: Option<&'a RawValue>,
+    id: Cow<'a, str>,
+    status: Option<Cow<'a, str>>,
+    call_id: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    arguments: Option<Cow<'a, str>>,
+    input: Option<Cow<'a, str>>,
+    encrypted_content: Option<Cow<'a, str>>,
+    /// Content parts: (type, its text or refusal).
+    parts: Vec<(Cow<'a, str>, Option<Cow<'a, str>>)>,
+    summary: Vec<Cow<'a, str>>,
     /// A client tool's arguments: its object, written by `jsontext::dumps`.
-    #[serde(skip)]
     client_args: Option<String>,
     /// An apply_patch operation's `diff`.
-    #[serde(skip)]
     diff: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: Str<'a>,
-    #[serde(borrow, default)]
-    text: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    refusal: Option<Str<'a>>,
+/// A content part at `at`: its type, then `text`, then `refusal`; the value
+/// is the refusal of a refusal part, else the text.
+fn read_part<'a>(
+    raw: &'a RawValue,
+    what: &str,
+    at: Path<'_>,
+) -> Result<(Cow<'a, str>, Option<Cow<'a, str>>), CoreError> {
+    let part: PartRaw<'a> = SHAPE.obj(raw, what, at)?;
+    let kind = SHAPE.req_str(part.kind, what, at.key("type"))?;
+    let text = SHAPE.opt_str(part.text, what, at.key("text"))?;
+    let refusal = SHAPE.opt_str(part.refusal, what, at.key("refusal"))?;
+    let value = if kind == "refusal" { refusal } else { text };
+    Ok((kind, value))
 }
 
-impl Part<'_> {
-    /// The part's text (its `refusal` for a refusal part).
-    fn value(&self) -> Option<&str> {
-        if self.kind.as_str() == "refusal" {
-            s(&self.refusal)
-        } else {
-            s(&self.text)
-        }
+/// The field holding a part's value (`refusal` for a refusal part).
+fn value_field(kind: &str) -> &'static str {
+    if kind == "refusal" {
+        "refusal"
+    } else {
+        "text"
     }
-}
-
-#[derive(Deserialize)]
-struct Summary<'a> {
-    #[serde(borrow)]
-    text: Str<'a>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -280,56 +396,105 @@ fn part_kind(kind: &str) -> Option<ItemKind> {
     }
 }
 
-fn out_item<'a>(raw: &'a RawValue, what: &str) -> Result<Out<'a>, CoreError> {
-    let head: ItemHead<'a> = parse(raw.get(), what)?;
-    let kind = match Kind::of(head.kind.as_str()) {
-        Some(Kind::Call(CallKind::Shell)) if hosted(head.environment) => None,
+/// The output item at `at`: its `type` first; a known one's members in the
+/// order `id`, `status`, `call_id`, `name`, `arguments`, `input`, the client
+/// tool's object (and an apply_patch `diff`), `encrypted_content`,
+/// `content`, `summary`.
+fn out_item<'a>(raw: &'a RawValue, what: &str, at: Path<'_>) -> Result<Out<'a>, CoreError> {
+    let raw_item: ItemRaw<'a> = SHAPE.obj(raw, what, at)?;
+    let type_name = SHAPE.req_str(raw_item.kind, what, at.key("type"))?;
+    let kind = match Kind::of(&type_name) {
+        Some(Kind::Call(CallKind::Shell)) if hosted(raw_item.environment) => None,
         other => other,
     };
     let Some(kind) = kind else {
-        return Ok(Out::Other(head.kind.as_str().to_owned()));
+        return Ok(Out::Other(type_name.into_owned()));
     };
-    let mut item: OutItem<'a> = parse(raw.get(), what)?;
+    let id = SHAPE.req_str(raw_item.id, what, at.key("id"))?;
+    let status = SHAPE.opt_str(raw_item.status, what, at.key("status"))?;
+    let call_id = SHAPE.opt_str(raw_item.call_id, what, at.key("call_id"))?;
+    let name = SHAPE.opt_str(raw_item.name, what, at.key("name"))?;
+    let arguments = SHAPE.opt_str(raw_item.arguments, what, at.key("arguments"))?;
+    let input = SHAPE.opt_str(raw_item.input, what, at.key("input"))?;
+    let mut client_args = None;
+    let mut diff = None;
     if let Some(field) = kind.client_field() {
         let payload = if field == "operation" {
-            item.operation
+            raw_item.operation
         } else {
-            item.action
+            raw_item.action
         };
+        let field_at = at.key(field);
         if let Some(payload) = payload {
-            let Ok(node @ Node::Object(_)) = jsontext::parse(payload.get()) else {
-                return Err(malformed(what, format!("{field} must be an object")));
+            let node = match jsontext::parse(payload.get()) {
+                Ok(node @ Node::Object(_)) => node,
+                _ => return Err(SHAPE.malformed(what, field_at)),
             };
             if let (Kind::Call(CallKind::ApplyPatch), Node::Object(members)) = (kind, &node) {
-                item.diff = match members.get("diff") {
+                diff = match members.get("diff") {
                     None | Some(Node::Null) => None,
                     Some(Node::String(diff)) => Some(diff.clone()),
-                    Some(_) => return Err(malformed(what, "diff must be a string")),
+                    Some(_) => return Err(SHAPE.malformed(what, field_at.key("diff"))),
                 };
             }
-            item.client_args = Some(jsontext::dumps(&node));
+            client_args = Some(jsontext::dumps(&node));
         }
     }
+    let encrypted_content = SHAPE.opt_str(
+        raw_item.encrypted_content,
+        what,
+        at.key("encrypted_content"),
+    )?;
+    let content_at = at.key("content");
+    let mut parts = Vec::new();
+    let raw_parts = SHAPE.opt_list(raw_item.content, what, content_at)?;
+    for (index, raw) in raw_parts.unwrap_or_default().into_iter().enumerate() {
+        parts.push(read_part(raw, what, content_at.index(index))?);
+    }
+    let summary_at = at.key("summary");
+    let mut summary = Vec::new();
+    let raw_summary = SHAPE.opt_list(raw_item.summary, what, summary_at)?;
+    for (index, raw) in raw_summary.unwrap_or_default().into_iter().enumerate() {
+        let part_at = summary_at.index(index);
+        let part: SummaryRaw<'a> = SHAPE.obj(raw, what, part_at)?;
+        summary.push(SHAPE.req_str(part.text, what, part_at.key("text"))?);
+    }
     if matches!(kind, Kind::Call(_)) {
-        let named = item.name.is_some() || kind.client_field().is_some();
-        if item.call_id.is_none() || !named {
-            return Err(malformed(
-                what,
-                format!("a {} item needs call_id and name", kind.name()),
-            ));
+        let needs = format!("a {} item needs call_id and name", kind.name());
+        if call_id.is_none() {
+            return Err(invalid(what, needs, at.key("call_id")));
+        }
+        if name.is_none() && kind.client_field().is_none() {
+            return Err(invalid(what, needs, at.key("name")));
         }
     }
     if kind == Kind::Message {
-        for part in item.content.iter().flatten() {
-            if part_kind(part.kind.as_str()).is_some() && part.value().is_none() {
-                return Err(malformed(
+        for (index, (part, value)) in parts.iter().enumerate() {
+            if part_kind(part).is_some() && value.is_none() {
+                return Err(invalid(
                     what,
-                    format!("a {} part needs its text", part.kind.as_str()),
+                    format!("a {part} part needs its text"),
+                    content_at.index(index).key(value_field(part)),
                 ));
             }
         }
     }
-    Ok(Out::Known(kind, Box::new(item)))
+    Ok(Out::Known(
+        kind,
+        Box::new(OutItem {
+            id,
+            status,
+            call_id,
+            name,
+            arguments,
+            input,
+            encrypted_content,
+            parts,
+            summary,
+            client_args,
+            diff,
+        }),
+    ))
 }
 
 impl OutItem<'_> {
@@ -337,25 +502,27 @@ impl OutItem<'_> {
     fn call_name(&self, kind: Kind) -> &str {
         match kind {
             Kind::Call(call) if kind.client_field().is_some() => call.as_str(),
-            _ => s(&self.name).unwrap_or(""),
+            _ => self.name.as_deref().unwrap_or(""),
         }
     }
 
     /// A call's arguments text as this item gives it (None: not given).
     fn call_args(&self, kind: Kind) -> Option<&str> {
         match kind {
-            Kind::Call(CallKind::Function) => s(&self.arguments),
-            Kind::Call(CallKind::Custom) => s(&self.input),
+            Kind::Call(CallKind::Function) => self.arguments.as_deref(),
+            Kind::Call(CallKind::Custom) => self.input.as_deref(),
             _ => self.client_args.as_deref(),
         }
     }
 
-    /// A final call item's arguments text; a client tool's needs its object.
-    fn final_args(&self, kind: Kind, what: &str) -> Result<&str, CoreError> {
+    /// A final call item's arguments text; a client tool's needs its object
+    /// (the item is at `at`).
+    fn final_args(&self, kind: Kind, what: &str, at: Path<'_>) -> Result<&str, CoreError> {
         match (self.call_args(kind), kind.client_field()) {
-            (None, Some(field)) => Err(malformed(
+            (None, Some(field)) => Err(invalid(
                 what,
                 format!("a {} item needs its {field} object", kind.name()),
+                at.key(field),
             )),
             (args, _) => Ok(args.unwrap_or("")),
         }
@@ -363,22 +530,21 @@ impl OutItem<'_> {
 
     /// Only `completed` (or no status at all) counts as finished.
     fn complete(&self) -> bool {
-        matches!(s(&self.status), None | Some("completed"))
+        matches!(self.status.as_deref(), None | Some("completed"))
     }
 
     /// A reasoning item's text: summary parts joined by a blank line, then its content.
     fn reasoning(&self) -> String {
-        let mut text = String::new();
-        for (i, part) in self.summary.iter().flatten().enumerate() {
-            if i > 0 {
-                text.push_str("\n\n");
-            }
-            text.push_str(part.text.as_str());
-        }
-        for part in self.content.iter().flatten() {
-            text.push_str(part.value().unwrap_or(""));
+        let mut text = self.summary.join("\n\n");
+        for (_, value) in &self.parts {
+            text.push_str(value.as_deref().unwrap_or(""));
         }
         text
+    }
+
+    /// The item's `encrypted_content`, when not empty.
+    fn signature(&self) -> Option<&str> {
+        self.encrypted_content.as_deref().filter(|x| !x.is_empty())
     }
 }
 
@@ -390,53 +556,50 @@ fn part_id(item_id: &str, index: u64) -> String {
     }
 }
 
-#[derive(Deserialize)]
-struct ItemEvent<'a> {
-    #[serde(default, deserialize_with = "count")]
-    output_index: Option<u64>,
-    #[serde(borrow)]
-    item: &'a RawValue,
+/// A `*.delta` / `*.done` event's item reference.
+struct Ref<'a> {
+    item_id: Cow<'a, str>,
+    index: u64,
+    /// The required string field asked for.
+    value: Cow<'a, str>,
 }
 
-#[derive(Deserialize)]
-struct PartEvent<'a> {
-    #[serde(borrow)]
-    item_id: Str<'a>,
-    #[serde(default, deserialize_with = "count")]
-    content_index: Option<u64>,
-    #[serde(borrow)]
-    part: Obj<Part<'a>>,
-}
-
-/// `*.delta` / `*.done` events: the field present depends on the type.
-#[derive(Deserialize)]
-struct ItemRef<'a> {
-    #[serde(borrow)]
-    item_id: Str<'a>,
-    #[serde(default, deserialize_with = "count")]
-    content_index: Option<u64>,
-    #[serde(borrow, default)]
-    delta: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    text: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    refusal: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    arguments: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    input: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    diff: Option<Str<'a>>,
-}
-
-fn required<'x>(v: &'x Option<Str<'_>>, field: &str, what: &str) -> Result<&'x str, CoreError> {
-    s(v).ok_or_else(|| malformed(what, format!("{field} must be a string")))
-}
-
-#[derive(Deserialize)]
-struct ErrorEvent<'a> {
-    #[serde(borrow, default)]
-    error: Option<&'a RawValue>,
+/// `item_id`, `content_index`, then every string field such events may carry
+/// (`delta`, `text`, `refusal`, `arguments`, `input`, `diff`), whichever one
+/// the type uses; `field` (when given) is required.
+fn ref_event<'a>(
+    ev: &EventRaw<'a>,
+    what: &str,
+    field: Option<&'static str>,
+) -> Result<Ref<'a>, CoreError> {
+    let item_id = SHAPE.req_str(ev.item_id, what, ROOT.key("item_id"))?;
+    let index = SHAPE
+        .opt_count(ev.content_index, what, ROOT.key("content_index"))?
+        .unwrap_or(0);
+    let mut value = None;
+    for (key, raw) in [
+        ("delta", ev.delta),
+        ("text", ev.text),
+        ("refusal", ev.refusal),
+        ("arguments", ev.arguments),
+        ("input", ev.input),
+        ("diff", ev.diff),
+    ] {
+        let read = SHAPE.opt_str(raw, what, ROOT.key(key))?;
+        if Some(key) == field {
+            value = read;
+        }
+    }
+    let value = match (field, value) {
+        (None, _) => Cow::Borrowed(""),
+        (Some(_), Some(value)) => value,
+        (Some(key), None) => return Err(SHAPE.malformed(what, ROOT.key(key))),
+    };
+    Ok(Ref {
+        item_id,
+        index,
+        value,
+    })
 }
 
 // ------------------------------------------------------------ running hash
@@ -624,7 +787,7 @@ impl OpenAIResponses {
 
     fn note_status(&mut self, kind: Kind, item: &OutItem<'_>) {
         if !item.complete() && kind != Kind::Reasoning && self.unfinished.is_none() {
-            self.unfinished = Some(item.id.as_str().to_owned());
+            self.unfinished = Some(item.id.as_ref().to_owned());
         }
     }
 
@@ -662,56 +825,69 @@ impl OpenAIResponses {
     fn dispatch(
         &mut self,
         kind: &str,
+        ev: &EventRaw<'_>,
         data: &str,
         out: &mut Vec<Event>,
     ) -> Result<bool, CoreError> {
         let what = kind;
         match kind {
-            "response.created" => {
-                let ev: WithRespHead<'_> = parse(data, what)?;
-                out.push(Event::ResponseStarted {
-                    response_id: s(&ev.response.id).map(str::to_owned),
-                    model: s(&ev.response.model).map(str::to_owned),
-                });
+            "response.created" | "response.in_progress" | "response.queued" => {
+                let at = ROOT.key("response");
+                let head: HeadRaw<'_> = SHAPE.req_obj(ev.response, what, at)?;
+                let id = SHAPE.opt_str(head.id, what, at.key("id"))?;
+                let model = SHAPE.opt_str(head.model, what, at.key("model"))?;
+                if kind == "response.created" {
+                    out.push(Event::ResponseStarted {
+                        response_id: id.map(Cow::into_owned),
+                        model: model.map(Cow::into_owned),
+                    });
+                }
             }
-            "response.in_progress" | "response.queued" => {
-                let _: WithRespHead<'_> = parse(data, what)?;
-            }
-            "response.output_item.added" => {
-                let ev: ItemEvent<'_> = parse(data, what)?;
-                let _ = ev.output_index;
-                self.item_added(out_item(ev.item, what)?, out)?;
-            }
-            "response.output_item.done" => {
-                let ev: ItemEvent<'_> = parse(data, what)?;
-                if let Out::Known(k, item) = out_item(ev.item, what)? {
-                    match self.items.get(item.id.as_str()) {
+            "response.output_item.added" | "response.output_item.done" => {
+                SHAPE.opt_count(ev.output_index, what, ROOT.key("output_index"))?;
+                let at = ROOT.key("item");
+                let Some(raw) = ev.item else {
+                    return Err(SHAPE.malformed(what, at));
+                };
+                let item = out_item(raw, what, at)?;
+                if kind == "response.output_item.added" {
+                    self.item_added(item, out)?;
+                } else if let Out::Known(k, item) = item {
+                    match self.items.get(item.id.as_ref()) {
                         Some(entry) if entry.kind == k => {}
                         _ => {
                             return Err(mismatch(format!(
                                 "{what}: {} {} was never added to the stream",
                                 k.name(),
-                                item.id.as_str()
+                                item.id
                             )))
                         }
                     }
-                    self.compare(k, &item, what, out, true)?;
+                    self.compare(k, &item, what, out, true, at)?;
                     self.note_status(k, &item);
                 }
             }
             "response.content_part.added" | "response.content_part.done" => {
-                let ev: PartEvent<'_> = parse(data, what)?;
-                self.part_event(&ev, kind == "response.content_part.added", what, out)?;
+                let item_id = SHAPE.req_str(ev.item_id, what, ROOT.key("item_id"))?;
+                let index = SHAPE
+                    .opt_count(ev.content_index, what, ROOT.key("content_index"))?
+                    .unwrap_or(0);
+                let at = ROOT.key("part");
+                let Some(raw) = ev.part else {
+                    return Err(SHAPE.malformed(what, at));
+                };
+                let (part, text) = read_part(raw, what, at)?;
+                let added = kind == "response.content_part.added";
+                self.part_event(&item_id, index, (&part, text.as_deref()), added, what, out)?;
             }
             "response.output_text.delta" | "response.refusal.delta" => {
-                let ev: ItemRef<'_> = parse(data, what)?;
-                let delta = required(&ev.delta, "delta", what)?;
+                let r = ref_event(ev, what, Some("delta"))?;
                 let want = if kind == "response.output_text.delta" {
                     AccKind::Text
                 } else {
                     AccKind::Refusal
                 };
-                let part = self.part(ev.item_id.as_str(), ev.content_index.unwrap_or(0), what)?;
+                let part = self.part(&r.item_id, r.index, what)?;
                 if part.kind != want {
                     return Err(CoreError::new(
                         Code::UNKNOWN_ITEM,
@@ -722,83 +898,71 @@ impl OpenAIResponses {
                         ),
                     ));
                 }
-                delta_event(part, delta, out)?;
+                delta_event(part, &r.value, out)?;
             }
             "response.output_text.done" | "response.refusal.done" => {
-                let ev: ItemRef<'_> = parse(data, what)?;
-                let text = if kind == "response.output_text.done" {
-                    required(&ev.text, "text", what)?
+                let field = if kind == "response.output_text.done" {
+                    "text"
                 } else {
-                    required(&ev.refusal, "refusal", what)?
+                    "refusal"
                 };
-                let part = self.part(ev.item_id.as_str(), ev.content_index.unwrap_or(0), what)?;
-                check(part, text, what, out)?;
+                let r = ref_event(ev, what, Some(field))?;
+                let part = self.part(&r.item_id, r.index, what)?;
+                check(part, &r.value, what, out)?;
             }
-            "response.function_call_arguments.delta" | "response.function_call_arguments.done" => {
-                let ev: ItemRef<'_> = parse(data, what)?;
-                let delta = kind == "response.function_call_arguments.delta";
-                let value = if delta {
-                    required(&ev.delta, "delta", what)?
+            "response.function_call_arguments.delta"
+            | "response.function_call_arguments.done"
+            | "response.custom_tool_call_input.delta"
+            | "response.custom_tool_call_input.done" => {
+                let delta = kind.ends_with(".delta");
+                let (call, field) = if kind.starts_with("response.function_call") {
+                    (CallKind::Function, "arguments")
                 } else {
-                    required(&ev.arguments, "arguments", what)?
+                    (CallKind::Custom, "input")
                 };
-                let entry = self.item(ev.item_id.as_str(), what, Kind::Call(CallKind::Function))?;
+                let r = ref_event(ev, what, Some(if delta { "delta" } else { field }))?;
+                let entry = self.item(&r.item_id, what, Kind::Call(call))?;
                 let Some(acc) = entry.acc.as_mut() else {
-                    return Err(malformed(what, "a function call without its arguments"));
+                    return Err(invalid(
+                        what,
+                        "a call without its arguments",
+                        ROOT.key("item_id"),
+                    ));
                 };
                 if delta {
-                    delta_event(acc, value, out)?;
+                    delta_event(acc, &r.value, out)?;
                 } else {
-                    check(acc, value, what, out)?;
-                }
-            }
-            "response.custom_tool_call_input.delta" | "response.custom_tool_call_input.done" => {
-                let ev: ItemRef<'_> = parse(data, what)?;
-                let delta = kind == "response.custom_tool_call_input.delta";
-                let value = if delta {
-                    required(&ev.delta, "delta", what)?
-                } else {
-                    required(&ev.input, "input", what)?
-                };
-                let entry = self.item(ev.item_id.as_str(), what, Kind::Call(CallKind::Custom))?;
-                let Some(acc) = entry.acc.as_mut() else {
-                    return Err(malformed(what, "a custom call without its input"));
-                };
-                if delta {
-                    delta_event(acc, value, out)?;
-                } else {
-                    check(acc, value, what, out)?;
+                    check(acc, &r.value, what, out)?;
                 }
             }
             "response.apply_patch_call_operation_diff.delta"
             | "response.apply_patch_call_operation_diff.done" => {
-                let ev: ItemRef<'_> = parse(data, what)?;
                 let delta = kind == "response.apply_patch_call_operation_diff.delta";
-                let value = if delta {
-                    required(&ev.delta, "delta", what)?
-                } else {
-                    required(&ev.diff, "diff", what)?
-                };
-                let item_id = ev.item_id.as_str();
+                let r = ref_event(ev, what, Some(if delta { "delta" } else { "diff" }))?;
+                let item_id = r.item_id.as_ref();
                 let entry = self.item(item_id, what, Kind::Call(CallKind::ApplyPatch))?;
                 let ended = entry.acc.as_ref().is_some_and(|acc| acc.ended);
                 let Some(diff) = entry.diff.as_mut() else {
-                    return Err(malformed(what, "an apply_patch call without its diff"));
+                    return Err(invalid(
+                        what,
+                        "an apply_patch call without its diff",
+                        ROOT.key("item_id"),
+                    ));
                 };
                 if !delta {
-                    same_diff(diff, Some(value), what)?;
+                    same_diff(diff, Some(&r.value), what)?;
                 } else if ended {
                     return Err(CoreError::new(
                         Code::DELTA_AFTER_END,
                         format!("a delta for {item_id} after it ended"),
                     ));
                 } else {
-                    diff.digest.add(value);
+                    diff.digest.add(&r.value);
                 }
             }
             "response.reasoning_summary_part.added" => {
-                let ev: ItemRef<'_> = parse(data, what)?;
-                let entry = self.item(ev.item_id.as_str(), what, Kind::Reasoning)?;
+                let r = ref_event(ev, what, None)?;
+                let entry = self.item(&r.item_id, what, Kind::Reasoning)?;
                 let first = entry.summaries == 0;
                 entry.summaries += 1;
                 if let (false, Some(acc)) = (first, entry.acc.as_mut()) {
@@ -806,29 +970,30 @@ impl OpenAIResponses {
                 }
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                let ev: ItemRef<'_> = parse(data, what)?;
-                let delta = required(&ev.delta, "delta", what)?;
-                let entry = self.item(ev.item_id.as_str(), what, Kind::Reasoning)?;
+                let r = ref_event(ev, what, Some("delta"))?;
+                let entry = self.item(&r.item_id, what, Kind::Reasoning)?;
                 if let Some(acc) = entry.acc.as_mut() {
-                    delta_event(acc, delta, out)?;
+                    delta_event(acc, &r.value, out)?;
                 }
             }
             "response.reasoning_summary_part.done"
             | "response.reasoning_summary_text.done"
             | "response.reasoning_text.done" => {
-                let ev: ItemRef<'_> = parse(data, what)?;
-                self.item(ev.item_id.as_str(), what, Kind::Reasoning)?;
+                let r = ref_event(ev, what, None)?;
+                self.item(&r.item_id, what, Kind::Reasoning)?;
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
-                let ev: WithFinal<'_> = parse(data, what)?;
-                self.terminal_event(&ev.response, what, out)?;
+                let at = ROOT.key("response");
+                let raw: FinalRaw<'_> = SHAPE.req_obj(ev.response, what, at)?;
+                let fin = read_final(raw, what, at)?;
+                self.terminal_event(&fin, what, out)?;
             }
             "error" => {
-                let ev: ErrorEvent<'_> = parse(data, what)?;
                 let failure = match ev.error {
                     Some(raw) => failure(SHAPE, raw, what, ROOT.key("error"))?,
                     None => {
-                        let raw: &RawValue = parse(data, what)?;
+                        let raw: &RawValue =
+                            serde_json::from_str(data).map_err(|_| SHAPE.malformed(what, ROOT))?;
                         failure(SHAPE, raw, what, ROOT)?
                     }
                 };
@@ -848,7 +1013,7 @@ impl OpenAIResponses {
             }
             Out::Known(kind, item) => (kind, item),
         };
-        let id = item.id.as_str();
+        let id = item.id.as_ref();
         if self.items.contains_key(id) {
             return Err(CoreError::new(
                 Code::DUPLICATE_ITEM_ID,
@@ -868,7 +1033,7 @@ impl OpenAIResponses {
             Kind::Message => self.order.push(id.to_owned()),
             Kind::Call(call_kind) => {
                 self.order.push(id.to_owned());
-                entry.call_id = s(&item.call_id).unwrap_or("").to_owned();
+                entry.call_id = item.call_id.as_deref().unwrap_or("").to_owned();
                 entry.name = item.call_name(kind).to_owned();
                 self.calls += 1;
                 out.push(Event::ToolCallStarted {
@@ -902,22 +1067,21 @@ impl OpenAIResponses {
         Ok(())
     }
 
+    /// A `content_part.added` / `.done` event: its part's type and value.
     fn part_event(
         &mut self,
-        ev: &PartEvent<'_>,
+        item_id: &str,
+        index: u64,
+        (kind, text): (&str, Option<&str>),
         added: bool,
         what: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let item_id = ev.item_id.as_str();
-        let index = ev.content_index.unwrap_or(0);
-        let kind = ev.part.kind.as_str();
         if let Some(entry) = self.items.get(item_id) {
             if entry.kind == Kind::Reasoning && kind == "reasoning_text" {
                 return Ok(()); // its deltas arrive as response.reasoning_text.delta
             }
         }
-        let text = ev.part.value();
         let canon_kind = part_kind(kind);
         if added {
             let entry = self.item(item_id, what, Kind::Message)?;
@@ -962,7 +1126,11 @@ impl OpenAIResponses {
             return Ok(());
         };
         let Some(text) = text else {
-            return Err(malformed(what, format!("a {kind} part needs its text")));
+            return Err(invalid(
+                what,
+                format!("a {kind} part needs its text"),
+                ROOT.key("part").key(value_field(kind)),
+            ));
         };
         check(acc, text, what, out)?;
         if !acc.ended {
@@ -981,8 +1149,9 @@ impl OpenAIResponses {
         what: &str,
         out: &mut Vec<Event>,
         end: bool,
+        at: Path<'_>,
     ) -> Result<(), CoreError> {
-        let id = item.id.as_str();
+        let id = item.id.as_ref();
         let Some(entry) = self.items.get_mut(id) else {
             return Err(mismatch(format!(
                 "{what}: {} {id} was never added to the stream",
@@ -991,14 +1160,14 @@ impl OpenAIResponses {
         };
         match kind {
             Kind::Call(_) => {
-                if s(&item.call_id) != Some(entry.call_id.as_str())
+                if item.call_id.as_deref() != Some(entry.call_id.as_str())
                     || item.call_name(kind) != entry.name.as_str()
                 {
                     return Err(mismatch(format!(
                         "{what}: the call_id or name of {id} changed"
                     )));
                 }
-                let args = item.final_args(kind, what)?;
+                let args = item.final_args(kind, what, at)?;
                 if let Some(acc) = entry.acc.as_mut() {
                     check(acc, args, what, out)?;
                     if let Some(diff) = entry.diff.as_ref() {
@@ -1014,8 +1183,8 @@ impl OpenAIResponses {
             }
             Kind::Message => {
                 let mut seen = 0usize;
-                for (index, part) in item.content.iter().flatten().enumerate() {
-                    if part_kind(part.kind.as_str()).is_none() {
+                for (index, (part, value)) in item.parts.iter().enumerate() {
+                    if part_kind(part).is_none() {
                         continue;
                     }
                     let Some(acc) = entry.parts.get_mut(&(index as u64)) else {
@@ -1024,7 +1193,7 @@ impl OpenAIResponses {
                         )));
                     };
                     seen += 1;
-                    check(acc, part.value().unwrap_or(""), what, out)?;
+                    check(acc, value.as_deref().unwrap_or(""), what, out)?;
                     if end && item.complete() && !acc.ended {
                         acc.ended = true;
                         out.push(Event::ItemEnded {
@@ -1047,7 +1216,7 @@ impl OpenAIResponses {
                         }
                     }
                     if end && !acc.ended {
-                        if let Some(sig) = s(&item.encrypted_content).filter(|x| !x.is_empty()) {
+                        if let Some(sig) = item.signature() {
                             out.push(Event::ReasoningDelta {
                                 item_id: id.to_owned(),
                                 delta: String::new(),
@@ -1071,30 +1240,24 @@ impl OpenAIResponses {
         what: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let at = ROOT.key("response");
-        let failure = match fin.error {
-            Some(raw) => Some(failure(SHAPE, raw, what, at.key("error"))?),
-            None => None,
-        };
-        let mut output = Vec::new();
-        for raw in fin.output.iter().flatten() {
-            output.push(out_item(raw, what)?);
-        }
-        let status = s(&fin.status);
-        if failure.is_some()
+        let status = fin.status.as_deref();
+        if fin.failure.is_some()
             || what == "response.failed"
             || matches!(status, Some("failed" | "error"))
         {
             self.terminal = Some(Terminal::Failed);
-            out.push(failure.unwrap_or_else(default_failure));
+            out.push(fin.failure.clone().unwrap_or_else(default_failure));
             return Ok(());
         }
+        let output_at = ROOT.key("response");
+        let output_at = output_at.key("output");
         let mut seen = std::collections::HashSet::new();
         // how many canonical items the output items before this one make
         let mut position = 0;
-        for item in &output {
+        for (index, item) in fin.output.iter().enumerate() {
             if let Out::Known(kind, item) = item {
-                let id = item.id.as_str();
+                let at = output_at.index(index);
+                let id = item.id.as_ref();
                 match self.items.get(id) {
                     Some(entry) if entry.kind == *kind => {
                         position += if *kind == Kind::Message {
@@ -1106,7 +1269,7 @@ impl OpenAIResponses {
                     // never streamed (OpenRouter): taken from the output
                     None if *kind == Kind::Reasoning => {
                         self.count("completed_only:reasoning".to_owned());
-                        self.body_item(*kind, item, out, what)?;
+                        self.body_item(*kind, item, out, what, at)?;
                         self.placements.push((id.to_owned(), position));
                         position += 1;
                         continue;
@@ -1119,7 +1282,7 @@ impl OpenAIResponses {
                     }
                 }
                 seen.insert(id.to_owned());
-                self.compare(*kind, item, what, out, false)?;
+                self.compare(*kind, item, what, out, false, at)?;
                 self.note_status(*kind, item);
             }
         }
@@ -1138,45 +1301,43 @@ impl OpenAIResponses {
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
         if let Some(u) = &fin.usage {
-            out.push(u.event());
+            out.push(u.clone());
         }
         self.terminal = Some(Terminal::Finished);
-        let status = s(&fin.status);
-        let (reason, raw) =
-            if incomplete || status == Some("incomplete") || fin.incomplete_details.is_some() {
-                let raw = fin
-                    .incomplete_details
-                    .as_ref()
-                    .and_then(|d| s(&d.reason))
-                    .filter(|r| !r.is_empty())
-                    .unwrap_or("incomplete");
-                let reason = match raw {
-                    "max_output_tokens" => FinishReason::Length,
-                    "content_filter" => FinishReason::ContentFilter,
-                    _ => FinishReason::Unknown,
-                };
-                (reason, raw)
-            } else if status == Some("cancelled") {
-                (FinishReason::Cancelled, "cancelled")
-            } else if matches!(status, None | Some("completed")) {
-                let reason = if self.calls > 0 {
-                    FinishReason::ToolCalls
-                } else if self.refusals > 0 {
-                    FinishReason::Refusal
-                } else {
-                    FinishReason::Stop
-                };
-                if let Some(id) = &self.unfinished {
-                    return Err(CoreError::new(
-                        Code::ITEM_NOT_ENDED,
-                        format!("the response completed, but output item {id} was not completed"),
-                    ));
-                }
-                (reason, "completed")
-            } else {
-                // in_progress, queued or a status this package does not know: never "done"
-                (FinishReason::Unknown, status.unwrap_or(""))
+        let status = fin.status.as_deref();
+        let (reason, raw) = if incomplete || status == Some("incomplete") || fin.incomplete {
+            let raw = fin
+                .reason
+                .as_deref()
+                .filter(|r| !r.is_empty())
+                .unwrap_or("incomplete");
+            let reason = match raw {
+                "max_output_tokens" => FinishReason::Length,
+                "content_filter" => FinishReason::ContentFilter,
+                _ => FinishReason::Unknown,
             };
+            (reason, raw)
+        } else if status == Some("cancelled") {
+            (FinishReason::Cancelled, "cancelled")
+        } else if matches!(status, None | Some("completed")) {
+            let reason = if self.calls > 0 {
+                FinishReason::ToolCalls
+            } else if self.refusals > 0 {
+                FinishReason::Refusal
+            } else {
+                FinishReason::Stop
+            };
+            if let Some(id) = &self.unfinished {
+                return Err(CoreError::new(
+                    Code::ITEM_NOT_ENDED,
+                    format!("the response completed, but output item {id} was not completed"),
+                ));
+            }
+            (reason, "completed")
+        } else {
+            // in_progress, queued or a status this package does not know: never "done"
+            (FinishReason::Unknown, status.unwrap_or(""))
+        };
         out.push(Event::ResponseFinished {
             finish_reason: reason,
             raw_finish_reason: Some(raw.to_owned()),
@@ -1190,15 +1351,16 @@ impl OpenAIResponses {
         item: &OutItem<'_>,
         out: &mut Vec<Event>,
         what: &str,
+        at: Path<'_>,
     ) -> Result<(), CoreError> {
-        let id = item.id.as_str();
+        let id = item.id.as_ref();
         match kind {
             Kind::Call(call_kind) => {
-                let args = item.final_args(kind, what)?;
+                let args = item.final_args(kind, what, at)?;
                 self.calls += 1;
                 out.push(Event::ToolCallStarted {
                     item_id: id.to_owned(),
-                    call_id: s(&item.call_id).unwrap_or("").to_owned(),
+                    call_id: item.call_id.as_deref().unwrap_or("").to_owned(),
                     name: item.call_name(kind).to_owned(),
                     call_id_generated: false,
                     call_kind,
@@ -1216,9 +1378,9 @@ impl OpenAIResponses {
                 }
             }
             Kind::Message => {
-                for (index, part) in item.content.iter().flatten().enumerate() {
-                    let Some(canon_kind) = part_kind(part.kind.as_str()) else {
-                        self.count(format!("content_part:{}", part.kind.as_str()));
+                for (index, (part, value)) in item.parts.iter().enumerate() {
+                    let Some(canon_kind) = part_kind(part) else {
+                        self.count(format!("content_part:{part}"));
                         continue;
                     };
                     let canon = part_id(id, index as u64);
@@ -1226,7 +1388,7 @@ impl OpenAIResponses {
                         item_id: canon.clone(),
                         kind: canon_kind,
                     });
-                    let text = part.value().unwrap_or("");
+                    let text = value.as_deref().unwrap_or("");
                     if canon_kind == ItemKind::Refusal {
                         self.refusals += 1;
                         if !text.is_empty() {
@@ -1259,7 +1421,7 @@ impl OpenAIResponses {
                         signature: None,
                     });
                 }
-                if let Some(sig) = s(&item.encrypted_content).filter(|x| !x.is_empty()) {
+                if let Some(sig) = item.signature() {
                     out.push(Event::ReasoningDelta {
                         item_id: id.to_owned(),
                         delta: String::new(),
@@ -1291,8 +1453,14 @@ impl Mapper for OpenAIResponses {
         data: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let head: Head<'_> = parse(data, "response event")?;
-        let kind = head.kind.as_str();
+        if !data.trim_start().starts_with('{') {
+            return Err(SHAPE.malformed(EVENT, ROOT));
+        }
+        let ev: EventRaw<'_> =
+            serde_json::from_str(data).map_err(|_| SHAPE.malformed(EVENT, ROOT))?;
+        let kind = SHAPE.req_str(ev.kind, EVENT, ROOT.key("type"))?;
+        let seq = SHAPE.opt_count(ev.sequence_number, EVENT, ROOT.key("sequence_number"))?;
+        let kind = kind.as_ref();
         if let Some(terminal) = self.terminal {
             if kind == "response.failed" && terminal == Terminal::Error {
                 self.terminal = Some(Terminal::Failed);
@@ -1303,7 +1471,7 @@ impl Mapper for OpenAIResponses {
                 format!("{kind} after the response ended"),
             ));
         }
-        if let Some(seq) = head.sequence_number {
+        if let Some(seq) = seq {
             if let Some(last) = self.seq.filter(|last| seq <= *last) {
                 return Err(CoreError::new(
                     Code::SEQUENCE_NOT_MONOTONIC,
@@ -1312,7 +1480,7 @@ impl Mapper for OpenAIResponses {
             }
             self.seq = Some(seq);
         }
-        if !self.dispatch(kind, data, out)? {
+        if !self.dispatch(kind, &ev, data, out)? {
             self.count(kind.to_owned());
         }
         Ok(())
@@ -1324,39 +1492,38 @@ impl Mapper for OpenAIResponses {
 
     fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
         let what = "response";
-        let fin: Final<'_> = parse(body, what)?;
-        let failure = match fin.error {
-            Some(raw) => Some(failure(SHAPE, raw, what, ROOT.key("error"))?),
-            None => None,
-        };
-        let mut output = Vec::new();
-        for raw in fin.output.iter().flatten() {
-            output.push(out_item(raw, what)?);
+        if !body.trim_start().starts_with('{') {
+            return Err(SHAPE.malformed(what, ROOT));
         }
+        let raw: FinalRaw<'_> =
+            serde_json::from_str(body).map_err(|_| SHAPE.malformed(what, ROOT))?;
+        let fin = read_final(raw, what, ROOT)?;
         out.push(Event::ResponseStarted {
-            response_id: s(&fin.id).map(str::to_owned),
-            model: s(&fin.model).map(str::to_owned),
+            response_id: fin.id.as_deref().map(str::to_owned),
+            model: fin.model.as_deref().map(str::to_owned),
         });
-        let status = s(&fin.status);
-        let failed = matches!(status, Some("failed" | "error"));
-        if let Some(f) = failure {
+        let status = fin.status.as_deref();
+        if let Some(f) = &fin.failure {
             // an error vetoes whatever the status says
-            out.push(f);
+            out.push(f.clone());
             return Ok(());
         }
-        if failed {
+        if matches!(status, Some("failed" | "error")) {
             out.push(default_failure());
             return Ok(());
         }
-        for item in &output {
+        let output_at = ROOT.key("output");
+        for (index, item) in fin.output.iter().enumerate() {
             match item {
                 Out::Other(kind) => self.count(format!("output_item:{kind}")),
-                Out::Known(kind, item) => self.body_item(*kind, item, out, what)?,
+                Out::Known(kind, item) => {
+                    self.body_item(*kind, item, out, what, output_at.index(index))?
+                }
             }
         }
         if let Some(status @ ("queued" | "in_progress")) = status {
             // background mode: the caller polls the response by its id
-            let id = s(&fin.id).unwrap_or("");
+            let id = fin.id.as_deref().unwrap_or("");
             return Err(CoreError::new(
                 Code::RESPONSE_NOT_FINISHED,
                 format!(
@@ -1438,6 +1605,44 @@ mod tests {
             Some(&1)
         );
         Ok(())
+    }
+
+    #[test]
+    fn malformed_fields_name_their_path() {
+        let cases = [
+            (
+                r#"{"type":"response.output_text.delta","item_id":"m","delta":1}"#,
+                "$.delta",
+                "openai-responses response.output_text.delta does not have the documented shape",
+            ),
+            (
+                r#"{"type":"response.completed","response":{"output":[{"type":"message","id":"m","content":[{"type":"output_text","text":[]}]}]}}"#,
+                "$.response.output[0].content[0].text",
+                "openai-responses response.completed does not have the documented shape",
+            ),
+            (
+                r#"{"type":"response.output_item.added","item":{"type":"function_call","id":"f","name":"n"}}"#,
+                "$.item.call_id",
+                "response.output_item.added: a function_call item needs call_id and name",
+            ),
+            (
+                r#"{"type":"response.completed","response":{"usage":{"input_tokens_details":{"cached_tokens":-1}}}}"#,
+                "$.response.usage.input_tokens_details.cached_tokens",
+                "openai-responses response.completed does not have the documented shape",
+            ),
+        ];
+        for (event, path, message) in cases {
+            let err = feed_all(&[event]).err();
+            assert_eq!(
+                err.map(|e| (e.code, e.path, e.message)),
+                Some((
+                    Code::MALFORMED_EVENT,
+                    Some(path.to_owned()),
+                    message.to_owned()
+                )),
+                "{event}"
+            );
+        }
     }
 
     #[test]
