@@ -253,4 +253,5 @@ def js_issues(error: jsonschema.exceptions.ValidationError, root: str) -> Iterat
 
 
 def error_order(error: jsonschema.exceptions.ValidationError) -> tuple[Any, ...]:
-    return (tuple(str(p) for p in error.absolute_path), str(error.validator))
+    """Path order (array indexes as numbers, so ``[2]`` before ``[10]``), then keyword."""
+    return (tuple((isinstance(p, str), p) for p in error.absolute_path), str(error.validator))
