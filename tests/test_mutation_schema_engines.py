@@ -49,6 +49,8 @@ from decisions.validate._engines import NOT_PLAIN, PLAIN, TOO_DEEP, compile_json
         ({"multipleOf": 0.5}, "a multipleOf that is not an integer"),
         ({"multipleOf": 2}, None),
         ({"allOf": {}}, "allOf that is not a list"),
+        ({"allOf": [{"pattern": "\\d"}, True]}, "pattern '\\\\d'"),  # a boolean part does not end the walk
+        ({"properties": {"\\d": {}}}, None),  # a property name is not a pattern
         ({"allOf": [{"pattern": "\\w"}]}, "pattern '\\\\w'"),
         ({"anyOf": [{}, {"oneOf": [{"pattern": "\\s"}]}]}, "pattern '\\\\s'"),
         ({"properties": []}, "properties that is not an object"),
@@ -148,3 +150,22 @@ def test_a_broken_schema_fails_when_compiled() -> None:
 
     with pytest.raises(jsonschema.SchemaError):
         compile_json_schema({"type": 5}, True)
+
+
+def test_a_schema_is_compiled_from_a_copy_of_the_callers() -> None:
+    for closed in (False, True):
+        spec = {"properties": {"copied": {"type": "string"}}}
+        schema = Schema(spec, closed=closed)
+        spec["properties"]["copied"]["type"] = "integer"
+        assert schema.validate({"copied": "x"}) == {"copied": "x"}
+
+
+def test_a_lone_surrogate_in_a_schema_is_compiled() -> None:
+    assert Schema({"const": "\ud800"}).validate("\ud800") == "\ud800"
+
+
+def test_a_composed_object_is_closed_in_2020_12_and_refused_in_draft_7() -> None:
+    composed = {"allOf": [{"properties": {"a": {}}}]}
+    assert compile_json_schema(composed, True).applied == {**composed, "unevaluatedProperties": False}
+    with pytest.raises(ValueError):
+        compile_json_schema({"$schema": "http://json-schema.org/draft-07/schema#", **composed}, True)
