@@ -105,12 +105,17 @@ def test_suggestions_nearest_first_exact_spellings_first_and_bounded() -> None:
     assert short.suggest("xy") == ()
     assert ToolRegistry([Tool(name="abcdefghi")]).suggest("abcxxxghi") == ("abcdefghi",)
     assert ToolRegistry([Tool(name="abcdefghi")]).suggest("abxxxxghi") == ()
+    # at most three edits however long the name
+    twelve = ToolRegistry([Tool(name="abcdefghijkl")])
+    assert twelve.suggest("abcxyzghijkl") == ("abcdefghijkl",)
+    assert twelve.suggest("abcwxyzhijkl") == ()
 
 
 def test_suggestions_skip_names_past_the_length_bound() -> None:
     long = "a" * 128
     registry = ToolRegistry([Tool(name=long), Tool(name="b" * 129)])
     assert registry.suggest(long[:-1]) == (long,)
+    assert registry.suggest(long[:-1] + "c") == (long,)  # a name of 128 characters still gets them
     assert registry.suggest("a" * 129) == ()
     assert registry.suggest("b" * 128) == ()
 
@@ -123,6 +128,39 @@ def test_the_edit_distance() -> None:
     assert _distance("", "ab", 2) == 2
     assert _distance("abc", "abc", 1) == 0
     assert _distance("ca", "abc", 3) == 3
+
+
+def _osa(a: str, b: str) -> int:
+    """Optimal string alignment distance, the whole table (the reference)."""
+    d = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) + 1):
+        d[i][0] = i
+    for j in range(len(b) + 1):
+        d[0][j] = j
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]
+
+
+def test_the_edit_distance_is_the_reference_one_within_the_bound() -> None:
+    words = [""] + [w for n in range(1, 5) for w in product_words("abc", n)]
+    for a in words:
+        for b in words:
+            for bound in (1, 2, 3):
+                found, exact = _distance(a, b, bound), _osa(a, b)
+                assert found == exact if exact <= bound else found > bound, (a, b, bound)
+    assert _distance("aaaa", "bbbb", 1) == 2  # the row minimum passes the bound: stopped early
+
+
+def product_words(alphabet: str, length: int) -> list[str]:
+    words = [""]
+    for _ in range(length):
+        words = [w + c for w in words for c in alphabet]
+    return words
 
 
 def test_name_forms() -> None:
@@ -150,6 +188,8 @@ def test_tool_names_refuse_look_alikes_and_malformed_names() -> None:
     assert names.look_alike("r\u0435ad_fil\u0435") == "read_file"  # two Cyrillic letters
     assert names.look_alike("r\u0435ad_fila") is None  # and an ASCII difference
     assert names.look_alike("reaf_file") is None  # ASCII only: a different name
+    # a known name with a non-ASCII letter is shadowed by its ASCII spelling too
+    assert ToolNames(["r\u0435ad"]).look_alike("read") == "r\u0435ad"
     names.add("reaf_file")
     names.check("reaf_file")
     names.check("other")
@@ -182,12 +222,15 @@ def test_a_tools_schemas() -> None:
     closed_schema = Schema({"properties": {"a": {}}})
     assert Tool(name="t", parameters=closed_schema).schema is closed_schema
     rebuilt = Tool(name="t", parameters=open_schema).schema
-    assert rebuilt is not None and rebuilt.closed is True
+    assert rebuilt is not None and rebuilt.closed is True and rebuilt.spec == open_schema.spec
+    reopened = Tool(name="t", parameters=closed_schema, extra="allow").schema
+    assert reopened is not None and reopened.closed is False and reopened.spec == closed_schema.spec
     assert Tool(name="t", parameters=open_schema, extra="allow").schema is open_schema
     assert Tool(name="t", parameters={"properties": {"a": {}}}, extra="allow").schema.closed is False  # type: ignore[union-attr]
     assert Tool(name="t").schema is None and Tool(name="t").result_schema is None
     returns = Tool(name="t", returns={"properties": {"a": {}}}).result_schema
-    assert returns is not None and returns.closed is True
+    assert returns is not None and returns.closed is True and returns.spec == {"properties": {"a": {}}}
+    assert Tool(name="t", effects=lambda arguments, result: []).effects is not None
     assert Tool(name="t", returns=open_schema).result_schema is open_schema
 
 
