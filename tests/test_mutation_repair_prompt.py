@@ -58,6 +58,19 @@ def test_a_real_invalid_escape_gets_the_table_fix_and_the_rewrite() -> None:
     ]
 
 
+def test_the_table_fix_is_written_for_the_errors_place() -> None:
+    with pytest.raises(ParseError) as info:
+        apply_fixes('["ok", "a\tb"]')
+    assert info.value.code == "CONTROL_CHARACTER"
+    fix = [line for line in repair_prompt(info.value).split("\n") if line.startswith("Fix: ")]
+    assert fix == ["Fix: escape it (\\n, \\t or \\u0009)."]
+
+
+def test_only_an_invalid_escape_gets_the_rewrite() -> None:
+    prompt = repair_prompt(ParseError("UNEXPECTED_CHARACTER", doc='"\\q"', pos=1))
+    assert "instead of" not in prompt
+
+
 def test_a_grammar_hint_is_the_fix_when_it_is_not_the_tables() -> None:
     error = ParseError("UNEXPECTED_END", doc="{", pos=1, hint="close the object")
     assert "\nFix: close the object.\n" in repair_prompt(error)
@@ -182,6 +195,9 @@ ESCAPED = '{"a": "\\d"}'  # 11 characters; fixed, 12
 
 def test_apply_fixes_parses_under_the_callers_limits() -> None:
     assert apply_fixes(ESCAPED, ["invalid_escapes"]).value == {"a": "\\d"}
+    with pytest.raises(ParseError) as info:  # nothing to fix, over the bound
+        apply_fixes('{"a": 1}', ["invalid_escapes"], limits=Limits(max_document_bytes=3))
+    assert info.value.code == "DOCUMENT_TOO_LARGE"
     with pytest.raises(ParseError) as info:  # the text itself is over the bound
         apply_fixes(ESCAPED, ["invalid_escapes"], limits=Limits(max_document_bytes=10))
     assert info.value.code != "INVALID_ESCAPE"
