@@ -65,6 +65,12 @@ def test_an_extra_field_is_named_and_a_pattern_property_is_not_extra() -> None:
     ]
     composed = {"properties": {"a": {}}, "allOf": [{}], "unevaluatedProperties": False}
     assert issues(composed, {"a": 1, "zz": 3}) == one("$.zz", "unexpected", "no such field")
+    # a field declared by a part only is evaluated, so not extra
+    parts = {"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False}
+    assert issues(parts, {"a": 1, "zz": 3}) == one("$.zz", "unexpected", "no such field")
+    # a field a pattern admits is not extra, even when the message quotes the pattern as it
+    spec = {"patternProperties": {"x": {}}, "additionalProperties": False}
+    assert issues(spec, {"x": 1, "zz": 2}) == one("$.zz", "unexpected", "no such field")
 
 
 def test_issues_come_in_path_order_then_by_keyword() -> None:
@@ -90,6 +96,11 @@ def _tagged(tag: Any, **extra: Any) -> dict[str, Any]:
 def test_a_wrong_tag_lists_every_allowed_tag() -> None:
     spec = {"oneOf": [_tagged({"const": "é"}), _tagged({"enum": ["b", "c"]})]}
     assert issues(spec, {"k": "z"}, closed=False) == one("$.k", "discriminator", '"é" or "b" or "c"')
+
+
+def test_a_wrong_tag_lists_string_constants_whole() -> None:
+    spec = {"oneOf": [_tagged({"const": "ab"}), _tagged({"const": "cd"})]}
+    assert issues(spec, {"k": "z"}, closed=False) == one("$.k", "discriminator", '"ab" or "cd"')
 
 
 def test_a_wrong_tag_lists_the_tags_of_alternatives_behind_refs() -> None:
