@@ -117,7 +117,7 @@ class _Listed(BaseModel):
 
 def test_a_tool_whose_parameters_dump_to_no_object_is_a_type_error() -> None:
     registry = ToolRegistry([Tool(name="read_file", parameters=_Listed)])
-    with pytest.raises(TypeError, match=r"^the parameters of tool 'read_file' do not describe a JSON object$"):
+    with pytest.raises(TypeError, match=r"^the parameters of tool 'read_file' do not describe its function input$"):
         decide(response(call()), tools=registry)
 
 
