@@ -100,6 +100,26 @@ def test_a_composed_object_without_open_fields_is_left_as_it_is(schema: dict[str
     assert close_json_schema(schema, False) == schema
 
 
+def test_the_parts_of_a_composed_object_have_their_own_members_closed() -> None:
+    for key, parts in [("allOf", [{"properties": {"a": OBJ}}]), ("then", {"properties": {"a": OBJ}})]:
+        closed = close_json_schema({"if": {}, key: parts} if key == "then" else {key: parts}, True)
+        part = closed[key][0] if key == "allOf" else closed[key]
+        assert part == {"properties": {"a": CLOSED}}  # the part itself stays open, its member is closed
+    closed = close_json_schema({"$defs": {"x": {"properties": {"a": OBJ}}}}, True)
+    assert closed["$defs"]["x"] == {"properties": {"a": CLOSED}}
+
+
+def test_a_reference_into_a_list() -> None:
+    assert close_json_schema({"$ref": "#/$defs/l/0", "$defs": {"l": [OBJ]}}, True)["unevaluatedProperties"] is False
+    past = {"$ref": "#/allOf/1", "allOf": [{"type": "object"}]}
+    assert close_json_schema(past, True) == past
+
+
+def test_closing_ends_on_a_reference_cycle_without_fields() -> None:
+    looped = {"$ref": "#", "allOf": [{"type": "object"}]}
+    assert close_json_schema(looped, True) == looped
+
+
 def test_closing_copies_and_follows_cycles() -> None:
     schema: dict[str, Any] = {
         "$defs": {"node": {"properties": {"next": {"$ref": "#/$defs/node"}}}},
@@ -204,6 +224,11 @@ class TD(TypedDict):
     where: str
 
 
+@dataclass
+class DCOuter:
+    inner: F
+
+
 class Args(BaseModel):
     files: list[F]
     bag: set[str] = set()
@@ -221,6 +246,7 @@ class Args(BaseModel):
     before: Annotated[F, BeforeValidator(lambda v: v)] = F(path="p")
     wrap: Annotated[F, WrapValidator(lambda v, h: h(v))] = F(path="p")
     text: str = ""
+    outer: DCOuter = DCOuter(inner=F(path="p"))
 
 
 ARGS = Schema(Args)
@@ -246,6 +272,7 @@ ARGS = Schema(Args)
         "before.path",
         "wrap.path",
         "text",
+        "outer.inner.path",
     ],
 )
 def test_a_pydantic_selector_that_names_a_field(selector: str) -> None:
@@ -264,6 +291,8 @@ def test_a_pydantic_selector_that_names_a_field(selector: str) -> None:
         ("t.zz", "the schema defines no field 'zz' under t"),
         ("text.a", "the schema defines no field 'a' under text"),
         ("tree.children[*].nope", "the schema defines no field 'nope' under tree.children[*]"),
+        ("tup[*].zzz", "the schema defines no field 'zzz' under tup[*]"),
+        ("outer.inner.zzz", "the schema defines no field 'zzz' under outer.inner"),
     ],
 )
 def test_a_pydantic_selector_that_names_nothing(selector: str, message: str) -> None:
@@ -326,6 +355,14 @@ def test_a_json_schema_selector_that_names_a_field(selector: str) -> None:
 )
 def test_a_json_schema_selector_that_names_nothing(selector: str, message: str) -> None:
     assert refused(JS, selector) == message
+
+
+def test_a_false_part_or_a_reference_cycle_does_not_end_the_search() -> None:
+    schema = Schema({"allOf": [{"properties": {"a": {}}}, False]}, closed=False)
+    assert refused(schema, "a") is None
+    looped = Schema({"$ref": "#", "properties": {"a": {}}}, closed=False)
+    assert refused(looped, "a") is None
+    assert refused(looped, "b") == "the schema defines no field 'b' under the arguments"
 
 
 def test_a_map_with_declared_properties_takes_no_other_name() -> None:
