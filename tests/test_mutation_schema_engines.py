@@ -116,6 +116,11 @@ def test_a_float_with_no_fraction_is_not_an_integer_when_the_schema_names_intege
     assert Schema({"type": "number"}).validate(1.0) == 1.0
 
 
+def test_the_compiled_schema_records_why_the_fast_validator_is_not_used() -> None:
+    assert compile_json_schema({"pattern": "\\d", "title": "refused"}, True).refusal == "pattern '\\\\d'"
+    assert compile_json_schema({"type": "string", "title": "admitted"}, True).refusal is None
+
+
 def test_the_validator_in_use() -> None:
     assert Schema({"type": "string"}).validator == "jsonschema-rs"
     assert Schema({"pattern": "\\d"}).validator == "jsonschema"
