@@ -210,7 +210,8 @@ def _alternatives(error: jsonschema.exceptions.ValidationError, root: str) -> It
         for index in sorted(branches):
             for sub in branches[index]:
                 if _is_tag_error(sub):
-                    values = (sub.validator_value,) if sub.validator == "const" else sub.validator_value
+                    checked: Any = sub.validator_value
+                    values = (checked,) if sub.validator == "const" else checked
                     expected.update((json.dumps(v, ensure_ascii=False), None) for v in values)
         yield issue(root, [*error.absolute_path, *key], "discriminator", " or ".join(expected))
         return
