@@ -59,6 +59,11 @@ GUARD = 1.0
 OTHER = 0.9
 MODULES: dict[str, Module] = {
     "policy": Module("decisions/validate/policy.py", ("test_policy.py", "test_adversarial_policy.py"), GUARD),
+    "paths": Module(
+        "decisions/validate/paths.py",
+        ("test_policy.py", "test_adversarial_policy.py", "test_mutation_policy.py"),
+        GUARD,
+    ),
     "decide": Module(
         "decisions/validate/decide.py",
         ("test_decide.py", "test_decide_fixtures.py", "test_decide_properties.py"),
@@ -67,11 +72,15 @@ MODULES: dict[str, Module] = {
     "textcalls": Module("decisions/request/textcalls.py", ("test_textcalls.py", "test_adversarial_text.py"), GUARD),
     "envelope": Module("decisions/_pure/envelope.py", ("test_adversarial_boundary.py",), GUARD),
     "repair": Module("decisions/recover/repair.py", ("test_repair.py", "test_repair_targets.py"), OTHER),
-    "schema": Module("decisions/validate/schema.py", ("test_schema.py",), OTHER),
+    "schema": Module("decisions/validate/schema.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
+    "schema_issues": Module("decisions/validate/_issues.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
+    "schema_shapes": Module("decisions/validate/_shapes.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
+    "schema_engines": Module("decisions/validate/_engines.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
     "domain": Module("decisions/validate/domain.py", ("test_domain.py",), OTHER),
     "assemble": Module("decisions/_pure/assemble.py", ("test_assembler.py",), OTHER),
     "sse": Module("decisions/_pure/sse.py", ("test_sse.py",), OTHER),
     "json": Module("decisions/_pure/json.py", ("test_loads.py", "test_jsontestsuite.py"), OTHER),
+    "jsonexact": Module("decisions/_pure/jsonexact.py", ("test_loads.py", "test_jsontestsuite.py"), OTHER),
 }
 
 

@@ -246,7 +246,8 @@ def test_the_escape_fix_names_the_escape(doc: str, pos: int, shown: str) -> None
 def test_the_escape_fix_without_the_escape_in_reach_is_the_general_one() -> None:
     for doc, pos in [('"abcd\\', 5), ('"abcdef"', 6), ('"\\n"', 1)]:
         prompt = repair_prompt(ParseError("INVALID_ESCAPE", doc=doc, pos=pos))
-        assert "write \\\\ for a literal backslash (\\\\d, not \\d)" in prompt
+        assert "\nFix: a backslash inside a JSON string must be written as '\\\\'.\n" in prompt
+        assert "instead of" not in prompt
 
 
 def test_the_length_bound_cuts_the_body_and_keeps_the_closing() -> None:

@@ -193,13 +193,12 @@ def _excerpt(doc: str, offset: int) -> tuple[str, int]:
 
 
 def _escape_fix(doc: str, offset: int) -> str | None:
-    """For ``\\d`` at ``offset``: the concrete rewrite, to follow the table's fix."""
-    if doc[offset : offset + 1] != "\\" or offset + 1 >= len(doc):
-        backslash = doc.rfind("\\", max(0, offset - 2), offset + 1)
-        if backslash < 0:
-            return None
-        offset = backslash
-    char = doc[offset + 1 : offset + 2]
+    """For ``\\d`` at ``offset`` (or at most two characters before it): the
+    concrete rewrite, to follow the table's fix."""
+    backslash = doc.rfind("\\", max(0, offset - 2), offset + 1)
+    if backslash < 0:
+        return None
+    char = doc[backslash + 1 : backslash + 2]
     if not char or char in '"\\/bfnrtu':
         return None
     shown = _one_line(char)
@@ -217,9 +216,10 @@ def _parse_section(error: ParseError, text: str | None, redactor: Redactor) -> l
         excerpt, caret = _excerpt(shown, shown_offset)
         lines += ["Near:", "  " + excerpt, "  " + " " * caret + "^"]
     # The fix the error's hint gives: the table's fix when the hint was
-    # written from the table, else the hint of the grammar that raised it.
+    # written from the table (or the error carries no hint), else the hint
+    # of the grammar that raised it.
     fix = fix_text(error.code, doc, offset)
-    if fix is None or not (error.hint or "").endswith(fix):
+    if fix is None or (error.hint is not None and not error.hint.endswith(fix)):
         fix = error.hint
     rewrite = _escape_fix(doc, offset) if error.code == "INVALID_ESCAPE" else None
     if rewrite:

@@ -204,20 +204,20 @@ def _alternatives(error: jsonschema.exceptions.ValidationError, root: str) -> It
     tags = {tuple(s.relative_path) for subs in branches.values() for s in subs if _is_tag_error(s)}
     if len(tags) == 1 and not untagged and len(branches) == len(all_variants):
         (key,) = tags
-        expected = []
-        for variant in all_variants:
-            prop = variant.get("properties", {}).get(key[0], {}) if isinstance(variant, dict) else {}
-            if "const" in prop:
-                expected.append(json.dumps(prop["const"], ensure_ascii=False))
-            else:
-                expected.extend(json.dumps(v, ensure_ascii=False) for v in prop.get("enum", ()))
+        # the allowed tags as each alternative's own tag check states them
+        # (so an alternative behind a $ref or an allOf names its tag too)
+        expected: dict[str, None] = {}
+        for index in sorted(branches):
+            for sub in branches[index]:
+                if _is_tag_error(sub):
+                    checked: Any = sub.validator_value
+                    values = (checked,) if sub.validator == "const" else checked
+                    expected.update((json.dumps(v, ensure_ascii=False), None) for v in values)
         yield issue(root, [*error.absolute_path, *key], "discriminator", " or ".join(expected))
         return
     best = jsonschema.exceptions.best_match(error.context or ())
-    if best is None:
-        yield issue(root, error.absolute_path, "no_match", "one of the allowed alternatives")
-    else:
-        yield from js_issues(best, root)
+    assert best is not None  # the context holds the branches' errors
+    yield from js_issues(best, root)
 
 
 def js_issues(error: jsonschema.exceptions.ValidationError, root: str) -> Iterator[dict[str, str]]:
@@ -254,4 +254,5 @@ def js_issues(error: jsonschema.exceptions.ValidationError, root: str) -> Iterat
 
 
 def error_order(error: jsonschema.exceptions.ValidationError) -> tuple[Any, ...]:
-    return (tuple(str(p) for p in error.absolute_path), str(error.validator))
+    """Path order (array indexes as numbers, so ``[2]`` before ``[10]``), then keyword."""
+    return (tuple((isinstance(p, str), p) for p in error.absolute_path), str(error.validator))

@@ -59,12 +59,6 @@ class Scopes:
         """Whether ``target`` is one of the directories or lies under one."""
         return target in self.dirs or target.startswith(self._prefixes)
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Scopes) and other.dirs == self.dirs
-
-    def __hash__(self) -> int:
-        return hash(self.dirs)
-
     def __repr__(self) -> str:
         return f"Scopes({self.dirs!r})"
 

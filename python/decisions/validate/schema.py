@@ -144,7 +144,7 @@ class Schema:
                     if found is not None:
                         following.extend(found)
             if not following:
-                what = "array items ([*])" if step is None else f"a field {step!r}"
+                what = "array items ([*])" if step is None else f"field {step!r}"
                 where = selector_text(steps[:position]) or "the arguments"
                 raise ValueError(f"the schema defines no {what} under {where}")
             nodes = following
