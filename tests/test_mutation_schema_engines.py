@@ -15,6 +15,15 @@ from decisions.validate import _engines
 from decisions.validate._engines import NOT_PLAIN, PLAIN, TOO_DEEP, compile_json_schema, fast_refusal, plain_json, scan
 
 
+@pytest.fixture(autouse=True)
+def cold_caches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test compiles afresh: a schema or validator class cached by an
+    earlier test (or by the process a mutation run forks from) would hide
+    what compiling does."""
+    monkeypatch.setattr(_engines, "_CACHE", {})
+    monkeypatch.setattr(_engines, "_STRICT_CLASSES", {})
+
+
 @pytest.mark.parametrize(
     ("schema", "reason"),
     [
@@ -138,8 +147,7 @@ def test_one_compiled_schema_per_digest_and_closing() -> None:
     assert compile_json_schema(odd, True) is not compile_json_schema(odd, True)
 
 
-def test_the_cache_is_bounded_oldest_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_engines, "_CACHE", {})
+def test_the_cache_is_bounded_oldest_first() -> None:
     first = compile_json_schema({"minimum": -1}, True)
     for i in range(_engines.CACHE_SIZE - 1):
         compile_json_schema({"minimum": i}, True)
@@ -148,6 +156,15 @@ def test_the_cache_is_bounded_oldest_first(monkeypatch: pytest.MonkeyPatch) -> N
     compile_json_schema({"minimum": -2}, True)
     assert len(_engines._CACHE) == _engines.CACHE_SIZE
     assert compile_json_schema({"minimum": -1}, True) is not first
+
+
+def test_the_strict_class_is_built_once_per_draft() -> None:
+    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#"}
+    first = _engines.strict_validator_class(draft7)
+    assert _engines.strict_validator_class(draft7) is first
+    assert first.TYPE_CHECKER.is_type(1, "integer") and not first.TYPE_CHECKER.is_type(True, "integer")
+    assert not first.TYPE_CHECKER.is_type(1.0, "integer")
+    assert _engines.strict_validator_class({}) is not first
 
 
 def test_a_broken_schema_fails_when_compiled() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from decisions import StreamError
+from decisions import Limits, StreamError
 
 
 def _chunk(text: str, finish: str | None = None) -> str:
@@ -62,6 +62,7 @@ def test_the_framing_is_chosen_by_the_first_byte_other_than_whitespace(impl: Mod
         ([ARRAY[:-1]], ("NO_TERMINAL_EVENT", len(ARRAY) - 1)),
         ([b"[1x"], ("MALFORMED_EVENT", 1)),
         ([b" \n", b"[1x"], ("MALFORMED_EVENT", 3)),
+        ([b" \n[1x"], ("MALFORMED_EVENT", 3)),
         ([b"\xef\xbb\xbf[1x"], ("MALFORMED_EVENT", 4)),
         ([ARRAY + b"x"], ("MALFORMED_EVENT", len(ARRAY))),
     ],
@@ -81,3 +82,17 @@ def test_a_failed_array_stream_stays_failed(impl: ModuleType) -> None:
             "STREAM_FAILED",
             "the stream already failed (MALFORMED_EVENT)",
         )
+
+
+def test_an_array_stream_counts_toward_the_stream_bound(impl: ModuleType) -> None:
+    third = len(ARRAY) // 3
+    chunks = [ARRAY[:third], ARRAY[third : 2 * third], ARRAY[2 * third :]]
+    assembler = impl.StreamAssembler("gemini", limits=Limits(max_stream_bytes=len(ARRAY) - 1))
+    with pytest.raises(StreamError) as info:
+        for chunk in chunks:
+            assembler.feed(chunk)
+    assert (info.value.code, info.value.offset) == ("SSE_STREAM_TOO_LARGE", len(ARRAY) - 1)
+    assembler = impl.StreamAssembler("gemini", limits=Limits(max_stream_bytes=len(ARRAY)))
+    for chunk in chunks:
+        assembler.feed(chunk)
+    assert assembler.finish().text == "hi there"

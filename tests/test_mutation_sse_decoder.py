@@ -253,6 +253,74 @@ def outcome(impl: ModuleType, chunks: list[bytes], limits: dict[str, int]) -> li
             [("SSE_STREAM_TOO_LARGE", 11, "the stream is longer than max_stream_bytes (11)")],
             id="stream-big-bom",
         ),
+        pytest.param(
+            [b"data: a\n\n", b"\xef\xbb\xbfdata: \xff\n"],
+            {},
+            [("message", "a", None, None), ("SSE_INVALID_UTF8", 18, "the event stream is not valid UTF-8")],
+            id="bom-later-is-not-a-bom",
+        ),
+        pytest.param([b"x\n"], {}, [], id="short-first-chunk"),
+        pytest.param([b"\xef\xbb\xbf"], {}, [], id="bom-alone"),
+        pytest.param(
+            [b"\xef\xbb\xbfx"],
+            {},
+            [("SSE_UNTERMINATED_EVENT", 3, "the stream ended in the middle of an event")],
+            id="bom-then-unterminated",
+        ),
+        pytest.param(
+            [b"data: a\r\r", b"\n: 1\n"],
+            {"max_bytes_without_data": 4},
+            [("message", "a", None, None)],
+            id="cr-dispatch-then-lf",
+        ),
+        pytest.param(
+            [b"data: a\r", b"\n\n: 1\n"],
+            {"max_bytes_without_data": 4},
+            [("message", "a", None, None)],
+            id="cr-data-then-lf",
+        ),
+        pytest.param(
+            [b": x\r", b"\n"],
+            {"max_bytes_without_data": 4},
+            [("SSE_NO_DATA", 0, "more than max_bytes_without_data (4) arrived without a data event")],
+            id="comment-cr-then-lf",
+        ),
+        pytest.param(
+            [b"data: ab\n\ndata: cd\n\n"],
+            {"max_sse_event_bytes": 2},
+            [("message", "ab", None, None), ("message", "cd", None, None)],
+            id="second-event-size",
+        ),
+        pytest.param(
+            [b"data: a\n\nda", b"ta: b\n\n"],
+            {"max_stream_bytes": 17},
+            [
+                ("message", "a", None, None),
+                ("SSE_STREAM_TOO_LARGE", 17, "the stream is longer than max_stream_bytes (17)"),
+            ],
+            id="pos-after-tail",
+        ),
+        pytest.param(
+            [b"data: a\r\rda", b"ta: b\r\r"],
+            {"max_stream_bytes": 17},
+            [
+                ("message", "a", None, None),
+                ("SSE_STREAM_TOO_LARGE", 17, "the stream is longer than max_stream_bytes (17)"),
+            ],
+            id="pos-after-tail-cr",
+        ),
+        pytest.param(
+            [b"data: a\r: 12\r\r"],
+            {"max_bytes_without_data": 5},
+            [("message", "a", None, None)],
+            id="no-data-after-data",
+        ),
+        pytest.param(
+            [b"data: a\r\revent: abc\r"],
+            {"max_bytes_without_data": 5},
+            [("SSE_NO_DATA", 9, "more than max_bytes_without_data (5) arrived without a data event")],
+            id="field-no-data-offset",
+        ),
     ],
 )
 def test_the_decoders_result(
