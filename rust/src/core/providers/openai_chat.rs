@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::openai_common::{failure, Obj};
-use super::shape::{count, located, Path, Shape, Str, ROOT};
+use super::shape::{count, invalid, Path, Shape, Str, ROOT};
 use super::DONE;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
@@ -28,14 +28,6 @@ const SHAPE: Shape = Shape("openai-chat");
 const CHUNK: &str = "chat.completion.chunk";
 /// The name of a body in the mapper's other errors.
 const BODY: &str = "chat.completion";
-
-/// A `MALFORMED_EVENT` other than a shape: `"<name>: <detail>"` at `at`.
-fn invalid(name: &str, detail: impl std::fmt::Display, at: Path<'_>) -> CoreError {
-    located(
-        CoreError::new(Code::MALFORMED_EVENT, format!("{name}: {detail}")),
-        at,
-    )
-}
 
 // ------------------------------------------------------------ raw members
 

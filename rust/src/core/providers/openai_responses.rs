@@ -34,7 +34,7 @@ use serde_json::value::RawValue;
 
 use super::jsontext::{self, Node};
 use super::openai_common::failure;
-use super::shape::{is_object, located, Path, Shape, Str, ROOT};
+use super::shape::{invalid, is_object, Path, Shape, Str, ROOT};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{CallKind, Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
@@ -43,14 +43,6 @@ const SHAPE: Shape = Shape("openai-responses");
 
 /// The name of an event in its shape errors before its type is known.
 const EVENT: &str = "response event";
-
-/// A `MALFORMED_EVENT` other than a shape: `"<what>: <detail>"` at `at`.
-fn invalid(what: &str, detail: impl std::fmt::Display, at: Path<'_>) -> CoreError {
-    located(
-        CoreError::new(Code::MALFORMED_EVENT, format!("{what}: {detail}")),
-        at,
-    )
-}
 
 // ------------------------------------------------------------ raw members
 

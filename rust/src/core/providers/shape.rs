@@ -92,6 +92,14 @@ pub(crate) fn located(mut error: CoreError, at: Path<'_>) -> CoreError {
     error
 }
 
+/// A `MALFORMED_EVENT` other than a shape: `"<what>: <detail>"` at `at`.
+pub(crate) fn invalid(what: &str, detail: impl std::fmt::Display, at: Path<'_>) -> CoreError {
+    located(
+        CoreError::new(Code::MALFORMED_EVENT, format!("{what}: {detail}")),
+        at,
+    )
+}
+
 /// The shape readers of one provider, named in their errors.
 #[derive(Clone, Copy)]
 pub(crate) struct Shape(pub(crate) &'static str);
