@@ -120,3 +120,28 @@ def test_tool_names_know_exact_names_and_refuse_look_alikes() -> None:
         names.add("GREP")
     with pytest.raises(ValueError):
         names.add("list dir")
+
+
+def test_a_checked_name_is_checked_again_once_a_name_is_added() -> None:
+    """``check`` remembers names that passed; a name added later can make one
+    of them a look-alike, and then it must be refused."""
+    names = ToolNames(["read_file"])
+    names.check("write_file")
+    names.check("write_file")
+    names.add("Write_File")
+    with pytest.raises(DomainError) as caught:
+        names.check("write_file", path="$.calls[3].name")
+    assert (caught.value.code, caught.value.path) == ("AMBIGUOUS_TOOL_NAME", "$.calls[3].name")
+    assert names.look_alike("write_file") == "Write_File"
+
+
+def test_remembered_names_are_bounded() -> None:
+    names = ToolNames(["read_file"])
+    for i in range(3000):
+        names.check(f"tool_{i}")
+        assert len(names._passed) <= 1024
+    with pytest.raises(DomainError, match="AMBIGUOUS_TOOL_NAME|only in spelling"):
+        names.check("READ_FILE")
+    with pytest.raises(DomainError) as caught:
+        names.check("bad name")
+    assert caught.value.code == "INVALID_TOOL_NAME"

@@ -16,6 +16,7 @@ __all__ = [
     "error_codes",
     "default_limits",
     "loads",
+    "Constructor",
     "PROVIDERS",
     "SSEDecoder",
     "StreamAssembler",
@@ -39,6 +40,21 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
     Raises :class:`decisions.ParseError` with the code and character offset of
     the first rule broken (the rules are in ``decisions._pure.json``).
     """
+
+@final
+class Constructor:
+    """Builds instances of a frozen, slotted dataclass from positional field
+    values (every field, in field order), as its ``__init__`` sets them but
+    without running Python code or ``__post_init__``: for values whose
+    invariants the caller has established."""
+
+    def __new__(cls, cls_: type, /) -> Constructor: ...
+    @property
+    def cls(self) -> type:
+        """The class this constructor builds."""
+    def __call__(self, *values: Any) -> Any:
+        """An instance with each field set to the value at its position
+        (TypeError unless every field is given)."""
 
 @final
 class SSEDecoder:

@@ -5,8 +5,9 @@ no wheel fits.
 
 from .._version import __version__
 from .json import loads
+from .objects import Constructor
 from .pipeline import StreamAssembler, normalize
 from .providers import PROVIDERS
 from .sse import SSEDecoder
 
-__all__ = ["PROVIDERS", "SSEDecoder", "StreamAssembler", "__version__", "loads", "normalize"]
+__all__ = ["Constructor", "PROVIDERS", "SSEDecoder", "StreamAssembler", "__version__", "loads", "normalize"]

@@ -74,7 +74,7 @@ from ..types import (
     TextItem,
     ToolCallItem,
 )
-from .decision import Decision, FinalDecision, ToolCall, ToolDecision
+from .decision import Decision, FinalDecision, ToolDecision, new_tool_call, new_tool_decision
 from .domain import Tool, ToolRegistry
 from .policy import Policy, RunState, _apply, _Plan
 from .schema import Schema, schema_mismatch
@@ -424,9 +424,12 @@ def _tool_decision(
     issues: list[dict[str, str]] = []
     validated: list[Any] = []
     failed: list[int] = []
-    tools = [None] * len(items) if registry is None else [registry.get(item.name) for item in items]
-    for index, (item, args, tool) in enumerate(zip(items, arguments, tools)):
+    tools: list[Tool | None] = []
+    for index, item in enumerate(items):
+        tool = None if registry is None else registry.get(item.name)
+        tools.append(tool)
         _check_kind(item, index, tool, registry)
+        args = arguments[index]
         if tool is None or tool.schema is None:
             validated.append(args)
             continue
@@ -434,48 +437,47 @@ def _tool_decision(
         found, value = tool.schema.issues(args, text=doc, root=f"$.calls[{index}].arguments")
         if found:
             failed.append(index)
-        issues.extend(found)
+            issues.extend(found)
         validated.append(value)
     if issues:
         error: OutputError = schema_mismatch(issues)
         if len(failed) == 1:  # one call's issues: the error names that call
             at_call(error, failed[0], items[failed[0]].call_id, items[failed[0]].name)
         raise error
-    for index, (item, tool) in enumerate(zip(items, tools)):
-        if tool is not None:  # registered exactly: known to the plan's names too
-            continue
-        try:
-            plan.names.check(item.name, path=f"$.calls[{index}].name")
-            if registry is not None:
-                registry.resolve(item.name, path=f"$.calls[{index}].name")
-        except DomainError as error:
-            raise at_call(error, index, item.call_id, item.name) from None
     calls = []
-    for index, (item, args, value, tool) in enumerate(zip(items, arguments, validated, tools)):
-        if tool is not None and tool.schema is not None:
-            args = tool.schema.dump(value)
-            if not isinstance(args, str if item.call_kind == "custom" else dict):
-                raise TypeError(f"the parameters of tool {item.name!r} do not describe its {item.call_kind} input")
+    for index, item in enumerate(items):
+        tool = tools[index]
+        args = arguments[index]
+        value = validated[index]
+        if tool is None:  # a registered name is known to the plan's names too
+            try:
+                plan.names.check(item.name, path=f"$.calls[{index}].name")
+                if registry is not None:
+                    registry.resolve(item.name, path=f"$.calls[{index}].name")
+            except DomainError as error:
+                raise at_call(error, index, item.call_id, item.name) from None
+            version = None
+        else:
+            version = tool.version
+            if tool.schema is not None:
+                args = tool.schema.dump(value)
+                if not isinstance(args, str if item.call_kind == "custom" else dict):
+                    raise TypeError(f"the parameters of tool {item.name!r} do not describe its {item.call_kind} input")
         calls.append(
-            ToolCall(
-                call_id=item.call_id,
-                name=item.name,
-                arguments=args,
-                index=index,
-                item_id=item.item_id,
-                call_id_generated=item.call_id_generated,
-                tool_version=tool.version if tool is not None else None,
-                validated=value,
-                call_kind=item.call_kind,
+            new_tool_call(
+                item.call_id,
+                item.name,
+                args,
+                index,
+                item.item_id,
+                item.call_id_generated,
+                version,
+                value,
+                item.call_kind,
             )
         )
     verdicts = _apply(calls, active, plan, registry=registry, run=run, repaired=repaired)
-    return ToolDecision(
-        calls=tuple(calls),
-        verdicts=verdicts,
-        batch=active.batch,
-        text=text,
-        provider=response.provider,
-        response_id=response.response_id,
-        model=response.model,
+    # the verdicts pair with the calls, in order: ToolDecision's own check holds
+    return new_tool_decision(
+        tuple(calls), verdicts, active.batch, text, response.provider, response.response_id, response.model, "tool"
     )

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Literal, Mapping, TypeAlias, Union
+from typing import Any, Callable, Literal, Mapping, TypeAlias, Union
 
+from .. import _backend
 from ..errors import OutputError
 from ..types import CallKind
 
@@ -172,6 +173,15 @@ class FinalDecision:
     #: The tag of :data:`Decision`: ``if decision.kind == "final"`` narrows it.
     kind: Literal["final"] = field(default="final", init=False)
 
+
+# Builders of the classes above from positional values in field order,
+# without ``__init__`` or ``__post_init__`` (see ``decisions._native.Constructor``):
+# for ``decide`` and the policy layer, whose values hold the invariants by
+# construction. tests/test_native_objects.py holds what they build equal to
+# what ``__init__`` builds.
+new_tool_call: Callable[..., ToolCall] = _backend.impl.Constructor(ToolCall)
+new_verdict: Callable[..., CallVerdict] = _backend.impl.Constructor(CallVerdict)
+new_tool_decision: Callable[..., ToolDecision] = _backend.impl.Constructor(ToolDecision)
 
 #: What :func:`decisions.decide` returns: a :class:`ToolDecision` (``kind ==
 #: "tool"``) or a :class:`FinalDecision` (``kind == "final"``), a tagged union

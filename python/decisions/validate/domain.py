@@ -183,17 +183,24 @@ def check_tool_name(name: str, *, path: str = "$.name") -> None:
     )
 
 
+#: How many unknown names a :class:`ToolNames` remembers as checked.
+_MAX_PASSED = 1024
+
+
 class ToolNames:
     """A set of known tool names (registered, or named by policy rules) that
     refuses look-alikes. Build it once; :meth:`check` is a set lookup for a
     known name."""
 
-    __slots__ = ("_exact", "_keys", "_by_length")
+    __slots__ = ("_exact", "_keys", "_by_length", "_passed")
 
     def __init__(self, names: Iterable[str] = ()) -> None:
         self._exact: set[str] = set()
         self._keys: dict[str, str] = {}
         self._by_length: dict[int, list[tuple[str, str]]] = {}
+        #: Unknown names :meth:`check` found well formed and like no known
+        #: name (bounded; forgotten whenever a name is added).
+        self._passed: set[str] = set()
         for name in names:
             self.add(name)
 
@@ -211,6 +218,7 @@ class ToolNames:
                 f"tool names {other!r} and {name!r} differ only in spelling; one of them would shadow the other"
             )
         key = tool_key(name)
+        self._passed.clear()
         self._exact.add(name)
         self._keys[key] = name
         self._by_length.setdefault(len(key), []).append((key, name))
@@ -235,11 +243,14 @@ class ToolNames:
     def check(self, name: str, *, path: str = "$.name") -> None:
         """Nothing for a known name or one that resembles none; else
         :class:`DomainError` ``INVALID_TOOL_NAME`` or ``AMBIGUOUS_TOOL_NAME``."""
-        if name in self._exact:
+        if name in self._exact or name in self._passed:
             return
         check_tool_name(name, path=path)
         known = self.look_alike(name)
         if known is None:
+            if len(self._passed) >= _MAX_PASSED:
+                self._passed.clear()
+            self._passed.add(name)
             return
         shown = name[:_MAX_SUGGEST_NAME]
         raise DomainError(

@@ -12,6 +12,7 @@ them (:class:`Scopes`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import posixpath
 import re
@@ -209,12 +210,19 @@ _ABSENT: Any = object()
 _NOT_OBJECT: Any = object()
 
 
+@functools.lru_cache(maxsize=256)
+def _field_names(model: type[BaseModel]) -> frozenset[str]:
+    """A model class's field names (``model_fields`` is a property that costs
+    more than the lookup it serves)."""
+    return frozenset(model.model_fields)
+
+
 def member(value: Any, name: str) -> Any:
     """Field ``name`` of a validated object (a model by field name, a
     mapping by key, a dataclass by attribute), ``_ABSENT`` when it has none,
     ``_NOT_OBJECT`` when ``value`` is not an object at all."""
     if isinstance(value, BaseModel):
-        if name in type(value).model_fields:
+        if name in _field_names(type(value)):
             return getattr(value, name)
         return (value.model_extra or {}).get(name, _ABSENT)
     if isinstance(value, Mapping):

@@ -50,7 +50,7 @@ from types import MappingProxyType
 from typing import Callable, Literal, Mapping, Protocol, Sequence
 
 from ..errors import PolicyError, at_call, in_batch, json_path
-from .decision import _EMPTY, BatchMode, CallVerdict, ToolCall
+from .decision import _EMPTY, BatchMode, CallVerdict, ToolCall, new_verdict
 from .domain import ToolNames, ToolRegistry
 from .paths import Access, Scopes, Step, _reject, parse_selector, resolve_in, resolve_path, resolve_scope, select_paths
 
@@ -290,7 +290,7 @@ def _check_call(
             )
     paths: dict[str, str] = {}
     empty_paths: list[str] = []
-    path_plans = plan.paths.get(call.name, ())
+    path_plans = plan.paths.get(call.name)
     if path_plans:
         root = plan.root
         assert root is not None  # Policy.__post_init__ requires it
@@ -335,12 +335,14 @@ def _check_call(
         if approval_reason:
             reasons.append(str(approval_reason))
     status: Literal["needs_approval", "allowed"] = "needs_approval" if reasons else "allowed"
-    return CallVerdict(
-        call_id=call.call_id,
-        status=status,
-        reasons=tuple(reasons),
-        paths=MappingProxyType(paths) if paths else _EMPTY,
-        empty_paths=tuple(empty_paths),
+    return new_verdict(
+        call.call_id,
+        status,
+        None,
+        tuple(reasons),
+        MappingProxyType(paths) if paths else _EMPTY,
+        tuple(empty_paths),
+        None,
     )
 
 

@@ -73,6 +73,11 @@ __all__ = [
 ]
 
 
+def _too_deep(root: str) -> list[dict[str, str]]:
+    """The one issue of a value nested deeper than validation goes."""
+    return [issue(root, (), "too_deep", f"at most {MAX_VALIDATION_DEPTH} levels of nesting")]
+
+
 class Schema:
     """A compiled, strict validator for one Pydantic type or JSON Schema.
 
@@ -121,7 +126,8 @@ class Schema:
         a JSON Schema value is already JSON and is returned as it is."""
         if self._adapter is None:
             return value
-        return self._adapter.dump_python(value, mode="json", by_alias=False)
+        # the adapter's serializer itself: TypeAdapter.dump_python calls it with these arguments
+        return self._adapter.serializer.to_python(value, mode="json", by_alias=False)
 
     def check_selector(self, steps: Sequence[str | None]) -> None:
         """ValueError unless every step of a field selector (a field name, or
@@ -175,30 +181,30 @@ class Schema:
     def issues(self, value: Any, *, text: str | None = None, root: str = "$") -> tuple[list[dict[str, str]], Any]:
         """``(issues, validated)``: the issues found (empty when the value
         matches) and the validated value (None when there are issues)."""
-        too_deep = [issue(root, (), "too_deep", f"at most {MAX_VALIDATION_DEPTH} levels of nesting")]
         compiled = self._compiled
         if compiled is not None and compiled.fast is not None:
             found = scan(value, compiled.integers, MAX_VALIDATION_DEPTH)
             if found == TOO_DEEP:
-                return too_deep, None
+                return _too_deep(root), None
             if found == PLAIN and _fast_valid(compiled.fast, value):
                 return [], value
         # a text with fewer brackets than the bound cannot nest deeper
         if (text is None or text.count("[") + text.count("{") > MAX_VALIDATION_DEPTH) and _nested_deeper(
             value, MAX_VALIDATION_DEPTH
         ):
-            return too_deep, None
+            return _too_deep(root), None
         try:
             return self._issues(value, text, root)
         except RecursionError:  # the caller's own stack was already deep
-            return too_deep, None
+            return _too_deep(root), None
 
     def _issues(self, value: Any, text: str | None, root: str) -> tuple[list[dict[str, str]], Any]:
         if self._compiled is None:
             assert self._adapter is not None
             source = text if text is not None else json.dumps(value, ensure_ascii=False, allow_nan=False)
             try:
-                return [], self._adapter.validate_json(source, strict=True, extra=self._extra)
+                # the adapter's validator itself: TypeAdapter.validate_json calls it with these arguments
+                return [], self._adapter.validator.validate_json(source, strict=True, extra=self._extra)
             except ValidationError as error:
                 return pydantic_issues(error, value, root), None
         issues: list[dict[str, str]] = []

@@ -4,6 +4,7 @@ mod assemble;
 mod common;
 mod events;
 mod json;
+mod objects;
 mod sse;
 
 use pyo3::prelude::*;
@@ -39,6 +40,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         pyo3::types::PyTuple::new(m.py(), crate::core::providers::PROVIDERS)?,
     )?;
     m.add_class::<sse::SSEDecoder>()?;
+    m.add_class::<objects::Constructor>()?;
     m.add_class::<assemble::StreamAssembler>()?;
     m.add_function(wrap_pyfunction!(assemble::normalize, m)?)?;
     Ok(())
