@@ -8,9 +8,9 @@ then ``decide`` with the tools (Pydantic models) and a path policy, on the
 native backend and on the pure twin (``decide`` then parses with the pure
 ``loads``). Bodies hold 1, 2 or 16 calls (``read_file`` and ``grep``, each
 with a path rule); the stream is an OpenAI Chat stream of the same calls in
-8-byte argument deltas. The ``layers`` groups split the native path: body
-normalized, then decided without tools, with tools (schema, domain), with the
-policy. A JSON-Schema tool is compared with the same Pydantic one.
+8-byte argument deltas. The ``layers`` groups split each backend's path
+for 1, 2 and 16 calls: body normalized, then decided without tools (the
+arguments parsed), with tools (schema, domain), with the policy. A JSON-Schema tool is compared with the same Pydantic one.
 
 Run: ``python benches/report.py -k test_bench_decide``.
 """
@@ -224,12 +224,16 @@ def test_bench_decide_stream(benchmark: Any, contender: str, calls: int) -> None
 LAYERS = ["orjson.loads", "normalize", "decide, no tools", "decide, tools", "decide, tools + policy"]
 
 
-@pytest.mark.skipif(_NATIVE is None, reason="the layer split is of the native path")
 @pytest.mark.parametrize("layer", LAYERS)
-def test_bench_decide_layers(benchmark: Any, layer: str) -> None:
-    benchmark.group = "decide: layers of the native path, body, 2 calls"
-    data = body(2)
-    impl = BACKENDS["native"]
+@pytest.mark.parametrize("contender", list(BACKENDS))
+@pytest.mark.parametrize("calls", [1, 2, 16])
+def test_bench_decide_layers(benchmark: Any, calls: int, contender: str, layer: str) -> None:
+    """Each layer adds to the one before: normalize; then ``decide`` parsing
+    the arguments (no tools: names checked, open policy); then each call's
+    schema and the registry; then the path policy."""
+    benchmark.group = f"decide: layers, {contender}, body, {calls} call(s)"
+    data = body(calls)
+    impl = BACKENDS[contender]
     if layer == "orjson.loads":
         benchmark.extra_info["baseline"] = True
         benchmark(lambda: orjson.loads(data))
