@@ -3,6 +3,7 @@ Pydantic types and JSON Schema dicts."""
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal, Union
 
 import jsonschema
@@ -226,3 +227,70 @@ def test_older_drafts_named_by_dollar_schema_are_honoured() -> None:
     draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "integer"}
     assert _issues(draft7, True) == {("$", "type")}
     assert Schema.of(draft7).validate(3) == 3
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "paths"),
+    [
+        ({"type": "object", "properties": {"a": False}}, {"a": 1}, ["$.a"]),
+        ({"type": "object", "patternProperties": {"^x": False}}, {"xy": 1, "b": 2}, ["$.xy"]),
+        ({"type": "array", "prefixItems": [{}], "items": False}, [1, 2, 3], ["$[1]", "$[2]"]),
+        ({"type": "array", "prefixItems": [{}, False]}, [1, 2], ["$[1]"]),
+        ({"$defs": {"never": False}, "properties": {"b": {"$ref": "#/$defs/never"}}}, {"b": 2}, ["$.b"]),
+        ({"properties": {"c": {"allOf": [{}, False]}}}, {"c": 0}, ["$.c"]),
+        ({"type": "object", "dependentSchemas": {"a": {"properties": {"b": False}}}}, {"a": 1, "b": 2}, ["$.b"]),
+        ({"type": "object", "propertyNames": {"not": {}}}, {"k": 1}, ["$"]),
+    ],
+)
+def test_a_false_subschema_is_reported_where_it_applies(schema: dict[str, Any], value: Any, paths: list[str]) -> None:
+    """``jsonschema`` names no member for a ``false`` subschema; the issue
+    (and the repair hint built from it) must name the member it stands for."""
+    with pytest.raises(SchemaError) as caught:
+        Schema(schema, closed=False).validate(value, root="$")
+    assert [i["path"] for i in caught.value.issues] == paths
+    assert {(i["code"], i["expected"]) for i in caught.value.issues} == {
+        ("unexpected", "nothing (the schema allows no value here)")
+    }
+    assert caught.value.path == paths[0]
+
+
+def test_a_false_subschema_allows_what_it_allowed() -> None:
+    schema = Schema({"type": "object", "properties": {"a": False, "b": {"type": "integer"}}}, closed=False)
+    assert schema.validate({"b": 1}) == {"b": 1}
+    assert schema.spec["properties"]["a"] is False  # the caller's schema is left as it was
+
+
+NOT_JSON = [
+    (math.nan, "$", "a finite number (JSON has no NaN or Infinity)"),
+    ({"a": [1, math.inf]}, "$.a[1]", "a finite number (JSON has no NaN or Infinity)"),
+    ({"a": 1, "b": {"c": -math.inf}}, "$.b.c", "a finite number (JSON has no NaN or Infinity)"),
+    ({"a": {1, 2}}, "$.a", "a JSON value"),
+    ({"a": 1, "b": object()}, "$.b", "a JSON value"),
+    ({(1, 2): 1}, "$", "an object whose keys are strings"),
+]
+
+
+@pytest.mark.parametrize("spec", [dict, float, {"type": "object"}, {"type": "number"}, {}], ids=repr)
+@pytest.mark.parametrize(("value", "path", "expected"), NOT_JSON, ids=[repr(v[0]) for v in NOT_JSON])
+def test_a_value_json_cannot_hold_is_an_issue(spec: Any, value: Any, path: str, expected: str) -> None:
+    """A Python value handed to a schema (a tool's result, a direct call) is
+    validated as JSON: NaN, Infinity and non-JSON types are a typed issue at
+    their place, never a bare ValueError or a pass."""
+    with pytest.raises(SchemaError) as caught:
+        Schema(spec).validate(value)
+    assert caught.value.code == "SCHEMA_MISMATCH"
+    assert caught.value.issues == ({"path": path, "code": "type", "expected": expected},)
+
+
+class _Unlisted(dict):  # type: ignore[type-arg]
+    """A mapping ``json.dumps`` cannot write (its ``items`` fails), though
+    every key and value in it is JSON."""
+
+    def items(self) -> Any:
+        raise ValueError("no items here")
+
+
+def test_a_value_json_refuses_for_another_reason_is_still_an_issue() -> None:
+    with pytest.raises(SchemaError) as caught:
+        Schema({"type": "object"}).validate({"a": _Unlisted(b=1)})
+    assert caught.value.issues == ({"path": "$", "code": "type", "expected": "a JSON value"},)

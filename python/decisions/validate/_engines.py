@@ -307,13 +307,53 @@ def _digest(spec: Mapping[str, Any]) -> str | None:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+#: Where a ``false`` subschema is replaced by ``{"not": {}}`` for the
+#: reference validator (see :func:`false_located`). ``additionalProperties``
+#: and ``unevaluatedProperties`` report their own ``false`` with the names.
+_FALSE_ONE: Final = tuple(k for k in _SUB_ONE if k not in ("additionalProperties", "unevaluatedProperties"))
+_FALSE_MAP: Final = (*_SUB_MAP, "definitions", "dependencies")
+
+
+def false_located(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each ``false`` subschema written ``{"not": {}}``, which
+    allows the same nothing. ``jsonschema`` reports a ``false`` subschema
+    without the member or item it stands for (``properties: {"a": false}``
+    fails at ``$``, not ``$.a``); a ``not`` is reported where it applies.
+    Changed in place (``schema`` is the validator's own copy)."""
+    nothing: dict[str, Any] = {"not": {}}
+    stack: list[Any] = [schema]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for key in _FALSE_ONE:
+            if node.get(key) is False:
+                node[key] = dict(nothing)
+            stack.append(node.get(key))
+        for key in (*_SUB_LIST, "items"):  # ``items`` as a list: draft 7 and older
+            members = node.get(key)
+            if isinstance(members, list):
+                node[key] = [dict(nothing) if m is False else m for m in members]
+                stack.extend(node[key])
+        for key in _FALSE_MAP:
+            members = node.get(key)
+            if isinstance(members, dict):
+                node[key] = {k: dict(nothing) if v is False else v for k, v in members.items()}
+                stack.extend(node[key].values())
+        for key in ("additionalProperties", "unevaluatedProperties"):
+            stack.append(node.get(key))
+    return schema
+
+
 def _compile(spec: Mapping[str, Any], closed: bool) -> Compiled:
     cls = strict_validator_class(spec)
     cls.check_schema(spec)
     applied = (
         close_json_schema(spec, "unevaluatedProperties" in cls.VALIDATORS) if closed else copy.deepcopy(dict(spec))
     )
-    reference = cls(applied)
+    reference = cls(false_located(copy.deepcopy(applied)))
     refusal = "jsonschema-rs is not installed" if _RS is None else fast_refusal(applied)
     fast = None
     if refusal is None:

@@ -10,6 +10,7 @@ narrowed to the alternative the value was meant for.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Final, Iterable, Iterator, Mapping, Sequence
 
@@ -47,7 +48,6 @@ ISSUE_CODES: Final[Mapping[str, str]] = {
     "range": "a number is outside its allowed range",
     "pattern": "a string does not match the required pattern",
     "format": "a string does not have the required format",
-    "no_match": "the value matches none of the allowed alternatives",
     "multiple_match": "the value matches more than one alternative where exactly one is allowed",
     "too_deep": f"the value nests deeper than {MAX_VALIDATION_DEPTH} levels, more than validation follows",
     "invalid": "the value breaks another rule of the schema",
@@ -59,6 +59,28 @@ MAX_ISSUES: Final = 32
 
 def issue(root: str, parts: Iterable[str | int], code: str, expected: str) -> dict[str, str]:
     return {"path": json_path(parts, root), "code": code, "expected": expected}
+
+
+def not_json(value: Any, root: str) -> list[dict[str, str]]:
+    """One ``type`` issue at the first place in ``value`` (a Python value
+    handed to a schema, not parsed from JSON text) that JSON cannot hold: a
+    NaN or infinite float, a key or value of a non-JSON type; else at the root.
+    Read in document order, without recursion (the caller bounds the depth)."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, parts = stack.pop()
+        if isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, (str, int, float)) and key is not None:
+                    return [issue(root, parts, "type", "an object whose keys are strings")]
+            stack.extend((item[key], (*parts, str(key))) for key in reversed(list(item)))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((member, (*parts, i)) for i, member in reversed(list(enumerate(item))))
+        elif isinstance(item, float) and not math.isfinite(item):
+            return [issue(root, parts, "type", "a finite number (JSON has no NaN or Infinity)")]
+        elif not isinstance(item, (str, int, float)) and item is not None:
+            return [issue(root, parts, "type", "a JSON value")]
+    return [issue(root, (), "type", "a JSON value")]  # json.dumps refused it for a reason not found here
 
 
 def schema_mismatch(issues: Sequence[Mapping[str, str]], message: str | None = None) -> SchemaError:
@@ -247,7 +269,7 @@ def js_issues(error: jsonschema.exceptions.ValidationError, root: str) -> Iterat
         yield issue(root, path, code, template.format(value))
     elif keyword in ("oneOf", "anyOf"):
         yield from _alternatives(error, root)
-    elif keyword is None:  # a ``false`` subschema
+    elif keyword is None or (keyword == "not" and value == {}):  # a ``false`` subschema (see false_located)
         yield issue(root, path, "unexpected", "nothing (the schema allows no value here)")
     else:
         yield issue(root, path, "invalid", error.message)

@@ -54,6 +54,7 @@ from ._issues import (
     error_order,
     issue,
     js_issues,
+    not_json,
     pydantic_issues,
 )
 from ._issues import schema_mismatch as schema_mismatch  # decide imports it from here
@@ -199,9 +200,14 @@ class Schema:
             return _too_deep(root), None
 
     def _issues(self, value: Any, text: str | None, root: str) -> tuple[list[dict[str, str]], Any]:
+        source = text
+        if source is None:  # a Python value, not parsed JSON: it must be JSON to be validated as JSON
+            try:
+                source = json.dumps(value, ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError):
+                return not_json(value, root), None
         if self._compiled is None:
             assert self._adapter is not None
-            source = text if text is not None else json.dumps(value, ensure_ascii=False, allow_nan=False)
             try:
                 # the adapter's validator itself: TypeAdapter.validate_json calls it with these arguments
                 return [], self._adapter.validator.validate_json(source, strict=True, extra=self._extra)
