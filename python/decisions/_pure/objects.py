@@ -25,10 +25,7 @@ class Constructor:
         names = [f.name for f in dataclasses.fields(cls)]
         slots = list(getattr(cls, "__slots__", ()))
         if slots != names:
-            raise ValueError(
-                f"Constructor needs a dataclass whose slots are its fields: {cls.__name__} has slots "
-                f"{slots!r} and fields {names!r}"
-            )
+            raise ValueError(f"Constructor needs a dataclass whose slots are its fields, which {cls.__name__} is not")
         self._cls = cls
         self._fields = tuple(names)
 

@@ -54,7 +54,7 @@ impl Constructor {
             .collect::<PyResult<_>>()?;
         if slots != names {
             return Err(PyValueError::new_err(format!(
-                "Constructor needs a dataclass whose slots are its fields: {} has slots {slots:?} and fields {names:?}",
+                "Constructor needs a dataclass whose slots are its fields, which {} is not",
                 cls.name()?
             )));
         }
