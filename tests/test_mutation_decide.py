@@ -329,3 +329,11 @@ def test_names_are_checked_for_every_call_with_its_path() -> None:
     assert (error.code, error.path) == ("UNKNOWN_TOOL", "$.calls[1].name")
     error = failure(lambda: decide(response(call(call_id="a"), call("READ_FILE", call_id="b")), tools=registry))
     assert (error.code, error.path) == ("AMBIGUOUS_TOOL_NAME", "$.calls[1].name")
+
+
+def test_the_text_beside_calls_is_every_text_item_in_order() -> None:
+    decision = decide(response(text("first, "), call(), text("then more")))
+    assert decision.kind == "tool"
+    assert decision.text == "first, then more"
+    final = decide(response(text("an "), text("answer"), finish="stop"))
+    assert final.kind == "final" and (final.value, final.text) == ("an answer", "an answer")

@@ -170,3 +170,70 @@ def test_a_not_an_object_error_carries_the_text(arguments: str, line: int, colum
     error = failure(lambda: decide(response(call(arguments=arguments))))
     assert error.code in ("ARGUMENTS_NOT_OBJECT", "DOUBLE_ENCODED_JSON")
     assert (error.doc, error.lineno, error.colno) == (arguments, line, column)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------- call kinds
+
+
+def _kind_call(kind: str, name: str, arguments: str, call_id: str) -> Any:
+    from decisions.types import ToolCallItem
+
+    return ToolCallItem(item_id=f"item_{call_id}", call_id=call_id, name=name, arguments=arguments, call_kind=kind)  # type: ignore[arg-type]
+
+
+def test_a_client_call_without_a_registry_is_refused_by_name() -> None:
+    items = (call(call_id="a"), _kind_call("local_shell", "local_shell", '{"command": ["ls"]}', "b"))
+    with pytest.raises(OutputError) as info:
+        decide(response(*items))
+    error = info.value
+    assert (error.code, error.path, error.call_index, error.call_id, error.tool) == (
+        "UNKNOWN_TOOL",
+        "$.calls[1].name",
+        1,
+        "b",
+        "local_shell",
+    )
+    assert error.message == "a local_shell call ('local_shell') runs only through a registered tool, and no registry was given"
+    assert error.hint == "register a Tool(name='local_shell', kind='local_shell') to run it"
+
+
+def test_a_call_of_another_kind_than_its_tool_is_refused_by_name() -> None:
+    registry = ToolRegistry([Tool(name="read_file", parameters=READ_FILE_SCHEMA), Tool(name="sql", kind="custom")])
+    items = (call(call_id="a"), _kind_call("function", "sql", '{"q": 1}', "b"))
+    with pytest.raises(OutputError) as info:
+        decide(response(*items), tools=registry)
+    error = info.value
+    assert (error.code, error.path, error.call_index, error.call_id, error.tool) == (
+        "CALL_KIND_MISMATCH",
+        "$.calls[1]",
+        1,
+        "b",
+        "sql",
+    )
+    assert error.message == "a function call was sent to the custom tool 'sql'"
+    assert error.hint == "call 'sql' as a custom tool"
+
+
+def test_a_custom_call_before_other_calls_leaves_them_parsed_and_checked() -> None:
+    """A custom call's text is kept as it came, and the calls after it are
+    still parsed (and refused when their arguments do not parse)."""
+    registry = ToolRegistry(
+        [Tool(name="read_file", parameters=READ_FILE_SCHEMA), Tool(name="sql", kind="custom", parameters=str)]
+    )
+    items = (_kind_call("custom", "sql", "select 1 -- not JSON", "a"), call(call_id="b"))
+    decision = decide(response(*items), tools=registry)
+    assert decision.kind == "tool"
+    assert [c.arguments for c in decision.calls] == ["select 1 -- not JSON", {"path": "a.txt"}]
+    assert [c.call_kind for c in decision.calls] == ["custom", "function"]
+    broken = (items[0], call(call_id="b", arguments='{"path": '))
+    with pytest.raises(OutputError) as info:
+        decide(response(*broken), tools=registry)
+    assert (info.value.code, info.value.path) == ("UNEXPECTED_END", "$.calls[1].arguments")
+
+
+def test_a_custom_input_is_validated_as_text_not_as_json() -> None:
+    """A Pydantic ``str`` schema gets the custom input as a string value; it is
+    never handed to Pydantic as JSON text (``hello`` is not a JSON document)."""
+    registry = ToolRegistry([Tool(name="note", kind="custom", parameters=str)])
+    decision = decide(response(_kind_call("custom", "note", "hello", "a")), tools=registry)
+    assert decision.kind == "tool" and decision.calls[0].arguments == "hello"
