@@ -193,7 +193,10 @@ def test_a_client_call_without_a_registry_is_refused_by_name() -> None:
         "b",
         "local_shell",
     )
-    assert error.message == "a local_shell call ('local_shell') runs only through a registered tool, and no registry was given"
+    assert (
+        error.message
+        == "a local_shell call ('local_shell') runs only through a registered tool, and no registry was given"
+    )
     assert error.hint == "register a Tool(name='local_shell', kind='local_shell') to run it"
 
 
