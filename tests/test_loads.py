@@ -324,6 +324,20 @@ def test_each_limits_object_is_honoured_in_turn(impl: ModuleType) -> None:
         assert impl.loads("[[]]", limits=None) == [[]]
 
 
+def test_limits_of_parses_in_between_do_not_leak(impl: ModuleType) -> None:
+    """Parses under other limits in between (event data under the envelope's,
+    arguments under the caller's) leave each call with its own limits."""
+    shallow = Limits(max_depth=1, max_number_length=3)
+    nested = '{"a": [{"b": [1234]}]}'
+    for _ in range(2):
+        assert fail(impl, nested, shallow).code == "DEPTH_EXCEEDED"
+        assembler = impl.StreamAssembler("openai-chat", limits=shallow)  # event data: depth 100, numbers 100
+        assembler.feed(b'data: {"choices": [{"index": 0, "delta": {"role": "assistant"}}], "x": [[[12345]]]}\n\n')
+        assert fail(impl, "[1234]", shallow).code == "NUMBER_TOO_LONG"
+        assert impl.loads(nested) == {"a": [{"b": [1234]}]}
+        assert fail(impl, "[[]]", Limits(max_depth=1, max_number_length=3)).code == "DEPTH_EXCEEDED"
+
+
 @pytest.mark.parametrize(("data", "code", "pos"), ERROR_CASES)
 def test_line_and_column_match_json_decode_error(impl: ModuleType, data: str | bytes, code: str, pos: int) -> None:
     err = fail(impl, data)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from decisions import Limits
 from decisions.errors import OutputError, StreamError, TransportError
 from decisions.types import NormalizedResponse, ReasoningItem, RefusalItem, TextItem
 from openai_mutations import damaged
@@ -536,3 +537,74 @@ def test_fast_delta_path_maps_like_map_event(data: st.DataObject) -> None:
     base = data.draw(st.sampled_from([*_BASES, *_FAST_EDGES.values()]))
     fast, general = _fast_and_general(data.draw(damaged(base)))
     assert fast == general
+
+
+def _delta_stream(pieces: list[str]) -> bytes:
+    """A Chat stream of one call whose arguments come in ``pieces`` (LF line ends)."""
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice: dict[str, Any] = {"index": 0, "delta": delta}
+        if finish is not None:
+            choice["finish_reason"] = finish
+        return b"data: " + json.dumps({**head, "choices": [choice]}).encode() + b"\n\n"
+
+    start = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
+    out = [chunk({"role": "assistant"}), chunk({"tool_calls": [start]})]
+    out += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}) for piece in pieces]
+    out.append(chunk({}, "tool_calls"))
+    return b"".join(out) + b"data: [DONE]\n\n"
+
+
+_PIECES = ['{"pa', 'th": "', "src/a.", 'py"}']
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "code"),
+    [
+        # 8 SSE events: the role, the call's start, 4 argument deltas, the finish, [DONE]
+        ("max_stream_events", 7, "SSE_TOO_MANY_EVENTS"),
+        ("max_stream_events", 8, None),
+        ("max_call_argument_bytes", 19, "ARGUMENTS_TOO_LARGE"),
+        ("max_call_argument_bytes", 20, None),
+        ("max_response_bytes", 19, "RESPONSE_TOO_LARGE"),
+        ("max_response_bytes", 20, None),
+    ],
+)
+def test_argument_deltas_at_each_limit(impl: ModuleType, field: str, value: int, code: str | None) -> None:
+    """A Chat stream in small argument deltas (the decoder's, the mapper's
+    and the assembler's per-event paths) meets each limit at its bound."""
+    asm = impl.StreamAssembler(PROVIDER, limits=Limits(**{field: value}))
+    data = _delta_stream(_PIECES)
+    if code is None:
+        asm.feed(data)
+        (call,) = asm.finish().items
+        assert call.arguments == "".join(_PIECES)
+        return
+    with pytest.raises(OutputError) as info:
+        asm.feed(data)
+        asm.finish()
+    assert info.value.code == code
+    if code.startswith("SSE_"):  # at the blank line that would dispatch the event beyond the limit
+        assert info.value.offset == len(data) - 1
+    assert asm.state == "failed"
+
+
+@pytest.mark.parametrize("after", ["end", "failure"])
+def test_argument_delta_after_the_call_or_the_stream_ended(impl: ModuleType, after: str) -> None:
+    """A delta for a call after its finish is EVENT_AFTER_TERMINAL; any feed
+    after a failure is STREAM_FAILED, on the delta path too."""
+    asm = impl.StreamAssembler(PROVIDER)
+    data = _delta_stream(_PIECES)
+    if after == "end":
+        body, done = data.rsplit(b"data: [DONE]", 1)
+        late = _delta_stream(["x"]).split(b"\n\n")[2] + b"\n\n"
+        with pytest.raises(OutputError) as info:
+            asm.feed(body + late)
+        assert info.value.code == "EVENT_AFTER_TERMINAL"
+        return
+    with pytest.raises(OutputError):  # a delta of a call never started
+        asm.feed(data.split(b"\n\n")[2] + b"\n\n")
+    with pytest.raises(StreamError) as info:
+        asm.feed(data)
+    assert info.value.code == "STREAM_FAILED"

@@ -134,7 +134,6 @@ class Assembler:
         "_finish_reason",
         "_raw_finish_reason",
         "_response",
-        "_handlers",
     )
 
     def __init__(self, provider: str, limits: Limits = DEFAULT_LIMITS) -> None:
@@ -157,17 +156,6 @@ class Assembler:
         self._finish_reason = "unknown"
         self._raw_finish_reason: str | None = None
         self._response: NormalizedResponse | None = None
-        self._handlers: dict[type, Callable[[Any], None]] = {
-            ItemStarted: self._item_started,
-            TextDelta: self._text_delta,
-            RefusalDelta: self._text_delta,
-            ReasoningDelta: self._reasoning_delta,
-            ToolCallStarted: self._call_started,
-            ToolArgumentsDelta: self._arguments_delta,
-            ItemEnded: self._item_ended,
-            ResponseFinished: self._finished,
-            ResponseFailed: self._failed,
-        }
 
     # ------------------------------------------------------------ state
 
@@ -206,7 +194,8 @@ class Assembler:
 
     def apply(self, event: CanonicalEvent) -> None:
         """Consume one canonical event; raises ``StreamError`` on a protocol violation."""
-        self.check_usable()
+        if self._cancelled or self._error is not None:
+            self.check_usable()
         self._events += 1
         if self._events > self._limits.max_stream_events:
             raise self._fail(
@@ -235,11 +224,11 @@ class Assembler:
         if cls is UsageReported:
             self._merge_usage(cast(UsageReported, event))
             return
-        handler = self._handlers.get(cls)
+        handler = _HANDLERS.get(cls)
         if handler is None:
             raise TypeError(f"not a canonical event: {cls.__name__}")
         self._state = _STREAMING
-        handler(event)
+        handler(self, event)
 
     def _new_item(self, kind: str, item_id: str) -> _Item:
         if item_id in self._by_id:
@@ -327,16 +316,26 @@ class Assembler:
         self._append_arguments(event.item_id, event.delta)
 
     def _append_arguments(self, item_id: str, delta: str) -> None:
-        item = self._open_item("tool_arguments_delta", item_id, "tool_call")
-        size = _utf8_len(delta)
+        # ``_open_item`` and ``_add_bytes`` inlined: this runs per delta
+        item = self._by_id.get(item_id)
+        if item is None or item.kind != "tool_call" or item.ended:
+            item = self._open_item("tool_arguments_delta", item_id, "tool_call")  # raises
+        size = len(delta) if delta.isascii() else len(delta.encode("utf-8", "surrogatepass"))
         total = item.nbytes + size
-        if total > self._limits.max_call_argument_bytes:
+        limits = self._limits
+        if total > limits.max_call_argument_bytes:
             raise self._fail(
                 "ARGUMENTS_TOO_LARGE",
                 f'the arguments of tool call "{item.call_id}" exceed max_call_argument_bytes '
-                f"({self._limits.max_call_argument_bytes})",
+                f"({limits.max_call_argument_bytes})",
             )
-        self._add_bytes(size)
+        response_bytes = self._bytes + size
+        if response_bytes > limits.max_response_bytes:
+            raise self._fail(
+                "RESPONSE_TOO_LARGE",
+                f"the response content exceeds max_response_bytes ({limits.max_response_bytes})",
+            )
+        self._bytes = response_bytes
         item.nbytes = total
         item.pieces.append(delta)
 
@@ -361,6 +360,13 @@ class Assembler:
 
     def arguments_delta(self, item_id: str, delta: str) -> None:
         """``apply(ToolArgumentsDelta(item_id=item_id, delta=delta))``."""
+        # ``_enter`` inlined for the common case: streaming, usable, within the event limit
+        if self._state == _STREAMING and self._error is None and not self._cancelled:
+            events = self._events + 1
+            if events <= self._limits.max_stream_events:
+                self._events = events
+                self._append_arguments(item_id, delta)
+                return
         self._enter("tool_arguments_delta")
         self._append_arguments(item_id, delta)
 
@@ -500,6 +506,20 @@ class Assembler:
             calls=tuple(calls),
             state=self.state,
         )
+
+
+#: ``Assembler.apply``'s handler of each event class after the state checks.
+_HANDLERS: Final[dict[type, Callable[[Assembler, Any], None]]] = {
+    ItemStarted: Assembler._item_started,
+    TextDelta: Assembler._text_delta,
+    RefusalDelta: Assembler._text_delta,
+    ReasoningDelta: Assembler._reasoning_delta,
+    ToolCallStarted: Assembler._call_started,
+    ToolArgumentsDelta: Assembler._arguments_delta,
+    ItemEnded: Assembler._item_ended,
+    ResponseFinished: Assembler._finished,
+    ResponseFailed: Assembler._failed,
+}
 
 
 def _build_item(item: _Item, cut: bool) -> Item:

@@ -91,9 +91,8 @@ _ESCAPE: Final = re.compile(
 def _lone_surrogate(text: str) -> bool:
     """Whether ``text`` holds a ``\\uD800``-``\\uDFFF`` escape not part of a
     high + low pair (escapes are scanned from the left, so ``\\\\ud800``
-    is an escaped backslash and letters)."""
-    if "\\ud" not in text and "\\uD" not in text:
-        return False
+    is an escaped backslash and letters). The caller first checks that
+    ``text`` holds ``\\ud`` or ``\\uD`` at all."""
     return any(m.group(1) for m in _ESCAPE.finditer(text))
 
 
@@ -106,15 +105,16 @@ def decode(data: str | bytes | bytearray | memoryview, limits: Limits, fields: t
     (``[DONE]`` passes through as the str)."""
     if not isinstance(data, str):
         try:
-            data = bytes(data).decode("utf-8")
+            data = (data if type(data) is bytes else bytes(data)).decode("utf-8")
         except UnicodeDecodeError:
             raise _malformed("event data is not valid UTF-8") from None
     if data == DONE:
         return DONE
-    if _lone_surrogate(data):
+    if ("\\ud" in data or "\\uD" in data) and _lone_surrogate(data):
         raise _malformed("event data has a lone surrogate escape")
+    last_limits, derived = _last
     try:
-        return loads(data, limits=envelope_limits(limits))
+        return loads(data, limits=derived if last_limits is limits else envelope_limits(limits))
     except ParseError as error:
         raise classify(data, error.code, error.pos, limits, fields) from None
 

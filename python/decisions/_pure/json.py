@@ -173,8 +173,36 @@ def _scanner(lim: Limits) -> _Scanner:
     return scan
 
 
-_DEFAULT_SCANNER: Final = _scanner(DEFAULT_LIMITS)
-_scanners: dict[Limits, _Scanner] = {}
+#: What the fast path needs of one ``Limits``, read once: the scanner, then
+#: ``max_string_bytes``, ``max_depth`` and the smaller of ``max_array_items``
+#: and ``max_values`` (the text length from which commas are counted).
+_Plan = tuple[_Scanner, int, int, int]
+
+
+def _plan(lim: Limits) -> _Plan:
+    return (_scanner(lim), lim.max_string_bytes, lim.max_depth, min(lim.max_array_items, lim.max_values))
+
+
+_DEFAULT_PLAN: Final = _plan(DEFAULT_LIMITS)
+_plans: dict[Limits, _Plan] = {}
+#: The last ``(limits, plan)`` pair for limits other than the defaults, read
+#: and replaced as one tuple: a stream parses each event under the same
+#: object, and hashing a ``Limits`` costs more than the parse's other checks.
+_last: tuple[Limits | None, _Plan] = (None, _DEFAULT_PLAN)
+
+
+def _plan_for(lim: Limits) -> _Plan:
+    global _last
+    last_lim, plan = _last
+    if last_lim is lim:
+        return plan
+    found = _plans.get(lim)
+    if found is None:
+        if len(_plans) > 16:
+            _plans.clear()
+        found = _plans[lim] = _plan(lim)
+    _last = (lim, found)
+    return found
 
 
 def _walk(value: Any, lim: Limits, check_strings: bool) -> None:
@@ -216,27 +244,22 @@ def _walk(value: Any, lim: Limits, check_strings: bool) -> None:
 
 
 def _fast(text: str, size: int, lim: Limits) -> Any:
-    scan = _DEFAULT_SCANNER if lim is DEFAULT_LIMITS else _scanners.get(lim)
-    if scan is None:
-        if len(_scanners) > 16:
-            _scanners.clear()
-        scan = _scanners[lim] = _scanner(lim)
+    scan, max_string, max_depth, count_from = _DEFAULT_PLAN if lim is DEFAULT_LIMITS else _plan_for(lim)
     start = WS.match(text).end() if text[:1] in WS_CHARS else 0  # type: ignore[union-attr]
     value, end = scan(text, start)
-    if end != len(text) and WS.match(text, end).end() != len(text):  # type: ignore[union-attr]
+    n = len(text)
+    if end != n and WS.match(text, end).end() != n:  # type: ignore[union-attr]
         raise _Flag
     if "\\u" in text and not _surrogates_paired(text):
         raise _Flag
-    check_strings = size > lim.max_string_bytes
-    if check_strings:
+    if size > max_string:
         _walk(value, lim, True)
     elif type(value) is dict or type(value) is list:
         # Each bound below counts characters of the text, so a text shorter
         # than the bound cannot break it: count only what could.
-        n = len(text)
-        if n > lim.max_depth and text.count("[") + text.count("{") > lim.max_depth:
+        if n > max_depth and text.count("[") + text.count("{") > max_depth:
             _walk(value, lim, False)
-        elif n >= min(lim.max_array_items, lim.max_values):
+        elif n >= count_from:
             opens = text.count("[")
             commas = text.count(",")
             if commas + 1 > lim.max_array_items or 1 + opens + commas + text.count(":") > lim.max_values:
@@ -269,9 +292,9 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
                 raise str_input_error(text, limits) from None
         if size > lim.max_document_bytes:
             raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
-        if utf16_str(text):
+        if "\x00" in text[:2] and utf16_str(text):
             raise parse_error("UTF16_INPUT", data, 0, limits)
-        if text.startswith("\ufeff"):
+        if text[:1] == "\ufeff":
             raise parse_error("BOM", data, 0, limits)
     elif isinstance(data, (bytes, bytearray, memoryview)):
         raw = data if type(data) is bytes else bytes(data)

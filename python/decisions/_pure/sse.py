@@ -234,6 +234,7 @@ class _Framer:
                 lines[0] = bytes(self._line)
                 self._line.clear()
             max_event = self._limits.max_sse_event_bytes
+            max_events = self._limits.max_stream_events
             for raw in lines:
                 size = len(raw)
                 if size > max_line:
@@ -262,6 +263,23 @@ class _Framer:
                     self._counted_at = None
                 elif raw:
                     self._line_end(raw, size + 1, out)
+                elif self._has_data and self._events < max_events:
+                    # ``_dispatch`` inlined for an event with data within the limit
+                    self._events += 1
+                    self._counted_at = None
+                    pieces = self._data
+                    out.append(
+                        (
+                            self._event or None,
+                            pieces[0] if len(pieces) == 1 else "\n".join(pieces),
+                            self._last_id,
+                            self._retry,
+                        )
+                    )
+                    self._data = []
+                    self._data_bytes = 0
+                    self._has_data = False
+                    self._event = None
                 else:
                     self._dispatch(out, self._line_start, 1)
                 self._line_start += size + 1

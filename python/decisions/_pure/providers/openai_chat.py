@@ -241,7 +241,8 @@ class OpenAIChatMapper:
         # the whole chunk is shape-checked before any of it is acted on
         rid, model, raw_choices, usage, failed = _top(payload, _CHUNK)
         choices = [_choice(raw, position, False, _CHUNK) for position, raw in enumerate(raw_choices)]
-        _no_repeated_choice([0 if c[1] is None else c[1] for c in choices], "chunk")
+        if len(choices) > 1:
+            _no_repeated_choice([0 if c[1] is None else c[1] for c in choices], "chunk")
         if not self._started and (rid or choices or usage is not None or failed is not None):
             self._start(rid or None, model or None, out)
         if failed is not None:  # an error vetoes whatever the chunk's choices say
@@ -390,7 +391,8 @@ class OpenAIChatMapper:
         if not self._choice_given and len(choices) > 1:
             raise new_error("MULTIPLE_CHOICES", f"the body has {len(choices)} choices; pass choice= to select one")
         indexes = [position if index is None else index for position, index, _, _ in choices]
-        _no_repeated_choice([i for i in indexes if i == self._choice], "body")
+        if len(indexes) > 1:
+            _no_repeated_choice([i for i in indexes if i == self._choice], "body")
         if self._choice not in indexes:
             raise new_error("MULTIPLE_CHOICES", f"choice {self._choice} is not among the choices {indexes}")
         position, _, parts, finish = choices[indexes.index(self._choice)]
