@@ -181,6 +181,7 @@ STOP = ResponseFinished(finish_reason="stop")
             ("DELTA_AFTER_END", 'item_ended for item "a", which has ended'),
         ),
         ([S, S], {}, ("DUPLICATE_START", "the response was started twice")),
+        ([TextDelta(item_id="a", delta="x")], {}, ("EVENT_BEFORE_START", "text_delta before response_started")),
         ([S], {}, ("NO_TERMINAL_EVENT", "the stream ended without a terminal event")),
         ([S, ItemStarted(item_id="a", kind="text"), STOP], {}, ("ITEM_NOT_ENDED", 'item "a" was never ended')),
         (
@@ -278,7 +279,7 @@ def test_events_and_their_errors_in_full(
 
 
 def payloads(impl: ModuleType, texts: list[str], **limits: int) -> Any:
-    """Events fed one by one as JSON text (deltas take the assembler's fast path)."""
+    """Canonical events fed one by one as JSON text."""
     assembler = impl.StreamAssembler("canonical", limits=Limits(**limits) if limits else None)
     try:
         for text in texts:
@@ -288,7 +289,7 @@ def payloads(impl: ModuleType, texts: list[str], **limits: int) -> Any:
         return (error.code, error.message)
 
 
-def test_the_fast_path_counts_events_and_bytes_at_their_edge(impl: ModuleType) -> None:
+def test_events_one_by_one_are_counted_at_their_edge(impl: ModuleType) -> None:
     texts = [
         json.dumps(fields)
         for fields in (
@@ -313,6 +314,10 @@ def test_the_fast_path_counts_events_and_bytes_at_their_edge(impl: ModuleType) -
         "RESPONSE_TOO_LARGE",
         "the response content exceeds max_response_bytes (2)",
     )
+    assert wire(impl, START + ev(type="text_delta", item_id="x", delta="y")) == (
+        "DELTA_BEFORE_START",
+        'text_delta for item "x", which was never started',
+    )
     assert payloads(impl, texts[:1] + texts[2:3]) == (
         "DELTA_BEFORE_START",
         'text_delta for item "t", which was never started',
@@ -334,27 +339,30 @@ def test_after_a_failure_the_wire_path_raises_stream_failed(impl: ModuleType) ->
     assert assembler.state == "failed"
 
 
-def test_a_snapshot_of_custom_calls_and_of_arguments_over_a_limit(impl: ModuleType) -> None:
+def test_a_snapshot_of_each_call_kind_and_of_arguments_over_a_limit(impl: ModuleType) -> None:
     assembler = impl.StreamAssembler("canonical", limits=Limits(max_depth=2))
     for event in [
         S,
         started("k", call_kind="custom"),
-        ToolArgumentsDelta(item_id="k", delta="raw "),
+        ToolArgumentsDelta(item_id="k", delta="[1, "),
         ToolArgumentsDelta(item_id="k", delta="text"),
+        started("s", call_kind="shell"),
+        ToolArgumentsDelta(item_id="s", delta='{"c": [1'),
         started("a"),
         ToolArgumentsDelta(item_id="a", delta='{"x": '),
     ]:
         assembler.feed_event(event)
     snap = assembler.snapshot()
     assert [(c.item_id, c.call_id, c.name, c.arguments, c.partial, c.ended, c.call_kind) for c in snap.calls] == [
-        ("k", "ck", "f", "raw text", None, False, "custom"),
+        ("k", "ck", "f", "[1, text", None, False, "custom"),
+        ("s", "cs", "f", '{"c": [1', {"c": [1]}, False, "shell"),
         ("a", "ca", "f", '{"x": ', {}, False, "function"),
     ]
     assembler.feed_event(ToolArgumentsDelta(item_id="a", delta="[[1]]"))
     for _ in range(2):  # the second time from the settled parser
         with pytest.raises(ParseError) as info:
             assembler.snapshot()
-        assert (info.value.code, info.value.pos, info.value.path) == ("DEPTH_EXCEEDED", 7, "$.calls[1].arguments")
+        assert (info.value.code, info.value.pos, info.value.path) == ("DEPTH_EXCEEDED", 7, "$.calls[2].arguments")
     assert assembler.state == "streaming"
 
 
@@ -371,3 +379,49 @@ def test_a_provider_failure_settles_the_stream_whatever_follows(impl: ModuleType
     with pytest.raises(TransportError) as info:
         assembler.finish()
     assert (info.value.code, info.value.message) == ("PROVIDER_ERROR", "overloaded: busy")
+
+
+MESSAGE: dict[str, Any] = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "c",
+    "content": [],
+    "stop_reason": None,
+}
+ANTHROPIC: list[tuple[str, dict[str, Any]]] = [
+    ("message_start", {"type": "message_start", "message": MESSAGE}),
+    (
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    ),
+    ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+    ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "!"}}),
+]
+
+
+def anthropic(impl: ModuleType, **limits: int) -> Any:
+    """The text so far, or (code, message): a provider whose text deltas take
+    the assembler's fast path (no event object built), one event at a time."""
+    assembler = impl.StreamAssembler("anthropic", limits=Limits(**limits))
+    try:
+        for name, payload in ANTHROPIC:
+            assembler.feed_event(payload, name)
+        return assembler.snapshot().text
+    except StreamError as error:
+        return (error.code, error.message)
+
+
+@pytest.mark.parametrize(
+    ("limits", "expected"),
+    [
+        ({"max_stream_events": 4, "max_response_bytes": 3}, "Hi!"),
+        ({"max_stream_events": 3}, ("TOO_MANY_EVENTS", "the response has more events than max_stream_events (3)")),
+        ({"max_stream_events": 2}, ("TOO_MANY_EVENTS", "the response has more events than max_stream_events (2)")),
+        ({"max_response_bytes": 2}, ("RESPONSE_TOO_LARGE", "the response content exceeds max_response_bytes (2)")),
+    ],
+)
+def test_the_fast_path_counts_events_and_bytes_at_their_edge(
+    impl: ModuleType, limits: dict[str, int], expected: Any
+) -> None:
+    assert anthropic(impl, **limits) == expected
