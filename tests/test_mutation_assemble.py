@@ -1,6 +1,7 @@
-"""The assembler's fast path (canonical events read from the wire) and its
-snapshot, with the results written out on both backends (the mutation run sees
-the pure backend alone): the order errors in full, a snapshot's every field."""
+"""The assembler with its results written out on both backends (the mutation
+run sees the pure backend alone): every error with its message, the limits at
+their edge on each event path (event objects, the canonical wire format, a
+provider's fast deltas), the items built, and a snapshot's every field."""
 
 from __future__ import annotations
 
