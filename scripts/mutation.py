@@ -77,7 +77,7 @@ MODULES: dict[str, Module] = {
     "schema_shapes": Module("decisions/validate/_shapes.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
     "schema_engines": Module("decisions/validate/_engines.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
     "domain": Module("decisions/validate/domain.py", ("test_domain.py",), OTHER),
-    "assemble": Module("decisions/_pure/assemble.py", ("test_assembler.py",), OTHER),
+    "assemble": Module("decisions/_pure/assemble.py", ("test_assembler.py", "test_fidelity_responses.py"), OTHER),
     "sse": Module("decisions/_pure/sse.py", ("test_sse.py",), OTHER),
     "json": Module("decisions/_pure/json.py", ("test_loads.py", "test_jsontestsuite.py"), OTHER),
     "jsonexact": Module("decisions/_pure/jsonexact.py", ("test_loads.py", "test_jsontestsuite.py"), OTHER),

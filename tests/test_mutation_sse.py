@@ -96,3 +96,11 @@ def test_an_array_stream_counts_toward_the_stream_bound(impl: ModuleType) -> Non
     for chunk in chunks:
         assembler.feed(chunk)
     assert assembler.finish().text == "hi there"
+
+
+def test_the_plain_decoder_never_reads_a_json_array(impl: ModuleType) -> None:
+    """Only a provider that streams an array (Gemini) looks for one: for the
+    plain decoder a line starting with ``[`` is a field name like any other."""
+    decoder = impl.SSEDecoder()
+    events = decoder.feed(b"[1]\ndata: x\n\n") + decoder.finish()
+    assert [(e.event, e.data, e.id, e.retry) for e in events] == [("message", "x", None, None)]
