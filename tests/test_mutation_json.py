@@ -19,11 +19,13 @@ from json_values import same_value
 
 @pytest.fixture(autouse=True)
 def cold_scanners(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test builds its scanners afresh: a scanner built at import or
+    """Each test builds its scanner plans afresh: a plan built at import or
     cached by an earlier test (or by the process a mutation run forks from)
     would hide what building one does."""
-    monkeypatch.setattr(pure_json, "_scanners", {})
-    monkeypatch.setattr(pure_json, "_DEFAULT_SCANNER", pure_json._scanner(DEFAULT_LIMITS))
+    default = pure_json._plan(DEFAULT_LIMITS)
+    monkeypatch.setattr(pure_json, "_plans", {})
+    monkeypatch.setattr(pure_json, "_DEFAULT_PLAN", default)
+    monkeypatch.setattr(pure_json, "_last", (None, default))
 
 
 @pytest.fixture
