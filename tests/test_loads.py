@@ -537,3 +537,28 @@ def test_a_large_document_that_fails_at_its_end_leaves_the_collector_sound(impl:
             impl.loads(broken)
         gc.collect()
     assert impl.loads(text) == {"records": RECORDS}
+
+
+def test_a_call_made_during_a_parse_gets_its_own_state(impl: ModuleType) -> None:
+    """A collection that a parse sets off may run code that calls loads (here a
+    collector callback): both documents come out whole, and later calls work."""
+    inner = '{"inner": [1, 2, {"k": "v"}], "more": ["x", "y"]}'
+    outer = json.dumps({"records": RECORDS})
+    seen: list[Any] = []
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and len(seen) < 50:
+            seen.append(impl.loads(inner))
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(callback)
+    gc.set_threshold(10)
+    try:
+        got = impl.loads(outer)
+    finally:
+        gc.callbacks.remove(callback)
+        gc.set_threshold(*threshold)
+    assert seen
+    assert all(value == json.loads(inner) for value in seen)
+    assert got == {"records": RECORDS}
+    assert impl.loads(outer) == got

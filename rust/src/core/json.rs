@@ -320,6 +320,42 @@ fn special16(chunk: &[u8]) -> (u32, u32) {
     }
 }
 
+/// Index of the first byte at or after `i` that is not JSON whitespace (or the end).
+#[inline(never)]
+fn skip_ws_run(text: &[u8], mut i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    while let Some(chunk) = text.get(i..i + 16) {
+        let other = not_ws16(chunk);
+        if other != 0 {
+            return i + other.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    while let Some(b' ' | b'\n' | b'\r' | b'\t') = text.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// For 16 bytes: a bit per byte that is not a space, tab, CR or LF (SSE2).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn not_ws16(chunk: &[u8]) -> u32 {
+    use std::arch::x86_64::*;
+    debug_assert!(chunk.len() >= 16);
+    #[allow(unused_unsafe)]
+    // SAFETY: callers pass at least 16 readable bytes; the load is unaligned.
+    unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let space = _mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8));
+        let newline = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8));
+        let tab = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\t' as i8));
+        let cr = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\r' as i8));
+        let ws = _mm_or_si128(_mm_or_si128(space, newline), _mm_or_si128(tab, cr));
+        !(_mm_movemask_epi8(ws) as u32) & 0xFFFF
+    }
+}
+
 /// The first hit of a 16-byte step that starts at `i` (bit k of `mask`: byte
 /// `i + k` is special, of `high`: it is not ASCII), with the non-ASCII bytes
 /// before it noted in `ascii`; `None` when no byte is special.
@@ -348,10 +384,17 @@ impl Parser<'_, '_> {
         self.text.get(i).copied()
     }
 
-    #[inline]
+    /// Skip whitespace. Most places have none, or one space (after a colon
+    /// or comma); indented text has a newline and a run of spaces, which
+    /// [`skip_ws_run`] takes sixteen bytes at a time.
+    #[inline(always)]
     fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
-            self.pos += 1;
+        if let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
+            let next = self.pos + 1;
+            self.pos = match self.at(next) {
+                Some(b' ' | b'\n' | b'\r' | b'\t') => skip_ws_run(self.text, next + 1),
+                _ => next,
+            };
         }
     }
 

@@ -12,8 +12,8 @@
 //! back. The finished tree is tracked as the `json` module's would be: every
 //! list, and each dict that holds a list or a dict.
 
+use std::cell::{Cell, UnsafeCell};
 use std::ptr::NonNull;
-use std::sync::Mutex;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
@@ -94,16 +94,51 @@ struct State {
     untracked: Vec<NonNull<ffi::PyObject>>,
 }
 
-// SAFETY: the objects are only touched with the GIL held (inside `loads`),
-// and the mutex makes access exclusive.
-unsafe impl Send for State {}
+/// The one `State`, taken by a call of `loads` for its duration. The
+/// interpreter lock orders the calls (the module runs with it, and `loads`
+/// never releases it), so a flag is enough to tell whether the state is
+/// taken: it is only by a call under way further up the same thread's stack
+/// (a finalizer that the garbage collector runs during a parse may call
+/// `loads`). No atomic operation, which a `Mutex` would cost twice a call.
+struct Shared {
+    taken: Cell<bool>,
+    state: UnsafeCell<State>,
+}
 
-static STATE: Mutex<State> = Mutex::new(State {
-    keys: Vec::new(),
-    limits: None,
-    buffers: Buffers::new(),
-    untracked: Vec::new(),
-});
+// SAFETY: `taken` and `state` are only used by `take_state`, which requires
+// the interpreter lock (a `Python` token), and by the `Taken` it returns,
+// which `loads` drops before it returns, lock still held: one thread at a time.
+unsafe impl Sync for Shared {}
+
+static STATE: Shared = Shared {
+    taken: Cell::new(false),
+    state: UnsafeCell::new(State {
+        keys: Vec::new(),
+        limits: None,
+        buffers: Buffers::new(),
+        untracked: Vec::new(),
+    }),
+};
+
+/// The state, held until dropped; gives it back.
+struct Taken(&'static mut State);
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        STATE.taken.set(false);
+    }
+}
+
+/// The state, unless a call under way holds it.
+fn take_state(_py: Python<'_>) -> Option<Taken> {
+    if STATE.taken.replace(true) {
+        return None;
+    }
+    // SAFETY: the interpreter lock (`_py`) keeps other threads out, and
+    // `taken` was false: no other reference to the state exists until this
+    // `Taken` is dropped, which clears the flag again.
+    Some(Taken(unsafe { &mut *STATE.state.get() }))
+}
 
 #[inline]
 fn u64_at(bytes: &[u8], at: usize) -> u64 {
@@ -612,9 +647,9 @@ pub(crate) fn loads(
     // A call made while another is under way (a finalizer that the garbage
     // collector runs during a parse may call loads) finds the state taken:
     // it parses without the caches.
-    let mut guard = STATE.try_lock().ok();
+    let mut guard = take_state(py);
     let custom;
-    let lim: &Limits = match (limits, guard.as_deref_mut()) {
+    let lim: &Limits = match (limits, guard.as_mut().map(|taken| &mut *taken.0)) {
         (Some(obj), _) if obj.is_none() => &DEFAULT_LIMITS,
         (
             Some(obj),
@@ -636,7 +671,7 @@ pub(crate) fn loads(
         (None, _) => &DEFAULT_LIMITS,
     };
     let (mut own_buffers, mut own_untracked) = (Buffers::new(), Vec::new());
-    let (cache, buffers, untracked) = match guard.as_deref_mut() {
+    let (cache, buffers, untracked) = match guard.as_mut().map(|taken| &mut *taken.0) {
         Some(State {
             keys,
             buffers,
