@@ -11,7 +11,10 @@
 //! ([`crate::core::envelope`]) has passed it.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+use std::hash::BuildHasher;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -121,8 +124,9 @@ pub struct Assembler {
     items: Vec<Item>,
     /// Items to put at a position when the response is built: (item id, position).
     placed: Vec<(String, usize)>,
-    by_id: HashMap<String, usize>,
-    call_ids: HashSet<String>,
+    /// Items by item id, and tool-call items by call id.
+    by_id: Index,
+    call_ids: Index,
     calls: usize,
     bytes: usize,
     events: usize,
@@ -132,6 +136,65 @@ pub struct Assembler {
     finish_reason: FinishReason,
     raw_finish_reason: Option<String>,
     response: Option<Response>,
+}
+
+/// Positions in the assembler's items found by one string of the item (its
+/// item id or call id), hashed from the items themselves: no key is copied.
+struct Index {
+    hasher: DefaultHashBuilder,
+    table: HashTable<usize>,
+    key: fn(&Item) -> &str,
+}
+
+impl Index {
+    fn new(key: fn(&Item) -> &str) -> Index {
+        Index {
+            hasher: DefaultHashBuilder::default(),
+            table: HashTable::new(),
+            key,
+        }
+    }
+
+    /// The position of the item whose key is `key`.
+    fn find(&self, items: &[Item], key: &str) -> Option<usize> {
+        let hash = self.hasher.hash_one(key);
+        let of = self.key;
+        self.table
+            .find(hash, |&i| items.get(i).is_some_and(|item| of(item) == key))
+            .copied()
+    }
+
+    /// Room for `more` keys without rehashing.
+    fn reserve(&mut self, items: &[Item], more: usize) {
+        let (hasher, of) = (&self.hasher, self.key);
+        self.table.reserve(more, |&i| {
+            items.get(i).map_or(0, |item| hasher.hash_one(of(item)))
+        });
+    }
+
+    fn clear(&mut self) {
+        self.table.clear();
+    }
+
+    /// Index `items[index]` (its key is set, and no other item has it).
+    fn insert(&mut self, items: &[Item], index: usize) {
+        let (hasher, of) = (&self.hasher, self.key);
+        let Some(item) = items.get(index) else {
+            return;
+        };
+        let hash = hasher.hash_one(of(item));
+        self.table.insert_unique(hash, index, |&i| {
+            items.get(i).map_or(0, |item| hasher.hash_one(of(item)))
+        });
+    }
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("len", &self.table.len())
+            .finish()
+    }
 }
 
 fn err(code: Code, message: String) -> CoreError {
@@ -151,6 +214,15 @@ const fn event_type(event: &Event) -> &'static str {
         Event::Usage(_) => "usage",
         Event::ResponseFinished { .. } => "response_finished",
         Event::ResponseFailed { .. } => "response_failed",
+    }
+}
+
+/// `delta` appended to an item's text (moved in when it is the first).
+fn append(text: &mut String, delta: String) {
+    if text.is_empty() {
+        *text = delta;
+    } else {
+        text.push_str(&delta);
     }
 }
 
@@ -185,8 +257,8 @@ impl Assembler {
             provider_failure: None,
             items: Vec::new(),
             placed: Vec::new(),
-            by_id: HashMap::new(),
-            call_ids: HashSet::new(),
+            by_id: Index::new(|item| &item.item_id),
+            call_ids: Index::new(|item| &item.call_id),
             calls: 0,
             bytes: 0,
             events: 0,
@@ -197,6 +269,19 @@ impl Assembler {
             raw_finish_reason: None,
             response: None,
         }
+    }
+
+    /// Room for `items` more items (a whole body's, counted before they are applied).
+    pub fn reserve(&mut self, items: usize) {
+        self.items.reserve(items);
+        let Assembler {
+            items: all,
+            by_id,
+            call_ids,
+            ..
+        } = self;
+        by_id.reserve(all, items);
+        call_ids.reserve(all, items);
     }
 
     pub fn state(&self) -> State {
@@ -312,10 +397,10 @@ impl Assembler {
                 self.new_item(kind, item_id).map(|_| ())
             }
             Event::TextDelta { item_id, delta } => {
-                self.text_delta("text_delta", Kind::Text, &item_id, &delta)
+                self.text_delta("text_delta", Kind::Text, &item_id, delta)
             }
             Event::RefusalDelta { item_id, delta } => {
-                self.text_delta("refusal_delta", Kind::Refusal, &item_id, &delta)
+                self.text_delta("refusal_delta", Kind::Refusal, &item_id, delta)
             }
             Event::ReasoningDelta {
                 item_id,
@@ -329,7 +414,7 @@ impl Assembler {
                 call_id_generated,
                 call_kind,
             } => self.call_started(item_id, call_id, name, call_id_generated, call_kind),
-            Event::ToolArgumentsDelta { item_id, delta } => self.arguments_delta(&item_id, &delta),
+            Event::ToolArgumentsDelta { item_id, delta } => self.arguments_delta(&item_id, delta),
             Event::ItemEnded { item_id } => self.item_ended(&item_id),
             Event::ResponseFinished {
                 finish_reason,
@@ -359,7 +444,7 @@ impl Assembler {
     }
 
     fn new_item(&mut self, kind: Kind, item_id: String) -> Result<usize, CoreError> {
-        if self.by_id.contains_key(&item_id) {
+        if self.by_id.find(&self.items, &item_id).is_some() {
             let msg = format!("two items share the item id \"{item_id}\"");
             return Err(self.fail_with(Code::DUPLICATE_ITEM_ID, msg));
         }
@@ -371,7 +456,6 @@ impl Assembler {
             return Err(self.fail_with(Code::TOO_MANY_ITEMS_IN_RESPONSE, msg));
         }
         let index = self.items.len();
-        self.by_id.insert(item_id.clone(), index);
         self.items.push(Item {
             kind,
             item_id,
@@ -383,11 +467,12 @@ impl Assembler {
             call_kind: CallKind::Function,
             signature: None,
         });
+        self.by_id.insert(&self.items, index);
         Ok(index)
     }
 
     fn open_item(&mut self, event: &str, kind: Kind, item_id: &str) -> Result<usize, CoreError> {
-        let Some(&index) = self.by_id.get(item_id) else {
+        let Some(index) = self.by_id.find(&self.items, item_id) else {
             let msg = format!("{event} for item \"{item_id}\", which was never started");
             return Err(self.fail_with(Code::DELTA_BEFORE_START, msg));
         };
@@ -431,12 +516,12 @@ impl Assembler {
         event: &str,
         kind: Kind,
         item_id: &str,
-        delta: &str,
+        delta: String,
     ) -> Result<(), CoreError> {
         let index = self.open_item(event, kind, item_id)?;
         self.add_bytes(delta.len())?;
         if let Some(item) = self.items.get_mut(index) {
-            item.text.push_str(delta);
+            append(&mut item.text, delta);
         }
         Ok(())
     }
@@ -468,7 +553,11 @@ impl Assembler {
         call_id_generated: bool,
         call_kind: CallKind,
     ) -> Result<(), CoreError> {
-        if let Some(existing) = self.by_id.get(&item_id).and_then(|&i| self.items.get(i)) {
+        if let Some(existing) = self
+            .by_id
+            .find(&self.items, &item_id)
+            .and_then(|i| self.items.get(i))
+        {
             if existing.kind == Kind::ToolCall
                 && existing.call_id == call_id
                 && existing.name != name
@@ -482,7 +571,7 @@ impl Assembler {
             let msg = format!("two items share the item id \"{item_id}\"");
             return Err(self.fail_with(Code::DUPLICATE_ITEM_ID, msg));
         }
-        if self.call_ids.contains(&call_id) {
+        if self.call_ids.find(&self.items, &call_id).is_some() {
             let msg = format!("two tool calls share the call id \"{call_id}\"");
             return Err(self.fail_with(Code::DUPLICATE_CALL_ID, msg));
         }
@@ -494,7 +583,6 @@ impl Assembler {
             return Err(self.fail_with(Code::TOO_MANY_CALLS, msg));
         }
         let index = self.new_item(Kind::ToolCall, item_id)?;
-        self.call_ids.insert(call_id.clone());
         self.calls += 1;
         if let Some(item) = self.items.get_mut(index) {
             item.call_id = call_id;
@@ -502,10 +590,11 @@ impl Assembler {
             item.call_id_generated = call_id_generated;
             item.call_kind = call_kind;
         }
+        self.call_ids.insert(&self.items, index);
         Ok(())
     }
 
-    fn arguments_delta(&mut self, item_id: &str, delta: &str) -> Result<(), CoreError> {
+    fn arguments_delta(&mut self, item_id: &str, delta: String) -> Result<(), CoreError> {
         let index = self.open_item("tool_arguments_delta", Kind::ToolCall, item_id)?;
         let (current, call_id) = match self.items.get(index) {
             Some(item) => (item.text.len(), item.call_id.as_str()),
@@ -520,7 +609,7 @@ impl Assembler {
         }
         self.add_bytes(delta.len())?;
         if let Some(item) = self.items.get_mut(index) {
-            item.text.push_str(delta);
+            append(&mut item.text, delta);
         }
         Ok(())
     }
@@ -528,8 +617,7 @@ impl Assembler {
     fn item_ended(&mut self, item_id: &str) -> Result<(), CoreError> {
         let Some(item) = self
             .by_id
-            .get(item_id)
-            .copied()
+            .find(&self.items, item_id)
             .and_then(|i| self.items.get_mut(i))
         else {
             let msg = format!("item_ended for item \"{item_id}\", which was never started");
@@ -603,6 +691,7 @@ impl Assembler {
                 unknown_events: unknown_events.clone(),
             });
             self.by_id.clear();
+            self.call_ids.clear();
         }
         self.response
             .as_ref()

@@ -60,6 +60,9 @@ pub fn envelope_limits(limits: &Limits) -> Limits {
     }
 }
 
+/// The bytes of keys' buffer an [`Envelope`] keeps from one check to the next.
+const KEYS_KEPT: usize = 64 * 1024;
+
 /// Checks event data against the envelope rule, keeping its working memory
 /// from one event to the next (a stream checks every event).
 #[derive(Default)]
@@ -80,19 +83,28 @@ impl Envelope {
         if data == DONE {
             return Ok(());
         }
-        if has_lone_surrogate(data) {
+        self.checker.keys.clear();
+        let result = json::parse_str_in(
+            data,
+            &envelope_limits(limits),
+            &mut self.checker,
+            &mut self.buffers,
+        );
+        // the keys' buffer is kept for the next event, up to a small reserve
+        if self.checker.keys.capacity() > KEYS_KEPT {
+            self.checker.keys = String::new();
+        }
+        // A lone surrogate escape is the first thing a failed check names;
+        // text that parses has none (the parser refuses one in any string,
+        // and there is no backslash outside strings), so only a failure
+        // scans for one.
+        if result.is_err() && has_lone_surrogate(data) {
             return Err(CoreError::new(
                 Code::MALFORMED_EVENT,
                 "event data has a lone surrogate escape",
             ));
         }
-        self.checker.keys.clear();
-        match json::parse_str_in(
-            data,
-            &envelope_limits(limits),
-            &mut self.checker,
-            &mut self.buffers,
-        ) {
+        match result {
             Ok(_) => Ok(()),
             Err(Failure::Build(never)) => match never {},
             Err(Failure::Parse(e)) => Err(classify(data, e.code, e.pos, limits, fields)),

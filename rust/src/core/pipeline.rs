@@ -134,6 +134,20 @@ impl Pipeline {
     }
 }
 
+/// Whether `event` starts an item.
+const fn starts_item(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::ItemStarted { .. } | Event::ToolCallStarted { .. }
+    )
+}
+
+thread_local! {
+    /// The envelope checker of whole bodies, its working memory kept from
+    /// one body to the next on this thread.
+    static BODY_ENVELOPE: std::cell::RefCell<Envelope> = std::cell::RefCell::new(Envelope::default());
+}
+
 /// A whole non-streaming body given to `provider`: envelope rule ->
 /// `mapper.map_body` -> assembler; `read` is given the response. A body read
 /// as nothing or not at all that looks like another provider's is
@@ -145,14 +159,22 @@ pub fn normalize<T>(
     limits: Limits,
     read: impl FnOnce(&Response) -> T,
 ) -> Result<T, CoreError> {
-    Envelope::default()
-        .check(body, &limits, mapper.argument_fields())
+    let fields = mapper.argument_fields();
+    BODY_ENVELOPE
+        .with(|envelope| match envelope.try_borrow_mut() {
+            Ok(mut envelope) => envelope.check(body, &limits, fields),
+            Err(_) => Envelope::default().check(body, &limits, fields),
+        })
         .map_err(|e| body_error(None, body, e))?;
     let mut assembler = Assembler::new(limits);
     let mut events = Vec::new();
     mapper
         .map_body(body, &mut events)
-        .and_then(|()| events.into_iter().try_for_each(|e| assembler.apply(e)))
+        .and_then(|()| {
+            let starts = events.iter().filter(|e| starts_item(e)).count();
+            assembler.reserve(starts.min(limits.max_items_per_response));
+            events.into_iter().try_for_each(|e| assembler.apply(e))
+        })
         .and_then(|()| assembler.finish(mapper.unknown_events()))
         .and_then(|response| {
             // read as nothing: whose body is it?

@@ -90,10 +90,8 @@ fn dumps(py: Python<'_>, value: &Bound<'_, PyAny>) -> Result<String, CoreError> 
         .map_err(|_| malformed("event payload is not JSON-serialisable"))
 }
 
-fn utf8(bytes: &[u8]) -> Result<String, CoreError> {
-    std::str::from_utf8(bytes)
-        .map(str::to_string)
-        .map_err(|_| malformed("event data is not valid UTF-8"))
+fn utf8(bytes: &[u8]) -> Result<&str, CoreError> {
+    std::str::from_utf8(bytes).map_err(|_| malformed("event data is not valid UTF-8"))
 }
 
 /// A tool call's snapshot state: its `decisions.stream.partial.PartialJSON`, the
@@ -235,7 +233,7 @@ impl StreamAssembler {
             }
             Payload::Json(value) => dumps(py, value),
             Payload::Text(text) => Ok(text),
-            Payload::Bytes => with_bytes(payload, "feed_event()", utf8)?,
+            Payload::Bytes => with_bytes(payload, "feed_event()", |b| utf8(b).map(str::to_owned))?,
         };
         let result = match data {
             Ok(data) => {
@@ -430,36 +428,44 @@ pub fn normalize(
 ) -> PyResult<Py<PyAny>> {
     let (limits, choice) = options(py, limits, choice)?;
     let (provider, mapper) = mapper(provider, choice)?;
-    let text = if body.is_instance_of::<PyDict>() || body.is_instance_of::<PyList>() {
-        dumps(py, body)
+    // The text is read where it lies (a str's UTF-8, the bytes themselves);
+    // only a dict or list payload is written out first.
+    let run = |text: Result<&str, CoreError>| -> PyResult<Py<PyAny>> {
+        let t = types(py)?;
+        let text = text.map_err(|e| core_err(py, e))?;
+        if text.len() < RELEASE_AT {
+            return pipeline::normalize(&provider, mapper, text, limits, |response| {
+                response_to_py(py, t, &provider, response)
+            })
+            .map_err(|e| core_err(py, e))?;
+        }
+        // A large body is checked, mapped and assembled with the GIL released;
+        // the response is copied out (a few memcpys, a small part of the work)
+        // to be built into Python objects once the GIL is back.
+        let response = py
+            .allow_threads(|| pipeline::normalize(&provider, mapper, text, limits, Response::clone))
+            .map_err(|e| core_err(py, e))?;
+        response_to_py(py, t, &provider, &response)
+    };
+    if body.is_instance_of::<PyDict>() || body.is_instance_of::<PyList>() {
+        match dumps(py, body) {
+            Ok(text) => run(Ok(&text)),
+            Err(e) => run(Err(e)),
+        }
     } else if let Ok(text) = body.downcast::<PyString>() {
-        Ok(text.to_str()?.to_string())
+        run(Ok(text.to_str()?))
     } else if body.is_instance_of::<PyBytes>()
         || body.is_instance_of::<PyByteArray>()
         || body.is_instance_of::<PyMemoryView>()
     {
+        // the bytes are a bytes object's own (immutable) or a copy
         with_bytes(body, "normalize()", |bytes| {
-            released(py, bytes.len(), || utf8(bytes))
+            run(released(py, bytes.len(), || utf8(bytes)))
         })?
     } else {
-        return Err(PyTypeError::new_err(format!(
+        Err(PyTypeError::new_err(format!(
             "normalize() takes bytes, str or dict, not {}",
             body.get_type().name()?
-        )));
-    };
-    let t = types(py)?;
-    let text = text.map_err(|e| core_err(py, e))?;
-    if text.len() < RELEASE_AT {
-        return pipeline::normalize(&provider, mapper, &text, limits, |response| {
-            response_to_py(py, t, &provider, response)
-        })
-        .map_err(|e| core_err(py, e))?;
+        )))
     }
-    // A large body is checked, mapped and assembled with the GIL released;
-    // the response is copied out (a few memcpys, a small part of the work)
-    // to be built into Python objects once the GIL is back.
-    let response = py
-        .allow_threads(|| pipeline::normalize(&provider, mapper, &text, limits, Response::clone))
-        .map_err(|e| core_err(py, e))?;
-    response_to_py(py, t, &provider, &response)
 }

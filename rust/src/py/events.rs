@@ -9,7 +9,7 @@ use pyo3::{ffi, intern};
 
 use crate::core::assemble::{Item, Kind, Response};
 use crate::core::errors::CoreError;
-use crate::core::events::{Event, Usage};
+use crate::core::events::{CallKind, Event, Usage};
 use crate::core::sse::SseEvent;
 use crate::py::common::new_error;
 
@@ -175,6 +175,18 @@ pub(crate) fn obj<'py, T: IntoPyObject<'py>>(
     value: T,
 ) -> PyResult<Bound<'py, PyAny>> {
     value.into_bound_py_any(py)
+}
+
+/// A call kind's name, one interned Python str per kind.
+fn call_kind_str(py: Python<'_>, kind: CallKind) -> &Bound<'_, PyString> {
+    match kind {
+        CallKind::Function => intern!(py, "function"),
+        CallKind::Custom => intern!(py, "custom"),
+        CallKind::LocalShell => intern!(py, "local_shell"),
+        CallKind::Computer => intern!(py, "computer"),
+        CallKind::ApplyPatch => intern!(py, "apply_patch"),
+        CallKind::Shell => intern!(py, "shell"),
+    }
 }
 
 type Fields<'py> = [(&'py Bound<'py, PyString>, Bound<'py, PyAny>); 4];
@@ -360,7 +372,10 @@ fn item_to_py(py: Python<'_>, t: &Types, item: &Item, complete: bool) -> PyResul
                     intern!(py, "call_id_generated"),
                     obj(py, item.call_id_generated)?,
                 ),
-                (intern!(py, "call_kind"), obj(py, item.call_kind.as_str())?),
+                (
+                    intern!(py, "call_kind"),
+                    call_kind_str(py, item.call_kind).clone().into_any(),
+                ),
             ],
         )?,
     };

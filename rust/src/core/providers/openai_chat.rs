@@ -599,6 +599,15 @@ fn no_repeated_choice(indexes: impl Iterator<Item = u64>, place: &str) -> Result
 
 // ------------------------------------------------------------ the mapper
 
+/// `choice{n}.`, the start of every item id.
+fn choice_prefix(choice: u64) -> String {
+    let mut id = String::with_capacity(32);
+    id.push_str("choice");
+    id.push_str(itoa::Buffer::new().format(choice));
+    id.push('.');
+    id
+}
+
 struct Call {
     item_id: String,
     call_id: String,
@@ -661,7 +670,8 @@ impl OpenAIChat {
         if let Some(id) = field {
             return id.clone();
         }
-        let id = format!("choice{}.{name}", self.choice);
+        let mut id = choice_prefix(self.choice);
+        id.push_str(name);
         *field = Some(id.clone());
         self.open.push(id.clone());
         out.push(Event::ItemStarted {
@@ -740,27 +750,7 @@ impl OpenAIChat {
         at: Path<'_>,
         out: &mut Vec<Event>,
     ) -> Result<Call, CoreError> {
-        let name = match name {
-            Some(n) if !n.is_empty() => n,
-            _ => {
-                return Err(invalid(
-                    CHUNK,
-                    "a tool call starts without a function name",
-                    at,
-                ))
-            }
-        };
-        let k = self.ncalls;
-        self.ncalls += 1;
-        let item_id = format!("choice{}.tool_calls[{k}]", self.choice);
-        let (call_id, generated) = match call_id {
-            Some(c) if !c.is_empty() => (c.to_owned(), false),
-            _ => match &self.response_id {
-                Some(rid) => (format!("{rid}.call_{k}"), true),
-                None => (format!("call_{k}"), true),
-            },
-        };
-        self.open.push(item_id.clone());
+        let (item_id, call_id, generated, name) = self.call_names(call_id, name, at)?;
         out.push(Event::ToolCallStarted {
             item_id: item_id.clone(),
             call_id: call_id.clone(),
@@ -773,6 +763,42 @@ impl OpenAIChat {
             call_id,
             name: name.to_owned(),
         })
+    }
+
+    /// The item id, call id (and whether it was generated) and name of a
+    /// new call, which is opened; `at` is where its name sits (a call must
+    /// have one).
+    fn call_names<'n>(
+        &mut self,
+        call_id: Option<&str>,
+        name: Option<&'n str>,
+        at: Path<'_>,
+    ) -> Result<(String, String, bool, &'n str), CoreError> {
+        let name = match name {
+            Some(n) if !n.is_empty() => n,
+            _ => {
+                return Err(invalid(
+                    CHUNK,
+                    "a tool call starts without a function name",
+                    at,
+                ))
+            }
+        };
+        let k = self.ncalls;
+        self.ncalls += 1;
+        let mut item_id = choice_prefix(self.choice);
+        item_id.push_str("tool_calls[");
+        item_id.push_str(itoa::Buffer::new().format(k));
+        item_id.push(']');
+        let (call_id, generated) = match call_id {
+            Some(c) if !c.is_empty() => (c.to_owned(), false),
+            _ => match &self.response_id {
+                Some(rid) => (format!("{rid}.call_{k}"), true),
+                None => (format!("call_{k}"), true),
+            },
+        };
+        self.open.push(item_id.clone());
+        Ok((item_id, call_id, generated, name))
     }
 
     fn tool_delta(
@@ -1018,7 +1044,7 @@ impl Mapper for OpenAIChat {
     }
 
     fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
-        let (top, choices) = match fast_body(body) {
+        let (top, mut choices) = match fast_body(body) {
             Some(read) => read,
             None => {
                 let top = top(body, BODY)?;
@@ -1060,11 +1086,10 @@ impl Mapper for OpenAIChat {
             indexes.iter().copied().filter(|i| *i == self.choice),
             "body",
         )?;
-        let Some(selected) = choices
+        let Some(selected) = indexes
             .iter()
-            .zip(&indexes)
-            .find(|(_, i)| **i == self.choice)
-            .map(|(c, _)| c)
+            .position(|i| *i == self.choice)
+            .map(|at| choices.swap_remove(at))
         else {
             return Err(CoreError::new(
                 Code::MULTIPLE_CHOICES,
@@ -1082,23 +1107,28 @@ impl Mapper for OpenAIChat {
                 at.key("finish_reason"),
             ));
         };
-        if let Some(parts) = &selected.parts {
+        if let Some(mut parts) = selected.parts {
             let message_at = at.key("message");
-            self.apply(parts, false, message_at, out)?;
+            self.apply(&parts, false, message_at, out)?;
             let calls_at = message_at.key("tool_calls");
-            for call in &parts.tool_calls {
+            out.reserve(2 * parts.tool_calls.len() + 2);
+            for call in std::mem::take(&mut parts.tool_calls) {
                 let call_at = calls_at.index(call.position);
                 let fn_at = call_at.key("function");
-                let new = self.new_call(
-                    call.id.as_deref(),
-                    call.name.as_deref(),
-                    fn_at.key("name"),
-                    out,
-                )?;
-                if let Some(a) = call.arguments.as_deref().filter(|a| !a.is_empty()) {
+                let (item_id, call_id, generated, name) =
+                    self.call_names(call.id.as_deref(), call.name.as_deref(), fn_at.key("name"))?;
+                let arguments = call.arguments.filter(|a| !a.is_empty());
+                out.push(Event::ToolCallStarted {
+                    item_id: item_id.clone(),
+                    call_id,
+                    name: name.to_owned(),
+                    call_id_generated: generated,
+                    call_kind: crate::core::events::CallKind::Function,
+                });
+                if let Some(a) = arguments {
                     out.push(Event::ToolArgumentsDelta {
-                        item_id: new.item_id,
-                        delta: a.to_owned(),
+                        item_id,
+                        delta: a.into_owned(),
                     });
                 }
             }
