@@ -294,3 +294,35 @@ def test_a_value_json_refuses_for_another_reason_is_still_an_issue() -> None:
     with pytest.raises(SchemaError) as caught:
         Schema({"type": "object"}).validate({"a": _Unlisted(b=1)})
     assert caught.value.issues == ({"path": "$", "code": "type", "expected": "a JSON value"},)
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "path"),
+    [
+        ({"type": "array", "items": {"properties": {"a": False}}}, [{"a": 1}], "$[0].a"),
+        (
+            {"if": {"required": ["b"]}, "then": {"properties": {"b": {"properties": {"c": False}}}}},
+            {"b": {"c": 1}},
+            "$.b.c",
+        ),
+        ({"type": "object", "additionalProperties": {"properties": {"a": False}}}, {"x": {"a": 1}}, "$.x.a"),
+    ],
+)
+def test_a_false_subschema_deep_in_another_is_reported_where_it_applies(
+    schema: dict[str, Any], value: Any, path: str
+) -> None:
+    with pytest.raises(SchemaError) as caught:
+        Schema(schema, closed=False).validate(value)
+    assert [(i["path"], i["code"]) for i in caught.value.issues] == [(path, "unexpected")]
+
+
+class _Aliased(BaseModel):
+    model_config = ConfigDict(serialize_by_alias=True, populate_by_name=True)
+    file_path: str = Field(alias="filePath")
+
+
+def test_a_model_that_dumps_by_alias_is_dumped_by_field_name() -> None:
+    """The executor gets the arguments by field name whatever the model's own
+    serialisation setting says."""
+    schema = Schema(_Aliased, closed=False)
+    assert schema.dump(schema.validate({"filePath": "a.txt"})) == {"file_path": "a.txt"}
