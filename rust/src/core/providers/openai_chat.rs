@@ -608,6 +608,17 @@ fn choice_prefix(choice: u64) -> String {
     id
 }
 
+/// The start of a function call (the only kind a Chat call has).
+fn function_call_started(item_id: String, call_id: String, name: &str, generated: bool) -> Event {
+    Event::ToolCallStarted {
+        item_id,
+        call_id,
+        name: name.to_owned(),
+        call_id_generated: generated,
+        call_kind: crate::core::events::CallKind::Function,
+    }
+}
+
 struct Call {
     item_id: String,
     call_id: String,
@@ -751,13 +762,12 @@ impl OpenAIChat {
         out: &mut Vec<Event>,
     ) -> Result<Call, CoreError> {
         let (item_id, call_id, generated, name) = self.call_names(call_id, name, at)?;
-        out.push(Event::ToolCallStarted {
-            item_id: item_id.clone(),
-            call_id: call_id.clone(),
-            name: name.to_owned(),
-            call_id_generated: generated,
-            call_kind: crate::core::events::CallKind::Function,
-        });
+        out.push(function_call_started(
+            item_id.clone(),
+            call_id.clone(),
+            name,
+            generated,
+        ));
         Ok(Call {
             item_id,
             call_id,
@@ -1118,13 +1128,12 @@ impl Mapper for OpenAIChat {
                 let (item_id, call_id, generated, name) =
                     self.call_names(call.id.as_deref(), call.name.as_deref(), fn_at.key("name"))?;
                 let arguments = call.arguments.filter(|a| !a.is_empty());
-                out.push(Event::ToolCallStarted {
-                    item_id: item_id.clone(),
+                out.push(function_call_started(
+                    item_id.clone(),
                     call_id,
-                    name: name.to_owned(),
-                    call_id_generated: generated,
-                    call_kind: crate::core::events::CallKind::Function,
-                });
+                    name,
+                    generated,
+                ));
                 if let Some(a) = arguments {
                     out.push(Event::ToolArgumentsDelta {
                         item_id,
