@@ -428,7 +428,8 @@ def _tool_decision(
     for index, item in enumerate(items):
         tool = None if registry is None else registry.get(item.name)
         tools.append(tool)
-        _check_kind(item, index, tool, registry)
+        if item.call_kind != "function" or (tool is not None and tool.kind != "function"):
+            _check_kind(item, index, tool, registry)
         args = arguments[index]
         if tool is None or tool.schema is None:
             validated.append(args)

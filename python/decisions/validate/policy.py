@@ -260,73 +260,46 @@ def _check_call(
     repaired: bool,
 ) -> CallVerdict:
     """One call's verdict; raises the PolicyError that denies it."""
-    base = f"$.calls[{index}]"
     if run is not None and run.decided(call.call_id):
         raise _reject(
             "CALL_ALREADY_DECIDED",
             f"call {call.call_id!r} was already decided",
-            path=f"{base}.call_id",
+            path=f"$.calls[{index}].call_id",
             expected="a new call id",
             hint="this call was already handled; do not repeat it",
         )
-    rule = policy.tools.get(call.name)
+    name = call.name
+    rule = policy.tools.get(name)
     if (rule is None and policy.default == "deny") or (rule is not None and not rule.allowed):
         raise _reject(
             "TOOL_DENIED",
-            f"policy does not allow the tool {call.name!r}",
-            path=f"{base}.name",
+            f"policy does not allow the tool {name!r}",
+            path=f"$.calls[{index}].name",
             expected="an allowed tool",
             hint="this tool is not allowed here",
         )
     if repaired:
-        tool = registry.get(call.name) if registry is not None else None
+        tool = registry.get(name) if registry is not None else None
         if tool is None or tool.side_effects:
             raise _reject(
                 "REPAIRED_CALL_REFUSED",
-                f"a repaired call may not run the side-effecting tool {call.name!r}",
-                path=f"{base}.name",
+                f"a repaired call may not run the side-effecting tool {name!r}",
+                path=f"$.calls[{index}].name",
                 expected="a read-only tool",
                 hint="send the call again without repair",
             )
-    paths: dict[str, str] = {}
-    empty_paths: list[str] = []
-    path_plans = plan.paths.get(call.name)
+    paths: Mapping[str, str] = _EMPTY
+    empty_paths: tuple[str, ...] = ()
+    path_plans = plan.paths.get(name)
     if path_plans:
-        root = plan.root
-        assert root is not None  # Policy.__post_init__ requires it
-        value = call.arguments if call.validated is None else call.validated
-        prefix: list[str | int] = ["calls", index, "arguments"]
-        for path_plan in path_plans:
-            found, empty = select_paths(value, path_plan.steps, path_plan.field, f"{base}.arguments", prefix)
-            empty_paths.extend(empty)
-            for where, raw in found:
-                target = resolve_in(root, raw, where)
-                if not path_plan.scopes.holds(target):
-                    raise _reject(
-                        "SCOPE_DENIED",
-                        f"{call.name!r} may not {path_plan.access} {os.path.relpath(target, root.dirs[0])!r}",
-                        path=where,
-                        expected=f"a path this tool may {path_plan.access}",
-                        hint=f"this tool may not {path_plan.access} there",
-                    )
-                paths[where] = target
+        paths, empty_paths = _check_paths(call, index, path_plans, plan.root)
     if policy.state_check is not None:
-        try:
-            outcome = policy.state_check(call)
-        except Exception as error:  # fail closed: a broken check refuses
-            outcome = f"the state check raised {type(error).__name__}"
-        if outcome is False or isinstance(outcome, str):
-            reason = outcome if isinstance(outcome, str) else "the state check refused the call"
-            raise _reject(
-                "STATE_CHECK_FAILED",
-                reason,
-                path=base,
-                expected="a call the current state allows",
-                hint="this action is not possible in the current state",
-            )
+        _check_state(call, index, policy.state_check)
+    if (rule is None or not rule.approval) and policy.approval is None:
+        return new_verdict(call.call_id, "allowed", None, (), paths, empty_paths, None)
     reasons: list[str] = []
     if rule is not None and rule.approval:
-        reasons.append(rule.approval if isinstance(rule.approval, str) else f"{call.name!r} requires approval")
+        reasons.append(rule.approval if isinstance(rule.approval, str) else f"{name!r} requires approval")
     if policy.approval is not None:
         try:
             approval_reason = policy.approval(call)
@@ -335,15 +308,54 @@ def _check_call(
         if approval_reason:
             reasons.append(str(approval_reason))
     status: Literal["needs_approval", "allowed"] = "needs_approval" if reasons else "allowed"
-    return new_verdict(
-        call.call_id,
-        status,
-        None,
-        tuple(reasons),
-        MappingProxyType(paths) if paths else _EMPTY,
-        tuple(empty_paths),
-        None,
-    )
+    return new_verdict(call.call_id, status, None, tuple(reasons), paths, empty_paths, None)
+
+
+def _check_paths(
+    call: ToolCall, index: int, path_plans: tuple[_PathPlan, ...], root: Scopes | None
+) -> tuple[Mapping[str, str], tuple[str, ...]]:
+    """The resolved path arguments of one call (JSON path -> resolved path)
+    and the JSON paths of those left empty; raises the PolicyError of the
+    first path that may not be used."""
+    assert root is not None  # Policy.__post_init__ requires it
+    base = f"$.calls[{index}].arguments"
+    value = call.arguments if call.validated is None else call.validated
+    prefix: list[str | int] = ["calls", index, "arguments"]
+    paths: dict[str, str] = {}
+    empty_paths: list[str] = []
+    for path_plan in path_plans:
+        found, empty = select_paths(value, path_plan.steps, path_plan.field, base, prefix)
+        empty_paths.extend(empty)
+        for where, raw in found:
+            target = resolve_in(root, raw, where)
+            if not path_plan.scopes.holds(target):
+                raise _reject(
+                    "SCOPE_DENIED",
+                    f"{call.name!r} may not {path_plan.access} {os.path.relpath(target, root.dirs[0])!r}",
+                    path=where,
+                    expected=f"a path this tool may {path_plan.access}",
+                    hint=f"this tool may not {path_plan.access} there",
+                )
+            paths[where] = target
+    return (MappingProxyType(paths) if paths else _EMPTY), tuple(empty_paths)
+
+
+def _check_state(call: ToolCall, index: int, state_check: StateCheck) -> None:
+    """The PolicyError of a call the host's state check refuses (a check
+    that raises refuses too: fail closed)."""
+    try:
+        outcome = state_check(call)
+    except Exception as error:  # fail closed: a broken check refuses
+        outcome = f"the state check raised {type(error).__name__}"
+    if outcome is False or isinstance(outcome, str):
+        reason = outcome if isinstance(outcome, str) else "the state check refused the call"
+        raise _reject(
+            "STATE_CHECK_FAILED",
+            reason,
+            path=f"$.calls[{index}]",
+            expected="a call the current state allows",
+            hint="this action is not possible in the current state",
+        )
 
 
 def apply_policy(
@@ -391,8 +403,8 @@ def _apply(
     if run is not None and run.cancelled:
         raise _cancelled()
     ids = [c.call_id for c in calls]
-    repeated = sorted({c for c in ids if ids.count(c) > 1}) if len(set(ids)) < len(ids) else ()
-    if repeated:
+    if len(ids) > 1 and len(set(ids)) < len(ids):
+        repeated = sorted({c for c in ids if ids.count(c) > 1})
         raise _reject(
             "CALL_ALREADY_DECIDED",
             f"call ids repeat within one response: {repeated}",
