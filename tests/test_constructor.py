@@ -9,6 +9,7 @@ fields, and each field holds what the response and the policy said.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import os
 from pathlib import Path
@@ -58,6 +59,45 @@ def test_refuses_what_it_cannot_build(impl: ModuleType) -> None:
     with pytest.raises(ValueError) as unslotted:
         impl.Constructor(Unslotted)
     assert str(unslotted.value) == "Constructor needs a dataclass whose slots are its fields, which Unslotted is not"
+
+
+@dataclasses.dataclass(slots=True)
+class Mapping(dict[str, Any]):
+    left: Any
+
+
+@dataclasses.dataclass(slots=True)
+class Members(set[Any]):
+    left: Any
+
+
+@dataclasses.dataclass(slots=True)
+class Failure(Exception):
+    left: Any
+
+
+@dataclasses.dataclass(slots=True)
+class Abstract(abc.ABC):
+    left: Any
+
+    @abc.abstractmethod
+    def run(self) -> None:
+        """Never defined."""
+
+
+@pytest.mark.parametrize("cls", [Mapping, Members, Failure, Abstract])
+def test_builds_only_what_object_new_builds(impl: ModuleType, cls: type) -> None:
+    """A dataclass whose instances need their built-in base's ``__new__`` (a
+    dict or set whose storage an allocation alone leaves unset: using one
+    crashed the interpreter) or that is abstract is refused as
+    ``object.__new__`` refuses it, on each call."""
+    make = impl.Constructor(cls)
+    for _ in range(2):
+        with pytest.raises(TypeError) as caught:
+            make(1)
+        with pytest.raises(TypeError) as direct:
+            object.__new__(cls)
+        assert str(caught.value) == str(direct.value)
 
 
 @pytest.mark.parametrize("cls", [ToolCall, CallVerdict, ToolDecision])

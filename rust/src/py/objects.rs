@@ -20,6 +20,12 @@ use pyo3::types::{PyString, PyTuple, PyType};
 pub struct Constructor {
     class: Py<PyType>,
     fields: Vec<Py<PyString>>,
+    /// Whether `object.__new__(cls)` makes an instance: not for a class
+    /// whose instances need their built-in base's `__new__` (a `dict` or
+    /// `set` subclass, whose storage an allocation alone leaves unset) or
+    /// an abstract class. Otherwise each call runs `object.__new__`, which
+    /// raises what it raises for the pure twin.
+    plain: bool,
 }
 
 #[pymethods]
@@ -58,7 +64,10 @@ impl Constructor {
                 cls.name()?
             )));
         }
+        let object_new = py.get_type::<pyo3::types::PyAny>().getattr("__new__")?;
+        let plain = object_new.call1((cls,)).is_ok();
         Ok(Constructor {
+            plain,
             class: cls.clone().unbind(),
             fields: fields
                 .into_iter()
@@ -88,13 +97,18 @@ impl Constructor {
                 values.len()
             )));
         }
-        // SAFETY: `class` is a live type object; PyType_GenericAlloc returns
-        // a new reference (its slots NULL) or NULL with an exception set.
-        let instance = unsafe {
-            Bound::from_owned_ptr_or_err(
-                py,
-                ffi::PyType_GenericAlloc(self.class.bind(py).as_type_ptr(), 0),
-            )?
+        let class = self.class.bind(py);
+        let instance = if self.plain {
+            // SAFETY: `class` is a live type object whose instances
+            // `object.__new__` makes (so an allocation is all they need);
+            // PyType_GenericAlloc returns a new reference (its slots NULL)
+            // or NULL with an exception set.
+            unsafe {
+                Bound::from_owned_ptr_or_err(py, ffi::PyType_GenericAlloc(class.as_type_ptr(), 0))?
+            }
+        } else {
+            let object_new = py.get_type::<pyo3::types::PyAny>().getattr("__new__")?;
+            object_new.call1((class,))?
         };
         for (name, value) in self.fields.iter().zip(values.iter()) {
             // SAFETY: the three pointers are live for the call, which borrows
