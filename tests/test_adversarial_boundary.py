@@ -423,3 +423,96 @@ def test_minus_zero_counts_are_zero(impl: ModuleType, provider: str, body: str) 
     with pytest.raises(StreamError) as caught:
         impl.normalize(body % "-0.0", provider=provider)
     assert caught.value.code == "MALFORMED_EVENT"
+
+
+# ---------------------------------------------------------------- 12: str that is not UTF-8, limits beyond 64 bits
+
+LONE = "\ud800"
+
+
+def _feed(impl: ModuleType, provider: str, payload: Any, event: str | None = None) -> Any:
+    asm = impl.StreamAssembler(provider)
+    asm.feed_event(payload, event)
+    return asm
+
+
+@pytest.mark.parametrize(
+    "run, message",
+    [
+        (lambda impl: impl.normalize('{"id":"' + LONE + '"}', provider="openai-chat"), "event data is not valid UTF-8"),
+        (lambda impl: impl.normalize(LONE, provider="anthropic"), "event data is not valid UTF-8"),
+        (lambda impl: impl.normalize({"id": LONE}, provider="gemini"), "event data is not valid UTF-8"),
+        (lambda impl: impl.normalize([{LONE: 1}], provider="gemini"), "event data is not valid UTF-8"),
+        (lambda impl: _feed(impl, "openai-chat", '{,"' + LONE + '"}'), "event data is not valid UTF-8"),
+        (lambda impl: _feed(impl, "openai-responses", {"type": LONE}), "event data is not valid UTF-8"),
+        (lambda impl: _feed(impl, "anthropic", '{"type":"ping"}', LONE), "event name is not valid UTF-8"),
+        (lambda impl: _feed(impl, "openai-chat", "{}", "message" + LONE), "event name is not valid UTF-8"),
+        (lambda impl: _feed(impl, "canonical", {}, LONE), "event name is not valid UTF-8"),
+    ],
+)
+def test_lone_surrogates_in_str_input_are_malformed(
+    impl: ModuleType, run: Callable[[ModuleType], Any], message: str
+) -> None:
+    """A Python str holding a lone surrogate is no UTF-8 text: as a body, as
+    event data (str or dict) or as an event name it is ``MALFORMED_EVENT``
+    like bytes that are not UTF-8, never a ``UnicodeEncodeError`` (native)
+    or a message quoting the surrogate (pure)."""
+    with pytest.raises(StreamError) as caught:
+        run(impl)
+    assert (caught.value.code, caught.value.message) == ("MALFORMED_EVENT", message)
+
+
+def test_a_lone_surrogate_fails_the_stream(impl: ModuleType) -> None:
+    asm = impl.StreamAssembler("openai-chat")
+    with pytest.raises(StreamError):
+        asm.feed_event(LONE)
+    assert asm.state == "failed"
+    with pytest.raises(StreamError) as caught:
+        asm.feed_event("{}")
+    assert caught.value.code == "STREAM_FAILED"
+
+
+def test_a_lone_surrogate_names_no_provider(impl: ModuleType) -> None:
+    with pytest.raises(ValueError, match="unknown provider '\\\\ud800'"):
+        impl.StreamAssembler(LONE)
+    with pytest.raises(ValueError, match="unknown provider '\\\\ud800'"):
+        impl.normalize(b"{}", provider=LONE)
+
+
+class _Raising(dict[str, Any]):
+    def items(self) -> Any:
+        raise ZeroDivisionError("from the payload's own code")
+
+
+def test_a_payload_that_raises_propagates(impl: ModuleType) -> None:
+    """An exception of the payload's own code is not a malformed event: it
+    propagates and leaves the stream as it was."""
+    asm = impl.StreamAssembler("openai-chat")
+    with pytest.raises(ZeroDivisionError):
+        asm.feed_event(_Raising(a=1))
+    assert asm.state == "init"
+    with pytest.raises(ZeroDivisionError):
+        impl.normalize(_Raising(a=1), provider="openai-chat")
+
+
+@pytest.mark.parametrize("value", [2**64 - 1, 2**64, 2**200])
+def test_limits_beyond_64_bits_bound_nothing(impl: ModuleType, value: int) -> None:
+    """``Limits`` takes any positive int: one past the address space is no
+    bound on either backend (native raised ``OverflowError``)."""
+    big = {f.name: value for f in dataclasses.fields(decisions.Limits)}
+    limits = decisions.Limits(**{**big, "max_depth": 64, "max_number_length": 100})
+    assert impl.loads(b'{"a":[1,"x"]}', limits=limits) == {"a": [1, "x"]}
+    assert [e.data for e in impl.SSEDecoder(limits=limits).feed(b"data: x\n\n")] == ["x"]
+    asm = impl.StreamAssembler("openai-chat", limits=limits)
+    asm.feed(
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"k",'
+        b'"function":{"name":"f","arguments":"{\\"a\\":"}}]}}]}\n\n'
+    )
+    assert asm.snapshot().calls[0].arguments == '{"a":'
+    body = (
+        '{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant",'
+        '"content":"hi"},"finish_reason":"stop"}]}'
+    )
+    assert impl.normalize(body, provider="openai-chat", limits=limits).items == (
+        TextItem(item_id="choice0.content", text="hi"),
+    )

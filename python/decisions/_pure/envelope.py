@@ -96,6 +96,16 @@ def _lone_surrogate(text: str) -> bool:
     return any(m.group(1) for m in _ESCAPE.finditer(text))
 
 
+#: a UTF-16 surrogate code point, which no UTF-8 text holds
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def utf8_text(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (holds no lone surrogate code
+    point, which the native backend cannot read as text)."""
+    return text.isascii() or _SURROGATE.search(text) is None
+
+
 def _malformed(message: str, path: str | None = None) -> OutputError:
     return new_error("MALFORMED_EVENT", message, path=path)
 
@@ -108,6 +118,8 @@ def decode(data: str | bytes | bytearray | memoryview, limits: Limits, fields: t
             data = (data if type(data) is bytes else bytes(data)).decode("utf-8")
         except UnicodeDecodeError:
             raise _malformed("event data is not valid UTF-8") from None
+    elif not utf8_text(data):
+        raise _malformed("event data is not valid UTF-8")
     if data == DONE:
         return DONE
     if ("\\ud" in data or "\\uD" in data) and _lone_surrogate(data):

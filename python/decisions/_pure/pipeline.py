@@ -13,14 +13,14 @@ import threading
 from typing import Any, Callable
 
 from .._payload import payload_text
-from ..errors import OutputError
+from ..errors import OutputError, new_error
 from ..limits import DEFAULT_LIMITS, Limits
 from ..providers import CANONICAL
 from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler
 from .body import body_error, foreign_body, shapeless_body
-from .envelope import decode
+from .envelope import decode, utf8_text
 from .providers.canonical import CanonicalMapper, event_fields
 from .sse import _Framer, exclusive
 
@@ -249,6 +249,8 @@ class StreamAssembler:
             raise TypeError(f"feed_event() takes a dict, str or bytes, not {type(payload).__name__}")
         if event is not None and not isinstance(event, str):
             raise TypeError(f"event must be a str or None, not {type(event).__name__}")
+        if event is not None and not utf8_text(event):
+            raise pipeline.fail(new_error("MALFORMED_EVENT", "event name is not valid UTF-8"))
         if isinstance(payload, _Event):
             pipeline.feed_fields(event_fields(payload))
             return

@@ -30,7 +30,8 @@ fn mapper(
             provider.get_type().name()?
         )));
     };
-    let name = name.to_str()?.to_string();
+    // a str that is not UTF-8 (a lone surrogate) names no provider
+    let name = name.to_str().unwrap_or_default().to_string();
     if name == CANONICAL {
         return Ok((name, Box::new(CanonicalMapper::default())));
     }
@@ -80,14 +81,25 @@ fn malformed(message: &str) -> CoreError {
 }
 
 /// JSON text of a dict/list payload (`decisions._payload.payload_text`, as
-/// in the pure twin).
-fn dumps(py: Python<'_>, value: &Bound<'_, PyAny>) -> Result<String, CoreError> {
-    let t = types(py).map_err(|_| malformed("decisions.types is not importable"))?;
-    t.payload_text
-        .bind(py)
-        .call1((value,))
-        .and_then(|s| s.extract::<String>())
-        .map_err(|_| malformed("event payload is not JSON-serialisable"))
+/// in the pure twin): `MALFORMED_EVENT` when it is not JSON or the text is
+/// not UTF-8 (a lone surrogate); any other exception (raised by the
+/// payload's own code) propagates, as in the pure twin.
+fn dumps(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Result<String, CoreError>> {
+    let t = types(py)?;
+    let text = match t.payload_text.bind(py).call1((value,)) {
+        Ok(text) => text,
+        Err(e) if e.is_instance(py, t.output_error.bind(py)) => {
+            return Ok(Err(malformed("event payload is not JSON-serialisable")))
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(text_of(text.downcast::<PyString>()?).map(str::to_owned))
+}
+
+/// The UTF-8 text of a str, else `MALFORMED_EVENT` (a lone surrogate).
+fn text_of<'a>(text: &'a Bound<'_, PyString>) -> Result<&'a str, CoreError> {
+    text.to_str()
+        .map_err(|_| malformed("event data is not valid UTF-8"))
 }
 
 fn utf8(bytes: &[u8]) -> Result<&str, CoreError> {
@@ -189,7 +201,7 @@ impl StreamAssembler {
         let t = types(py)?;
         enum Payload<'a, 'py> {
             Json(&'a Bound<'py, PyAny>),
-            Text(String),
+            Text(&'a Bound<'py, PyString>),
             Bytes,
         }
         let kind = if payload.is_instance(t.event_base.bind(py))? {
@@ -202,7 +214,7 @@ impl StreamAssembler {
         } else if payload.is_instance_of::<PyDict>() {
             Payload::Json(payload)
         } else if let Ok(text) = payload.downcast::<PyString>() {
-            Payload::Text(text.to_str()?.to_string())
+            Payload::Text(text)
         } else if payload.is_instance_of::<PyBytes>()
             || payload.is_instance_of::<PyByteArray>()
             || payload.is_instance_of::<PyMemoryView>()
@@ -217,7 +229,13 @@ impl StreamAssembler {
         let name: Option<String> = match event.filter(|e| !e.is_none()) {
             None => None,
             Some(e) => match e.downcast::<PyString>() {
-                Ok(s) => Some(s.to_str()?.to_string()),
+                Ok(s) => match s.to_str() {
+                    Ok(s) => Some(s.to_string()),
+                    Err(_) => {
+                        let error = malformed("event name is not valid UTF-8");
+                        return Err(core_err(py, self.pipeline.fail(error)));
+                    }
+                },
                 Err(_) => {
                     return Err(PyTypeError::new_err(format!(
                         "event must be a str or None, not {}",
@@ -229,10 +247,10 @@ impl StreamAssembler {
         let data = match kind {
             Payload::Json(value) if value.is_instance(t.event_base.bind(py))? => {
                 let dict = value.call_method0("to_dict")?;
-                dumps(py, &dict)
+                dumps(py, &dict)?
             }
-            Payload::Json(value) => dumps(py, value),
-            Payload::Text(text) => Ok(text),
+            Payload::Json(value) => dumps(py, value)?,
+            Payload::Text(text) => text_of(text).map(str::to_owned),
             Payload::Bytes => with_bytes(payload, "feed_event()", |b| utf8(b).map(str::to_owned))?,
         };
         let result = match data {
@@ -448,12 +466,12 @@ pub fn normalize(
         response_to_py(py, t, &provider, &response)
     };
     if body.is_instance_of::<PyDict>() || body.is_instance_of::<PyList>() {
-        match dumps(py, body) {
+        match dumps(py, body)? {
             Ok(text) => run(Ok(&text)),
             Err(e) => run(Err(e)),
         }
     } else if let Ok(text) = body.downcast::<PyString>() {
-        run(Ok(text.to_str()?))
+        run(text_of(text))
     } else if body.is_instance_of::<PyBytes>()
         || body.is_instance_of::<PyByteArray>()
         || body.is_instance_of::<PyMemoryView>()

@@ -39,7 +39,14 @@ pub(crate) fn limits_from(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyR
     }
     let mut values = [0usize; FIELD_NAMES.len()];
     for (slot, name) in values.iter_mut().zip(FIELD_NAMES) {
-        *slot = obj.getattr(name)?.extract()?;
+        let value = obj.getattr(name)?;
+        // `Limits` holds positive ints of any size; one beyond the address
+        // space bounds nothing the core can hold, as `usize::MAX` does.
+        *slot = match value.extract() {
+            Ok(value) => value,
+            Err(_) if value.gt(0)? => usize::MAX,
+            Err(e) => return Err(e),
+        };
     }
     Ok(Limits::from_values(values))
 }

@@ -39,6 +39,8 @@ pub(crate) struct Types {
     pub partial_json: Py<PyAny>,
     /// `decisions._payload.payload_text`: a dict payload as JSON text.
     pub payload_text: Py<PyAny>,
+    /// `decisions.errors.OutputError`, the base of every typed error.
+    pub output_error: Py<PyAny>,
 }
 
 static TYPES: GILOnceCell<Types> = GILOnceCell::new();
@@ -76,6 +78,10 @@ pub(crate) fn types(py: Python<'_>) -> PyResult<&Types> {
             payload_text: py
                 .import("decisions._payload")?
                 .getattr("payload_text")?
+                .unbind(),
+            output_error: py
+                .import("decisions.errors")?
+                .getattr("OutputError")?
                 .unbind(),
         })
     })
