@@ -367,3 +367,19 @@ def test_httpx_error_status_is_a_transport_error(http: ModuleType, status: int, 
 def test_other_response_objects_are_refused() -> None:
     with pytest.raises(TypeError, match="httpx"):
         integrations.stream_httpx(object(), provider="openai-chat")
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, b'{"a":' * 100_000 + b"1" + b"}" * 100_000])
+def test_text_too_deep_to_detect_is_refused(text: str | bytes) -> None:
+    """Detection reads JSON text with ``json.loads``, which recurses: text
+    nested past the recursion limit names no provider (a ValueError asking
+    for one, not a RecursionError), and with the provider given the envelope
+    rule refuses it."""
+    assert integrations.detect_provider(text) is None
+    with pytest.raises(ValueError, match="pass provider="):
+        integrations.normalize_sdk(text)
+    with pytest.raises(ValueError, match="pass provider="):
+        integrations.assemble_sdk_stream([text])
+    with pytest.raises(StreamError) as caught:
+        integrations.normalize_sdk(text, provider="openai-chat")
+    assert caught.value.code == "MALFORMED_EVENT"

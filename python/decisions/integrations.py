@@ -143,7 +143,9 @@ def detect_provider(obj: _Any) -> str | None:
         payload: _Any = obj if isinstance(obj, _Mapping) else to_payload(obj)
         if isinstance(payload, (str, bytes)):
             payload = _json.loads(payload)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
+        # text nested past the interpreter's recursion limit tells nothing
+        # either: with a provider given, the envelope rule refuses it
         return None
     if not isinstance(payload, _Mapping):
         return None
