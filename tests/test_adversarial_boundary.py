@@ -516,3 +516,13 @@ def test_limits_beyond_64_bits_bound_nothing(impl: ModuleType, value: int) -> No
     assert impl.normalize(body, provider="openai-chat", limits=limits).items == (
         TextItem(item_id="choice0.content", text="hi"),
     )
+
+
+@pytest.mark.parametrize("keep", [1, 0, "yes", None, [True]])
+def test_keep_events_must_be_a_bool(impl: ModuleType, keep: Any) -> None:
+    """``keep_events`` is a bool on both backends (the pure twin took any
+    value, by its truth), checked before the other arguments."""
+    kind = type(keep).__name__
+    with pytest.raises(TypeError) as caught:
+        impl.StreamAssembler("no-such-provider", keep_events=keep)
+    assert str(caught.value) == f"argument 'keep_events': '{kind}' object cannot be converted to 'PyBool'"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -135,6 +136,19 @@ def test_a_named_provider_gets_the_backends_own_assembler(backend: ModuleType) -
     assert isinstance(StreamAssembler(), StreamAssembler)
     with pytest.raises(ValueError):
         StreamAssembler("nope")
+
+
+@pytest.mark.parametrize(
+    "options, error",
+    [({"choice": -1}, ValueError), ({"choice": True}, ValueError), ({"keep_events": 1}, TypeError)],
+)
+def test_an_auto_assembler_refuses_bad_options_at_once(options: dict[str, Any], error: type[Exception]) -> None:
+    """``StreamAssembler()`` checks its options as a named provider's
+    assembler does, when it is made, not when the first event arrives."""
+    with pytest.raises(error):
+        StreamAssembler(**options)
+    with pytest.raises(error):
+        StreamAssembler("openai-chat", **options)
 
 
 def test_an_auto_stream_that_ends_early_is_typed() -> None:

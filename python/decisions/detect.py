@@ -146,6 +146,8 @@ class AutoAssembler(StreamAssembler):
         keep_events: bool = False,
     ) -> None:
         self._options: dict[str, _Any] = {"limits": limits, "choice": choice, "keep_events": keep_events}
+        # the options are refused here, as a named provider's are, not at the first event
+        _backend.impl.StreamAssembler(_providers.CANONICAL, **self._options)
         self._inner: _Any = None
         self._probe: _Any = _backend.impl.SSEDecoder(limits=limits)
         self._held: list[bytes] = []

@@ -218,6 +218,9 @@ class StreamAssembler:
         choice: int | None = None,
         keep_events: bool = False,
     ) -> None:
+        if type(keep_events) is not bool:  # checked first, as the native argument parser does
+            kind = type(keep_events).__name__
+            raise TypeError(f"argument 'keep_events': '{kind}' object cannot be converted to 'PyBool'")
         checked = _check_options(limits, choice)
         self._pipeline = Pipeline(provider, _mapper(provider, choice), checked, keep_events)
         self.provider = provider
