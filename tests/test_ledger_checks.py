@@ -229,6 +229,8 @@ def test_a_backed_answer_passes(ledger: Ledger, workspace: Path) -> None:
         ({"criteria": [lambda v, e: False]}, "ACCEPTANCE_FAILED"),
         ({"criteria": [lambda v, e: "tests did not run"]}, "ACCEPTANCE_FAILED"),
         ({"criteria": [lambda v, e: 1 / 0]}, "ACCEPTANCE_FAILED"),
+        ({"criteria": [lambda v, e: 0]}, "ACCEPTANCE_FAILED"),  # anything but True or None fails
+        ({"criteria": [lambda v, e: []]}, "ACCEPTANCE_FAILED"),
     ],
 )
 def test_each_completion_check(ledger: Ledger, workspace: Path, kwargs: dict[str, Any], code: str) -> None:

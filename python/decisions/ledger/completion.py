@@ -25,7 +25,7 @@ from .states import PENDING
 __all__ = ["Criterion", "check_completion"]
 
 #: ``criterion(value, entries)`` returns True (or None) to pass, False or a
-#: reason to fail; if it raises, it failed. Its ``__name__`` names it in the error.
+#: reason to fail; if it raises or returns anything else, it failed. Its ``__name__`` names it in the error.
 Criterion = Callable[[Any, Sequence[Entry]], "bool | str | None"]
 
 
@@ -97,8 +97,13 @@ def check_completion(
             outcome = criterion(final.value, entries)
         except Exception as error:  # fail closed: a broken criterion did not pass
             outcome = f"raised {type(error).__name__}"
-        if outcome is False or isinstance(outcome, str):
-            reason = outcome if isinstance(outcome, str) else "returned False"
+        if outcome is not None and outcome is not True:
+            if isinstance(outcome, str):
+                reason = outcome
+            elif outcome is False:
+                reason = "returned False"
+            else:
+                reason = f"returned {type(outcome).__name__}, not True, None, False or a reason"
             issues.append(_issue(f"$.criteria[{index}]", "ACCEPTANCE_FAILED", f"{name} to pass", f"{name}: {reason}"))
     if issues:
         first = issues[0]
