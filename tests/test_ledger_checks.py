@@ -125,7 +125,17 @@ def test_observed_effects_commit(ledger: Ledger, workspace: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "case", ["wrong_digest", "missing_file", "not_deleted", "outside", "no_effect_claimed", "symlink_out"]
+    "case",
+    [
+        "wrong_digest",
+        "missing_file",
+        "not_deleted",
+        "outside",
+        "no_effect_claimed",
+        "symlink_out",
+        "nul",
+        "nul_deleted",
+    ],
 )
 def test_effects_not_observed(ledger: Ledger, workspace: Path, tmp_path: Path, case: str) -> None:
     real = write(workspace, "a.txt", "hello")
@@ -143,6 +153,8 @@ def test_effects_not_observed(ledger: Ledger, workspace: Path, tmp_path: Path, c
         (tmp_path / "out.txt").write_text("hello")
         (workspace / "link.txt").symlink_to(tmp_path / "out.txt")
         effects = (Effect("link.txt", real.digest),)
+    elif case in ("nul", "nul_deleted"):  # a path no file system lookup takes
+        effects = (Effect("a.txt\x00", real.digest if case == "nul" else None),)
     else:
         effects = ()
     path = effects[0].path if effects else "a.txt"
