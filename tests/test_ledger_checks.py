@@ -241,6 +241,11 @@ def test_a_backed_answer_passes(ledger: Ledger, workspace: Path) -> None:
         ({"criteria": [lambda v, e: False]}, "ACCEPTANCE_FAILED"),
         ({"criteria": [lambda v, e: "tests did not run"]}, "ACCEPTANCE_FAILED"),
         ({"criteria": [lambda v, e: 1 / 0]}, "ACCEPTANCE_FAILED"),
+        ({"evidence": [["a"]]}, "EVIDENCE_NOT_FOUND"),  # the answer's own values: judged, never raised on
+        ({"evidence": [{"id": "a"}]}, "EVIDENCE_NOT_FOUND"),
+        ({"changed_files": ["w1.txt", 1]}, "CLAIM_NOT_BACKED"),
+        ({"changed_files": ["w1.txt", None]}, "CLAIM_NOT_BACKED"),
+        ({"changed_files": ["w1.txt", ""]}, "CLAIM_NOT_BACKED"),
         ({"criteria": [lambda v, e: 0]}, "ACCEPTANCE_FAILED"),  # anything but True or None fails
         ({"criteria": [lambda v, e: []]}, "ACCEPTANCE_FAILED"),
     ],

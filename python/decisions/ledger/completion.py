@@ -51,8 +51,8 @@ def check_completion(
     entries = ledger.entries(run_id)
     by_id = {e.call_id: e for e in entries}
     issues: list[dict[str, str]] = []
-    for index, ref in enumerate(evidence):
-        entry = by_id.get(ref)
+    for index, ref in enumerate(evidence):  # often the answer's own words: any value is judged, none raises
+        entry = by_id.get(ref) if isinstance(ref, str) else None
         if entry is None or entry.state != "committed":
             found = "not a call of this run" if entry is None else f"{entry.state}, not committed"
             issues.append(
@@ -62,7 +62,17 @@ def check_completion(
             )
     if changed_files is not None:
         done = {os.path.normpath(e.path) for entry in entries if entry.state == "committed" for e in entry.effects}
-        said = {os.path.normpath(p) for p in changed_files}
+        said = {os.path.normpath(p) for p in changed_files if isinstance(p, str) and p}
+        for path in changed_files:
+            if not isinstance(path, str) or not path:
+                issues.append(
+                    _issue(
+                        "$.changed_files",
+                        "CLAIM_NOT_BACKED",
+                        "a file a committed call's checked effect changed",
+                        f"{path!r} is not a path",
+                    )
+                )
         for path in sorted(said - done):
             issues.append(
                 _issue(
