@@ -273,10 +273,10 @@ def test_evidence_must_be_committed_in_this_run(ledger: Ledger, workspace: Path)
     assert caught.value.issues[0]["path"] == "$.evidence[0]"
 
 
-@pytest.mark.parametrize("state", ["decided", "approved", "executing", "unknown"])
+@pytest.mark.parametrize("state", ["decided", "awaiting_approval", "approved", "executing", "unknown"])
 def test_pending_calls_keep_the_run_unfinished(ledger: Ledger, workspace: Path, state: str) -> None:
     run = finished_run(ledger, workspace)
-    status = "needs_approval" if state == "approved" else "allowed"
+    status = "needs_approval" if state in ("approved", "awaiting_approval") else "allowed"
     ledger.record(decision(("x", "write_file", status)), run_id=run)
     if state == "approved":
         ledger.approve("x", run_id=run, approver="a")
