@@ -400,6 +400,11 @@ INVALID = [
     "read\u200b_file",  # zero-width space
     "read\u00ad_file",  # soft hyphen
     "\u202eread_file",  # right-to-left override
+    "read_file\u3164",  # Hangul filler: a letter that renders as nothing
+    "\uffa0read_file",  # halfwidth Hangul filler
+    "read\u115f_file",  # Hangul choseong filler
+    "read_file\u1160",  # Hangul jungseong filler
+    "read\u2800file",  # blank Braille pattern
     "read\x00file",
     "read\x1bfile",
     "",

@@ -191,6 +191,36 @@ def test_native_and_text_calls_together_is_ambiguous() -> None:
     assert tool_calls_response(response) is response
 
 
+def test_the_text_calls_of_two_responses_of_one_run_do_not_share_ids() -> None:
+    """Generated ids carry the response id, as the providers' do: the second
+    turn of a run is a new call, not a replay of the first."""
+    run = decisions.Run()
+    ids = []
+    for response_id in ("r1", "r2"):
+        response = NormalizedResponse(
+            provider="openai-chat",
+            response_id=response_id,
+            model="m",
+            finish_reason="stop",
+            items=(TextItem(item_id="t", text=OTHER),),
+        )
+        decision = decisions.decide(tool_calls_response(response), run=run)
+        assert isinstance(decision, decisions.ToolDecision) and decision.executable
+        ids.append(decision.calls[0].call_id)
+    assert ids == ["r1.text_call_0", "r2.text_call_0"]
+    # the same response decided twice is still a replay
+    again = NormalizedResponse(
+        provider="openai-chat",
+        response_id="r1",
+        model="m",
+        finish_reason="stop",
+        items=(TextItem(item_id="t", text=OTHER),),
+    )
+    with pytest.raises(PolicyError) as info:
+        decisions.decide(tool_calls_response(again), run=run)
+    assert info.value.code == "CALL_ALREADY_DECIDED"
+
+
 def test_quoting_scan_is_linear() -> None:
     """Markdown-heavy text around many calls: 10x the input costs about 10x."""
     unit = "> quoted `span` text\n\n```\ncode\n```\n- item `a` b\n" + CALL + "\n\n"

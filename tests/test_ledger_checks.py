@@ -125,7 +125,17 @@ def test_observed_effects_commit(ledger: Ledger, workspace: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "case", ["wrong_digest", "missing_file", "not_deleted", "outside", "no_effect_claimed", "symlink_out"]
+    "case",
+    [
+        "wrong_digest",
+        "missing_file",
+        "not_deleted",
+        "outside",
+        "no_effect_claimed",
+        "symlink_out",
+        "nul",
+        "nul_deleted",
+    ],
 )
 def test_effects_not_observed(ledger: Ledger, workspace: Path, tmp_path: Path, case: str) -> None:
     real = write(workspace, "a.txt", "hello")
@@ -143,6 +153,8 @@ def test_effects_not_observed(ledger: Ledger, workspace: Path, tmp_path: Path, c
         (tmp_path / "out.txt").write_text("hello")
         (workspace / "link.txt").symlink_to(tmp_path / "out.txt")
         effects = (Effect("link.txt", real.digest),)
+    elif case in ("nul", "nul_deleted"):  # a path no file system lookup takes
+        effects = (Effect("a.txt\x00", real.digest if case == "nul" else None),)
     else:
         effects = ()
     path = effects[0].path if effects else "a.txt"
@@ -229,6 +241,13 @@ def test_a_backed_answer_passes(ledger: Ledger, workspace: Path) -> None:
         ({"criteria": [lambda v, e: False]}, "ACCEPTANCE_FAILED"),
         ({"criteria": [lambda v, e: "tests did not run"]}, "ACCEPTANCE_FAILED"),
         ({"criteria": [lambda v, e: 1 / 0]}, "ACCEPTANCE_FAILED"),
+        ({"evidence": [["a"]]}, "EVIDENCE_NOT_FOUND"),  # the answer's own values: judged, never raised on
+        ({"evidence": [{"id": "a"}]}, "EVIDENCE_NOT_FOUND"),
+        ({"changed_files": ["w1.txt", 1]}, "CLAIM_NOT_BACKED"),
+        ({"changed_files": ["w1.txt", None]}, "CLAIM_NOT_BACKED"),
+        ({"changed_files": ["w1.txt", ""]}, "CLAIM_NOT_BACKED"),
+        ({"criteria": [lambda v, e: 0]}, "ACCEPTANCE_FAILED"),  # anything but True or None fails
+        ({"criteria": [lambda v, e: []]}, "ACCEPTANCE_FAILED"),
     ],
 )
 def test_each_completion_check(ledger: Ledger, workspace: Path, kwargs: dict[str, Any], code: str) -> None:
@@ -254,10 +273,10 @@ def test_evidence_must_be_committed_in_this_run(ledger: Ledger, workspace: Path)
     assert caught.value.issues[0]["path"] == "$.evidence[0]"
 
 
-@pytest.mark.parametrize("state", ["decided", "approved", "executing", "unknown"])
+@pytest.mark.parametrize("state", ["decided", "awaiting_approval", "approved", "executing", "unknown"])
 def test_pending_calls_keep_the_run_unfinished(ledger: Ledger, workspace: Path, state: str) -> None:
     run = finished_run(ledger, workspace)
-    status = "needs_approval" if state == "approved" else "allowed"
+    status = "needs_approval" if state in ("approved", "awaiting_approval") else "allowed"
     ledger.record(decision(("x", "write_file", status)), run_id=run)
     if state == "approved":
         ledger.approve("x", run_id=run, approver="a")

@@ -350,6 +350,24 @@ def test_the_state_check_refuses(outcome: object) -> None:
         assert outcome in info.value.message
 
 
+class _FalseFlag:
+    """A falsy result that is not ``False`` (numpy's ``bool_``, say)."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+@needs_loads
+@pytest.mark.parametrize("outcome", [0, 1, [], _FalseFlag(), PolicyError("STATE_CHECK_FAILED")])
+def test_a_state_check_that_returns_something_else_refuses(outcome: object) -> None:
+    """Only None and True allow: a result of any other kind is not read as
+    a yes (fail closed), and the refusal names its type."""
+    with pytest.raises(PolicyError) as info:
+        decide(response(call()), policy=Policy(state_check=lambda c: outcome))  # type: ignore[arg-type,return-value]
+    assert info.value.code == "STATE_CHECK_FAILED"
+    assert type(outcome).__name__ in info.value.message
+
+
 @needs_loads
 @pytest.mark.parametrize("outcome", [None, True])
 def test_the_state_check_allows(outcome: object) -> None:

@@ -437,6 +437,39 @@ def test_restore_validates_against_the_original_schema() -> None:
     assert not Draft202012Validator(record.original_schema).is_valid(record.restore(bad))
 
 
+def test_restore_keeps_a_null_that_a_branch_of_the_original_allows() -> None:
+    """In a union, a value that fits a branch of the original as written is
+    the model's own: its null is not taken for one strict mode forced (the
+    first branch, where ``timeout`` is optional, would read it as absent)."""
+    branch = {"mode": {"const": "safe"}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "cfg": {
+                "anyOf": [
+                    {"type": "object", "properties": {**branch, "timeout": {"type": "integer"}}, "required": ["mode"]},
+                    {
+                        "type": "object",
+                        "properties": {**branch, "timeout": {"type": "null"}},
+                        "required": ["mode", "timeout"],
+                    },
+                ]
+            }
+        },
+        "required": ["cfg"],
+    }
+    _, record = tool_fragment(ToolDefinition("t", schema), "openai-chat")
+    assert record.nullable_added == {"#/properties/cfg/anyOf/0/properties/timeout"}
+    written = {"cfg": {"mode": "safe", "timeout": None}}
+    assert Draft202012Validator(schema).is_valid(written)
+    assert record.restore(written) == written
+    # a null no branch allows as written is still the conversion's, and removed
+    other = {"type": "object", "properties": {**branch, "timeout": {"type": "string"}}, "required": ["mode", "timeout"]}
+    schema["properties"]["cfg"]["anyOf"][1] = other
+    _, record = tool_fragment(ToolDefinition("t", schema), "openai-chat")
+    assert record.restore(written) == {"cfg": {"mode": "safe"}}
+
+
 def test_union_root_is_wrapped_for_openai_and_unwrapped_on_restore() -> None:
     output = OutputDefinition(Annotated[Union[Search, Finish], Field(discriminator="kind")], name="step")
     plan = build_request("openai-chat", output=output)

@@ -188,3 +188,49 @@ def test_depth_is_bounded_the_same_on_both_paths(depth: int) -> None:
     assert outcome(schema, value) == expected
     too_deep = expected[1][0] == [{"path": "$", "code": "too_deep", "expected": "at most 128 levels of nesting"}]
     assert too_deep == (depth > 128)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"properties": {"a": {"$ref": "http://127.0.0.1:9/schema.json"}}},  # remote
+        {"properties": {"a": {"$ref": "other.json"}}},  # relative to no base: remote too
+        {"properties": {"a": {"$ref": "#/$defs/missing"}}, "$defs": {"b": {}}},
+        {"properties": {"a": {"$dynamicRef": "#meta"}}},  # no such anchor
+        {"properties": {"a": {"$ref": "#/required"}}, "required": ["a"]},  # not a schema
+        {"$defs": {"x": {"$ref": "#/$defs/y"}, "y": {"$ref": "#/$defs/nowhere"}}, "$ref": "#/$defs/x"},  # via a ref
+        {"anyOf": [{"type": "string"}, {"$ref": "https://example.invalid/b.json"}]},  # met by some values only
+    ],
+)
+def test_a_reference_that_does_not_resolve_offline_fails_when_the_schema_is_built(
+    spec: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing is fetched, ever (the reference validator alone would fetch a
+    remote ``$ref`` on every validation), and no validation meets a reference
+    it cannot resolve: the schema is refused where it is built."""
+    fetched: list[Any] = []
+    monkeypatch.setattr("urllib.request.urlopen", lambda *args, **kwargs: fetched.append(args))
+    with pytest.raises(ValueError, match=r"does not resolve|is not a schema"):
+        Schema(spec).issues({"a": 1})
+    assert fetched == []
+
+
+def test_references_inside_the_schema_and_to_the_metaschemas_resolve() -> None:
+    embedded = {
+        "$defs": {
+            "x": {
+                "$id": "http://a.example/x",
+                "properties": {"z": {"$ref": "#/$defs/q"}},
+                "$defs": {"q": {"type": "integer"}},
+            }
+        },
+        "properties": {
+            "b": {"$ref": "http://a.example/x"},
+            "s": {"$ref": "https://json-schema.org/draft/2020-12/schema"},
+        },
+    }
+    schema = Schema(embedded, closed=False)
+    assert schema.issues({"b": {"z": 1}, "s": {"type": "string"}}) == ([], {"b": {"z": 1}, "s": {"type": "string"}})
+    assert schema.issues({"b": {"z": "1"}})[0] == [{"path": "$.b.z", "code": "type", "expected": "integer"}]
+    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"d": {"type": "integer"}}}
+    assert Schema({**draft7, "properties": {"a": {"$ref": "#/definitions/d"}}}).issues({"a": 2})[0] == []

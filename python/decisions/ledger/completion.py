@@ -25,7 +25,7 @@ from .states import PENDING
 __all__ = ["Criterion", "check_completion"]
 
 #: ``criterion(value, entries)`` returns True (or None) to pass, False or a
-#: reason to fail; if it raises, it failed. Its ``__name__`` names it in the error.
+#: reason to fail; if it raises or returns anything else, it failed. Its ``__name__`` names it in the error.
 Criterion = Callable[[Any, Sequence[Entry]], "bool | str | None"]
 
 
@@ -51,8 +51,8 @@ def check_completion(
     entries = ledger.entries(run_id)
     by_id = {e.call_id: e for e in entries}
     issues: list[dict[str, str]] = []
-    for index, ref in enumerate(evidence):
-        entry = by_id.get(ref)
+    for index, ref in enumerate(evidence):  # often the answer's own words: any value is judged, none raises
+        entry = by_id.get(ref) if isinstance(ref, str) else None
         if entry is None or entry.state != "committed":
             found = "not a call of this run" if entry is None else f"{entry.state}, not committed"
             issues.append(
@@ -62,7 +62,17 @@ def check_completion(
             )
     if changed_files is not None:
         done = {os.path.normpath(e.path) for entry in entries if entry.state == "committed" for e in entry.effects}
-        said = {os.path.normpath(p) for p in changed_files}
+        said = {os.path.normpath(p) for p in changed_files if isinstance(p, str) and p}
+        for path in changed_files:
+            if not isinstance(path, str) or not path:
+                issues.append(
+                    _issue(
+                        "$.changed_files",
+                        "CLAIM_NOT_BACKED",
+                        "a file a committed call's checked effect changed",
+                        f"{path!r} is not a path",
+                    )
+                )
         for path in sorted(said - done):
             issues.append(
                 _issue(
@@ -97,8 +107,13 @@ def check_completion(
             outcome = criterion(final.value, entries)
         except Exception as error:  # fail closed: a broken criterion did not pass
             outcome = f"raised {type(error).__name__}"
-        if outcome is False or isinstance(outcome, str):
-            reason = outcome if isinstance(outcome, str) else "returned False"
+        if outcome is not None and outcome is not True:
+            if isinstance(outcome, str):
+                reason = outcome
+            elif outcome is False:
+                reason = "returned False"
+            else:
+                reason = f"returned {type(outcome).__name__}, not True, None, False or a reason"
             issues.append(_issue(f"$.criteria[{index}]", "ACCEPTANCE_FAILED", f"{name} to pass", f"{name}: {reason}"))
     if issues:
         first = issues[0]

@@ -122,7 +122,12 @@ class FileEffects:
         observed: list[Effect] = []
         for index, effect in enumerate(result.effects):
             where = f"$.effects[{index}]"
-            target = os.path.realpath(os.path.join(root, effect.path))
+            try:
+                target = os.path.realpath(os.path.join(root, effect.path))
+            except (OSError, ValueError, RuntimeError):  # a NUL, a loop the platform refuses
+                raise _effect_error(
+                    "EFFECT_NOT_OBSERVED", f"effect path {effect.path!r} cannot be looked up", where
+                ) from None
             if os.path.commonpath([root, target]) != root:
                 raise _effect_error(
                     "EFFECT_NOT_OBSERVED", f"effect path {effect.path!r} is outside the workspace", where
@@ -133,7 +138,12 @@ class FileEffects:
                         "EFFECT_NOT_OBSERVED", f"{effect.path!r} was to be deleted but is still there", where
                     )
             else:
-                actual = file_digest(target) if os.path.isfile(target) else None
+                try:
+                    actual = file_digest(target) if os.path.isfile(target) else None
+                except OSError as error:  # there, but not readable: not observed
+                    raise _effect_error(
+                        "EFFECT_NOT_OBSERVED", f"{effect.path!r} cannot be read ({type(error).__name__})", where
+                    ) from None
                 if actual != effect.digest:
                     seen = "missing" if actual is None else f"has {actual}"
                     raise _effect_error("EFFECT_NOT_OBSERVED", f"{effect.path!r} {seen}, not {effect.digest}", where)

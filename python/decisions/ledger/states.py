@@ -63,8 +63,9 @@ TRANSITIONS: Final[Mapping[tuple[CallState, Event], CallState]] = {
 #: States a call may be claimed from (``failed`` only when its result was retry-safe,
 #: ``executing`` only when the lease expired and the call has no side effects).
 CLAIMABLE: Final[tuple[CallState, ...]] = ("decided", "approved")
-#: States that keep a run from being complete.
-PENDING: Final[tuple[CallState, ...]] = ("decided", "approved", "executing", "unknown")
+#: States that keep a run from being complete: a call that may still run
+#: (one waiting for an approval too: approved, it runs after the answer).
+PENDING: Final[tuple[CallState, ...]] = ("decided", "awaiting_approval", "approved", "executing", "unknown")
 
 
 def step(state: CallState, event: Event) -> CallState | None:

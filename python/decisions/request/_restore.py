@@ -66,17 +66,23 @@ class Restorer:
         return value
 
     def union(self, value: Any, branches: list[Any], path: str, depth: int) -> Any:
+        """``value`` restored along the first branch it then fits; ``value``
+        itself when it already fits a branch as written (a null some branch
+        of the original allows is the model's, not the conversion's)."""
         from jsonschema import Draft202012Validator
 
+        probes = [
+            {**{k: v for k, v in self.original.items() if k in _DEFS_KEYS}, **branch}
+            if isinstance(branch, Mapping)
+            else branch
+            for branch in branches
+        ]
+        if any(Draft202012Validator(probe).is_valid(value) for probe in probes):
+            return value
         for index, branch in enumerate(branches):
             candidate = self.value(value, branch, _pointer(path, index), depth + 1)
             if candidate is value:
                 continue
-            probe = (
-                {**{k: v for k, v in self.original.items() if k in _DEFS_KEYS}, **branch}
-                if isinstance(branch, Mapping)
-                else branch
-            )
-            if Draft202012Validator(probe).is_valid(candidate):
+            if Draft202012Validator(probes[index]).is_valid(candidate):
                 return candidate
         return value

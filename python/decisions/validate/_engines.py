@@ -31,6 +31,10 @@ from typing import Any, Final, Mapping
 
 import jsonschema
 import jsonschema.validators
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+from jsonschema_specifications import REGISTRY as _SPECIFICATIONS
 
 from .._payload import canonical_json
 from ._shapes import close_json_schema
@@ -347,13 +351,56 @@ def false_located(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+#: What the reference resolves a ``$ref`` against: the schema itself and the
+#: drafts' metaschemas, never anything fetched (``jsonschema`` alone would
+#: fetch a remote ``$ref`` over the network on every validation).
+_OFFLINE: Final = referencing.Registry()
+
+
+def check_references(cls: Any, schema: Any) -> None:
+    """ValueError unless every ``$ref`` and ``$dynamicRef`` in ``schema``,
+    and in each schema they lead to, resolves offline to a schema (so no
+    validation meets an unresolvable reference); resolved from where each
+    sits, as the reference validator resolves it."""
+    specification = referencing.jsonschema.specification_with(
+        cls.ID_OF(cls.META_SCHEMA) or "urn:unknown-dialect", default=referencing.Specification.OPAQUE
+    )
+    root = specification.create_resource(schema)
+    stack = [(_SPECIFICATIONS.combine(_OFFLINE).resolver_with_root(root), root)]
+    seen: set[int] = set()
+    while stack:
+        resolver, resource = stack.pop()
+        contents = resource.contents
+        if id(contents) in seen:
+            continue
+        seen.add(id(contents))
+        if isinstance(contents, dict):
+            for keyword in ("$ref", "$dynamicRef"):
+                ref = contents.get(keyword)
+                if not isinstance(ref, str):
+                    continue
+                try:
+                    resolved = resolver.lookup(ref)
+                except referencing.exceptions.Unresolvable as error:
+                    raise ValueError(
+                        f"the schema's {keyword} {ref!r} does not resolve ({type(error).__name__}): "
+                        "a reference must name a part of the schema itself (nothing is fetched)"
+                    ) from None
+                if not isinstance(resolved.contents, (dict, bool)):
+                    raise ValueError(f"the schema's {keyword} {ref!r} names something that is not a schema")
+                stack.append((resolved.resolver, specification.create_resource(resolved.contents)))
+        stack.extend((resolver.in_subresource(sub), sub) for sub in resource.subresources())
+
+
 def _compile(spec: Mapping[str, Any], closed: bool) -> Compiled:
     cls = strict_validator_class(spec)
     cls.check_schema(spec)
     applied = (
         close_json_schema(spec, "unevaluatedProperties" in cls.VALIDATORS) if closed else copy.deepcopy(dict(spec))
     )
-    reference = cls(false_located(copy.deepcopy(applied)))
+    located = false_located(copy.deepcopy(applied))
+    check_references(cls, located)
+    reference = cls(located, registry=_OFFLINE)
     refusal = "jsonschema-rs is not installed" if _RS is None else fast_refusal(applied)
     fast = None
     if refusal is None:
@@ -366,7 +413,8 @@ def _compile(spec: Mapping[str, Any], closed: bool) -> Compiled:
 
 def compile_json_schema(spec: Mapping[str, Any], closed: bool) -> Compiled:
     """The compiled form of ``spec`` (checked against its draft's metaschema
-    first: ``jsonschema.SchemaError``), shared by every schema of the same digest."""
+    first: ``jsonschema.SchemaError``; a reference that does not resolve
+    offline: ValueError), shared by every schema of the same digest."""
     digest = _digest(spec)
     if digest is None:
         return _compile(spec, closed)

@@ -16,8 +16,9 @@ namespace prefix dropped); two names with the same key, or keys of one
 length that differ only where either holds a non-ASCII character (a
 Cyrillic ``а`` for a Latin ``a``), are look-alikes. A call to a look-alike
 of a known name is ``AMBIGUOUS_TOOL_NAME``; a name that is empty or holds
-whitespace, control or invisible (format) characters is
-``INVALID_TOOL_NAME``, whatever is known. Registering two look-alikes is a
+whitespace, control or invisible characters (format characters, the Hangul
+fillers, the blank Braille pattern) is ``INVALID_TOOL_NAME``, whatever is
+known. Registering two look-alikes is a
 configuration error (ValueError).
 """
 
@@ -50,6 +51,9 @@ _NAMESPACE = re.compile(r"^(?:functions?|tools?|default_api)[.:/]")
 #: format characters (zero-width, bidi), surrogates, private use, unassigned.
 _INVALID_CATEGORIES: Final = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"})
 _MARKS: Final = frozenset({"Mn", "Mc", "Me"})
+#: Letters and symbols that render as nothing: the Hangul fillers (default
+#: ignorable, though their category is Lo) and the blank Braille pattern.
+_BLANK: Final = frozenset({"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,7 +140,7 @@ def _name_problem(name: str) -> str | None:
     if not name:
         return "is empty"
     for char in name:
-        if char.isspace() or unicodedata.category(char) in _INVALID_CATEGORIES:
+        if char.isspace() or char in _BLANK or unicodedata.category(char) in _INVALID_CATEGORIES:
             return f"holds the character U+{ord(char):04X} ({unicodedata.category(char)}: whitespace, control or invisible)"
     return None
 

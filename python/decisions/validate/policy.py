@@ -93,7 +93,7 @@ class ToolRule:
 
 
 #: ``state_check(call)`` returns None or True to allow, False or a reason to
-#: refuse; if it raises, the call is refused.
+#: refuse; if it raises or returns anything else, the call is refused.
 StateCheck = Callable[[ToolCall], "bool | str | None"]
 #: ``approval(call)`` returns a reason when the call needs an approval, else
 #: None; if it raises, the call needs an approval.
@@ -342,13 +342,19 @@ def _check_paths(
 
 def _check_state(call: ToolCall, index: int, state_check: StateCheck) -> None:
     """The PolicyError of a call the host's state check refuses (a check
-    that raises refuses too: fail closed)."""
+    that raises, or returns anything but None, True, False or a reason,
+    refuses too: fail closed)."""
     try:
         outcome = state_check(call)
     except Exception as error:  # fail closed: a broken check refuses
         outcome = f"the state check raised {type(error).__name__}"
-    if outcome is False or isinstance(outcome, str):
-        reason = outcome if isinstance(outcome, str) else "the state check refused the call"
+    if outcome is not None and outcome is not True:
+        if isinstance(outcome, str):
+            reason = outcome
+        elif outcome is False:
+            reason = "the state check refused the call"
+        else:
+            reason = f"the state check returned {type(outcome).__name__}, not None, True, False or a reason"
         raise _reject(
             "STATE_CHECK_FAILED",
             reason,
