@@ -228,3 +228,54 @@ def test_a_closed_ledger_is_unavailable(url: str) -> None:
     with pytest.raises(ResultError) as caught:
         ledger.entries(new_run())
     assert caught.value.code == "LEDGER_UNAVAILABLE"
+
+
+# ---------------------------------------------------------------- completion
+
+
+def written(ledger: Ledger, workspace: Path, run: str, call_id: str, text: str) -> None:
+    """``call_id`` writes ``a.txt`` and commits with the checked effect."""
+    ledger.record(decision((call_id, "write_file", "allowed"), path="a.txt"), run_id=run)
+    (workspace / "a.txt").write_text(text)
+    effect = Effect("a.txt", file_digest(workspace / "a.txt"))
+    result = ToolResult(call_id, "ok", {"bytes": len(text)}, effects=(effect,))
+    assert ledger.commit(ledger.claim(call_id, run_id=run, worker="w"), result).state == "committed"
+
+
+@pytest.mark.parametrize("change", ["edited", "deleted", "replaced by a directory"])
+def test_a_file_changed_after_its_result_does_not_back_the_answer(ledger: Ledger, workspace: Path, change: str) -> None:
+    run = new_run()
+    written(ledger, workspace, run, "a", "hello")
+    check_completion(FINAL, ledger=ledger, run_id=run, evidence=["a"], changed_files=["a.txt"])
+    target = workspace / "a.txt"
+    if change == "edited":
+        target.write_text("tampered")
+    else:
+        target.unlink()
+    if change == "replaced by a directory":
+        target.mkdir()
+    with pytest.raises(CompletionError) as caught:
+        check_completion(FINAL, ledger=ledger, run_id=run, evidence=["a"], changed_files=["a.txt"])
+    assert caught.value.code == "CLAIM_NOT_BACKED" and "not what 'a' left it" in caught.value.issues[0]["detail"]
+
+
+def test_the_last_committed_write_of_a_file_is_what_counts(ledger: Ledger, workspace: Path) -> None:
+    run = new_run()
+    written(ledger, workspace, run, "a", "first")
+    written(ledger, workspace, run, "b", "second")
+    check_completion(FINAL, ledger=ledger, run_id=run, evidence=["a", "b"], changed_files=["a.txt"])
+
+
+@pytest.mark.parametrize("outcome", [0, [], 0.0, "", {"ok": False}], ids=repr)
+def test_a_criterion_passes_only_with_true_or_none(ledger: Ledger, outcome: object) -> None:
+    run = new_run()
+    with pytest.raises(CompletionError) as caught:
+        check_completion(FINAL, ledger=ledger, run_id=run, criteria=[lambda v, e: outcome])
+    assert caught.value.code == "ACCEPTANCE_FAILED"
+    check_completion(FINAL, ledger=ledger, run_id=run, criteria=[lambda v, e: True, lambda v, e: None])
+
+
+@pytest.mark.parametrize("kwargs", [{"evidence": "a"}, {"changed_files": "a.txt"}])
+def test_completion_takes_collections_not_one_string(ledger: Ledger, kwargs: dict[str, Any]) -> None:
+    with pytest.raises(TypeError):
+        check_completion(FINAL, ledger=ledger, run_id=new_run(), **kwargs)

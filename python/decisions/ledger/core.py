@@ -99,6 +99,10 @@ class Ledger:
         self._lock = threading.Lock()
         self._tool = _lookup(tools)
 
+    def tool(self, name: str) -> Tool | None:
+        """The declaration of tool ``name`` the ledger checks results by (None: not given)."""
+        return self._tool(name)
+
     @property
     def url(self) -> str:
         """The database URL this ledger was opened on."""
