@@ -190,6 +190,18 @@ def test_two_runs_reserving_one_call_id_at_once_do_not_both_decide_it(url: str) 
             assert seen.count(()) == 1, seen  # the other saw some of the ids decided
 
 
+def test_decisions_recorded_at_once_into_one_run_take_their_own_places(url: str) -> None:
+    with open_ledger(url) as one, open_ledger(url) as two:
+        for _ in range(30):
+            run = new_run()
+            one.record(decision(("a", "read_file", "allowed")), run_id=run)
+            race(
+                lambda run=run: one.record(decision(("b", "read_file", "allowed")), run_id=run),
+                lambda run=run: two.record(decision(("c", "read_file", "allowed")), run_id=run),
+            )
+            assert sorted(e.seq for e in one.entries(run)) == [0, 1, 2]
+
+
 # ---------------------------------------------------------------- what the databases can hold
 
 

@@ -149,9 +149,10 @@ class Ledger:
         batch_id = argument_digest({"calls": [c.call_id for c in decision.calls]})
 
         def work(cur: Cursor) -> tuple[Entry, ...]:
+            # DO UPDATE locks the run's row (PostgreSQL), so records of one run take their seqs in turn
             cur.execute(
                 "INSERT INTO ledger_runs (run_id, cancelled, created_at) VALUES (?, 0, ledger_now()) "
-                "ON CONFLICT (run_id) DO NOTHING",
+                "ON CONFLICT (run_id) DO UPDATE SET cancelled = ledger_runs.cancelled",
                 (run_id,),
             )
             cur.execute("SELECT COALESCE(MAX(seq), -1) FROM ledger_calls WHERE run_id = ?", (run_id,))
