@@ -57,3 +57,17 @@ def test_a_run_without_calls_and_bad_urls(url: str, tmp_path: Path) -> None:
     assert cli("ledger", "mysql://x/y")[0] == 2
     code, text = cli("ledger", f"sqlite:///{tmp_path}/no/such/dir/x.db")
     assert code == 1 and text.startswith("LEDGER_UNAVAILABLE")
+
+
+def test_the_table_escapes_control_and_format_characters(url: str) -> None:
+    run = new_run() + "\x1b]0;x\x07"
+    with open_ledger(url) as ledger:
+        ledger.record(decision(("a\x1b[2J\u202e", "read_file", "allowed")), run_id=run)
+        ledger.claim("a\x1b[2J\u202e", run_id=run, worker="w\r")
+    code, text = cli("ledger", url, run)
+    assert code == 0 and "\x1b" not in text and "\u202e" not in text and "\r" not in text and "\x07" not in text
+    assert "a\\x1b[2J\\u202e" in text and "w\\r" in text
+    code, text = cli("ledger", url)
+    assert code == 0 and "\x1b" not in text
+    code, text = cli("ledger", url, run, "--json")
+    assert json.loads(text)["entries"][0]["call_id"] == "a\x1b[2J\u202e"

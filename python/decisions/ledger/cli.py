@@ -31,6 +31,12 @@ def _time(value: float | None) -> str:
     return datetime.fromtimestamp(value, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
 
 
+def _cell(text: str) -> str:
+    """``text`` fit for a terminal: a control or format character (an escape
+    sequence, a bidi override a model put in a call id) written as its escape."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
@@ -58,7 +64,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                     )
                 else:
                     out.write(
-                        _table(["run", "cancelled", "calls"], [[r, "yes" if c else "no", str(n)] for r, c, n in runs])
+                        _table(
+                            ["run", "cancelled", "calls"],
+                            [[_cell(r), "yes" if c else "no", str(n)] for r, c, n in runs],
+                        )
                         + "\n"
                     )
                 return 0
@@ -81,11 +90,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return 0 if entries else 1
     rows = [
         [
-            e.call_id,
-            e.tool,
+            _cell(e.call_id),
+            _cell(e.tool),
             e.state,
             str(e.attempt),
-            e.worker or "-",
+            _cell(e.worker or "-"),
             _time(e.decided_at),
             _time(e.claimed_at),
             _time(e.finished_at),
@@ -95,6 +104,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         for e in entries
     ]
     header = ["call", "tool", "state", "attempt", "worker", "decided", "claimed", "finished", "result", "error"]
-    out.write(f"run {args.run}{' (cancelled)' if cancelled else ''}: {len(entries)} call(s)\n")
+    out.write(f"run {_cell(args.run)}{' (cancelled)' if cancelled else ''}: {len(entries)} call(s)\n")
     out.write(_table(header, rows) + "\n")
     return 0 if entries else 1

@@ -4,7 +4,8 @@ A :class:`~decisions.decision.FinalDecision` says the model answered; it never
 says the task is done. :func:`check_completion` holds the answer against the
 ledger: every cited evidence resolves to a committed call of this run, the
 files the answer says it changed are exactly those the committed calls'
-*checked* effects changed, no call of the run is still pending, and every
+*checked* effects changed and are still as the last of those calls left them
+(looked at again under each :class:`FileEffects` root), no call of the run is still pending, and every
 acceptance criterion passes. Otherwise it raises one
 :class:`~decisions.errors.CompletionError` whose ``issues`` name each failed
 check (its ``code`` is the first of them).
@@ -20,17 +21,49 @@ from ..errors import CompletionError
 from ..validate.decision import FinalDecision
 from .core import Ledger
 from .records import Entry
+from .results import Effect, FileEffects, file_digest
 from .states import PENDING
 
 __all__ = ["Criterion", "check_completion"]
 
 #: ``criterion(value, entries)`` returns True (or None) to pass, False or a
-#: reason to fail; if it raises or returns anything else, it failed. Its ``__name__`` names it in the error.
+#: reason to fail; if it raises or returns anything else (``0``, a numpy bool,
+#: a list), it failed. Its ``__name__`` names it in the error.
 Criterion = Callable[[Any, Sequence[Entry]], "bool | str | None"]
 
 
 def _issue(path: str, code: str, expected: str, detail: str) -> dict[str, str]:
     return {"path": path, "code": code, "expected": expected, "detail": detail}
+
+
+def _changed_since(ledger: Ledger, entries: Sequence[Entry]) -> list[str]:
+    """What is wrong with every file whose last checked effect (the latest
+    committed call's, per :class:`FileEffects` root) is no longer what is there."""
+    last: dict[tuple[str, str], tuple[float, str, Effect]] = {}
+    for entry in entries:
+        tool = ledger.tool(entry.tool)
+        if entry.state != "committed" or tool is None or not isinstance(tool.effects, FileEffects):
+            continue
+        for effect in entry.effects:
+            key = (tool.effects.root, os.path.normpath(effect.path))
+            if key not in last or last[key][0] <= (entry.finished_at or 0.0):
+                last[key] = (entry.finished_at or 0.0, entry.call_id, effect)
+    out: list[str] = []
+    for (root, path), (_, call_id, effect) in sorted(last.items()):
+        base = os.path.realpath(root)
+        target = os.path.realpath(os.path.join(base, path))
+        try:
+            inside = os.path.commonpath([base, target]) == base
+            if not inside or not os.path.lexists(target):
+                actual = None
+            else:
+                actual = file_digest(target) if os.path.isfile(target) else "something that is not a file"
+        except (OSError, ValueError):
+            actual = None
+        if actual != effect.digest:
+            now = "missing" if actual is None else f"has {actual}"
+            out.append(f"{path!r} {now}, not what {call_id!r} left it ({effect.digest or 'deleted'})")
+    return out
 
 
 def check_completion(
@@ -48,6 +81,8 @@ def check_completion(
     (the first that failed), with an issue for every failed check."""
     if not isinstance(final, FinalDecision):
         raise TypeError("check_completion takes a FinalDecision")
+    if isinstance(evidence, str) or isinstance(changed_files, str):
+        raise TypeError("evidence and changed_files take a collection of call ids and of paths, not one string")
     entries = ledger.entries(run_id)
     by_id = {e.call_id: e for e in entries}
     issues: list[dict[str, str]] = []
@@ -91,6 +126,8 @@ def check_completion(
                     f"{path!r} was changed but is not listed",
                 )
             )
+        for detail in _changed_since(ledger, entries):
+            issues.append(_issue("$.changed_files", "CLAIM_NOT_BACKED", "the files as the run left them", detail))
     for entry in entries:
         if entry.state in PENDING:
             issues.append(
@@ -107,14 +144,15 @@ def check_completion(
             outcome = criterion(final.value, entries)
         except Exception as error:  # fail closed: a broken criterion did not pass
             outcome = f"raised {type(error).__name__}"
-        if outcome is not None and outcome is not True:
-            if isinstance(outcome, str):
-                reason = outcome
-            elif outcome is False:
-                reason = "returned False"
-            else:
-                reason = f"returned {type(outcome).__name__}, not True, None, False or a reason"
-            issues.append(_issue(f"$.criteria[{index}]", "ACCEPTANCE_FAILED", f"{name} to pass", f"{name}: {reason}"))
+        if outcome is True or outcome is None:
+            continue
+        if isinstance(outcome, str):
+            reason = outcome
+        elif outcome is False:
+            reason = "returned False"
+        else:  # fail closed: 0, numpy.False_, a list... are not a pass
+            reason = f"returned {type(outcome).__name__}, not True, None, False or a reason"
+        issues.append(_issue(f"$.criteria[{index}]", "ACCEPTANCE_FAILED", f"{name} to pass", f"{name}: {reason}"))
     if issues:
         first = issues[0]
         summary = "; ".join(f"{i['code']}: {i['detail']}" for i in issues[:5])

@@ -21,12 +21,13 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final, Literal
 
-from ..errors import ResultError
+from ..errors import OutputError, ResultError
 from ..validate.decision import ToolCall, ToolDecision
 from ..validate.domain import Tool, ToolRegistry
 from . import claims
 from .messages import result_messages
 from .records import (
+    ARGUMENTS,
     COLUMNS,
     DIGEST,
     STATE,
@@ -98,6 +99,10 @@ class Ledger:
         self._lock = threading.Lock()
         self._tool = _lookup(tools)
 
+    def tool(self, name: str) -> Tool | None:
+        """The declaration of tool ``name`` the ledger checks results by (None: not given)."""
+        return self._tool(name)
+
     @property
     def url(self) -> str:
         """The database URL this ledger was opened on."""
@@ -144,9 +149,10 @@ class Ledger:
         batch_id = argument_digest({"calls": [c.call_id for c in decision.calls]})
 
         def work(cur: Cursor) -> tuple[Entry, ...]:
+            # DO UPDATE locks the run's row (PostgreSQL), so records of one run take their seqs in turn
             cur.execute(
                 "INSERT INTO ledger_runs (run_id, cancelled, created_at) VALUES (?, 0, ledger_now()) "
-                "ON CONFLICT (run_id) DO NOTHING",
+                "ON CONFLICT (run_id) DO UPDATE SET cancelled = ledger_runs.cancelled",
                 (run_id,),
             )
             cur.execute("SELECT COALESCE(MAX(seq), -1) FROM ledger_calls WHERE run_id = ?", (run_id,))
@@ -234,16 +240,14 @@ class Ledger:
             state: CallState = row[STATE]
             target = step(state, event)
             if target is None:
-                raise ResultError(
-                    "INVALID_TRANSITION",
-                    f"call {call_id!r} is {state}; {event} is not possible",
-                    path="$.state",
-                    hint="see the ledger's state machine",
-                )
+                raise _invalid_transition(call_id, state, event)
             cur.execute(
-                f"UPDATE ledger_calls SET state = ?{sets} WHERE run_id = ? AND call_id = ? AND state = ?",
+                f"UPDATE ledger_calls SET state = ?{sets} WHERE run_id = ? AND call_id = ? AND state = ? "
+                "RETURNING call_id",
                 (target, *params, run_id, call_id, state),
             )
+            if cur.fetchone() is None:  # another step moved the call since it was read (PostgreSQL)
+                raise _invalid_transition(call_id, row_of(cur, run_id, call_id)[STATE], event)
             log_event(
                 cur,
                 run_id,
@@ -377,7 +381,7 @@ class Ledger:
             result.status,
             None if error is None else dumps(to_dict(error)),
             dumps([to_dict(e) for e in observed]),
-            int(result.retry_safe),
+            _retry_safe(result, error),
         )
         detail = {"attempt": claim.attempt, "status": result.status, "code": None if error is None else error.code}
 
@@ -415,13 +419,22 @@ class Ledger:
             if run is not None and run[0]:
                 return None
             seen = tuple(c for c in call_ids if _decided(cur, run_id, c))
-            if not seen:
-                for call_id in call_ids:
-                    cur.execute(
-                        "INSERT INTO ledger_decided (run_id, call_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                        (run_id, call_id),
-                    )
-            return seen
+            if seen:
+                return seen
+            inserted: set[str] = set()
+            for call_id in dict.fromkeys(call_ids):
+                cur.execute(
+                    "INSERT INTO ledger_decided (run_id, call_id) VALUES (?, ?) ON CONFLICT DO NOTHING "
+                    "RETURNING call_id",
+                    (run_id, call_id),
+                )
+                if cur.fetchone() is not None:
+                    inserted.add(call_id)
+            # PostgreSQL: a concurrent reserve inserted some of them after the check above
+            late = tuple(c for c in call_ids if c not in inserted)
+            for call_id in inserted if late else ():
+                cur.execute("DELETE FROM ledger_decided WHERE run_id = ? AND call_id = ?", (run_id, call_id))
+            return late
 
         seen: tuple[str, ...] | None = self._run(work)
         return seen
@@ -435,30 +448,33 @@ class Ledger:
         self, call_id: str, outcome: ToolResult | Literal["retry"], *, run_id: str, actor: str | None = None
     ) -> Entry:
         """Settle an ``unknown`` call: the host looked and found ``outcome``
-        (a result: ``committed`` when ``ok``, else ``failed``), or ``"retry"``:
-        the call did not happen and may be claimed again."""
+        (a result, checked as :meth:`commit` checks it: ``committed`` when it
+        is ``ok`` and passes the tool's result checks, else ``failed`` with the
+        check's error), or ``"retry"``: the call did not happen and may be
+        claimed again."""
         if outcome == "retry":
             return self._move(run_id, call_id, "reconcile_retry", actor, {"outcome": "retry"}, ", lease_until = NULL")
-        assert isinstance(outcome, ToolResult)
+        if not isinstance(outcome, ToolResult):
+            raise TypeError("reconcile takes a ToolResult or 'retry'")
         if outcome.call_id != call_id:
             raise ResultError(
                 "NOT_CLAIMED", f"a result for {outcome.call_id!r} to reconcile {call_id!r}", path="$.call_id"
             )
-        ok = outcome.status == "ok"
-        error = None if ok else check_result(None, outcome, None)[0]
+        row = self._run(lambda cur: row_of(cur, run_id, call_id))
+        error, observed = check_result(loads(row[ARGUMENTS]), outcome, self._tool(row[TOOL]))
         return self._move(
             run_id,
             call_id,
-            "reconcile_ok" if ok else "reconcile_failed",
+            "reconcile_ok" if error is None else "reconcile_failed",
             actor,
-            {"status": outcome.status},
+            {"status": outcome.status, "code": None if error is None else error.code},
             ", result = ?, result_status = ?, error = ?, effects = ?, retry_safe = ?, finished_at = ledger_now(), lease_until = NULL",
             (
                 dumps(to_dict(outcome)),
                 outcome.status,
                 None if error is None else dumps(to_dict(error)),
-                dumps([to_dict(e) for e in outcome.effects]) if ok else "[]",
-                int(outcome.retry_safe),
+                dumps([to_dict(e) for e in observed]),
+                _retry_safe(outcome, error),
             ),
         )
 
@@ -534,6 +550,21 @@ class Ledger:
             elif entry.state in ("failed", "denied", "unknown"):
                 pairs.append((call, ToolResult(entry.call_id, "error", error_content(entry))))
         return result_messages(provider, pairs)
+
+
+def _invalid_transition(call_id: str, state: CallState, event: Event) -> ResultError:
+    return ResultError(
+        "INVALID_TRANSITION",
+        f"call {call_id!r} is {state}; {event} is not possible",
+        path="$.state",
+        hint="see the ledger's state machine",
+    )
+
+
+def _retry_safe(result: ToolResult, error: OutputError | None) -> int:
+    """Whether a failed call may be claimed again: its result says so and the
+    error that failed it is retryable (never a partial effect or a failed check)."""
+    return int(result.retry_safe and (error is None or error.retryable))
 
 
 def _lease(seconds: float) -> float:

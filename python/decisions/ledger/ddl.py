@@ -68,3 +68,18 @@ def create(cur: Any, statements: Iterable[str]) -> None:
         raise ResultError(
             "LEDGER_UNAVAILABLE", f"the ledger has schema version {found}, this code reads {SCHEMA_VERSION}"
         )
+
+
+def storable(params: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``params`` when both databases can hold them: PostgreSQL's text cannot
+    hold U+0000, so a run id, call id, tool name or worker holding it is
+    ``LEDGER_UNAVAILABLE`` on either database (JSON columns escape it)."""
+    for value in params:
+        if isinstance(value, str) and "\x00" in value:
+            raise ResultError(
+                "LEDGER_UNAVAILABLE",
+                f"the ledger cannot hold text with a NUL character: {value!r}",
+                retryable=False,
+                hint="ids, tool names and workers must not contain U+0000",
+            )
+    return params

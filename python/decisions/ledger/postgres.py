@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..errors import ResultError
-from .ddl import create, tables
+from .ddl import create, storable, tables
 
 __all__: list[str] = []  # internal to the package
 
@@ -43,7 +43,7 @@ class _Cursor:
         text = self._sql.get(sql)
         if text is None:
             text = self._sql[sql] = sql.replace("?", "%s")
-        return self._cur.execute(text, params)
+        return self._cur.execute(text, storable(params))
 
     def fetchone(self) -> Any:
         return self._cur.fetchone()

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..errors import ResultError
-from .ddl import create, tables
+from .ddl import create, storable, tables
 
 __all__: list[str] = []  # internal to the package
 
@@ -57,6 +57,24 @@ def _unavailable(url: str, error: sqlite3.Error) -> ResultError:
     )
 
 
+class _Cursor:
+    """A sqlite3 cursor that refuses what PostgreSQL could not store (see :func:`.ddl.storable`)."""
+
+    __slots__ = ("_cur",)
+
+    def __init__(self, cur: sqlite3.Cursor) -> None:
+        self._cur = cur
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        return self._cur.execute(sql, storable(params))
+
+    def fetchone(self) -> Any:
+        return self._cur.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._cur.fetchall()
+
+
 class SQLiteDatabase:
     """One connection to a SQLite ledger file."""
 
@@ -85,16 +103,16 @@ class SQLiteDatabase:
         try:
             cur = self._conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as error:
+        except sqlite3.Error as error:  # locked, unreadable, or the connection was closed
             raise _unavailable(self.url, error) from None
         try:
-            value = work(cur)
+            value = work(_Cursor(cur))
             self._conn.execute("COMMIT")
             return value
         except BaseException as error:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
-            if isinstance(error, sqlite3.OperationalError):
+            if isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError:  # locked, corrupt
                 raise _unavailable(self.url, error) from None
             raise
 

@@ -37,7 +37,7 @@ Event = Literal[
     "lease_expired",  # the lease expired on a call with side effects: nobody knows what happened
     "commit_ok",  # a result that passed the result checks
     "commit_failed",  # an error result, or one that failed the result checks
-    "retry",  # a failed call whose result said it is safe to retry is claimed again
+    "retry",  # a failed call whose result said it is safe to retry, with a retryable error, is claimed again
     "reconcile_ok",  # the host established that the call took effect
     "reconcile_failed",  # ... that it failed
     "reconcile_retry",  # ... that it did not happen and may run again
@@ -60,7 +60,8 @@ TRANSITIONS: Final[Mapping[tuple[CallState, Event], CallState]] = {
     ("unknown", "reconcile_retry"): "decided",
 }
 
-#: States a call may be claimed from (``failed`` only when its result was retry-safe,
+#: States a call may be claimed from (``failed`` only when its result was retry-safe and
+#: its error retryable: never a partial effect or a result that failed its checks,
 #: ``executing`` only when the lease expired and the call has no side effects).
 CLAIMABLE: Final[tuple[CallState, ...]] = ("decided", "approved")
 #: States that keep a run from being complete: a call that may still run
