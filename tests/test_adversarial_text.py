@@ -207,7 +207,7 @@ def test_the_text_calls_of_two_responses_of_one_run_do_not_share_ids() -> None:
         decision = decisions.decide(tool_calls_response(response), run=run)
         assert isinstance(decision, decisions.ToolDecision) and decision.executable
         ids.append(decision.calls[0].call_id)
-    assert ids == ["r1.text_call_0", "r2.text_call_0"]
+    assert ids == ["r1:text_call_0", "r2:text_call_0"]
     # the same response decided twice is still a replay
     again = NormalizedResponse(
         provider="openai-chat",

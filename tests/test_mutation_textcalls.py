@@ -260,13 +260,13 @@ def test_text_calls_become_generated_call_items() -> None:
         TextItem(item_id="text_0", text="before"),
         ToolCallItem(
             item_id="text_call_0",
-            call_id="resp_1.text_call_0",
+            call_id="resp_1:text_call_0",
             name="f",
             arguments='{"a":2,"b":1}',
             call_id_generated=True,
         ),
         ToolCallItem(
-            item_id="text_call_1", call_id="resp_1.text_call_1", name="g", arguments="{}", call_id_generated=True
+            item_id="text_call_1", call_id="resp_1:text_call_1", name="g", arguments="{}", call_id_generated=True
         ),
     )
     alone = tool_calls_response(response(text(block('{"name": "f", "arguments": {}}')), finish="stop"))

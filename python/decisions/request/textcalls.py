@@ -339,7 +339,7 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
 def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None = None) -> NormalizedResponse:
     """``response`` with the ``<tool_call>`` blocks of its text turned into
     tool-call items (call ids generated and flagged as such:
-    ``{response_id}.text_call_{k}``, ``text_call_{k}`` without a response id,
+    ``{response_id}:text_call_{k}``, ``text_call_{k}`` without a response id,
     so the calls of two responses of one run do not share ids).
 
     Only a response that finished with ``stop`` is read: a cut-off response
@@ -371,7 +371,7 @@ def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None =
     outside = found.text.strip()
     if outside:
         items.append(TextItem(item_id="text_0", text=outside))
-    prefix = f"{response.response_id}." if response.response_id else ""
+    prefix = f"{response.response_id}:" if response.response_id else ""
     for index, call in enumerate(found.calls):
         items.append(
             ToolCallItem(
