@@ -101,6 +101,9 @@ def test_decide_accepts_a_mapping_of_schemas() -> None:
     assert isinstance(decision, ToolDecision) and decision.calls[0].tool_version == "1"
     with pytest.raises(DomainError):
         decide(response(call(name="grep")), tools={"read_file": READ_FILE_SCHEMA})
+    # a mapping of Tool objects is a misuse named as one (it would be taken for argument schemas)
+    with pytest.raises(TypeError, match="pass Tool objects as a list"):
+        decide(response(call()), tools={"read_file": Tool(name="read_file", side_effects=False)})
 
 
 def test_tool_key_is_blind_to_spelling_only() -> None:

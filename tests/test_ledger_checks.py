@@ -162,6 +162,17 @@ def test_effects_not_observed(ledger: Ledger, workspace: Path, tmp_path: Path, c
     assert entry.state == "failed" and entry.error.code == "EFFECT_NOT_OBSERVED" and entry.effects == ()
 
 
+def test_names_given_as_a_string_are_refused(ledger: Ledger, workspace: Path) -> None:
+    """A string would be read letter by letter (no path argument checked) or
+    matched by any part of it (``"write"`` in ``"write_file"``)."""
+    with pytest.raises(ValueError, match="not the string"):
+        FileEffects(str(workspace), paths="path")  # type: ignore[arg-type]
+    d = decision(("a", "write", "allowed"))
+    for keyword in ("idempotent", "sensitive"):
+        with pytest.raises(ValueError, match="not the string"):
+            ledger.record(d, run_id=new_run(), **{keyword: "write_file"})
+
+
 def test_some_expected_effects_missing_is_partial(ledger: Ledger, workspace: Path) -> None:
     done = write(workspace, "a.txt", "1")
     entry = run_one(ledger, "write_many", ToolResult("a", "ok", "", effects=(done,)), files=["a.txt", "b.txt"])

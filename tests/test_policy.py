@@ -8,6 +8,7 @@ import json
 import os
 import threading
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pytest
 
@@ -164,6 +165,22 @@ WRITE = ToolRule(paths={"path": "write"})
 def _policy(workspace: Path, **kwargs: object) -> Policy:
     tools = kwargs.pop("tools", {"read_file": ToolRule(paths={"path": "read"}), "write_file": WRITE})
     return Policy(workspace=workspace, tools=tools, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"write_scopes": "src"},
+        {"read_scopes": "src"},
+        {"tools": {"w": ToolRule(write_scopes="src")}},  # type: ignore[arg-type]
+        {"tools": {"w": ToolRule(paths={"path": PathArg("write", scopes="src")})}},  # type: ignore[arg-type]
+        {"write_scopes": (1,)},
+    ],
+)
+def test_scopes_given_as_a_string_are_refused(workspace: Path, kwargs: dict[str, Any]) -> None:
+    """``"src"`` would be the scopes ``s``, ``r`` and ``c``."""
+    with pytest.raises(ValueError, match="scopes must be a tuple of paths"):
+        Policy(workspace=workspace, **kwargs)
 
 
 @needs_loads

@@ -145,6 +145,9 @@ class Ledger:
         calls, for the audit. Recording the same decision again changes
         nothing; a different call under a recorded (run, call id) is
         ``LEDGER_CONFLICT``."""
+        for what, names in (("idempotent", idempotent), ("sensitive", sensitive)):
+            if isinstance(names, str):  # `in` would match any part of it: "write" in "write_file"
+                raise ValueError(f"{what} must be a collection of tool names, not the string {names!r}")
         lookup = self._tool if tools is None else _lookup(tools)
         batch_id = argument_digest({"calls": [c.call_id for c in decision.calls]})
 

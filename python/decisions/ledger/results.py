@@ -117,6 +117,10 @@ class FileEffects:
     root: str
     paths: tuple[str, ...] = ("path",)
 
+    def __post_init__(self) -> None:
+        if isinstance(self.paths, str):  # its letters would be the field names, and none would be checked
+            raise ValueError(f"FileEffects.paths must be a tuple of field names, not the string {self.paths!r}")
+
     def __call__(self, arguments: Mapping[str, Any] | None, result: ToolResult) -> Sequence[Effect]:
         root = os.path.realpath(self.root)
         observed: list[Effect] = []

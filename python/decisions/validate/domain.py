@@ -384,5 +384,7 @@ class ToolRegistry:
         if isinstance(tools, ToolRegistry):
             return tools
         if isinstance(tools, Mapping):
+            if any(isinstance(spec, Tool) for spec in tools.values()):
+                raise TypeError("a mapping gives each tool name its argument schema: pass Tool objects as a list")
             return cls(Tool(name=name, parameters=spec) for name, spec in tools.items())
         return cls(tools)

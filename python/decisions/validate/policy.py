@@ -153,6 +153,9 @@ class Policy:
         if self.batch not in ("all_or_nothing", "per_call"):
             raise ValueError("Policy.batch must be 'all_or_nothing' or 'per_call'")
         object.__setattr__(self, "tools", MappingProxyType(dict(self.tools)))
+        for scopes in self._all_scopes():  # a string is an iterable of one-letter scopes: never what was meant
+            if isinstance(scopes, str) or not all(isinstance(scope, str) for scope in scopes):
+                raise ValueError(f"scopes must be a tuple of paths, not {scopes!r}")
         root = None
         if self.workspace is not None:
             root = os.path.realpath(os.fspath(self.workspace))
