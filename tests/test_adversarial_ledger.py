@@ -6,6 +6,7 @@ hold, and a closed connection. Every test runs on SQLite and PostgreSQL (see
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -291,3 +292,28 @@ def test_a_criterion_passes_only_with_true_or_none(ledger: Ledger, outcome: obje
 def test_completion_takes_collections_not_one_string(ledger: Ledger, kwargs: dict[str, Any]) -> None:
     with pytest.raises(TypeError):
         check_completion(FINAL, ledger=ledger, run_id=new_run(), **kwargs)
+
+
+def test_a_lock_held_elsewhere_is_waited_for_only_up_to_the_timeout(url: str) -> None:
+    run = new_run()
+    with open_ledger(url, timeout=0.5) as ledger:
+        ledger.record(decision(("a", "read_file", "allowed")), run_id=run)
+        if url.startswith("sqlite:"):
+            holder: Any = sqlite3.connect(url[len("sqlite:///") :], isolation_level=None)
+            holder.execute("BEGIN IMMEDIATE")
+        else:
+            import psycopg
+
+            holder = psycopg.connect(url)
+            holder.execute("SELECT 1 FROM ledger_calls WHERE run_id = %s FOR UPDATE", (run,))
+        release = threading.Timer(10, holder.rollback)  # a claim that waits for it is granted then
+        release.start()
+        try:
+            with pytest.raises(ResultError) as caught:
+                ledger.claim("a", run_id=run, worker="w")
+            assert caught.value.code == "LEDGER_UNAVAILABLE" and caught.value.retryable
+        finally:
+            release.cancel()
+            holder.rollback()
+            holder.close()
+        assert ledger.claim("a", run_id=run, worker="w").granted

@@ -68,6 +68,9 @@ def test_bad_results() -> None:
         ToolResult("a", "maybe", "x")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         ToolResult("", "ok", "x")
+    for flag in ("no", 1, None):  # would be stored as retry-safe (or not) and fail to read back
+        with pytest.raises(ValueError):
+            ToolResult("a", "error", "x", retry_safe=flag)  # type: ignore[arg-type]
 
 
 def _filled(generated: bool = False) -> ResultBook:

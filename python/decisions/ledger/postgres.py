@@ -7,7 +7,8 @@ arbiter. Each step is one transaction at READ COMMITTED: a conditional
 loser re-checks the condition against the winner's committed row, so it is
 not granted. Leases are judged by the server's clock (``clock_timestamp()``),
 never by the workers'. A transaction that hits a deadlock or a serialisation
-failure is retried a few times; a lost connection is ``LEDGER_UNAVAILABLE``.
+failure is retried a few times; a lost connection, or a lock held elsewhere for
+longer than ``timeout``, is ``LEDGER_UNAVAILABLE``.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ class PostgresDatabase:
         self.url = url
         try:
             self._conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)))
+            # a row or setup lock held elsewhere is waited for up to ``timeout``, as on SQLite
+            self._conn.execute(f"SET lock_timeout = {min(max(1, int(timeout * 1000)), 2**31 - 1)}")
         except psycopg.Error as error:
             raise ResultError(
                 "LEDGER_UNAVAILABLE",

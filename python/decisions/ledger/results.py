@@ -72,6 +72,8 @@ class ToolResult:
             raise ValueError("ToolResult.call_id must be a non-empty string")
         if not isinstance(self.effects, tuple) or not all(isinstance(e, Effect) for e in self.effects):
             raise ValueError("ToolResult.effects must be a tuple of Effect")
+        if not isinstance(self.retry_safe, bool):  # "no" or 1 would be stored as retry-safe, and not read back
+            raise ValueError("ToolResult.retry_safe must be a bool")
 
     @property
     def text(self) -> str:
