@@ -1,7 +1,7 @@
 """What a call is made of: a call whose arguments the provider did not send,
-and content the mapper does not know inside a block that becomes the
-decision, are refused; neither is filled in (``{}``) or dropped while the
-rest executes.
+a call whose id is empty, and content the mapper does not know inside a
+block that becomes the decision, are refused; none is filled in (``{}``),
+kept unpairable or dropped while the rest executes.
 
 Each case runs as raw SSE bytes or a whole body (text and dict), on both
 backends, then through ``decide``; the control beside each refusal shows the
@@ -163,3 +163,67 @@ def test_anthropic_message_start_with_a_call_without_input(impl: ModuleType, mon
     monkeypatch.setattr(_backend, "impl", impl)
     start = {**START, "message": {**START["message"], "content": [NO_INPUT], "stop_reason": "tool_use"}}
     assert outcome(lambda: from_stream(impl, [start, {"type": "message_stop"}])) == EMPTY
+
+
+RESPONSES = "openai-responses"
+
+
+def responses_call(call_id: str) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": call_id,
+        "name": "read_file",
+        "arguments": '{"path": "a.txt"}',
+        "status": "completed",
+    }
+
+
+def responses_stream(call_id: str) -> list[dict[str, Any]]:
+    added = {**responses_call(call_id), "status": "in_progress"}
+    final = {"id": "resp_1", "model": "m", "status": "completed", "output": [responses_call(call_id)]}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": "resp_1", "model": "m", "status": "in_progress"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": added},
+        {"type": "response.output_item.done", "output_index": 0, "item": responses_call(call_id)},
+        {"type": "response.completed", "response": final},
+    ]
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return events
+
+
+@pytest.mark.parametrize("call_id", ["call_1", ""])
+def test_an_empty_call_id_is_no_call_id(impl: ModuleType, call_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call whose id is empty cannot be paired with its result: refused as a
+    missing one is (Responses ``call_id``, Anthropic ``tool_use.id``), in a
+    body and in a stream."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    executable = [("read_file", {"path": "a.txt"})]
+    body_call = {"id": "resp_1", "model": "m", "status": "completed", "output": [responses_call(call_id)]}
+    assembler = impl.StreamAssembler(RESPONSES)
+
+    def stream_run() -> Any:
+        for event in responses_stream(call_id):
+            assembler.feed(f"data: {json.dumps(event)}\n\n".encode())
+        return decide(assembler.finish(), tools=TOOLS)
+
+    runs: dict[str, tuple[Any, str]] = {
+        "responses body": (lambda: decide(impl.normalize(body_call, provider=RESPONSES), tools=TOOLS), "$.output[0]"),
+        "responses stream": (stream_run, "$.item"),
+        "anthropic body": (
+            lambda: decide(
+                impl.normalize(body({**TOOL_USE, "id": call_id, "input": {"path": "a.txt"}}), provider=ANTHROPIC),
+                tools=TOOLS,
+            ),
+            "$.content[0]",
+        ),
+        "anthropic stream": (
+            lambda: from_stream(impl, stream(block_start({**TOOL_USE, "id": call_id}), delta(ARGS))),
+            "$.content_block",
+        ),
+    }
+    for name, (run, at) in runs.items():
+        key = "call_id" if name.startswith("responses") else "id"
+        expected = executable if call_id else ("MALFORMED_EVENT", f"{at}.{key}")
+        assert outcome(run) == expected, name

@@ -238,6 +238,8 @@ class AnthropicMapper:
                 out.append(TextDelta(item_id=item_id, delta=text))
         elif block_type == "tool_use":
             call_id = _req_str(block, "id", what, at)
+            if not call_id:  # an empty id pairs with no tool_result
+                raise _malformed(what, f"{at}.id")
             name = _req_str(block, "name", what, at)
             tool_input = block.get("input")
             text = None

@@ -441,6 +441,10 @@ impl AnthropicMapper {
             }
             "tool_use" => {
                 let call_id = SHAPE.req_str(block.id, what, at.key("id"))?.into_owned();
+                if call_id.is_empty() {
+                    // an empty id pairs with no tool_result
+                    return Err(SHAPE.malformed(what, at.key("id")));
+                }
                 let name = SHAPE
                     .req_str(block.name, what, at.key("name"))?
                     .into_owned();
