@@ -97,7 +97,7 @@ class Out:
         ]
         if kind in CALL_KINDS:
             needs = f"{what}: a {kind} item needs call_id and name"
-            if self.call_id is None:
+            if not self.call_id:  # an empty call_id pairs with no result
                 raise located("MALFORMED_EVENT", needs, f"{at}.call_id")
             if self.name is None:
                 raise located("MALFORMED_EVENT", needs, f"{at}.name")

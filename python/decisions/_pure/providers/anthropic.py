@@ -34,13 +34,17 @@ Mapping:
 - ``tool_use`` → tool call. Its arguments are the joined ``partial_json``
   deltas; when there are none (a tool without arguments, or a whole body) they
   are the block's ``input`` object as deterministic JSON text (``{}`` for an
-  empty input).
+  empty input). A block with neither has no arguments at all (empty text,
+  which ``decide`` refuses as ``EMPTY_INPUT``): ``{}`` is never assumed.
 - every other block type (``server_tool_use``, ``web_search_tool_result``,
   ``mcp_tool_use``, ``compaction``, ...) runs on Anthropic's side and is not a
   client tool call: it is counted in ``unknown_events`` as
   ``content_block:<type>`` and its deltas are not mapped.
-- ``citations_delta`` and unknown delta types are counted as
-  ``content_block_delta:<type>``; unknown event types by their type.
+- ``citations_delta`` is counted as ``content_block_delta:<type>``, and so
+  is an unknown delta type of a thinking block; one of a text or tool_use
+  block is ``MALFORMED_EVENT`` (it may carry the answer or the arguments, so
+  the block would be incomplete). Unknown event types are counted by their
+  type.
 - a ``message_start`` whose message already holds content blocks (and a stop
   reason) maps them as a whole body would.
 - stop reasons: ``end_turn``/``stop_sequence`` → stop, ``tool_use`` →
@@ -234,6 +238,8 @@ class AnthropicMapper:
                 out.append(TextDelta(item_id=item_id, delta=text))
         elif block_type == "tool_use":
             call_id = _req_str(block, "id", what, at)
+            if not call_id:  # an empty id pairs with no tool_result
+                raise _malformed(what, f"{at}.id")
             name = _req_str(block, "name", what, at)
             tool_input = block.get("input")
             text = None
@@ -277,8 +283,8 @@ class AnthropicMapper:
         state.ended = True
         if state.kind == _RECORDED:
             return
-        if state.kind == _TOOL and not state.saw_json:
-            out.append(ToolArgumentsDelta(item_id=state.item_id, delta="{}" if state.input is None else state.input))
+        if state.kind == _TOOL and not state.saw_json and state.input is not None:
+            out.append(ToolArgumentsDelta(item_id=state.item_id, delta=state.input))
         out.append(ItemEnded(item_id=state.item_id))
 
     # ------------------------------------------------------------ stream
@@ -374,7 +380,13 @@ class AnthropicMapper:
                 "$.delta.type",
             )
         item_id = state.item_id
-        if text is None:  # citations_delta or an unknown delta type: recorded, not mapped
+        if wanted is None and state.kind in (_TEXT, _TOOL):  # it may hold what the block says: never dropped
+            raise located(
+                "MALFORMED_EVENT",
+                f"anthropic {delta_type} for content block {index}, a {state.kind} block, is not a delta type it takes",
+                "$.delta.type",
+            )
+        if text is None:  # citations_delta, or an unknown delta type of a thinking block: recorded, not mapped
             self._count(f"content_block_delta:{delta_type}")
         elif delta_type == "text_delta":
             out.append(TextDelta(item_id=item_id, delta=text))

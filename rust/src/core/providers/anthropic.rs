@@ -441,6 +441,10 @@ impl AnthropicMapper {
             }
             "tool_use" => {
                 let call_id = SHAPE.req_str(block.id, what, at.key("id"))?.into_owned();
+                if call_id.is_empty() {
+                    // an empty id pairs with no tool_result
+                    return Err(SHAPE.malformed(what, at.key("id")));
+                }
                 let name = SHAPE
                     .req_str(block.name, what, at.key("name"))?
                     .into_owned();
@@ -527,11 +531,13 @@ impl AnthropicMapper {
             return Ok(());
         }
         if state.kind == Kind::Tool && !state.saw_json {
-            let text = state.input.take().unwrap_or_else(|| "{}".to_owned());
-            out.push(Event::ToolArgumentsDelta {
-                item_id: state.item_id.clone(),
-                delta: text,
-            });
+            // no input object and no input_json_delta: no arguments (never `{}`)
+            if let Some(text) = state.input.take() {
+                out.push(Event::ToolArgumentsDelta {
+                    item_id: state.item_id.clone(),
+                    delta: text,
+                });
+            }
         }
         out.push(Event::ItemEnded {
             item_id: state.item_id.clone(),
@@ -693,6 +699,19 @@ impl AnthropicMapper {
                     ROOT.key("delta").key("type"),
                 ));
             }
+        }
+        if wanted.is_none() && matches!(state.kind, Kind::Text | Kind::Tool) {
+            // it may hold what the block says: never dropped
+            return Err(located(
+                CoreError::new(
+                    Code::MALFORMED_EVENT,
+                    format!(
+                        "anthropic {delta_type} for content block {index}, a {} block, is not a delta type it takes",
+                        state.kind.name()
+                    ),
+                ),
+                ROOT.key("delta").key("type"),
+            ));
         }
         let item_id = state.item_id.clone();
         let Some(text) = text else {

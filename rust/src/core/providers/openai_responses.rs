@@ -453,7 +453,8 @@ fn out_item<'a>(raw: &'a RawValue, what: &str, at: Path<'_>) -> Result<Out<'a>, 
     }
     if matches!(kind, Kind::Call(_)) {
         let needs = format!("a {} item needs call_id and name", kind.name());
-        if call_id.is_none() {
+        if matches!(call_id.as_deref(), None | Some("")) {
+            // an empty call_id pairs with no result
             return Err(invalid(what, needs, at.key("call_id")));
         }
         if name.is_none() && kind.client_field().is_none() {
