@@ -15,6 +15,7 @@ JSON text give the same outcome.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final
 
 from .errors import new_error
@@ -90,10 +91,18 @@ def canonical_json(value: Any) -> str:
     return dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+#: A lone surrogate: a str holding one has no UTF-8 form, so no JSON text.
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
 def payload_text(value: Any) -> str:
     """The JSON text of a dict or list payload; ``MALFORMED_EVENT`` when it is
-    not JSON (a non-str key, NaN, a cycle, an object ``json`` cannot write)."""
+    not JSON (a non-str key, NaN, a cycle, an object ``json`` cannot write, a
+    str holding a lone surrogate)."""
     try:
-        return dumps(value)
+        text = dumps(value)
     except (TypeError, ValueError):
-        raise new_error("MALFORMED_EVENT", "event payload is not JSON-serialisable") from None
+        text = None
+    if text is None or (not text.isascii() and _SURROGATE.search(text) is not None):
+        raise new_error("MALFORMED_EVENT", "event payload is not JSON-serialisable")
+    return text

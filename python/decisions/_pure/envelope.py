@@ -31,7 +31,7 @@ from ..limits import Limits
 from ..providers import DONE
 from .json import loads
 
-__all__ = ["ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "envelope_limits"]
+__all__ = ["ENVELOPE_MAX_DEPTH", "ArgumentField", "check_utf8", "decode", "envelope_limits"]
 
 #: The deepest nesting accepted in event data or a body (the native mappers'
 #: ``serde_json`` stops at 128, CPython's recursion limit at 1,000).
@@ -98,6 +98,19 @@ def _lone_surrogate(text: str) -> bool:
 
 def _malformed(message: str, path: str | None = None) -> OutputError:
     return new_error("MALFORMED_EVENT", message, path=path)
+
+
+#: A lone surrogate character: a str holding one has no UTF-8 form.
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def check_utf8(text: str, what: str) -> None:
+    """``MALFORMED_EVENT`` when ``text``, a str a caller gave, holds a lone
+    surrogate (it is then as invalid as the bytes of one); ``what`` says whose
+    text it is. :func:`decode` leaves it to its callers: the SSE decoder's
+    data is decoded UTF-8 already."""
+    if not text.isascii() and _SURROGATE.search(text) is not None:
+        raise _malformed(f"{what} is not valid UTF-8")
 
 
 def decode(data: str | bytes | bytearray | memoryview, limits: Limits, fields: tuple[ArgumentField, ...]) -> Any:

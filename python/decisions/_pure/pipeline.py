@@ -20,7 +20,7 @@ from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler
 from .body import body_error, foreign_body, shapeless_body
-from .envelope import decode
+from .envelope import check_utf8, decode
 from .providers.canonical import CanonicalMapper, event_fields
 from .sse import _Framer, exclusive
 
@@ -117,6 +117,10 @@ class Pipeline:
         """One already-decoded provider event: its ``event:`` name and data."""
         self._assembler.check_usable()
         try:
+            if event is not None:
+                check_utf8(event, "the event name")
+            if isinstance(data, str):
+                check_utf8(data, "event data")
             self._map(event, decode(data, self._limits, self._fields))
         except OutputError as err:
             raise self._assembler.fail(err) from None
@@ -164,6 +168,8 @@ def normalize_text(
     """A whole body: envelope rule -> ``mapper.map_body`` -> assembler; a body
     read as nothing or not at all that looks like another provider's is
     ``NOT_A_RESPONSE_BODY``."""
+    if isinstance(body, str):
+        check_utf8(body, "event data")
     try:
         decoded = decode(body, limits, getattr(mapper, "ARGUMENT_FIELDS", ()))
     except OutputError as err:

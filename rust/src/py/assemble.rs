@@ -30,7 +30,8 @@ fn mapper(
             provider.get_type().name()?
         )));
     };
-    let name = name.to_str()?.to_string();
+    // a str without a UTF-8 form (lone surrogates) names no provider
+    let name = name.to_str().map(str::to_string).unwrap_or_default();
     if name == CANONICAL {
         return Ok((name, Box::new(CanonicalMapper::default())));
     }
@@ -92,6 +93,13 @@ fn dumps(py: Python<'_>, value: &Bound<'_, PyAny>) -> Result<String, CoreError> 
 
 fn utf8(bytes: &[u8]) -> Result<&str, CoreError> {
     std::str::from_utf8(bytes).map_err(|_| malformed("event data is not valid UTF-8"))
+}
+
+/// A str's UTF-8 text; a str holding lone surrogates has none, and is as
+/// invalid as the bytes of one (`what` says whose text it is).
+fn str_utf8<'a>(text: &'a Bound<'_, PyString>, what: &str) -> Result<&'a str, CoreError> {
+    text.to_str()
+        .map_err(|_| malformed(&format!("{what} is not valid UTF-8")))
 }
 
 /// A tool call's snapshot state: its `decisions.stream.partial.PartialJSON`, the
@@ -189,7 +197,7 @@ impl StreamAssembler {
         let t = types(py)?;
         enum Payload<'a, 'py> {
             Json(&'a Bound<'py, PyAny>),
-            Text(String),
+            Text(Result<String, CoreError>),
             Bytes,
         }
         let kind = if payload.is_instance(t.event_base.bind(py))? {
@@ -202,7 +210,7 @@ impl StreamAssembler {
         } else if payload.is_instance_of::<PyDict>() {
             Payload::Json(payload)
         } else if let Ok(text) = payload.downcast::<PyString>() {
-            Payload::Text(text.to_str()?.to_string())
+            Payload::Text(str_utf8(text, "event data").map(str::to_owned))
         } else if payload.is_instance_of::<PyBytes>()
             || payload.is_instance_of::<PyByteArray>()
             || payload.is_instance_of::<PyMemoryView>()
@@ -214,10 +222,10 @@ impl StreamAssembler {
                 payload.get_type().name()?
             )));
         };
-        let name: Option<String> = match event.filter(|e| !e.is_none()) {
+        let name: Option<Result<String, CoreError>> = match event.filter(|e| !e.is_none()) {
             None => None,
             Some(e) => match e.downcast::<PyString>() {
-                Ok(s) => Some(s.to_str()?.to_string()),
+                Ok(s) => Some(str_utf8(s, "the event name").map(str::to_owned)),
                 Err(_) => {
                     return Err(PyTypeError::new_err(format!(
                         "event must be a str or None, not {}",
@@ -226,13 +234,17 @@ impl StreamAssembler {
                 }
             },
         };
+        let name = match name.transpose() {
+            Ok(name) => name,
+            Err(e) => return Err(core_err(py, self.pipeline.fail(e))),
+        };
         let data = match kind {
             Payload::Json(value) if value.is_instance(t.event_base.bind(py))? => {
                 let dict = value.call_method0("to_dict")?;
                 dumps(py, &dict)
             }
             Payload::Json(value) => dumps(py, value),
-            Payload::Text(text) => Ok(text),
+            Payload::Text(text) => text,
             Payload::Bytes => with_bytes(payload, "feed_event()", |b| utf8(b).map(str::to_owned))?,
         };
         let result = match data {
@@ -453,7 +465,7 @@ pub fn normalize(
             Err(e) => run(Err(e)),
         }
     } else if let Ok(text) = body.downcast::<PyString>() {
-        run(Ok(text.to_str()?))
+        run(str_utf8(text, "event data"))
     } else if body.is_instance_of::<PyBytes>()
         || body.is_instance_of::<PyByteArray>()
         || body.is_instance_of::<PyMemoryView>()

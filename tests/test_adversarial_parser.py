@@ -1,0 +1,58 @@
+"""Hostile text at the parser's entry points, on both backends.
+
+1. A ``str`` holding a lone surrogate character has no UTF-8 form: given as
+   a body, as event data, as an event's name or inside a dict payload, it is
+   the typed ``MALFORMED_EVENT`` its UTF-8 bytes would give (or the payload's
+   "not JSON-serialisable"), never a ``UnicodeEncodeError``, and the stream
+   is failed by it.
+"""
+
+from __future__ import annotations
+
+import json
+from types import ModuleType
+from typing import Any, Callable
+
+import pytest
+
+from decisions import Limits, OutputError
+
+CHUNK = '{"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"\ud800"}}]}'
+BODY = (
+    '{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,'
+    '"message":{"role":"assistant","content":"x\udfff"},"finish_reason":"stop"}]}'
+)
+NOT_UTF8 = ("MALFORMED_EVENT", "event data is not valid UTF-8")
+NOT_JSON = ("MALFORMED_EVENT", "event payload is not JSON-serialisable")
+
+
+def _outcome(call: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[str, str]:
+    with pytest.raises(OutputError) as info:
+        call(*args, **kwargs)
+    return info.value.code, info.value.message
+
+
+@pytest.mark.parametrize("limits", [None, Limits(max_sse_event_bytes=10)])
+def test_str_with_lone_surrogate_is_malformed(impl: ModuleType, limits: Limits | None) -> None:
+    """Checked before the size, as the bytes of one are."""
+    assert _outcome(impl.normalize, BODY, provider="openai-chat", limits=limits) == NOT_UTF8
+    assert _outcome(impl.normalize, json.loads(BODY), provider="openai-chat", limits=limits) == NOT_JSON
+    cases: list[tuple[Any, str | None, tuple[str, str]]] = [
+        (CHUNK, None, NOT_UTF8),
+        (json.loads(CHUNK), None, NOT_JSON),
+        ("{}", "message\udcff", ("MALFORMED_EVENT", "the event name is not valid UTF-8")),
+    ]
+    for payload, event, expected in cases:
+        assembler = impl.StreamAssembler("openai-chat", limits=limits)
+        assert _outcome(assembler.feed_event, payload, event=event) == expected
+        assert assembler.state == "failed"
+        assert _outcome(assembler.feed_event, "{}")[0] == "STREAM_FAILED"
+
+
+def test_provider_name_with_lone_surrogate_is_unknown(impl: ModuleType) -> None:
+    with pytest.raises(ValueError, match="unknown provider") as info:
+        impl.StreamAssembler("\ud800")
+    assert not isinstance(info.value, UnicodeError)
+    with pytest.raises(ValueError, match="unknown provider") as info:
+        impl.normalize("{}", provider="openai\udc80")
+    assert not isinstance(info.value, UnicodeError)
