@@ -5,11 +5,14 @@
    the typed ``MALFORMED_EVENT`` its UTF-8 bytes would give (or the payload's
    "not JSON-serialisable"), never a ``UnicodeEncodeError``, and the stream
    is failed by it.
+2. A body or event's bytes beyond ``max_sse_event_bytes`` are refused before
+   their text is built, the UTF-8 check still first.
 """
 
 from __future__ import annotations
 
 import json
+import tracemalloc
 from types import ModuleType
 from typing import Any, Callable
 
@@ -56,3 +59,27 @@ def test_provider_name_with_lone_surrogate_is_unknown(impl: ModuleType) -> None:
     with pytest.raises(ValueError, match="unknown provider") as info:
         impl.normalize("{}", provider="openai\udc80")
     assert not isinstance(info.value, UnicodeError)
+
+
+def test_too_large_body_bytes_are_not_decoded_whole(impl: ModuleType) -> None:
+    """Bytes beyond ``max_sse_event_bytes`` are refused without their text
+    being built (ASCII and one emoji would be a str four times their size);
+    invalid UTF-8 in them is still the error named first."""
+    limits = Limits(max_sse_event_bytes=64 * 1024)
+    body = b'{"a":"' + b"x" * (4 * 1024 * 1024) + '\U0001f600"}'.encode()
+    tracemalloc.start()
+    try:
+        error = _outcome(impl.normalize, body, provider="openai-chat", limits=limits)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert error == ("MALFORMED_EVENT", f"event data has more than {64 * 1024} bytes")
+    assert peak < len(body) // 4
+    assembler = impl.StreamAssembler("openai-chat", limits=limits)
+    assert _outcome(assembler.feed_event, body) == error
+    bad = body[:-3] + b"\xff" + body[-3:]
+    assert _outcome(impl.normalize, bad, provider="openai-chat", limits=limits) == NOT_UTF8
+    assert (
+        _outcome(impl.normalize, bytearray(bad[:-3] + b"\xf0\x9f"), provider="openai-chat", limits=limits) == NOT_UTF8
+    )
+    assert impl.StreamAssembler("openai-chat", limits=Limits(max_sse_event_bytes=5)).feed_event(b"[DONE]") is None
