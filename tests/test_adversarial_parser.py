@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tracemalloc
 from types import ModuleType
@@ -83,3 +84,18 @@ def test_too_large_body_bytes_are_not_decoded_whole(impl: ModuleType) -> None:
         _outcome(impl.normalize, bytearray(bad[:-3] + b"\xf0\x9f"), provider="openai-chat", limits=limits) == NOT_UTF8
     )
     assert impl.StreamAssembler("openai-chat", limits=Limits(max_sse_event_bytes=5)).feed_event(b"[DONE]") is None
+
+
+@pytest.mark.parametrize("name", [field.name for field in dataclasses.fields(Limits)])
+def test_limits_beyond_64_bits_bound_nothing(impl: ModuleType, name: str) -> None:
+    """``Limits`` takes any positive int; one beyond 64 bits is a bound no
+    input reaches, on every entry point (the native one raised OverflowError)."""
+    if name in ("max_depth", "max_number_length"):
+        pytest.skip("capped by Limits itself")
+    limits = Limits(**{name: 2**70})
+    assert impl.loads("[1]", limits=limits) == [1]
+    assert impl.SSEDecoder(limits=limits).feed(b"data: 1\n\n")[0].data == "1"
+    assembler = impl.StreamAssembler("openai-chat", limits=limits)
+    assembler.feed(b"data: " + CHUNK.replace("\ud800", "hi").encode() + b"\n\n")
+    assert assembler.snapshot().text == "hi"
+    assert impl.normalize(BODY.replace("\udfff", ""), provider="openai-chat", limits=limits).items[0].text == "x"

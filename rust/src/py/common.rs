@@ -39,7 +39,13 @@ pub(crate) fn limits_from(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyR
     }
     let mut values = [0usize; FIELD_NAMES.len()];
     for (slot, name) in values.iter_mut().zip(FIELD_NAMES) {
-        *slot = obj.getattr(name)?.extract()?;
+        // `Limits` takes any positive int: one beyond usize is a bound no
+        // input reaches, as usize::MAX is
+        *slot = match obj.getattr(name)?.extract::<usize>() {
+            Ok(value) => value,
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => usize::MAX,
+            Err(e) => return Err(e),
+        };
     }
     Ok(Limits::from_values(values))
 }
