@@ -7,6 +7,8 @@
    is failed by it.
 2. A body or event's bytes beyond ``max_sse_event_bytes`` are refused before
    their text is built, the UTF-8 check still first.
+3. A ``Limits`` field beyond 64 bits bounds nothing, natively too.
+4. An SSE id is shared by the events it applies to, never copied per event.
 """
 
 from __future__ import annotations
@@ -99,3 +101,16 @@ def test_limits_beyond_64_bits_bound_nothing(impl: ModuleType, name: str) -> Non
     assembler.feed(b"data: " + CHUNK.replace("\ud800", "hi").encode() + b"\n\n")
     assert assembler.snapshot().text == "hi"
     assert impl.normalize(BODY.replace("\udfff", ""), provider="openai-chat", limits=limits).items[0].text == "x"
+
+
+def test_a_long_event_id_is_shared_not_copied_per_event(impl: ModuleType) -> None:
+    """An ``id:`` line of half a megabyte applies to every later event: they
+    share one str (a copy per event made 4,000 events cost 8 GB natively)."""
+    decoder = impl.SSEDecoder()
+    long_id = "i" * (512 * 1024)
+    events = decoder.feed(b"data: x\nid: " + long_id.encode() + b"\n\n" + b"data: y\n\n" * 2000)
+    events += decoder.feed(b"data: z\n\n")
+    assert len(events) == 2002 and events[0].id == long_id
+    assert all(event.id is events[0].id for event in events)
+    events = decoder.feed(b"id: 2\ndata: w\n\ndata: v\n\n")
+    assert [event.id for event in events] == ["2", "2"]
