@@ -9,6 +9,7 @@
    their text is built, the UTF-8 check still first.
 3. A ``Limits`` field beyond 64 bits bounds nothing, natively too.
 4. An SSE id is shared by the events it applies to, never copied per event.
+5. ``loads`` refuses a too-large bytearray or memoryview before copying it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Callable
 
 import pytest
 
-from decisions import Limits, OutputError
+from decisions import Limits, OutputError, ParseError
 
 CHUNK = '{"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"\ud800"}}]}'
 BODY = (
@@ -114,3 +115,18 @@ def test_a_long_event_id_is_shared_not_copied_per_event(impl: ModuleType) -> Non
     assert all(event.id is events[0].id for event in events)
     events = decoder.feed(b"id: 2\ndata: w\n\ndata: v\n\n")
     assert [event.id for event in events] == ["2", "2"]
+
+
+@pytest.mark.parametrize("kind", [bytearray, memoryview])
+def test_too_large_buffer_is_not_copied(impl: ModuleType, kind: type) -> None:
+    """``loads`` measures a bytearray or memoryview before copying it."""
+    data = kind(b"[" + b"1," * (2 * 1024 * 1024) + b"1]")
+    tracemalloc.start()
+    try:
+        with pytest.raises(ParseError) as info:
+            impl.loads(data, limits=Limits(max_document_bytes=1024))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (info.value.code, info.value.pos) == ("DOCUMENT_TOO_LARGE", 0)
+    assert peak < 1024 * 1024
