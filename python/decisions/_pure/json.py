@@ -107,19 +107,24 @@ def _exact(text: str, lim: Limits) -> Any:
 
 # --- the fast path -------------------------------------------------------
 
-#: A surrogate escape (group 1) after an even run of backslashes: in text the
-#: scanner accepted, a backslash is inside a string and starts an escape, so
-#: ``\\ud800`` is an escaped backslash and letters, not an escape.
-_SURROGATE_ESCAPE: Final = re.compile(r"(?<!\\)(?:\\\\)*(\\u[dD][89a-fA-F][0-9a-fA-F]{2})")
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def _surrogates_paired(text: str) -> bool:
-    """Whether every surrogate escape is a high one followed at once by a low one."""
+    """Whether every surrogate escape is a high one followed at once by a low
+    one. In text the scanner accepted, a backslash is inside a string and
+    starts an escape: a match after an odd run of backslashes (``\\\\ud800``)
+    is an escaped backslash and letters, not an escape."""
     expect_low_at = -1
     for m in _SURROGATE_ESCAPE.finditer(text):
-        high = m.group(1)[3] in "89abAB"
+        start = k = m.start()
+        while k and text[k - 1] == "\\":
+            k -= 1
+        if (start - k) % 2:
+            continue
+        high = m.group()[3] in "89abAB"
         if expect_low_at >= 0:
-            if high or m.start(1) != expect_low_at:
+            if high or start != expect_low_at:
                 return False
             expect_low_at = -1
         elif high:
