@@ -77,6 +77,22 @@ def test_lone_surrogates_at_every_offset(impl: ModuleType, offset: int) -> None:
         assert impl.loads(pair) == [fill * offset + "\U0001f600" + fill]
 
 
+@pytest.mark.parametrize("backslashes", [1, 2, 3, 4, 5])
+def test_lone_low_surrogate_after_escaped_backslashes(impl: ModuleType, backslashes: int) -> None:
+    """An even run of backslashes before ``ud800`` is escaped backslashes and
+    the letters are text: a low surrogate escape after them is alone, in a
+    value or a key. An odd run ends in a real ``\\ud800`` escape, which the
+    low one pairs."""
+    body = "\\" * backslashes + "ud800\\udc00"
+    for doc in (f'["{body}"]', f'{{"{body}": 1}}'):
+        if backslashes % 2:
+            assert impl.loads(doc) == json.loads(doc), doc
+            continue
+        with pytest.raises(ParseError) as info:
+            impl.loads(doc)
+        assert (info.value.code, info.value.pos) == ("LONE_SURROGATE", 2 + backslashes + 5), doc
+
+
 @pytest.mark.parametrize("limit", [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100])
 def test_string_limit_with_escapes_at_every_length(impl: ModuleType, limit: int) -> None:
     """Decoded bytes count against max_string_bytes wherever the string's

@@ -120,6 +120,18 @@ def test_id_and_retry(impl: ModuleType) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "digits", [b"1" * 5000, b"0" * 5000 + b"7", b"0" * 5000, b"0" * 4990 + b"18446744073709551616"]
+)
+def test_retry_of_thousands_of_digits(impl: ModuleType, digits: bytes) -> None:
+    """A retry value of more digits than int() converts is read by its value
+    (leading zeros are no digits of it): beyond 64 bits it is ignored."""
+    value = digits.lstrip(b"0")
+    expected = int(value or b"0") if len(value) <= 20 and int(value or b"0") < 2**64 else None
+    events = decode(impl, [b"retry: " + digits + b"\ndata: x\n\n"])
+    assert events == [SSEEvent(data="x", retry=expected)]
+
+
 def test_unicode_line_separators_are_not_line_ends(impl: ModuleType) -> None:
     text = "a\u2028b\u2029c\u0085d\x0be\x0cf"
     assert decode(impl, [f"data: {text}\n\n".encode()]) == [SSEEvent(data=text)]

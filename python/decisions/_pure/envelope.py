@@ -21,6 +21,7 @@ lone surrogate escape", checked over the whole text first.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
 import re
@@ -31,7 +32,7 @@ from ..limits import Limits
 from ..providers import DONE
 from .json import loads
 
-__all__ = ["ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "envelope_limits"]
+__all__ = ["ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "envelope_limits", "utf8_text"]
 
 #: The deepest nesting accepted in event data or a body (the native mappers'
 #: ``serde_json`` stops at 128, CPython's recursion limit at 1,000).
@@ -110,12 +111,35 @@ def _malformed(message: str, path: str | None = None) -> OutputError:
     return new_error("MALFORMED_EVENT", message, path=path)
 
 
+_DONE_BYTES: Final = DONE.encode()
+#: bytes of a too-large text validated per step by :func:`_check_utf8_pieces`
+_PIECE: Final = 1 << 16
+
+
+def _check_utf8_pieces(raw: bytes) -> None:
+    """``MALFORMED_EVENT`` unless ``raw`` is UTF-8, decoded a piece at a time."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(raw)
+    try:
+        for start in range(0, len(raw), _PIECE):
+            decoder.decode(view[start : start + _PIECE])
+        decoder.decode(b"", True)
+    except UnicodeDecodeError:
+        raise _malformed("event data is not valid UTF-8") from None
+
+
 def decode(data: str | bytes | bytearray | memoryview, limits: Limits, fields: tuple[ArgumentField, ...]) -> Any:
     """Event data or a body checked by the envelope rule and decoded
     (``[DONE]`` passes through as the str)."""
     if not isinstance(data, str):
+        raw = data if type(data) is bytes else bytes(data)
+        if len(raw) > limits.max_sse_event_bytes and raw != _DONE_BYTES:
+            # too large whatever it holds: validated a piece at a time (the
+            # UTF-8 check still comes first), never decoded whole
+            _check_utf8_pieces(raw)
+            raise classify("", "DOCUMENT_TOO_LARGE", 0, limits, fields)
         try:
-            data = (data if type(data) is bytes else bytes(data)).decode("utf-8")
+            data = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise _malformed("event data is not valid UTF-8") from None
     elif not utf8_text(data):

@@ -111,12 +111,20 @@ _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def _surrogates_paired(text: str) -> bool:
-    """Whether every surrogate escape (as the regex sees them) is a proper pair."""
+    """Whether every surrogate escape is a high one followed at once by a low
+    one. In text the scanner accepted, a backslash is inside a string and
+    starts an escape: a match after an odd run of backslashes (``\\\\ud800``)
+    is an escaped backslash and letters, not an escape."""
     expect_low_at = -1
     for m in _SURROGATE_ESCAPE.finditer(text):
+        start = k = m.start()
+        while k and text[k - 1] == "\\":
+            k -= 1
+        if (start - k) % 2:
+            continue
         high = m.group()[3] in "89abAB"
         if expect_low_at >= 0:
-            if high or m.start() != expect_low_at:
+            if high or start != expect_low_at:
                 return False
             expect_low_at = -1
         elif high:
@@ -297,10 +305,11 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
         if text[:1] == "\ufeff":
             raise parse_error("BOM", data, 0, limits)
     elif isinstance(data, (bytes, bytearray, memoryview)):
-        raw = data if type(data) is bytes else bytes(data)
-        size = len(raw)
+        # measured before a bytearray or memoryview is copied
+        size = data.nbytes if isinstance(data, memoryview) else len(data)
         if size > lim.max_document_bytes:
             raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
+        raw = data if type(data) is bytes else bytes(data)
         if raw[:2] in (b"\xfe\xff", b"\xff\xfe") or (size >= 2 and (raw[0] == 0 or raw[1] == 0)):
             raise parse_error("UTF16_INPUT", data, 0, limits)
         if raw.startswith(b"\xef\xbb\xbf"):

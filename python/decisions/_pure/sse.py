@@ -334,8 +334,13 @@ class _Framer:
             if "\x00" not in value:
                 self._last_id = value
         elif name == "retry":
-            if value and value.isascii() and value.isdigit() and int(value) <= _U64_MAX:
-                self._retry = int(value)
+            # leading zeros stripped and the length bounded before int(),
+            # which refuses more than 4,300 digits
+            digits = value.lstrip("0")
+            if value and value.isascii() and value.isdigit() and len(digits) <= 20:
+                retry = int(digits or "0")
+                if retry <= _U64_MAX:
+                    self._retry = retry
         self._no_data(length, start)
 
     def _no_data(self, length: int, start: int) -> None:

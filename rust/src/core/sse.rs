@@ -15,16 +15,19 @@
 use crate::core::errors::{Code, CoreError};
 use crate::core::jsonarray::{is_whitespace, ArraySplitter};
 use crate::core::limits::Limits;
+use std::sync::Arc;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// One dispatched event. `event` is None when the stream gave no (or an
 /// empty) `event:` field; `id` and `retry` are the last valid values seen.
+/// The id is shared by every event it applies to: one `id:` line of a
+/// megabyte followed by many small events is never copied per event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
     pub event: Option<String>,
     pub data: String,
-    pub id: Option<String>,
+    pub id: Option<Arc<str>>,
     pub retry: Option<u64>,
 }
 
@@ -42,7 +45,7 @@ pub struct Decoder {
     data: String,
     has_data: bool,
     event: Option<String>,
-    last_id: Option<String>,
+    last_id: Option<Arc<str>>,
     retry: Option<u64>,
     events: usize,
     without_data: usize,
@@ -285,7 +288,7 @@ impl Decoder {
                 return Ok(());
             }
             "event" => self.event = Some(value.to_string()),
-            "id" if !value.contains('\0') => self.last_id = Some(value.to_string()),
+            "id" if !value.contains('\0') => self.last_id = Some(Arc::from(value)),
             "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
                 if let Ok(retry) = value.parse::<u64>() {
                     self.retry = Some(retry);

@@ -39,12 +39,11 @@ pub(crate) fn limits_from(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyR
     }
     let mut values = [0usize; FIELD_NAMES.len()];
     for (slot, name) in values.iter_mut().zip(FIELD_NAMES) {
-        let value = obj.getattr(name)?;
-        // `Limits` holds positive ints of any size; one beyond the address
-        // space bounds nothing the core can hold, as `usize::MAX` does.
-        *slot = match value.extract() {
+        // `Limits` takes any positive int: one beyond usize is a bound no
+        // input reaches, as usize::MAX is
+        *slot = match obj.getattr(name)?.extract::<usize>() {
             Ok(value) => value,
-            Err(_) if value.gt(0)? => usize::MAX,
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => usize::MAX,
             Err(e) => return Err(e),
         };
     }

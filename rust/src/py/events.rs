@@ -147,7 +147,13 @@ pub(crate) fn build<'py>(
 }
 
 /// `SSEEvent(data=..., event=..., id=..., retry=...)`, built by [`build`].
-pub(crate) fn sse_event(py: Python<'_>, t: &Types, event: SseEvent) -> PyResult<Py<PyAny>> {
+/// `id` is the event's id as Python holds it (None or a str).
+pub(crate) fn sse_event(
+    py: Python<'_>,
+    t: &Types,
+    event: SseEvent,
+    id: Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
     let name = event.event.unwrap_or_else(|| "message".to_string());
     Ok(build(
         py,
@@ -158,7 +164,7 @@ pub(crate) fn sse_event(py: Python<'_>, t: &Types, event: SseEvent) -> PyResult<
                 PyString::new(py, &event.data).into_any(),
             ),
             (intern!(py, "event"), PyString::new(py, &name).into_any()),
-            (intern!(py, "id"), obj(py, event.id)?),
+            (intern!(py, "id"), id),
             (intern!(py, "retry"), obj(py, event.retry)?),
         ],
     )?

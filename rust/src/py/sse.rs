@@ -1,7 +1,8 @@
 //! `decisions._native.SSEDecoder`.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes};
+use pyo3::types::{PyByteArray, PyBytes, PyString};
+use std::sync::Arc;
 
 use crate::core::errors::CoreError;
 use crate::core::sse::{Decoder, SseEvent};
@@ -39,17 +40,36 @@ pub(crate) fn with_bytes<R>(
 #[pyclass(module = "decisions._native")]
 pub struct SSEDecoder {
     decoder: Decoder,
+    /// The last id given to Python and its str: the events it applies to
+    /// share one str, as they share the core's text.
+    last_id: Option<(Arc<str>, Py<PyAny>)>,
 }
 
 impl SSEDecoder {
     fn events(
+        &mut self,
         py: Python<'_>,
         result: Result<(), CoreError>,
         out: Vec<SseEvent>,
     ) -> PyResult<Vec<Py<PyAny>>> {
         result.map_err(|e| core_err(py, e))?;
         let t = types(py)?;
-        out.into_iter().map(|e| sse_event(py, t, e)).collect()
+        out.into_iter()
+            .map(|mut e| {
+                let id = match e.id.take() {
+                    None => py.None(),
+                    Some(id) => match &self.last_id {
+                        Some((same, str)) if Arc::ptr_eq(same, &id) => str.clone_ref(py),
+                        _ => {
+                            let str = PyString::new(py, &id).into_any().unbind();
+                            self.last_id = Some((id, str.clone_ref(py)));
+                            str
+                        }
+                    },
+                };
+                sse_event(py, t, e, id.into_bound(py))
+            })
+            .collect()
     }
 }
 
@@ -60,6 +80,7 @@ impl SSEDecoder {
     fn new(py: Python<'_>, limits: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         Ok(SSEDecoder {
             decoder: Decoder::new(limits_from(py, limits)?),
+            last_id: None,
         })
     }
 
@@ -73,12 +94,12 @@ impl SSEDecoder {
         let result = with_bytes(chunk, "feed()", |bytes| {
             released(py, bytes.len(), || decoder.feed(bytes, &mut out))
         })?;
-        Self::events(py, result, out)
+        self.events(py, result, out)
     }
 
     /// End of stream: raises `SSE_UNTERMINATED_EVENT` if an event or line is unfinished.
     fn finish(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
         let result = self.decoder.finish();
-        Self::events(py, result, Vec::new())
+        self.events(py, result, Vec::new())
     }
 }
