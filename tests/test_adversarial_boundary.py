@@ -20,7 +20,15 @@ import pytest
 import decisions
 from decisions import Tool, ToolRegistry
 from decisions.errors import OutputError, ParseError, SchemaError, StreamError
-from decisions.types import NormalizedResponse, TextItem, ToolCallItem
+from decisions.types import (
+    ItemStarted,
+    NormalizedResponse,
+    ResponseStarted,
+    TextDelta,
+    TextItem,
+    ToolCallItem,
+    UsageReported,
+)
 
 ENVELOPE_DEPTH = 100
 
@@ -526,3 +534,40 @@ def test_keep_events_must_be_a_bool(impl: ModuleType, keep: Any) -> None:
     with pytest.raises(TypeError) as caught:
         impl.StreamAssembler("no-such-provider", keep_events=keep)
     assert str(caught.value) == f"argument 'keep_events': '{kind}' object cannot be converted to 'PyBool'"
+
+
+def _unchecked(cls: type, **fields: Any) -> Any:
+    """An event object with ``fields`` set as given, past any constructor check."""
+    event = object.__new__(cls)
+    for name, value in fields.items():
+        object.__setattr__(event, name, value)
+    return event
+
+
+@pytest.mark.parametrize(
+    "event, message",
+    [
+        (TextDelta(item_id="t", delta=LONE), "event data is not valid UTF-8"),
+        (
+            _unchecked(UsageReported, input_tokens=1, output_tokens=2**70, cached_tokens=None, reasoning_tokens=None),
+            "event data has a number beyond 64 bits or a float that overflows",
+        ),
+        (
+            _unchecked(
+                UsageReported, input_tokens=float("nan"), output_tokens=1, cached_tokens=None, reasoning_tokens=None
+            ),
+            "event payload is not JSON-serialisable",
+        ),
+    ],
+)
+def test_canonical_event_objects_are_checked_as_their_text(impl: ModuleType, event: Any, message: str) -> None:
+    """A canonical event object is read from its wire format on both backends
+    (the pure twin took its fields as they were: a text item with a lone
+    surrogate, a count past 64 bits, where the native backend refused them)."""
+    asm = impl.StreamAssembler("canonical")
+    asm.feed_event(ResponseStarted(response_id="r", model="m"))
+    asm.feed_event(ItemStarted(item_id="t", kind="text"))
+    with pytest.raises(StreamError) as caught:
+        asm.feed_event(event)
+    assert (caught.value.code, caught.value.message) == ("MALFORMED_EVENT", message)
+    assert asm.state == "failed"

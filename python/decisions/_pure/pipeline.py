@@ -21,7 +21,7 @@ from . import providers
 from .assemble import Assembler
 from .body import body_error, foreign_body, shapeless_body
 from .envelope import decode, utf8_text
-from .providers.canonical import CanonicalMapper, event_fields
+from .providers.canonical import CanonicalMapper
 from .sse import _Framer, exclusive
 
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
@@ -118,14 +118,6 @@ class Pipeline:
         self._assembler.check_usable()
         try:
             self._map(event, decode(data, self._limits, self._fields))
-        except OutputError as err:
-            raise self._assembler.fail(err) from None
-
-    def feed_fields(self, fields: dict[str, Any]) -> None:
-        """A canonical event object's fields (already typed: no envelope to check)."""
-        self._assembler.check_usable()
-        try:
-            self._map(None, fields)
         except OutputError as err:
             raise self._assembler.fail(err) from None
 
@@ -255,8 +247,10 @@ class StreamAssembler:
         if event is not None and not utf8_text(event):
             raise pipeline.fail(new_error("MALFORMED_EVENT", "event name is not valid UTF-8"))
         if isinstance(payload, _Event):
-            pipeline.feed_fields(event_fields(payload))
-            return
+            # its wire format, checked as that text would be (as the native
+            # backend does): a str field with a lone surrogate, a count past
+            # 64 bits or a NaN is refused as in the text
+            payload = payload.to_dict()
         if isinstance(payload, dict):
             try:
                 text = payload_text(payload)
