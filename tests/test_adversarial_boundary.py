@@ -571,3 +571,34 @@ def test_canonical_event_objects_are_checked_as_their_text(impl: ModuleType, eve
         asm.feed_event(event)
     assert (caught.value.code, caught.value.message) == ("MALFORMED_EVENT", message)
     assert asm.state == "failed"
+
+
+def _hostile(*args: Any, **kwargs: Any) -> Any:
+    raise ZeroDivisionError("a subclass method ran")
+
+
+_METHODS = ("__eq__", "__ne__", "__hash__", "__getitem__", "__len__", "__iter__", "__contains__", "find", "index")
+_HostileStr = type("_HostileStr", (str,), {name: _hostile for name in (*_METHODS, "encode", "isascii", "lstrip")})
+_HostileBytes = type("_HostileBytes", (bytes,), {"__bytes__": lambda self: b"[2]", "decode": _hostile})
+_BODY = '{"candidates":[{"content":{"parts":[{"text":"hi \u00e9"}]},"finishReason":"STOP"}]}'
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda impl: impl.loads(_HostileStr('{"a":[1,"\u00e9"]}')) == {"a": [1, "\u00e9"]},
+        lambda impl: impl.loads(_HostileBytes(b"[1]")) == [1],
+        lambda impl: [e.data for e in impl.SSEDecoder().feed(_HostileBytes(b"data: x\n\n"))] == ["x"],
+        lambda impl: impl.normalize(_HostileStr(_BODY), provider=_HostileStr("gemini")).items[0].text == "hi \u00e9",
+        lambda impl: impl.normalize(_HostileBytes(_BODY.encode()), provider="gemini").items[0].text == "hi \u00e9",
+        lambda impl: type(impl.StreamAssembler(_HostileStr("gemini")).provider) is str,
+        lambda impl: (
+            impl.StreamAssembler("anthropic").feed_event(_HostileStr('{"type":"ping"}'), _HostileStr("ping")) is None
+        ),
+    ],
+)
+def test_str_and_bytes_subclasses_are_read_as_their_content(impl: ModuleType, run: Callable[[ModuleType], Any]) -> None:
+    """A str or bytes subclass is read as the characters or bytes it holds on
+    both backends: the pure twin ran the subclass's methods (an exception, or
+    other content from ``__bytes__``) where the native backend reads the data."""
+    assert run(impl)

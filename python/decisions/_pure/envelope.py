@@ -29,7 +29,7 @@ from typing import Any, Final
 from ..errors import OutputError, ParseError, json_path, new_error
 from ..limits import Limits
 from ..providers import DONE
-from .json import loads
+from .json import loads, plain
 
 __all__ = ["ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "envelope_limits"]
 
@@ -113,6 +113,7 @@ def _malformed(message: str, path: str | None = None) -> OutputError:
 def decode(data: str | bytes | bytearray | memoryview, limits: Limits, fields: tuple[ArgumentField, ...]) -> Any:
     """Event data or a body checked by the envelope rule and decoded
     (``[DONE]`` passes through as the str)."""
+    data = plain(data)
     if not isinstance(data, str):
         try:
             data = (data if type(data) is bytes else bytes(data)).decode("utf-8")

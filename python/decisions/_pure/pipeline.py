@@ -21,6 +21,7 @@ from . import providers
 from .assemble import Assembler
 from .body import body_error, foreign_body, shapeless_body
 from .envelope import decode, utf8_text
+from .json import plain
 from .providers.canonical import CanonicalMapper
 from .sse import _Framer, exclusive
 
@@ -214,6 +215,7 @@ class StreamAssembler:
             kind = type(keep_events).__name__
             raise TypeError(f"argument 'keep_events': '{kind}' object cannot be converted to 'PyBool'")
         checked = _check_options(limits, choice)
+        provider = plain(provider)
         self._pipeline = Pipeline(provider, _mapper(provider, choice), checked, keep_events)
         self.provider = provider
         # one thread at a time (``abort`` and ``state`` excepted), as the native borrow check allows
@@ -244,6 +246,7 @@ class StreamAssembler:
             raise TypeError(f"feed_event() takes a dict, str or bytes, not {type(payload).__name__}")
         if event is not None and not isinstance(event, str):
             raise TypeError(f"event must be a str or None, not {type(event).__name__}")
+        event = plain(event)
         if event is not None and not utf8_text(event):
             raise pipeline.fail(new_error("MALFORMED_EVENT", "event name is not valid UTF-8"))
         if isinstance(payload, _Event):
@@ -293,11 +296,12 @@ def normalize(
 ) -> NormalizedResponse:
     """A whole non-streaming response body -> :class:`NormalizedResponse`."""
     checked = _check_options(limits, choice)
+    provider = plain(provider)
     mapper = _mapper(provider, choice)
     if isinstance(body, (dict, list)):
         text: str | bytes | bytearray | memoryview = payload_text(body)
     elif isinstance(body, (str, bytes, bytearray, memoryview)):
-        text = body
+        text = plain(body)
     else:
         raise TypeError(f"normalize() takes bytes, str or dict, not {type(body).__name__}")
     return normalize_text(provider, mapper, text, checked)
