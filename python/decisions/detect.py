@@ -61,7 +61,7 @@ def _decode(data: object, limits: _Limits | None = None) -> object:
     """``data`` decoded for detection (None when it is not JSON)."""
     if isinstance(data, (bytes, bytearray, memoryview, str)):
         try:
-            return _backend.impl.loads(data if isinstance(data, str) else bytes(data), limits=limits)
+            return _backend.impl.loads(data, limits=limits)
         except ValueError:
             return None
     return data
@@ -176,7 +176,9 @@ class AutoAssembler(StreamAssembler):
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         self._check_open()
-        chunk = bytes(data)
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"feed() takes bytes, not {type(data).__name__}")
+        chunk = bytes(memoryview(data))  # the bytes held, as the backend reads them (not ``__bytes__``)
         events = self._probe.feed(chunk)  # the SSE limits bound what is held here
         self._held.append(chunk)
         for sse in events:
