@@ -162,6 +162,17 @@ def test_an_auto_assembler_feeds_only_bytes(data: Any) -> None:
     assert str(auto.value) == str(named.value) == f"feed() takes bytes, not {type(data).__name__}"
 
 
+@pytest.mark.parametrize("payload", [5, None, [{}], ("{}",)])
+def test_an_auto_assembler_takes_only_event_payloads(payload: Any) -> None:
+    """``feed_event`` of the auto assembler refuses what the backend's refuses,
+    with its TypeError (it was ``AMBIGUOUS_PROVIDER``, a provider output error)."""
+    with pytest.raises(TypeError) as auto:
+        StreamAssembler().feed_event(payload)
+    with pytest.raises(TypeError) as named:
+        StreamAssembler("gemini").feed_event(payload)
+    assert str(auto.value) == str(named.value)
+
+
 class _OtherBytes(bytes):
     def __bytes__(self) -> bytes:
         return b"data: [2]\n\n"

@@ -29,6 +29,7 @@ from .limits import Limits as _Limits
 from .types import CanonicalEvent as _CanonicalEvent
 from .types import NormalizedResponse as _NormalizedResponse
 from .types import ResponseSnapshot as _ResponseSnapshot
+from .types import _Event
 
 __all__ = ["AUTO", "candidates", "detect", "StreamAssembler", "AutoAssembler", "normalize"]
 
@@ -193,6 +194,8 @@ class AutoAssembler(StreamAssembler):
         self._check_open()
         if self._held:
             raise ValueError("this assembler was fed raw bytes; keep to feed()")
+        if not isinstance(payload, (dict, str, bytes, bytearray, memoryview, _Event)):
+            raise TypeError(f"feed_event() takes a dict, str or bytes, not {type(payload).__name__}")
         decoded: object = (
             payload.to_dict() if hasattr(payload, "to_dict") else _decode(payload, self._options["limits"])
         )
