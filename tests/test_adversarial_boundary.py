@@ -20,7 +20,15 @@ import pytest
 import decisions
 from decisions import Tool, ToolRegistry
 from decisions.errors import OutputError, ParseError, SchemaError, StreamError
-from decisions.types import NormalizedResponse, TextItem, ToolCallItem
+from decisions.types import (
+    ItemStarted,
+    NormalizedResponse,
+    ResponseStarted,
+    TextDelta,
+    TextItem,
+    ToolCallItem,
+    UsageReported,
+)
 
 ENVELOPE_DEPTH = 100
 
@@ -526,3 +534,71 @@ def test_keep_events_must_be_a_bool(impl: ModuleType, keep: Any) -> None:
     with pytest.raises(TypeError) as caught:
         impl.StreamAssembler("no-such-provider", keep_events=keep)
     assert str(caught.value) == f"argument 'keep_events': '{kind}' object cannot be converted to 'PyBool'"
+
+
+def _unchecked(cls: type, **fields: Any) -> Any:
+    """An event object with ``fields`` set as given, past any constructor check."""
+    event = object.__new__(cls)
+    for name, value in fields.items():
+        object.__setattr__(event, name, value)
+    return event
+
+
+@pytest.mark.parametrize(
+    "event, message",
+    [
+        (TextDelta(item_id="t", delta=LONE), "event data is not valid UTF-8"),
+        (
+            _unchecked(UsageReported, input_tokens=1, output_tokens=2**70, cached_tokens=None, reasoning_tokens=None),
+            "event data has a number beyond 64 bits or a float that overflows",
+        ),
+        (
+            _unchecked(
+                UsageReported, input_tokens=float("nan"), output_tokens=1, cached_tokens=None, reasoning_tokens=None
+            ),
+            "event payload is not JSON-serialisable",
+        ),
+    ],
+)
+def test_canonical_event_objects_are_checked_as_their_text(impl: ModuleType, event: Any, message: str) -> None:
+    """A canonical event object is read from its wire format on both backends
+    (the pure twin took its fields as they were: a text item with a lone
+    surrogate, a count past 64 bits, where the native backend refused them)."""
+    asm = impl.StreamAssembler("canonical")
+    asm.feed_event(ResponseStarted(response_id="r", model="m"))
+    asm.feed_event(ItemStarted(item_id="t", kind="text"))
+    with pytest.raises(StreamError) as caught:
+        asm.feed_event(event)
+    assert (caught.value.code, caught.value.message) == ("MALFORMED_EVENT", message)
+    assert asm.state == "failed"
+
+
+def _hostile(*args: Any, **kwargs: Any) -> Any:
+    raise ZeroDivisionError("a subclass method ran")
+
+
+_METHODS = ("__eq__", "__ne__", "__hash__", "__getitem__", "__len__", "__iter__", "__contains__", "find", "index")
+_HostileStr = type("_HostileStr", (str,), {name: _hostile for name in (*_METHODS, "encode", "isascii", "lstrip")})
+_HostileBytes = type("_HostileBytes", (bytes,), {"__bytes__": lambda self: b"[2]", "decode": _hostile})
+_BODY = '{"candidates":[{"content":{"parts":[{"text":"hi \u00e9"}]},"finishReason":"STOP"}]}'
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda impl: impl.loads(_HostileStr('{"a":[1,"\u00e9"]}')) == {"a": [1, "\u00e9"]},
+        lambda impl: impl.loads(_HostileBytes(b"[1]")) == [1],
+        lambda impl: [e.data for e in impl.SSEDecoder().feed(_HostileBytes(b"data: x\n\n"))] == ["x"],
+        lambda impl: impl.normalize(_HostileStr(_BODY), provider=_HostileStr("gemini")).items[0].text == "hi \u00e9",
+        lambda impl: impl.normalize(_HostileBytes(_BODY.encode()), provider="gemini").items[0].text == "hi \u00e9",
+        lambda impl: type(impl.StreamAssembler(_HostileStr("gemini")).provider) is str,
+        lambda impl: (
+            impl.StreamAssembler("anthropic").feed_event(_HostileStr('{"type":"ping"}'), _HostileStr("ping")) is None
+        ),
+    ],
+)
+def test_str_and_bytes_subclasses_are_read_as_their_content(impl: ModuleType, run: Callable[[ModuleType], Any]) -> None:
+    """A str or bytes subclass is read as the characters or bytes it holds on
+    both backends: the pure twin ran the subclass's methods (an exception, or
+    other content from ``__bytes__``) where the native backend reads the data."""
+    assert run(impl)

@@ -243,6 +243,38 @@ def test_snapshot_after_every_delta_is_linear(impl: ModuleType, shape: str) -> N
     assert ratio < 20, f"{shape}: {ratio:.1f}"
 
 
+def test_views_follow_their_calls_when_the_response_places_an_item(impl: ModuleType) -> None:
+    """A reasoning item only in ``response.completed`` is placed before the
+    streamed calls: a snapshot after ``finish`` shows each call's own partial
+    value (the native view was kept by position, giving one call the other's)."""
+    numbers = iter(range(100))
+
+    def event(**fields: Any) -> str:
+        return json.dumps({**fields, "sequence_number": next(numbers)})
+
+    calls = [("fc_a", "call_a", '{"path":"a.txt","content":"a longer text"}'), ("fc_b", "call_b", '{"x":1}')]
+    events = [event(type="response.created", response={"id": "r", "model": "m", "status": "in_progress", "output": []})]
+    done = []
+    for index, (item_id, call_id, args) in enumerate(calls):
+        item = {"type": "function_call", "id": item_id, "call_id": call_id, "name": "f", "arguments": args}
+        events += [
+            event(type="response.output_item.added", output_index=index, item={**item, "arguments": ""}),
+            event(type="response.function_call_arguments.delta", output_index=index, item_id=item_id, delta=args),
+            event(type="response.output_item.done", output_index=index, item={**item, "status": "completed"}),
+        ]
+        done.append({**item, "status": "completed"})
+    reasoning = {"type": "reasoning", "id": "rs", "summary": [{"type": "summary_text", "text": "t"}]}
+    response = {"id": "r", "model": "m", "status": "completed", "output": [reasoning, *done]}
+    asm = impl.StreamAssembler("openai-responses")
+    for data in events:
+        asm.feed_event(data)
+    expected = [(c.call_id, c.partial) for c in asm.snapshot().calls]
+    assert expected == [("call_a", {"path": "a.txt", "content": "a longer text"}), ("call_b", {"x": 1})]
+    asm.feed_event(event(type="response.completed", response=response))
+    assert [type(item).__name__ for item in asm.finish().items] == ["ReasoningItem", "ToolCallItem", "ToolCallItem"]
+    assert [(c.call_id, c.partial) for c in asm.snapshot().calls] == expected
+
+
 # ------------------------------------------------------------------ 2. unknown names
 
 DISTINCT = 100_000

@@ -151,6 +151,44 @@ def test_an_auto_assembler_refuses_bad_options_at_once(options: dict[str, Any], 
         StreamAssembler("openai-chat", **options)
 
 
+@pytest.mark.parametrize("data", [5, [100, 97], "data: x\n\n", None])
+def test_an_auto_assembler_feeds_only_bytes(data: Any) -> None:
+    """``feed`` of the auto assembler takes bytes as the backend's does (an
+    int was fed as that many NUL bytes, a list of ints as their bytes)."""
+    with pytest.raises(TypeError) as auto:
+        StreamAssembler().feed(data)
+    with pytest.raises(TypeError) as named:
+        StreamAssembler("openai-chat").feed(data)
+    assert str(auto.value) == str(named.value) == f"feed() takes bytes, not {type(data).__name__}"
+
+
+@pytest.mark.parametrize("payload", [5, None, [{}], ("{}",)])
+def test_an_auto_assembler_takes_only_event_payloads(payload: Any) -> None:
+    """``feed_event`` of the auto assembler refuses what the backend's refuses,
+    with its TypeError (it was ``AMBIGUOUS_PROVIDER``, a provider output error)."""
+    with pytest.raises(TypeError) as auto:
+        StreamAssembler().feed_event(payload)
+    with pytest.raises(TypeError) as named:
+        StreamAssembler("gemini").feed_event(payload)
+    assert str(auto.value) == str(named.value)
+
+
+class _OtherBytes(bytes):
+    def __bytes__(self) -> bytes:
+        return b"data: [2]\n\n"
+
+
+def test_an_auto_assembler_reads_the_bytes_held() -> None:
+    """A bytes subclass is read as the bytes it holds (not its ``__bytes__``),
+    by detection as by the backend."""
+    data = _OtherBytes(load(STREAMS["healthy"]))
+    auto = StreamAssembler()
+    auto.feed(data)
+    named = StreamAssembler(EXPECTED["healthy"])
+    named.feed(data)
+    assert auto.finish() == named.finish()
+
+
 def test_an_auto_stream_that_ends_early_is_typed() -> None:
     empty = StreamAssembler()
     with pytest.raises(StreamError) as info:

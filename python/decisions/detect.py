@@ -29,6 +29,7 @@ from .limits import Limits as _Limits
 from .types import CanonicalEvent as _CanonicalEvent
 from .types import NormalizedResponse as _NormalizedResponse
 from .types import ResponseSnapshot as _ResponseSnapshot
+from .types import _Event
 
 __all__ = ["AUTO", "candidates", "detect", "StreamAssembler", "AutoAssembler", "normalize"]
 
@@ -61,7 +62,7 @@ def _decode(data: object, limits: _Limits | None = None) -> object:
     """``data`` decoded for detection (None when it is not JSON)."""
     if isinstance(data, (bytes, bytearray, memoryview, str)):
         try:
-            return _backend.impl.loads(data if isinstance(data, str) else bytes(data), limits=limits)
+            return _backend.impl.loads(data, limits=limits)
         except ValueError:
             return None
     return data
@@ -176,7 +177,9 @@ class AutoAssembler(StreamAssembler):
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         self._check_open()
-        chunk = bytes(data)
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"feed() takes bytes, not {type(data).__name__}")
+        chunk = bytes(memoryview(data))  # the bytes held, as the backend reads them (not ``__bytes__``)
         events = self._probe.feed(chunk)  # the SSE limits bound what is held here
         self._held.append(chunk)
         for sse in events:
@@ -191,6 +194,8 @@ class AutoAssembler(StreamAssembler):
         self._check_open()
         if self._held:
             raise ValueError("this assembler was fed raw bytes; keep to feed()")
+        if not isinstance(payload, (dict, str, bytes, bytearray, memoryview, _Event)):
+            raise TypeError(f"feed_event() takes a dict, str or bytes, not {type(payload).__name__}")
         decoded: object = (
             payload.to_dict() if hasattr(payload, "to_dict") else _decode(payload, self._options["limits"])
         )

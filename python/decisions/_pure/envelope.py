@@ -30,7 +30,7 @@ from typing import Any, Final
 from ..errors import OutputError, ParseError, json_path, new_error
 from ..limits import Limits
 from ..providers import DONE
-from .json import loads
+from .json import loads, plain
 
 __all__ = ["ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "envelope_limits", "utf8_text"]
 
@@ -131,6 +131,7 @@ def _check_utf8_pieces(raw: bytes) -> None:
 def decode(data: str | bytes | bytearray | memoryview, limits: Limits, fields: tuple[ArgumentField, ...]) -> Any:
     """Event data or a body checked by the envelope rule and decoded
     (``[DONE]`` passes through as the str)."""
+    data = plain(data)
     if not isinstance(data, str):
         raw = data if type(data) is bytes else bytes(data)
         if len(raw) > limits.max_sse_event_bytes and raw != _DONE_BYTES:

@@ -94,7 +94,7 @@ from .._json_errors import parse_error, str_input_error, utf16_str
 from ..limits import DEFAULT_LIMITS, Limits
 from .jsonexact import INF, INT_MAX, INT_MIN, WS, WS_CHARS, Exact, Fail, utf8_len
 
-__all__ = ["loads"]
+__all__ = ["loads", "plain"]
 
 
 class _Flag(Exception):
@@ -275,6 +275,21 @@ def _fast(text: str, size: int, lim: Limits) -> Any:
     return value
 
 
+def plain(data: Any) -> Any:
+    """A str or bytes-like ``data`` as an exact ``str`` or ``bytes``, which is
+    what the native backend reads: the characters or bytes themselves, not
+    what a subclass's own methods (``find``, ``__eq__``, ``__bytes__``...)
+    say; anything else as it is."""
+    kind = type(data)
+    if kind is str or kind is bytes:
+        return data
+    if isinstance(data, str):
+        return str.__str__(data)
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(memoryview(data))
+    return data
+
+
 def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | None = None) -> Any:
     """Parse one strict JSON document (RFC 8259 + I-JSON) into plain Python values.
 
@@ -287,6 +302,7 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
         lim = limits
     else:
         raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
+    data = plain(data)
     if isinstance(data, str):
         text = data
         if len(text) > lim.max_document_bytes:

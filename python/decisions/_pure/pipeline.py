@@ -21,7 +21,8 @@ from . import providers
 from .assemble import Assembler
 from .body import body_error, foreign_body, shapeless_body
 from .envelope import decode, utf8_text
-from .providers.canonical import CanonicalMapper, event_fields
+from .json import plain
+from .providers.canonical import CanonicalMapper
 from .sse import _Framer, exclusive
 
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
@@ -121,14 +122,6 @@ class Pipeline:
         except OutputError as err:
             raise self._assembler.fail(err) from None
 
-    def feed_fields(self, fields: dict[str, Any]) -> None:
-        """A canonical event object's fields (already typed: no envelope to check)."""
-        self._assembler.check_usable()
-        try:
-            self._map(None, fields)
-        except OutputError as err:
-            raise self._assembler.fail(err) from None
-
     def fail(self, error: OutputError) -> OutputError:
         """Fail the stream with ``error``; returns the error to raise."""
         return self._assembler.fail(error)
@@ -222,6 +215,7 @@ class StreamAssembler:
             kind = type(keep_events).__name__
             raise TypeError(f"argument 'keep_events': '{kind}' object cannot be converted to 'PyBool'")
         checked = _check_options(limits, choice)
+        provider = plain(provider)
         self._pipeline = Pipeline(provider, _mapper(provider, choice), checked, keep_events)
         self.provider = provider
         # one thread at a time (``abort`` and ``state`` excepted), as the native borrow check allows
@@ -252,11 +246,14 @@ class StreamAssembler:
             raise TypeError(f"feed_event() takes a dict, str or bytes, not {type(payload).__name__}")
         if event is not None and not isinstance(event, str):
             raise TypeError(f"event must be a str or None, not {type(event).__name__}")
+        event = plain(event)
         if event is not None and not utf8_text(event):
             raise pipeline.fail(new_error("MALFORMED_EVENT", "event name is not valid UTF-8"))
         if isinstance(payload, _Event):
-            pipeline.feed_fields(event_fields(payload))
-            return
+            # its wire format, checked as that text would be (as the native
+            # backend does): a str field with a lone surrogate, a count past
+            # 64 bits or a NaN is refused as in the text
+            payload = payload.to_dict()
         if isinstance(payload, dict):
             try:
                 text = payload_text(payload)
@@ -299,11 +296,12 @@ def normalize(
 ) -> NormalizedResponse:
     """A whole non-streaming response body -> :class:`NormalizedResponse`."""
     checked = _check_options(limits, choice)
+    provider = plain(provider)
     mapper = _mapper(provider, choice)
     if isinstance(body, (dict, list)):
         text: str | bytes | bytearray | memoryview = payload_text(body)
     elif isinstance(body, (str, bytes, bytearray, memoryview)):
-        text = body
+        text = plain(body)
     else:
         raise TypeError(f"normalize() takes bytes, str or dict, not {type(body).__name__}")
     return normalize_text(provider, mapper, text, checked)

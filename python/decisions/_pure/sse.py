@@ -22,6 +22,7 @@ from typing import Callable, Concatenate, ParamSpec, Protocol, TypeVar
 from ..errors import OutputError, StreamError
 from ..limits import DEFAULT_LIMITS, Limits
 from ..types import SSEEvent
+from .json import plain
 from .jsonarray import WHITESPACE, ArraySplitter
 
 __all__ = ["SSEDecoder", "RawEvent", "exclusive"]
@@ -128,7 +129,7 @@ class _Framer:
         self._check()
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
             raise TypeError(f"feed() takes bytes, not {type(chunk).__name__}")
-        data = bytes(chunk)
+        data: bytes = plain(chunk)
         limit = self._limits.max_stream_bytes
         if self._pos + len(self._bom_held) + len(data) > limit:
             raise self._fail(

@@ -106,10 +106,12 @@ fn utf8(bytes: &[u8]) -> Result<&str, CoreError> {
     std::str::from_utf8(bytes).map_err(|_| malformed("event data is not valid UTF-8"))
 }
 
-/// A tool call's snapshot state: its `decisions.stream.partial.PartialJSON`, the
-/// bytes of the arguments it has seen, and the arguments of that length as a
-/// Python str (reused while no new text came).
+/// A tool call's snapshot state: the item it views, its
+/// `decisions.stream.partial.PartialJSON`, the bytes of the arguments it has
+/// seen, and the arguments of that length as a Python str (reused while no
+/// new text came).
 struct CallView {
+    item_id: String,
     parser: Py<PyAny>,
     fed: usize,
     arguments: Py<PyAny>,
@@ -122,7 +124,8 @@ pub struct StreamAssembler {
     pipeline: Pipeline,
     /// The `decisions.Limits` given (None for the defaults), for the partial parsers.
     limits_obj: Option<Py<PyAny>>,
-    /// Per item index: the incremental partial parser of a tool call.
+    /// Per item index: the incremental partial parser of a tool call (moved
+    /// with its item when the finished response places an item before it).
     parsers: Vec<Option<CallView>>,
     /// The snapshot text as a Python str, with the number of text items and
     /// their bytes it was built from (items only grow: same counts, same text).
@@ -301,6 +304,25 @@ impl StreamAssembler {
         if self.parsers.len() < items.len() {
             self.parsers.resize_with(items.len(), || None);
         }
+        // The finished response may place an item (a reasoning item only in
+        // the terminal event) before streamed calls: each view follows its
+        // item. A view found later in `parsers` is swapped in; ids are unique,
+        // so none is found at a position already matched.
+        for (index, item) in items.iter().enumerate() {
+            let viewing = |slot: &Option<CallView>| matches!(slot, Some(view) if view.item_id == item.item_id);
+            if matches!(self.parsers.get(index), Some(Some(_)))
+                && !self.parsers.get(index).is_some_and(viewing)
+            {
+                match self.parsers.iter().position(viewing) {
+                    Some(found) => self.parsers.swap(index, found),
+                    None => {
+                        if let Some(slot) = self.parsers.get_mut(index) {
+                            *slot = None;
+                        }
+                    }
+                }
+            }
+        }
         let (count, size) = items
             .iter()
             .filter(|item| item.kind == Kind::Text)
@@ -347,6 +369,7 @@ impl StreamAssembler {
                     None => t.partial_json.bind(py).call0()?,
                 };
                 *slot = Some(CallView {
+                    item_id: item.item_id.clone(),
                     parser: parser.unbind(),
                     fed: 0,
                     arguments: obj(py, "")?.unbind(),
@@ -356,6 +379,7 @@ impl StreamAssembler {
                 parser,
                 fed,
                 arguments,
+                ..
             }) = slot.as_mut()
             else {
                 continue;

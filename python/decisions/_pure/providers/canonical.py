@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any, Final, Mapping
 
 from ...errors import StreamError
-from ...types import CALL_KINDS, EVENT_TYPES, FINISH_REASONS, CanonicalEvent, _Event
+from ...types import CALL_KINDS, EVENT_TYPES, FINISH_REASONS, CanonicalEvent
 from ._shape import U64_MAX as _U64_MAX
 from ._unknown import count_unknown
 
-__all__ = ["CanonicalMapper", "ITEM_KINDS", "canonical_event", "event_fields"]
+__all__ = ["CanonicalMapper", "ITEM_KINDS", "canonical_event"]
 
 #: the kinds of a started item other than a tool call
 ITEM_KINDS: Final = frozenset({"text", "refusal", "reasoning"})
@@ -104,14 +104,6 @@ def canonical_event(payload: Any) -> CanonicalEvent | None:
             raise _malformed(f'{kind} event field "{name}" must be {_EXPECTED[field_kind]}')
         args[name] = value
     return EVENT_TYPES[kind](**args)  # type: ignore[return-value]
-
-
-def event_fields(event: _Event) -> dict[str, Any]:
-    """The wire fields of ``event``, in the order they are checked."""
-    data: dict[str, Any] = {"type": event.type}
-    for name, _, _ in _FIELDS[event.type]:
-        data[name] = getattr(event, name)
-    return data
 
 
 class CanonicalMapper:
