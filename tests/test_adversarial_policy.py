@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Annotated, Any, Optional
 
 import pytest
-from pydantic import AfterValidator, AliasChoices, AliasPath, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AliasChoices, AliasPath, BaseModel, ConfigDict, Field, field_validator
 from typing_extensions import TypedDict
 
 from decide_helpers import call, needs_loads, response
@@ -652,3 +652,25 @@ def test_a_state_check_reason_is_read_as_its_text() -> None:
     )
     assert error.message == "locked" and type(error.message) is str
     assert error.to_dict()["message"] == "locked"
+
+
+class _BrokenValidator(BaseModel):
+    path: str
+
+    @field_validator("path")
+    @classmethod
+    def _boom(cls, value: str) -> str:
+        raise RuntimeError("boom")
+
+
+def test_a_validator_that_raises_is_a_schema_mismatch() -> None:
+    """A tool model's validator raising anything but a validation error
+    does not accept the value: a typed refusal, never the bare exception."""
+    error = _refused(
+        SchemaError,
+        "SCHEMA_MISMATCH",
+        "$.calls[0].arguments",
+        response(call()),
+        tools=_read_tool(_BrokenValidator),
+    )
+    assert error.issues[0]["code"] == "invalid" and "RuntimeError" in error.issues[0]["expected"]
