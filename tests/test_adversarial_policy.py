@@ -20,7 +20,16 @@ from types import ModuleType
 from typing import Annotated, Any, Optional
 
 import pytest
-from pydantic import AfterValidator, AliasChoices, AliasPath, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+)
 from typing_extensions import TypedDict
 
 from decide_helpers import call, needs_loads, response
@@ -674,3 +683,24 @@ def test_a_validator_that_raises_is_a_schema_mismatch() -> None:
         tools=_read_tool(_BrokenValidator),
     )
     assert error.issues[0]["code"] == "invalid" and "RuntimeError" in error.issues[0]["expected"]
+
+
+class _BrokenSerializer(BaseModel):
+    path: str
+
+    @model_serializer
+    def _boom(self) -> dict[str, Any]:
+        raise RuntimeError("boom")
+
+
+def test_a_serializer_that_raises_is_a_schema_mismatch() -> None:
+    """The executor's arguments are the model dumped: a serializer that
+    raises leaves nothing to run, refused with the call named."""
+    error = _refused(
+        SchemaError,
+        "SCHEMA_MISMATCH",
+        "$.calls[0].arguments",
+        response(call()),
+        tools=_read_tool(_BrokenSerializer),
+    )
+    assert error.issues[0]["code"] == "invalid" and "serializer" in error.issues[0]["expected"]

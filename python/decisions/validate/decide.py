@@ -75,6 +75,7 @@ from ..types import (
     TextItem,
     ToolCallItem,
 )
+from ._issues import issue
 from .decision import Decision, FinalDecision, ToolDecision, new_tool_call, new_tool_decision
 from .domain import Tool, ToolRegistry
 from .policy import Policy, RunState, _apply, _Plan
@@ -467,7 +468,12 @@ def _tool_decision(
         else:
             version = tool.version
             if tool.schema is not None:
-                args = tool.schema.dump(value)
+                try:
+                    args = tool.schema.dump(value)
+                except Exception as error:  # fail closed: a serializer that breaks gives the executor nothing
+                    expected = f"arguments the tool's serializer can write (it raised {type(error).__name__})"
+                    found = schema_mismatch([issue(f"$.calls[{index}].arguments", (), "invalid", expected)])
+                    raise at_call(found, index, item.call_id, item.name) from None
                 if not isinstance(args, str if item.call_kind == "custom" else dict):
                     raise TypeError(f"the parameters of tool {item.name!r} do not describe its {item.call_kind} input")
         calls.append(
