@@ -317,3 +317,85 @@ def test_a_lock_held_elsewhere_is_waited_for_only_up_to_the_timeout(url: str) ->
             holder.rollback()
             holder.close()
         assert ledger.claim("a", run_id=run, worker="w").granted
+
+
+# ---------------------------------------------------------------- the host's checks fail closed
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+class _LoudReason(str):
+    """A reason whose overrides raise: only its text counts."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+    def __format__(self, spec: str) -> str:
+        raise RuntimeError("no format")
+
+
+class _BadName:
+    """A criterion whose name cannot be read."""
+
+    @property
+    def __name__(self) -> str:  # type: ignore[override]
+        raise RuntimeError("no name")
+
+    def __call__(self, value: object, entries: object) -> object:
+        return _LoudReason("not yet")
+
+
+def test_a_criterion_answer_or_name_that_cannot_be_read_fails_closed(ledger: Ledger) -> None:
+    with pytest.raises(CompletionError) as caught:
+        check_completion(FINAL, ledger=ledger, run_id=new_run(), criteria=[_BadName()])  # type: ignore[list-item]
+    assert caught.value.code == "ACCEPTANCE_FAILED"
+    assert caught.value.issues[0]["detail"] == "criterion 0: not yet"
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        lambda a, r: 1 / 0,  # raises something other than ResultError
+        lambda a, r: 42,  # not iterable
+        lambda a, r: [_Unprintable()],  # not Effect objects
+    ],
+    ids=["raises", "not-iterable", "not-effects"],
+)
+def test_an_effect_check_that_breaks_fails_the_result(url: str, check: Any) -> None:
+    with open_ledger(url, tools=[Tool(name="write_file", side_effects=True, effects=check)]) as opened:
+        run = new_run()
+        opened.record(decision(("a", "write_file", "allowed")), run_id=run)
+        result = ToolResult("a", "ok", None, effects=(Effect("a.txt", None),))
+        failed = opened.commit(opened.claim("a", run_id=run, worker="w"), result)
+    assert failed.state == "failed" and failed.error is not None and failed.error.code == "EFFECT_NOT_OBSERVED"
+
+
+# ---------------------------------------------------------------- effect paths are resolved
+
+
+@pytest.mark.parametrize("spelling", ["./a.txt", "src/../a.txt", ".//a.txt", "ABSOLUTE"])
+def test_a_path_argument_matches_its_effect_however_it_is_spelt(ledger: Ledger, workspace: Path, spelling: str) -> None:
+    raw = str(workspace / "a.txt") if spelling == "ABSOLUTE" else spelling
+    (workspace / "src").mkdir()
+    run = new_run()
+    ledger.record(decision(("a", "write_file", "allowed"), path=raw), run_id=run)
+    (workspace / "a.txt").write_text("hello")
+    result = ToolResult("a", "ok", {"bytes": 5}, effects=(Effect("a.txt", file_digest(workspace / "a.txt")),))
+    assert ledger.commit(ledger.claim("a", run_id=run, worker="w"), result).state == "committed"
+
+
+@pytest.mark.parametrize("spelling", ["../ws2/a.txt", "OUTSIDE", "b.txt", "a.txt/../b.txt"])
+def test_a_path_argument_elsewhere_still_fails_the_effect_check(ledger: Ledger, workspace: Path, spelling: str) -> None:
+    other = workspace.parent / "ws2"
+    other.mkdir()
+    (other / "a.txt").write_text("hello")
+    raw = str(other / "a.txt") if spelling == "OUTSIDE" else spelling
+    run = new_run()
+    ledger.record(decision(("a", "write_file", "allowed"), path=raw), run_id=run)
+    (workspace / "a.txt").write_text("hello")
+    result = ToolResult("a", "ok", {"bytes": 5}, effects=(Effect("a.txt", file_digest(workspace / "a.txt")),))
+    failed = ledger.commit(ledger.claim("a", run_id=run, worker="w"), result)
+    assert failed.state == "failed" and failed.error is not None and failed.error.code == "PARTIAL_EFFECT"

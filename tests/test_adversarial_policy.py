@@ -20,7 +20,16 @@ from types import ModuleType
 from typing import Annotated, Any, Optional
 
 import pytest
-from pydantic import AfterValidator, AliasChoices, AliasPath, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+)
 from typing_extensions import TypedDict
 
 from decide_helpers import call, needs_loads, response
@@ -604,3 +613,94 @@ def test_an_old_draft_cannot_close_a_composed_object() -> None:
     with pytest.raises(ValueError, match="unevaluatedProperties"):
         Tool(name="read_file", parameters={"$schema": "http://json-schema.org/draft-07/schema#", **COMPOSED_SCHEMA})
     Tool(name="read_file", parameters={"$schema": "http://json-schema.org/draft-07/schema#", **PLAIN_SCHEMA})
+
+
+# ================================================================ a host's check fails closed, answer included
+
+
+class _Unprintable:
+    """An answer whose text cannot be read."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+class _Undecidable:
+    """An answer that cannot say whether it is true."""
+
+    def __bool__(self) -> bool:
+        raise RuntimeError("no truth")
+
+
+class _LoudReason(str):
+    """A reason whose overrides raise: only its text counts."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+    def __format__(self, spec: str) -> str:
+        raise RuntimeError("no format")
+
+
+@pytest.mark.parametrize("answer", [_Unprintable(), _Undecidable(), _LoudReason("locked")], ids=type)
+def test_an_approval_answer_that_cannot_be_read_asks_for_a_human(answer: object) -> None:
+    decision = _decided(response(call()), policy=Policy(approval=lambda c: answer))  # type: ignore[arg-type,return-value]
+    assert not decision.executable and decision.needs_approval
+    reasons = decision.verdicts[0].reasons
+    assert reasons == (("locked",) if isinstance(answer, str) else ("the approval check raised RuntimeError",))
+    assert all(type(r) is str for r in reasons)
+
+
+def test_a_state_check_reason_is_read_as_its_text() -> None:
+    error = _refused(
+        PolicyError,
+        "STATE_CHECK_FAILED",
+        "$.calls[0]",
+        response(call()),
+        policy=Policy(state_check=lambda c: _LoudReason("locked")),
+    )
+    assert error.message == "locked" and type(error.message) is str
+    assert error.to_dict()["message"] == "locked"
+
+
+class _BrokenValidator(BaseModel):
+    path: str
+
+    @field_validator("path")
+    @classmethod
+    def _boom(cls, value: str) -> str:
+        raise RuntimeError("boom")
+
+
+def test_a_validator_that_raises_is_a_schema_mismatch() -> None:
+    """A tool model's validator raising anything but a validation error
+    does not accept the value: a typed refusal, never the bare exception."""
+    error = _refused(
+        SchemaError,
+        "SCHEMA_MISMATCH",
+        "$.calls[0].arguments",
+        response(call()),
+        tools=_read_tool(_BrokenValidator),
+    )
+    assert error.issues[0]["code"] == "invalid" and "RuntimeError" in error.issues[0]["expected"]
+
+
+class _BrokenSerializer(BaseModel):
+    path: str
+
+    @model_serializer
+    def _boom(self) -> dict[str, Any]:
+        raise RuntimeError("boom")
+
+
+def test_a_serializer_that_raises_is_a_schema_mismatch() -> None:
+    """The executor's arguments are the model dumped: a serializer that
+    raises leaves nothing to run, refused with the call named."""
+    error = _refused(
+        SchemaError,
+        "SCHEMA_MISMATCH",
+        "$.calls[0].arguments",
+        response(call()),
+        tools=_read_tool(_BrokenSerializer),
+    )
+    assert error.issues[0]["code"] == "invalid" and "serializer" in error.issues[0]["expected"]

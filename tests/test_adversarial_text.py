@@ -221,6 +221,45 @@ def test_the_text_calls_of_two_responses_of_one_run_do_not_share_ids() -> None:
     assert info.value.code == "CALL_ALREADY_DECIDED"
 
 
+def _gemini_body(path: str) -> str:
+    """A Gemini body with no ``responseId``: its call id is generated."""
+    call = {"functionCall": {"name": "read_file", "args": {"path": path}}}
+    return json.dumps({"candidates": [{"content": {"role": "model", "parts": [call]}, "finishReason": "STOP"}]})
+
+
+def _anonymous_text(path: str) -> NormalizedResponse:
+    """A response with no id whose one call is written into its text."""
+    text = OTHER.replace("a.txt", path)
+    item = TextItem(item_id="t", text=text)
+    return tool_calls_response(
+        NormalizedResponse(provider="openai-chat", response_id=None, model="m", finish_reason="stop", items=(item,))
+    )
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [lambda path: decisions.normalize(_gemini_body(path), provider="gemini"), _anonymous_text],
+    ids=["gemini", "text-calls"],
+)
+@pytest.mark.parametrize("path", ["a.txt", "SAME"])
+def test_generated_ids_of_responses_without_an_id_are_not_replays(turn: Callable[[str], Any], path: str) -> None:
+    """Without a response id, ``call_0`` is in every turn: each decision gets
+    ids of its own, so the run takes the next turn (even the same call again)
+    and the ledger keeps both calls apart."""
+    run = decisions.Run()
+    ledger = decisions.open_ledger("sqlite://")
+    ids = []
+    for index in range(2):
+        decision = decisions.decide(turn("a.txt" if path == "SAME" else f"{index}.txt"), run=run)
+        assert isinstance(decision, decisions.ToolDecision) and decision.executable
+        (call,) = decision.calls
+        assert call.call_id_generated and call.call_id.startswith("gen-")
+        ids.append(call.call_id)
+        ledger.record(decision, run_id="r")
+    assert ids[0] != ids[1]
+    assert [entry.call_id for entry in ledger.entries("r")] == ids
+
+
 def test_quoting_scan_is_linear() -> None:
     """Markdown-heavy text around many calls: 10x the input costs about 10x."""
     unit = "> quoted `span` text\n\n```\ncode\n```\n- item `a` b\n" + CALL + "\n\n"

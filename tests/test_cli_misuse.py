@@ -4,6 +4,7 @@ current directory, as ``python -m`` would."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,9 @@ def here(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (cwd / "mytools.py").write_text(MYTOOLS)
     (cwd / "broken.py").write_text("raise RuntimeError('boom at import')\n")
     (cwd / "unknown.json").write_text('{"hello": "world"}')
+    (cwd / "deep.json").write_text("[" * 100_000)
+    (cwd / "binary.bin").write_bytes(b"\xff\xfe\x00\x80 not text")
+    os.mkfifo(cwd / "fifo")  # nobody ever writes to it: reading it would wait forever
     return cwd
 
 
@@ -67,6 +71,11 @@ MISUSES = {
     "empty stdin": (["inspect", "-"], "the input is empty"),
     "unknown shape": (["inspect", "unknown.json"], "cannot tell the provider"),
     "html without file": (["inspect", "--html", "out.html"], "--html needs FILE"),
+    "a directory": (["inspect", "."], "cannot read .: a directory"),
+    "a FIFO": (["inspect", "fifo"], "cannot read fifo: not a regular file"),
+    "a device without end": (["inspect", "/dev/zero"], "cannot read /dev/zero: not a regular file"),
+    "deeply nested JSON": (["inspect", "deep.json"], "cannot tell the provider"),
+    "binary, not UTF-8": (["inspect", "binary.bin"], "cannot tell the provider"),
     "html unwritable": (["inspect", ESCAPE, "--html", "/nonexistent/dir/out.html"], "cannot write /nonexistent/dir"),
 }
 
@@ -86,3 +95,17 @@ def test_tools_and_policy_come_from_the_current_directory(here: Path) -> None:
     done = _cli(here, "inspect", ESCAPE, "--tools", "mytools:tools", "--policy", "mytools:policy", "--json")
     assert done.returncode == 1, done.stderr  # a typed failure of the recording, not a usage error
     assert '"INVALID_ESCAPE"' in done.stdout and done.stderr == ""
+
+
+def test_an_input_larger_than_any_limit_is_refused_before_it_is_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from decisions import cli
+
+    monkeypatch.setattr(cli, "_MAX_INPUT", 16)
+    path = tmp_path / "big.json"
+    path.write_bytes(b'{"candidates": []}  ')
+    with pytest.raises(cli.UsageError, match="larger than 16 bytes"):
+        cli._read(str(path))
+    path.write_bytes(b"{}")
+    assert cli._read(str(path)) == b"{}"

@@ -171,3 +171,13 @@ def test_adapters_go_forward_once(registry: SchemaRegistry) -> None:
     registry.register("other@2.0.0", V2)
     with pytest.raises(ValueError):
         registry.add_adapter("agent.decision@2.1.0", "other@2.0.0", copy.deepcopy)
+
+
+def test_an_adapter_that_raises_is_a_typed_refusal() -> None:
+    reg = SchemaRegistry()
+    reg.register("a@1.0.0", {"type": "object"})
+    reg.register("a@2.0.0", {"type": "object"})
+    reg.add_adapter("a@1.0.0", "a@2.0.0", lambda value: value["missing"])
+    with pytest.raises(SchemaError) as info:
+        reg.migrate({}, "a@1.0.0", "a@2.0.0")
+    assert info.value.code == "AMBIGUOUS_MIGRATION" and "KeyError" in info.value.message

@@ -21,6 +21,7 @@ import argparse
 import importlib
 import json
 import os
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,6 +42,7 @@ from .inspection import (
     render,
 )
 from .ledger import cli as _ledger_cli
+from .limits import DEFAULT_LIMITS
 from .report import render_html
 from .validate.domain import ToolRegistry
 from .validate.policy import Policy
@@ -95,13 +97,36 @@ def _load_object(spec: str | None, option: str) -> Any:
     return obj
 
 
+#: The most an input may hold: the largest the default limits let any input be
+#: (a stream), read no further so a huge file or device is refused before it is held.
+_MAX_INPUT: Final = max(DEFAULT_LIMITS.max_stream_bytes, DEFAULT_LIMITS.max_response_bytes)
+
+
 def _read(file: str) -> bytes:
+    """The bytes of ``file`` (``-``: stdin), at most :data:`_MAX_INPUT`; a
+    UsageError for anything but a readable regular file within that bound
+    (a FIFO, socket or device is never waited on nor read without end)."""
     if file == "-":
-        return sys.stdin.buffer.read()
-    try:
-        return Path(file).read_bytes()
-    except OSError as error:
-        raise UsageError(f"cannot read {file}: {error.strerror}") from error
+        data = sys.stdin.buffer.read(_MAX_INPUT + 1)
+    else:
+        try:
+            fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError as error:
+            raise UsageError(f"cannot read {file}: {error.strerror}") from error
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+                raise UsageError(f"cannot read {file}: {what}")
+            with os.fdopen(os.dup(fd), "rb") as handle:
+                data = handle.read(_MAX_INPUT + 1)
+        except OSError as error:
+            raise UsageError(f"cannot read {file}: {error.strerror}") from error
+        finally:
+            os.close(fd)
+    if len(data) > _MAX_INPUT:
+        raise UsageError(f"cannot read {file}: larger than {_MAX_INPUT} bytes, more than any input may hold")
+    return data
 
 
 def _inspect(args: argparse.Namespace, out: TextIO) -> int:

@@ -79,7 +79,7 @@ def _first_payloads(data: bytes, fmt: str, limits: Limits | None) -> list[Any]:
     for text in texts:
         try:
             payloads.append(json.loads(text))
-        except ValueError:
+        except (ValueError, RecursionError):  # not a shape to tell: the chain names the error
             continue
     return payloads
 

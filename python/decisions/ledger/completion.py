@@ -36,6 +36,16 @@ def _issue(path: str, code: str, expected: str, detail: str) -> dict[str, str]:
     return {"path": path, "code": code, "expected": expected, "detail": detail}
 
 
+def _criterion_name(criterion: Criterion, index: int) -> str:
+    """The name a criterion is reported by: its ``__name__`` when that is
+    text, else its position (reading a broken name never escapes)."""
+    try:
+        name = getattr(criterion, "__name__", None)
+    except Exception:  # a property that raises names nothing
+        name = None
+    return str.__str__(name) if isinstance(name, str) else f"criterion {index}"
+
+
 def _changed_since(ledger: Ledger, entries: Sequence[Entry]) -> list[str]:
     """What is wrong with every file whose last checked effect (the latest
     committed call's, per :class:`FileEffects` root) is no longer what is there."""
@@ -139,7 +149,7 @@ def check_completion(
                 )
             )
     for index, criterion in enumerate(criteria):
-        name = getattr(criterion, "__name__", f"criterion {index}")
+        name = _criterion_name(criterion, index)
         try:
             outcome = criterion(final.value, entries)
         except Exception as error:  # fail closed: a broken criterion did not pass
@@ -147,7 +157,7 @@ def check_completion(
         if outcome is True or outcome is None:
             continue
         if isinstance(outcome, str):
-            reason = outcome
+            reason = str.__str__(outcome)  # the text itself, never a subclass's overrides
         elif outcome is False:
             reason = "returned False"
         else:  # fail closed: 0, numpy.False_, a list... are not a pass

@@ -19,8 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
 
-from ..errors import OutputError, ResultError
+from ..errors import OutputError, PolicyError, ResultError
 from ..validate.domain import Tool
+from ..validate.paths import resolve_path
 
 __all__ = [
     "ResultStatus",
@@ -108,13 +109,24 @@ def _effect_error(code: str, message: str, path: str) -> ResultError:
     )
 
 
+def _resolved(root: str, raw: str) -> str | None:
+    """A path argument resolved under ``root`` as the policy resolves it
+    (``./a.txt``, ``src//a.txt`` and an absolute path inside are one file),
+    or None when it is not a path inside ``root`` (never observed)."""
+    try:
+        return resolve_path(root, raw)
+    except PolicyError:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class FileEffects:
     """Effect check for file-writing tools: every claimed effect is looked at
     under ``root`` (its digest recomputed; a None digest means the file must be
     gone), and every path argument named in ``paths`` (field names of the
     call's arguments, string or list of strings) must be among the claimed
-    effects. A path outside ``root`` is never observed."""
+    effects, both resolved under ``root`` as the policy resolves paths. A
+    path outside ``root`` is never observed."""
 
     root: str
     paths: tuple[str, ...] = ("path",)
@@ -126,6 +138,7 @@ class FileEffects:
     def __call__(self, arguments: Mapping[str, Any] | None, result: ToolResult) -> Sequence[Effect]:
         root = os.path.realpath(self.root)
         observed: list[Effect] = []
+        claimed: set[str] = set()  # the resolved path of every observed effect
         for index, effect in enumerate(result.effects):
             where = f"$.effects[{index}]"
             try:
@@ -154,13 +167,13 @@ class FileEffects:
                     seen = "missing" if actual is None else f"has {actual}"
                     raise _effect_error("EFFECT_NOT_OBSERVED", f"{effect.path!r} {seen}, not {effect.digest}", where)
             observed.append(effect)
-        claimed = {os.path.normpath(e.path) for e in observed}
+            claimed.add(target)
         expected: list[str] = []
         for name in self.paths:
             value = (arguments or {}).get(name)
             items = value if isinstance(value, list) else [value]
             expected += [v for v in items if isinstance(v, str) and v]
-        missing = [p for p in expected if os.path.normpath(p) not in claimed]
+        missing = [p for p in expected if _resolved(root, p) not in claimed]
         if missing:
             code = "PARTIAL_EFFECT" if observed else "EFFECT_NOT_OBSERVED"
             raise _effect_error(code, f"no effect observed on {missing}", "$.effects")
@@ -183,6 +196,14 @@ def check_result(
             observed = tuple(tool.effects(arguments, result))
         except ResultError as error:
             return error, ()
+        except Exception as error:  # fail closed: a broken check observed nothing
+            return _effect_error(
+                "EFFECT_NOT_OBSERVED", f"the effect check raised {type(error).__name__}", "$.effects"
+            ), ()
+        if not all(isinstance(effect, Effect) for effect in observed):
+            return _effect_error(
+                "EFFECT_NOT_OBSERVED", "the effect check returned something other than Effect objects", "$.effects"
+            ), ()
     if result.status == "partial":
         return ResultError(
             "PARTIAL_EFFECT", "the tool reported a partial result", path="$.status", retryable=False

@@ -60,6 +60,7 @@ exactly the values the policy checked; ``validated`` is the model itself.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Final, Iterable, Literal, Mapping, NoReturn
 
 from .. import _backend
@@ -74,6 +75,7 @@ from ..types import (
     TextItem,
     ToolCallItem,
 )
+from ._issues import issue
 from .decision import Decision, FinalDecision, ToolDecision, new_tool_call, new_tool_decision
 from .domain import Tool, ToolRegistry
 from .policy import Policy, RunState, _apply, _Plan
@@ -445,11 +447,16 @@ def _tool_decision(
         if len(failed) == 1:  # one call's issues: the error names that call
             at_call(error, failed[0], items[failed[0]].call_id, items[failed[0]].name)
         raise error
+    # A call id generated for a response with no id of its own names nothing the
+    # provider sent ("call_0" in every such response): this decision's calls get
+    # ids of their own, so a run and its ledger never take the next turn for a replay.
+    fresh = f"gen-{uuid.uuid4().hex}" if not response.response_id else None
     calls = []
     for index, item in enumerate(items):
         tool = tools[index]
         args = arguments[index]
         value = validated[index]
+        call_id = f"{fresh}:{item.call_id}" if fresh is not None and item.call_id_generated else item.call_id
         if tool is None:  # a registered name is known to the plan's names too
             try:
                 plan.names.check(item.name, path=f"$.calls[{index}].name")
@@ -461,12 +468,17 @@ def _tool_decision(
         else:
             version = tool.version
             if tool.schema is not None:
-                args = tool.schema.dump(value)
+                try:
+                    args = tool.schema.dump(value)
+                except Exception as error:  # fail closed: a serializer that breaks gives the executor nothing
+                    expected = f"arguments the tool's serializer can write (it raised {type(error).__name__})"
+                    found = schema_mismatch([issue(f"$.calls[{index}].arguments", (), "invalid", expected)])
+                    raise at_call(found, index, item.call_id, item.name) from None
                 if not isinstance(args, str if item.call_kind == "custom" else dict):
                     raise TypeError(f"the parameters of tool {item.name!r} do not describe its {item.call_kind} input")
         calls.append(
             new_tool_call(
-                item.call_id,
+                call_id,
                 item.name,
                 args,
                 index,

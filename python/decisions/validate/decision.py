@@ -51,7 +51,11 @@ class ToolCall:
     else the parsed object itself. ``tool_version`` is the registered version
     of the tool that validated it (None without a registry). ``call_kind``
     is the call's kind (:data:`~decisions.types.CallKind`): for ``custom``
-    (a text tool) ``arguments`` is the input *text* itself, never parsed."""
+    (a text tool) ``arguments`` is the input *text* itself, never parsed.
+    A ``call_id_generated`` id from a response without a response id names
+    nothing the provider sent, so each decision makes its own
+    (``gen-<hex>:call_0``): a run and its ledger tell turns apart, and
+    replays are only recognised by the provider's identity."""
 
     call_id: str
     name: str

@@ -304,12 +304,9 @@ def _check_call(
     if rule is not None and rule.approval:
         reasons.append(rule.approval if isinstance(rule.approval, str) else f"{name!r} requires approval")
     if policy.approval is not None:
-        try:
-            approval_reason = policy.approval(call)
-        except Exception as error:  # fail closed: a broken check asks for a human
-            approval_reason = f"the approval check raised {type(error).__name__}"
-        if approval_reason:
-            reasons.append(str(approval_reason))
+        approval_reason = _approval_reason(policy.approval, call)
+        if approval_reason is not None:
+            reasons.append(approval_reason)
     status: Literal["needs_approval", "allowed"] = "needs_approval" if reasons else "allowed"
     return new_verdict(call.call_id, status, None, tuple(reasons), paths, empty_paths, None)
 
@@ -343,6 +340,22 @@ def _check_paths(
     return (MappingProxyType(paths) if paths else _EMPTY), tuple(empty_paths)
 
 
+def _approval_reason(approval: ApprovalCheck, call: ToolCall) -> str | None:
+    """The reason ``approval`` gives for ``call`` as plain text, or None; a
+    check that raises, also while its answer is read (``__bool__``,
+    ``__str__``), asks for a human: fail closed."""
+    try:
+        outcome = approval(call)
+        if isinstance(outcome, str):
+            return str.__str__(outcome) or None  # the text itself, not a subclass's overrides
+        if not outcome:
+            return None
+        reason = str(outcome)
+        return str.__str__(reason) if isinstance(reason, str) else None
+    except Exception as error:  # fail closed: a broken check asks for a human
+        return f"the approval check raised {type(error).__name__}"
+
+
 def _check_state(call: ToolCall, index: int, state_check: StateCheck) -> None:
     """The PolicyError of a call the host's state check refuses (a check
     that raises, or returns anything but None, True, False or a reason,
@@ -353,7 +366,7 @@ def _check_state(call: ToolCall, index: int, state_check: StateCheck) -> None:
         outcome = f"the state check raised {type(error).__name__}"
     if outcome is not None and outcome is not True:
         if isinstance(outcome, str):
-            reason = outcome
+            reason = str.__str__(outcome)  # the text itself, never a subclass's overrides
         elif outcome is False:
             reason = "the state check refused the call"
         else:

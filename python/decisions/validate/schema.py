@@ -213,6 +213,12 @@ class Schema:
                 return [], self._adapter.validator.validate_json(source, strict=True, extra=self._extra)
             except ValidationError as error:
                 return pydantic_issues(error, value, root), None
+            except RecursionError:
+                raise
+            except Exception as error:  # fail closed: a validator that breaks did not accept the value
+                return [
+                    issue(root, (), "invalid", f"a value the validators accept (one raised {type(error).__name__})")
+                ], None
         issues: list[dict[str, str]] = []
         for failure in sorted(self._compiled.reference.iter_errors(value), key=error_order):
             issues.extend(js_issues(failure, root))

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..errors import SchemaError, json_path
+from ..errors import OutputError, SchemaError, json_path
 from .schema import Schema
 
 __all__ = ["SchemaRef", "VersionedSchema", "SchemaRegistry", "tool_name_args_to_calls", "Adapter"]
@@ -147,8 +147,13 @@ class SchemaRegistry:
             step = self._adapters.get(current)
             if step is None or step[0] > dst:
                 raise _ambiguous(f"no adapter chain leads from {src} to {dst}")
-            current, adapter = step
-            result = adapter(result)
+            source_ref, (current, adapter) = current, step
+            try:
+                result = adapter(result)
+            except OutputError:
+                raise
+            except Exception as error:  # fail closed: a broken adapter migrates nothing
+                raise _ambiguous(f"the adapter from {source_ref} raised {type(error).__name__}") from None
         return self.get(dst).validate(result)
 
 
