@@ -207,3 +207,19 @@ def test_ledger_result_messages_refuse_an_unknown_call_id(ledger: Ledger) -> Non
     with pytest.raises(ValueError):
         ledger.result_messages("openai-chat", run_id=run, call_ids="ab")  # "a" in "ab" would match
     assert [m["tool_call_id"] for m in ledger.result_messages("openai-chat", run_id=run, call_ids=["ab"])] == ["ab"]
+
+
+def test_a_lone_surrogate_in_an_id_is_typed_and_stores_nothing(ledger: Ledger) -> None:
+    run = new_run()
+    with pytest.raises(ResultError) as caught:
+        ledger.record(decision(("a", "t", "allowed")), run_id=run + "\ud800")
+    assert caught.value.code == "LEDGER_UNAVAILABLE"
+    ledger.record(decision(("a", "t", "allowed")), run_id=run)
+    with pytest.raises(ResultError) as caught:
+        ledger.claim("a", run_id=run, worker="w\udcff")
+    assert caught.value.code == "LEDGER_UNAVAILABLE"
+    with pytest.raises(ResultError):
+        ledger.cancel(run, actor="\ud800")
+    assert not ledger.cancelled(run)
+    assert ledger.claim("a", run_id=run, worker="w").granted
+    assert [r for r, _, _ in ledger.runs() if r.startswith(run)] == [run]
