@@ -19,7 +19,7 @@ from decisions.ledger.messages import result_messages
 from decisions.recover.results import ResultBook
 from ledger_helpers import BACKENDS, decision, new_run, url_for
 
-UNSTORABLE: tuple[Any, ...] = (float("nan"), float("inf"), "\ud800", {"k\udcff": 1})
+UNSTORABLE: tuple[Any, ...] = (float("nan"), float("inf"), "\ud800", {"k\udcff": 1}, {1: "x", "1": "y"})
 
 
 @pytest.fixture(params=BACKENDS)
@@ -178,7 +178,7 @@ def _deep(levels: int) -> list[Any]:
 
 
 @pytest.mark.parametrize("provider", ["openai-chat", "openai-responses", "anthropic", "gemini"])
-@pytest.mark.parametrize("bad", [float("nan"), float("-inf"), "\ud800", b"\xff", {"k": {"\udcff"}}])
+@pytest.mark.parametrize("bad", [float("nan"), float("-inf"), "\ud800", b"\xff", {"k": {"\udcff"}}, {1: "x", "1": "y"}])
 def test_result_messages_refuse_content_json_cannot_carry(provider: str, bad: Any) -> None:
     call = decision(("a", "t", "allowed")).calls[0]
     with pytest.raises(ResultError) as caught:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
-from .._payload import canonical_json
+from .._payload import canonical_json, strict_dumps
 from ..errors import DomainError, OutputError, error_class
 from .results import Effect, ToolResult
 from .shapes import from_dict, to_dict
@@ -71,7 +71,7 @@ def storable(value: Any, code: str, path: str) -> str:
     ``code`` at ``path`` (NaN, Infinity, a lone surrogate, a value JSON
     cannot write) raised before anything is stored."""
     try:
-        text = canonical_json(value)
+        text = strict_dumps(value, sort_keys=True, separators=(",", ":"))  # canonical_json, keys checked
         text.encode("utf-8")
     except (TypeError, ValueError, RecursionError) as error:  # UnicodeEncodeError is a ValueError
         why = "a lone surrogate" if isinstance(error, UnicodeEncodeError) else "a value JSON cannot hold"

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
 
-from .._payload import dumps
+from .._payload import strict_dumps
 from ..errors import OutputError, ResultError
 from ..validate.domain import Tool
 
@@ -81,7 +81,7 @@ class ToolResult:
         depth); ``RESULT_SCHEMA_MISMATCH`` when it is not text UTF-8 can
         carry or not a JSON value (NaN, Infinity, bytes, a lone surrogate)."""
         try:
-            text = self.content if isinstance(self.content, str) else dumps(self.content)
+            text = self.content if isinstance(self.content, str) else strict_dumps(self.content)
             text.encode("utf-8")
         except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
             raise ResultError(
