@@ -85,6 +85,27 @@ def dumps(value: Any, *, sort_keys: bool = False, separators: tuple[str, str] = 
     return json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=sort_keys, separators=separators)
 
 
+def strict_dumps(value: Any, *, sort_keys: bool = False, separators: tuple[str, str] = (", ", ": ")) -> str:
+    """:func:`dumps`, and TypeError for an object key that is not a string at
+    any depth (``json`` would write ``{1: ..}`` as ``{"1": ..}``, beside a
+    ``"1"`` key too)."""
+    stack: list[Any] = [value]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (dict, list, tuple)):
+            if id(node) in seen:
+                continue  # a cycle: dumps refuses it
+            seen.add(id(node))
+            if isinstance(node, dict):
+                if not all(isinstance(k, str) for k in node):
+                    raise TypeError("object keys must be str")
+                stack.extend(node.values())
+            else:
+                stack.extend(node)
+    return dumps(value, sort_keys=sort_keys, separators=separators)
+
+
 def canonical_json(value: Any) -> str:
     """Keys sorted, no whitespace, non-ASCII kept, floats as ``repr``; any depth."""
     return dumps(value, sort_keys=True, separators=(",", ":"))

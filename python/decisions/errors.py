@@ -345,11 +345,16 @@ class OutputError(Exception):
         code = data.get("code")
         if type(code) is not str or code not in ERROR_CODES:
             raise _shape_mismatch(f"{path}.code", "a code of decisions.ERROR_CODES")
+        layer = data.get("layer")
+        if layer is not None and layer != ERROR_CODES[code].layer:
+            raise _shape_mismatch(f"{path}.layer", f"the layer of {code} ({ERROR_CODES[code].layer})")
         state: dict[str, Any] = {"code": code}
         for name, kind in _MEMBERS:
             value = data.get(name)
             if value is not None and type(value) is not kind:
                 raise _shape_mismatch(f"{path}.{name}", kind.__name__)
+            if kind is int and value is not None and value < 0:
+                raise _shape_mismatch(f"{path}.{name}", "a non-negative int")
             state[name] = value
         if state["issues"] is None:
             raise _shape_mismatch(f"{path}.issues", "list")
@@ -358,6 +363,10 @@ class OutputError(Exception):
             for i, entry in enumerate(entries):
                 if type(entry) is not dict:
                     raise _shape_mismatch(f"{path}.{name}[{i}]", "an object")
+                if name == "issues":
+                    for key in ("path", "code", "expected"):
+                        if type(entry.get(key)) is not str and (key != "expected" or key in entry):
+                            raise _shape_mismatch(f"{path}.issues[{i}].{key}", "str")
             state[name] = entries
         return _rebuild(error_class(code), state)
 

@@ -33,6 +33,11 @@ BATCH_OPEN_SQL: Final = (
 LIVE_RUN_SQL: Final = (
     "NOT EXISTS (SELECT 1 FROM ledger_runs r WHERE r.run_id = ledger_calls.run_id AND r.cancelled = 1)"
 )
+#: PostgreSQL: the run is not cancelled, read under a share lock on its row, so a claim waits
+#: for a cancel in flight and sees it (a plain subquery reads the statement's snapshot).
+RUN_LIVE_LOCKED_SQL: Final = (
+    "COALESCE((SELECT r.cancelled FROM ledger_runs r WHERE r.run_id = ledger_calls.run_id FOR SHARE), 0) = 0"
+)
 _CLAIM_SET: Final = (
     "attempt = attempt + 1, worker = ?, lease_until = ledger_now() + ?, claimed_at = ledger_now(), "
     "finished_at = NULL, state = 'executing'"
@@ -40,7 +45,10 @@ _CLAIM_SET: Final = (
 #: Every step returns these four first (named apart from :data:`COLUMNS`), for its audit event.
 _WHO: Final = "run_id AS e_run, call_id AS e_call, worker AS e_worker, attempt AS e_attempt"
 _GRANTED: Final = f"{_WHO}, lease_until, idem_key, tool, arguments, side_effects"
-_LIVE_LEASE: Final = f"state = 'executing' AND attempt = ? AND lease_until >= ledger_now() AND {LIVE_RUN_SQL}"
+#: The claim still holds the call: its worker and attempt (fencing token) are the live ones.
+_LIVE_LEASE: Final = (
+    f"state = 'executing' AND worker = ? AND attempt = ? AND lease_until >= ledger_now() AND {LIVE_RUN_SQL}"
+)
 
 
 def step_with_event(
@@ -86,11 +94,12 @@ def granted(row: Any) -> Claim:
 
 def claim_one(cur: Cursor, dialect: Dialect, run_id: str, call_id: str, worker: str, lease: float) -> Claim | None:
     """Win ``call_id`` in one statement, or None."""
+    live = RUN_LIVE_LOCKED_SQL if dialect == "postgresql" else LIVE_RUN_SQL
     row = step_with_event(
         cur,
         dialect,
         f"UPDATE ledger_calls SET {_CLAIM_SET} WHERE run_id = ? AND call_id = ? AND {CLAIMABLE_SQL} "
-        f"AND {BATCH_OPEN_SQL} AND {LIVE_RUN_SQL} RETURNING {_GRANTED}",
+        f"AND {BATCH_OPEN_SQL} AND {live} RETURNING {_GRANTED}",
         (worker, lease, run_id, call_id),
         "claimed",
         None,
@@ -102,8 +111,11 @@ def claim_next(cur: Cursor, dialect: Dialect, run_id: str, worker: str, lease: f
     """Win the first claimable call of the run (in recorded order) in one
     statement, or None. On PostgreSQL the candidate row is picked with ``FOR
     UPDATE SKIP LOCKED``, so concurrent workers take different calls instead
-    of queueing on one row; the outer ``WHERE`` checks it again."""
+    of queueing on one row; the outer ``WHERE`` checks every condition again
+    (a concurrently updated row is re-read there), and the run's row is
+    locked (:data:`RUN_LIVE_LOCKED_SQL`) so a concurrent cancel cannot be overtaken."""
     lock = " FOR UPDATE SKIP LOCKED" if dialect == "postgresql" else ""
+    live = RUN_LIVE_LOCKED_SQL if dialect == "postgresql" else LIVE_RUN_SQL
     pick = (
         f"SELECT call_id FROM ledger_calls WHERE run_id = ? AND {OPEN_SQL} AND {CLAIMABLE_SQL} AND {BATCH_OPEN_SQL} "
         f"AND {LIVE_RUN_SQL} ORDER BY seq LIMIT 1{lock}"
@@ -112,7 +124,7 @@ def claim_next(cur: Cursor, dialect: Dialect, run_id: str, worker: str, lease: f
         cur,
         dialect,
         f"UPDATE ledger_calls SET {_CLAIM_SET} WHERE run_id = ? AND call_id = ({pick}) AND {CLAIMABLE_SQL} "
-        f"RETURNING {_GRANTED}",
+        f"AND {BATCH_OPEN_SQL} AND {live} RETURNING {_GRANTED}",
         (worker, lease, run_id, run_id),
         "claimed",
         None,
@@ -158,7 +170,7 @@ def renew(cur: Cursor, claim: Claim, lease: float) -> float | None:
     cur.execute(
         f"UPDATE ledger_calls SET lease_until = ledger_now() + ? WHERE run_id = ? AND call_id = ? AND {_LIVE_LEASE} "
         "RETURNING lease_until",
-        (lease, claim.run_id, claim.call_id, claim.attempt),
+        (lease, claim.run_id, claim.call_id, claim.worker, claim.attempt),
     )
     row = cur.fetchone()
     return None if row is None else float(row[0])
@@ -177,7 +189,7 @@ def commit(
         "UPDATE ledger_calls SET state = ?, result = ?, result_status = ?, error = ?, effects = ?, retry_safe = ?, "
         f"finished_at = ledger_now(), lease_until = NULL WHERE run_id = ? AND call_id = ? AND {_LIVE_LEASE} "
         f"RETURNING {_WHO}, {COLUMNS}",
-        (*sets, claim.run_id, claim.call_id, claim.attempt),
+        (*sets, claim.run_id, claim.call_id, claim.worker, claim.attempt),
         kind,
         detail,
     )
@@ -200,6 +212,13 @@ def refusal(cur: Cursor, claim: Claim) -> ResultError:
             f"attempt {claim.attempt} of {claim.call_id!r} is stale; attempt {entry.attempt} is current",
             path="$.attempt",
             hint="drop this result: another attempt owns the call",
+        )
+    if entry.worker != claim.worker:
+        return ResultError(
+            "NOT_CLAIMED",
+            f"call {claim.call_id!r} is held by another worker's claim, not {claim.worker!r}'s",
+            path="$.worker",
+            hint="commit only under the claim the ledger granted",
         )
     return ResultError(
         "LATE_RESULT",

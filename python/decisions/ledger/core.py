@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final, Literal
 
-from ..errors import OutputError, ResultError
+from ..errors import DomainError, OutputError, ResultError
 from ..validate.decision import ToolCall, ToolDecision
 from ..validate.domain import Tool, ToolRegistry
 from . import claims
@@ -45,6 +45,7 @@ from .records import (
     idempotency_key,
     loads,
     row_of,
+    storable,
 )
 from .records import (
     event as log_event,
@@ -149,7 +150,9 @@ class Ledger:
             if isinstance(names, str):  # `in` would match any part of it: "write" in "write_file"
                 raise ValueError(f"{what} must be a collection of tool names, not the string {names!r}")
         lookup = self._tool if tools is None else _lookup(tools)
-        batch_id = argument_digest({"calls": [c.call_id for c in decision.calls]})
+        batch_id = argument_digest({"calls": [c.call_id for c in decision.calls]}, path="$.calls")
+        # checked before the transaction: a call the ledger cannot store records nothing of the decision
+        digests = [argument_digest(c.arguments, path=f"$.calls[{i}].arguments") for i, c in enumerate(decision.calls)]
 
         def work(cur: Cursor) -> tuple[Entry, ...]:
             # DO UPDATE locks the run's row (PostgreSQL), so records of one run take their seqs in turn
@@ -163,7 +166,7 @@ class Ledger:
             out: list[Entry] = []
             for offset, (call, verdict) in enumerate(zip(decision.calls, decision.verdicts)):
                 tool = lookup(call.name)
-                digest = argument_digest(call.arguments)
+                digest = digests[offset]
                 key = idempotency_key(run_id, call.call_id, call.name, digest)
                 state = _VERDICT_STATE[verdict.status]
                 is_sensitive = call.name in sensitive
@@ -376,11 +379,17 @@ class Ledger:
                 path="$.call_id",
                 hint="commit each result under its own call's claim",
             )
-        error, observed = check_result(claim.arguments, result, self._tool(claim.tool))
+        stored: str | None
+        try:
+            stored = storable(to_dict(result), "RESULT_SCHEMA_MISMATCH", "$.content")
+        except ResultError as unstorable:  # the call ends failed; nothing of the result can be kept
+            stored, error, observed = None, unstorable, ()
+        else:
+            error, observed = check_result(claim.arguments, result, self._tool(claim.tool))
         state: CallState = "failed" if error is not None else "committed"
         sets = (
             state,
-            dumps(to_dict(result)),
+            stored,
             result.status,
             None if error is None else dumps(to_dict(error)),
             dumps([to_dict(e) for e in observed]),
@@ -391,7 +400,7 @@ class Ledger:
         def refuse(cur: Cursor) -> ResultError:
             refusal = claims.refusal(cur, claim)
             kind = "duplicate_result" if refusal.code == "ALREADY_COMMITTED" else "late_result"
-            detail = {"attempt": claim.attempt, "code": refusal.code, "result": to_dict(result)}
+            detail = {"attempt": claim.attempt, "code": refusal.code, "result": loads(stored)}
             log_event(cur, claim.run_id, claim.call_id, kind, claim.worker, detail)
             return refusal
 
@@ -417,9 +426,15 @@ class Ledger:
         None when the run was cancelled."""
 
         def work(cur: Cursor) -> tuple[str, ...] | None:
-            cur.execute("SELECT cancelled FROM ledger_runs WHERE run_id = ?", (run_id,))
+            # locks the run's row (PostgreSQL) as record does, so a concurrent record of these ids
+            # either comes first (and is seen below) or waits for this reservation
+            cur.execute(
+                "INSERT INTO ledger_runs (run_id, cancelled, created_at) VALUES (?, 0, ledger_now()) "
+                "ON CONFLICT (run_id) DO UPDATE SET cancelled = ledger_runs.cancelled RETURNING cancelled",
+                (run_id,),
+            )
             run = cur.fetchone()
-            if run is not None and run[0]:
+            if run[0]:
                 return None
             seen = tuple(c for c in call_ids if _decided(cur, run_id, c))
             if seen:
@@ -463,6 +478,7 @@ class Ledger:
             raise ResultError(
                 "NOT_CLAIMED", f"a result for {outcome.call_id!r} to reconcile {call_id!r}", path="$.call_id"
             )
+        stored = storable(to_dict(outcome), "RESULT_SCHEMA_MISMATCH", "$.content")
         row = self._run(lambda cur: row_of(cur, run_id, call_id))
         error, observed = check_result(loads(row[ARGUMENTS]), outcome, self._tool(row[TOOL]))
         return self._move(
@@ -473,7 +489,7 @@ class Ledger:
             {"status": outcome.status, "code": None if error is None else error.code},
             ", result = ?, result_status = ?, error = ?, effects = ?, retry_safe = ?, finished_at = ledger_now(), lease_until = NULL",
             (
-                dumps(to_dict(outcome)),
+                stored,
                 outcome.status,
                 None if error is None else dumps(to_dict(error)),
                 dumps([to_dict(e) for e in observed]),
@@ -542,9 +558,22 @@ class Ledger:
         call only the error's code, message and hint (never the raw content
         of a result that failed its checks); an ``unknown`` call says its
         outcome is unknown and it will not be re-run. Calls still open are
-        left out."""
+        left out; a call id in ``call_ids`` the run never recorded is
+        ``UNKNOWN_CALL_ID``."""
+        if isinstance(call_ids, str):  # `in` would match any part of it: "a" in "ab"
+            raise ValueError(f"call_ids must be a collection of call ids, not the string {call_ids!r}")
+        entries = self.entries(run_id)
+        unknown = sorted(set(call_ids or ()) - {e.call_id for e in entries})
+        if unknown:
+            raise DomainError(
+                "UNKNOWN_CALL_ID",
+                f"run {run_id!r} holds no call {unknown[0]!r}",
+                path="$.call_ids",
+                call_id=unknown[0],
+                hint="ask only for the calls of this run",
+            )
         pairs: list[tuple[ToolCall, Any]] = []
-        for entry in self.entries(run_id):
+        for entry in entries:
             if call_ids is not None and entry.call_id not in call_ids:
                 continue
             call = ToolCall(call_id=entry.call_id, name=entry.tool, arguments={}, tool_version=entry.tool_version)

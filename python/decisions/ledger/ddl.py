@@ -83,3 +83,15 @@ def storable(params: tuple[Any, ...]) -> tuple[Any, ...]:
                 hint="ids, tool names and workers must not contain U+0000",
             )
     return params
+
+
+def unencodable() -> ResultError:
+    """A run id, call id, tool name, worker or actor holding a lone surrogate:
+    neither database can hold it (UTF-8 cannot), so ``LEDGER_UNAVAILABLE``
+    as for U+0000 (the statement was not sent)."""
+    return ResultError(
+        "LEDGER_UNAVAILABLE",
+        "the ledger cannot hold text with a lone surrogate",
+        retryable=False,
+        hint="ids, tool names and workers must be valid Unicode",
+    )

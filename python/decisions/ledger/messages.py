@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import DomainError
 from ..providers import PROVIDERS
 from ..validate.decision import ToolCall
 from .results import ToolResult
@@ -24,10 +25,28 @@ def result_messages(provider: str, pairs: list[tuple[ToolCall, ToolResult]]) -> 
     - ``anthropic``: one user message of ``tool_result`` blocks (``tool_use_id``, ``is_error``);
     - ``gemini``: one user turn of ``functionResponse`` parts (``name``, ``response``
       with ``output`` or ``error``, and ``id`` unless the call id was generated).
+
+    A result that does not pair with its call is ValueError; two results for
+    one call are ``DUPLICATE_RESULT``; content that is not JSON text
+    (:attr:`ToolResult.text`) is ``RESULT_SCHEMA_MISMATCH``: no message is
+    written then.
     """
+    if provider not in RESULT_PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; expected one of {RESULT_PROVIDERS}")
+    seen: set[str] = set()
     for call, result in pairs:
         if call.call_id != result.call_id:
             raise ValueError(f"result {result.call_id!r} does not pair with call {call.call_id!r}")
+        if result.call_id in seen:
+            raise DomainError(
+                "DUPLICATE_RESULT",
+                f"two results for call {result.call_id!r}",
+                path="$.call_id",
+                call_id=result.call_id,
+                hint="each call takes exactly one result",
+            )
+        seen.add(result.call_id)
+        result.text  # noqa: B018  (raises when the content is not JSON text)
     if provider == "openai-chat":
         return [{"role": "tool", "tool_call_id": r.call_id, "content": r.text} for _, r in pairs]
     if provider == "openai-responses":

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..errors import ResultError
-from .ddl import create, storable, tables
+from .ddl import create, storable, tables, unencodable
 
 __all__: list[str] = []  # internal to the package
 
@@ -44,7 +44,10 @@ class _Cursor:
         text = self._sql.get(sql)
         if text is None:
             text = self._sql[sql] = sql.replace("?", "%s")
-        return self._cur.execute(text, storable(params))
+        try:
+            return self._cur.execute(text, storable(params))
+        except UnicodeEncodeError:
+            raise unencodable() from None
 
     def fetchone(self) -> Any:
         return self._cur.fetchone()

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
-from .._payload import canonical_json
-from ..errors import DomainError, OutputError
+from .._payload import canonical_json, strict_dumps
+from ..errors import DomainError, OutputError, error_class
 from .results import Effect, ToolResult
 from .shapes import from_dict, to_dict
 from .states import CallState
@@ -66,9 +66,30 @@ class Database(Protocol):
     def close(self) -> None: ...
 
 
-def argument_digest(arguments: Mapping[str, Any] | str) -> str:
-    """``sha256:<hex>`` of the canonical JSON of a call's arguments (a custom call's: its input text)."""
-    return "sha256:" + hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
+def storable(value: Any, code: str, path: str) -> str:
+    """The canonical JSON of ``value`` as UTF-8 can hold it, or the error
+    ``code`` at ``path`` (NaN, Infinity, a lone surrogate, a value JSON
+    cannot write) raised before anything is stored."""
+    try:
+        text = strict_dumps(value, sort_keys=True, separators=(",", ":"))  # canonical_json, keys checked
+        text.encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as error:  # UnicodeEncodeError is a ValueError
+        why = "a lone surrogate" if isinstance(error, UnicodeEncodeError) else "a value JSON cannot hold"
+        raise error_class(code)(
+            code,
+            f"not storable as JSON: {why}",
+            path=path,
+            hint="only finite numbers and valid Unicode text can be stored",
+        ) from None
+    return text
+
+
+def argument_digest(arguments: Mapping[str, Any] | str, *, path: str = "$.arguments") -> str:
+    """``sha256:<hex>`` of the canonical JSON of a call's arguments (a custom
+    call's: its input text); ``SCHEMA_MISMATCH`` at ``path`` when they are
+    not JSON (NaN, Infinity, a lone surrogate)."""
+    text = storable(arguments, "SCHEMA_MISMATCH", path)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def idempotency_key(run_id: str, call_id: str, tool: str, digest: str) -> str:

@@ -13,12 +13,12 @@ digest"). :func:`check_result` runs both; a result that does not fit is a
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
 
+from .._payload import strict_dumps
 from ..errors import OutputError, PolicyError, ResultError
 from ..validate.domain import Tool
 from ..validate.paths import resolve_path
@@ -78,10 +78,21 @@ class ToolResult:
 
     @property
     def text(self) -> str:
-        """The content as text: a string as is, anything else as JSON."""
-        if isinstance(self.content, str):
-            return self.content
-        return json.dumps(self.content, ensure_ascii=False, allow_nan=False)
+        """The content as text: a string as is, anything else as JSON (any
+        depth); ``RESULT_SCHEMA_MISMATCH`` when it is not text UTF-8 can
+        carry or not a JSON value (NaN, Infinity, bytes, a lone surrogate)."""
+        try:
+            text = self.content if isinstance(self.content, str) else strict_dumps(self.content)
+            text.encode("utf-8")
+        except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
+            raise ResultError(
+                "RESULT_SCHEMA_MISMATCH",
+                f"the result for {self.call_id!r} is not JSON text (NaN, Infinity, bytes, a lone surrogate)",
+                path="$.content",
+                call_id=self.call_id,
+                hint="give a result only finite numbers, valid Unicode text and JSON values",
+            ) from None
+        return text
 
 
 #: ``check(arguments, result)`` returns the effects it observed (each claimed

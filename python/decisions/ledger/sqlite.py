@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..errors import ResultError
-from .ddl import create, storable, tables
+from .ddl import create, storable, tables, unencodable
 
 __all__: list[str] = []  # internal to the package
 
@@ -66,7 +66,10 @@ class _Cursor:
         self._cur = cur
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
-        return self._cur.execute(sql, storable(params))
+        try:
+            return self._cur.execute(sql, storable(params))
+        except UnicodeEncodeError:
+            raise unencodable() from None
 
     def fetchone(self) -> Any:
         return self._cur.fetchone()

@@ -6,7 +6,9 @@ recorded in the execution ledger (a SQLite ledger in memory of its own by
 default, or the host's): :meth:`ResultBook.add` claims the call and commits
 its result, so it holds exactly what :class:`~decisions.ledger.Ledger` holds.
 A result for a call the decision does not hold is ``UNKNOWN_CALL_ID``, a
-second result for an answered call is ``DUPLICATE_RESULT``, a result for a
+second result for an answered call is ``DUPLICATE_RESULT`` (except after a
+retry-safe failure: the call is open again, and the retry's result is the
+next attempt's, which replaces the failure), a result for a
 call that may not run (denied, waiting for approval, cancelled run) is
 ``NOT_CLAIMED``; a rejected result changes nothing, so a late or repeated
 delivery can be retried safely. Tool output is data: it is passed on
@@ -54,7 +56,9 @@ class ResultBook:
         """Accept ``result``; raise ``UNKNOWN_CALL_ID``, ``DUPLICATE_RESULT``
         or ``NOT_CLAIMED`` (leaving the book unchanged) when it does not pair
         with an open call. A result that fails the tool's result checks is
-        accepted and ends the call ``failed``."""
+        accepted and ends the call ``failed``; after a retry-safe failure
+        (``retry_safe=True`` and a retryable error) the call is open again and
+        the next result is its retry's, one result per attempt."""
         if result.call_id not in self._calls:
             raise DomainError(
                 "UNKNOWN_CALL_ID",
