@@ -241,23 +241,35 @@ def _anonymous_text(path: str) -> NormalizedResponse:
     [lambda path: decisions.normalize(_gemini_body(path), provider="gemini"), _anonymous_text],
     ids=["gemini", "text-calls"],
 )
-@pytest.mark.parametrize("path", ["a.txt", "SAME"])
-def test_generated_ids_of_responses_without_an_id_are_not_replays(turn: Callable[[str], Any], path: str) -> None:
-    """Without a response id, ``call_0`` is in every turn: each decision gets
-    ids of its own, so the run takes the next turn (even the same call again)
-    and the ledger keeps both calls apart."""
+def test_generated_ids_of_responses_without_an_id_tell_turns_apart(turn: Callable[[str], Any]) -> None:
+    """Without a response id, ``call_0`` is in every turn: each response's
+    generated ids carry a digest of it, so the run takes the next turn and the
+    ledger keeps both calls apart, while the same response decided again is
+    the replay it is (and deciding is deterministic)."""
     run = decisions.Run()
     ledger = decisions.open_ledger("sqlite://")
     ids = []
     for index in range(2):
-        decision = decisions.decide(turn("a.txt" if path == "SAME" else f"{index}.txt"), run=run)
+        decision = decisions.decide(turn(f"{index}.txt"), run=run)
         assert isinstance(decision, decisions.ToolDecision) and decision.executable
         (call,) = decision.calls
-        assert call.call_id_generated and call.call_id.startswith("gen-")
+        assert call.call_id_generated and call.call_id.startswith("gen-") and call.call_id.endswith("call_0")
+        assert decisions.decide(turn(f"{index}.txt")).calls[0].call_id == call.call_id
         ids.append(call.call_id)
         ledger.record(decision, run_id="r")
     assert ids[0] != ids[1]
     assert [entry.call_id for entry in ledger.entries("r")] == ids
+    with pytest.raises(decisions.PolicyError) as info:
+        decisions.decide(turn("1.txt"), run=run)
+    assert info.value.code == "CALL_ALREADY_DECIDED"
+
+
+def test_generated_ids_keep_the_provider_identity_when_there_is_one() -> None:
+    """A response id already tells turns apart: its generated ids are left as the mapper made them."""
+    body = json.loads(_gemini_body("a.txt"))
+    body["responseId"] = "resp-9"
+    (call,) = decisions.decide(decisions.normalize(json.dumps(body), provider="gemini")).calls
+    assert call.call_id == "resp-9:call_0"
 
 
 def test_quoting_scan_is_linear() -> None:

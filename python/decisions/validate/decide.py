@@ -60,7 +60,7 @@ exactly the values the policy checked; ``validated`` is the model itself.
 
 from __future__ import annotations
 
-import uuid
+import hashlib
 from typing import Any, Final, Iterable, Literal, Mapping, NoReturn
 
 from .. import _backend
@@ -412,6 +412,22 @@ def _check_kind(item: ToolCallItem, index: int, tool: Tool | None, registry: Too
         raise at_call(error, index, item.call_id, item.name)
 
 
+def _generated_prefix(response: NormalizedResponse, items: tuple[ToolCallItem, ...]) -> str | None:
+    """The prefix of the generated call ids of a response with no id of its own.
+
+    Such ids name nothing the provider sent (``call_0`` in every such
+    response), so a run and its ledger would take each turn for a replay of
+    the first. They are prefixed with a digest of the whole response: another
+    turn (other calls, text or usage) gets other ids, while the same response
+    decided again, by a retry or a second worker, gets the same ids and is
+    refused as the replay it is. Deterministic, so both backends agree.
+    """
+    if response.response_id or not any(item.call_id_generated for item in items):
+        return None
+    digest = hashlib.sha256(repr(response).encode("utf-8", "surrogatepass")).hexdigest()
+    return f"gen-{digest[:24]}"
+
+
 def _tool_decision(
     response: NormalizedResponse,
     items: tuple[ToolCallItem, ...],
@@ -447,10 +463,7 @@ def _tool_decision(
         if len(failed) == 1:  # one call's issues: the error names that call
             at_call(error, failed[0], items[failed[0]].call_id, items[failed[0]].name)
         raise error
-    # A call id generated for a response with no id of its own names nothing the
-    # provider sent ("call_0" in every such response): this decision's calls get
-    # ids of their own, so a run and its ledger never take the next turn for a replay.
-    fresh = f"gen-{uuid.uuid4().hex}" if not response.response_id else None
+    fresh = _generated_prefix(response, items)
     calls = []
     for index, item in enumerate(items):
         tool = tools[index]

@@ -53,9 +53,9 @@ class ToolCall:
     is the call's kind (:data:`~decisions.types.CallKind`): for ``custom``
     (a text tool) ``arguments`` is the input *text* itself, never parsed.
     A ``call_id_generated`` id from a response without a response id names
-    nothing the provider sent, so each decision makes its own
-    (``gen-<hex>:call_0``): a run and its ledger tell turns apart, and
-    replays are only recognised by the provider's identity."""
+    nothing the provider sent, so it is prefixed with a digest of the
+    response (``gen-<hex>:call_0``): a run and its ledger tell turns apart,
+    and the same response decided twice is still refused as a replay."""
 
     call_id: str
     name: str
