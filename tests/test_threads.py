@@ -540,3 +540,101 @@ def test_a_call_while_another_thread_is_inside_is_refused(impl: ModuleType) -> N
     assert outcomes == {f"{where} {name}": "refused" for where in ("other thread", "same thread") for name in calls}
     assembler.feed(tail)
     assert summary(assembler.finish()) == (expected[0], expected[1] + "t3.", *expected[2:])
+
+
+def _chat_stream(deltas: int) -> bytes:
+    """An OpenAI Chat stream of ``deltas`` text deltas, then its finish."""
+    delta = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"xxxxxxxxxxxxxxxx"}}]}\n\n'
+    end = b'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    return delta * deltas + end
+
+
+def _refusals_and_abort(assembler: Any, provider: str) -> list[str]:
+    """From a second thread, while the first is inside a feed: ``state`` and
+    ``provider`` answer, every other call is refused, ``abort()`` works."""
+    seen = [assembler.state]
+    assert assembler.provider == provider
+    for call in (
+        assembler.snapshot,
+        assembler.finish,
+        assembler.take_events,
+        partial(assembler.feed, b": x\n\n"),
+        partial(assembler.feed_event, "{}"),
+    ):
+        with pytest.raises(RuntimeError, match="borrowed"):
+            call()
+    assembler.abort()
+    seen.append(assembler.state)
+    return seen
+
+
+def test_state_and_abort_while_a_call_runs_python_code(impl: ModuleType) -> None:
+    """A dict payload's ``items()`` runs inside ``feed_event`` (its JSON text is
+    written then): there, another thread reads ``state`` and ``provider``, is
+    refused every other call, and ``abort()`` cancels the feed, which then
+    raises ``STREAM_CANCELLED``."""
+    inside, checked = threading.Event(), threading.Event()
+
+    class Payload(dict[str, Any]):
+        def items(self) -> Any:
+            inside.set()
+            assert checked.wait(30)
+            return super().items()
+
+    assembler = impl.StreamAssembler("openai-chat")
+    assembler.feed(_chat_stream(1)[:90])
+    seen: list[str] = []
+    outcome: list[BaseException] = []
+
+    def target(index: int) -> None:
+        if index == 0:
+            try:
+                assembler.feed_event(Payload(id="c", choices=[{"index": 0, "delta": {"content": "y"}}]))
+            except StreamError as err:
+                outcome.append(err)
+        else:
+            assert inside.wait(30)
+            seen.extend(_refusals_and_abort(assembler, "openai-chat"))
+            checked.set()
+
+    assert run_threads(2, target) == []
+    assert seen == ["streaming", "failed"]
+    assert [e.code for e in outcome] == ["STREAM_CANCELLED"]  # type: ignore[attr-defined]
+    assert assembler.state == "failed"
+    with pytest.raises(StreamError) as info:
+        assembler.finish()
+    assert info.value.code == "STREAM_CANCELLED"
+
+
+def test_abort_lands_in_a_large_feed(impl: ModuleType) -> None:
+    """One feed of a large stream (natively run with the GIL released): a
+    second thread sees it streaming, reads ``state`` and ``provider``, is
+    refused every other call, and its ``abort()`` stops the feed with
+    ``STREAM_CANCELLED`` before the stream's finish: no response."""
+    data = _chat_stream(100_000)  # 8 MB
+    assembler = impl.StreamAssembler("openai-chat", keep_events=True)
+    started = threading.Event()
+    seen: list[str] = []
+    outcome: list[BaseException] = []
+
+    def target(index: int) -> None:
+        if index == 0:
+            started.set()
+            try:
+                assembler.feed(data)
+            except StreamError as err:
+                outcome.append(err)
+        else:
+            assert started.wait(30)
+            while assembler.state != "streaming":  # the feed has applied an event
+                pass
+            seen.extend(_refusals_and_abort(assembler, "openai-chat"))
+
+    assert run_threads(2, target) == []
+    assert seen == ["streaming", "failed"]
+    assert [e.code for e in outcome] == ["STREAM_CANCELLED"]  # type: ignore[attr-defined]
+    assert assembler.state == "failed"
+    for call in (assembler.finish, assembler.snapshot, partial(assembler.feed, b"\n")):
+        with pytest.raises(StreamError) as info:
+            call()
+        assert info.value.code == "STREAM_CANCELLED"

@@ -96,7 +96,8 @@ class StreamAssembler:
         """Raw SSE bytes of the provider's stream, in any chunking. A chunk of
         2 KiB or more is processed with the GIL released; a call on this
         assembler from another thread meanwhile raises ``RuntimeError``
-        (``Already borrowed``) and changes nothing."""
+        (``Already borrowed``) and changes nothing, except ``state``,
+        ``provider`` and ``abort()``."""
     def feed_event(self, payload: dict[str, Any] | str | bytes | CanonicalEvent, event: str | None = None) -> None:
         """One already-decoded provider event: its SSE ``data`` (JSON text or a
         dict; with ``provider="canonical"`` also a canonical event object) and
@@ -109,7 +110,8 @@ class StreamAssembler:
         """A provisional view for UIs (never accepted by ``decide``); each call's
         partial parse is incremental."""
     def abort(self) -> None:
-        """Cancel: later calls raise ``StreamError(STREAM_CANCELLED)``."""
+        """Cancel: later calls raise ``StreamError(STREAM_CANCELLED)``. From
+        another thread, a feed in flight stops at its next event with it."""
     def take_events(self) -> list[CanonicalEvent]:
         """With ``keep_events=True``: the canonical events produced since the last
         call; otherwise ``ValueError``."""

@@ -218,7 +218,8 @@ class StreamAssembler:
         provider = plain(provider)
         self._pipeline = Pipeline(provider, _mapper(provider, choice), checked, keep_events)
         self.provider = provider
-        # one thread at a time (``abort`` and ``state`` excepted), as the native borrow check allows
+        # one thread at a time, ``abort``, ``state`` and ``provider`` excepted: they
+        # work while another thread feeds, as natively (``rust/src/py/assemble.rs``)
         self._busy = threading.Lock()
 
     @property

@@ -17,6 +17,9 @@ use std::hash::BuildHasher;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 use serde::Deserialize;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::core::errors::{Code, CoreError};
@@ -36,6 +39,14 @@ pub enum State {
 }
 
 impl State {
+    const ALL: [State; 5] = [
+        State::Init,
+        State::Started,
+        State::Streaming,
+        State::Completed,
+        State::Failed,
+    ];
+
     pub const fn as_str(self) -> &'static str {
         match self {
             State::Init => "init",
@@ -44,6 +55,35 @@ impl State {
             State::Completed => "completed",
             State::Failed => "failed",
         }
+    }
+}
+
+/// What another thread may read or do while the assembler is in use: its
+/// state (a copy kept at each change) and its cancel flag, checked at every
+/// event, so an `abort()` from another thread stops a feed in flight at the
+/// next event. Relaxed atomics: nothing else is published through them.
+#[derive(Debug, Default)]
+pub struct Status {
+    state: AtomicU8,
+    cancelled: AtomicBool,
+}
+
+impl Status {
+    /// `failed` once cancelled, else the assembler's last state.
+    pub fn state(&self) -> State {
+        if self.is_cancelled() {
+            return State::Failed;
+        }
+        State::ALL[usize::from(self.state.load(Ordering::Relaxed)).min(4)]
+    }
+
+    /// `abort()`: the assembler fails with `STREAM_CANCELLED` at its next event or call.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
     }
 }
 
@@ -119,7 +159,7 @@ pub struct Assembler {
     limits: Limits,
     state: State,
     error: Option<Code>,
-    cancelled: bool,
+    status: Arc<Status>,
     provider_failure: Option<ProviderFailure>,
     items: Vec<Item>,
     /// Items to put at a position when the response is built: (item id, position).
@@ -253,7 +293,7 @@ impl Assembler {
             limits,
             state: State::Init,
             error: None,
-            cancelled: false,
+            status: Arc::default(),
             provider_failure: None,
             items: Vec::new(),
             placed: Vec::new(),
@@ -284,8 +324,22 @@ impl Assembler {
         call_ids.reserve(all, items);
     }
 
+    /// `failed` once cancelled (from any thread), else the state.
     pub fn state(&self) -> State {
+        if self.status.is_cancelled() {
+            return State::Failed;
+        }
         self.state
+    }
+
+    /// The state and cancel flag, shared with other threads.
+    pub fn status(&self) -> Arc<Status> {
+        Arc::clone(&self.status)
+    }
+
+    fn set_state(&mut self, state: State) {
+        self.state = state;
+        self.status.state.store(state as u8, Ordering::Relaxed);
     }
 
     pub fn response_id(&self) -> Option<&str> {
@@ -306,7 +360,7 @@ impl Assembler {
         if self.error.is_none() {
             self.error = Some(error.code);
         }
-        self.state = State::Failed;
+        self.set_state(State::Failed);
         error
     }
 
@@ -316,12 +370,12 @@ impl Assembler {
 
     /// `abort()`: every later call raises `STREAM_CANCELLED`.
     pub fn cancel(&mut self) {
-        self.cancelled = true;
-        self.state = State::Failed;
+        self.status.cancel();
+        self.set_state(State::Failed);
     }
 
     pub fn is_cancelled(&self) -> bool {
-        self.cancelled
+        self.status.is_cancelled()
     }
 
     /// A finished response or a provider failure was seen: nothing more to map at EOF.
@@ -331,7 +385,7 @@ impl Assembler {
 
     /// Err if the stream was cancelled or already failed.
     pub fn check_usable(&self) -> Result<(), CoreError> {
-        if self.cancelled {
+        if self.status.is_cancelled() {
             return Err(err(
                 Code::STREAM_CANCELLED,
                 "the stream was cancelled by the caller".into(),
@@ -373,7 +427,7 @@ impl Assembler {
                     "the response was started twice".into(),
                 ));
             }
-            self.state = State::Started;
+            self.set_state(State::Started);
             self.response_id = response_id;
             self.model = model;
             return Ok(());
@@ -386,7 +440,9 @@ impl Assembler {
             self.merge_usage(usage);
             return Ok(());
         }
-        self.state = State::Streaming;
+        if state != State::Streaming {
+            self.set_state(State::Streaming);
+        }
         match event {
             Event::ItemStarted { item_id, kind } => {
                 let kind = match kind {
@@ -422,7 +478,7 @@ impl Assembler {
             } => {
                 self.finish_reason = finish_reason;
                 self.raw_finish_reason = raw_finish_reason;
-                self.state = State::Completed;
+                self.set_state(State::Completed);
                 Ok(())
             }
             Event::ResponseFailed {
@@ -436,7 +492,7 @@ impl Assembler {
                     message,
                     retryable,
                 });
-                self.state = State::Failed;
+                self.set_state(State::Failed);
                 Ok(())
             }
             Event::ResponseStarted { .. } | Event::Usage(_) => Ok(()),

@@ -3,12 +3,14 @@
 //! assembler) with Python types in and out, and the provider `"canonical"`
 //! for canonical events themselves.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
-use crate::core::assemble::{CanonicalMapper, Kind, Response};
+use crate::core::assemble::{CanonicalMapper, Kind, Response, Status};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::CallKind;
 use crate::core::limits::Limits;
@@ -118,8 +120,20 @@ struct CallView {
 }
 
 /// One provider stream in, one checked `decisions.types.NormalizedResponse` out.
-#[pyclass(module = "decisions._native")]
+///
+/// `provider`, `state` and `abort()` go through `status` and need no lock, so
+/// another thread may call them while a feed runs with the GIL released;
+/// every other call takes `inner`'s lock without waiting, and is refused
+/// with `RuntimeError` while another thread holds it (as the pure twin does).
+#[pyclass(module = "decisions._native", frozen)]
 pub struct StreamAssembler {
+    provider: String,
+    status: Arc<Status>,
+    inner: Mutex<Inner>,
+}
+
+/// The assembler's state behind the lock.
+struct Inner {
     provider: String,
     pipeline: Pipeline,
     /// The `decisions.Limits` given (None for the defaults), for the partial parsers.
@@ -134,6 +148,20 @@ pub struct StreamAssembler {
 }
 
 impl StreamAssembler {
+    /// The state behind the lock, or the refusal when another thread is in a call.
+    fn lock(&self) -> PyResult<MutexGuard<'_, Inner>> {
+        match self.inner.try_lock() {
+            Ok(inner) => Ok(inner),
+            // a panic in an earlier call left it as a finished call would
+            Err(TryLockError::Poisoned(poisoned)) => Ok(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => Err(PyRuntimeError::new_err(
+                "Already borrowed: this StreamAssembler is in use by another thread",
+            )),
+        }
+    }
+}
+
+impl Inner {
     fn usable(&self, py: Python<'_>) -> PyResult<()> {
         self.pipeline
             .assembler()
@@ -157,13 +185,18 @@ impl StreamAssembler {
         let (provider, mapper) = mapper(provider, choice)?;
         let limits_obj = limits.filter(|l| !l.is_none()).map(|l| l.clone().unbind());
         let limits = limits_value;
+        let pipeline = Pipeline::new(mapper, limits, keep_events);
         Ok(StreamAssembler {
-            provider,
-            pipeline: Pipeline::new(mapper, limits, keep_events),
-            limits_obj,
-            parsers: Vec::new(),
-            text_cache: None,
-            response: None,
+            provider: provider.clone(),
+            status: pipeline.assembler().status(),
+            inner: Mutex::new(Inner {
+                provider,
+                pipeline,
+                limits_obj,
+                parsers: Vec::new(),
+                text_cache: None,
+                response: None,
+            }),
         })
     }
 
@@ -173,16 +206,55 @@ impl StreamAssembler {
         &self.provider
     }
 
-    /// `init`, `started`, `streaming`, `completed` or `failed`.
+    /// `init`, `started`, `streaming`, `completed` or `failed`; read without
+    /// the lock, so it answers while another thread feeds.
     #[getter]
     fn state(&self) -> &'static str {
-        self.pipeline.assembler().state().as_str()
+        self.status.state().as_str()
     }
 
     /// Raw SSE bytes of the provider's stream, in any chunking. A chunk of
     /// `RELEASE_AT` bytes or more is decoded, mapped and assembled with the
-    /// GIL released (a second thread's call on this assembler meanwhile is
-    /// refused: `RuntimeError: Already borrowed`).
+    /// GIL released (another thread's call on this assembler meanwhile is
+    /// refused, but `state`, `provider` and `abort()`).
+    fn feed(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.lock()?.feed(py, data)
+    }
+
+    /// One already-decoded provider event (its SSE `data` and `event:` name).
+    #[pyo3(signature = (payload, event = None))]
+    fn feed_event(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        event: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.lock()?.feed_event(py, payload, event)
+    }
+
+    /// End of stream: the response, or the error that makes it incomplete.
+    fn finish(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.lock()?.finish(py)
+    }
+
+    /// A provisional view for UIs.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.lock()?.snapshot(py)
+    }
+
+    /// Cancel: later calls raise `StreamError(STREAM_CANCELLED)`, and a feed
+    /// another thread is running stops with it at its next event.
+    fn abort(&self) {
+        self.status.cancel();
+    }
+
+    /// With `keep_events=True`: the canonical events produced since the last call.
+    fn take_events(&self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+        self.lock()?.take_events(py)
+    }
+}
+
+impl Inner {
     fn feed(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         self.usable(py)?;
         let pipeline = &mut self.pipeline;
@@ -192,8 +264,6 @@ impl StreamAssembler {
         result.map_err(|e| core_err(py, e))
     }
 
-    /// One already-decoded provider event (its SSE `data` and `event:` name).
-    #[pyo3(signature = (payload, event = None))]
     fn feed_event(
         &mut self,
         py: Python<'_>,
@@ -441,12 +511,6 @@ impl StreamAssembler {
             .unbind())
     }
 
-    /// Cancel: later calls raise `StreamError(STREAM_CANCELLED)`.
-    fn abort(&mut self) {
-        self.pipeline.cancel();
-    }
-
-    /// With `keep_events=True`: the canonical events produced since the last call.
     fn take_events(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
         let Some(events) = self.pipeline.take_events() else {
             return Err(PyValueError::new_err(
