@@ -607,3 +607,12 @@ def test_undecodable_data_is_malformed_for_every_provider(impl: ModuleType, prov
     with pytest.raises(StreamError) as info:
         impl.normalize(b"{oops", provider=provider)
     assert (info.value.code, info.value.message) == ("NOT_A_RESPONSE_BODY", 'the body is not JSON but text: "{oops"')
+
+
+def test_provider_is_read_only(impl: ModuleType) -> None:
+    """The provider an assembler was made for cannot be changed under it."""
+    assembler = impl.StreamAssembler("anthropic")
+    assert assembler.provider == "anthropic"
+    with pytest.raises(AttributeError):
+        assembler.provider = "openai-chat"
+    assert assembler.provider == "anthropic"

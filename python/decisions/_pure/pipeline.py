@@ -201,7 +201,7 @@ def _check_options(limits: Limits | None, choice: int | None) -> Limits:
 class StreamAssembler:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
-    __slots__ = ("provider", "_pipeline", "_busy")
+    __slots__ = ("_provider", "_pipeline", "_busy")
 
     def __init__(
         self,
@@ -217,10 +217,15 @@ class StreamAssembler:
         checked = _check_options(limits, choice)
         provider = plain(provider)
         self._pipeline = Pipeline(provider, _mapper(provider, choice), checked, keep_events)
-        self.provider = provider
+        self._provider = provider
         # one thread at a time, ``abort``, ``state`` and ``provider`` excepted: they
         # work while another thread feeds, as natively (``rust/src/py/assemble.rs``)
         self._busy = threading.Lock()
+
+    @property
+    def provider(self) -> str:
+        """The provider id (read-only, as natively)."""
+        return self._provider
 
     @property
     def state(self) -> str:
@@ -241,7 +246,7 @@ class StreamAssembler:
         pipeline = self._pipeline
         pipeline.assembler.check_usable()
         if isinstance(payload, _Event):
-            if self.provider != CANONICAL:
+            if self._provider != CANONICAL:
                 raise TypeError("canonical event objects are accepted only with provider='canonical'")
         elif not isinstance(payload, (dict, str, bytes, bytearray, memoryview)):
             raise TypeError(f"feed_event() takes a dict, str or bytes, not {type(payload).__name__}")
