@@ -302,6 +302,11 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
         lim = limits
     else:
         raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        # measured before a bytearray or memoryview is copied
+        size = memoryview(data).nbytes
+        if size > lim.max_document_bytes:
+            raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
     data = plain(data)
     if isinstance(data, str):
         text = data
@@ -320,12 +325,8 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
             raise parse_error("UTF16_INPUT", data, 0, limits)
         if text[:1] == "\ufeff":
             raise parse_error("BOM", data, 0, limits)
-    elif isinstance(data, (bytes, bytearray, memoryview)):
-        # measured before a bytearray or memoryview is copied
-        size = data.nbytes if isinstance(data, memoryview) else len(data)
-        if size > lim.max_document_bytes:
-            raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
-        raw = data if type(data) is bytes else bytes(data)
+    elif isinstance(data, bytes):
+        raw = data
         if raw[:2] in (b"\xfe\xff", b"\xff\xfe") or (size >= 2 and (raw[0] == 0 or raw[1] == 0)):
             raise parse_error("UTF16_INPUT", data, 0, limits)
         if raw.startswith(b"\xef\xbb\xbf"):
