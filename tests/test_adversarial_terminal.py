@@ -261,6 +261,111 @@ both(
 )
 
 
+# Azure OpenAI annotates each choice (and the prompt) with its content filter's
+# results; ``filtered: true`` is a veto whatever ``finish_reason`` says.
+SAFE = {
+    "hate": {"filtered": False, "severity": "safe"},
+    "self_harm": {"filtered": False, "severity": "safe"},
+    "protected_material_code": {"filtered": False, "detected": False},
+}
+HIT = {**SAFE, "violence": {"filtered": True, "severity": "high"}}
+
+
+def azure_stream(results: Any, finish: Any = "tool_calls", where: int = 2) -> list[Any]:
+    """The Chat stream with ``content_filter_results`` on chunk ``where``."""
+    chunks = chat_stream(finish)
+    chunks[where]["choices"][0]["content_filter_results"] = results
+    return chunks
+
+
+def azure_body(results: Any, finish: Any = "tool_calls", **extra: Any) -> dict[str, Any]:
+    return edit(chat_body(finish, **extra), lambda b: b["choices"][0].update(content_filter_results=results))
+
+
+def prompt_results(results: Any) -> list[Any]:
+    return [{"prompt_index": 0, "content_filter_results": results}]
+
+
+AZURE_PROMPT_FIRST = chat_chunk([], prompt_filter_results=prompt_results(HIT))
+for finish in ("tool_calls", "stop"):
+    both(
+        f"content_filter_results all unfiltered beside {finish}",
+        CHAT,
+        azure_stream(SAFE, finish),
+        azure_body(SAFE, finish),
+        EXECUTABLE,
+    )
+    both(
+        f"content_filter_results filtered beside {finish}",
+        CHAT,
+        azure_stream(HIT, finish),
+        azure_body(HIT, finish),
+        "CONTENT_FILTERED",
+    )
+    both(
+        f"prompt_filter_results filtered beside {finish}",
+        CHAT,
+        [AZURE_PROMPT_FIRST, *chat_stream(finish)],
+        chat_body(finish, prompt_filter_results=prompt_results(HIT)),
+        "CONTENT_FILTERED",
+    )
+both(
+    "prompt_filter_results all unfiltered",
+    CHAT,
+    [chat_chunk([], prompt_filter_results=prompt_results(SAFE)), *chat_stream()],
+    chat_body(prompt_filter_results=prompt_results(SAFE)),
+    EXECUTABLE,
+)
+both("content_filter_results filtered in an earlier chunk", CHAT, azure_stream(HIT, where=1), None, "CONTENT_FILTERED")
+both(
+    "content_filter_results filtered after the finish_reason",
+    CHAT,
+    chat_stream(after=[chat_chunk([{"index": 0, "delta": {}, "content_filter_results": HIT}])]),
+    None,
+    "CONTENT_FILTERED",
+)
+both(
+    "content_filter_results unfiltered after the finish_reason",
+    CHAT,
+    chat_stream(after=[chat_chunk([{"index": 0, "delta": {}, "content_filter_results": SAFE}])]),
+    None,
+    EXECUTABLE,
+)
+BLOCKLIST = {"filtered": False, "details": [{"filtered": True, "id": "my-list"}]}
+both(
+    "a custom blocklist entry filtered",
+    CHAT,
+    azure_stream({**SAFE, "custom_blocklists": BLOCKLIST}),
+    azure_body({**SAFE, "custom_blocklists": BLOCKLIST}),
+    "CONTENT_FILTERED",
+)
+both(
+    "a custom blocklist list entry filtered",
+    CHAT,
+    azure_stream({**SAFE, "custom_blocklists": [{"filtered": True, "id": "my-list"}]}),
+    azure_body({**SAFE, "custom_blocklists": [{"filtered": True, "id": "my-list"}]}),
+    "CONTENT_FILTERED",
+)
+FILTER_ERROR = {"error": {"code": "content_filter_error", "message": "The contents are not filtered"}}
+both(
+    "a content filter error (nothing filtered)", CHAT, azure_stream(FILTER_ERROR), azure_body(FILTER_ERROR), EXECUTABLE
+)
+for label, results in [
+    ("filtered not a boolean", {"hate": {"filtered": "true"}}),
+    ("a category not an object", {"hate": True}),
+    ("the results not an object", [HIT]),
+    ("details not a list", {"custom_blocklists": {"filtered": False, "details": {"filtered": True}}}),
+]:
+    both(f"content_filter_results: {label}", CHAT, azure_stream(results), azure_body(results), "MALFORMED_EVENT")
+both(
+    "prompt_filter_results not a list",
+    CHAT,
+    [chat_chunk([], prompt_filter_results={"content_filter_results": HIT}), *chat_stream()],
+    chat_body(prompt_filter_results={"content_filter_results": HIT}),
+    "MALFORMED_EVENT",
+)
+
+
 # ---------------------------------------------------------------- OpenAI Responses
 
 RESP = "openai-responses"
@@ -878,6 +983,39 @@ def test_terminal_signal(impl: ModuleType, case: Case, monkeypatch: pytest.Monke
         assert [(c.name, c.arguments) for c in result.calls] == [("read_file", {"path": "a.txt"})]
     else:
         assert result == case.expect
+
+
+@pytest.mark.parametrize(
+    ("results", "path"),
+    [
+        ({"hate": {"filtered": 1}}, "$.choices[0].content_filter_results.hate.filtered"),
+        ({"a": {}, "b": [{"filtered": None}, 3]}, "$.choices[0].content_filter_results.b[1]"),
+        ({"x": {"details": [{"filtered": "no"}]}}, "$.choices[0].content_filter_results.x.details[0].filtered"),
+    ],
+)
+def test_malformed_filter_results_name_the_field(impl: ModuleType, results: Any, path: str) -> None:
+    for form in ("stream", "body"):
+        payload = azure_stream(results) if form == "stream" else azure_body(results)
+        with pytest.raises(OutputError) as caught:
+            if form == "stream":
+                assembler = impl.StreamAssembler(CHAT)
+                for event in payload:
+                    assembler.feed(frame(CHAT, event))
+                assembler.finish()
+            else:
+                impl.normalize(json.dumps(payload), provider=CHAT)
+        assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", path)
+
+
+def test_a_filter_after_the_finish_names_its_category(impl: ModuleType) -> None:
+    assembler = impl.StreamAssembler(CHAT)
+    with pytest.raises(OutputError) as caught:
+        for event in chat_stream(after=[chat_chunk([{"index": 0, "delta": {}, "content_filter_results": HIT}])]):
+            assembler.feed(frame(CHAT, event))
+    assert (caught.value.code, caught.value.path) == (
+        "CONTENT_FILTERED",
+        "$.choices[0].content_filter_results.violence",
+    )
 
 
 def test_expected_codes_are_in_the_table() -> None:

@@ -42,6 +42,7 @@ codes! {
     MALFORMED_EVENT => "stream",
     MULTIPLE_CHOICES => "stream",
     OUTPUT_MISMATCH => "stream",
+    CONTENT_FILTERED => "stream",
     // assembly
     EVENT_BEFORE_START => "stream",
     DUPLICATE_START => "stream",
