@@ -903,6 +903,31 @@ both(
     EXECUTABLE,
 )
 both(
+    "a blocked prompt safety rating without blockReason beside STOP",
+    GEMINI,
+    *gemini(promptFeedback={"safetyRatings": [BLOCKED_RATING]}),
+    "CONTENT_FILTERED",
+)
+both(
+    "a blocked prompt safety rating in the first chunk, STOP later",
+    GEMINI,
+    gemini(first=g_chunk(candidate(), promptFeedback={"safetyRatings": [BLOCKED_RATING]}))[0],
+    None,
+    "CONTENT_FILTERED",
+)
+both(
+    "an unblocked prompt safety rating beside STOP",
+    GEMINI,
+    *gemini(promptFeedback={"safetyRatings": [{**BLOCKED_RATING, "blocked": False}]}),
+    EXECUTABLE,
+)
+both(
+    "a prompt safety rating whose blocked is not a boolean",
+    GEMINI,
+    *gemini(promptFeedback={"safetyRatings": [{**BLOCKED_RATING, "blocked": "true"}]}),
+    "MALFORMED_EVENT",
+)
+both(
     "a blocked safety rating beside MAX_TOKENS",
     GEMINI,
     gemini("MAX_TOKENS", first=g_chunk(candidate(safetyRatings=[BLOCKED_RATING])))[0],
