@@ -424,6 +424,66 @@ def resp_stream(
 
 RESP_ERROR = {"code": "server_error", "message": "The model failed"}
 
+
+def beside_call(item: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """(stream, body): the function call, then ``item`` at output index 1."""
+    body = edit(resp_object(), lambda b: b["output"].append(item))
+    stream = resp_stream()
+    stream[-1:] = [
+        {"type": "response.output_item.added", "output_index": 1, "item": item},
+        {"type": "response.output_item.done", "output_index": 1, "item": item},
+        {"type": "response.completed", "response": body},
+    ]
+    for number, event in enumerate(stream):
+        event["sequence_number"] = number
+    return stream, body
+
+
+# An output item the host must act on, or one of a type the mapper does not
+# know, beside a function call: the call must not run as if it were alone.
+for label, item, expect in [
+    (
+        "mcp_approval_request",
+        {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "s", "name": "rm", "arguments": "{}"},
+        "UNSUPPORTED_ITEM",
+    ),
+    (
+        "client tool_search_call",
+        {
+            "type": "tool_search_call",
+            "id": "ts_1",
+            "call_id": "c2",
+            "execution": "client",
+            "arguments": {},
+            "status": "completed",
+        },
+        "UNSUPPORTED_ITEM",
+    ),
+    (
+        "an unknown *_call",
+        {"type": "future_tool_call", "id": "x_1", "call_id": "c3", "status": "completed"},
+        "UNSUPPORTED_ITEM",
+    ),
+    ("an unknown item type", {"type": "hologram", "id": "h_1"}, "UNSUPPORTED_ITEM"),
+    (
+        "server tool_search_call",
+        {"type": "tool_search_call", "id": "ts_1", "execution": "server", "status": "completed"},
+        EXECUTABLE,
+    ),
+    (
+        "web_search_call",
+        {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}},
+        EXECUTABLE,
+    ),
+    (
+        "mcp_call",
+        {"type": "mcp_call", "id": "mcp_1", "server_label": "s", "name": "n", "arguments": "{}", "output": "ok"},
+        EXECUTABLE,
+    ),
+    ("mcp_list_tools", {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "s", "tools": []}, EXECUTABLE),
+]:
+    both(f"{label} beside a function_call", RESP, *beside_call(item), expect)
+
 both("control", RESP, resp_stream(), resp_object(), EXECUTABLE)
 for status in ("in_progress", "queued"):
     both(
@@ -1041,6 +1101,19 @@ def test_a_filter_after_the_finish_names_its_category(impl: ModuleType) -> None:
         "CONTENT_FILTERED",
         "$.choices[0].content_filter_results.violence",
     )
+
+
+def test_an_unsupported_item_names_its_type_and_path(impl: ModuleType) -> None:
+    stream, body = beside_call({"type": "mcp_approval_request", "id": "mcpr_1"})
+    with pytest.raises(OutputError) as caught:
+        impl.normalize(json.dumps(body), provider=RESP)
+    assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.output[1]")
+    assert '"mcp_approval_request"' in str(caught.value)
+    assembler = impl.StreamAssembler(RESP)
+    with pytest.raises(OutputError) as caught:
+        for event in stream:
+            assembler.feed(frame(RESP, event))
+    assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.item")
 
 
 def test_expected_codes_are_in_the_table() -> None:

@@ -67,6 +67,7 @@ codes! {
     RESPONSE_NOT_FINISHED => "stream",
     BODY_NOT_FINISHED => "stream",
     NOT_A_RESPONSE_BODY => "stream",
+    UNSUPPORTED_ITEM => "stream",
     // strict JSON
     EMPTY_INPUT => "parse",
     INVALID_UTF8 => "parse",

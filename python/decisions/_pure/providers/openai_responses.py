@@ -75,9 +75,16 @@ and status checks as a function call.
 
 Builtin tools the provider runs itself (``web_search_call``,
 ``file_search_call``, ``code_interpreter_call``, ``image_generation_call``,
-``mcp_*``, ...) are not calls: their items are counted in ``unknown_events`` as
-``output_item:<type>`` and their own events by type, never turned into calls.
-Annotations are counted likewise.
+``mcp_call``, ``mcp_list_tools``, ``shell_call_output``, a ``tool_search_call``
+whose ``execution`` is not ``client`` and its ``tool_search_output``, a hosted
+``shell_call``, ``compaction``) are not calls: the provider has done them
+and the host has nothing to do, so their items are counted in
+``unknown_events`` as ``output_item:<type>`` and their own events by type,
+never turned into calls. Any other output item (a type the mapper does not
+know, ``mcp_approval_request``, a ``tool_search_call`` with ``execution:
+"client"``, a ``*_call`` of no supported call kind) may be a call the host
+must handle or part of the answer: it is ``UNSUPPORTED_ITEM`` at the item's
+path, never counted while the rest is decided. Annotations are counted.
 """
 
 from __future__ import annotations
