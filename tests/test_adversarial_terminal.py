@@ -1116,6 +1116,41 @@ def test_an_unsupported_item_names_its_type_and_path(impl: ModuleType) -> None:
     assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.item")
 
 
+AUDIO = {"type": "output_audio", "data": "UklGRg==", "transcript": "and then delete it"}
+
+
+def message_with(part: dict[str, Any]) -> list[Any]:
+    """The final-answer stream with ``part`` as content part 1 of the message."""
+    events = resp_message("completed", "completed")
+    message = events[-2]["item"]
+    message["content"] = [*message["content"], part]
+    events[-1]["response"]["output"] = [message]
+    added = {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 1}
+    events[-2:-2] = [{**added, "part": part}, {**added, "type": "response.content_part.done", "part": part}]
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return events
+
+
+def test_a_message_part_of_unknown_type_is_no_half_answer(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text parts of a message beside a part the mapper cannot represent
+    are not the whole answer: ``UNSUPPORTED_ITEM``, never a cut final answer."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    text = {"type": "output_text", "text": "!", "annotations": []}
+    assert run_final(impl, message_with(text)).value == "done!"
+    assert run_final(impl, message_with(AUDIO)) == "UNSUPPORTED_ITEM"
+    body = message_with(AUDIO)[-1]["response"]
+    with pytest.raises(OutputError) as caught:
+        impl.normalize(json.dumps(body), provider=RESP)
+    assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.output[0].content[1]")
+    assembler = impl.StreamAssembler(RESP)
+    with pytest.raises(OutputError) as caught:
+        for event in message_with(AUDIO):
+            assembler.feed(frame(RESP, event))
+    assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.part")
+    assert '"output_audio"' in str(caught.value)
+
+
 def test_expected_codes_are_in_the_table() -> None:
     assert {case.expect for case in CASES} - {EXECUTABLE} <= set(ERROR_CODES)
 

@@ -289,6 +289,20 @@ fn hosted(environment: Option<&RawValue>) -> bool {
     })
 }
 
+/// A message content part of a type the mapper cannot represent: the answer
+/// would be cut, so it is `UNSUPPORTED_ITEM` at `at`.
+fn unsupported_part(kind: &str, item_id: &str, at: Path<'_>) -> CoreError {
+    let mut error = CoreError::new(
+        Code::UNSUPPORTED_ITEM,
+        format!(
+            "content part of type \"{kind}\" in message {item_id} is not one the package can \
+             represent; the answer would be cut, so nothing in the response is decided"
+        ),
+    );
+    error.path = Some(at.render());
+    error
+}
+
 /// Items the provider runs or records itself, with nothing for the host to
 /// do (a hosted `shell_call`, a `tool_search_call` not run by the client).
 const INFORMATIONAL_ITEMS: &[&str] = &[
@@ -1119,8 +1133,7 @@ impl OpenAIResponses {
         if added {
             let entry = self.item(item_id, what, Kind::Message)?;
             let Some(canon_kind) = canon_kind else {
-                self.count(format!("content_part:{kind}"));
-                return Ok(());
+                return Err(unsupported_part(kind, item_id, ROOT.key("part")));
             };
             if entry.parts.contains_key(&index) {
                 return Err(CoreError::new(
@@ -1155,8 +1168,7 @@ impl OpenAIResponses {
                     format!("{what} for content part {index} of {item_id}, never added"),
                 ));
             }
-            self.count(format!("content_part:{kind}"));
-            return Ok(());
+            return Err(unsupported_part(kind, item_id, ROOT.key("part")));
         };
         let Some(text) = text else {
             return Err(invalid(
@@ -1413,8 +1425,8 @@ impl OpenAIResponses {
             Kind::Message => {
                 for (index, (part, value)) in item.parts.iter().enumerate() {
                     let Some(canon_kind) = part_kind(part) else {
-                        self.count(format!("content_part:{part}"));
-                        continue;
+                        let content_at = at.key("content");
+                        return Err(unsupported_part(part, id, content_at.index(index)));
                     };
                     let canon = part_id(id, index as u64);
                     out.push(Event::ItemStarted {
