@@ -261,6 +261,111 @@ both(
 )
 
 
+# Azure OpenAI annotates each choice (and the prompt) with its content filter's
+# results; ``filtered: true`` is a veto whatever ``finish_reason`` says.
+SAFE = {
+    "hate": {"filtered": False, "severity": "safe"},
+    "self_harm": {"filtered": False, "severity": "safe"},
+    "protected_material_code": {"filtered": False, "detected": False},
+}
+HIT = {**SAFE, "violence": {"filtered": True, "severity": "high"}}
+
+
+def azure_stream(results: Any, finish: Any = "tool_calls", where: int = 2) -> list[Any]:
+    """The Chat stream with ``content_filter_results`` on chunk ``where``."""
+    chunks = chat_stream(finish)
+    chunks[where]["choices"][0]["content_filter_results"] = results
+    return chunks
+
+
+def azure_body(results: Any, finish: Any = "tool_calls", **extra: Any) -> dict[str, Any]:
+    return edit(chat_body(finish, **extra), lambda b: b["choices"][0].update(content_filter_results=results))
+
+
+def prompt_results(results: Any) -> list[Any]:
+    return [{"prompt_index": 0, "content_filter_results": results}]
+
+
+AZURE_PROMPT_FIRST = chat_chunk([], prompt_filter_results=prompt_results(HIT))
+for finish in ("tool_calls", "stop"):
+    both(
+        f"content_filter_results all unfiltered beside {finish}",
+        CHAT,
+        azure_stream(SAFE, finish),
+        azure_body(SAFE, finish),
+        EXECUTABLE,
+    )
+    both(
+        f"content_filter_results filtered beside {finish}",
+        CHAT,
+        azure_stream(HIT, finish),
+        azure_body(HIT, finish),
+        "CONTENT_FILTERED",
+    )
+    both(
+        f"prompt_filter_results filtered beside {finish}",
+        CHAT,
+        [AZURE_PROMPT_FIRST, *chat_stream(finish)],
+        chat_body(finish, prompt_filter_results=prompt_results(HIT)),
+        "CONTENT_FILTERED",
+    )
+both(
+    "prompt_filter_results all unfiltered",
+    CHAT,
+    [chat_chunk([], prompt_filter_results=prompt_results(SAFE)), *chat_stream()],
+    chat_body(prompt_filter_results=prompt_results(SAFE)),
+    EXECUTABLE,
+)
+both("content_filter_results filtered in an earlier chunk", CHAT, azure_stream(HIT, where=1), None, "CONTENT_FILTERED")
+both(
+    "content_filter_results filtered after the finish_reason",
+    CHAT,
+    chat_stream(after=[chat_chunk([{"index": 0, "delta": {}, "content_filter_results": HIT}])]),
+    None,
+    "CONTENT_FILTERED",
+)
+both(
+    "content_filter_results unfiltered after the finish_reason",
+    CHAT,
+    chat_stream(after=[chat_chunk([{"index": 0, "delta": {}, "content_filter_results": SAFE}])]),
+    None,
+    EXECUTABLE,
+)
+BLOCKLIST = {"filtered": False, "details": [{"filtered": True, "id": "my-list"}]}
+both(
+    "a custom blocklist entry filtered",
+    CHAT,
+    azure_stream({**SAFE, "custom_blocklists": BLOCKLIST}),
+    azure_body({**SAFE, "custom_blocklists": BLOCKLIST}),
+    "CONTENT_FILTERED",
+)
+both(
+    "a custom blocklist list entry filtered",
+    CHAT,
+    azure_stream({**SAFE, "custom_blocklists": [{"filtered": True, "id": "my-list"}]}),
+    azure_body({**SAFE, "custom_blocklists": [{"filtered": True, "id": "my-list"}]}),
+    "CONTENT_FILTERED",
+)
+FILTER_ERROR = {"error": {"code": "content_filter_error", "message": "The contents are not filtered"}}
+both(
+    "a content filter error (nothing filtered)", CHAT, azure_stream(FILTER_ERROR), azure_body(FILTER_ERROR), EXECUTABLE
+)
+for label, results in [
+    ("filtered not a boolean", {"hate": {"filtered": "true"}}),
+    ("a category not an object", {"hate": True}),
+    ("the results not an object", [HIT]),
+    ("details not a list", {"custom_blocklists": {"filtered": False, "details": {"filtered": True}}}),
+]:
+    both(f"content_filter_results: {label}", CHAT, azure_stream(results), azure_body(results), "MALFORMED_EVENT")
+both(
+    "prompt_filter_results not a list",
+    CHAT,
+    [chat_chunk([], prompt_filter_results={"content_filter_results": HIT}), *chat_stream()],
+    chat_body(prompt_filter_results={"content_filter_results": HIT}),
+    "MALFORMED_EVENT",
+)
+
+
 # ---------------------------------------------------------------- OpenAI Responses
 
 RESP = "openai-responses"
@@ -318,6 +423,66 @@ def resp_stream(
 
 
 RESP_ERROR = {"code": "server_error", "message": "The model failed"}
+
+
+def beside_call(item: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """(stream, body): the function call, then ``item`` at output index 1."""
+    body = edit(resp_object(), lambda b: b["output"].append(item))
+    stream = resp_stream()
+    stream[-1:] = [
+        {"type": "response.output_item.added", "output_index": 1, "item": item},
+        {"type": "response.output_item.done", "output_index": 1, "item": item},
+        {"type": "response.completed", "response": body},
+    ]
+    for number, event in enumerate(stream):
+        event["sequence_number"] = number
+    return stream, body
+
+
+# An output item the host must act on, or one of a type the mapper does not
+# know, beside a function call: the call must not run as if it were alone.
+for label, item, expect in [
+    (
+        "mcp_approval_request",
+        {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "s", "name": "rm", "arguments": "{}"},
+        "UNSUPPORTED_ITEM",
+    ),
+    (
+        "client tool_search_call",
+        {
+            "type": "tool_search_call",
+            "id": "ts_1",
+            "call_id": "c2",
+            "execution": "client",
+            "arguments": {},
+            "status": "completed",
+        },
+        "UNSUPPORTED_ITEM",
+    ),
+    (
+        "an unknown *_call",
+        {"type": "future_tool_call", "id": "x_1", "call_id": "c3", "status": "completed"},
+        "UNSUPPORTED_ITEM",
+    ),
+    ("an unknown item type", {"type": "hologram", "id": "h_1"}, "UNSUPPORTED_ITEM"),
+    (
+        "server tool_search_call",
+        {"type": "tool_search_call", "id": "ts_1", "execution": "server", "status": "completed"},
+        EXECUTABLE,
+    ),
+    (
+        "web_search_call",
+        {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}},
+        EXECUTABLE,
+    ),
+    (
+        "mcp_call",
+        {"type": "mcp_call", "id": "mcp_1", "server_label": "s", "name": "n", "arguments": "{}", "output": "ok"},
+        EXECUTABLE,
+    ),
+    ("mcp_list_tools", {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "s", "tools": []}, EXECUTABLE),
+]:
+    both(f"{label} beside a function_call", RESP, *beside_call(item), expect)
 
 both("control", RESP, resp_stream(), resp_object(), EXECUTABLE)
 for status in ("in_progress", "queued"):
@@ -798,6 +963,31 @@ both(
     EXECUTABLE,
 )
 both(
+    "a blocked prompt safety rating without blockReason beside STOP",
+    GEMINI,
+    *gemini(promptFeedback={"safetyRatings": [BLOCKED_RATING]}),
+    "CONTENT_FILTERED",
+)
+both(
+    "a blocked prompt safety rating in the first chunk, STOP later",
+    GEMINI,
+    gemini(first=g_chunk(candidate(), promptFeedback={"safetyRatings": [BLOCKED_RATING]}))[0],
+    None,
+    "CONTENT_FILTERED",
+)
+both(
+    "an unblocked prompt safety rating beside STOP",
+    GEMINI,
+    *gemini(promptFeedback={"safetyRatings": [{**BLOCKED_RATING, "blocked": False}]}),
+    EXECUTABLE,
+)
+both(
+    "a prompt safety rating whose blocked is not a boolean",
+    GEMINI,
+    *gemini(promptFeedback={"safetyRatings": [{**BLOCKED_RATING, "blocked": "true"}]}),
+    "MALFORMED_EVENT",
+)
+both(
     "a blocked safety rating beside MAX_TOKENS",
     GEMINI,
     gemini("MAX_TOKENS", first=g_chunk(candidate(safetyRatings=[BLOCKED_RATING])))[0],
@@ -878,6 +1068,87 @@ def test_terminal_signal(impl: ModuleType, case: Case, monkeypatch: pytest.Monke
         assert [(c.name, c.arguments) for c in result.calls] == [("read_file", {"path": "a.txt"})]
     else:
         assert result == case.expect
+
+
+@pytest.mark.parametrize(
+    ("results", "path"),
+    [
+        ({"hate": {"filtered": 1}}, "$.choices[0].content_filter_results.hate.filtered"),
+        ({"a": {}, "b": [{"filtered": None}, 3]}, "$.choices[0].content_filter_results.b[1]"),
+        ({"x": {"details": [{"filtered": "no"}]}}, "$.choices[0].content_filter_results.x.details[0].filtered"),
+    ],
+)
+def test_malformed_filter_results_name_the_field(impl: ModuleType, results: Any, path: str) -> None:
+    for form in ("stream", "body"):
+        payload = azure_stream(results) if form == "stream" else azure_body(results)
+        with pytest.raises(OutputError) as caught:
+            if form == "stream":
+                assembler = impl.StreamAssembler(CHAT)
+                for event in payload:
+                    assembler.feed(frame(CHAT, event))
+                assembler.finish()
+            else:
+                impl.normalize(json.dumps(payload), provider=CHAT)
+        assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", path)
+
+
+def test_a_filter_after_the_finish_names_its_category(impl: ModuleType) -> None:
+    assembler = impl.StreamAssembler(CHAT)
+    with pytest.raises(OutputError) as caught:
+        for event in chat_stream(after=[chat_chunk([{"index": 0, "delta": {}, "content_filter_results": HIT}])]):
+            assembler.feed(frame(CHAT, event))
+    assert (caught.value.code, caught.value.path) == (
+        "CONTENT_FILTERED",
+        "$.choices[0].content_filter_results.violence",
+    )
+
+
+def test_an_unsupported_item_names_its_type_and_path(impl: ModuleType) -> None:
+    stream, body = beside_call({"type": "mcp_approval_request", "id": "mcpr_1"})
+    with pytest.raises(OutputError) as caught:
+        impl.normalize(json.dumps(body), provider=RESP)
+    assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.output[1]")
+    assert '"mcp_approval_request"' in str(caught.value)
+    assembler = impl.StreamAssembler(RESP)
+    with pytest.raises(OutputError) as caught:
+        for event in stream:
+            assembler.feed(frame(RESP, event))
+    assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.item")
+
+
+AUDIO = {"type": "output_audio", "data": "UklGRg==", "transcript": "and then delete it"}
+
+
+def message_with(part: dict[str, Any]) -> list[Any]:
+    """The final-answer stream with ``part`` as content part 1 of the message."""
+    events = resp_message("completed", "completed")
+    message = events[-2]["item"]
+    message["content"] = [*message["content"], part]
+    events[-1]["response"]["output"] = [message]
+    added = {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 1}
+    events[-2:-2] = [{**added, "part": part}, {**added, "type": "response.content_part.done", "part": part}]
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return events
+
+
+def test_a_message_part_of_unknown_type_is_no_half_answer(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text parts of a message beside a part the mapper cannot represent
+    are not the whole answer: ``UNSUPPORTED_ITEM``, never a cut final answer."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    text = {"type": "output_text", "text": "!", "annotations": []}
+    assert run_final(impl, message_with(text)).value == "done!"
+    assert run_final(impl, message_with(AUDIO)) == "UNSUPPORTED_ITEM"
+    body = message_with(AUDIO)[-1]["response"]
+    with pytest.raises(OutputError) as caught:
+        impl.normalize(json.dumps(body), provider=RESP)
+    assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.output[0].content[1]")
+    assembler = impl.StreamAssembler(RESP)
+    with pytest.raises(OutputError) as caught:
+        for event in message_with(AUDIO):
+            assembler.feed(frame(RESP, event))
+    assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.part")
+    assert '"output_audio"' in str(caught.value)
 
 
 def test_expected_codes_are_in_the_table() -> None:

@@ -98,6 +98,10 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
             "RESPONSE_NOT_FINISHED": (True, "the body is a response that is not finished yet (poll it by its id)"),
             "BODY_NOT_FINISHED": (True, "the body is not a finished response: it has no finish signal"),
             "NOT_A_RESPONSE_BODY": (False, "the body is not a response of this provider"),
+            "UNSUPPORTED_ITEM": (
+                False,
+                "the response holds an output item the package cannot represent (a call the host must handle)",
+            ),
             # completeness gate
             "INCOMPLETE_RESPONSE": (
                 True,

@@ -42,6 +42,7 @@ codes! {
     MALFORMED_EVENT => "stream",
     MULTIPLE_CHOICES => "stream",
     OUTPUT_MISMATCH => "stream",
+    CONTENT_FILTERED => "stream",
     // assembly
     EVENT_BEFORE_START => "stream",
     DUPLICATE_START => "stream",
@@ -66,6 +67,7 @@ codes! {
     RESPONSE_NOT_FINISHED => "stream",
     BODY_NOT_FINISHED => "stream",
     NOT_A_RESPONSE_BODY => "stream",
+    UNSUPPORTED_ITEM => "stream",
     // strict JSON
     EMPTY_INPUT => "parse",
     INVALID_UTF8 => "parse",

@@ -153,12 +153,42 @@ _KNOWN_ITEMS = ("message", "reasoning", *CALL_KINDS)
 PART_KINDS = {"output_text": "text", "refusal": "refusal"}
 
 
+#: items the provider runs or records itself, with nothing for the host to do
+INFORMATIONAL_ITEMS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "shell_call_output",
+        "tool_search_output",
+        "compaction",
+    }
+)
+
+
 def out_item(raw: Any, what: str, at: str) -> Out | str:
-    """The output item at ``at`` (its type first), or the type of another one (a builtin tool's)."""
+    """The output item at ``at`` (its type first), or the type of an
+    informational one (a builtin tool's); any other item (an unknown type,
+    ``mcp_approval_request``, a client-run ``tool_search_call``) is a call or
+    answer the host would never see: ``UNSUPPORTED_ITEM`` at ``at``."""
     item = _S.obj(raw, what, at)
     kind = _S.req_str(item, "type", what, at)
-    if kind not in _KNOWN_ITEMS or (kind == "shell_call" and _hosted(item)):
+    if kind == "shell_call" and _hosted(item):
         return kind
+    if kind == "tool_search_call" and item.get("execution") != "client":
+        return kind
+    if kind in INFORMATIONAL_ITEMS:
+        return kind
+    if kind not in _KNOWN_ITEMS:
+        raise located(
+            "UNSUPPORTED_ITEM",
+            f'output item of type "{kind}" is not one the package can represent; '
+            "it may be a call the host must handle, so nothing in the response is decided",
+            at,
+        )
     return Out(item, kind, what, at)
 
 

@@ -25,9 +25,10 @@ over one that says "done"):
   only ``STOP`` is done (``CONTENT_FILTERED``, ``RESPONSE_ERROR``,
   ``INCOMPLETE_RESPONSE``, ``UNKNOWN_FINISH_REASON`` otherwise, also for
   ``OTHER``, ``FINISH_REASON_UNSPECIFIED``, ``""`` and other spellings).
-- a ``safetyRatings`` entry of the selected candidate with ``blocked: true``
-  (in this chunk or an earlier one) turns a ``STOP`` into content_filter,
-  raw ``SAFETY``.
+- a ``safetyRatings`` entry of the selected candidate, or of
+  ``promptFeedback`` (with or without a ``blockReason``), with
+  ``blocked: true`` (in this chunk or an earlier one) turns a ``STOP`` into
+  content_filter, raw ``SAFETY``.
 - two candidates with one ``index`` (a missing index is the position) ->
   ``MULTIPLE_CHOICES``; a finish on another candidate finishes nothing.
 - ``finishMessage`` only explains a ``finishReason`` and vetoes nothing by
@@ -260,7 +261,7 @@ class GeminiMapper:
         )
         self._call: _StreamedCall | None = None
         self._usage: UsageReported | None = None
-        self._blocked = False  # a safety rating of the selected candidate said "blocked"
+        self._blocked = False  # a safety rating of the selected candidate or the prompt said "blocked"
         # the finish seen so far: (raw, is a blockReason); a veto is never replaced
         self._finish_seen: tuple[str, bool] | None = None
 
@@ -476,6 +477,11 @@ class GeminiMapper:
         block_reason = (
             None if feedback is None else _opt_str(feedback, "blockReason", "promptFeedback", "$.promptFeedback")
         )
+        ratings = [] if feedback is None else _opt_list(feedback, "safetyRatings", "promptFeedback", "$.promptFeedback")
+        for k, rating in enumerate(ratings or ()):
+            rating_at = f"$.promptFeedback.safetyRatings[{k}]"
+            if _opt_bool(_obj(rating, "safetyRating", rating_at), "blocked", "safetyRating", rating_at):
+                self._blocked = True
         selected = self._select(candidates)
         finish = None
         if selected is not None:

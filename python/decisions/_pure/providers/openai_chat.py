@@ -40,6 +40,15 @@ that says "done"):
   ``EVENT_AFTER_TERMINAL``.
 - two entries for one choice index in a chunk, or for the selected choice in
   a body -> ``MULTIPLE_CHOICES``; a finish on another choice finishes nothing.
+- Azure OpenAI's filter annotations: ``filtered: true`` in the selected
+  choice's ``content_filter_results`` (any category; a list-form category
+  such as ``custom_blocklists``, or a category's ``details``, counts each
+  entry) or in a top-level ``prompt_filter_results[].content_filter_results``
+  -> the finish is ``content_filter`` whatever ``finish_reason`` says
+  (``CONTENT_FILTERED``, the raw reason kept); after the finish_reason,
+  ``CONTENT_FILTERED`` at once. ``filtered: false``, a category without
+  ``filtered`` (``error``) and no results at all change nothing; results of
+  another shape are ``MALFORMED_EVENT`` at the field's path.
 """
 
 from __future__ import annotations
@@ -81,7 +90,7 @@ _CHUNK, _BODY = "chat.completion.chunk", "chat.completion"
 
 _S = shape("openai-chat")
 _obj, _opt_obj, _opt_list, _opt_str, _req_str = _S.obj, _S.opt_obj, _S.opt_list, _S.opt_str, _S.req_str
-_opt_count = _S.opt_count
+_opt_count, _opt_bool = _S.opt_count, _S.opt_bool
 
 
 def _invalid(name: str, detail: str, path: str) -> OutputError:
@@ -93,9 +102,12 @@ def _invalid(name: str, detail: str, path: str) -> OutputError:
 # In the Rust mapper's order, field by field (see its module doc).
 
 
-def _top(d: Any, what: str) -> tuple[str | None, str | None, list[Any], UsageReported | None, ResponseFailed | None]:
+def _top(
+    d: Any, what: str
+) -> tuple[str | None, str | None, list[Any], UsageReported | None, ResponseFailed | None, str | None]:
     """The members a chunk and a body share, checked in this order: id,
-    model, choices (an array), usage (and its event), error (and its failure)."""
+    model, choices (an array), usage (and its event), error (and its
+    failure), prompt_filter_results (the path of the first filtered one)."""
     d = _obj(d, what, "$")
     rid = _opt_str(d, "id", what, "$")
     model = _opt_str(d, "model", what, "$")
@@ -104,7 +116,34 @@ def _top(d: Any, what: str) -> tuple[str | None, str | None, list[Any], UsageRep
     usage_event = None if usage is None else _usage(usage, what, "$.usage")
     err = d.get("error")
     failed = None if err is None else failure(_S, err, what, "$.error")
-    return rid, model, choices, usage_event, failed
+    prompt_filtered = None
+    for position, entry in enumerate(_opt_list(d, "prompt_filter_results", what, "$") or []):
+        at = f"$.prompt_filter_results[{position}]"
+        results = _opt_obj(_obj(entry, what, at), "content_filter_results", what, at)
+        hit = None if results is None else _filtered(results, what, f"{at}.content_filter_results")
+        prompt_filtered = prompt_filtered or hit
+    return rid, model, choices, usage_event, failed, prompt_filtered
+
+
+def _filtered(results: dict[str, Any], what: str, at: str) -> str | None:
+    """The path of the first category of Azure's ``content_filter_results``
+    at ``at`` that says ``filtered: true`` (categories in sorted order), or
+    None; every category is an object (its ``details`` entries too) or a
+    list of objects, whose ``filtered`` is a boolean when present."""
+    hit = None
+    for category in sorted(results):
+        where = f"{at}.{category}"
+        value = results[category]
+        if type(value) is list:
+            entries = [(f"{where}[{i}]", entry) for i, entry in enumerate(value)]
+        else:
+            entries = [(where, _obj(value, what, where))]
+            details = _opt_list(value, "details", what, where) or []
+            entries += [(f"{where}.details[{i}]", entry) for i, entry in enumerate(details)]
+        for place, entry in entries:
+            if _opt_bool(_obj(entry, what, place), "filtered", what, place):
+                hit = hit or place
+    return hit
 
 
 def _usage(value: Any, what: str, at: str) -> UsageReported:
@@ -125,17 +164,24 @@ def _usage(value: Any, what: str, at: str) -> UsageReported:
     )
 
 
-def _choice(raw: Any, position: int, body: bool, what: str) -> tuple[int, int | None, "_Parts | None", str | None]:
-    """One choice: ``(position, index, parts, finish_reason)``; its index,
-    its delta (``message`` in a body), finish_reason, then what the delta carries."""
+#: one checked choice: (position, index, parts, finish_reason, the path of
+#: its first filtered content_filter_results category or None)
+_ChoiceRead = tuple[int, "int | None", "_Parts | None", "str | None", "str | None"]
+
+
+def _choice(raw: Any, position: int, body: bool, what: str) -> _ChoiceRead:
+    """One choice: its index, its delta (``message`` in a body),
+    finish_reason, content_filter_results, then what the delta carries."""
     at = f"$.choices[{position}]"
     choice = _obj(raw, what, at)
     index = _opt_count(choice, "index", what, at)
     key = "message" if body else "delta"
     delta = _opt_obj(choice, key, what, at)
     finish = _opt_str(choice, "finish_reason", what, at)
+    results = _opt_obj(choice, "content_filter_results", what, at)
+    filtered = None if results is None else _filtered(results, what, f"{at}.content_filter_results")
     parts = None if delta is None else _delta_parts(delta, what, f"{at}.{key}")
-    return position, index, parts, finish
+    return position, index, parts, finish, filtered
 
 
 # ---------------------------------------------------------------- mapper
@@ -168,6 +214,7 @@ class OpenAIChatMapper:
         self._ncalls = 0
         self._finished = False
         self._done = False
+        self._filtered: str | None = None  # the path of the first filtered annotation
 
     # ------------------------------------------------------------ stream
 
@@ -206,6 +253,8 @@ class OpenAIChatMapper:
         choice = choices[0]
         if type(choice) is not dict or choice.get("finish_reason") is not None:
             return None
+        if choice.get("content_filter_results") is not None or get("prompt_filter_results") is not None:
+            return None
         index = choice.get("index")
         if (0 if index is None else index) != self._choice or (index is not None and type(index) is not int):
             return None
@@ -239,7 +288,7 @@ class OpenAIChatMapper:
 
     def _chunk(self, payload: Any, out: list[CanonicalEvent]) -> None:
         # the whole chunk is shape-checked before any of it is acted on
-        rid, model, raw_choices, usage, failed = _top(payload, _CHUNK)
+        rid, model, raw_choices, usage, failed, prompt_filtered = _top(payload, _CHUNK)
         choices = [_choice(raw, position, False, _CHUNK) for position, raw in enumerate(raw_choices)]
         if len(choices) > 1:
             _no_repeated_choice([0 if c[1] is None else c[1] for c in choices], "chunk")
@@ -248,7 +297,9 @@ class OpenAIChatMapper:
         if failed is not None:  # an error vetoes whatever the chunk's choices say
             out.append(failed)
             return
-        for position, index, parts, finish in choices:
+        if prompt_filtered is not None:
+            self._filter(prompt_filtered)
+        for position, index, parts, finish, filtered in choices:
             index = 0 if index is None else index
             if index != self._choice:
                 if self._choice_given:
@@ -257,6 +308,8 @@ class OpenAIChatMapper:
                     "MULTIPLE_CHOICES",
                     f"the stream has choice {index} besides choice 0; pass choice= to select one",
                 )
+            if filtered is not None:
+                self._filter(filtered)
             self._choice_delta(parts, finish, f"$.choices[{position}].delta", out)
         if usage is not None:
             out.append(usage)
@@ -265,6 +318,14 @@ class OpenAIChatMapper:
         self._started = True
         self._response_id = rid
         out.append(ResponseStarted(response_id=rid, model=model))
+
+    def _filter(self, at: str) -> None:
+        """A ``filtered: true`` annotation at ``at``: the finish will be
+        ``content_filter``; after the finish, ``CONTENT_FILTERED`` at once."""
+        if self._finished:
+            raise located("CONTENT_FILTERED", "the content filter withheld output after the finish_reason", at)
+        if self._filtered is None:
+            self._filtered = at
 
     def _choice_delta(self, parts: "_Parts | None", finish: str | None, at: str, out: list[CanonicalEvent]) -> None:
         terminal = self._finished
@@ -365,7 +426,7 @@ class OpenAIChatMapper:
         out.append(ItemEnded(item_id=item_id))
 
     def _finish_with(self, raw: str, out: list[CanonicalEvent]) -> None:
-        reason = _FINISH.get(raw, "unknown")
+        reason = "content_filter" if self._filtered is not None else _FINISH.get(raw, "unknown")
         if reason == "stop" and self._refusal is not None:
             reason = "refusal"
         if reason in ("stop", "tool_calls", "refusal"):
@@ -380,7 +441,7 @@ class OpenAIChatMapper:
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A ``chat.completion`` object (or an ``{"error": ...}`` body)."""
         out: list[CanonicalEvent] = []
-        rid, model, raw_choices, usage, failed = _top(body, _BODY)
+        rid, model, raw_choices, usage, failed, prompt_filtered = _top(body, _BODY)
         choices = [_choice(raw, position, True, _BODY) for position, raw in enumerate(raw_choices)]
         self._start(rid or None, model or None, out)
         if failed is not None:  # an error vetoes whatever the choices say
@@ -390,15 +451,18 @@ class OpenAIChatMapper:
             raise _invalid(_BODY, "the body has no choices", "$.choices")
         if not self._choice_given and len(choices) > 1:
             raise new_error("MULTIPLE_CHOICES", f"the body has {len(choices)} choices; pass choice= to select one")
-        indexes = [position if index is None else index for position, index, _, _ in choices]
+        indexes = [position if index is None else index for position, index, _, _, _ in choices]
         if len(indexes) > 1:
             _no_repeated_choice([i for i in indexes if i == self._choice], "body")
         if self._choice not in indexes:
             raise new_error("MULTIPLE_CHOICES", f"choice {self._choice} is not among the choices {indexes}")
-        position, _, parts, finish = choices[indexes.index(self._choice)]
+        position, _, parts, finish, filtered = choices[indexes.index(self._choice)]
         at = f"$.choices[{position}]"
         if finish is None:
             raise _invalid(_BODY, "the selected choice has no finish_reason", f"{at}.finish_reason")
+        for place in (prompt_filtered, filtered):
+            if place is not None:
+                self._filter(place)
         if parts is not None:
             calls, parts.tool_calls = parts.tool_calls, []
             self._apply(parts, f"{at}.message", out)

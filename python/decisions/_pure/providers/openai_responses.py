@@ -75,16 +75,26 @@ and status checks as a function call.
 
 Builtin tools the provider runs itself (``web_search_call``,
 ``file_search_call``, ``code_interpreter_call``, ``image_generation_call``,
-``mcp_*``, ...) are not calls: their items are counted in ``unknown_events`` as
-``output_item:<type>`` and their own events by type, never turned into calls.
-Annotations are counted likewise.
+``mcp_call``, ``mcp_list_tools``, ``shell_call_output``, a ``tool_search_call``
+whose ``execution`` is not ``client`` and its ``tool_search_output``, a hosted
+``shell_call``, ``compaction``) are not calls: the provider has done them
+and the host has nothing to do, so their items are counted in
+``unknown_events`` as ``output_item:<type>`` and their own events by type,
+never turned into calls. A message content part of a type other than
+``output_text`` and ``refusal`` (``output_audio``, ...) is part of the answer
+the mapper cannot represent: ``UNSUPPORTED_ITEM`` at its path, never a cut
+answer. Any other output item (a type the mapper does not
+know, ``mcp_approval_request``, a ``tool_search_call`` with ``execution:
+"client"``, a ``*_call`` of no supported call kind) may be a call the host
+must handle or part of the answer: it is ``UNSUPPORTED_ITEM`` at the item's
+path, never counted while the rest is decided. Annotations are counted.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...errors import new_error
+from ...errors import OutputError, new_error
 from ...types import (
     CanonicalEvent,
     ItemEnded,
@@ -127,6 +137,17 @@ _EVENT = "response event"
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 _FAILED = ("failed", "error")
+
+
+def _unsupported_part(kind: str, item_id: str, at: str) -> OutputError:
+    """A message content part of a type the mapper cannot represent: the
+    answer would be cut, so it is ``UNSUPPORTED_ITEM`` at ``at``."""
+    return located(
+        "UNSUPPORTED_ITEM",
+        f'content part of type "{kind}" in message {item_id} is not one the package can '
+        "represent; the answer would be cut, so nothing in the response is decided",
+        at,
+    )
 
 
 class _Item:
@@ -258,8 +279,7 @@ class OpenAIResponsesMapper:
         entry = self._item(item_id, what, "message")
         canon_kind = PART_KINDS.get(kind)
         if canon_kind is None:
-            self._count(f"content_part:{kind}")
-            return
+            raise _unsupported_part(kind, item_id, "$.part")
         if index in entry.parts:
             raise new_error("DUPLICATE_ITEM_ID", f"content part {index} of {item_id} was added twice")
         acc = entry.parts[index] = Acc(part_id(item_id, index), canon_kind)
@@ -279,8 +299,7 @@ class OpenAIResponsesMapper:
         if acc is None:
             if kind in PART_KINDS:
                 raise new_error("DELTA_BEFORE_START", f"{what} for content part {index} of {item_id}, never added")
-            self._count(f"content_part:{kind}")
-            return
+            raise _unsupported_part(kind, item_id, "$.part")
         if text is None:
             raise located("MALFORMED_EVENT", f"{what}: a {kind} part needs its text", f"$.part.{value_field(kind)}")
         self._check(acc, text, what, out)
@@ -552,8 +571,7 @@ class OpenAIResponsesMapper:
             for index, (kind, text) in enumerate(item.parts):
                 canon_kind = PART_KINDS.get(kind)
                 if canon_kind is None:
-                    self._count(f"content_part:{kind}")
-                    continue
+                    raise _unsupported_part(kind, item.id, f"{at}.content[{index}]")
                 canon = part_id(item.id, index)
                 out.append(ItemStarted(item_id=canon, kind=canon_kind))  # type: ignore[arg-type]
                 if canon_kind == "refusal":

@@ -10,8 +10,8 @@
 //!
 //! Vetoes (the twin's docstring has the table): `error` wins over every
 //! candidate, a `blockReason` over any `finishReason`, a `blocked` safety
-//! rating of the selected candidate turns `STOP` into content_filter, and two
-//! candidates with one `index` are `MULTIPLE_CHOICES`.
+//! rating of the selected candidate or of `promptFeedback` turns `STOP` into
+//! content_filter, and two candidates with one `index` are `MULTIPLE_CHOICES`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -113,6 +113,8 @@ struct ContentRaw<'a> {
 struct FeedbackRaw<'a> {
     #[serde(rename = "blockReason", borrow)]
     block_reason: Option<&'a RawValue>,
+    #[serde(rename = "safetyRatings", borrow)]
+    safety_ratings: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -330,7 +332,7 @@ pub struct GeminiMapper {
     open: Option<(ItemKind, String)>,
     call: Option<StreamedCall>,
     usage: Option<Usage>,
-    /// A safety rating of the selected candidate said "blocked".
+    /// A safety rating of the selected candidate or the prompt said "blocked".
     blocked: bool,
     /// The finish seen so far: (raw, is a `blockReason`); a veto is kept.
     finish_seen: Option<(String, bool)>,
@@ -845,6 +847,19 @@ impl Mapper for GeminiMapper {
                 .map(Cow::into_owned),
             None => None,
         };
+        if let Some(f) = &feedback {
+            let ratings_at = feedback_at.key("safetyRatings");
+            let ratings = SHAPE
+                .opt_list(f.safety_ratings, "promptFeedback", ratings_at)?
+                .unwrap_or_default();
+            for (k, raw) in ratings.into_iter().enumerate() {
+                let rating_at = ratings_at.index(k);
+                let rating: RatingRaw<'_> = SHAPE.obj(raw, "safetyRating", rating_at)?;
+                if SHAPE.opt_bool(rating.blocked, "safetyRating", rating_at.key("blocked"))? {
+                    self.blocked = true;
+                }
+            }
+        }
         let candidate = self.select(&candidates)?;
         let mut finish = None;
         if let Some((position, candidate)) = candidate {

@@ -44,6 +44,8 @@ struct TopRaw<'a> {
     usage: Option<&'a RawValue>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    prompt_filter_results: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -56,6 +58,24 @@ struct ChoiceRaw<'a> {
     message: Option<&'a RawValue>,
     #[serde(borrow)]
     finish_reason: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content_filter_results: Option<&'a RawValue>,
+}
+
+/// One `prompt_filter_results` entry.
+#[derive(Deserialize)]
+struct PromptFilterRaw<'a> {
+    #[serde(borrow)]
+    content_filter_results: Option<&'a RawValue>,
+}
+
+/// One entry of a content-filter category (or of its `details`).
+#[derive(Deserialize)]
+struct FilterEntryRaw<'a> {
+    #[serde(borrow)]
+    filtered: Option<&'a RawValue>,
+    #[serde(borrow)]
+    details: Option<&'a RawValue>,
 }
 
 /// A chunk's `delta`, or a body's `message`.
@@ -153,6 +173,8 @@ struct FastChunk<'a> {
     usage: Option<&'a RawValue>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    prompt_filter_results: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -163,6 +185,8 @@ struct FastChoice<'a> {
     delta: Obj<FastDelta<'a>>,
     #[serde(borrow)]
     finish_reason: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content_filter_results: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -216,6 +240,8 @@ struct FastBody<'a> {
     usage: Option<&'a RawValue>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    prompt_filter_results: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -226,6 +252,8 @@ struct FastBodyChoice<'a> {
     message: Option<Obj<FastMessage<'a>>>,
     #[serde(borrow)]
     finish_reason: Option<Str<'a>>,
+    #[serde(borrow)]
+    content_filter_results: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -266,7 +294,7 @@ struct FastBodyFn<'a> {
 /// when one typed pass reads the whole body; None sends it the checked way.
 fn fast_body(body: &str) -> Option<(Top<'_>, Vec<Choice<'_>>)> {
     let Obj(fast) = serde_json::from_str::<Obj<FastBody<'_>>>(body).ok()?;
-    if fast.error.is_some() {
+    if fast.error.is_some() || fast.prompt_filter_results.is_some() {
         return None;
     }
     let usage = match fast.usage {
@@ -275,6 +303,9 @@ fn fast_body(body: &str) -> Option<(Top<'_>, Vec<Choice<'_>>)> {
     };
     let mut choices = Vec::new();
     for (position, Obj(c)) in fast.choices.unwrap_or_default().into_iter().enumerate() {
+        if c.content_filter_results.is_some() {
+            return None;
+        }
         let parts = match c.message {
             None => None,
             Some(Obj(m)) => {
@@ -319,6 +350,7 @@ fn fast_body(body: &str) -> Option<(Top<'_>, Vec<Choice<'_>>)> {
             index: c.index,
             parts,
             finish: c.finish_reason.map(|f| f.0),
+            filtered: None,
         });
     }
     let top = Top {
@@ -327,6 +359,7 @@ fn fast_body(body: &str) -> Option<(Top<'_>, Vec<Choice<'_>>)> {
         choices: Vec::new(),
         usage,
         failure: None,
+        prompt_filtered: None,
     };
     Some((top, choices))
 }
@@ -342,6 +375,8 @@ struct Top<'a> {
     choices: Vec<&'a RawValue>,
     usage: Option<Event>,
     failure: Option<Event>,
+    /// The path of the first `filtered: true` in `prompt_filter_results`.
+    prompt_filtered: Option<String>,
 }
 
 fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
@@ -362,13 +397,95 @@ fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
         Some(raw) => Some(failure(SHAPE, raw, what, ROOT.key("error"))?),
         None => None,
     };
+    let prompt_at = ROOT.key("prompt_filter_results");
+    let mut prompt_filtered = None;
+    let entries = SHAPE.opt_list(raw.prompt_filter_results, what, prompt_at)?;
+    for (position, entry) in entries.unwrap_or_default().into_iter().enumerate() {
+        let at = prompt_at.index(position);
+        let p: PromptFilterRaw<'_> = SHAPE.obj(entry, what, at)?;
+        let results_at = at.key("content_filter_results");
+        if let Some(results) = p.content_filter_results {
+            let hit = filtered(results, what, results_at)?;
+            prompt_filtered = prompt_filtered.or(hit);
+        }
+    }
     Ok(Top {
         id,
         model,
         choices,
         usage,
         failure,
+        prompt_filtered,
     })
+}
+
+/// The path of the first category of Azure's `content_filter_results` at
+/// `at` that says `filtered: true` (categories in sorted order), or None;
+/// every category is an object (its `details` entries too) or a list of
+/// objects, whose `filtered` is a boolean when present.
+fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<String>, CoreError> {
+    if !super::shape::is_object(raw) {
+        return Err(SHAPE.malformed(what, at));
+    }
+    let results: BTreeMap<String, &RawValue> =
+        serde_json::from_str(raw.get()).map_err(|_| SHAPE.malformed(what, at))?;
+    let base = at.render();
+    let mut hit = None;
+    for (category, value) in results {
+        let where_ = format!("{base}.{category}");
+        let mut entries: Vec<(String, &RawValue)> = Vec::new();
+        if super::shape::is_array(value) {
+            let list: Vec<&RawValue> =
+                serde_json::from_str(value.get()).map_err(|_| malformed_at(what, &where_))?;
+            for (i, entry) in list.into_iter().enumerate() {
+                entries.push((format!("{where_}[{i}]"), entry));
+            }
+        } else {
+            let e = filter_entry(value, what, &where_)?;
+            entries.push((where_.clone(), value));
+            if let Some(details) = e.details {
+                if !super::shape::is_array(details) {
+                    return Err(malformed_at(what, &format!("{where_}.details")));
+                }
+                let list: Vec<&RawValue> = serde_json::from_str(details.get())
+                    .map_err(|_| malformed_at(what, &format!("{where_}.details")))?;
+                for (i, entry) in list.into_iter().enumerate() {
+                    entries.push((format!("{where_}.details[{i}]"), entry));
+                }
+            }
+        }
+        for (place, entry) in entries {
+            let e = filter_entry(entry, what, &place)?;
+            let yes = match e.filtered {
+                None => false,
+                Some(f) => serde_json::from_str::<bool>(f.get())
+                    .map_err(|_| malformed_at(what, &format!("{place}.filtered")))?,
+            };
+            if yes && hit.is_none() {
+                hit = Some(place);
+            }
+        }
+    }
+    Ok(hit)
+}
+
+/// One content-filter entry, an object, at the rendered path `place`.
+fn filter_entry<'a>(
+    raw: &'a RawValue,
+    what: &str,
+    place: &str,
+) -> Result<FilterEntryRaw<'a>, CoreError> {
+    if !super::shape::is_object(raw) {
+        return Err(malformed_at(what, place));
+    }
+    serde_json::from_str(raw.get()).map_err(|_| malformed_at(what, place))
+}
+
+/// The shape error of the field at the rendered path `place`.
+fn malformed_at(what: &str, place: &str) -> CoreError {
+    let mut error = SHAPE.malformed(what, ROOT);
+    error.path = Some(place.to_owned());
+    error
 }
 
 /// Chat `usage` -> canonical usage: the details objects, then the counts.
@@ -410,6 +527,8 @@ struct Choice<'a> {
     index: Option<u64>,
     parts: Option<Parts<'a>>,
     finish: Option<Cow<'a, str>>,
+    /// The path of its first `filtered: true` content-filter annotation.
+    filtered: Option<String>,
 }
 
 fn choice<'a>(
@@ -430,6 +549,10 @@ fn choice<'a>(
     let delta_at = at.key(name);
     let delta: Option<DeltaRaw<'a>> = SHAPE.opt_obj(field, what, delta_at)?;
     let finish = SHAPE.opt_str(c.finish_reason, what, at.key("finish_reason"))?;
+    let filtered = match c.content_filter_results {
+        Some(raw) => filtered(raw, what, at.key("content_filter_results"))?,
+        None => None,
+    };
     let parts = match delta {
         Some(d) => Some(parts(&d, what, delta_at)?),
         None => None,
@@ -439,6 +562,7 @@ fn choice<'a>(
         index,
         parts,
         finish,
+        filtered,
     })
 }
 
@@ -641,6 +765,8 @@ pub struct OpenAIChat {
     ncalls: usize,
     finished: bool,
     done: bool,
+    /// The path of the first `filtered: true` annotation.
+    filtered: Option<String>,
 }
 
 impl OpenAIChat {
@@ -660,6 +786,7 @@ impl OpenAIChat {
             ncalls: 0,
             finished: false,
             done: false,
+            filtered: None,
         }
     }
 
@@ -889,8 +1016,26 @@ impl OpenAIChat {
         });
     }
 
+    /// A `filtered: true` annotation at `place`: the finish will be
+    /// `content_filter`; after the finish, `CONTENT_FILTERED` at once.
+    fn filter(&mut self, place: &str) -> Result<(), CoreError> {
+        if self.finished {
+            let mut error = CoreError::new(
+                Code::CONTENT_FILTERED,
+                "the content filter withheld output after the finish_reason",
+            );
+            error.path = Some(place.to_owned());
+            return Err(error);
+        }
+        if self.filtered.is_none() {
+            self.filtered = Some(place.to_owned());
+        }
+        Ok(())
+    }
+
     fn finish_with(&mut self, raw: &str, out: &mut Vec<Event>) {
         let mut reason = match raw {
+            _ if self.filtered.is_some() => FinishReason::ContentFilter,
             "stop" => FinishReason::Stop,
             "tool_calls" | "function_call" => FinishReason::ToolCalls,
             "length" => FinishReason::Length,
@@ -919,7 +1064,12 @@ impl OpenAIChat {
     /// of the hot path holds (it changes no state); None sends the chunk
     /// down the general path.
     fn fast_delta(&self, fast: FastChunk<'_>) -> Option<Event> {
-        if !self.started || self.finished || fast.usage.is_some() || fast.error.is_some() {
+        if !self.started
+            || self.finished
+            || fast.usage.is_some()
+            || fast.error.is_some()
+            || fast.prompt_filter_results.is_some()
+        {
             return None;
         }
         let [choice] = fast.choices.as_slice() else {
@@ -927,6 +1077,7 @@ impl OpenAIChat {
         };
         let delta = &choice.delta;
         if choice.finish_reason.is_some()
+            || choice.content_filter_results.is_some()
             || choice.index.unwrap_or(0) != self.choice
             || delta.refusal.is_some()
             || delta.reasoning_content.is_some()
@@ -981,6 +1132,9 @@ impl OpenAIChat {
             out.push(f);
             return Ok(());
         }
+        if let Some(place) = &top.prompt_filtered {
+            self.filter(place)?;
+        }
         let choices_at = ROOT.key("choices");
         for choice in &choices {
             let index = choice.index.unwrap_or(0);
@@ -992,6 +1146,9 @@ impl OpenAIChat {
                     Code::MULTIPLE_CHOICES,
                     format!("the stream has choice {index} besides choice 0; pass choice= to select one"),
                 ));
+            }
+            if let Some(place) = &choice.filtered {
+                self.filter(place)?;
             }
             let terminal = self.finished;
             if let Some(parts) = &choice.parts {
@@ -1117,6 +1274,12 @@ impl Mapper for OpenAIChat {
                 at.key("finish_reason"),
             ));
         };
+        for place in [&top.prompt_filtered, &selected.filtered]
+            .into_iter()
+            .flatten()
+        {
+            self.filter(place)?;
+        }
         if let Some(mut parts) = selected.parts {
             let message_at = at.key("message");
             self.apply(&parts, false, message_at, out)?;

@@ -14,7 +14,10 @@
 //! is reached, in the order of the pure twin, so a `MALFORMED_EVENT` names
 //! the JSON path of its field with the same message on both backends. Unknown
 //! event types are only counted. Output items are read for their `type`
-//! first, so a builtin tool's item of any shape is counted, never rejected.
+//! first, so a builtin tool's item of any shape is counted, never rejected;
+//! an item of any other type (unknown, `mcp_approval_request`, a client-run
+//! `tool_search_call`) is `UNSUPPORTED_ITEM` at its path, since the host
+//! might have to act on it.
 //!
 //! The output check keeps, per item, a running byte length and FNV-1a hash of
 //! the deltas; final values are hashed once when they arrive.
@@ -145,6 +148,8 @@ struct ItemRaw<'a> {
     kind: Option<&'a RawValue>,
     #[serde(borrow)]
     environment: Option<&'a RawValue>,
+    #[serde(borrow)]
+    execution: Option<&'a RawValue>,
     #[serde(borrow)]
     id: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -284,6 +289,34 @@ fn hosted(environment: Option<&RawValue>) -> bool {
     })
 }
 
+/// A message content part of a type the mapper cannot represent: the answer
+/// would be cut, so it is `UNSUPPORTED_ITEM` at `at`.
+fn unsupported_part(kind: &str, item_id: &str, at: Path<'_>) -> CoreError {
+    let mut error = CoreError::new(
+        Code::UNSUPPORTED_ITEM,
+        format!(
+            "content part of type \"{kind}\" in message {item_id} is not one the package can \
+             represent; the answer would be cut, so nothing in the response is decided"
+        ),
+    );
+    error.path = Some(at.render());
+    error
+}
+
+/// Items the provider runs or records itself, with nothing for the host to
+/// do (a hosted `shell_call`, a `tool_search_call` not run by the client).
+const INFORMATIONAL_ITEMS: &[&str] = &[
+    "web_search_call",
+    "file_search_call",
+    "code_interpreter_call",
+    "image_generation_call",
+    "mcp_call",
+    "mcp_list_tools",
+    "shell_call_output",
+    "tool_search_output",
+    "compaction",
+];
+
 /// A message, call or reasoning output item, checked.
 struct OutItem<'a> {
     id: Cow<'a, str>,
@@ -400,6 +433,27 @@ fn out_item<'a>(raw: &'a RawValue, what: &str, at: Path<'_>) -> Result<Out<'a>, 
         other => other,
     };
     let Some(kind) = kind else {
+        let client = raw_item
+            .execution
+            .and_then(|raw| serde_json::from_str::<Str<'_>>(raw.get()).ok())
+            .is_some_and(|e| e.as_str() == "client");
+        let informational = match type_name.as_ref() {
+            "shell_call" => true,
+            "tool_search_call" => !client,
+            other => INFORMATIONAL_ITEMS.contains(&other),
+        };
+        if !informational {
+            let mut error = CoreError::new(
+                Code::UNSUPPORTED_ITEM,
+                format!(
+                    "output item of type \"{}\" is not one the package can represent; \
+                     it may be a call the host must handle, so nothing in the response is decided",
+                    type_name.as_ref()
+                ),
+            );
+            error.path = Some(at.render());
+            return Err(error);
+        }
         return Ok(Out::Other(type_name.into_owned()));
     };
     let id = SHAPE.req_str(raw_item.id, what, at.key("id"))?;
@@ -1079,8 +1133,7 @@ impl OpenAIResponses {
         if added {
             let entry = self.item(item_id, what, Kind::Message)?;
             let Some(canon_kind) = canon_kind else {
-                self.count(format!("content_part:{kind}"));
-                return Ok(());
+                return Err(unsupported_part(kind, item_id, ROOT.key("part")));
             };
             if entry.parts.contains_key(&index) {
                 return Err(CoreError::new(
@@ -1115,8 +1168,7 @@ impl OpenAIResponses {
                     format!("{what} for content part {index} of {item_id}, never added"),
                 ));
             }
-            self.count(format!("content_part:{kind}"));
-            return Ok(());
+            return Err(unsupported_part(kind, item_id, ROOT.key("part")));
         };
         let Some(text) = text else {
             return Err(invalid(
@@ -1373,8 +1425,8 @@ impl OpenAIResponses {
             Kind::Message => {
                 for (index, (part, value)) in item.parts.iter().enumerate() {
                     let Some(canon_kind) = part_kind(part) else {
-                        self.count(format!("content_part:{part}"));
-                        continue;
+                        let content_at = at.key("content");
+                        return Err(unsupported_part(part, id, content_at.index(index)));
                     };
                     let canon = part_id(id, index as u64);
                     out.push(Event::ItemStarted {
