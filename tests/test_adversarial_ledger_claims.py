@@ -223,3 +223,11 @@ def test_a_lone_surrogate_in_an_id_is_typed_and_stores_nothing(ledger: Ledger) -
     assert not ledger.cancelled(run)
     assert ledger.claim("a", run_id=run, worker="w").granted
     assert [r for r, _, _ in ledger.runs() if r.startswith(run)] == [run]
+
+
+def test_a_lone_surrogate_in_a_call_id_is_named_at_the_call(ledger: Ledger) -> None:
+    run = new_run()
+    with pytest.raises(SchemaError) as caught:
+        ledger.record(decision(("a", "t", "allowed"), ("b\ud800", "t", "allowed")), run_id=run)
+    assert (caught.value.code, caught.value.path) == ("SCHEMA_MISMATCH", "$.calls[1].call_id")
+    assert [r for r, _, _ in ledger.runs() if r.startswith(run)] == []

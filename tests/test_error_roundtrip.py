@@ -88,6 +88,7 @@ def test_to_dict_and_from_dict_round_trip_through_json(code: str, data: st.DataO
 _MEMBER_TYPES = {"message": str, "retryable": bool, "offset": int, "path": str, "hint": str, "lineno": int}
 _MEMBER_TYPES |= {"colno": int, "call_index": int, "call_id": str, "tool": str, "issues": list, "batch": list}
 _WRONG = [[], ["x"], {}, {"a": 1}, 1, 1.5, True, "x", 10**30]
+_BATCH_ENTRY = {"index": 0, "call_id": "c", "tool": "t", "status": "denied", "code": "UNKNOWN_TOOL"}
 
 
 @pytest.mark.parametrize("code", ["INVALID_ESCAPE", "UNKNOWN_TOOL", "PATH_OUTSIDE_WORKSPACE"])
@@ -98,7 +99,7 @@ def test_from_dict_types_each_member_first(code: str, member: str, value: object
     of another JSON type is SCHEMA_MISMATCH at its path, never an
     AttributeError, TypeError or KeyError from inside the error class."""
     data = error_class(code)(code, "m", issues=({"path": "$", "code": "c", "expected": "e"},)).to_dict()
-    data["batch"] = [{"call_id": "c"}]
+    data["batch"] = [_BATCH_ENTRY]
     name, _, index = member.partition("[")
     wanted = dict if index else _MEMBER_TYPES.get(member, str)
     if type(value) is wanted and member != "code":
@@ -117,3 +118,40 @@ def test_from_dict_refuses_what_is_no_error(data: Any) -> None:
     with pytest.raises(OutputError) as caught:
         OutputError.from_dict(data)
     assert caught.value.code == "SCHEMA_MISMATCH"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("index", None),
+        ("index", -1),
+        ("index", True),
+        ("index", "0"),
+        ("call_id", None),
+        ("call_id", 1),
+        ("tool", None),
+        ("tool", ["t"]),
+        ("status", None),
+        ("status", "ran"),
+        ("status", 1),
+        ("code", None),
+        ("code", "NOT_A_CODE"),
+        ("code", 1),
+    ],
+    ids=repr,
+)
+def test_from_dict_types_each_batch_entry_member(key: str, value: object) -> None:
+    """A batch entry is the documented shape or SCHEMA_MISMATCH at its member, never an error
+    carrying a batch that a host reading ``status`` or ``code`` would misread."""
+    data = error_class("UNKNOWN_TOOL")("UNKNOWN_TOOL", "m").to_dict()
+    entry = dict(_BATCH_ENTRY)
+    if value is None:
+        del entry[key]
+    else:
+        entry[key] = value
+    data["batch"] = [dict(_BATCH_ENTRY), entry]
+    with pytest.raises(OutputError) as caught:
+        OutputError.from_dict(data, path="$.error")
+    assert (caught.value.code, caught.value.path) == ("SCHEMA_MISMATCH", f"$.error.batch[1].{key}")
+    data["batch"] = [dict(_BATCH_ENTRY)]
+    assert OutputError.from_dict(data).batch == (_BATCH_ENTRY,)

@@ -371,6 +371,8 @@ class OutputError(Exception):
                     for key in ("path", "code", "expected"):
                         if type(entry.get(key)) is not str and (key != "expected" or key in entry):
                             raise _shape_mismatch(f"{path}.issues[{i}].{key}", "str")
+                else:
+                    _check_batch_entry(entry, f"{path}.batch[{i}]")
             state[name] = entries
         return _rebuild(error_class(code), state)
 
@@ -390,6 +392,26 @@ _MEMBERS: Final = (
     ("issues", list),
     ("batch", list),
 )
+
+
+#: The statuses of a call in :attr:`OutputError.batch`.
+_BATCH_STATUSES: Final = ("denied", "not_run")
+
+
+def _check_batch_entry(entry: Mapping[str, Any], path: str) -> None:
+    """``SCHEMA_MISMATCH`` at the first member of a batch entry that is not of its documented shape."""
+    index = entry.get("index")
+    if type(index) is not int or index < 0:
+        raise _shape_mismatch(f"{path}.index", "a non-negative int")
+    for key in ("call_id", "tool"):
+        if type(entry.get(key)) is not str:
+            raise _shape_mismatch(f"{path}.{key}", "str")
+    status = entry.get("status")
+    if type(status) is not str or status not in _BATCH_STATUSES:
+        raise _shape_mismatch(f"{path}.status", "one of " + ", ".join(_BATCH_STATUSES))
+    code = entry.get("code")
+    if type(code) is not str or code not in ERROR_CODES:
+        raise _shape_mismatch(f"{path}.code", "a code of decisions.ERROR_CODES")
 
 
 def _shape_mismatch(path: str, expected: str) -> SchemaError:

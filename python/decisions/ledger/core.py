@@ -150,6 +150,8 @@ class Ledger:
             if isinstance(names, str):  # `in` would match any part of it: "write" in "write_file"
                 raise ValueError(f"{what} must be a collection of tool names, not the string {names!r}")
         lookup = self._tool if tools is None else _lookup(tools)
+        for i, c in enumerate(decision.calls):  # a call id JSON cannot hold is named at its own path
+            storable(c.call_id, "SCHEMA_MISMATCH", f"$.calls[{i}].call_id")
         batch_id = argument_digest({"calls": [c.call_id for c in decision.calls]}, path="$.calls")
         # checked before the transaction: a call the ledger cannot store records nothing of the decision
         digests = [argument_digest(c.arguments, path=f"$.calls[{i}].arguments") for i, c in enumerate(decision.calls)]
