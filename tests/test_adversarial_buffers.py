@@ -87,3 +87,46 @@ def test_buffers_give_what_bytes_give(both: tuple[ModuleType, ModuleType], entry
         assert _outcome(impl, entry, bytearray(data)) == expected
         assert _outcome(impl, entry, memoryview(data)) == expected
         assert _outcome(impl, entry, memoryview(bytearray(data))[::1]) == expected
+
+
+_STR_SCRIPT = r"""
+import json, resource, sys
+from decisions import Limits, _pure
+from decisions._backend import native_module
+from decisions.errors import ParseError
+impl = _pure if sys.argv[1] == "pure" else native_module()
+text = "\u20ac" * (30 << 20)  # 60 MiB of characters, 90 MiB of UTF-8
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    impl.loads(text, limits=Limits(max_document_bytes=32 << 20))
+    code = None
+except ParseError as error:
+    code = [error.code, error.offset]
+print(json.dumps([code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before]))
+"""
+
+
+def test_a_str_too_large_as_utf8_is_refused_before_its_utf8_is_built(impl: ModuleType) -> None:
+    """Fewer characters than max_document_bytes but more UTF-8 bytes: refused
+    at offset 0 without building the str's UTF-8 form (90 MiB here)."""
+    name = "pure" if impl.__name__.endswith("_pure") else "native"
+    out = subprocess.run([sys.executable, "-c", _STR_SCRIPT, name], capture_output=True, text=True, check=True)
+    code, growth_kib = json.loads(out.stdout)
+    assert code == ["DOCUMENT_TOO_LARGE", 0]
+    assert growth_kib < 16 * 1024
+
+
+@pytest.mark.parametrize(
+    "text", ['"' + "\u00e9" * 600 + '"', '"' + "\u20ac" * 400 + '"', '"\ud800' + "\U0001f600" * 300 + '"']
+)
+def test_str_sizes_agree(both: tuple[ModuleType, ModuleType], text: str) -> None:
+    """Around the limit, with 2-, 3- and 4-byte characters and a lone
+    surrogate: the same value or the same code at the same offset."""
+    outcomes = []
+    for impl in both:
+        for limit in (len(text), len(text.encode("utf-8", "surrogatepass")), 4 * len(text)):
+            try:
+                outcomes.append(impl.loads(text, limits=Limits(max_document_bytes=limit)))
+            except OutputError as error:
+                outcomes.append((error.code, error.offset))
+    assert outcomes[:3] == outcomes[3:]

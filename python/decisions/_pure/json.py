@@ -290,6 +290,19 @@ def plain(data: Any) -> Any:
     return data
 
 
+#: characters of a str encoded per step by :func:`_utf8_size`
+_SIZE_PIECE: Final = 1 << 16
+
+
+def _utf8_size(text: str) -> int:
+    """The bytes of ``text``'s UTF-8 form (a surrogate counted as its 3
+    bytes), encoded a piece at a time, never whole."""
+    return sum(
+        len(text[start : start + _SIZE_PIECE].encode("utf-8", "surrogatepass"))
+        for start in range(0, len(text), _SIZE_PIECE)
+    )
+
+
 def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | None = None) -> Any:
     """Parse one strict JSON document (RFC 8259 + I-JSON) into plain Python values.
 
@@ -302,14 +315,16 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
         lim = limits
     else:
         raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
-    data = plain(data)
     if isinstance(data, str):
-        text = data
+        text = data = plain(data)
         if len(text) > lim.max_document_bytes:
             raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
         if text.isascii():
             size = len(text)
         else:
+            if len(text) * 4 > lim.max_document_bytes and _utf8_size(text) > lim.max_document_bytes:
+                # refused before its UTF-8 form is built, as the core does
+                raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
             try:
                 size = len(text.encode("utf-8"))
             except UnicodeEncodeError:
