@@ -116,7 +116,7 @@ _DONE_BYTES: Final = DONE.encode()
 _PIECE: Final = 1 << 16
 
 
-def _check_utf8_pieces(raw: bytes) -> None:
+def _check_utf8_pieces(raw: bytes | memoryview) -> None:
     """``MALFORMED_EVENT`` unless ``raw`` is UTF-8, decoded a piece at a time."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     view = memoryview(raw)
@@ -128,23 +128,32 @@ def _check_utf8_pieces(raw: bytes) -> None:
         raise _malformed("event data is not valid UTF-8") from None
 
 
+def _bytes_view(data: bytes | bytearray | memoryview) -> memoryview:
+    """``data``'s bytes as a flat view, read in place when it is contiguous."""
+    view = memoryview(data)
+    return view.cast("B") if view.c_contiguous else memoryview(bytes(view))
+
+
 def decode(data: str | bytes | bytearray | memoryview, limits: Limits, fields: tuple[ArgumentField, ...]) -> Any:
     """Event data or a body checked by the envelope rule and decoded
     (``[DONE]`` passes through as the str)."""
-    data = plain(data)
-    if not isinstance(data, str):
-        raw = data if type(data) is bytes else bytes(data)
+    if isinstance(data, str):
+        data = plain(data)
+        if not utf8_text(data):
+            raise _malformed("event data is not valid UTF-8")
+    else:
+        # measured (and, too large, validated) where it lies: a bytearray or
+        # memoryview is copied only once it is within the limit
+        raw: bytes | memoryview = data if type(data) is bytes else _bytes_view(data)
         if len(raw) > limits.max_sse_event_bytes and raw != _DONE_BYTES:
             # too large whatever it holds: validated a piece at a time (the
             # UTF-8 check still comes first), never decoded whole
             _check_utf8_pieces(raw)
             raise classify("", "DOCUMENT_TOO_LARGE", 0, limits, fields)
         try:
-            data = raw.decode("utf-8")
+            data = str(raw, "utf-8")
         except UnicodeDecodeError:
             raise _malformed("event data is not valid UTF-8") from None
-    elif not utf8_text(data):
-        raise _malformed("event data is not valid UTF-8")
     if data == DONE:
         return DONE
     if ("\\ud" in data or "\\uD" in data) and _lone_surrogate(data):

@@ -290,6 +290,19 @@ def plain(data: Any) -> Any:
     return data
 
 
+#: characters of a str encoded per step by :func:`_utf8_size`
+_SIZE_PIECE: Final = 1 << 16
+
+
+def _utf8_size(text: str) -> int:
+    """The bytes of ``text``'s UTF-8 form (a surrogate counted as its 3
+    bytes), encoded a piece at a time, never whole."""
+    return sum(
+        len(text[start : start + _SIZE_PIECE].encode("utf-8", "surrogatepass"))
+        for start in range(0, len(text), _SIZE_PIECE)
+    )
+
+
 def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | None = None) -> Any:
     """Parse one strict JSON document (RFC 8259 + I-JSON) into plain Python values.
 
@@ -302,19 +315,16 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
         lim = limits
     else:
         raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        # measured before a bytearray or memoryview is copied
-        size = memoryview(data).nbytes
-        if size > lim.max_document_bytes:
-            raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
-    data = plain(data)
     if isinstance(data, str):
-        text = data
+        text = data = plain(data)
         if len(text) > lim.max_document_bytes:
             raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
         if text.isascii():
             size = len(text)
         else:
+            if len(text) * 4 > lim.max_document_bytes and _utf8_size(text) > lim.max_document_bytes:
+                # refused before its UTF-8 form is built, as the core does
+                raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
             try:
                 size = len(text.encode("utf-8"))
             except UnicodeEncodeError:
@@ -325,8 +335,13 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
             raise parse_error("UTF16_INPUT", data, 0, limits)
         if text[:1] == "\ufeff":
             raise parse_error("BOM", data, 0, limits)
-    elif isinstance(data, bytes):
-        raw = data
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        # measured before a bytearray or memoryview is copied, and read as the
+        # bytes it holds (not a subclass's __bytes__), as the core reads it
+        size = memoryview(data).nbytes
+        if size > lim.max_document_bytes:
+            raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
+        raw = data if type(data) is bytes else bytes(memoryview(data))
         if raw[:2] in (b"\xfe\xff", b"\xff\xfe") or (size >= 2 and (raw[0] == 0 or raw[1] == 0)):
             raise parse_error("UTF16_INPUT", data, 0, limits)
         if raw.startswith(b"\xef\xbb\xbf"):

@@ -306,7 +306,9 @@ def normalize(
     mapper = _mapper(provider, choice)
     if isinstance(body, (dict, list)):
         text: str | bytes | bytearray | memoryview = payload_text(body)
-    elif isinstance(body, (str, bytes, bytearray, memoryview)):
+    elif isinstance(body, (bytearray, memoryview)):
+        text = body  # measured where it lies, copied only within the limit
+    elif isinstance(body, (str, bytes)):
         text = plain(body)
     else:
         raise TypeError(f"normalize() takes bytes, str or dict, not {type(body).__name__}")

@@ -129,14 +129,15 @@ class _Framer:
         self._check()
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
             raise TypeError(f"feed() takes bytes, not {type(chunk).__name__}")
-        data: bytes = plain(chunk)
         limit = self._limits.max_stream_bytes
-        if self._pos + len(self._bom_held) + len(data) > limit:
+        size = chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
+        if self._pos + len(self._bom_held) + size > limit:  # before a bytearray or memoryview is copied
             raise self._fail(
                 "SSE_STREAM_TOO_LARGE",
                 f"the stream is longer than max_stream_bytes ({limit})",
                 limit,
             )
+        data: bytes = plain(chunk)
         if not self._bom_done:
             data = self._bom_held + data
             if len(data) < 3 and _BOM.startswith(data):

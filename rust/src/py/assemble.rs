@@ -136,6 +136,8 @@ pub struct StreamAssembler {
 struct Inner {
     provider: String,
     pipeline: Pipeline,
+    /// The limits in force: a longer buffer is refused before it is copied.
+    limits: Limits,
     /// The `decisions.Limits` given (None for the defaults), for the partial parsers.
     limits_obj: Option<Py<PyAny>>,
     /// Per item index: the incremental partial parser of a tool call (moved
@@ -192,6 +194,7 @@ impl StreamAssembler {
             inner: Mutex::new(Inner {
                 provider,
                 pipeline,
+                limits,
                 limits_obj,
                 parsers: Vec::new(),
                 text_cache: None,
@@ -258,8 +261,10 @@ impl Inner {
     fn feed(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         self.usable(py)?;
         let pipeline = &mut self.pipeline;
-        let result = with_bytes(data, "feed()", |bytes| {
-            released(py, bytes.len(), || pipeline.feed(bytes))
+        let limit = self.limits.max_stream_bytes;
+        let result = with_bytes(data, "feed()", limit, |bytes, free| {
+            let size = if free { bytes.len() } else { 0 };
+            released(py, size, || pipeline.feed(bytes))
         })?;
         result.map_err(|e| core_err(py, e))
     }
@@ -324,7 +329,20 @@ impl Inner {
             }
             Payload::Json(value) => dumps(py, value)?,
             Payload::Text(text) => text_of(text).map(str::to_owned),
-            Payload::Bytes => with_bytes(payload, "feed_event()", |b| utf8(b).map(str::to_owned))?,
+            Payload::Bytes => {
+                // read where it lies: an event past max_sse_event_bytes is
+                // refused by the core before any of it is copied
+                let pipeline = &mut self.pipeline;
+                let limit = self.limits.max_sse_event_bytes;
+                let result = with_bytes(payload, "feed_event()", limit, |b, free| match utf8(b) {
+                    Ok(data) => {
+                        let size = if free { data.len() } else { 0 };
+                        released(py, size, || pipeline.feed_event(name.as_deref(), data))
+                    }
+                    Err(e) => Err(pipeline.fail(e)),
+                })?;
+                return result.map_err(|e| core_err(py, e));
+            }
         };
         let result = match data {
             Ok(data) => {
@@ -536,10 +554,10 @@ pub fn normalize(
     let (provider, mapper) = mapper(provider, choice)?;
     // The text is read where it lies (a str's UTF-8, the bytes themselves);
     // only a dict or list payload is written out first.
-    let run = |text: Result<&str, CoreError>| -> PyResult<Py<PyAny>> {
+    let run = |text: Result<&str, CoreError>, free: bool| -> PyResult<Py<PyAny>> {
         let t = types(py)?;
         let text = text.map_err(|e| core_err(py, e))?;
-        if text.len() < RELEASE_AT {
+        if !free || text.len() < RELEASE_AT {
             return pipeline::normalize(&provider, mapper, text, limits, |response| {
                 response_to_py(py, t, &provider, response)
             })
@@ -555,19 +573,25 @@ pub fn normalize(
     };
     if body.is_instance_of::<PyDict>() || body.is_instance_of::<PyList>() {
         match dumps(py, body)? {
-            Ok(text) => run(Ok(&text)),
-            Err(e) => run(Err(e)),
+            Ok(text) => run(Ok(&text), true),
+            Err(e) => run(Err(e), true),
         }
     } else if let Ok(text) = body.downcast::<PyString>() {
-        run(text_of(text))
+        run(text_of(text), true)
     } else if body.is_instance_of::<PyBytes>()
         || body.is_instance_of::<PyByteArray>()
         || body.is_instance_of::<PyMemoryView>()
     {
         // the bytes are a bytes object's own (immutable) or a copy
-        with_bytes(body, "normalize()", |bytes| {
-            run(released(py, bytes.len(), || utf8(bytes)))
-        })?
+        with_bytes(
+            body,
+            "normalize()",
+            limits.max_sse_event_bytes,
+            |bytes, free| {
+                let size = if free { bytes.len() } else { 0 };
+                run(released(py, size, || utf8(bytes)), free)
+            },
+        )?
     } else {
         Err(PyTypeError::new_err(format!(
             "normalize() takes bytes, str or dict, not {}",

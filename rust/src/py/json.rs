@@ -710,6 +710,17 @@ pub(crate) fn loads(
                     limits,
                 );
             }
+            if utf8_len(ptr) > lim.max_document_bytes {
+                // refused before CPython builds (and caches) its UTF-8 form
+                return builder.finish(
+                    Err(Failure::Parse(JsonError {
+                        code: crate::core::errors::Code::DOCUMENT_TOO_LARGE,
+                        pos: 0,
+                    })),
+                    data,
+                    limits,
+                );
+            }
             let mut size: ffi::Py_ssize_t = 0;
             let utf8 = ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size);
             if utf8.is_null() {
@@ -761,4 +772,50 @@ pub(crate) fn loads(
         "loads() argument must be str, bytes, bytearray or memoryview, not {}",
         data.get_type().name()?
     )))
+}
+
+/// The bytes of a str's UTF-8 form (a surrogate counted as its 3 bytes),
+/// counted from its characters without building that form.
+///
+/// # Safety
+/// `ptr` is a live str and the GIL is held.
+#[cfg(not(feature = "abi3"))]
+unsafe fn utf8_len(ptr: *mut ffi::PyObject) -> usize {
+    let len = ffi::PyUnicode_GetLength(ptr) as usize;
+    if ffi::PyUnicode_IS_ASCII(ptr) != 0 {
+        return len;
+    }
+    let data = ffi::PyUnicode_DATA(ptr);
+    match ffi::PyUnicode_KIND(ptr) {
+        ffi::PyUnicode_1BYTE_KIND => {
+            let chars = std::slice::from_raw_parts(data.cast::<u8>(), len);
+            len + chars.iter().filter(|&&c| c >= 0x80).count()
+        }
+        ffi::PyUnicode_2BYTE_KIND => {
+            let chars = std::slice::from_raw_parts(data.cast::<u16>(), len);
+            chars
+                .iter()
+                .map(|&c| 1 + usize::from(c >= 0x80) + usize::from(c >= 0x800))
+                .sum()
+        }
+        _ => {
+            let chars = std::slice::from_raw_parts(data.cast::<u32>(), len);
+            chars
+                .iter()
+                .map(|&c| {
+                    1 + usize::from(c >= 0x80) + usize::from(c >= 0x800) + usize::from(c >= 0x10000)
+                })
+                .sum()
+        }
+    }
+}
+
+/// Without the str's internals (abi3): its character count, a lower bound
+/// of its UTF-8 bytes; the core checks the bytes once it has them.
+///
+/// # Safety
+/// `ptr` is a live str and the GIL is held.
+#[cfg(feature = "abi3")]
+unsafe fn utf8_len(ptr: *mut ffi::PyObject) -> usize {
+    ffi::PyUnicode_GetLength(ptr) as usize
 }

@@ -1,33 +1,70 @@
 //! `decisions._native.SSEDecoder`.
 
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 use std::sync::Arc;
 
 use crate::core::errors::CoreError;
 use crate::core::sse::{Decoder, SseEvent};
-use crate::py::common::{limits_from, released};
+use crate::py::common::{limits_from, released, RELEASE_AT};
 use crate::py::events::{core_err, sse_event, types};
 
 /// The bytes of a `bytes`, `bytearray` or `memoryview` chunk, else TypeError
-/// naming `what` (the method) as the pure twin does. Only an immutable
-/// `bytes` is read in place; the others are copied first, so `f` may run
-/// with the GIL released while another thread changes the caller's buffer.
+/// naming `what` (the method) as the pure twin does. `f` gets the bytes and
+/// whether it may release the GIL while it reads them. A `bytes` is read in
+/// place (it is immutable). A contiguous buffer is read in place with the GIL
+/// held when it is small (under `RELEASE_AT`) or longer than `limit` (the
+/// core refuses it without reading on: nothing is copied before the limit
+/// is checked); one in between is copied first, so `f` may release the GIL
+/// while another thread changes the caller's buffer.
 pub(crate) fn with_bytes<R>(
     chunk: &Bound<'_, PyAny>,
     what: &str,
-    f: impl FnOnce(&[u8]) -> R,
+    limit: usize,
+    f: impl FnOnce(&[u8], bool) -> R,
 ) -> PyResult<R> {
     if let Ok(bytes) = chunk.downcast::<PyBytes>() {
-        return Ok(f(bytes.as_bytes()));
+        return Ok(f(bytes.as_bytes(), true));
     }
-    if let Ok(array) = chunk.downcast::<PyByteArray>() {
-        return Ok(f(&array.to_vec()));
-    }
-    if chunk.is_instance_of::<pyo3::types::PyMemoryView>() {
+    if chunk.is_instance_of::<PyByteArray>() || chunk.is_instance_of::<pyo3::types::PyMemoryView>()
+    {
+        let ptr = chunk.as_ptr();
+        // SAFETY: buffer access on a live object with the GIL held; the slice
+        // is read only while the view is held and the GIL is not released.
+        unsafe {
+            let mut view = std::mem::MaybeUninit::<ffi::Py_buffer>::zeroed();
+            if ffi::PyObject_GetBuffer(ptr, view.as_mut_ptr(), ffi::PyBUF_CONTIG_RO) == 0 {
+                let mut view = view.assume_init();
+                let len = view.len as usize;
+                let bytes = if len > 0 {
+                    std::slice::from_raw_parts(view.buf.cast::<u8>(), len)
+                } else {
+                    &[]
+                };
+                let copied;
+                let (bytes, free) = if len < RELEASE_AT || len > limit {
+                    (bytes, false)
+                } else {
+                    copied = bytes.to_vec();
+                    (&copied[..], true)
+                };
+                let result = if free {
+                    ffi::PyBuffer_Release(&mut view);
+                    f(bytes, true)
+                } else {
+                    let result = f(bytes, false);
+                    ffi::PyBuffer_Release(&mut view);
+                    result
+                };
+                return Ok(result);
+            }
+            let _ = PyErr::fetch(chunk.py());
+        }
+        // Not contiguous: read a copy.
         let copied = chunk.py().get_type::<PyBytes>().call1((chunk,))?;
         let bytes = copied.downcast::<PyBytes>()?;
-        return Ok(f(bytes.as_bytes()));
+        return Ok(f(bytes.as_bytes(), true));
     }
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
         "{what} takes bytes, not {}",
@@ -40,6 +77,8 @@ pub(crate) fn with_bytes<R>(
 #[pyclass(module = "decisions._native")]
 pub struct SSEDecoder {
     decoder: Decoder,
+    /// max_stream_bytes: a longer chunk is refused before it is copied.
+    max_stream_bytes: usize,
     /// The last id given to Python and its str: the events it applies to
     /// share one str, as they share the core's text.
     last_id: Option<(Arc<str>, Py<PyAny>)>,
@@ -78,8 +117,10 @@ impl SSEDecoder {
     #[new]
     #[pyo3(signature = (*, limits = None))]
     fn new(py: Python<'_>, limits: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let limits = limits_from(py, limits)?;
         Ok(SSEDecoder {
-            decoder: Decoder::new(limits_from(py, limits)?),
+            decoder: Decoder::new(limits),
+            max_stream_bytes: limits.max_stream_bytes,
             last_id: None,
         })
     }
@@ -91,8 +132,9 @@ impl SSEDecoder {
         self.decoder.check().map_err(|e| core_err(py, e))?;
         let mut out = Vec::new();
         let decoder = &mut self.decoder;
-        let result = with_bytes(chunk, "feed()", |bytes| {
-            released(py, bytes.len(), || decoder.feed(bytes, &mut out))
+        let result = with_bytes(chunk, "feed()", self.max_stream_bytes, |bytes, free| {
+            let size = if free { bytes.len() } else { 0 };
+            released(py, size, || decoder.feed(bytes, &mut out))
         })?;
         self.events(py, result, out)
     }
