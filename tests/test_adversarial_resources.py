@@ -350,17 +350,6 @@ def _responses(names: list[str]) -> tuple[bytes, dict[str, int]]:
     return _sse(numbered), _expected(kinds)
 
 
-def _gemini(names: list[str]) -> tuple[bytes, dict[str, int]]:
-    def chunk(parts: list[dict[str, Any]], finish: str | None = None) -> dict[str, Any]:
-        candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}}
-        if finish is not None:
-            candidate["finishReason"] = finish
-        return {"candidates": [candidate], "modelVersion": "m", "responseId": "r"}
-
-    events = [(None, chunk([{name: {}}])) for name in names] + [(None, chunk([{"text": "ok"}], "STOP"))]
-    return _sse(events), _expected(["part:" + name for name in names])
-
-
 def _canonical(names: list[str]) -> tuple[bytes, dict[str, int]]:
     events = [(None, {"type": "response_started"})] + [(None, {"type": name}) for name in names]
     events.append((None, {"type": "response_finished", "finish_reason": "stop"}))
@@ -370,7 +359,6 @@ def _canonical(names: list[str]) -> tuple[bytes, dict[str, int]]:
 STREAMS: dict[str, Callable[[list[str]], tuple[bytes, dict[str, int]]]] = {
     "anthropic": _anthropic,
     "openai-responses": _responses,
-    "gemini": _gemini,
     "canonical": _canonical,
 }
 
@@ -411,14 +399,10 @@ def test_whole_bodies_are_bounded_too(impl: ModuleType) -> None:
         {"type": "response_finished", "finish_reason": "stop"},
     ]
     assert dict(impl.normalize(json.dumps(body), provider="canonical").unknown_events) == _expected(names)
-    parts = [{name: {}} for name in names] + [{"text": "ok"}]
-    gemini = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}
-    unknown = impl.normalize(json.dumps(gemini), provider="gemini").unknown_events
-    assert dict(unknown) == _expected(["part:" + name for name in names])
 
 
 def test_unknown_anthropic_blocks_are_bounded(impl: ModuleType) -> None:
-    """Blocks of an unknown type keep state (to pair start and stop): past
+    """Blocks of a server-run tool keep state (to pair start and stop): past
     MAX_RECORDED_ITEMS of them the stream is refused, like too many items."""
     message = {
         "id": "msg_1",
@@ -434,7 +418,7 @@ def test_unknown_anthropic_blocks_are_bounded(impl: ModuleType) -> None:
         events.append(
             (
                 "content_block_start",
-                {"type": "content_block_start", "index": index, "content_block": {"type": f"server_thing_{index}"}},
+                {"type": "content_block_start", "index": index, "content_block": {"type": "server_tool_use"}},
             )
         )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
@@ -442,7 +426,7 @@ def test_unknown_anthropic_blocks_are_bounded(impl: ModuleType) -> None:
     asm.feed(_sse(events))
     extra = (
         "content_block_start",
-        {"type": "content_block_start", "index": MAX_RECORDED_ITEMS, "content_block": {"type": "server_thing"}},
+        {"type": "content_block_start", "index": MAX_RECORDED_ITEMS, "content_block": {"type": "server_tool_use"}},
     )
     with pytest.raises(StreamError) as info:
         asm.feed(_sse([extra]))

@@ -1056,6 +1056,86 @@ both(
 both("no finishReason at all", GEMINI, [g_chunk(candidate())], g_chunk(candidate()), "UNKNOWN_FINISH_REASON")
 
 
+# ------------------------------------- blocks and parts beside the call
+
+A_AUDIO = {"type": "audio", "data": "UklGRg=="}
+
+
+def a_beside_call(block: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """(stream, body): the tool_use block, then ``block`` as content block 1."""
+    stream = anthropic_stream()
+    start = {"type": "content_block_start", "index": 1, "content_block": block}
+    stream[4:4] = [start, {"type": "content_block_stop", "index": 1}]
+    body = edit(anthropic_body(), lambda b: b["content"].append(block))
+    return stream, body
+
+
+# A content block Anthropic does not run itself, or of a type the mapper does
+# not know, beside a tool_use block: the call must not run as if it were alone.
+for label, block, expect in [
+    ("an unknown block type", {"type": "hologram", "id": "h_1"}, "UNSUPPORTED_ITEM"),
+    ("an audio block", A_AUDIO, "UNSUPPORTED_ITEM"),
+    ("a tool_result block", {"type": "tool_result", "tool_use_id": "toolu_0", "content": "x"}, "UNSUPPORTED_ITEM"),
+    (
+        "server_tool_use",
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}},
+        EXECUTABLE,
+    ),
+    (
+        "web_search_tool_result",
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+        EXECUTABLE,
+    ),
+    (
+        "mcp_tool_use",
+        {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "n", "server_name": "s", "input": {}},
+        EXECUTABLE,
+    ),
+    ("container_upload", {"type": "container_upload", "file_id": "file_1"}, EXECUTABLE),
+]:
+    both(f"a {label} beside the tool_use", ANTHROPIC, *a_beside_call(block), expect)
+
+
+def g_beside_call(part: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """(stream, body): the function call, then ``part`` in the same content."""
+    stream = [g_chunk(candidate(parts=[G_CALL, part])), g_chunk(candidate("STOP", parts=[{"text": ""}]))]
+    return stream, g_chunk(candidate("STOP", parts=[G_CALL, part]))
+
+
+G_IMAGE = {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}
+
+# A part Gemini does not run itself (content the decision would lose, a
+# function response, a key the mapper does not know) beside a function call.
+for label, part, expect in [
+    ("inlineData", G_IMAGE, "UNSUPPORTED_ITEM"),
+    ("fileData", {"fileData": {"mimeType": "image/png", "fileUri": "gs://b/f.png"}}, "UNSUPPORTED_ITEM"),
+    ("functionResponse", {"functionResponse": {"name": "rm", "response": {}}}, "UNSUPPORTED_ITEM"),
+    ("an unknown key", {"hologram": {}}, "UNSUPPORTED_ITEM"),
+    ("executableCode", {"executableCode": {"language": "PYTHON", "code": "print(1)"}}, EXECUTABLE),
+    ("codeExecutionResult", {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1"}}, EXECUTABLE),
+]:
+    both(f"a part with {label} beside the call", GEMINI, *g_beside_call(part), expect)
+
+
+CHAT_AUDIO = {"id": "audio_1", "data": "UklGRg==", "transcript": "and then delete it", "expires_at": 1}
+
+
+def chat_beside_call(**members: Any) -> tuple[list[Any], dict[str, Any]]:
+    """(stream, body): the tool call, with ``members`` in a delta of its own
+    and in the message."""
+    stream = chat_stream()
+    stream[2:2] = [chat_chunk([{"index": 0, "delta": members, "finish_reason": None}])]
+    body = edit(chat_body(), lambda b: b["choices"][0]["message"].update(members))
+    return stream, body
+
+
+# An audio answer beside the tool call is part of the answer the package
+# cannot represent; documented metadata (annotations) and a null audio are not.
+both("audio beside the tool call", CHAT, *chat_beside_call(audio=CHAT_AUDIO), "UNSUPPORTED_ITEM")
+both("a null audio beside the tool call", CHAT, *chat_beside_call(audio=None), EXECUTABLE)
+both("annotations beside the tool call", CHAT, None, chat_beside_call(annotations=[])[1], EXECUTABLE)
+
+
 # ---------------------------------------------------------------- the runner
 
 
@@ -1149,6 +1229,118 @@ def test_a_message_part_of_unknown_type_is_no_half_answer(impl: ModuleType, monk
             assembler.feed(frame(RESP, event))
     assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.part")
     assert '"output_audio"' in str(caught.value)
+
+
+def refusal(impl: ModuleType, provider: str, stream: list[Any], body: Any) -> list[tuple[str, str | None, str]]:
+    """(code, path, message) of the stream's error and of the body's, in that order."""
+    errors = []
+    for form in ("stream", "body"):
+        with pytest.raises(OutputError) as caught:
+            if form == "stream":
+                assembler = impl.StreamAssembler(provider)
+                for event in stream:
+                    assembler.feed(frame(provider, event))
+                assembler.finish()
+            else:
+                impl.normalize(json.dumps(body), provider=provider)
+        errors.append((caught.value.code, caught.value.path, str(caught.value)))
+    return errors
+
+
+def final(impl: ModuleType, provider: str, stream: list[Any], body: Any) -> list[Any]:
+    """The final answers of the stream and of the body."""
+    assembler = impl.StreamAssembler(provider)
+    for event in stream:
+        assembler.feed(frame(provider, event))
+    return [decide(assembler.finish()).value, decide(impl.normalize(json.dumps(body), provider=provider)).value]
+
+
+def a_answer(block: dict[str, Any] | None) -> tuple[list[Any], dict[str, Any]]:
+    """(stream, body): the text answer "done", then ``block`` as content block 1."""
+    text = {"type": "text", "text": ""}
+    stream = [
+        anthropic_start(),
+        {"type": "content_block_start", "index": 0, "content_block": text},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "done"}},
+        {"type": "content_block_stop", "index": 0},
+    ]
+    content = [{**text, "text": "done"}]
+    if block is not None:
+        stream += [
+            {"type": "content_block_start", "index": 1, "content_block": block},
+            {"type": "content_block_stop", "index": 1},
+        ]
+        content.append(block)
+    stream += [message_delta("end_turn"), A_STOP]
+    return stream, {**anthropic_body("end_turn"), "content": content}
+
+
+def test_an_anthropic_block_of_unknown_type_is_no_half_answer(
+    impl: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The text beside a block the mapper cannot represent is not the whole
+    answer: ``UNSUPPORTED_ITEM`` at the block's path, never a cut final answer."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    assert final(impl, ANTHROPIC, *a_answer(None)) == ["done", "done"]
+    assert final(impl, ANTHROPIC, *a_answer({"type": "container_upload", "file_id": "f"})) == ["done", "done"]
+    errors = refusal(impl, ANTHROPIC, *a_answer(A_AUDIO))
+    assert [error[:2] for error in errors] == [
+        ("UNSUPPORTED_ITEM", "$.content_block"),
+        ("UNSUPPORTED_ITEM", "$.content[1]"),
+    ]
+    assert all('"audio"' in error[2] for error in errors)
+    stream, body = a_answer(A_AUDIO)
+    start = anthropic_start("end_turn")
+    start["message"]["content"] = body["content"]
+    with pytest.raises(OutputError) as caught:
+        impl.StreamAssembler(ANTHROPIC).feed(frame(ANTHROPIC, start))
+    assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.message.content[1]")
+
+
+def g_answer(part: dict[str, Any] | None) -> tuple[list[Any], dict[str, Any]]:
+    """(stream, body): the text answer "done", then ``part``."""
+    parts = [{"text": "done"}, *([] if part is None else [part])]
+    return [g_chunk(candidate(parts=parts)), g_chunk(candidate("STOP", parts=[]))], g_chunk(candidate("STOP", parts))
+
+
+def test_a_gemini_image_is_no_half_answer(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An image (or another part the mapper cannot represent) beside the text
+    is part of the answer: ``UNSUPPORTED_ITEM`` at its part, never the text alone."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    assert final(impl, GEMINI, *g_answer(None)) == ["done", "done"]
+    assert final(impl, GEMINI, *g_answer({"executableCode": {"code": "1"}})) == ["done", "done"]
+    path = "$.candidates[0].content.parts[1]"
+    errors = refusal(impl, GEMINI, *g_answer(G_IMAGE))
+    assert [error[:2] for error in errors] == [("UNSUPPORTED_ITEM", path)] * 2
+    both_keys = {**G_IMAGE, "fileData": {"fileUri": "gs://b/f.png"}, "videoMetadata": {}}
+    assert all('"fileData"' in error[2] for error in refusal(impl, GEMINI, *g_answer(both_keys)))
+
+
+def chat_answer(**members: Any) -> tuple[list[Any], dict[str, Any]]:
+    """(stream, body): the text answer "done", with ``members`` beside its
+    second delta (a text delta the assembler's fast path would take)."""
+    stream = [
+        chat_chunk([{"index": 0, "delta": {"role": "assistant", "content": "do"}, "finish_reason": None}]),
+        chat_chunk([{"index": 0, "delta": {"content": "ne", **members}, "finish_reason": None}]),
+        chat_chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+        "[DONE]",
+    ]
+    message = {"role": "assistant", "content": "done", **members}
+    body = edit(chat_body("stop"), lambda b: b["choices"][0].update(message=message))
+    return stream, body
+
+
+def test_a_chat_audio_answer_is_no_half_answer(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Audio beside the text is part of the answer the package cannot
+    represent: ``UNSUPPORTED_ITEM`` at ``audio``, never the text alone."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    assert final(impl, CHAT, *chat_answer()) == ["done", "done"]
+    assert final(impl, CHAT, *chat_answer(audio=None, annotations=[])) == ["done", "done"]
+    errors = refusal(impl, CHAT, *chat_answer(audio=CHAT_AUDIO))
+    assert [error[:2] for error in errors] == [
+        ("UNSUPPORTED_ITEM", "$.choices[0].delta.audio"),
+        ("UNSUPPORTED_ITEM", "$.choices[0].message.audio"),
+    ]
 
 
 def test_expected_codes_are_in_the_table() -> None:

@@ -36,10 +36,15 @@ Mapping:
   are the block's ``input`` object as deterministic JSON text (``{}`` for an
   empty input). A block with neither has no arguments at all (empty text,
   which ``decide`` refuses as ``EMPTY_INPUT``): ``{}`` is never assumed.
-- every other block type (``server_tool_use``, ``web_search_tool_result``,
-  ``mcp_tool_use``, ``compaction``, ...) runs on Anthropic's side and is not a
-  client tool call: it is counted in ``unknown_events`` as
-  ``content_block:<type>`` and its deltas are not mapped.
+- the blocks of tools Anthropic runs itself and its own markers
+  (``server_tool_use``, the ``*_tool_result`` blocks, ``mcp_tool_use``,
+  ``mcp_tool_result``, ``mcp_tool_listing``, ``container_upload``,
+  ``compaction``, ``fallback``) leave the host nothing to do: they are
+  counted in ``unknown_events`` as ``content_block:<type>`` and their deltas
+  are not mapped. Any other block type may be a call the host must handle or
+  part of the answer: ``UNSUPPORTED_ITEM`` at the block's path
+  (``$.content[1]``, ``$.content_block``), never counted while the rest is
+  decided.
 - ``citations_delta`` is counted as ``content_block_delta:<type>``, and so
   is an unknown delta type of a thinking block; one of a text or tool_use
   block is ``MALFORMED_EVENT`` (it may carry the answer or the arguments, so
@@ -97,6 +102,26 @@ _STOP_REASONS: dict[str, FinishReason] = {
     "model_context_window_exceeded": "length",
     "refusal": "refusal",
 }
+
+#: blocks of tools Anthropic runs itself and its own markers, with nothing for the host to do
+_INFORMATIONAL_BLOCKS = frozenset(
+    {
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "advisor_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "mcp_tool_listing",
+        "container_upload",
+        "compaction",
+        "fallback",
+    }
+)
 
 # block kinds
 _TEXT, _TOOL, _THINKING, _RECORDED = "text", "tool_use", "thinking", "recorded"
@@ -262,6 +287,13 @@ class AnthropicMapper:
             state = _Block(_THINKING, item_id)
             out.append(ItemStarted(item_id=item_id, kind="reasoning"))
             out.append(ReasoningDelta(item_id=item_id, delta="", signature=data))
+        elif block_type not in _INFORMATIONAL_BLOCKS:
+            raise located(
+                "UNSUPPORTED_ITEM",
+                f'content block of type "{block_type}" is not one the package can represent; '
+                "it may be a call the host must handle, so nothing in the response is decided",
+                at,
+            )
         else:
             if self._recorded >= MAX_RECORDED_ITEMS:
                 raise new_error(

@@ -52,8 +52,14 @@ Mapping:
 - Gemini gives no call ids unless ``functionCall.id`` is set: the call id is
   ``<responseId>:call_<k>`` (``call_<k>`` without a response id), *k* counting
   the response's calls from 0, with ``call_id_generated`` set.
-- other part kinds (``inlineData``, ``executableCode``, ...) are counted in
-  ``unknown_events`` as ``part:<key>``.
+- the parts of code Gemini runs itself (``executableCode``,
+  ``codeExecutionResult``), its server-side ``toolCall`` / ``toolResponse``
+  and the metadata keys of a part (``partMetadata``, ``videoMetadata``, ...)
+  leave the host nothing to do: they are counted in ``unknown_events`` as
+  ``part:<key>``. Any other key (``inlineData`` or ``fileData``, content the
+  answer would lose; ``functionResponse``; a key the mapper does not know) is
+  ``UNSUPPORTED_ITEM`` at the part's path, never counted while the rest is
+  decided; of several, the first in code point order is named.
 - finish reasons: STOP → stop (tool_calls when the response holds a call),
   MAX_TOKENS → length; SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII,
   LANGUAGE, IMAGE_SAFETY, IMAGE_PROHIBITED_CONTENT, IMAGE_RECITATION →
@@ -119,6 +125,23 @@ _FINISH: dict[str, FinishReason] = {
 _RETRYABLE_STATUS = frozenset({"RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED"})
 _RETRYABLE_CODES = frozenset({429, 500, 502, 503, 504})
 _PART_KEYS = frozenset({"text", "thought", "thoughtSignature", "functionCall"})
+#: part keys of what Gemini runs itself, and metadata: counted, nothing for the host to do
+_INFORMATIONAL_KEYS = frozenset(
+    {
+        "executableCode",
+        "codeExecutionResult",
+        "toolCall",
+        "toolResponse",
+        "partMetadata",
+        "videoMetadata",
+        "audioMetadata",
+        "documentMetadata",
+        "spreadsheetMetadata",
+        "speechMetadata",
+        "mediaResolution",
+        "mediaProcessing",
+    }
+)
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
 
 
@@ -352,6 +375,14 @@ class GeminiMapper:
         thought = _opt_bool(part, "thought", what, at)
         signature = _opt_str(part, "thoughtSignature", what, at)
         fc = _opt_obj(part, "functionCall", what, at)
+        unsupported = [key for key in part if key not in _PART_KEYS and key not in _INFORMATIONAL_KEYS]
+        if unsupported:
+            raise located(
+                "UNSUPPORTED_ITEM",
+                f'gemini part with "{min(unsupported)}" is not one the package can represent; '
+                "it may be a call the host must handle or part of the answer, so nothing in the response is decided",
+                at,
+            )
         for key in part:
             if key not in _PART_KEYS:
                 self._count(f"part:{key}")

@@ -18,7 +18,10 @@ compatible servers) gets ``{response_id}.call_{k}`` and ``call_id_generated``.
 A delta at a tool-call ``index`` already in use that carries a different
 ``id`` starts a new call (servers that send every call at index 0); it is
 never glued to the previous one. A missing ``index`` means the position in
-that delta's ``tool_calls`` list.
+that delta's ``tool_calls`` list. A non-null ``audio`` in a delta or message
+is an answer the mapper cannot represent: ``UNSUPPORTED_ITEM`` at its path,
+never a decision made of the text or calls beside it; metadata members
+(``annotations``, ...) are ignored.
 
 Finish reasons: ``stop`` -> stop (refusal when the message is a refusal),
 ``tool_calls`` / ``function_call`` -> tool_calls, ``length`` -> length,
@@ -265,7 +268,7 @@ class OpenAIChatMapper:
         if d("refusal") is not None or d("reasoning_content") is not None or d("reasoning") is not None:
             return None
         content, calls = d("content"), d("tool_calls")
-        if d("function_call") is not None:
+        if d("function_call") is not None or d("audio") is not None:
             return None
         if calls is None:
             if type(content) is str and content and self._text is not None:
@@ -560,4 +563,11 @@ def _delta_parts(delta: dict[str, Any], what: str, at: str) -> _Parts:
     if fc is not None:
         fc_at = f"{at}.function_call"
         parts.function_call = (_opt_str(fc, "name", what, fc_at), _opt_str(fc, "arguments", what, fc_at))
+    if delta.get("audio") is not None:  # an answer the package cannot represent: never a half answer
+        raise located(
+            "UNSUPPORTED_ITEM",
+            f"{what}: an audio answer is not one the package can represent; "
+            "the answer would be cut, so nothing in the response is decided",
+            f"{at}.audio",
+        )
     return parts

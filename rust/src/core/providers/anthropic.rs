@@ -34,6 +34,25 @@ pub const RETRYABLE_ERRORS: &[&str] = &[
     "timeout_error",
 ];
 
+/// Blocks of tools Anthropic runs itself and its own markers, with nothing
+/// for the host to do; any other unknown block is `UNSUPPORTED_ITEM`.
+const INFORMATIONAL_BLOCKS: &[&str] = &[
+    "server_tool_use",
+    "web_search_tool_result",
+    "web_fetch_tool_result",
+    "advisor_tool_result",
+    "code_execution_tool_result",
+    "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result",
+    "tool_search_tool_result",
+    "mcp_tool_use",
+    "mcp_tool_result",
+    "mcp_tool_listing",
+    "container_upload",
+    "compaction",
+    "fallback",
+];
+
 /// The normalized finish reason of an Anthropic `stop_reason`.
 pub fn finish_reason(raw: Option<&str>) -> FinishReason {
     match raw {
@@ -496,6 +515,19 @@ impl AnthropicMapper {
                     delta: String::new(),
                     signature: Some(data),
                 });
+            }
+            other if !INFORMATIONAL_BLOCKS.contains(&other) => {
+                return Err(located(
+                    CoreError::new(
+                        Code::UNSUPPORTED_ITEM,
+                        format!(
+                            "content block of type \"{other}\" is not one the package can \
+                             represent; it may be a call the host must handle, so nothing in \
+                             the response is decided"
+                        ),
+                    ),
+                    at,
+                ));
             }
             other => {
                 if self.recorded >= MAX_RECORDED_ITEMS {

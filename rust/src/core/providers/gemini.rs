@@ -65,6 +65,22 @@ const RETRYABLE_STATUS: &[&str] = &[
 ];
 const RETRYABLE_CODES: &[u64] = &[429, 500, 502, 503, 504];
 const PART_KEYS: &[&str] = &["text", "thought", "thoughtSignature", "functionCall"];
+/// Part keys of what Gemini runs itself, and metadata: counted, nothing for
+/// the host to do; any other unknown key is `UNSUPPORTED_ITEM`.
+const INFORMATIONAL_KEYS: &[&str] = &[
+    "executableCode",
+    "codeExecutionResult",
+    "toolCall",
+    "toolResponse",
+    "partMetadata",
+    "videoMetadata",
+    "audioMetadata",
+    "documentMetadata",
+    "spreadsheetMetadata",
+    "speechMetadata",
+    "mediaResolution",
+    "mediaProcessing",
+];
 const VALUE_KEYS: &[&str] = &["stringValue", "numberValue", "boolValue", "nullValue"];
 
 // ------------------------------------------------------------------ wire shapes
@@ -487,6 +503,22 @@ impl GeminiMapper {
         let fc_at = at.key("functionCall");
         let fc: Option<FunctionCallRaw<'_>> =
             SHAPE.opt_obj(member(&members, "functionCall"), what, fc_at)?;
+        // the keys are in code point order: the first unsupported one is named
+        if let Some(key) = members.keys().find(|key| {
+            !PART_KEYS.contains(&key.as_ref()) && !INFORMATIONAL_KEYS.contains(&key.as_ref())
+        }) {
+            return Err(located(
+                err(
+                    Code::UNSUPPORTED_ITEM,
+                    format!(
+                        "gemini part with \"{key}\" is not one the package can represent; it \
+                         may be a call the host must handle or part of the answer, so nothing \
+                         in the response is decided"
+                    ),
+                ),
+                at,
+            ));
+        }
         for key in members.keys() {
             if !PART_KEYS.contains(&key.as_ref()) {
                 self.count(format!("part:{key}"));

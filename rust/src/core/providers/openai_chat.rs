@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::openai_common::{failure, Obj};
-use super::shape::{count, invalid, Path, Shape, Str, ROOT};
+use super::shape::{count, invalid, located, Path, Shape, Str, ROOT};
 use super::DONE;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
@@ -93,6 +93,8 @@ struct DeltaRaw<'a> {
     tool_calls: Option<&'a RawValue>,
     #[serde(borrow)]
     function_call: Option<&'a RawValue>,
+    #[serde(borrow)]
+    audio: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -203,6 +205,8 @@ struct FastDelta<'a> {
     reasoning: Option<&'a RawValue>,
     #[serde(borrow)]
     function_call: Option<&'a RawValue>,
+    #[serde(borrow)]
+    audio: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -270,6 +274,8 @@ struct FastMessage<'a> {
     tool_calls: Option<Vec<Obj<FastBodyCall<'a>>>>,
     #[serde(borrow)]
     function_call: Option<&'a RawValue>,
+    #[serde(borrow)]
+    audio: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -309,7 +315,7 @@ fn fast_body(body: &str) -> Option<(Top<'_>, Vec<Choice<'_>>)> {
         let parts = match c.message {
             None => None,
             Some(Obj(m)) => {
-                if m.function_call.is_some() {
+                if m.function_call.is_some() || m.audio.is_some() {
                     return None;
                 }
                 let rc = m.reasoning_content.map(|r| r.0).filter(|r| !r.is_empty());
@@ -704,6 +710,19 @@ fn parts<'a>(d: &DeltaRaw<'a>, what: &str, at: Path<'_>) -> Result<Parts<'a>, Co
             SHAPE.opt_str(f.arguments, what, fc_at.key("arguments"))?,
         ));
     }
+    if d.audio.is_some() {
+        // an answer the package cannot represent: never a half answer
+        return Err(located(
+            CoreError::new(
+                Code::UNSUPPORTED_ITEM,
+                format!(
+                    "{what}: an audio answer is not one the package can represent; \
+                     the answer would be cut, so nothing in the response is decided"
+                ),
+            ),
+            at.key("audio"),
+        ));
+    }
     Ok(parts)
 }
 
@@ -1083,6 +1102,7 @@ impl OpenAIChat {
             || delta.reasoning_content.is_some()
             || delta.reasoning.is_some()
             || delta.function_call.is_some()
+            || delta.audio.is_some()
         {
             return None;
         }
