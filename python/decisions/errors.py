@@ -216,6 +216,7 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
                 False,
                 "the result carries an attempt (fencing token) that is no longer current; it changed nothing",
             ),
+            "RESULT_TOO_LARGE": (False, "a tool result's content exceeds max_result_bytes"),
             "ALREADY_COMMITTED": (False, "the call already has its result; the first one stays"),
             "NOT_CLAIMED": (False, "the claim was not granted, so there is nothing to commit or renew"),
             "INVALID_TRANSITION": (False, "the call's state in the ledger does not allow this step"),

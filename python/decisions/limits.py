@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Final
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "MAX_DEPTH_CEILING"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "MAX_DEPTH_CEILING", "PYTHON_ONLY"]
 
 KiB: Final = 1024
 MiB: Final = 1024 * KiB
@@ -71,6 +71,11 @@ class Limits:
     #: a stream of pings cannot run forever.
     max_bytes_without_data: int = 1 * MiB
 
+    # --- tool results (checked in Python, by the ledger and the result messages) ---
+    #: 4 MiB of a tool result's content as text (a string as is, anything else as
+    #: JSON): a whole source file or a long command log; more is for the host to cut.
+    max_result_bytes: int = 4 * MiB
+
     def __post_init__(self) -> None:
         for field in fields(self):
             value = getattr(self, field.name)
@@ -83,3 +88,7 @@ class Limits:
 
 
 DEFAULT_LIMITS: Final = Limits()
+
+#: The fields the native core neither reads nor holds: they bound work done in
+#: Python only (the core's copy of the limits has every other field).
+PYTHON_ONLY: Final = frozenset({"max_result_bytes"})

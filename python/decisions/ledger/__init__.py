@@ -8,6 +8,7 @@ the embedded default) or PostgreSQL (``postgresql://...``, needs the
 
 from __future__ import annotations
 
+from ..limits import Limits
 from .completion import Criterion, check_completion
 from .core import Ledger, Tools
 from .postgres import PostgresDatabase
@@ -48,7 +49,7 @@ __all__ = [
 ]
 
 
-def open_ledger(url: str, *, tools: Tools | None = None, timeout: float = 30.0) -> Ledger:
+def open_ledger(url: str, *, tools: Tools | None = None, timeout: float = 30.0, limits: Limits | None = None) -> Ledger:
     """A :class:`Ledger` on ``url``: ``sqlite:///relative.db``,
     ``sqlite:////absolute.db`` (``?synchronous=full`` to sync every step; see
     :mod:`.sqlite` for what the default promises), ``sqlite://`` (in memory:
@@ -56,9 +57,10 @@ def open_ledger(url: str, *, tools: Tools | None = None, timeout: float = 30.0) 
     the :class:`~decisions.Tool` declarations (side effects, result schema,
     effect check) the ledger records calls and checks results by;
     ``timeout`` is how long to wait for the database (a lock, a connection)
-    before ``LEDGER_UNAVAILABLE``."""
+    before ``LEDGER_UNAVAILABLE``; ``limits`` bound the results it takes
+    (``max_result_bytes``)."""
     if url.startswith("sqlite:"):
-        return Ledger(SQLiteDatabase(url, timeout=timeout), tools=tools)
+        return Ledger(SQLiteDatabase(url, timeout=timeout), tools=tools, limits=limits)
     if url.startswith(("postgresql://", "postgres://")):
-        return Ledger(PostgresDatabase(url, timeout=timeout), tools=tools)
+        return Ledger(PostgresDatabase(url, timeout=timeout), tools=tools, limits=limits)
     raise ValueError(f"unsupported ledger URL {url!r}: use sqlite:///path or postgresql://...")

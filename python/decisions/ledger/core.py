@@ -22,10 +22,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from ..errors import DomainError, OutputError, ResultError
+from ..limits import DEFAULT_LIMITS, Limits
 from ..validate.decision import ToolCall, ToolDecision
 from ..validate.domain import Tool, ToolRegistry
 from . import claims
-from .messages import result_messages
+from .messages import written
 from .records import (
     ARGUMENTS,
     COLUMNS,
@@ -50,7 +51,7 @@ from .records import (
 from .records import (
     event as log_event,
 )
-from .results import ToolResult, check_result
+from .results import Effect, ToolResult, check_result, check_result_size
 from .shapes import to_dict
 from .states import CallState, Event, step
 
@@ -91,14 +92,23 @@ class Ledger:
 
     ``tools`` are the tools whose calls it records and whose results it
     checks at :meth:`commit` (each :class:`~decisions.Tool`'s ``returns``
-    schema and ``effects`` check). Safe to share between threads (one
-    connection, guarded); each process opens its own."""
+    schema and ``effects`` check); ``limits`` bound the results it takes
+    (``max_result_bytes``). Safe to share between threads (one connection,
+    guarded); each process opens its own."""
 
-    def __init__(self, db: Database, *, tools: Tools | None = None) -> None:
+    def __init__(self, db: Database, *, tools: Tools | None = None, limits: Limits | None = None) -> None:
+        if limits is not None and not isinstance(limits, Limits):
+            raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
         self._db = db
         self._dialect: claims.Dialect = "postgresql" if db.writable_cte else "sqlite"
         self._lock = threading.Lock()
         self._tool = _lookup(tools)
+        self._limits = DEFAULT_LIMITS if limits is None else limits
+
+    @property
+    def limits(self) -> Limits:
+        """The limits the ledger's results are held to."""
+        return self._limits
 
     def tool(self, name: str) -> Tool | None:
         """The declaration of tool ``name`` the ledger checks results by (None: not given)."""
@@ -177,8 +187,8 @@ class Ledger:
                 cur.execute(
                     "INSERT INTO ledger_calls (run_id, call_id, seq, tool, tool_version, arguments, digest, idem_key, "
                     "side_effects, idempotent, sensitive, batch_id, batch_mode, state, attempt, decided_at, error, "
-                    "effects, retry_safe, approved_by, verdict) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ledger_now(), ?, '[]', 0, ?, ?) "
+                    "effects, retry_safe, approved_by, verdict, call_id_generated) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ledger_now(), ?, '[]', 0, ?, ?, ?) "
                     "ON CONFLICT (run_id, call_id) DO NOTHING RETURNING call_id",
                     (
                         run_id,
@@ -198,6 +208,7 @@ class Ledger:
                         None if verdict.error is None else dumps(to_dict(verdict.error)),
                         verdict.approved_by,
                         dumps(to_dict(verdict)),
+                        int(call.call_id_generated),
                     ),
                 )
                 inserted = cur.fetchone() is not None
@@ -363,7 +374,10 @@ class Ledger:
         """End the claimed call with ``result``: ``committed`` when it passes
         the tool's result checks (its ``returns`` schema and ``effects``
         check), else ``failed`` with the check's error on the returned entry.
-        A result under an expired lease or a cancelled run raises
+        A result the ledger cannot keep (content larger than
+        ``max_result_bytes``: ``RESULT_TOO_LARGE``; not JSON:
+        ``RESULT_SCHEMA_MISMATCH``) ends the call ``failed``, not retry-safe,
+        with no result stored. A result under an expired lease or a cancelled run raises
         ``LATE_RESULT``, under a superseded attempt ``STALE_ATTEMPT``, for a
         call that already has its result ``ALREADY_COMMITTED``: each is kept
         in the audit and changes nothing."""
@@ -382,7 +396,10 @@ class Ledger:
                 hint="commit each result under its own call's claim",
             )
         stored: str | None
+        error: OutputError | None
+        observed: tuple[Effect, ...]
         try:
+            check_result_size(result, self._limits)  # before the content is written
             stored = storable(to_dict(result), "RESULT_SCHEMA_MISMATCH", "$.content")
         except ResultError as unstorable:  # the call ends failed; nothing of the result can be kept
             stored, error, observed = None, unstorable, ()
@@ -471,7 +488,9 @@ class Ledger:
         (a result, checked as :meth:`commit` checks it: ``committed`` when it
         is ``ok`` and passes the tool's result checks, else ``failed`` with the
         check's error), or ``"retry"``: the call did not happen and may be
-        claimed again."""
+        claimed again. A result the ledger cannot keep (``RESULT_TOO_LARGE``,
+        ``RESULT_SCHEMA_MISMATCH``) is raised and changes nothing: the call
+        stays ``unknown``."""
         if outcome == "retry":
             return self._move(run_id, call_id, "reconcile_retry", actor, {"outcome": "retry"}, ", lease_until = NULL")
         if not isinstance(outcome, ToolResult):
@@ -480,6 +499,7 @@ class Ledger:
             raise ResultError(
                 "NOT_CLAIMED", f"a result for {outcome.call_id!r} to reconcile {call_id!r}", path="$.call_id"
             )
+        check_result_size(outcome, self._limits)
         stored = storable(to_dict(outcome), "RESULT_SCHEMA_MISMATCH", "$.content")
         row = self._run(lambda cur: row_of(cur, run_id, call_id))
         error, observed = check_result(loads(row[ARGUMENTS]), outcome, self._tool(row[TOOL]))
@@ -561,7 +581,8 @@ class Ledger:
         of a result that failed its checks); an ``unknown`` call says its
         outcome is unknown and it will not be re-run. Calls still open are
         left out; a call id in ``call_ids`` the run never recorded is
-        ``UNKNOWN_CALL_ID``."""
+        ``UNKNOWN_CALL_ID``; a result larger than this ledger's
+        ``max_result_bytes`` is ``RESULT_TOO_LARGE`` (no message is written)."""
         if isinstance(call_ids, str):  # `in` would match any part of it: "a" in "ab"
             raise ValueError(f"call_ids must be a collection of call ids, not the string {call_ids!r}")
         entries = self.entries(run_id)
@@ -575,15 +596,23 @@ class Ledger:
                 hint="ask only for the calls of this run",
             )
         pairs: list[tuple[ToolCall, Any]] = []
+        notes: list[str] = []
         for entry in entries:
             if call_ids is not None and entry.call_id not in call_ids:
                 continue
-            call = ToolCall(call_id=entry.call_id, name=entry.tool, arguments={}, tool_version=entry.tool_version)
+            call = ToolCall(
+                call_id=entry.call_id,
+                name=entry.tool,
+                arguments={},
+                call_id_generated=entry.call_id_generated,
+                tool_version=entry.tool_version,
+            )
             if entry.state == "committed" and entry.result is not None:
                 pairs.append((call, entry.result))
             elif entry.state in ("failed", "denied", "unknown"):
                 pairs.append((call, ToolResult(entry.call_id, "error", error_content(entry))))
-        return result_messages(provider, pairs)
+                notes.append(entry.call_id)
+        return written(provider, pairs, self._limits, notes)
 
 
 def _invalid_transition(call_id: str, state: CallState, event: Event) -> ResultError:

@@ -8,7 +8,7 @@ by one clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from ..errors import ResultError
@@ -32,7 +32,7 @@ _TABLES: Final = (
     f"state TEXT NOT NULL CHECK (state IN ({_STATES})), attempt INTEGER NOT NULL, worker TEXT, "
     "lease_until {real}, decided_at {real} NOT NULL, claimed_at {real}, finished_at {real}, result TEXT, "
     "result_status TEXT, error TEXT, effects TEXT NOT NULL, retry_safe INTEGER NOT NULL, approved_by TEXT, "
-    "verdict TEXT NOT NULL, PRIMARY KEY (run_id, call_id))",
+    "verdict TEXT NOT NULL, call_id_generated INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (run_id, call_id))",
     "CREATE INDEX IF NOT EXISTS ledger_calls_seq ON ledger_calls (run_id, seq)",
     # the calls claim_next looks at, so a run's ended calls are not walked again and again
     "CREATE INDEX IF NOT EXISTS ledger_calls_open ON ledger_calls (run_id, seq) "
@@ -47,17 +47,28 @@ _TABLES: Final = (
 )
 
 
+#: Columns added after a ledger's tables were first written: ``(table, column,
+#: type)``. A ledger that lacks one gets it (:func:`create`), with its default
+#: for the rows already there; code of the same schema version that does not
+#: know the column still reads and writes those tables.
+_ADDED: Final = (("ledger_calls", "call_id_generated", "INTEGER NOT NULL DEFAULT 0"),)
+
+
 def tables(*, real: str, serial: str) -> tuple[str, ...]:
     """The CREATE statements for one dialect."""
     return tuple(sql.replace("{real}", real).replace("{serial}", serial) for sql in _TABLES)
 
 
-def create(cur: Any, statements: Iterable[str]) -> None:
+def create(cur: Any, statements: Iterable[str], columns: Callable[[Any, str], set[str]]) -> None:
     """Run a dialect's CREATE ``statements`` on ``cur`` (a cursor taking
-    ``?`` placeholders), record the schema version once, and refuse a ledger
-    written by another version (``LEDGER_UNAVAILABLE``)."""
+    ``?`` placeholders), add the columns a table written before lacks
+    (``columns(cur, table)``: the names it has), record the schema version
+    once, and refuse a ledger written by another version (``LEDGER_UNAVAILABLE``)."""
     for sql in statements:
         cur.execute(sql)
+    for table, column, kind in _ADDED:
+        if column not in columns(cur, table):
+            cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
     cur.execute(
         "INSERT INTO ledger_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
         (SCHEMA_VERSION,),

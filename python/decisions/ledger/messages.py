@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from ..errors import DomainError
+from ..limits import DEFAULT_LIMITS, Limits
 from ..providers import PROVIDERS
 from ..validate.decision import ToolCall
-from .results import ToolResult
+from .results import ToolResult, check_result_size
 
 __all__ = ["RESULT_PROVIDERS", "result_messages"]
 
@@ -17,7 +19,9 @@ __all__ = ["RESULT_PROVIDERS", "result_messages"]
 RESULT_PROVIDERS: tuple[str, ...] = PROVIDERS
 
 
-def result_messages(provider: str, pairs: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
+def result_messages(
+    provider: str, pairs: list[tuple[ToolCall, ToolResult]], *, limits: Limits | None = None
+) -> list[dict[str, Any]]:
     """Messages for ``(call, result)`` pairs in the wire format of ``provider``:
 
     - ``openai-chat``: one ``{"role": "tool", "tool_call_id", "content"}`` per result;
@@ -27,10 +31,21 @@ def result_messages(provider: str, pairs: list[tuple[ToolCall, ToolResult]]) -> 
       with ``output`` or ``error``, and ``id`` unless the call id was generated).
 
     A result that does not pair with its call is ValueError; two results for
-    one call are ``DUPLICATE_RESULT``; content that is not JSON text
-    (:attr:`ToolResult.text`) is ``RESULT_SCHEMA_MISMATCH``: no message is
+    one call are ``DUPLICATE_RESULT``; content longer than
+    ``limits.max_result_bytes`` as text is ``RESULT_TOO_LARGE`` (measured
+    before it is written), content that is not JSON text
+    (:attr:`ToolResult.text`) ``RESULT_SCHEMA_MISMATCH``: no message is
     written then.
     """
+    return written(provider, pairs, DEFAULT_LIMITS if limits is None else limits)
+
+
+def written(
+    provider: str, pairs: list[tuple[ToolCall, ToolResult]], limits: Limits, notes: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """:func:`result_messages`; the results of the calls in ``notes`` are the
+    ledger's own word on a call that did not commit (its error's code,
+    message and hint), not a tool's output, so no size limit applies to them."""
     if provider not in RESULT_PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; expected one of {RESULT_PROVIDERS}")
     seen: set[str] = set()
@@ -46,6 +61,8 @@ def result_messages(provider: str, pairs: list[tuple[ToolCall, ToolResult]]) -> 
                 hint="each call takes exactly one result",
             )
         seen.add(result.call_id)
+        if result.call_id not in notes:
+            check_result_size(result, limits)
         result.text  # noqa: B018  (raises when the content is not JSON text)
     if provider == "openai-chat":
         return [{"role": "tool", "tool_call_id": r.call_id, "content": r.text} for _, r in pairs]

@@ -31,6 +31,15 @@ _SETUP_LOCK: Final = 0x6C6564676572  # "ledger"
 _RETRIES: Final = 5
 
 
+def _columns(cur: Any, table: str) -> set[str]:
+    """The column names of ``table`` in the schema the ledger's tables are in."""
+    cur.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?",
+        (table,),
+    )
+    return {row[0] for row in cur.fetchall()}
+
+
 class _Cursor:
     """A psycopg cursor that takes the ledger's ``?`` placeholders."""
 
@@ -84,7 +93,7 @@ class PostgresDatabase:
     @staticmethod
     def _setup(cur: Any) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(?)", (_SETUP_LOCK,))
-        create(cur, _DDL)
+        create(cur, _DDL, _columns)
 
     def run(self, work: Callable[[Any], Any], *, single: bool = False) -> Any:
         """``work(cursor)`` in one transaction; retried on deadlock or

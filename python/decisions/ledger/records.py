@@ -37,7 +37,7 @@ ClaimReason = Literal[
 COLUMNS: Final = (
     "run_id, call_id, seq, tool, tool_version, arguments, digest, idem_key, side_effects, idempotent, sensitive, "
     "batch_id, batch_mode, state, attempt, worker, lease_until, decided_at, claimed_at, finished_at, "
-    "result, result_status, error, effects, retry_safe, approved_by"
+    "result, result_status, error, effects, retry_safe, approved_by, call_id_generated"
 )
 #: Positions in :data:`COLUMNS` read outside :func:`entry_of`.
 TOOL, TOOL_VERSION, ARGUMENTS, DIGEST, STATE = 3, 4, 5, 6, 13
@@ -144,6 +144,9 @@ class Entry:
     error: OutputError | None
     effects: tuple[Effect, ...]
     approved_by: str | None
+    #: The provider sent no id for the call; ``call_id`` was made up by the package
+    #: (see :attr:`~decisions.ToolCall.call_id_generated`), so no result message echoes it.
+    call_id_generated: bool
 
     @property
     def result_status(self) -> str | None:
@@ -173,6 +176,7 @@ class Entry:
             "error": None if self.error is None else to_dict(self.error),
             "effects": [to_dict(e) for e in self.effects],
             "approved_by": self.approved_by,
+            "call_id_generated": self.call_id_generated,
         }
 
 
@@ -269,6 +273,7 @@ def entry_of(row: Any) -> Entry:
         effects,
         _retry_safe,
         approved_by,
+        call_id_generated,
     ) = row
     return Entry(
         run_id=run_id,
@@ -291,4 +296,5 @@ def entry_of(row: Any) -> Entry:
         error=None if error is None else from_dict(loads(error)),
         effects=tuple(from_dict(e) for e in loads(effects) or ()),
         approved_by=approved_by,
+        call_id_generated=bool(call_id_generated),
     )

@@ -13,13 +13,17 @@ digest"). :func:`check_result` runs both; a result that does not fit is a
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel
 
 from .._payload import strict_dumps
 from ..errors import OutputError, PolicyError, ResultError
+from ..limits import DEFAULT_LIMITS, Limits
 from ..validate.domain import Tool
 from ..validate.paths import resolve_path
 
@@ -30,6 +34,7 @@ __all__ = [
     "EffectCheck",
     "FileEffects",
     "check_result",
+    "check_result_size",
     "file_digest",
 ]
 
@@ -93,6 +98,83 @@ class ToolResult:
                 hint="give a result only finite numbers, valid Unicode text and JSON values",
             ) from None
         return text
+
+
+_END: Final = object()
+
+
+def _text_bytes(text: str, room: int) -> int:
+    """UTF-8 bytes of ``text``, or its length when that alone exceeds ``room``
+    (every character takes a byte at least; nothing is encoded then)."""
+    if len(text) > room or text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _json_string_bytes(text: str, room: int) -> int:
+    """UTF-8 bytes of ``text`` as a JSON string (quoted, escaped), or a lower
+    bound of them when that exceeds ``room`` (nothing is written then)."""
+    if len(text) + 2 > room:
+        return len(text) + 2
+    return _text_bytes(json.dumps(text, ensure_ascii=False), room)
+
+
+def _json_bytes(value: Any, budget: int) -> int:
+    """UTF-8 bytes of ``json.dumps(value, ensure_ascii=False)``, counted
+    without writing it (any depth, no recursion) and only until they exceed
+    ``budget``. What JSON cannot write (a cycle, bytes, a non-string key)
+    counts nothing: the writer refuses it afterwards."""
+    size = 0
+    frames: list[tuple[int, Iterator[Any]]] = [(0, iter((value,)))]
+    open_ids: set[int] = set()
+    while frames and size <= budget:
+        ident, children = frames[-1]
+        node = next(children, _END)
+        if node is _END:
+            frames.pop()
+            open_ids.discard(ident)
+        elif isinstance(node, (dict, list, tuple)):
+            if id(node) in open_ids:  # a cycle
+                break
+            open_ids.add(id(node))
+            size += 2 * max(len(node), 1)  # the brackets and the ", " between items
+            if isinstance(node, dict):
+                for key in node:
+                    if size > budget:
+                        break
+                    if isinstance(key, str):
+                        size += _json_string_bytes(key, budget - size) + 2  # and ": "
+                frames.append((id(node), iter(node.values())))
+            else:
+                frames.append((id(node), iter(node)))
+        elif isinstance(node, str):
+            size += _json_string_bytes(node, budget - size)
+        elif isinstance(node, (bool, int, float)) or node is None:
+            try:
+                size += len(json.dumps(node))
+            except ValueError:  # an int too long to write: the writer refuses it
+                break
+    return size
+
+
+def check_result_size(result: ToolResult, limits: Limits = DEFAULT_LIMITS) -> None:
+    """``RESULT_TOO_LARGE`` when ``result``'s content as text (:attr:`ToolResult.text`)
+    has more than ``limits.max_result_bytes`` bytes, measured before it is written."""
+    content = result.content
+    limit = limits.max_result_bytes
+    if isinstance(content, str):
+        size = _text_bytes(content, limit)
+    else:
+        size = _json_bytes(content.model_dump(mode="json") if isinstance(content, BaseModel) else content, limit)
+    if size > limit:
+        raise ResultError(
+            "RESULT_TOO_LARGE",
+            f"the result for {result.call_id!r} has more than {limit} bytes of content",
+            path="$.content",
+            call_id=result.call_id,
+            retryable=False,
+            hint="cut or summarise the tool's output before handing it back",
+        )
 
 
 #: ``check(arguments, result)`` returns the effects it observed (each claimed

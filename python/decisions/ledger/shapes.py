@@ -23,7 +23,12 @@ from .results import Effect, ToolResult
 
 __all__ = ["SHAPE_VERSION", "to_dict", "from_dict"]
 
-#: The version of every shape written today.
+#: The version of every shape written today. Bumped when a reader of the
+#: previous version could misread a shape written now (a member added, removed,
+#: renamed or retyped), and then every shape is written at the new version.
+#: The ledger's tables are versioned apart (``ddl.SCHEMA_VERSION``): a column
+#: they gain, such as a call's ``call_id_generated``, is added to a ledger
+#: written before and changes no shape.
 SHAPE_VERSION: Final = 1
 Shaped = Union[ToolDecision, FinalDecision, ToolCall, CallVerdict, ToolResult, Effect, OutputError]
 

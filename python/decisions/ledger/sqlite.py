@@ -57,6 +57,12 @@ def _unavailable(url: str, error: sqlite3.Error) -> ResultError:
     )
 
 
+def _columns(cur: Any, table: str) -> set[str]:
+    """The column names of ``table``."""
+    cur.execute(f"PRAGMA table_info({table})")
+    return {row[1] for row in cur.fetchall()}
+
+
 class _Cursor:
     """A sqlite3 cursor that refuses what PostgreSQL could not store (see :func:`.ddl.storable`)."""
 
@@ -98,7 +104,7 @@ class SQLiteDatabase:
 
     @staticmethod
     def _setup(cur: Any) -> None:
-        create(cur, _DDL)
+        create(cur, _DDL, _columns)
 
     def run(self, work: Callable[[Any], Any], *, single: bool = False) -> Any:
         """``work(cursor)`` in one write transaction, ``single`` or not;

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from ..errors import DomainError, ResultError
 from ..ledger.core import Ledger, error_content
-from ..ledger.messages import RESULT_PROVIDERS, result_messages
+from ..ledger.messages import RESULT_PROVIDERS, result_messages, written
 from ..ledger.records import Entry
 from ..ledger.results import ResultStatus, ToolResult
 from ..ledger.sqlite import SQLiteDatabase
@@ -114,7 +114,9 @@ class ResultBook:
         """The provider-shaped message(s) carrying every result back, in
         call order: each result verbatim, a denied call's verdict as an
         error. Every call must be answered (ValueError otherwise): the
-        providers reject a turn with an unanswered call."""
+        providers reject a turn with an unanswered call. A result is held
+        to the ledger's ``max_result_bytes`` (:meth:`add` ends a call whose
+        result exceeds it ``failed`` with ``RESULT_TOO_LARGE``)."""
         entries = self._entries()
         pending = [e.call_id for e in entries if e.state not in _ENDED]
         if pending:
@@ -122,4 +124,5 @@ class ResultBook:
         pairs = [
             (self._calls[e.call_id], e.result or ToolResult(e.call_id, "error", error_content(e))) for e in entries
         ]
-        return result_messages(provider, pairs)
+        notes = [e.call_id for e in entries if e.result is None]
+        return written(provider, pairs, self.ledger.limits, notes)
