@@ -358,7 +358,7 @@ class OutputError(Exception):
             value = data.get(name)
             if value is not None and type(value) is not kind:
                 raise _shape_mismatch(f"{path}.{name}", kind.__name__)
-            if kind is int and value is not None and value < 0:
+            if isinstance(value, int) and value < 0:
                 raise _shape_mismatch(f"{path}.{name}", "a non-negative int")
             state[name] = value
         if state["issues"] is None:

@@ -138,8 +138,8 @@ def decode(data: str | bytes | bytearray | memoryview, limits: Limits, fields: t
     """Event data or a body checked by the envelope rule and decoded
     (``[DONE]`` passes through as the str)."""
     if isinstance(data, str):
-        data = plain(data)
-        if not utf8_text(data):
+        text: str = plain(data)
+        if not utf8_text(text):
             raise _malformed("event data is not valid UTF-8")
     else:
         # measured (and, too large, validated) where it lies: a bytearray or
@@ -151,18 +151,18 @@ def decode(data: str | bytes | bytearray | memoryview, limits: Limits, fields: t
             _check_utf8_pieces(raw)
             raise classify("", "DOCUMENT_TOO_LARGE", 0, limits, fields)
         try:
-            data = str(raw, "utf-8")
+            text = str(raw, "utf-8")
         except UnicodeDecodeError:
             raise _malformed("event data is not valid UTF-8") from None
-    if data == DONE:
+    if text == DONE:
         return DONE
-    if ("\\ud" in data or "\\uD" in data) and _lone_surrogate(data):
+    if ("\\ud" in text or "\\uD" in text) and _lone_surrogate(text):
         raise _malformed("event data has a lone surrogate escape")
     last_limits, derived = _last
     try:
-        return loads(data, limits=derived if last_limits is limits else envelope_limits(limits))
+        return loads(text, limits=derived if last_limits is limits else envelope_limits(limits))
     except ParseError as error:
-        raise classify(data, error.code, error.pos, limits, fields) from None
+        raise classify(text, error.code, error.pos, limits, fields) from None
 
 
 def _rule(code: str, limits: Limits) -> str | None:

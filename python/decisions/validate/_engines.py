@@ -34,7 +34,7 @@ import jsonschema.validators
 import referencing
 import referencing.exceptions
 import referencing.jsonschema
-from jsonschema_specifications import REGISTRY as _SPECIFICATIONS
+from jsonschema_specifications import REGISTRY as _SPECIFICATIONS  # type: ignore[import-untyped]
 
 from .._payload import canonical_json
 from ._shapes import close_json_schema

@@ -485,8 +485,8 @@ def _tool_decision(
                     args = tool.schema.dump(value)
                 except Exception as error:  # fail closed: a serializer that breaks gives the executor nothing
                     expected = f"arguments the tool's serializer can write (it raised {type(error).__name__})"
-                    found = schema_mismatch([issue(f"$.calls[{index}].arguments", (), "invalid", expected)])
-                    raise at_call(found, index, item.call_id, item.name) from None
+                    refused = schema_mismatch([issue(f"$.calls[{index}].arguments", (), "invalid", expected)])
+                    raise at_call(refused, index, item.call_id, item.name) from None
                 if not isinstance(args, str if item.call_kind == "custom" else dict):
                     raise TypeError(f"the parameters of tool {item.name!r} do not describe its {item.call_kind} input")
         calls.append(
