@@ -412,6 +412,19 @@ def apply_policy(
     return _apply(calls, policy, plan, registry=registry, run=run, repaired=repaired)
 
 
+def _open(calls: Sequence[ToolCall], policy: Policy, run: RunState | None, repaired: bool) -> bool:
+    """Whether every call is allowed as it is, with nothing to check: no run,
+    no repair, no host check, default allow and no rule for any call's tool
+    (so no path rule either). :func:`_check_call` gives each such call the
+    plain ``allowed`` verdict."""
+    if run is not None or repaired or policy.default != "allow":
+        return False
+    if policy.approval is not None or policy.state_check is not None:
+        return False
+    rules = policy.tools
+    return not rules or all(call.name not in rules for call in calls)
+
+
 def _apply(
     calls: Sequence[ToolCall],
     policy: Policy,
@@ -434,6 +447,8 @@ def _apply(
             expected="one call per call id",
             hint="give every call its own id",
         )
+    if _open(calls, policy, run, repaired):
+        return tuple(new_verdict(call.call_id, "allowed", None, (), _EMPTY, (), None) for call in calls)
     verdicts: list[CallVerdict] = []
     denied: list[tuple[int, PolicyError]] = []
     for index, call in enumerate(calls):
