@@ -453,7 +453,7 @@ def _tool_decision(
             validated.append(args)
             continue
         doc = None if item.call_kind == "custom" else item.arguments
-        found, value = tool.schema.issues(args, text=doc, root=f"$.calls[{index}].arguments")
+        found, value = tool.schema._issues_at(args, doc, index)
         if found:
             failed.append(index)
             issues.extend(found)
@@ -471,12 +471,14 @@ def _tool_decision(
         value = validated[index]
         call_id = f"{fresh}:{item.call_id}" if fresh is not None and item.call_id_generated else item.call_id
         if tool is None:  # a registered name is known to the plan's names too
-            try:
-                plan.names.check(item.name, path=f"$.calls[{index}].name")
-                if registry is not None:
-                    registry.resolve(item.name, path=f"$.calls[{index}].name")
-            except DomainError as error:
-                raise at_call(error, index, item.call_id, item.name) from None
+            if registry is not None or not plan.names.passes(item.name):
+                where = f"$.calls[{index}].name"
+                try:
+                    plan.names.check(item.name, path=where)
+                    if registry is not None:
+                        registry.resolve(item.name, path=where)
+                except DomainError as error:
+                    raise at_call(error, index, item.call_id, item.name) from None
             version = None
         else:
             version = tool.version

@@ -320,11 +320,10 @@ def _check_paths(
     assert root is not None  # Policy.__post_init__ requires it
     base = f"$.calls[{index}].arguments"
     value = call.arguments if call.validated is None else call.validated
-    prefix: list[str | int] = ["calls", index, "arguments"]
     paths: dict[str, str] = {}
     empty_paths: list[str] = []
     for path_plan in path_plans:
-        found, empty = select_paths(value, path_plan.steps, path_plan.field, base, prefix)
+        found, empty = select_paths(value, path_plan.steps, path_plan.field, base, index)
         empty_paths.extend(empty)
         for where, raw in found:
             target = resolve_in(root, raw, where)
