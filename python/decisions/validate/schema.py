@@ -195,10 +195,11 @@ class Schema:
                 return _too_deep(_root(root)), None
             if found == PLAIN and _fast_valid(compiled.fast, value):
                 return [], value
-        # a text with fewer brackets than the bound cannot nest deeper
-        if (text is None or text.count("[") + text.count("{") > MAX_VALIDATION_DEPTH) and _nested_deeper(
-            value, MAX_VALIDATION_DEPTH
-        ):
+        # a text with fewer brackets than the bound (or fewer characters) cannot nest deeper
+        if (
+            text is None
+            or (len(text) > MAX_VALIDATION_DEPTH and text.count("[") + text.count("{") > MAX_VALIDATION_DEPTH)
+        ) and _nested_deeper(value, MAX_VALIDATION_DEPTH):
             return _too_deep(_root(root)), None
         try:
             return self._issues(value, text, root)
