@@ -85,6 +85,22 @@ def test_a_refusal_item_refuses_even_with_stop() -> None:
     _assert_layer(info.value, "REFUSAL")
 
 
+def test_a_refusal_after_an_unfinished_call_is_the_refusal() -> None:
+    """Refusals are looked for in every item before any call is named unfinished."""
+    refusal = RefusalItem(item_id="r", text="no")
+    with pytest.raises(StreamError) as info:
+        decide(response(call(complete=False), refusal, finish="stop"))
+    _assert_layer(info.value, "REFUSAL")
+    with pytest.raises(StreamError) as info:
+        decide(
+            response(
+                text("a"), call(call_id="c0"), call(call_id="c1", complete=False), call(call_id="c2", complete=False)
+            )
+        )
+    _assert_layer(info.value, "INCOMPLETE_TOOL_CALL")
+    assert (info.value.path, info.value.call_index, info.value.call_id) == ("$.calls[1]", 1, "c1")
+
+
 def test_a_snapshot_is_never_decidable() -> None:
     snap = ResponseSnapshot(provider="anthropic", response_id=None, model=None, text="{}", calls=(), state="streaming")
     with pytest.raises(StreamError) as info:

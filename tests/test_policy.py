@@ -23,9 +23,11 @@ from decisions import (
     ToolDecision,
     ToolRegistry,
     ToolRule,
+    apply_policy,
     decide,
     resolve_path,
 )
+from decisions.validate import policy as policy_module
 
 
 @pytest.fixture
@@ -550,3 +552,60 @@ def test_a_symlink_loop_does_not_hide_a_way_out(tmp_path: Path, raw: str) -> Non
         with pytest.raises(PolicyError) as info:
             resolve_path(real, raw)
         assert info.value.code == "PATH_OUTSIDE_WORKSPACE"
+
+
+# ---------------------------------------------------------------- open calls
+
+
+def _open_cases(workspace: Path) -> list[tuple[Policy, list[ToolCall]]]:
+    """Policies and batches that leave every call as it is (no rule for any of its tools)."""
+    ruled = Policy(workspace=workspace, tools={"write_file": ToolRule(paths={"path": "write"}, approval=True)})
+    calls = [
+        ToolCall(call_id="c1", name="read_file", arguments={"path": "../x"}),
+        ToolCall(call_id="c2", name="grep", arguments={}, index=1, validated={"path": "/etc"}),
+    ]
+    return [
+        (Policy(), calls[:1]),
+        (Policy(), calls),
+        (Policy(batch="per_call"), calls),
+        (Policy(workspace=workspace, read_scopes=("src",)), calls),
+        (ruled, calls),
+    ]
+
+
+def test_open_calls_get_the_verdicts_the_checks_give(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch no rule applies to skips the per-call checks (``_open``): each
+    verdict is the one :func:`_check_call` gives the same call."""
+    cases = _open_cases(workspace)
+    assert all(policy_module._open(calls, policy, None, False) for policy, calls in cases)
+    fast = [apply_policy(calls, policy) for policy, calls in cases]
+    monkeypatch.setattr(policy_module, "_open", lambda *args: False)
+    general = [apply_policy(calls, policy) for policy, calls in cases]
+    assert fast == general
+    for fast_verdicts, general_verdicts in zip(fast, general):
+        for one, other in zip(fast_verdicts, general_verdicts):
+            assert type(one.paths) is type(other.paths) and type(one.reasons) is type(other.reasons)
+
+
+def test_open_calls_still_refuse_a_repeated_call_id() -> None:
+    calls = [ToolCall(call_id="c1", name="grep", arguments={}), ToolCall(call_id="c1", name="grep", arguments={})]
+    with pytest.raises(PolicyError) as caught:
+        apply_policy(calls, Policy())
+    assert caught.value.code == "CALL_ALREADY_DECIDED" and caught.value.path == "$.calls"
+
+
+@pytest.mark.parametrize(
+    "policy, run, repaired",
+    [
+        (Policy(default="deny"), None, False),
+        (Policy(tools={"grep": ToolRule(allowed=False)}), None, False),
+        (Policy(tools={"grep": ToolRule(approval=True)}), None, False),
+        (Policy(approval=lambda call: "ask"), None, False),
+        (Policy(state_check=lambda call: False), None, False),
+        (Policy(), Run(), False),
+        (Policy(), None, True),
+    ],
+)
+def test_calls_with_something_to_check_are_checked(policy: Policy, run: Run | None, repaired: bool) -> None:
+    calls = [ToolCall(call_id="c1", name="grep", arguments={})]
+    assert not policy_module._open(calls, policy, run, repaired)

@@ -126,8 +126,11 @@ def _complete(response: object) -> tuple[tuple[ToolCallItem, ...], str]:
         _finish_error(response)
     calls: list[ToolCallItem] = []
     texts: list[str] = []
+    incomplete = -1  # the first unfinished call's index, named once no refusal is found
     for index, item in enumerate(response.items):
         if isinstance(item, ToolCallItem):
+            if incomplete < 0 and not item.complete:
+                incomplete = len(calls)
             calls.append(item)
         elif isinstance(item, TextItem):
             texts.append(item.text)
@@ -138,17 +141,17 @@ def _complete(response: object) -> tuple[tuple[ToolCallItem, ...], str]:
                 path=f"$.items[{index}]",
                 hint=_FINISH_ERRORS["refusal"][1],
             )
-    for index, call in enumerate(calls):
-        if not call.complete:
-            raise StreamError(
-                "INCOMPLETE_TOOL_CALL",
-                f"tool call {call.call_id!r} ({call.name!r}) was not completed",
-                path=f"$.calls[{index}]",
-                hint="the call was cut off; it cannot run",
-                call_index=index,
-                call_id=call.call_id,
-                tool=call.name,
-            )
+    if incomplete >= 0:
+        index, call = incomplete, calls[incomplete]
+        raise StreamError(
+            "INCOMPLETE_TOOL_CALL",
+            f"tool call {call.call_id!r} ({call.name!r}) was not completed",
+            path=f"$.calls[{index}]",
+            hint="the call was cut off; it cannot run",
+            call_index=index,
+            call_id=call.call_id,
+            tool=call.name,
+        )
     if reason == "tool_calls" and not calls:
         raise StreamError(
             "FINISH_REASON_MISMATCH", "the finish reason says tool_calls but the response holds no call", path="$.calls"
@@ -453,7 +456,7 @@ def _tool_decision(
             validated.append(args)
             continue
         doc = None if item.call_kind == "custom" else item.arguments
-        found, value = tool.schema.issues(args, text=doc, root=f"$.calls[{index}].arguments")
+        found, value = tool.schema._issues_at(args, doc, index)
         if found:
             failed.append(index)
             issues.extend(found)
@@ -471,12 +474,14 @@ def _tool_decision(
         value = validated[index]
         call_id = f"{fresh}:{item.call_id}" if fresh is not None and item.call_id_generated else item.call_id
         if tool is None:  # a registered name is known to the plan's names too
-            try:
-                plan.names.check(item.name, path=f"$.calls[{index}].name")
-                if registry is not None:
-                    registry.resolve(item.name, path=f"$.calls[{index}].name")
-            except DomainError as error:
-                raise at_call(error, index, item.call_id, item.name) from None
+            if registry is not None or not plan.names.passes(item.name):
+                where = f"$.calls[{index}].name"
+                try:
+                    plan.names.check(item.name, path=where)
+                    if registry is not None:
+                        registry.resolve(item.name, path=where)
+                except DomainError as error:
+                    raise at_call(error, index, item.call_id, item.name) from None
             version = None
         else:
             version = tool.version

@@ -244,6 +244,11 @@ class ToolNames:
                 return known
         return None
 
+    def passes(self, name: str) -> bool:
+        """Whether ``name`` is known, or already found to resemble none:
+        :meth:`check` of it does nothing."""
+        return name in self._exact or name in self._passed
+
     def check(self, name: str, *, path: str = "$.name") -> None:
         """Nothing for a known name or one that resembles none; else
         :class:`DomainError` ``INVALID_TOOL_NAME`` or ``AMBIGUOUS_TOOL_NAME``."""

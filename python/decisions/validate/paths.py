@@ -274,11 +274,11 @@ def select(
 
 
 def select_paths(
-    value: Any, steps: tuple[Step, ...], field: tuple[str, str] | None, base: str, prefix: list[str | int]
+    value: Any, steps: tuple[Step, ...], field: tuple[str, str] | None, base: str, index: int
 ) -> tuple[list[tuple[str, Any]], list[str]]:
     """``(found, empty)``: the JSON path and value of each path that
-    ``steps`` select in ``value`` (a call's arguments, whose JSON path is
-    ``base``, as parts ``prefix``), and the JSON path of each one left empty.
+    ``steps`` select in ``value`` (the arguments of call ``index``, whose
+    JSON path is ``base``), and the JSON path of each one left empty.
     ``field`` is the selector's one step and its JSON path suffix when the
     selector is a single field name: its value is read directly (the same
     answer as the general walk)."""
@@ -293,6 +293,7 @@ def select_paths(
             return [(where, child)], []
     found: list[tuple[list[str | int], Any]] = []
     empty: list[list[str | int]] = []
+    prefix: list[str | int] = ["calls", index, "arguments"]
     select(value, steps, [], found, empty, prefix)
     return [(json_path([*prefix, *parts]), raw) for parts, raw in found], [
         json_path([*prefix, *parts]) for parts in empty

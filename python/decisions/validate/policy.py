@@ -146,6 +146,8 @@ class Policy:
     root: str | None = field(init=False, default=None)
     _bare: _Plan = field(init=False, repr=False, compare=False)
     _plans: weakref.WeakKeyDictionary[ToolRegistry, _Plan] = field(init=False, repr=False, compare=False)
+    #: The registry last planned for (weakly) and its plan: a decide loop meets one registry.
+    _last: tuple[weakref.ref[ToolRegistry], _Plan] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.default not in ("allow", "deny"):
@@ -187,6 +189,7 @@ class Policy:
         bare = _Plan(ToolNames(self.tools), MappingProxyType(paths), None if root is None else Scopes((root,)))
         object.__setattr__(self, "_bare", bare)
         object.__setattr__(self, "_plans", weakref.WeakKeyDictionary())
+        object.__setattr__(self, "_last", None)
 
     def _all_scopes(self) -> list[tuple[str, ...]]:
         out = [self.read_scopes, self.write_scopes]
@@ -201,8 +204,12 @@ class Policy:
         look-alike of a registered tool, or a field its schema does not define."""
         if registry is None:
             return self._bare
+        last = self._last
+        if last is not None and last[0]() is registry and last[1].version == registry.version:
+            return last[1]
         cached = self._plans.get(registry)
         if cached is not None and cached.version == registry.version:
+            object.__setattr__(self, "_last", (weakref.ref(registry), cached))
             return cached
         names = ToolNames(registry.names)
         for name in self.tools:
@@ -226,6 +233,7 @@ class Policy:
                     ) from None
         compiled = _Plan(names, self._bare.paths, self._bare.root, registry.version)
         self._plans[registry] = compiled
+        object.__setattr__(self, "_last", (weakref.ref(registry), compiled))
         return compiled
 
     def scopes(self, rule: ToolRule | None, arg: PathArg) -> tuple[str, ...]:
@@ -320,11 +328,10 @@ def _check_paths(
     assert root is not None  # Policy.__post_init__ requires it
     base = f"$.calls[{index}].arguments"
     value = call.arguments if call.validated is None else call.validated
-    prefix: list[str | int] = ["calls", index, "arguments"]
     paths: dict[str, str] = {}
     empty_paths: list[str] = []
     for path_plan in path_plans:
-        found, empty = select_paths(value, path_plan.steps, path_plan.field, base, prefix)
+        found, empty = select_paths(value, path_plan.steps, path_plan.field, base, index)
         empty_paths.extend(empty)
         for where, raw in found:
             target = resolve_in(root, raw, where)
@@ -412,6 +419,23 @@ def apply_policy(
     return _apply(calls, policy, plan, registry=registry, run=run, repaired=repaired)
 
 
+def _open(calls: Sequence[ToolCall], policy: Policy, run: RunState | None, repaired: bool) -> bool:
+    """Whether every call is allowed as it is, with nothing to check: no run,
+    no repair, no host check, default allow and no rule for any call's tool
+    (so no path rule either). :func:`_check_call` gives each such call the
+    plain ``allowed`` verdict."""
+    if run is not None or repaired or policy.default != "allow":
+        return False
+    if policy.approval is not None or policy.state_check is not None:
+        return False
+    rules = policy.tools
+    if rules:
+        for call in calls:
+            if call.name in rules:
+                return False
+    return True
+
+
 def _apply(
     calls: Sequence[ToolCall],
     policy: Policy,
@@ -434,6 +458,8 @@ def _apply(
             expected="one call per call id",
             hint="give every call its own id",
         )
+    if _open(calls, policy, run, repaired):
+        return tuple([new_verdict(call.call_id, "allowed", None, (), _EMPTY, (), None) for call in calls])
     verdicts: list[CallVerdict] = []
     denied: list[tuple[int, PolicyError]] = []
     for index, call in enumerate(calls):

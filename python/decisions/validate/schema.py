@@ -182,46 +182,56 @@ class Schema:
     def issues(self, value: Any, *, text: str | None = None, root: str = "$") -> tuple[list[dict[str, str]], Any]:
         """``(issues, validated)``: the issues found (empty when the value
         matches) and the validated value (None when there are issues)."""
+        return self._issues_at(value, text, root)
+
+    def _issues_at(self, value: Any, text: str | None, root: str | int) -> tuple[list[dict[str, str]], Any]:
+        """:meth:`issues` at ``root``, a JSON path or the index of a call
+        whose arguments ``value`` is (``$.calls[i].arguments``, a path built
+        only when there are issues)."""
         compiled = self._compiled
         if compiled is not None and compiled.fast is not None:
             found = scan(value, compiled.integers, MAX_VALIDATION_DEPTH)
             if found == TOO_DEEP:
-                return _too_deep(root), None
+                return _too_deep(_root(root)), None
             if found == PLAIN and _fast_valid(compiled.fast, value):
                 return [], value
-        # a text with fewer brackets than the bound cannot nest deeper
-        if (text is None or text.count("[") + text.count("{") > MAX_VALIDATION_DEPTH) and _nested_deeper(
-            value, MAX_VALIDATION_DEPTH
-        ):
-            return _too_deep(root), None
+        # a text with fewer brackets than the bound (or fewer characters) cannot nest deeper
+        if (
+            text is None
+            or (len(text) > MAX_VALIDATION_DEPTH and text.count("[") + text.count("{") > MAX_VALIDATION_DEPTH)
+        ) and _nested_deeper(value, MAX_VALIDATION_DEPTH):
+            return _too_deep(_root(root)), None
         try:
             return self._issues(value, text, root)
         except RecursionError:  # the caller's own stack was already deep
-            return _too_deep(root), None
+            return _too_deep(_root(root)), None
 
-    def _issues(self, value: Any, text: str | None, root: str) -> tuple[list[dict[str, str]], Any]:
+    def _issues(self, value: Any, text: str | None, root: str | int) -> tuple[list[dict[str, str]], Any]:
         source = text
         if source is None:  # a Python value, not parsed JSON: it must be JSON to be validated as JSON
             try:
                 source = json.dumps(value, ensure_ascii=False, allow_nan=False)
             except (TypeError, ValueError):
-                return not_json(value, root), None
+                return not_json(value, _root(root)), None
         if self._compiled is None:
             assert self._adapter is not None
             try:
                 # the adapter's validator itself: TypeAdapter.validate_json calls it with these arguments
                 return [], self._adapter.validator.validate_json(source, strict=True, extra=self._extra)
             except ValidationError as error:
-                return pydantic_issues(error, value, root), None
+                return pydantic_issues(error, value, _root(root)), None
             except RecursionError:
                 raise
             except Exception as error:  # fail closed: a validator that breaks did not accept the value
                 return [
-                    issue(root, (), "invalid", f"a value the validators accept (one raised {type(error).__name__})")
+                    issue(
+                        _root(root), (), "invalid", f"a value the validators accept (one raised {type(error).__name__})"
+                    )
                 ], None
         issues: list[dict[str, str]] = []
+        where = _root(root)
         for failure in sorted(self._compiled.reference.iter_errors(value), key=error_order):
-            issues.extend(js_issues(failure, root))
+            issues.extend(js_issues(failure, where))
             if len(issues) >= MAX_ISSUES:
                 break
         return (issues, None) if issues else ([], value)
@@ -236,6 +246,11 @@ class Schema:
         if issues:
             raise schema_mismatch(issues)
         return validated
+
+
+def _root(root: str | int) -> str:
+    """The JSON path ``root`` stands for (an int: a call's arguments)."""
+    return root if isinstance(root, str) else f"$.calls[{root}].arguments"
 
 
 def _fast_valid(fast: Any, value: Any) -> bool:
