@@ -124,7 +124,11 @@ def test_only_finished_responses_become_decisions(response: NormalizedResponse) 
     if isinstance(outcome, ToolDecision):
         assert response.finish_reason in GOOD
         assert all(c.complete for c in response.tool_calls)
-        assert [c.call_id for c in outcome.calls] == [c.call_id for c in response.tool_calls]
+        for call, item in zip(outcome.calls, response.tool_calls, strict=True):
+            if item.call_id_generated and not response.response_id:  # prefixed with the response's digest
+                assert call.call_id.startswith("gen-") and call.call_id.endswith(f":{item.call_id}")
+            else:
+                assert call.call_id == item.call_id
         assert all(isinstance(c.arguments, dict) for c in outcome.calls)
     if isinstance(outcome, FinalDecision):
         assert response.finish_reason == "stop" and not response.tool_calls
