@@ -13,7 +13,16 @@ from .completion import Criterion, check_completion
 from .core import Ledger, Tools
 from .postgres import PostgresDatabase
 from .records import AuditEvent, Claim, ClaimReason, Entry, argument_digest, idempotency_key
-from .results import Effect, EffectCheck, FileEffects, ResultStatus, ToolResult, check_result, file_digest
+from .results import (
+    Effect,
+    EffectCheck,
+    FileEffects,
+    ResultStatus,
+    ToolResult,
+    check_result,
+    check_result_size,
+    file_digest,
+)
 from .run import Run
 from .shapes import SHAPE_VERSION, from_dict, to_dict
 from .sqlite import SQLiteDatabase
@@ -38,6 +47,7 @@ __all__ = [
     "EffectCheck",
     "FileEffects",
     "check_result",
+    "check_result_size",
     "file_digest",
     "check_completion",
     "Criterion",
