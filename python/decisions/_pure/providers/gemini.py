@@ -156,6 +156,17 @@ _malformed, _obj, _opt_obj, _opt_list = _S.malformed, _S.obj, _S.opt_obj, _S.opt
 _opt_str, _opt_bool, _opt_count = _S.opt_str, _S.opt_bool, _S.opt_count
 
 
+def _any_blocked(owner: dict[str, Any], what: str, at: str) -> bool:
+    """Whether ``owner``'s ``safetyRatings`` (read as part of ``what`` at
+    ``at``) holds a rating with ``blocked: true``; every rating is read, and a
+    malformed one is ``MALFORMED_EVENT`` at its path."""
+    blocked = False
+    for k, rating in enumerate(_opt_list(owner, "safetyRatings", what, at) or ()):
+        rating_at = f"{at}.safetyRatings[{k}]"
+        blocked |= bool(_opt_bool(_obj(rating, "safetyRating", rating_at), "blocked", "safetyRating", rating_at))
+    return blocked
+
+
 def _canonical(value: Any, what: str, path: str) -> str:
     """``dumps`` of a provider object at ``path``; NaN or an infinite float is malformed."""
     try:
@@ -508,11 +519,8 @@ class GeminiMapper:
         block_reason = (
             None if feedback is None else _opt_str(feedback, "blockReason", "promptFeedback", "$.promptFeedback")
         )
-        ratings = [] if feedback is None else _opt_list(feedback, "safetyRatings", "promptFeedback", "$.promptFeedback")
-        for k, rating in enumerate(ratings or ()):
-            rating_at = f"$.promptFeedback.safetyRatings[{k}]"
-            if _opt_bool(_obj(rating, "safetyRating", rating_at), "blocked", "safetyRating", rating_at):
-                self._blocked = True
+        if feedback is not None and _any_blocked(feedback, "promptFeedback", "$.promptFeedback"):
+            self._blocked = True
         selected = self._select(candidates)
         finish = None
         if selected is not None:
@@ -520,10 +528,8 @@ class GeminiMapper:
             at = f"$.candidates[{position}]"
             content = _opt_obj(candidate, "content", "candidate", at)
             finish = _opt_str(candidate, "finishReason", "candidate", at)
-            for k, rating in enumerate(_opt_list(candidate, "safetyRatings", "candidate", at) or ()):
-                rating_at = f"{at}.safetyRatings[{k}]"
-                if _opt_bool(_obj(rating, "safetyRating", rating_at), "blocked", "safetyRating", rating_at):
-                    self._blocked = True
+            if _any_blocked(candidate, "candidate", at):
+                self._blocked = True
             parts_at = f"{at}.content.parts"
             parts = [] if content is None else (_opt_list(content, "parts", "content", f"{at}.content") or [])
             for k, part in enumerate(parts):

@@ -174,6 +174,24 @@ type Members<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
 
 const SHAPE: Shape = Shape("gemini");
 
+/// Whether a `safetyRatings` member (read as part of `what`) holds a rating
+/// with `blocked: true`; every rating is read, and a malformed one is
+/// `MALFORMED_EVENT` at its path.
+fn any_blocked(ratings: Option<&RawValue>, what: &str, at: Path<'_>) -> Result<bool, CoreError> {
+    let mut blocked = false;
+    for (k, raw) in SHAPE
+        .opt_list(ratings, what, at)?
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        let rating_at = at.index(k);
+        let rating: RatingRaw<'_> = SHAPE.obj(raw, "safetyRating", rating_at)?;
+        blocked |= SHAPE.opt_bool(rating.blocked, "safetyRating", rating_at.key("blocked"))?;
+    }
+    Ok(blocked)
+}
+
 fn err(code: Code, message: impl Into<String>) -> CoreError {
     CoreError::new(code, message)
 }
@@ -881,16 +899,7 @@ impl Mapper for GeminiMapper {
         };
         if let Some(f) = &feedback {
             let ratings_at = feedback_at.key("safetyRatings");
-            let ratings = SHAPE
-                .opt_list(f.safety_ratings, "promptFeedback", ratings_at)?
-                .unwrap_or_default();
-            for (k, raw) in ratings.into_iter().enumerate() {
-                let rating_at = ratings_at.index(k);
-                let rating: RatingRaw<'_> = SHAPE.obj(raw, "safetyRating", rating_at)?;
-                if SHAPE.opt_bool(rating.blocked, "safetyRating", rating_at.key("blocked"))? {
-                    self.blocked = true;
-                }
-            }
+            self.blocked |= any_blocked(f.safety_ratings, "promptFeedback", ratings_at)?;
         }
         let candidate = self.select(&candidates)?;
         let mut finish = None;
@@ -903,17 +912,11 @@ impl Mapper for GeminiMapper {
             finish = SHAPE
                 .opt_str(candidate.finish_reason, "candidate", at.key("finishReason"))?
                 .map(Cow::into_owned);
-            let ratings_at = at.key("safetyRatings");
-            let ratings = SHAPE
-                .opt_list(candidate.safety_ratings, "candidate", ratings_at)?
-                .unwrap_or_default();
-            for (k, raw) in ratings.into_iter().enumerate() {
-                let rating_at = ratings_at.index(k);
-                let rating: RatingRaw<'_> = SHAPE.obj(raw, "safetyRating", rating_at)?;
-                if SHAPE.opt_bool(rating.blocked, "safetyRating", rating_at.key("blocked"))? {
-                    self.blocked = true;
-                }
-            }
+            self.blocked |= any_blocked(
+                candidate.safety_ratings,
+                "candidate",
+                at.key("safetyRatings"),
+            )?;
             let parts_at = content_at.key("parts");
             let parts = match content {
                 Some(content) => SHAPE
