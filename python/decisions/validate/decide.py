@@ -75,7 +75,7 @@ from ..types import (
     TextItem,
     ToolCallItem,
 )
-from ._issues import issue
+from ._issues import MAX_VALIDATION_DEPTH, issue
 from .decision import Decision, FinalDecision, ToolDecision, new_tool_call, new_tool_decision
 from .domain import Tool, ToolRegistry
 from .policy import Policy, RunState, _apply, _Plan
@@ -113,7 +113,7 @@ def check_complete(response: object) -> NormalizedResponse:
 def _complete(response: object) -> tuple[tuple[ToolCallItem, ...], str]:
     """:func:`check_complete`, returning what a decision is made of: the
     response's tool calls and its text (read in one pass over the items)."""
-    if isinstance(response, ResponseSnapshot):
+    if type(response) is not NormalizedResponse and isinstance(response, ResponseSnapshot):
         raise StreamError(
             "SNAPSHOT_NOT_DECIDABLE",
             f"a snapshot of a {response.state} stream is provisional",
@@ -128,7 +128,7 @@ def _complete(response: object) -> tuple[tuple[ToolCallItem, ...], str]:
     texts: list[str] = []
     incomplete = -1  # the first unfinished call's index, named once no refusal is found
     for index, item in enumerate(response.items):
-        if isinstance(item, ToolCallItem):
+        if type(item) is ToolCallItem or isinstance(item, ToolCallItem):
             if incomplete < 0 and not item.complete:
                 incomplete = len(calls)
             calls.append(item)
@@ -235,9 +235,7 @@ def parse_arguments(text: str, *, limits: Limits = DEFAULT_LIMITS, path: str = "
     )
 
 
-def _output_schema(output: Any) -> tuple[Schema | None, str | None]:
-    if output is None:
-        return None, None
+def _output_schema(output: Any) -> tuple[Schema, str | None]:
     if isinstance(output, VersionedSchema):
         return output.schema, output.schema_id
     return Schema.of(output), None
@@ -299,10 +297,10 @@ def decide(
             path="$.calls",
             hint=f"make at most {bound} tool calls at once",
         )
-    registry = None if tools is None else ToolRegistry.of(tools)
+    registry = tools if type(tools) is ToolRegistry or tools is None else ToolRegistry.of(tools)
     active = _OPEN_POLICY if policy is None else policy
     plan = active.plan(registry)  # a rule that does not fit the registry fails here, before any call
-    schema, schema_id = _output_schema(output)
+    schema, schema_id = (None, None) if output is None else _output_schema(output)
     if items:
         try:
             arguments = _parse_calls(items, response, limits)
@@ -361,13 +359,14 @@ def _parse_calls(
     parsed into an object; the first that is not one raises what
     :func:`_parse_call` says of it."""
     loads = _backend.impl.loads
+    own = None if limits is DEFAULT_LIMITS else limits  # the default limits are loads' own
     out: list[dict[str, Any] | str] = []
     for index, item in enumerate(items):
         if item.call_kind == "custom":  # free-form text: never parsed as JSON
             out.append(item.arguments)
             continue
         try:
-            value = loads(item.arguments, limits=limits)
+            value = loads(item.arguments) if own is None else loads(item.arguments, limits=own)
         except ParseError:
             value = None
         out.append(value if type(value) is dict else _parse_call(item, index, response, limits))
@@ -425,7 +424,7 @@ def _generated_prefix(response: NormalizedResponse, items: tuple[ToolCallItem, .
     decided again, by a retry or a second worker, gets the same ids and is
     refused as the replay it is. Deterministic, so both backends agree.
     """
-    if response.response_id or not any(item.call_id_generated for item in items):
+    if not any(item.call_id_generated for item in items):
         return None
     digest = hashlib.sha256(repr(response).encode("utf-8", "surrogatepass")).hexdigest()
     return f"gen-{digest[:24]}"
@@ -446,17 +445,32 @@ def _tool_decision(
     validated: list[Any] = []
     failed: list[int] = []
     tools: list[Tool | None] = []
+    registered = None if registry is None else registry._tools  # ToolRegistry.get without the call
     for index, item in enumerate(items):
-        tool = None if registry is None else registry.get(item.name)
+        tool = None if registered is None else registered.get(item.name)
         tools.append(tool)
         if item.call_kind != "function" or (tool is not None and tool.kind != "function"):
             _check_kind(item, index, tool, registry)
         args = arguments[index]
-        if tool is None or tool.schema is None:
+        schema = None if tool is None else tool.schema
+        if schema is None:
             validated.append(args)
             continue
         doc = None if item.call_kind == "custom" else item.arguments
-        found, value = tool.schema._issues_at(args, doc, index)
+        validator = schema._validator
+        if (
+            validator is not None
+            and doc is not None
+            and (len(doc) <= MAX_VALIDATION_DEPTH or doc.count("[") + doc.count("{") <= MAX_VALIDATION_DEPTH)
+        ):
+            # a text with fewer brackets than the bound nests no deeper than validation
+            # goes: the validator as Schema.issues calls it; any failure is written below
+            try:
+                validated.append(validator.validate_json(doc, strict=True, extra=schema._extra))
+                continue
+            except Exception:
+                pass
+        found, value = schema._issues_at(args, doc, index)
         if found:
             failed.append(index)
             issues.extend(found)
@@ -466,7 +480,7 @@ def _tool_decision(
         if len(failed) == 1:  # one call's issues: the error names that call
             at_call(error, failed[0], items[failed[0]].call_id, items[failed[0]].name)
         raise error
-    fresh = _generated_prefix(response, items)
+    fresh = None if response.response_id else _generated_prefix(response, items)
     calls = []
     for index, item in enumerate(items):
         tool = tools[index]
@@ -485,9 +499,14 @@ def _tool_decision(
             version = None
         else:
             version = tool.version
-            if tool.schema is not None:
+            schema = tool.schema
+            if schema is not None:
                 try:
-                    args = tool.schema.dump(value)
+                    args = (
+                        value
+                        if schema._serializer is None
+                        else schema._serializer.to_python(value, mode="json", by_alias=False)
+                    )
                 except Exception as error:  # fail closed: a serializer that breaks gives the executor nothing
                     expected = f"arguments the tool's serializer can write (it raised {type(error).__name__})"
                     refused = schema_mismatch([issue(f"$.calls[{index}].arguments", (), "invalid", expected)])

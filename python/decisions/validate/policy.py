@@ -448,8 +448,8 @@ def _apply(
     """:func:`apply_policy` once the names are checked."""
     if run is not None and run.cancelled:
         raise _cancelled()
-    ids = [c.call_id for c in calls]
-    if len(ids) > 1 and len(set(ids)) < len(ids):
+    ids: Sequence[str] = [c.call_id for c in calls] if len(calls) > 1 else ()
+    if ids and len(set(ids)) < len(ids):
         repeated = sorted({c for c in ids if ids.count(c) > 1})
         raise _reject(
             "CALL_ALREADY_DECIDED",
@@ -459,7 +459,10 @@ def _apply(
             hint="give every call its own id",
         )
     if _open(calls, policy, run, repaired):
-        return tuple([new_verdict(call.call_id, "allowed", None, (), _EMPTY, (), None) for call in calls])
+        allowed = []
+        for call in calls:
+            allowed.append(new_verdict(call.call_id, "allowed", None, (), _EMPTY, (), None))
+        return tuple(allowed)
     verdicts: list[CallVerdict] = []
     denied: list[tuple[int, PolicyError]] = []
     for index, call in enumerate(calls):

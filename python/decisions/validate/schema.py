@@ -86,7 +86,7 @@ class Schema:
     schema itself, which costs more than validating a value.
     """
 
-    __slots__ = ("spec", "kind", "closed", "_adapter", "_compiled", "_extra", "_applied")
+    __slots__ = ("spec", "kind", "closed", "_adapter", "_compiled", "_extra", "_applied", "_validator", "_serializer")
 
     spec: Any
     kind: str
@@ -98,6 +98,10 @@ class Schema:
         self._adapter: TypeAdapter[Any] | None = None
         self._compiled: Compiled | None = None
         self._extra: Any = None
+        #: A Pydantic type's own validator and serializer (None for a JSON
+        #: Schema): what ``TypeAdapter.validate_json`` and ``dump_python`` call.
+        self._validator: Any = None
+        self._serializer: Any = None
         if isinstance(spec, Mapping):
             self.kind = "json_schema"
             self._compiled = compile_json_schema(spec, closed)
@@ -115,6 +119,8 @@ class Schema:
                         "to validate as the models say"
                     )
                 self._extra = "forbid"
+            self._validator = self._adapter.validator
+            self._serializer = self._adapter.serializer
 
     @classmethod
     def of(cls, spec: Any, *, closed: bool = True) -> Schema:
@@ -125,10 +131,10 @@ class Schema:
         """The JSON form of a validated value: what a Pydantic type produced,
         dumped by field name (so aliases and validators have had their say);
         a JSON Schema value is already JSON and is returned as it is."""
-        if self._adapter is None:
+        if self._serializer is None:
             return value
         # the adapter's serializer itself: TypeAdapter.dump_python calls it with these arguments
-        return self._adapter.serializer.to_python(value, mode="json", by_alias=False)
+        return self._serializer.to_python(value, mode="json", by_alias=False)
 
     def check_selector(self, steps: Sequence[str | None]) -> None:
         """ValueError unless every step of a field selector (a field name, or
@@ -214,10 +220,9 @@ class Schema:
             except (TypeError, ValueError):
                 return not_json(value, _root(root)), None
         if self._compiled is None:
-            assert self._adapter is not None
             try:
                 # the adapter's validator itself: TypeAdapter.validate_json calls it with these arguments
-                return [], self._adapter.validator.validate_json(source, strict=True, extra=self._extra)
+                return [], self._validator.validate_json(source, strict=True, extra=self._extra)
             except ValidationError as error:
                 return pydantic_issues(error, value, _root(root)), None
             except RecursionError:
