@@ -130,3 +130,17 @@ def test_str_sizes_agree(both: tuple[ModuleType, ModuleType], text: str) -> None
             except OutputError as error:
                 outcomes.append((error.code, error.offset))
     assert outcomes[:3] == outcomes[3:]
+
+
+@pytest.mark.parametrize("wide", ["\u00e9", "\u20ac", "\U0001f600"])
+def test_str_bound_is_its_utf8_bytes_not_its_widest_encoding(impl: ModuleType, wide: str) -> None:
+    """A mostly ASCII str of a wide kind: its characters times the widest
+    encoding pass the bound, its real UTF-8 does not, so it parses; one byte
+    more than the bound is refused at offset 0."""
+    text = '"' + "a" * 100 + wide + '"'
+    size = len(text.encode())
+    assert len(text) * 4 > size + 1  # the widest encoding would be refused
+    assert impl.loads(text, limits=Limits(max_document_bytes=size)) == "a" * 100 + wide
+    with pytest.raises(OutputError) as caught:
+        impl.loads(text, limits=Limits(max_document_bytes=size - 1))
+    assert (caught.value.code, caught.value.offset) == ("DOCUMENT_TOO_LARGE", 0)

@@ -710,7 +710,7 @@ pub(crate) fn loads(
                     limits,
                 );
             }
-            if utf8_len(ptr) > lim.max_document_bytes {
+            if utf8_over(ptr, lim.max_document_bytes) {
                 // refused before CPython builds (and caches) its UTF-8 form
                 return builder.finish(
                     Err(Failure::Parse(JsonError {
@@ -774,6 +774,36 @@ pub(crate) fn loads(
     )))
 }
 
+/// Whether a str's UTF-8 form (a surrogate counted as its 3 bytes) is longer
+/// than `bound` bytes, without building that form: its length settles it when
+/// even the widest encoding of its kind fits (2 bytes a character for Latin-1,
+/// 3 for the basic plane, 4 beyond), else its characters are counted.
+///
+/// # Safety
+/// `ptr` is a live str and the GIL is held.
+#[cfg(not(feature = "abi3"))]
+unsafe fn utf8_over(ptr: *mut ffi::PyObject, bound: usize) -> bool {
+    let len = ffi::PyUnicode_GetLength(ptr) as usize;
+    let widest = match ffi::PyUnicode_KIND(ptr) {
+        _ if ffi::PyUnicode_IS_ASCII(ptr) != 0 => 1,
+        ffi::PyUnicode_1BYTE_KIND => 2,
+        ffi::PyUnicode_2BYTE_KIND => 3,
+        _ => 4,
+    };
+    len.saturating_mul(widest) > bound && utf8_len(ptr) > bound
+}
+
+/// Without the str's internals (abi3): its character count, a lower bound
+/// of its UTF-8 bytes, is longer than `bound`; the core checks the bytes
+/// once it has them.
+///
+/// # Safety
+/// `ptr` is a live str and the GIL is held.
+#[cfg(feature = "abi3")]
+unsafe fn utf8_over(ptr: *mut ffi::PyObject, bound: usize) -> bool {
+    ffi::PyUnicode_GetLength(ptr) as usize > bound
+}
+
 /// The bytes of a str's UTF-8 form (a surrogate counted as its 3 bytes),
 /// counted from its characters without building that form.
 ///
@@ -808,14 +838,4 @@ unsafe fn utf8_len(ptr: *mut ffi::PyObject) -> usize {
                 .sum()
         }
     }
-}
-
-/// Without the str's internals (abi3): its character count, a lower bound
-/// of its UTF-8 bytes; the core checks the bytes once it has them.
-///
-/// # Safety
-/// `ptr` is a live str and the GIL is held.
-#[cfg(feature = "abi3")]
-unsafe fn utf8_len(ptr: *mut ffi::PyObject) -> usize {
-    ffi::PyUnicode_GetLength(ptr) as usize
 }
