@@ -61,7 +61,7 @@ exactly the values the policy checked; ``validated`` is the model itself.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Final, Iterable, Literal, Mapping, NoReturn
+from typing import Any, Final, Iterable, Literal, Mapping, NoReturn, Sequence
 
 from .. import _backend
 from ..errors import DomainError, OutputError, ParseError, PolicyError, SchemaError, StreamError, at_call, in_batch
@@ -70,13 +70,23 @@ from ..types import (
     FINISH_REASONS,
     FixedResponse,
     NormalizedResponse,
+    ReasoningItem,
     RefusalItem,
     ResponseSnapshot,
     TextItem,
     ToolCallItem,
 )
 from ._issues import MAX_VALIDATION_DEPTH, issue
-from .decision import Decision, FinalDecision, ToolDecision, new_tool_call, new_tool_decision
+from .decision import (
+    _EMPTY,
+    Decision,
+    FinalDecision,
+    ToolCall,
+    ToolDecision,
+    new_tool_call,
+    new_tool_decision,
+    new_verdict,
+)
 from .domain import Tool, ToolRegistry
 from .policy import Policy, RunState, _apply, _Plan
 from .schema import Schema, schema_mismatch
@@ -281,6 +291,17 @@ def decide(
     compiles its rules against each registry it meets once, and raises
     ValueError there when a rule does not fit a tool).
     """
+    if (
+        type(response) is NormalizedResponse
+        and output is None
+        and text_policy == "trace"
+        and (limits is None or type(limits) is Limits)
+        and (policy is None or type(policy) is Policy)
+        and (tools is None or type(tools) is ToolRegistry)
+    ):
+        plain = _plain_decision(response, tools, policy, run, limits, max_calls, repaired)
+        if plain is not None:
+            return plain
     limits = DEFAULT_LIMITS if limits is None else limits
     if isinstance(response, FixedResponse):
         repaired = repaired or response.repaired
@@ -334,7 +355,131 @@ def decide(
     )
 
 
-def _batch(items: tuple[ToolCallItem, ...], failed: int, code: str) -> list[dict[str, Any]]:
+def _plain_decision(
+    response: NormalizedResponse,
+    registry: ToolRegistry | None,
+    policy: Policy | None,
+    run: RunState | None,
+    limits: Limits | None,
+    max_calls: int | None,
+    repaired: bool,
+) -> ToolDecision | None:
+    """The decision of a plain response, which ``decide`` tries first: every
+    item a finished function call (text and reasoning beside them kept as
+    trace), each call's arguments an object its registered tool accepts (or
+    any object and a known name without a registry). One pass builds the
+    calls; the policy gives its verdicts as in the general path.
+
+    None whenever anything is not plain (a refusal, an unfinished or
+    generated call, another call kind, an unknown tool, arguments that do
+    not parse or validate, ...): ``decide``'s general path then decides the
+    response from the start and raises what it finds, so every error keeps
+    its layer order. Nothing here raises before the policy: it reads only.
+    """
+    if response.finish_reason not in _DECIDABLE:
+        return None
+    limits = DEFAULT_LIMITS if limits is None else limits
+    items = response.items
+    if len(items) > (limits.max_calls_per_response if max_calls is None else max_calls):
+        return None  # every item counted: a response with this few calls is refused by no bound
+    loads = _backend.impl.loads
+    own = None if limits is DEFAULT_LIMITS else limits  # the default limits are loads' own
+    registered = None if registry is None else registry._tools  # ToolRegistry.get without the call
+    calls: list[ToolCall] = []
+    texts: list[str] = []
+    for item in items:
+        if type(item) is not ToolCallItem:
+            if type(item) is TextItem:
+                texts.append(item.text)
+            elif type(item) is not ReasoningItem:
+                return None
+            continue
+        if not item.complete or item.call_kind != "function" or item.call_id_generated:
+            return None
+        text = item.arguments
+        try:
+            value = loads(text) if own is None else loads(text, limits=own)
+        except ParseError:
+            return None
+        if type(value) is not dict:
+            return None
+        version = None
+        arguments = validated = value
+        if registered is not None:
+            tool = registered.get(item.name)
+            if tool is None or tool.kind != "function":
+                return None
+            version = tool.version
+            schema = tool.schema
+            if schema is not None:
+                validator = schema._validator
+                if validator is None:  # a JSON Schema: valid values are their own arguments
+                    found, validated = schema._issues_at(value, text, len(calls))
+                    if found:
+                        return None
+                    arguments = validated
+                elif len(text) <= MAX_VALIDATION_DEPTH or text.count("[") + text.count("{") <= MAX_VALIDATION_DEPTH:
+                    # fewer brackets than validation's depth bound: no deeper nesting to refuse
+                    try:
+                        validated = validator.validate_json(text, strict=True, extra=schema._extra)
+                        arguments = schema._serializer.to_python(validated, mode="json", by_alias=False)
+                    except Exception:
+                        return None
+                    if type(arguments) is not dict:
+                        return None
+                else:
+                    return None
+        calls.append(
+            new_tool_call(
+                item.call_id,
+                item.name,
+                arguments,
+                len(calls),
+                item.item_id,
+                False,
+                version,
+                validated,
+                "function",
+            )
+        )
+    if not calls:
+        return None
+    active = _OPEN_POLICY if policy is None else policy
+    if registry is None:
+        names = active.plan(None).names
+        for call in calls:
+            if not names.passes(call.name):
+                return None  # a name not seen before: the general path checks it
+    if policy is None and run is None and not repaired:
+        # the open policy (no rule, whatever the registry) allows every call
+        # whose id is its own
+        if len(calls) > 1 and len({call.call_id for call in calls}) < len(calls):
+            return None
+        allowed = []
+        for call in calls:
+            allowed.append(new_verdict(call.call_id, "allowed", None, (), _EMPTY, (), None))
+        verdicts = tuple(allowed)
+    else:
+        plan = active.plan(registry)  # a rule that does not fit the registry: ValueError, as in the general path
+        try:
+            verdicts = _apply(calls, active, plan, registry=registry, run=run, repaired=repaired)
+        except OutputError as error:
+            if error.call_index is not None and len(calls) > 1 and not error.batch:
+                in_batch(error, _batch(calls, error.call_index, error.code))
+            raise
+    return new_tool_decision(
+        tuple(calls),
+        verdicts,
+        active.batch,
+        "".join(texts),
+        response.provider,
+        response.response_id,
+        response.model,
+        "tool",
+    )
+
+
+def _batch(items: Sequence[ToolCallItem | ToolCall], failed: int, code: str) -> list[dict[str, Any]]:
     """The calls of a response one call's error stopped (see ``OutputError.batch``)."""
     return [
         {
