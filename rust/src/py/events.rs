@@ -12,6 +12,7 @@ use crate::core::errors::CoreError;
 use crate::core::events::{CallKind, Event, Usage};
 use crate::core::sse::SseEvent;
 use crate::py::common::new_error;
+use crate::py::objects::Layout;
 
 /// The Python classes the binding builds, looked up once.
 pub(crate) struct Types {
@@ -45,8 +46,31 @@ pub(crate) struct Types {
 
 static TYPES: GILOnceCell<Types> = GILOnceCell::new();
 
+/// The slot layouts of the classes [`build`] builds most: a response's
+/// items, usage and the response itself.
+static LAYOUTS: GILOnceCell<Vec<Layout>> = GILOnceCell::new();
+
 pub(crate) fn types(py: Python<'_>) -> PyResult<&Types> {
-    TYPES.get_or_try_init(py, || {
+    let types = TYPES.get_or_try_init(py, || load_types(py))?;
+    LAYOUTS.get_or_try_init(py, || {
+        let mut layouts = Vec::new();
+        for class in [
+            &types.normalized_response,
+            &types.tool_call_item,
+            &types.text_item,
+            &types.refusal_item,
+            &types.reasoning_item,
+            &types.usage,
+        ] {
+            layouts.extend(Layout::of(class.bind(py).downcast::<PyType>()?)?);
+        }
+        Ok::<_, PyErr>(layouts)
+    })?;
+    Ok(types)
+}
+
+fn load_types(py: Python<'_>) -> PyResult<Types> {
+    {
         let m = py.import("decisions.types")?;
         let get = |name: &str| -> PyResult<Py<PyAny>> { Ok(m.getattr(name)?.unbind()) };
         Ok(Types {
@@ -84,7 +108,7 @@ pub(crate) fn types(py: Python<'_>) -> PyResult<&Types> {
                 .getattr("OutputError")?
                 .unbind(),
         })
-    })
+    }
 }
 
 /// A core error as the `decisions.errors` exception of its layer.
@@ -133,7 +157,15 @@ pub(crate) fn build<'py>(
     let instance = unsafe {
         Bound::from_owned_ptr_or_err(py, ffi::PyType_GenericAlloc(class.as_type_ptr(), 0))?
     };
+    let layout = LAYOUTS
+        .get(py)
+        .and_then(|layouts| layouts.iter().find(|l| l.is_of(class.as_type_ptr())));
     for (name, value) in fields {
+        // SAFETY: `instance` is a fresh instance of the layout's class, and
+        // each field is named once.
+        if layout.is_some_and(|l| unsafe { l.store(instance.as_ptr(), name, value) }) {
+            continue;
+        }
         // SAFETY: the three pointers are valid for the duration of the call;
         // the function borrows them and returns 0 or -1 with an exception set.
         let status = unsafe {
