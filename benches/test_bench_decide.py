@@ -9,8 +9,9 @@ native backend and on the pure twin (``decide`` then parses with the pure
 ``loads``). Bodies hold 1, 2 or 16 calls (``read_file`` and ``grep``, each
 with a path rule); the stream is an OpenAI Chat stream of the same calls in
 8-byte argument deltas. The ``layers`` groups split each backend's path
-for 1, 2 and 16 calls: body normalized, then decided without tools (the
-arguments parsed), with tools (schema, domain), with the policy. A JSON-Schema tool is compared with the same Pydantic one.
+for 1, 2 and 16 calls, body and stream: normalized (or assembled), then
+decided without tools (the arguments parsed), with tools (schema, domain),
+with the policy. A JSON-Schema tool is compared with the same Pydantic one.
 
 Run: ``python benches/report.py -k test_bench_decide``.
 """
@@ -214,35 +215,57 @@ def test_bench_decide_body_no_policy(benchmark: Any, contender: str) -> None:
 
 
 @pytest.mark.parametrize("contender", CONTENDERS)
-@pytest.mark.parametrize("calls", [2, 16])
+@pytest.mark.parametrize("calls", [1, 2, 16])
 def test_bench_decide_stream(benchmark: Any, contender: str, calls: int) -> None:
     benchmark.group = f"decide: SSE stream, {calls} calls in 8-byte deltas, tools + policy"
     data = stream(calls)
     _run(benchmark, contender, lambda impl: ours_stream(impl, data), lambda: lean_stream(data))
 
 
-LAYERS = ["orjson.loads", "normalize", "decide, no tools", "decide, tools", "decide, tools + policy"]
+LAYERS = ["orjson", "response", "decide, no tools", "decide, tools", "decide, tools + policy"]
+
+
+def lean_parse_stream(data: bytes) -> int:
+    """The lean stream path's parsing alone: each chunk through ``orjson.loads``."""
+    chunks = 0
+    for block in data.split(b"\n\n"):
+        if block.startswith(b"data: ") and block != b"data: [DONE]":
+            orjson.loads(block[6:])
+            chunks += 1
+    return chunks
+
+
+def assembled(impl: ModuleType, data: bytes) -> Any:
+    assembler = impl.StreamAssembler("openai-chat")
+    assembler.feed(data)
+    return assembler.finish()
 
 
 @pytest.mark.parametrize("layer", LAYERS)
 @pytest.mark.parametrize("contender", list(BACKENDS))
 @pytest.mark.parametrize("calls", [1, 2, 16])
-def test_bench_decide_layers(benchmark: Any, calls: int, contender: str, layer: str) -> None:
-    """Each layer adds to the one before: normalize; then ``decide`` parsing
-    the arguments (no tools: names checked, open policy); then each call's
-    schema and the registry; then the path policy."""
-    benchmark.group = f"decide: layers, {contender}, body, {calls} call(s)"
-    data = body(calls)
+@pytest.mark.parametrize("source", ["body", "stream"])
+def test_bench_decide_layers(benchmark: Any, source: str, calls: int, contender: str, layer: str) -> None:
+    """Each layer adds to the one before: the response normalized (a body)
+    or assembled (the SSE stream); then ``decide`` parsing the arguments (no
+    tools: names checked, open policy); then each call's schema and the
+    registry; then the path policy. The baseline is ``orjson.loads`` of the
+    body, or of each chunk of the stream."""
+    benchmark.group = f"decide: layers, {contender}, {source}, {calls} call(s)"
+    data = body(calls) if source == "body" else stream(calls)
     impl = BACKENDS[contender]
-    if layer == "orjson.loads":
+    if layer == "orjson":
         benchmark.extra_info["baseline"] = True
-        benchmark(lambda: orjson.loads(data))
+        benchmark(lambda: orjson.loads(data) if source == "body" else lean_parse_stream(data))
         return
+    response: Callable[[], Any] = (
+        (lambda: impl.normalize(data, provider="openai-chat")) if source == "body" else (lambda: assembled(impl, data))
+    )
     steps: dict[str, Callable[[], Any]] = {
-        "normalize": lambda: impl.normalize(data, provider="openai-chat"),
-        "decide, no tools": lambda: decisions.decide(impl.normalize(data, provider="openai-chat")),
-        "decide, tools": lambda: decisions.decide(impl.normalize(data, provider="openai-chat"), tools=TOOLS),
-        "decide, tools + policy": lambda: ours_body(impl, data),
+        "response": response,
+        "decide, no tools": lambda: decisions.decide(response()),
+        "decide, tools": lambda: decisions.decide(response(), tools=TOOLS),
+        "decide, tools + policy": lambda: decisions.decide(response(), tools=TOOLS, policy=POLICY),
     }
     with backend(impl):
         benchmark(steps[layer])
