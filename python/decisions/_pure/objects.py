@@ -1,33 +1,75 @@
 """The pure twin of ``decisions._native.Constructor``: instances of a frozen,
 slotted dataclass built from positional field values, as its ``__init__``
-sets them (each slot through ``object.__setattr__``), without running
-``__post_init__``: for values whose invariants the caller has established."""
+sets them (each slot through its own descriptor, as ``object.__setattr__``
+does), without running ``__post_init__``: for values whose invariants the
+caller has established.
+
+Each constructor is an instance of a subclass made for its dataclass, whose
+``__call__`` is a function written for that class's fields (the way
+``dataclasses`` writes ``__init__``): one frame, the slots' setters bound in
+advance, no loop and no keyword matching.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["Constructor"]
 
-_new = object.__new__
-_set = object.__setattr__
+#: The value of a field value not given (never a field's value).
+_MISSING: Any = object()
+
+
+def _builder(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
+    """A function of one positional parameter per field that builds an
+    instance of ``cls``; any other number of values is a TypeError that
+    counts them."""
+
+    def wrong_count(values: tuple[Any, ...], extra: tuple[Any, ...]) -> TypeError:
+        given = sum(value is not _MISSING for value in values) + len(extra)
+        return TypeError(f"{cls.__name__} takes {len(names)} field values, not {given}")
+
+    space: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_MISSING": _MISSING, "_wrong_count": wrong_count}
+    params = [f"v{i}" for i in range(len(names))]
+    listed = "".join(f"{p}, " for p in params)
+    lines = [
+        f"def build({''.join(f'{p}=_MISSING, ' for p in params)}*extra):",
+        f"    if {params[-1] + ' is _MISSING or ' if params else ''}extra:",
+        f"        raise _wrong_count(({listed}), extra)",
+        "    o = _new(_cls)",
+    ]
+    for i, name in enumerate(names):
+        space[f"s{i}"] = cls.__dict__[name].__set__  # the slot's own setter, as object.__setattr__ finds it
+        lines.append(f"    s{i}(o, v{i})")
+    lines.append("    return o")
+    # the source names only indexes; the class, its setters and the rest come in through `space`
+    exec("\n".join(lines), space)
+    build: Callable[..., Any] = space["build"]
+    return build
 
 
 class Constructor:
     """Builds instances of one dataclass from its field values, in field order."""
 
-    __slots__ = ("_cls", "_fields")
+    __slots__ = ("_cls",)
+    _cls: type
 
-    def __init__(self, cls: type, /) -> None:
-        if not dataclasses.is_dataclass(cls):
-            raise TypeError(f"Constructor takes a dataclass, not {cls.__name__}")
-        names = [f.name for f in dataclasses.fields(cls)]
-        slots = list(getattr(cls, "__slots__", ()))
+    def __new__(cls, target: type, /) -> Constructor:
+        if not dataclasses.is_dataclass(target):
+            raise TypeError(f"Constructor takes a dataclass, not {target.__name__}")
+        names = tuple(f.name for f in dataclasses.fields(target))
+        slots = tuple(getattr(target, "__slots__", ()))
         if slots != names:
-            raise ValueError(f"Constructor needs a dataclass whose slots are its fields, which {cls.__name__} is not")
-        self._cls = cls
-        self._fields = tuple(names)
+            raise ValueError(
+                f"Constructor needs a dataclass whose slots are its fields, which {target.__name__} is not"
+            )
+        made: type[Constructor] = type(
+            cls.__name__, (cls,), {"__slots__": (), "__call__": staticmethod(_builder(target, names))}
+        )
+        instance = object.__new__(made)
+        instance._cls = target
+        return instance
 
     @property
     def cls(self) -> type:
@@ -36,9 +78,4 @@ class Constructor:
 
     def __call__(self, *values: Any) -> Any:
         """An instance with each field set to the value at its position."""
-        if len(values) != len(self._fields):
-            raise TypeError(f"{self._cls.__name__} takes {len(self._fields)} field values, not {len(values)}")
-        instance = _new(self._cls)
-        for name, value in zip(self._fields, values):
-            _set(instance, name, value)
-        return instance
+        raise NotImplementedError  # each constructor's own class defines it
