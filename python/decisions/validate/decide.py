@@ -394,9 +394,15 @@ def _plain_decision(
             elif type(item) is not ReasoningItem:
                 return None
             continue
-        if not item.complete or item.call_kind != "function" or item.call_id_generated:
-            return None
         text = item.arguments
+        if (
+            item.complete is not True
+            or item.call_kind != "function"
+            or item.call_id_generated
+            or type(text) is not str
+            or type(item.name) is not str
+        ):
+            return None  # anything else, hand-built responses' odd values included, is the general path's
         try:
             value = loads(text) if own is None else loads(text, limits=own)
         except ParseError:
