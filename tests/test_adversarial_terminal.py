@@ -346,9 +346,56 @@ both(
     azure_body({**SAFE, "custom_blocklists": [{"filtered": True, "id": "my-list"}]}),
     "CONTENT_FILTERED",
 )
-FILTER_ERROR = {"error": {"code": "content_filter_error", "message": "The contents are not filtered"}}
+# Azure's ``error`` in the results: the filter did not run, so the output (or
+# the prompt) was not screened; a filter that withheld output still wins.
+NOT_RUN = {"code": "content_filter_error", "message": "The contents are not filtered"}
+for label, results, expect in [
+    ("a content filter error", {"error": NOT_RUN}, "PROVIDER_ERROR"),
+    ("a content filter error beside unfiltered categories", {**SAFE, "error": NOT_RUN}, "PROVIDER_ERROR"),
+    ("a category's error", {**SAFE, "hate": {"filtered": False, "error": NOT_RUN}}, "PROVIDER_ERROR"),
+    ("a blocklist entry's error", {"custom_blocklists": [{"filtered": False, "error": NOT_RUN}]}, "PROVIDER_ERROR"),
+    (
+        "a details entry's error",
+        {"custom_blocklists": {"filtered": False, "details": [{"error": NOT_RUN}]}},
+        "PROVIDER_ERROR",
+    ),
+    ("a content filter error beside a filtered category", {**HIT, "error": NOT_RUN}, "CONTENT_FILTERED"),
+    ("a null content filter error", {**SAFE, "error": None}, EXECUTABLE),
+    ("a null category error", {"hate": {"filtered": False, "error": None}}, EXECUTABLE),
+    ("a content filter error not an object", {"error": "failed"}, "MALFORMED_EVENT"),
+]:
+    both(label, CHAT, azure_stream(results), azure_body(results), expect)
 both(
-    "a content filter error (nothing filtered)", CHAT, azure_stream(FILTER_ERROR), azure_body(FILTER_ERROR), EXECUTABLE
+    "a prompt content filter error",
+    CHAT,
+    [chat_chunk([], prompt_filter_results=prompt_results({"error": NOT_RUN})), *chat_stream()],
+    chat_body(prompt_filter_results=prompt_results({"error": NOT_RUN})),
+    "PROVIDER_ERROR",
+)
+both(
+    "a content filter error after the finish_reason",
+    CHAT,
+    chat_stream(after=[chat_chunk([{"index": 0, "delta": {}, "content_filter_results": {"error": NOT_RUN}}])]),
+    None,
+    "PROVIDER_ERROR",
+)
+both(
+    "a content filter error after a filtered chunk",
+    CHAT,
+    [*azure_stream(HIT, where=1)[:2], *azure_stream({"error": NOT_RUN})[2:]],
+    None,
+    "CONTENT_FILTERED",
+)
+both(
+    "a content filter error on a choice not selected",
+    CHAT,
+    [
+        chat_chunk([{"index": 1, "delta": {}, "content_filter_results": {"error": NOT_RUN}}]),
+        *chat_stream(),
+    ],
+    None,
+    EXECUTABLE,
+    choice=0,
 )
 for label, results in [
     ("filtered not a boolean", {"hate": {"filtered": "true"}}),
@@ -1170,6 +1217,32 @@ def test_malformed_filter_results_name_the_field(impl: ModuleType, results: Any,
             else:
                 impl.normalize(json.dumps(payload), provider=CHAT)
         assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", path)
+
+
+@pytest.mark.parametrize(
+    ("results", "path"),
+    [
+        ({**SAFE, "error": NOT_RUN}, "$.choices[0].content_filter_results.error"),
+        ({"hate": {"error": NOT_RUN}, "z": {"error": NOT_RUN}}, "$.choices[0].content_filter_results.hate.error"),
+        ({"b": [{}, {"error": 0}]}, "$.choices[0].content_filter_results.b[1].error"),
+    ],
+)
+def test_a_filter_that_did_not_run_is_a_retryable_provider_error_at_its_path(
+    impl: ModuleType, results: Any, path: str
+) -> None:
+    """The output was not screened: nothing of it runs, the request may be sent again."""
+    for form in ("stream", "body"):
+        with pytest.raises(OutputError) as caught:
+            if form == "stream":
+                assembler = impl.StreamAssembler(CHAT)
+                for event in azure_stream(results):
+                    assembler.feed(frame(CHAT, event))
+                assembler.finish()
+            else:
+                impl.normalize(json.dumps(azure_body(results)), provider=CHAT)
+        error = caught.value
+        assert (error.code, error.path, error.retryable, error.layer) == ("PROVIDER_ERROR", path, True, "transport")
+        assert "not screened" in error.message
 
 
 def test_a_filter_after_the_finish_names_its_category(impl: ModuleType) -> None:

@@ -76,6 +76,28 @@ struct FilterEntryRaw<'a> {
     filtered: Option<&'a RawValue>,
     #[serde(borrow)]
     details: Option<&'a RawValue>,
+    /// Not null: this category was not screened.
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+/// What one content-filter annotation says: `filtered: true` at `path`
+/// (`ran`), or an `error` at `path`, the filter did not run. A filter that
+/// withheld output wins over one that did not run.
+#[derive(Clone)]
+struct Annotation {
+    path: String,
+    ran: bool,
+}
+
+/// The annotation that wins of two: a filter hit over a filter that did
+/// not run, else the earlier.
+fn first(one: Option<Annotation>, other: Option<Annotation>) -> Option<Annotation> {
+    match (&one, &other) {
+        (None, _) => other,
+        (Some(a), Some(b)) if b.ran && !a.ran => other,
+        _ => one,
+    }
 }
 
 /// A chunk's `delta`, or a body's `message`.
@@ -381,8 +403,8 @@ struct Top<'a> {
     choices: Vec<&'a RawValue>,
     usage: Option<Event>,
     failure: Option<Event>,
-    /// The path of the first `filtered: true` in `prompt_filter_results`.
-    prompt_filtered: Option<String>,
+    /// What `prompt_filter_results` say (see [`Annotation`]).
+    prompt_filtered: Option<Annotation>,
 }
 
 fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
@@ -411,8 +433,8 @@ fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
         let p: PromptFilterRaw<'_> = SHAPE.obj(entry, what, at)?;
         let results_at = at.key("content_filter_results");
         if let Some(results) = p.content_filter_results {
-            let hit = filtered(results, what, results_at)?;
-            prompt_filtered = prompt_filtered.or(hit);
+            let note = filtered(results, what, results_at)?;
+            prompt_filtered = first(prompt_filtered, note);
         }
     }
     Ok(Top {
@@ -426,10 +448,12 @@ fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
 }
 
 /// The path of the first category of Azure's `content_filter_results` at
-/// `at` that says `filtered: true` (categories in sorted order), or None;
-/// every category is an object (its `details` entries too) or a list of
-/// objects, whose `filtered` is a boolean when present.
-fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<String>, CoreError> {
+/// `at` that says `filtered: true` (categories in sorted order), else the
+/// path of its first `error` (the filter did not run), or None (see
+/// [`Annotation`]). Every category is an object (its `details` entries too)
+/// or a list of objects, whose `filtered` is a boolean when present; the
+/// results' own `error`, when not null, is an object.
+fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<Annotation>, CoreError> {
     if !super::shape::is_object(raw) {
         return Err(SHAPE.malformed(what, at));
     }
@@ -437,8 +461,18 @@ fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<String>, 
         serde_json::from_str(raw.get()).map_err(|_| SHAPE.malformed(what, at))?;
     let base = at.render();
     let mut hit = None;
+    let mut unscreened = None;
     for (category, value) in results {
         let where_ = format!("{base}.{category}");
+        if category == "error" {
+            if value.get() != "null" {
+                if !super::shape::is_object(value) {
+                    return Err(malformed_at(what, &where_));
+                }
+                unscreened.get_or_insert(where_);
+            }
+            continue;
+        }
         let mut entries: Vec<(String, &RawValue)> = Vec::new();
         if super::shape::is_array(value) {
             let list: Vec<&RawValue> =
@@ -467,12 +501,19 @@ fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<String>, 
                 Some(f) => serde_json::from_str::<bool>(f.get())
                     .map_err(|_| malformed_at(what, &format!("{place}.filtered")))?,
             };
+            if e.error.is_some() && unscreened.is_none() {
+                unscreened = Some(format!("{place}.error"));
+            }
             if yes && hit.is_none() {
                 hit = Some(place);
             }
         }
     }
-    Ok(hit)
+    Ok(match (hit, unscreened) {
+        (Some(path), _) => Some(Annotation { path, ran: true }),
+        (None, Some(path)) => Some(Annotation { path, ran: false }),
+        (None, None) => None,
+    })
 }
 
 /// One content-filter entry, an object, at the rendered path `place`.
@@ -533,8 +574,8 @@ struct Choice<'a> {
     index: Option<u64>,
     parts: Option<Parts<'a>>,
     finish: Option<Cow<'a, str>>,
-    /// The path of its first `filtered: true` content-filter annotation.
-    filtered: Option<String>,
+    /// What its `content_filter_results` say (see [`Annotation`]).
+    filtered: Option<Annotation>,
 }
 
 fn choice<'a>(
@@ -1036,8 +1077,23 @@ impl OpenAIChat {
     }
 
     /// A `filtered: true` annotation at `place`: the finish will be
-    /// `content_filter`; after the finish, `CONTENT_FILTERED` at once.
-    fn filter(&mut self, place: &str) -> Result<(), CoreError> {
+    /// `content_filter`; after the finish, `CONTENT_FILTERED` at once. A
+    /// filter that did not run: `PROVIDER_ERROR` at once, unless a filter
+    /// already withheld output.
+    fn filter(&mut self, note: &Annotation) -> Result<(), CoreError> {
+        let place = note.path.as_str();
+        if !note.ran {
+            if self.filtered.is_some() {
+                return Ok(());
+            }
+            let mut error = CoreError::new(
+                Code::PROVIDER_ERROR,
+                "the content filter did not run, so the output was not screened",
+            );
+            error.path = Some(place.to_owned());
+            error.retryable = Some(true);
+            return Err(error);
+        }
         if self.finished {
             let mut error = CoreError::new(
                 Code::CONTENT_FILTERED,
