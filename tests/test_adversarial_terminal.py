@@ -817,6 +817,40 @@ for raw, code in [
     (None, "UNKNOWN_FINISH_REASON"),
 ]:
     both(f"stop_reason {raw!r}", ANTHROPIC, anthropic_stream(raw), anthropic_body(raw), code)
+
+
+def a_block(index: int, call_id: str) -> list[dict[str, Any]]:
+    """A tool_use block at ``index``: start, its arguments, stop."""
+    start = {**A_BLOCK_START, "index": index, "content_block": {**A_BLOCK_START["content_block"], "id": call_id}}  # type: ignore[dict-item]
+    return [start, {**A_BLOCK_DELTA, "index": index}, {**A_BLOCK_STOP, "index": index}]
+
+
+A_THINKING = {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}
+# content blocks are the message's content in order: a missing index is a lost
+# block (a call, maybe), whatever else the message holds
+for label, blocks in [
+    ("the first block at index 1", a_block(1, "toolu_1")),
+    ("a block at index 2 after block 0", [*a_block(0, "toolu_1"), *a_block(2, "toolu_2")]),
+    (
+        "a call at index 2 after a thinking block",
+        [A_THINKING, {"type": "content_block_stop", "index": 0}, *a_block(2, "toolu_2")],
+    ),
+]:
+    both(label, ANTHROPIC, [anthropic_start(), *blocks, message_delta("tool_use"), A_STOP], None, "MALFORMED_EVENT")
+both(
+    "a call at index 1 after a thinking block",
+    ANTHROPIC,
+    [
+        anthropic_start(),
+        A_THINKING,
+        {"type": "content_block_stop", "index": 0},
+        *a_block(1, "toolu_1"),
+        message_delta("tool_use"),
+        A_STOP,
+    ],
+    None,
+    EXECUTABLE,
+)
 both(
     "message_stop without a message_delta",
     ANTHROPIC,
