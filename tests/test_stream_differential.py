@@ -300,3 +300,41 @@ def test_recorded_provider_data_agrees(
     native, pure = both
     data = (FIXTURES / path).read_bytes()
     assert run_recording(native, data, file_format, provider) == run_recording(pure, data, file_format, provider)
+
+
+# ------------------------------------------------------------------ mapper messages
+
+_NAMES = st.text(alphabet=st.sampled_from("ab\"'\\}{ é\u200b\x01\n😀"), min_size=1, max_size=6)
+
+
+def _outcome(impl: ModuleType, provider: str, events: list[Any]) -> Any:
+    """The response, or the error's class, code, message, path, offset and retryable."""
+    try:
+        assembler = impl.StreamAssembler(provider)
+        for event in events:
+            assembler.feed_event(json.dumps(event))
+        return ("ok", assembler.finish())
+    except OutputError as err:
+        return ("error", type(err).__name__, err.code, err.message, err.path, err.offset, err.retryable)
+
+
+@given(first=_NAMES, second=_NAMES, legacy=st.booleans())
+@settings(max_examples=60)
+def test_a_chat_call_renamed_gives_one_message(
+    both: tuple[ModuleType, ModuleType], first: str, second: str, legacy: bool
+) -> None:
+    """A Chat call whose name changes mid-stream (any characters in either
+    name, quotes and escapes included): the same CALL_NAME_CHANGED message
+    on both backends."""
+
+    def delta(name: str) -> dict[str, Any]:
+        if legacy:
+            return {"function_call": {"name": name, "arguments": ""}}
+        return {"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": name, "arguments": ""}}]}
+
+    events = [
+        {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta(name)}]}
+        for name in (first, second)
+    ]
+    native, pure = (_outcome(impl, "openai-chat", events) for impl in both)
+    assert native == pure

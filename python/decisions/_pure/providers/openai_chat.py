@@ -453,7 +453,7 @@ class OpenAIChatMapper:
             call = self._new_call(call_id, name, name_at, out)
             self._calls[index] = call
         elif name and name != call.name:
-            raise new_error("CALL_NAME_CHANGED", f"tool call {call.call_id} was named {call.name!r}, then {name!r}")
+            raise new_error("CALL_NAME_CHANGED", f'tool call {call.call_id} was named "{call.name}", then "{name}"')
         if arguments:
             out.append(ToolArgumentsDelta(item_id=call.item_id, delta=arguments))
 
@@ -462,7 +462,7 @@ class OpenAIChatMapper:
         if call is None:
             call = self._legacy = self._new_call(None, name, name_at, out)
         elif name and name != call.name:
-            raise new_error("CALL_NAME_CHANGED", f"function call {call.call_id} was named {call.name!r}, then {name!r}")
+            raise new_error("CALL_NAME_CHANGED", f'function call {call.call_id} was named "{call.name}", then "{name}"')
         if arguments:
             out.append(ToolArgumentsDelta(item_id=call.item_id, delta=arguments))
 

@@ -1023,7 +1023,7 @@ impl OpenAIChat {
                 return Err(CoreError::new(
                     Code::CALL_NAME_CHANGED,
                     format!(
-                        "tool call {} was named {:?}, then {n:?}",
+                        "tool call {} was named \"{}\", then \"{n}\"",
                         call.call_id, call.name
                     ),
                 ));
@@ -1054,7 +1054,7 @@ impl OpenAIChat {
                 return Err(CoreError::new(
                     Code::CALL_NAME_CHANGED,
                     format!(
-                        "function call {} was named {:?}, then {n:?}",
+                        "function call {} was named \"{}\", then \"{n}\"",
                         call.call_id, call.name
                     ),
                 ));
