@@ -472,6 +472,67 @@ def resp_stream(
 RESP_ERROR = {"code": "server_error", "message": "The model failed"}
 
 
+def resp_text_then_call(final_output: list[Any]) -> list[Any]:
+    """A text message streamed at output 0, the call at output 1, then
+    ``response.completed`` with ``final_output``."""
+    message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    events: list[Any] = [
+        {"type": "response.created", "response": {"id": "resp_1", "model": "m", "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": message},
+        {
+            "type": "response.content_part.added",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "part": part,
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "ok",
+        },
+        {"type": "response.output_item.done", "output_index": 0, "item": RESP_TEXT_DONE},
+        *resp_stream()[1:5],
+        {"type": "response.completed", "response": {**resp_object(), "output": final_output}},
+    ]
+    for event in events[5:9]:
+        event["output_index"] = 1
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return events
+
+
+RESP_TEXT_DONE = {
+    "type": "message",
+    "id": "msg_1",
+    "role": "assistant",
+    "status": "completed",
+    "content": [{"type": "output_text", "text": "ok", "annotations": []}],
+}
+# the final output lists what was streamed, in the order it was streamed: the
+# calls run in the order the response gives them
+both(
+    "text then call, listed in stream order", RESP, resp_text_then_call([RESP_TEXT_DONE, call_item()]), None, EXECUTABLE
+)
+both(
+    "text then call, listed in another order",
+    RESP,
+    resp_text_then_call([call_item(), RESP_TEXT_DONE]),
+    None,
+    "OUTPUT_MISMATCH",
+)
+both(
+    "text then call, the call listed twice",
+    RESP,
+    resp_text_then_call([RESP_TEXT_DONE, call_item(), call_item()]),
+    None,
+    "OUTPUT_MISMATCH",
+)
+
+
 def beside_call(item: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     """(stream, body): the function call, then ``item`` at output index 1."""
     body = edit(resp_object(), lambda b: b["output"].append(item))

@@ -1336,6 +1336,18 @@ impl OpenAIResponses {
                 "{what}: streamed item {missing} is not in the output"
             )));
         }
+        // another order (the calls would run in it) or an item listed twice
+        let streamed: std::collections::HashSet<&str> =
+            self.order.iter().map(String::as_str).collect();
+        let listed = fin.output.iter().filter_map(|item| match item {
+            Out::Known(_, item) if streamed.contains(item.id.as_ref()) => Some(item.id.as_ref()),
+            _ => None,
+        });
+        if !listed.eq(self.order.iter().map(String::as_str)) {
+            return Err(mismatch(format!(
+                "{what}: the output does not list the streamed items in stream order"
+            )));
+        }
         self.finish(fin, what == "response.incomplete", out)
     }
 
