@@ -1143,14 +1143,28 @@ both(
     "PROVIDER_ERROR",
 )
 # Gemini has no terminal event: the end of the stream is the terminal, and
-# the last finishReason seen then is the finish (a veto is kept).
-both(
-    "a chunk after the finishReason",
-    GEMINI,
-    [*gemini()[0], g_chunk(candidate(parts=[{"text": "more"}]))],
-    None,
-    EXECUTABLE,
-)
+# the last finishReason seen then is the finish (a veto is kept). After a
+# chunk that gave a finishReason, a chunk without one may bring usage,
+# citations or empty text, not content: that came after the end.
+for label, parts in [
+    ("text", [{"text": "more"}]),
+    ("a call", [{"functionCall": {"name": "read_file", "args": {"path": "b.txt"}}}]),
+    ("a thought", [{"text": "hmm", "thought": True}]),
+    ("empty text, then a call", [{"text": ""}, {"functionCall": {"name": "read_file", "args": {}}}]),
+]:
+    both(
+        f"{label} in a chunk without a finishReason after the finishReason",
+        GEMINI,
+        [*gemini()[0], g_chunk(candidate(parts=parts))],
+        [gemini()[1], g_chunk(candidate(parts=parts))],
+        "EVENT_AFTER_TERMINAL",
+    )
+for label, chunk in [
+    ("usage", {"responseId": "r1", "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 4}}),
+    ("empty text", g_chunk(candidate(parts=[{"text": ""}]))),
+    ("text beside STOP again (every chunk says STOP)", g_chunk(candidate("STOP", parts=[{"text": "more"}]))),
+]:
+    both(f"{label} in a chunk after the finishReason", GEMINI, [*gemini()[0], chunk], [gemini()[1], chunk], EXECUTABLE)
 both(
     "a chunk after a SAFETY finishReason",
     GEMINI,

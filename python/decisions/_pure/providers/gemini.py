@@ -10,7 +10,10 @@ the body) is the terminal. The finish reason is the last ``finishReason`` of
 the selected candidate seen by then (earlier Vertex models put ``STOP`` on
 every chunk; current ones may send usage or citations after it), except that
 a veto (a ``blockReason`` or any finish other than ``STOP``) is kept whatever
-follows it. A response that ends without any is finished with ``unknown``
+follows it. Content (a ``functionCall``, text) in a chunk whose candidate
+gives no ``finishReason``, after a chunk that gave ``STOP``, came after the
+end: ``EVENT_AFTER_TERMINAL`` at the part's path (after a veto, the veto
+refuses the response). A response that ends without any is finished with ``unknown``
 (raw ``None``), which ``decide`` refuses. An ``error`` object fails the
 response at once; any chunk after it is ``EVENT_AFTER_TERMINAL``.
 
@@ -298,6 +301,8 @@ class GeminiMapper:
         self._blocked = False  # a safety rating of the selected candidate or the prompt said "blocked"
         # the finish seen so far: (raw, is a blockReason); a veto is never replaced
         self._finish_seen: tuple[str, bool] | None = None
+        # this chunk's candidate gives no finishReason, an earlier one did: it may carry no content
+        self._after_finish = False
 
     # ------------------------------------------------------------ helpers
 
@@ -402,6 +407,12 @@ class GeminiMapper:
         if self._call is not None and fc is None and (text or thought or signature):
             raise located(
                 "MALFORMED_EVENT", "gemini part interrupts a function call whose arguments are still streaming", at
+            )
+        if self._after_finish and (fc is not None or text):
+            raise located(
+                "EVENT_AFTER_TERMINAL",
+                "gemini content arrived in a chunk without a finishReason after the chunk that gave one",
+                at,
             )
         if thought:
             item_id = self._item("reasoning", out)
@@ -528,6 +539,8 @@ class GeminiMapper:
             at = f"$.candidates[{position}]"
             content = _opt_obj(candidate, "content", "candidate", at)
             finish = _opt_str(candidate, "finishReason", "candidate", at)
+            # (after a veto, the veto is what refuses the response)
+            self._after_finish = finish is None and self._finish_seen is not None and not self._vetoed()
             if _any_blocked(candidate, "candidate", at):
                 self._blocked = True
             parts_at = f"{at}.content.parts"
