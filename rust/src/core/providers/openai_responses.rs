@@ -7,7 +7,9 @@
 //! `queued`, `""` or an unknown status finish as unknown: only `completed`
 //! (or no status on `response.completed`) is done. An output item whose
 //! status is not `completed` (or absent) is unfinished, and a done response
-//! holding an unfinished message or call is `ITEM_NOT_ENDED`.
+//! holding an unfinished message or call is `ITEM_NOT_ENDED`. A terminal
+//! output that lists the streamed items in another order (or one twice) is
+//! `OUTPUT_MISMATCH`.
 //!
 //! The template of [`super`]: an event is read once as raw members (every
 //! member any event type reads), each checked with the shape readers when it
