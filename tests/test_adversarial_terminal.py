@@ -261,6 +261,39 @@ both(
 )
 
 
+# a Chat tool call of another type than "function" (a custom tool's call, a
+# type the package does not know) may be a call the host must handle: the
+# response is refused, whatever function object it also carries
+for kind in ("custom", "file_search"):
+    typed = {**CHAT_CALL, "type": kind, "function": {"name": "read_file", "arguments": ARGS}}
+    both(
+        f"a tool call of type {kind}",
+        CHAT,
+        [chat_chunk([{"index": 0, "delta": {"tool_calls": [typed]}}]), *chat_stream()[2:]],
+        edit(chat_body(), lambda b, kind=kind: b["choices"][0]["message"]["tool_calls"][0].update(type=kind)),
+        "UNSUPPORTED_ITEM",
+    )
+CUSTOM_CALL = {"id": "call_1", "type": "custom", "custom": {"name": "read_file", "input": "a.txt"}}
+both(
+    "a custom tool call",
+    CHAT,
+    [chat_chunk([{"index": 0, "delta": {"tool_calls": [{"index": 0, **CUSTOM_CALL}]}}]), *chat_stream()[2:]],
+    edit(chat_body(), lambda b: b["choices"][0]["message"].update(tool_calls=[CUSTOM_CALL])),
+    "UNSUPPORTED_ITEM",
+)
+both(
+    "a continuation chunk that says type function",
+    CHAT,
+    [
+        chat_stream()[0],
+        chat_chunk([{"index": 0, "delta": {"tool_calls": [{**CHAT_ARGS, "type": "function"}]}}]),
+        *chat_stream()[2:],
+    ],
+    None,
+    EXECUTABLE,
+)
+
+
 # Azure OpenAI annotates each choice (and the prompt) with its content filter's
 # results; ``filtered: true`` is a veto whatever ``finish_reason`` says.
 SAFE = {

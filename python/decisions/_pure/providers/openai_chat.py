@@ -307,7 +307,7 @@ class OpenAIChatMapper:
         if content is not None or type(calls) is not list or len(calls) != 1:
             return None
         call = calls[0]
-        if type(call) is not dict or call.get("id") is not None:
+        if type(call) is not dict or call.get("id") is not None or call.get("type") not in (None, "", "function"):
             return None
         fn = call.get("function")
         if type(fn) is not dict or fn.get("name") is not None:
@@ -591,6 +591,14 @@ def _delta_parts(delta: dict[str, Any], what: str, at: str) -> _Parts:
         index = _opt_count(call, "index", what, call_at)
         fn = _opt_obj(call, "function", what, call_at)
         call_id = _opt_str(call, "id", what, call_at)
+        kind = _opt_str(call, "type", what, call_at)
+        if kind and kind != "function":  # a custom tool's call, or one the package does not know
+            raise located(
+                "UNSUPPORTED_ITEM",
+                f'{what}: a tool call of type "{kind}" is not one the package can represent; '
+                "it may be a call the host must handle, so nothing in the response is decided",
+                call_at,
+            )
         fn_at = f"{call_at}.function"
         parts.tool_calls.append(
             (

@@ -125,6 +125,8 @@ struct CallRaw<'a> {
     index: Option<&'a RawValue>,
     #[serde(borrow)]
     id: Option<&'a RawValue>,
+    #[serde(borrow, rename = "type")]
+    kind: Option<&'a RawValue>,
     #[serde(borrow)]
     function: Option<&'a RawValue>,
 }
@@ -235,6 +237,8 @@ struct FastDelta<'a> {
 struct FastCall<'a> {
     #[serde(default, deserialize_with = "count")]
     index: Option<u64>,
+    #[serde(rename = "type", default, deserialize_with = "function_type")]
+    _kind: (),
     #[serde(borrow)]
     id: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -247,6 +251,17 @@ struct FastFn<'a> {
     name: Option<&'a RawValue>,
     #[serde(borrow)]
     arguments: Str<'a>,
+}
+
+/// A tool call's `type` the fast paths take: absent, null, `""` or
+/// `"function"`; any other makes the typed read fail, and the general path
+/// refuses it.
+fn function_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    let kind: Option<Cow<'de, str>> = Deserialize::deserialize(d)?;
+    match kind.as_deref() {
+        None | Some("" | "function") => Ok(()),
+        Some(_) => Err(serde::de::Error::custom("not a function call")),
+    }
 }
 
 /// A body read in one typed pass: what the checked readers below would read
@@ -304,6 +319,8 @@ struct FastMessage<'a> {
 struct FastBodyCall<'a> {
     #[serde(default, deserialize_with = "count")]
     index: Option<u64>,
+    #[serde(rename = "type", default, deserialize_with = "function_type")]
+    _kind: (),
     #[serde(borrow)]
     id: Option<Str<'a>>,
     #[serde(borrow)]
@@ -728,6 +745,21 @@ fn parts<'a>(d: &DeltaRaw<'a>, what: &str, at: Path<'_>) -> Result<Parts<'a>, Co
         let fn_at = call_at.key("function");
         let function: Option<FnRaw<'a>> = SHAPE.opt_obj(call.function, what, fn_at)?;
         let id = SHAPE.opt_str(call.id, what, call_at.key("id"))?;
+        let kind = SHAPE.opt_str(call.kind, what, call_at.key("type"))?;
+        if let Some(kind) = kind.filter(|k| !k.is_empty() && k != "function") {
+            // a custom tool's call, or one the package does not know
+            return Err(located(
+                CoreError::new(
+                    Code::UNSUPPORTED_ITEM,
+                    format!(
+                        "{what}: a tool call of type \"{kind}\" is not one the package can \
+                         represent; it may be a call the host must handle, so nothing in the \
+                         response is decided"
+                    ),
+                ),
+                call_at,
+            ));
+        }
         let (name, arguments) = match function {
             Some(f) => (
                 SHAPE.opt_str(f.name, what, fn_at.key("name"))?,
