@@ -602,3 +602,26 @@ def test_str_and_bytes_subclasses_are_read_as_their_content(impl: ModuleType, ru
     both backends: the pure twin ran the subclass's methods (an exception, or
     other content from ``__bytes__``) where the native backend reads the data."""
     assert run(impl)
+
+
+class _Name(bytes):
+    """A bytes subclass passed where a provider name belongs."""
+
+
+@pytest.mark.parametrize(
+    "provider",
+    [b"openai-chat", _Name(b"anthropic"), bytearray(b"gemini"), memoryview(b"openai-chat"), 1, None, ["openai-chat"]],
+    ids=["bytes", "bytes-subclass", "bytearray", "memoryview", "int", "none", "list"],
+)
+def test_a_provider_that_is_not_a_str_is_named_alike(both: tuple[ModuleType, ModuleType], provider: Any) -> None:
+    """The TypeError names the type given, on both backends (the pure twin
+    once named every bytes-like one ``bytes``)."""
+    messages = []
+    for impl in both:
+        with pytest.raises(TypeError) as caught:
+            impl.normalize("{}", provider=provider)
+        messages.append(str(caught.value))
+        with pytest.raises(TypeError) as caught:
+            impl.StreamAssembler(provider)
+        messages.append(str(caught.value))
+    assert messages[:2] == messages[2:] and messages[0] == f"provider must be a str, not {type(provider).__name__}"

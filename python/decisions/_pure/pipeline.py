@@ -215,7 +215,7 @@ class StreamAssembler:
             kind = type(keep_events).__name__
             raise TypeError(f"argument 'keep_events': '{kind}' object cannot be converted to 'PyBool'")
         checked = _check_options(limits, choice)
-        provider = plain(provider)
+        provider = plain(provider) if isinstance(provider, str) else provider  # the TypeError names its type
         self._pipeline = Pipeline(provider, _mapper(provider, choice), checked, keep_events)
         self._provider = provider
         # one thread at a time, ``abort``, ``state`` and ``provider`` excepted: they
@@ -302,7 +302,7 @@ def normalize(
 ) -> NormalizedResponse:
     """A whole non-streaming response body -> :class:`NormalizedResponse`."""
     checked = _check_options(limits, choice)
-    provider = plain(provider)
+    provider = plain(provider) if isinstance(provider, str) else provider  # the TypeError names its type
     mapper = _mapper(provider, choice)
     if isinstance(body, (dict, list)):
         text: str | bytes | bytearray | memoryview = payload_text(body)
