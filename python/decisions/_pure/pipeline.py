@@ -194,7 +194,8 @@ def _check_options(limits: Limits | None, choice: int | None) -> Limits:
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
     if choice is not None and (type(choice) is not int or not 0 <= choice < 2**32):
-        raise ValueError(f"choice must be an int from 0 to 2**32 - 1, or None, not {choice!r}")
+        shown = repr(choice) if type(choice) is int else type(choice).__name__  # a value's repr may recurse
+        raise ValueError(f"choice must be an int from 0 to 2**32 - 1, or None, not {shown}")
     return DEFAULT_LIMITS if limits is None else limits
 
 

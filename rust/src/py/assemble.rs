@@ -67,10 +67,15 @@ fn options(
             match value {
                 Some(v) => Some(v as usize),
                 None => {
+                    // an int is shown, anything else by its type: a value's repr may recurse
+                    let shown = if c.is_exact_instance_of::<pyo3::types::PyInt>() {
+                        c.repr()?.to_string()
+                    } else {
+                        c.get_type().name()?.to_string()
+                    };
                     return Err(PyValueError::new_err(format!(
-                        "choice must be an int from 0 to 2**32 - 1, or None, not {}",
-                        c.repr()?
-                    )))
+                        "choice must be an int from 0 to 2**32 - 1, or None, not {shown}"
+                    )));
                 }
             }
         }
