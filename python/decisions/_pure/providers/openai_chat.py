@@ -591,11 +591,11 @@ def _delta_parts(delta: dict[str, Any], what: str, at: str) -> _Parts:
         index = _opt_count(call, "index", what, call_at)
         fn = _opt_obj(call, "function", what, call_at)
         call_id = _opt_str(call, "id", what, call_at)
-        kind = _opt_str(call, "type", what, call_at)
-        if kind and kind != "function":  # a custom tool's call, or one the package does not know
+        call_type = _opt_str(call, "type", what, call_at)
+        if call_type and call_type != "function":  # a custom tool's call, or one the package does not know
             raise located(
                 "UNSUPPORTED_ITEM",
-                f'{what}: a tool call of type "{kind}" is not one the package can represent; '
+                f'{what}: a tool call of type "{call_type}" is not one the package can represent; '
                 "it may be a call the host must handle, so nothing in the response is decided",
                 call_at,
             )
