@@ -344,6 +344,33 @@ def test_out_of_range_choice_is_refused_alike(impl: ModuleType, choice: Any) -> 
         impl.normalize(b"{}", provider="gemini", choice=choice)
 
 
+def _nested(depth: int) -> list[Any]:
+    outer: list[Any] = []
+    inner = outer
+    for _ in range(depth):
+        inner.append([])
+        inner = inner[0]
+    return outer
+
+
+@pytest.mark.parametrize(
+    ("choice", "shown"),
+    [(2**32, str(2**32)), (-1, "-1"), (True, "bool"), (1.5, "float"), ("0", "str"), (_nested(100_000), "list")],
+    ids=["too-large", "negative", "bool", "float", "str", "deep-list"],
+)
+def test_a_refused_choice_is_named_alike(both: tuple[ModuleType, ModuleType], choice: Any, shown: str) -> None:
+    """The ValueError shows an int, and names the type of anything else (a
+    deeply nested value's repr would raise RecursionError), on both backends."""
+    for impl in both:
+        for make in (impl.StreamAssembler, impl.normalize):
+            with pytest.raises(ValueError) as caught:
+                if make is impl.normalize:
+                    make(b"{}", provider="gemini", choice=choice)
+                else:
+                    make("openai-chat", choice=choice)
+            assert str(caught.value) == f"choice must be an int from 0 to 2**32 - 1, or None, not {shown}"
+
+
 @pytest.mark.parametrize(
     "tail",
     [b"garbage\n\n", b"data: garbage\n\n", b"data: {}\n\n", b"data: [DONE]\n\n", b"garbage", b"data: [DONE]x\n\n"],
@@ -602,3 +629,26 @@ def test_str_and_bytes_subclasses_are_read_as_their_content(impl: ModuleType, ru
     both backends: the pure twin ran the subclass's methods (an exception, or
     other content from ``__bytes__``) where the native backend reads the data."""
     assert run(impl)
+
+
+class _Name(bytes):
+    """A bytes subclass passed where a provider name belongs."""
+
+
+@pytest.mark.parametrize(
+    "provider",
+    [b"openai-chat", _Name(b"anthropic"), bytearray(b"gemini"), memoryview(b"openai-chat"), 1, None, ["openai-chat"]],
+    ids=["bytes", "bytes-subclass", "bytearray", "memoryview", "int", "none", "list"],
+)
+def test_a_provider_that_is_not_a_str_is_named_alike(both: tuple[ModuleType, ModuleType], provider: Any) -> None:
+    """The TypeError names the type given, on both backends (the pure twin
+    once named every bytes-like one ``bytes``)."""
+    messages = []
+    for impl in both:
+        with pytest.raises(TypeError) as caught:
+            impl.normalize("{}", provider=provider)
+        messages.append(str(caught.value))
+        with pytest.raises(TypeError) as caught:
+            impl.StreamAssembler(provider)
+        messages.append(str(caught.value))
+    assert messages[:2] == messages[2:] and messages[0] == f"provider must be a str, not {type(provider).__name__}"

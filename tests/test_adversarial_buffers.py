@@ -144,3 +144,75 @@ def test_str_bound_is_its_utf8_bytes_not_its_widest_encoding(impl: ModuleType, w
     with pytest.raises(OutputError) as caught:
         impl.loads(text, limits=Limits(max_document_bytes=size - 1))
     assert (caught.value.code, caught.value.offset) == ("DOCUMENT_TOO_LARGE", 0)
+
+
+_EVENT_STR_SCRIPT = r"""
+import json, resource, sys
+from decisions import Limits, _pure
+from decisions._backend import native_module
+from decisions.errors import OutputError
+impl = _pure if sys.argv[1] == "pure" else native_module()
+text = '{"a": "' + "\u20ac" * (30 << 20) + '"}'  # 60 MiB of characters, 90 MiB of UTF-8
+limits = Limits(max_sse_event_bytes=32 << 20)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    if sys.argv[2] == "normalize":
+        impl.normalize(text, provider="anthropic", limits=limits)
+    else:
+        impl.StreamAssembler("anthropic", limits=limits).feed_event(text)
+    code = None
+except OutputError as error:
+    code = [error.code, error.path, error.message]
+print(json.dumps([code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before]))
+"""
+
+
+@pytest.mark.parametrize("entry", ["normalize", "feed_event"])
+def test_an_event_str_too_large_as_utf8_is_refused_before_its_utf8_is_built(impl: ModuleType, entry: str) -> None:
+    """``normalize(str)`` and ``feed_event(str)`` with fewer characters than
+    max_sse_event_bytes but more UTF-8 bytes: refused as the envelope rule
+    refuses it, without building (and caching on the str) its UTF-8 form."""
+    name = "pure" if impl.__name__.endswith("_pure") else "native"
+    out = subprocess.run(
+        [sys.executable, "-c", _EVENT_STR_SCRIPT, name, entry], capture_output=True, text=True, check=True
+    )
+    code, growth_kib = json.loads(out.stdout)
+    assert code == ["MALFORMED_EVENT", "$", f"event data has more than {32 << 20} bytes"]
+    assert growth_kib < 16 * 1024
+
+
+def _event_str_outcomes(impl: ModuleType, text: str, limit: int) -> list[object]:
+    """What normalize and feed_event (then a second feed_event) say of ``text``."""
+    limits = Limits(max_sse_event_bytes=limit)
+    outcomes: list[object] = []
+    for step in ("normalize", "feed_event"):
+        assembler = impl.StreamAssembler("openai-chat", limits=limits)
+        for _ in range(2):
+            try:
+                if step == "normalize":
+                    impl.normalize(text, provider="openai-chat", limits=limits)
+                else:
+                    assembler.feed_event(text)
+                outcomes.append("ok")
+            except OutputError as error:
+                outcomes.append((error.code, error.offset, error.path, error.message))
+    return outcomes
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"id": "' + "\u00e9" * 600 + '"}',
+        '{"id": "' + "\u20ac" * 400 + '"}',
+        '{"id": "' + "\U0001f600" * 300 + '"}',
+        '{"id": "\ud800' + "\U0001f600" * 300 + '"}',
+        '{"id": "' + "\u00e9" * 300 + "\ud800" + '"}',
+    ],
+)
+def test_event_str_sizes_agree(both: tuple[ModuleType, ModuleType], text: str) -> None:
+    """Around max_sse_event_bytes, with 2-, 3- and 4-byte characters and a
+    lone surrogate (not UTF-8: refused as such first, whatever its size):
+    the same outcome from normalize and feed_event on both backends."""
+    for limit in (len(text), len(text.encode("utf-8", "surrogatepass")) - 1, 4 * len(text)):
+        native, pure = (_event_str_outcomes(impl, text, limit) for impl in both)
+        assert native == pure, limit

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -243,6 +244,58 @@ def test_a_closed_ledger_is_unavailable(url: str) -> None:
     assert caught.value.code == "LEDGER_UNAVAILABLE"
 
 
+def _foreign_tables_url(url: str, tmp_path: Path, change: str) -> str:
+    """A ledger of its own (a fresh SQLite file, a fresh PostgreSQL schema)
+    whose ``ledger_calls`` someone else then changed with ``change`` (SQL)."""
+    if url.startswith("sqlite:"):
+        path = tmp_path / "foreign.db"
+        own = f"sqlite:///{path}"
+        open_ledger(own).close()
+        with sqlite3.connect(path) as conn:
+            conn.execute(change)
+        return own
+    import psycopg
+
+    schema = f"foreign_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    own = url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}"
+    open_ledger(own).close()
+    with psycopg.connect(own, autocommit=True) as conn:
+        conn.execute(change)
+    return own
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "ALTER TABLE ledger_calls ADD COLUMN owner_team TEXT NOT NULL DEFAULT 'x' CHECK (owner_team <> 'x')",
+        "CREATE UNIQUE INDEX ledger_calls_one_per_run ON ledger_calls (run_id, tool)",
+    ],
+    ids=["check-constraint", "unique-index"],
+)
+def test_tables_of_another_shape_are_typed_on_both_databases(url: str, tmp_path: Path, change: str) -> None:
+    """A constraint the ledger does not know refuses its statements: a typed,
+    not retryable ``LEDGER_UNAVAILABLE``, never the driver's exception, and
+    nothing half written."""
+    run = new_run()
+    with open_ledger(_foreign_tables_url(url, tmp_path, change)) as ledger:
+        if "UNIQUE" in change:
+            ledger.record(decision(("a", "read_file", "allowed")), run_id=run)
+        with pytest.raises(ResultError) as caught:
+            ledger.record(decision(("b", "read_file", "allowed"), ("c", "read_file", "allowed")), run_id=run)
+        assert caught.value.code == "LEDGER_UNAVAILABLE" and not caught.value.retryable
+        assert [e.call_id for e in ledger.entries(run)] == (["a"] if "UNIQUE" in change else [])
+
+
+def test_a_missing_column_is_typed_on_both_databases(url: str, tmp_path: Path) -> None:
+    run = new_run()
+    with open_ledger(_foreign_tables_url(url, tmp_path, "ALTER TABLE ledger_calls DROP COLUMN verdict")) as ledger:
+        with pytest.raises(ResultError) as caught:
+            ledger.record(decision(("a", "read_file", "allowed")), run_id=run)
+        assert caught.value.code == "LEDGER_UNAVAILABLE" and "verdict" in caught.value.message
+
+
 # ---------------------------------------------------------------- completion
 
 
@@ -399,3 +452,12 @@ def test_a_path_argument_elsewhere_still_fails_the_effect_check(ledger: Ledger, 
     result = ToolResult("a", "ok", {"bytes": 5}, effects=(Effect("a.txt", file_digest(workspace / "a.txt")),))
     failed = ledger.commit(ledger.claim("a", run_id=run, worker="w"), result)
     assert failed.state == "failed" and failed.error is not None and failed.error.code == "PARTIAL_EFFECT"
+
+
+def test_a_ledger_of_another_schema_version_is_not_retryable(url: str, tmp_path: Path) -> None:
+    """Waiting does not change the version a ledger was written by."""
+    change = "UPDATE ledger_meta SET value = '999' WHERE key = 'schema_version'"
+    with pytest.raises(ResultError) as caught:
+        open_ledger(_foreign_tables_url(url, tmp_path, change))
+    assert caught.value.code == "LEDGER_UNAVAILABLE" and not caught.value.retryable
+    assert "schema version 999" in caught.value.message

@@ -17,6 +17,7 @@ import pytest
 
 from decisions import (
     CallVerdict,
+    Effect,
     Ledger,
     Limits,
     ResultBook,
@@ -27,6 +28,7 @@ from decisions import (
     open_ledger,
     result_messages,
 )
+from decisions.ledger import check_result_size
 from decisions.ledger.ddl import SCHEMA_VERSION, tables
 from ledger_helpers import BACKENDS, POSTGRES_URL, new_run, url_for
 
@@ -233,3 +235,40 @@ def test_the_default_limit_refuses_a_result_before_writing_it() -> None:
     with pytest.raises(ResultError) as caught:
         result_messages("openai-chat", [(mixed().calls[0], ToolResult("toolu_1", "ok", endless))])
     assert caught.value.code == "RESULT_SCHEMA_MISMATCH"
+
+
+FEW_EFFECTS = dataclasses.replace(Limits(), max_result_effects=3, max_result_bytes=64)
+
+
+@pytest.mark.parametrize(
+    "effects",
+    [
+        tuple(Effect(f"f{i}.txt") for i in range(4)),  # one more than max_result_effects
+        (Effect("d/" * 40 + "a.txt"),),  # one path longer than max_result_bytes
+        (Effect("a.txt", "sha256:" + "0" * 64),),  # a path and a digest longer together
+    ],
+    ids=["count", "path", "digest"],
+)
+def test_a_result_claiming_too_many_effects_fails_the_call_and_stores_nothing(
+    url: str, effects: tuple[Effect, ...]
+) -> None:
+    with open_ledger(url, limits=FEW_EFFECTS) as ledger:
+        run = new_run()
+        ledger.record(mixed(), run_id=run)
+        claim = ledger.claim("toolu_1", run_id=run, worker="w")
+        entry = ledger.commit(claim, ToolResult("toolu_1", "ok", "done", retry_safe=True, effects=effects))
+        assert entry.state == "failed" and entry.result is None and entry.effects == ()
+        assert entry.error is not None and entry.error.code == "RESULT_TOO_LARGE"
+        assert (entry.error.path, entry.error.retryable) == ("$.effects", False)
+        fits = ledger.claim("gen-1:call_1", run_id=run, worker="w")
+        three = tuple(Effect(f"f{i}.txt") for i in range(3))
+        assert ledger.commit(fits, ToolResult("gen-1:call_1", "ok", "done", effects=three)).state == "committed"
+
+
+def test_check_result_size_bounds_the_effects_without_walking_them_all() -> None:
+    many = ToolResult("c", "ok", None, effects=(Effect("a.txt"),) * 1_000_000)
+    with pytest.raises(ResultError) as caught:
+        check_result_size(many)
+    assert (caught.value.code, caught.value.path) == ("RESULT_TOO_LARGE", "$.effects")
+    assert "1000000 effects" in caught.value.message
+    check_result_size(ToolResult("c", "ok", None, effects=(Effect("a.txt"),) * Limits().max_result_effects))

@@ -414,6 +414,15 @@ INVALID = [
     "read\u115f_file",  # Hangul choseong filler
     "read_file\u1160",  # Hangul jungseong filler
     "read\u2800file",  # blank Braille pattern
+    # default-ignorable marks: invisible, though their category is Mn
+    "read_file\ufe0f",  # variation selector-16
+    "read\ufe00_file",  # variation selector-1
+    "read_file\U000e0100",  # variation selector-17
+    "read\u034f_file",  # combining grapheme joiner
+    "read\u17b4_file",  # Khmer vowel inherent aq
+    "read_file\u17b5",  # Khmer vowel inherent aa
+    "read\u180b_file",  # Mongolian free variation selector one
+    "read_file\u180f",  # Mongolian free variation selector four
     "read\x00file",
     "read\x1bfile",
     "",

@@ -261,6 +261,39 @@ both(
 )
 
 
+# a Chat tool call of another type than "function" (a custom tool's call, a
+# type the package does not know) may be a call the host must handle: the
+# response is refused, whatever function object it also carries
+for kind in ("custom", "file_search"):
+    typed = {**CHAT_CALL, "type": kind, "function": {"name": "read_file", "arguments": ARGS}}
+    both(
+        f"a tool call of type {kind}",
+        CHAT,
+        [chat_chunk([{"index": 0, "delta": {"tool_calls": [typed]}}]), *chat_stream()[2:]],
+        edit(chat_body(), lambda b, kind=kind: b["choices"][0]["message"]["tool_calls"][0].update(type=kind)),
+        "UNSUPPORTED_ITEM",
+    )
+CUSTOM_CALL = {"id": "call_1", "type": "custom", "custom": {"name": "read_file", "input": "a.txt"}}
+both(
+    "a custom tool call",
+    CHAT,
+    [chat_chunk([{"index": 0, "delta": {"tool_calls": [{"index": 0, **CUSTOM_CALL}]}}]), *chat_stream()[2:]],
+    edit(chat_body(), lambda b: b["choices"][0]["message"].update(tool_calls=[CUSTOM_CALL])),
+    "UNSUPPORTED_ITEM",
+)
+both(
+    "a continuation chunk that says type function",
+    CHAT,
+    [
+        chat_stream()[0],
+        chat_chunk([{"index": 0, "delta": {"tool_calls": [{**CHAT_ARGS, "type": "function"}]}}]),
+        *chat_stream()[2:],
+    ],
+    None,
+    EXECUTABLE,
+)
+
+
 # Azure OpenAI annotates each choice (and the prompt) with its content filter's
 # results; ``filtered: true`` is a veto whatever ``finish_reason`` says.
 SAFE = {
@@ -346,9 +379,56 @@ both(
     azure_body({**SAFE, "custom_blocklists": [{"filtered": True, "id": "my-list"}]}),
     "CONTENT_FILTERED",
 )
-FILTER_ERROR = {"error": {"code": "content_filter_error", "message": "The contents are not filtered"}}
+# Azure's ``error`` in the results: the filter did not run, so the output (or
+# the prompt) was not screened; a filter that withheld output still wins.
+NOT_RUN = {"code": "content_filter_error", "message": "The contents are not filtered"}
+for label, results, expect in [
+    ("a content filter error", {"error": NOT_RUN}, "PROVIDER_ERROR"),
+    ("a content filter error beside unfiltered categories", {**SAFE, "error": NOT_RUN}, "PROVIDER_ERROR"),
+    ("a category's error", {**SAFE, "hate": {"filtered": False, "error": NOT_RUN}}, "PROVIDER_ERROR"),
+    ("a blocklist entry's error", {"custom_blocklists": [{"filtered": False, "error": NOT_RUN}]}, "PROVIDER_ERROR"),
+    (
+        "a details entry's error",
+        {"custom_blocklists": {"filtered": False, "details": [{"error": NOT_RUN}]}},
+        "PROVIDER_ERROR",
+    ),
+    ("a content filter error beside a filtered category", {**HIT, "error": NOT_RUN}, "CONTENT_FILTERED"),
+    ("a null content filter error", {**SAFE, "error": None}, EXECUTABLE),
+    ("a null category error", {"hate": {"filtered": False, "error": None}}, EXECUTABLE),
+    ("a content filter error not an object", {"error": "failed"}, "MALFORMED_EVENT"),
+]:
+    both(label, CHAT, azure_stream(results), azure_body(results), expect)
 both(
-    "a content filter error (nothing filtered)", CHAT, azure_stream(FILTER_ERROR), azure_body(FILTER_ERROR), EXECUTABLE
+    "a prompt content filter error",
+    CHAT,
+    [chat_chunk([], prompt_filter_results=prompt_results({"error": NOT_RUN})), *chat_stream()],
+    chat_body(prompt_filter_results=prompt_results({"error": NOT_RUN})),
+    "PROVIDER_ERROR",
+)
+both(
+    "a content filter error after the finish_reason",
+    CHAT,
+    chat_stream(after=[chat_chunk([{"index": 0, "delta": {}, "content_filter_results": {"error": NOT_RUN}}])]),
+    None,
+    "PROVIDER_ERROR",
+)
+both(
+    "a content filter error after a filtered chunk",
+    CHAT,
+    [*azure_stream(HIT, where=1)[:2], *azure_stream({"error": NOT_RUN})[2:]],
+    None,
+    "CONTENT_FILTERED",
+)
+both(
+    "a content filter error on a choice not selected",
+    CHAT,
+    [
+        chat_chunk([{"index": 1, "delta": {}, "content_filter_results": {"error": NOT_RUN}}]),
+        *chat_stream(),
+    ],
+    None,
+    EXECUTABLE,
+    choice=0,
 )
 for label, results in [
     ("filtered not a boolean", {"hate": {"filtered": "true"}}),
@@ -423,6 +503,67 @@ def resp_stream(
 
 
 RESP_ERROR = {"code": "server_error", "message": "The model failed"}
+
+
+def resp_text_then_call(final_output: list[Any]) -> list[Any]:
+    """A text message streamed at output 0, the call at output 1, then
+    ``response.completed`` with ``final_output``."""
+    message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    events: list[Any] = [
+        {"type": "response.created", "response": {"id": "resp_1", "model": "m", "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": message},
+        {
+            "type": "response.content_part.added",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "part": part,
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "ok",
+        },
+        {"type": "response.output_item.done", "output_index": 0, "item": RESP_TEXT_DONE},
+        *resp_stream()[1:5],
+        {"type": "response.completed", "response": {**resp_object(), "output": final_output}},
+    ]
+    for event in events[5:9]:
+        event["output_index"] = 1
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return events
+
+
+RESP_TEXT_DONE = {
+    "type": "message",
+    "id": "msg_1",
+    "role": "assistant",
+    "status": "completed",
+    "content": [{"type": "output_text", "text": "ok", "annotations": []}],
+}
+# the final output lists what was streamed, in the order it was streamed: the
+# calls run in the order the response gives them
+both(
+    "text then call, listed in stream order", RESP, resp_text_then_call([RESP_TEXT_DONE, call_item()]), None, EXECUTABLE
+)
+both(
+    "text then call, listed in another order",
+    RESP,
+    resp_text_then_call([call_item(), RESP_TEXT_DONE]),
+    None,
+    "OUTPUT_MISMATCH",
+)
+both(
+    "text then call, the call listed twice",
+    RESP,
+    resp_text_then_call([RESP_TEXT_DONE, call_item(), call_item()]),
+    None,
+    "OUTPUT_MISMATCH",
+)
 
 
 def beside_call(item: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
@@ -770,6 +911,40 @@ for raw, code in [
     (None, "UNKNOWN_FINISH_REASON"),
 ]:
     both(f"stop_reason {raw!r}", ANTHROPIC, anthropic_stream(raw), anthropic_body(raw), code)
+
+
+def a_block(index: int, call_id: str) -> list[dict[str, Any]]:
+    """A tool_use block at ``index``: start, its arguments, stop."""
+    start = {**A_BLOCK_START, "index": index, "content_block": {**A_BLOCK_START["content_block"], "id": call_id}}  # type: ignore[dict-item]
+    return [start, {**A_BLOCK_DELTA, "index": index}, {**A_BLOCK_STOP, "index": index}]
+
+
+A_THINKING = {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}
+# content blocks are the message's content in order: a missing index is a lost
+# block (a call, maybe), whatever else the message holds
+for label, blocks in [
+    ("the first block at index 1", a_block(1, "toolu_1")),
+    ("a block at index 2 after block 0", [*a_block(0, "toolu_1"), *a_block(2, "toolu_2")]),
+    (
+        "a call at index 2 after a thinking block",
+        [A_THINKING, {"type": "content_block_stop", "index": 0}, *a_block(2, "toolu_2")],
+    ),
+]:
+    both(label, ANTHROPIC, [anthropic_start(), *blocks, message_delta("tool_use"), A_STOP], None, "MALFORMED_EVENT")
+both(
+    "a call at index 1 after a thinking block",
+    ANTHROPIC,
+    [
+        anthropic_start(),
+        A_THINKING,
+        {"type": "content_block_stop", "index": 0},
+        *a_block(1, "toolu_1"),
+        message_delta("tool_use"),
+        A_STOP,
+    ],
+    None,
+    EXECUTABLE,
+)
 both(
     "message_stop without a message_delta",
     ANTHROPIC,
@@ -1001,14 +1176,28 @@ both(
     "PROVIDER_ERROR",
 )
 # Gemini has no terminal event: the end of the stream is the terminal, and
-# the last finishReason seen then is the finish (a veto is kept).
-both(
-    "a chunk after the finishReason",
-    GEMINI,
-    [*gemini()[0], g_chunk(candidate(parts=[{"text": "more"}]))],
-    None,
-    EXECUTABLE,
-)
+# the last finishReason seen then is the finish (a veto is kept). After a
+# chunk that gave a finishReason, a chunk without one may bring usage,
+# citations or empty text, not content: that came after the end.
+for label, parts in [
+    ("text", [{"text": "more"}]),
+    ("a call", [{"functionCall": {"name": "read_file", "args": {"path": "b.txt"}}}]),
+    ("a thought", [{"text": "hmm", "thought": True}]),
+    ("empty text, then a call", [{"text": ""}, {"functionCall": {"name": "read_file", "args": {}}}]),
+]:
+    both(
+        f"{label} in a chunk without a finishReason after the finishReason",
+        GEMINI,
+        [*gemini()[0], g_chunk(candidate(parts=parts))],
+        [gemini()[1], g_chunk(candidate(parts=parts))],
+        "EVENT_AFTER_TERMINAL",
+    )
+for label, chunk in [
+    ("usage", {"responseId": "r1", "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 4}}),
+    ("empty text", g_chunk(candidate(parts=[{"text": ""}]))),
+    ("text beside STOP again (every chunk says STOP)", g_chunk(candidate("STOP", parts=[{"text": "more"}]))),
+]:
+    both(f"{label} in a chunk after the finishReason", GEMINI, [*gemini()[0], chunk], [gemini()[1], chunk], EXECUTABLE)
 both(
     "a chunk after a SAFETY finishReason",
     GEMINI,
@@ -1170,6 +1359,32 @@ def test_malformed_filter_results_name_the_field(impl: ModuleType, results: Any,
             else:
                 impl.normalize(json.dumps(payload), provider=CHAT)
         assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", path)
+
+
+@pytest.mark.parametrize(
+    ("results", "path"),
+    [
+        ({**SAFE, "error": NOT_RUN}, "$.choices[0].content_filter_results.error"),
+        ({"hate": {"error": NOT_RUN}, "z": {"error": NOT_RUN}}, "$.choices[0].content_filter_results.hate.error"),
+        ({"b": [{}, {"error": 0}]}, "$.choices[0].content_filter_results.b[1].error"),
+    ],
+)
+def test_a_filter_that_did_not_run_is_a_retryable_provider_error_at_its_path(
+    impl: ModuleType, results: Any, path: str
+) -> None:
+    """The output was not screened: nothing of it runs, the request may be sent again."""
+    for form in ("stream", "body"):
+        with pytest.raises(OutputError) as caught:
+            if form == "stream":
+                assembler = impl.StreamAssembler(CHAT)
+                for event in azure_stream(results):
+                    assembler.feed(frame(CHAT, event))
+                assembler.finish()
+            else:
+                impl.normalize(json.dumps(azure_body(results)), provider=CHAT)
+        error = caught.value
+        assert (error.code, error.path, error.retryable, error.layer) == ("PROVIDER_ERROR", path, True, "transport")
+        assert "not screened" in error.message
 
 
 def test_a_filter_after_the_finish_names_its_category(impl: ModuleType) -> None:

@@ -213,3 +213,77 @@ def test_pings_before_the_first_event_are_bounded() -> None:
         for _ in range(100):
             auto.feed(b": keep-alive\n\n")
     assert info.value.code == "SSE_NO_DATA"
+
+
+def _deep(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+_ANTHROPIC = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": None}
+_BIG_AND_DEEP = [
+    # over max_document_bytes (8 MiB), within max_sse_event_bytes (32 MiB): a body normalize reads
+    (
+        "anthropic",
+        {**_ANTHROPIC, "stop_reason": "end_turn", "content": [{"type": "text", "text": "x" * (9 << 20)}]},
+    ),
+    (
+        "openai-chat",
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "model": "m",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "x" * (9 << 20)}, "finish_reason": "stop"}
+            ],
+        },
+    ),
+    # tool arguments nested past max_depth (64), within the envelope's 100 levels: the parse error of the arguments
+    (
+        "anthropic",
+        {
+            **_ANTHROPIC,
+            "stop_reason": "tool_use",
+            "content": [{"type": "tool_use", "id": "t", "name": "f", "input": _deep(70)}],
+        },
+    ),
+    (
+        "gemini",
+        {
+            "responseId": "r",
+            "candidates": [
+                {
+                    "index": 0,
+                    "finishReason": "STOP",
+                    "content": {"parts": [{"functionCall": {"name": "f", "args": _deep(70)}}]},
+                }
+            ],
+        },
+    ),
+]
+
+
+def _outcome(body: str, **options: Any) -> Any:
+    try:
+        return normalize(body, **options)
+    except StreamError as error:
+        return (error.code, error.message, error.path)
+    except decisions.ParseError as error:
+        return (error.code, error.message, error.path, error.offset)
+
+
+@pytest.mark.parametrize(
+    ("provider", "body"), _BIG_AND_DEEP, ids=["big-anthropic", "big-chat", "deep-anthropic", "deep-gemini"]
+)
+def test_a_body_normalize_reads_is_detected_whatever_its_size_or_depth(provider: str, body: Any) -> None:
+    """Detection reads a body under the limits ``normalize`` reads it with, not
+    those of one JSON document: the outcome is the named provider's."""
+    text = json.dumps(body)
+    named, auto = _outcome(text, provider=provider), _outcome(text)
+    assert auto == named
+    if isinstance(named, tuple):
+        assert named[0] == "DEPTH_EXCEEDED"
+    else:
+        assert named.provider == provider

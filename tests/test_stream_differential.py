@@ -300,3 +300,168 @@ def test_recorded_provider_data_agrees(
     native, pure = both
     data = (FIXTURES / path).read_bytes()
     assert run_recording(native, data, file_format, provider) == run_recording(pure, data, file_format, provider)
+
+
+# ------------------------------------------------------------------ mapper messages
+
+_NAMES = st.text(alphabet=st.sampled_from("ab\"'\\}{ é\u200b\x01\n😀"), min_size=1, max_size=6)
+
+
+def _outcome(impl: ModuleType, provider: str, events: list[Any]) -> Any:
+    """The response, or the error's class, code, message, path, offset and retryable."""
+    try:
+        assembler = impl.StreamAssembler(provider)
+        for event in events:
+            assembler.feed_event(json.dumps(event))
+        return ("ok", assembler.finish())
+    except OutputError as err:
+        return ("error", type(err).__name__, err.code, err.message, err.path, err.offset, err.retryable)
+
+
+@given(first=_NAMES, second=_NAMES, legacy=st.booleans())
+@settings(max_examples=60)
+def test_a_chat_call_renamed_gives_one_message(
+    both: tuple[ModuleType, ModuleType], first: str, second: str, legacy: bool
+) -> None:
+    """A Chat call whose name changes mid-stream (any characters in either
+    name, quotes and escapes included): the same CALL_NAME_CHANGED message
+    on both backends."""
+
+    def delta(name: str) -> dict[str, Any]:
+        if legacy:
+            return {"function_call": {"name": name, "arguments": ""}}
+        return {"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": name, "arguments": ""}}]}
+
+    events = [
+        {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta(name)}]}
+        for name in (first, second)
+    ]
+    native, pure = (_outcome(impl, "openai-chat", events) for impl in both)
+    assert native == pure
+
+
+# ------------------------------------------------------------------ mutated recordings
+
+
+def _recorded_payloads() -> list[tuple[str, str, Any]]:
+    """(provider, form, payload) of every recording: a stream as its list of
+    ``(event name, decoded data)``, a body decoded."""
+    from decisions import _pure
+
+    out: list[tuple[str, str, Any]] = []
+    for path, file_format, provider in _recordings():
+        data = (FIXTURES / path).read_bytes()
+        try:
+            if file_format == "json-body":
+                out.append((provider, "body", json.loads(data)))
+                continue
+            if file_format == "jsonl":
+                raw = [(None, line.decode()) for line in data.splitlines() if line.strip()]
+            else:
+                decoder = _pure.SSEDecoder()
+                raw = [(e.event, e.data) for e in decoder.feed(data) + decoder.finish()]
+        except (ValueError, OutputError):
+            continue
+        events = []
+        for name, text in raw:
+            try:
+                events.append((name, json.loads(text)))
+            except ValueError:
+                events.append((name, text))
+        out.append((provider, "stream", events))
+    return out
+
+
+_RECORDED = _recorded_payloads()
+_ODD = st.sampled_from(
+    [None, True, 0, -1, 2**64, 1.5, "", " ", "\u200b", "x", "stop", "tool_calls", "STOP", "length", [], {}, [None]]
+)
+_KEYS = st.sampled_from(
+    ["index", "id", "type", "error", "finish_reason", "stop_reason", "status", "name", "arguments", "call_id"]
+    + ["output_index", "sequence_number", "finishReason", "functionCall", "delta", "tool_calls", "content"]
+)
+
+
+def _nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The paths of every member and element of ``value``."""
+    out = [path]
+    if isinstance(value, dict):
+        for key, child in value.items():
+            out += _nodes(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            out += _nodes(child, (*path, index))
+    return out
+
+
+@st.composite
+def _mutated_value(draw: st.DrawFn, value: Any) -> Any:
+    """``value`` (JSON) with one member replaced, dropped, added or copied."""
+    value = json.loads(json.dumps(value))
+    paths = [p for p in _nodes(value) if p]
+    if not paths:
+        return draw(_ODD)
+    path = draw(st.sampled_from(paths))
+    parent = value
+    for step in path[:-1]:
+        parent = parent[step]
+    key, op = path[-1], draw(st.integers(0, 3))
+    if op == 0:
+        parent[key] = draw(_ODD)
+    elif op == 1:
+        del parent[key]
+    elif op == 2 and isinstance(parent, dict):
+        parent[draw(_KEYS)] = draw(_ODD)
+    else:  # a copy of another member here
+        source = value
+        for step in draw(st.sampled_from(paths)):
+            source = source[step]
+        parent[key] = json.loads(json.dumps(source))
+    return value
+
+
+def _run_mutated(impl: ModuleType, provider: str, form: str, payload: Any) -> Any:
+    """The response (and each snapshot of a stream), or the error in full."""
+    snapshots: list[Any] = []
+    try:
+        if form == "body":
+            return ("ok", impl.normalize(json.dumps(payload), provider=provider))
+        assembler = impl.StreamAssembler(provider)
+        for name, data in payload:
+            assembler.feed_event(data if isinstance(data, str) else json.dumps(data), event=name)
+            snapshots.append(repr(assembler.snapshot()))
+        return ("ok", assembler.finish(), snapshots)
+    except OutputError as err:
+        return ("error", type(err).__name__, err.code, err.message, err.path, err.offset, err.retryable, snapshots)
+
+
+@given(data=st.data())
+@settings(deadline=None)
+def test_mutated_recordings_agree(both: tuple[ModuleType, ModuleType], data: st.DataObject) -> None:
+    """A real recording with events dropped, repeated, swapped or cut, or a
+    member of an event or body replaced, dropped, added or copied: the same
+    response, snapshots and error (code, message, path, offset) on both."""
+    provider, form, payload = data.draw(st.sampled_from(_RECORDED))
+    if form == "body":
+        payload = data.draw(_mutated_value(payload))
+    else:
+        events = list(payload)
+        for _ in range(data.draw(st.integers(1, 3))):
+            if not events:
+                break
+            i, op = data.draw(st.integers(0, len(events) - 1)), data.draw(st.integers(0, 4))
+            if op == 0:
+                del events[i]
+            elif op == 1:
+                events.insert(i, events[i])
+            elif op == 2:
+                j = data.draw(st.integers(0, len(events) - 1))
+                events[i], events[j] = events[j], events[i]
+            elif op == 3:
+                del events[i:]
+            else:
+                name, value = events[i]
+                events[i] = (name, data.draw(_mutated_value(value)))
+        payload = events
+    native, pure = both
+    assert _run_mutated(native, provider, form, payload) == _run_mutated(pure, provider, form, payload)

@@ -24,7 +24,9 @@ from typing import Final as _Final
 
 from . import _backend, _pure
 from . import providers as _providers
+from ._pure.envelope import envelope_limits as _envelope_limits
 from .errors import StreamError as _StreamError
+from .limits import DEFAULT_LIMITS as _DEFAULT_LIMITS
 from .limits import Limits as _Limits
 from .types import CanonicalEvent as _CanonicalEvent
 from .types import NormalizedResponse as _NormalizedResponse
@@ -59,10 +61,12 @@ def detect(payload: object, *, stream: bool = True) -> str:
 
 
 def _decode(data: object, limits: _Limits | None = None) -> object:
-    """``data`` decoded for detection (None when it is not JSON)."""
+    """``data`` decoded for detection (None when it is not JSON), under the
+    limits the backend reads event data and bodies with (a body of 9 MiB, or
+    nested 70 deep, is one ``normalize`` reads: detection must read it too)."""
     if isinstance(data, (bytes, bytearray, memoryview, str)):
         try:
-            return _backend.impl.loads(data, limits=limits)
+            return _backend.impl.loads(data, limits=_envelope_limits(limits or _DEFAULT_LIMITS))
         except ValueError:
             return None
     return data

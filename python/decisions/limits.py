@@ -75,6 +75,9 @@ class Limits:
     #: 4 MiB of a tool result's content as text (a string as is, anything else as
     #: JSON): a whole source file or a long command log; more is for the host to cut.
     max_result_bytes: int = 4 * MiB
+    #: 10,000 effects a tool result may claim (each one is looked at, digested
+    #: and stored); their paths together are bounded by ``max_result_bytes``.
+    max_result_effects: int = 10_000
 
     def __post_init__(self) -> None:
         for field in fields(self):
@@ -91,4 +94,4 @@ DEFAULT_LIMITS: Final = Limits()
 
 #: The fields the native core neither reads nor holds: they bound work done in
 #: Python only (the core's copy of the limits has every other field).
-PYTHON_ONLY: Final = frozenset({"max_result_bytes"})
+PYTHON_ONLY: Final = frozenset({"max_result_bytes", "max_result_effects"})

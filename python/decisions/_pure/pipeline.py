@@ -194,7 +194,8 @@ def _check_options(limits: Limits | None, choice: int | None) -> Limits:
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
     if choice is not None and (type(choice) is not int or not 0 <= choice < 2**32):
-        raise ValueError(f"choice must be an int from 0 to 2**32 - 1, or None, not {choice!r}")
+        shown = repr(choice) if type(choice) is int else type(choice).__name__  # a value's repr may recurse
+        raise ValueError(f"choice must be an int from 0 to 2**32 - 1, or None, not {shown}")
     return DEFAULT_LIMITS if limits is None else limits
 
 
@@ -215,7 +216,7 @@ class StreamAssembler:
             kind = type(keep_events).__name__
             raise TypeError(f"argument 'keep_events': '{kind}' object cannot be converted to 'PyBool'")
         checked = _check_options(limits, choice)
-        provider = plain(provider)
+        provider = plain(provider) if isinstance(provider, str) else provider  # the TypeError names its type
         self._pipeline = Pipeline(provider, _mapper(provider, choice), checked, keep_events)
         self._provider = provider
         # one thread at a time, ``abort``, ``state`` and ``provider`` excepted: they
@@ -302,7 +303,7 @@ def normalize(
 ) -> NormalizedResponse:
     """A whole non-streaming response body -> :class:`NormalizedResponse`."""
     checked = _check_options(limits, choice)
-    provider = plain(provider)
+    provider = plain(provider) if isinstance(provider, str) else provider  # the TypeError names its type
     mapper = _mapper(provider, choice)
     if isinstance(body, (dict, list)):
         text: str | bytes | bytearray | memoryview = payload_text(body)

@@ -77,7 +77,9 @@ def create(cur: Any, statements: Iterable[str], columns: Callable[[Any, str], se
     found = cur.fetchone()[0]
     if found != SCHEMA_VERSION:
         raise ResultError(
-            "LEDGER_UNAVAILABLE", f"the ledger has schema version {found}, this code reads {SCHEMA_VERSION}"
+            "LEDGER_UNAVAILABLE",
+            f"the ledger has schema version {found}, this code reads {SCHEMA_VERSION}",
+            retryable=False,
         )
 
 

@@ -8,7 +8,8 @@ loser re-checks the condition against the winner's committed row, so it is
 not granted. Leases are judged by the server's clock (``clock_timestamp()``),
 never by the workers'. A transaction that hits a deadlock or a serialisation
 failure is retried a few times; a lost connection, or a lock held elsewhere for
-longer than ``timeout``, is ``LEDGER_UNAVAILABLE``.
+longer than ``timeout``, is ``LEDGER_UNAVAILABLE``; so is (not retryable) any
+other error of the database (tables of another shape, a missing privilege).
 """
 
 from __future__ import annotations
@@ -38,6 +39,22 @@ def _columns(cur: Any, table: str) -> set[str]:
         (table,),
     )
     return {row[0] for row in cur.fetchall()}
+
+
+def _refused(error: Any) -> ResultError:
+    """``LEDGER_UNAVAILABLE`` (not retryable) for a statement the database
+    refused for good: a column or table missing or of another type, a
+    constraint the ledger does not know, a privilege it lacks."""
+    diag = getattr(error, "diag", None)
+    primary = getattr(diag, "message_primary", None)
+    detail = f"{type(error).__name__}" + (f": {primary}" if primary else "")
+    return ResultError(
+        "LEDGER_UNAVAILABLE",
+        f"PostgreSQL ledger: {detail}",
+        retryable=False,
+        hint="the ledger's tables are not what this version writes, or its user lacks a privilege: "
+        "check the database's schema and permissions",
+    )
 
 
 class _Cursor:
@@ -88,7 +105,11 @@ class PostgresDatabase:
                 f"PostgreSQL ledger: {type(error).__name__}",
                 hint="check that the server runs and the URL is right",
             ) from None
-        self.run(self._setup)
+        try:
+            self.run(self._setup)
+        except BaseException:  # a ledger refused (another version, tables it cannot use) leaves no connection open
+            self._conn.close()
+            raise
 
     @staticmethod
     def _setup(cur: Any) -> None:
@@ -115,6 +136,8 @@ class PostgresDatabase:
                     ) from None
             except self._psycopg.OperationalError as error:
                 raise ResultError("LEDGER_UNAVAILABLE", f"PostgreSQL ledger: {type(error).__name__}") from None
+            except self._psycopg.Error as error:  # tables of another shape, no privilege: not transient
+                raise _refused(error) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:

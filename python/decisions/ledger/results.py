@@ -157,9 +157,38 @@ def _json_bytes(value: Any, budget: int) -> int:
     return size
 
 
+def _check_effects_size(result: ToolResult, limits: Limits) -> None:
+    """``RESULT_TOO_LARGE`` at ``$.effects`` when ``result`` claims more than
+    ``limits.max_result_effects`` effects, or effects whose paths and digests
+    have more than ``limits.max_result_bytes`` bytes together."""
+    effects = result.effects
+    count, room = limits.max_result_effects, limits.max_result_bytes
+    if len(effects) > count:
+        what = f"claims {len(effects)} effects, more than {count}"
+    else:
+        size = 0
+        for effect in effects:
+            size += _text_bytes(effect.path, room - size) + len(effect.digest or "")
+            if size > room:
+                break
+        if size <= room:
+            return
+        what = f"claims effects of more than {room} bytes"
+    raise ResultError(
+        "RESULT_TOO_LARGE",
+        f"the result for {result.call_id!r} {what}",
+        path="$.effects",
+        call_id=result.call_id,
+        retryable=False,
+        hint="claim the files the call changed, not more (or raise Limits.max_result_effects)",
+    )
+
+
 def check_result_size(result: ToolResult, limits: Limits = DEFAULT_LIMITS) -> None:
     """``RESULT_TOO_LARGE`` when ``result``'s content as text (:attr:`ToolResult.text`)
-    has more than ``limits.max_result_bytes`` bytes, measured before it is written."""
+    has more than ``limits.max_result_bytes`` bytes, measured before it is written,
+    or (at ``$.effects``) when it claims more than ``limits.max_result_effects``
+    effects, or effects of more than ``max_result_bytes`` bytes."""
     content = result.content
     limit = limits.max_result_bytes
     if isinstance(content, str):
@@ -175,6 +204,7 @@ def check_result_size(result: ToolResult, limits: Limits = DEFAULT_LIMITS) -> No
             retryable=False,
             hint="cut or summarise the tool's output before handing it back",
         )
+    _check_effects_size(result, limits)
 
 
 #: ``check(arguments, result)`` returns the effects it observed (each claimed

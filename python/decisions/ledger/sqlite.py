@@ -100,7 +100,11 @@ class SQLiteDatabase:
             self._conn.create_function("ledger_now", 0, time.time)
         except sqlite3.Error as error:
             raise _unavailable(url, error) from None
-        self.run(self._setup)
+        try:
+            self.run(self._setup)
+        except BaseException:  # a ledger refused (another version, tables it cannot use) leaves no connection open
+            self._conn.close()
+            raise
 
     @staticmethod
     def _setup(cur: Any) -> None:
@@ -123,6 +127,13 @@ class SQLiteDatabase:
                 self._conn.execute("ROLLBACK")
             if isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError:  # locked, corrupt
                 raise _unavailable(self.url, error) from None
+            if isinstance(error, sqlite3.Error):  # tables of another shape (a constraint, a trigger): not transient
+                raise ResultError(
+                    "LEDGER_UNAVAILABLE",
+                    f"SQLite ledger {self.url}: {type(error).__name__}: {error}",
+                    retryable=False,
+                    hint="the ledger's tables are not what this version writes: check the database's schema",
+                ) from None
             raise
 
     def close(self) -> None:

@@ -17,7 +17,8 @@ length that differ only where either holds a non-ASCII character (a
 Cyrillic ``а`` for a Latin ``a``), are look-alikes. A call to a look-alike
 of a known name is ``AMBIGUOUS_TOOL_NAME``; a name that is empty or holds
 whitespace, control or invisible characters (format characters, the Hangul
-fillers, the blank Braille pattern) is ``INVALID_TOOL_NAME``, whatever is
+fillers, the blank Braille pattern, the variation selectors and the other
+default-ignorable marks) is ``INVALID_TOOL_NAME``, whatever is
 known. Registering two look-alikes is a
 configuration error (ValueError).
 """
@@ -54,6 +55,27 @@ _MARKS: Final = frozenset({"Mn", "Mc", "Me"})
 #: Letters and symbols that render as nothing: the Hangul fillers (default
 #: ignorable, though their category is Lo) and the blank Braille pattern.
 _BLANK: Final = frozenset({"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"})
+#: Marks (category Mn) that are default ignorable, so render as nothing: the
+#: combining grapheme joiner, the Khmer inherent vowels, the Mongolian free
+#: variation selectors and every variation selector (code point ranges).
+_IGNORABLE_MARKS: Final = (
+    (0x034F, 0x034F),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180D),
+    (0x180F, 0x180F),
+    (0xFE00, 0xFE0F),
+    (0xE0100, 0xE01EF),
+)
+
+
+def _invisible(char: str) -> bool:
+    """Whether ``char`` is whitespace, a control, format, surrogate, private
+    use or unassigned code point, or a letter or mark that renders as nothing."""
+    category = unicodedata.category(char)
+    if char.isspace() or char in _BLANK or category in _INVALID_CATEGORIES:
+        return True
+    code = ord(char)
+    return category == "Mn" and any(low <= code <= high for low, high in _IGNORABLE_MARKS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,7 +162,7 @@ def _name_problem(name: str) -> str | None:
     if not name:
         return "is empty"
     for char in name:
-        if char.isspace() or char in _BLANK or unicodedata.category(char) in _INVALID_CATEGORIES:
+        if _invisible(char):
             return f"holds the character U+{ord(char):04X} ({unicodedata.category(char)}: whitespace, control or invisible)"
     return None
 

@@ -74,7 +74,10 @@ impl Status {
         if self.is_cancelled() {
             return State::Failed;
         }
-        State::ALL[usize::from(self.state.load(Ordering::Relaxed)).min(4)]
+        State::ALL
+            .get(usize::from(self.state.load(Ordering::Relaxed)))
+            .copied()
+            .unwrap_or(State::Failed)
     }
 
     /// `abort()`: the assembler fails with `STREAM_CANCELLED` at its next event or call.

@@ -117,6 +117,13 @@ pub fn check(data: &str, limits: &Limits, fields: &[&[Seg]]) -> Result<(), CoreE
     Envelope::default().check(data, limits, fields)
 }
 
+/// The error of event data (or a body) longer than `max_sse_event_bytes`,
+/// known to be so without reading it (a binding measured a str's UTF-8
+/// length from its characters): what [`Envelope::check`] gives such text.
+pub fn too_large(limits: &Limits, fields: &[&[Seg]]) -> CoreError {
+    classify("", Code::DOCUMENT_TOO_LARGE, 0, limits, fields)
+}
+
 /// The error for rule `code` broken at character `pos` of `data`.
 pub fn classify(
     data: &str,

@@ -93,6 +93,17 @@ impl Pipeline {
         self.assembler.finish(self.mapper.unknown_events())
     }
 
+    /// One event's data known (measured, not read) to be longer than
+    /// `max_sse_event_bytes`: the error [`Pipeline::feed_event`] gives it,
+    /// the assembler failed with it.
+    pub fn event_too_large(&mut self) -> CoreError {
+        if let Err(error) = self.assembler.check_usable() {
+            return error;
+        }
+        let error = crate::core::envelope::too_large(&self.limits, self.mapper.argument_fields());
+        self.assembler.fail(error)
+    }
+
     /// Fail the stream with `error` (a payload the caller could not turn
     /// into event data); returns the error to raise.
     pub fn fail(&mut self, error: CoreError) -> CoreError {
@@ -146,6 +157,13 @@ thread_local! {
     /// The envelope checker of whole bodies, its working memory kept from
     /// one body to the next on this thread.
     static BODY_ENVELOPE: std::cell::RefCell<Envelope> = std::cell::RefCell::new(Envelope::default());
+}
+
+/// A whole body known (measured, not read) to be longer than
+/// `max_sse_event_bytes`: the error [`normalize`] gives it.
+pub fn body_too_large(mapper: &dyn Mapper, limits: Limits) -> CoreError {
+    let error = crate::core::envelope::too_large(&limits, mapper.argument_fields());
+    body_error(None, "", error)
 }
 
 /// A whole non-streaming body given to `provider`: envelope rule ->

@@ -180,9 +180,8 @@ impl Decoder {
             id: None,
             retry: None,
         }));
-        result.map_err(|e| {
+        result.inspect_err(|e| {
             self.failed = Some(e.code);
-            e
         })
     }
 
@@ -346,9 +345,8 @@ impl Decoder {
     pub fn finish(&mut self) -> Result<(), CoreError> {
         self.check()?;
         if let Some(splitter) = &self.array {
-            return splitter.finish().map_err(|e| {
+            return splitter.finish().inspect_err(|e| {
                 self.failed = Some(e.code);
-                e
             });
         }
         if !self.line.is_empty() || !self.bom_held.is_empty() || self.has_data {

@@ -67,10 +67,15 @@ fn options(
             match value {
                 Some(v) => Some(v as usize),
                 None => {
+                    // an int is shown, anything else by its type: a value's repr may recurse
+                    let shown = if c.is_exact_instance_of::<pyo3::types::PyInt>() {
+                        c.repr()?.to_string()
+                    } else {
+                        c.get_type().name()?.to_string()
+                    };
                     return Err(PyValueError::new_err(format!(
-                        "choice must be an int from 0 to 2**32 - 1, or None, not {}",
-                        c.repr()?
-                    )))
+                        "choice must be an int from 0 to 2**32 - 1, or None, not {shown}"
+                    )));
                 }
             }
         }
@@ -102,6 +107,20 @@ fn dumps(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Result<String, Co
 fn text_of<'a>(text: &'a Bound<'_, PyString>) -> Result<&'a str, CoreError> {
     text.to_str()
         .map_err(|_| malformed("event data is not valid UTF-8"))
+}
+
+/// Whether the str `text` has more than `limit` bytes of UTF-8, told from
+/// its characters before CPython builds its UTF-8 form (and keeps it on the
+/// str for the str's lifetime); a str with a lone surrogate is read as
+/// before, and refused as not UTF-8 first, as in the pure twin.
+fn str_too_large(text: &Bound<'_, PyString>, limit: usize) -> bool {
+    use crate::py::json::{str_utf8_size, utf8_over};
+    // SAFETY: a live str, with the GIL held (the caller has `text`). Its
+    // length and kind settle most strs at once (no pass over the characters).
+    unsafe {
+        utf8_over(text.as_ptr(), limit)
+            && str_utf8_size(text.as_ptr()).is_some_and(|size| size > limit)
+    }
 }
 
 fn utf8(bytes: &[u8]) -> Result<&str, CoreError> {
@@ -328,6 +347,9 @@ impl Inner {
                 dumps(py, &dict)?
             }
             Payload::Json(value) => dumps(py, value)?,
+            Payload::Text(text) if str_too_large(text, self.limits.max_sse_event_bytes) => {
+                return Err(core_err(py, self.pipeline.event_too_large()));
+            }
             Payload::Text(text) => text_of(text).map(str::to_owned),
             Payload::Bytes => {
                 // read where it lies: an event past max_sse_event_bytes is
@@ -552,6 +574,11 @@ pub fn normalize(
 ) -> PyResult<Py<PyAny>> {
     let (limits, choice) = options(py, limits, choice)?;
     let (provider, mapper) = mapper(provider, choice)?;
+    if let Ok(text) = body.downcast::<PyString>() {
+        if str_too_large(text, limits.max_sse_event_bytes) {
+            return Err(core_err(py, pipeline::body_too_large(&*mapper, limits)));
+        }
+    }
     // The text is read where it lies (a str's UTF-8, the bytes themselves);
     // only a dict or list payload is written out first.
     let run = |text: Result<&str, CoreError>, free: bool| -> PyResult<Py<PyAny>> {

@@ -782,7 +782,7 @@ pub(crate) fn loads(
 /// # Safety
 /// `ptr` is a live str and the GIL is held.
 #[cfg(not(feature = "abi3"))]
-unsafe fn utf8_over(ptr: *mut ffi::PyObject, bound: usize) -> bool {
+pub(crate) unsafe fn utf8_over(ptr: *mut ffi::PyObject, bound: usize) -> bool {
     let len = ffi::PyUnicode_GetLength(ptr) as usize;
     let widest = match ffi::PyUnicode_KIND(ptr) {
         _ if ffi::PyUnicode_IS_ASCII(ptr) != 0 => 1,
@@ -800,8 +800,46 @@ unsafe fn utf8_over(ptr: *mut ffi::PyObject, bound: usize) -> bool {
 /// # Safety
 /// `ptr` is a live str and the GIL is held.
 #[cfg(feature = "abi3")]
-unsafe fn utf8_over(ptr: *mut ffi::PyObject, bound: usize) -> bool {
+pub(crate) unsafe fn utf8_over(ptr: *mut ffi::PyObject, bound: usize) -> bool {
     ffi::PyUnicode_GetLength(ptr) as usize > bound
+}
+
+/// The bytes of a str's UTF-8 form, counted from its characters without
+/// building that form (CPython caches it on the str once built), or None
+/// when it has none (a lone surrogate: refused as not UTF-8 first).
+///
+/// # Safety
+/// `ptr` is a live str and the GIL is held.
+#[cfg(not(feature = "abi3"))]
+pub(crate) unsafe fn str_utf8_size(ptr: *mut ffi::PyObject) -> Option<usize> {
+    let len = ffi::PyUnicode_GetLength(ptr) as usize;
+    let data = ffi::PyUnicode_DATA(ptr);
+    let surrogate = |c: u32| (0xD800..=0xDFFF).contains(&c);
+    match ffi::PyUnicode_KIND(ptr) {
+        ffi::PyUnicode_2BYTE_KIND => {
+            let chars = std::slice::from_raw_parts(data.cast::<u16>(), len);
+            if chars.iter().any(|&c| surrogate(u32::from(c))) {
+                return None;
+            }
+        }
+        ffi::PyUnicode_4BYTE_KIND => {
+            let chars = std::slice::from_raw_parts(data.cast::<u32>(), len);
+            if chars.iter().any(|&c| surrogate(c)) {
+                return None;
+            }
+        }
+        _ => {}
+    }
+    Some(utf8_len(ptr))
+}
+
+/// Without the str's internals (abi3): None, so the caller reads the str.
+///
+/// # Safety
+/// `ptr` is a live str and the GIL is held.
+#[cfg(feature = "abi3")]
+pub(crate) unsafe fn str_utf8_size(_ptr: *mut ffi::PyObject) -> Option<usize> {
+    None
 }
 
 /// The bytes of a str's UTF-8 form (a surrogate counted as its 3 bytes),

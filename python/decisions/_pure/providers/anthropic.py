@@ -27,7 +27,9 @@ over one that says "done"):
 
 Mapping:
 - content block ``index`` *n* becomes item ``block_<n>``; a ``tool_use`` block
-  keeps its ``id`` as the call id.
+  keeps its ``id`` as the call id. Blocks are the message's content in order:
+  a block started before the one before it (``index`` 2 after block 0) is
+  ``MALFORMED_EVENT`` at ``$.index`` (an event was lost, maybe a call).
 - ``text`` → text item; ``thinking`` → reasoning item (``signature_delta`` is
   its signature); ``redacted_thinking`` → reasoning item with empty text whose
   signature is the opaque ``data``.
@@ -374,6 +376,12 @@ class AnthropicMapper:
             self._delta(payload, what, out)
         elif event_type == "content_block_start":
             index = _req_index(payload, what, "$")
+            if index > len(self._blocks):  # blocks are the message's content, in order: one went missing
+                raise located(
+                    "MALFORMED_EVENT",
+                    f"anthropic content block {index} started before block {len(self._blocks)}: an event was lost",
+                    "$.index",
+                )
             self._open_block(index, payload.get("content_block"), what, "$.content_block", out)
         elif event_type == "content_block_stop":
             self._close_block(_req_index(payload, what, "$"), out)

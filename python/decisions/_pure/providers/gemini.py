@@ -10,7 +10,10 @@ the body) is the terminal. The finish reason is the last ``finishReason`` of
 the selected candidate seen by then (earlier Vertex models put ``STOP`` on
 every chunk; current ones may send usage or citations after it), except that
 a veto (a ``blockReason`` or any finish other than ``STOP``) is kept whatever
-follows it. A response that ends without any is finished with ``unknown``
+follows it. Content (a ``functionCall``, text) in a chunk whose candidate
+gives no ``finishReason``, after a chunk that gave ``STOP``, came after the
+end: ``EVENT_AFTER_TERMINAL`` at the part's path (after a veto, the veto
+refuses the response). A response that ends without any is finished with ``unknown``
 (raw ``None``), which ``decide`` refuses. An ``error`` object fails the
 response at once; any chunk after it is ``EVENT_AFTER_TERMINAL``.
 
@@ -217,8 +220,9 @@ def parse_path(path: str) -> list[str | int]:
     return segments
 
 
-def _assign(root: dict[str, Any], segments: list[str | int], value: Any, append: bool) -> None:
-    """Set ``value`` at ``segments`` under ``root`` (or append to the string there)."""
+def _assign(root: dict[str, Any], segments: list[str | int], value: Any, append: bool) -> tuple[Any, str | int]:
+    """Set ``value`` at ``segments`` under ``root`` (or append to the string
+    there); returns where it is (the container and its key or index)."""
     conflict = new_error("MALFORMED_EVENT", "gemini partialArgs assign a path that conflicts with an earlier one")
     node: Any = root
     for seg, nxt in zip(segments, segments[1:]):
@@ -258,15 +262,27 @@ def _assign(root: dict[str, Any], segments: list[str | int], value: Any, append:
             raise conflict
         else:
             node.append(value)
+    return node, last
 
 
 class _StreamedCall:
-    __slots__ = ("item_id", "args", "continuing")
+    __slots__ = ("item_id", "args", "continuing", "target", "pieces")
 
     def __init__(self, item_id: str, args: dict[str, Any]) -> None:
         self.item_id = item_id
         self.args = args
-        self.continuing: str | None = None
+        self.continuing: str | None = None  # the jsonPath of the string that continues
+        # where that string is, and its pieces so far: joined once it ends
+        # (adding each piece to the string would copy it again and again)
+        self.target: tuple[Any, str | int] | None = None
+        self.pieces: list[str] = []
+
+    def settle(self) -> None:
+        """Put the continuing string, joined, where it belongs."""
+        if self.target is not None:
+            node, last = self.target
+            node[last] = "".join(self.pieces)
+            self.target, self.pieces = None, []
 
 
 class GeminiMapper:
@@ -298,6 +314,8 @@ class GeminiMapper:
         self._blocked = False  # a safety rating of the selected candidate or the prompt said "blocked"
         # the finish seen so far: (raw, is a blockReason); a veto is never replaced
         self._finish_seen: tuple[str, bool] | None = None
+        # this chunk's candidate gives no finishReason, an earlier one did: it may carry no content
+        self._after_finish = False
 
     # ------------------------------------------------------------ helpers
 
@@ -403,6 +421,12 @@ class GeminiMapper:
             raise located(
                 "MALFORMED_EVENT", "gemini part interrupts a function call whose arguments are still streaming", at
             )
+        if self._after_finish and (fc is not None or text):
+            raise located(
+                "EVENT_AFTER_TERMINAL",
+                "gemini content arrived in a chunk without a finishReason after the chunk that gave one",
+                at,
+            )
         if thought:
             item_id = self._item("reasoning", out)
             if text or signature:
@@ -443,6 +467,7 @@ class GeminiMapper:
             entry_at = f"{at}.partialArgs[{k}]"
             self._partial(call, _obj(entry, "partialArgs entry", entry_at), entry_at)
         if not will_continue:
+            call.settle()
             out.append(ToolArgumentsDelta(item_id=call.item_id, delta=_canonical(call.args, what, f"{at}.args")))
             out.append(ItemEnded(item_id=call.item_id))
             self._call = None
@@ -475,12 +500,20 @@ class GeminiMapper:
         append = call.continuing == path
         if append and key != "stringValue":
             raise _malformed(what, value_at)
-        try:
-            _assign(call.args, parse_path(path), value, append)
-        except OutputError as error:
-            error.path = f"{at}.jsonPath"
-            raise
+        if append:  # the same path as the entry before: the string there goes on
+            call.pieces.append(value)
+        else:
+            call.settle()
+            try:
+                target = _assign(call.args, parse_path(path), value, append)
+            except OutputError as error:
+                error.path = f"{at}.jsonPath"
+                raise
+            if will_continue and key == "stringValue":
+                call.target, call.pieces = target, [value]
         call.continuing = path if will_continue and key == "stringValue" else None
+        if call.continuing is None:
+            call.settle()
 
     # ------------------------------------------------------------ chunks
 
@@ -528,6 +561,8 @@ class GeminiMapper:
             at = f"$.candidates[{position}]"
             content = _opt_obj(candidate, "content", "candidate", at)
             finish = _opt_str(candidate, "finishReason", "candidate", at)
+            # (after a veto, the veto is what refuses the response)
+            self._after_finish = finish is None and self._finish_seen is not None and not self._vetoed()
             if _any_blocked(candidate, "candidate", at):
                 self._blocked = True
             parts_at = f"{at}.content.parts"

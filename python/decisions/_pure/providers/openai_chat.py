@@ -49,9 +49,13 @@ that says "done"):
   entry) or in a top-level ``prompt_filter_results[].content_filter_results``
   -> the finish is ``content_filter`` whatever ``finish_reason`` says
   (``CONTENT_FILTERED``, the raw reason kept); after the finish_reason,
-  ``CONTENT_FILTERED`` at once. ``filtered: false``, a category without
-  ``filtered`` (``error``) and no results at all change nothing; results of
-  another shape are ``MALFORMED_EVENT`` at the field's path.
+  ``CONTENT_FILTERED`` at once. ``filtered: false`` and no results at all
+  change nothing; results of another shape are ``MALFORMED_EVENT`` at the
+  field's path. An ``error`` in the results (their own ``error`` member, or
+  one on a category or entry) says the filter did not run: the output (or
+  the prompt) was not screened, so unless a filter already withheld it the
+  response is refused at once with ``PROVIDER_ERROR`` (retryable) at the
+  error's path.
 """
 
 from __future__ import annotations
@@ -107,10 +111,10 @@ def _invalid(name: str, detail: str, path: str) -> OutputError:
 
 def _top(
     d: Any, what: str
-) -> tuple[str | None, str | None, list[Any], UsageReported | None, ResponseFailed | None, str | None]:
+) -> tuple[str | None, str | None, list[Any], UsageReported | None, ResponseFailed | None, _Annotation | None]:
     """The members a chunk and a body share, checked in this order: id,
     model, choices (an array), usage (and its event), error (and its
-    failure), prompt_filter_results (the path of the first filtered one)."""
+    failure), prompt_filter_results (what they say: see :data:`_Annotation`)."""
     d = _obj(d, what, "$")
     rid = _opt_str(d, "id", what, "$")
     model = _opt_str(d, "model", what, "$")
@@ -119,24 +123,45 @@ def _top(
     usage_event = None if usage is None else _usage(usage, what, "$.usage")
     err = d.get("error")
     failed = None if err is None else failure(_S, err, what, "$.error")
-    prompt_filtered = None
+    prompt_filtered: _Annotation | None = None
     for position, entry in enumerate(_opt_list(d, "prompt_filter_results", what, "$") or []):
         at = f"$.prompt_filter_results[{position}]"
         results = _opt_obj(_obj(entry, what, at), "content_filter_results", what, at)
-        hit = None if results is None else _filtered(results, what, f"{at}.content_filter_results")
-        prompt_filtered = prompt_filtered or hit
+        note = None if results is None else _filtered(results, what, f"{at}.content_filter_results")
+        prompt_filtered = _first(prompt_filtered, note)
     return rid, model, choices, usage_event, failed, prompt_filtered
 
 
-def _filtered(results: dict[str, Any], what: str, at: str) -> str | None:
-    """The path of the first category of Azure's ``content_filter_results``
-    at ``at`` that says ``filtered: true`` (categories in sorted order), or
-    None; every category is an object (its ``details`` entries too) or a
-    list of objects, whose ``filtered`` is a boolean when present."""
+#: what one content-filter annotation says: ``(path, True)`` for the first
+#: ``filtered: true``, ``(path, False)`` for the first ``error`` (the filter
+#: did not run); a filter that withheld output wins over one that did not run
+_Annotation = tuple[str, bool]
+
+
+def _first(one: _Annotation | None, other: _Annotation | None) -> _Annotation | None:
+    """The annotation that wins of two: a filter hit over a filter that did
+    not run, else the earlier."""
+    if one is None or (other is not None and other[1] and not one[1]):
+        return other
+    return one
+
+
+def _filtered(results: dict[str, Any], what: str, at: str) -> _Annotation | None:
+    """What Azure's ``content_filter_results`` at ``at`` says (see
+    :data:`_Annotation`; categories in sorted order), or None. Every
+    category is an object (its ``details`` entries too) or a list of
+    objects, whose ``filtered`` is a boolean when present; the results'
+    own ``error``, when not null, is an object."""
     hit = None
+    unscreened = None
     for category in sorted(results):
         where = f"{at}.{category}"
         value = results[category]
+        if category == "error":
+            if value is not None:
+                _obj(value, what, where)
+                unscreened = unscreened or where
+            continue
         if type(value) is list:
             entries = [(f"{where}[{i}]", entry) for i, entry in enumerate(value)]
         else:
@@ -144,9 +169,14 @@ def _filtered(results: dict[str, Any], what: str, at: str) -> str | None:
             details = _opt_list(value, "details", what, where) or []
             entries += [(f"{where}.details[{i}]", entry) for i, entry in enumerate(details)]
         for place, entry in entries:
-            if _opt_bool(_obj(entry, what, place), "filtered", what, place):
+            entry = _obj(entry, what, place)
+            if _opt_bool(entry, "filtered", what, place):
                 hit = hit or place
-    return hit
+            if entry.get("error") is not None:
+                unscreened = unscreened or f"{place}.error"
+    if hit is not None:
+        return hit, True
+    return None if unscreened is None else (unscreened, False)
 
 
 def _usage(value: Any, what: str, at: str) -> UsageReported:
@@ -167,9 +197,9 @@ def _usage(value: Any, what: str, at: str) -> UsageReported:
     )
 
 
-#: one checked choice: (position, index, parts, finish_reason, the path of
-#: its first filtered content_filter_results category or None)
-_ChoiceRead = tuple[int, "int | None", "_Parts | None", "str | None", "str | None"]
+#: one checked choice: (position, index, parts, finish_reason, what its
+#: content_filter_results say or None)
+_ChoiceRead = tuple[int, "int | None", "_Parts | None", "str | None", "_Annotation | None"]
 
 
 def _choice(raw: Any, position: int, body: bool, what: str) -> _ChoiceRead:
@@ -277,7 +307,7 @@ class OpenAIChatMapper:
         if content is not None or type(calls) is not list or len(calls) != 1:
             return None
         call = calls[0]
-        if type(call) is not dict or call.get("id") is not None:
+        if type(call) is not dict or call.get("id") is not None or call.get("type") not in (None, "", "function"):
             return None
         fn = call.get("function")
         if type(fn) is not dict or fn.get("name") is not None:
@@ -322,9 +352,21 @@ class OpenAIChatMapper:
         self._response_id = rid
         out.append(ResponseStarted(response_id=rid, model=model))
 
-    def _filter(self, at: str) -> None:
+    def _filter(self, note: _Annotation) -> None:
         """A ``filtered: true`` annotation at ``at``: the finish will be
-        ``content_filter``; after the finish, ``CONTENT_FILTERED`` at once."""
+        ``content_filter``; after the finish, ``CONTENT_FILTERED`` at once.
+        A filter that did not run: ``PROVIDER_ERROR`` at once, unless a
+        filter already withheld output."""
+        at, ran = note
+        if not ran:
+            if self._filtered is not None:
+                return
+            raise new_error(
+                "PROVIDER_ERROR",
+                "the content filter did not run, so the output was not screened",
+                path=at,
+                retryable=True,
+            )
         if self._finished:
             raise located("CONTENT_FILTERED", "the content filter withheld output after the finish_reason", at)
         if self._filtered is None:
@@ -411,7 +453,7 @@ class OpenAIChatMapper:
             call = self._new_call(call_id, name, name_at, out)
             self._calls[index] = call
         elif name and name != call.name:
-            raise new_error("CALL_NAME_CHANGED", f"tool call {call.call_id} was named {call.name!r}, then {name!r}")
+            raise new_error("CALL_NAME_CHANGED", f'tool call {call.call_id} was named "{call.name}", then "{name}"')
         if arguments:
             out.append(ToolArgumentsDelta(item_id=call.item_id, delta=arguments))
 
@@ -420,7 +462,7 @@ class OpenAIChatMapper:
         if call is None:
             call = self._legacy = self._new_call(None, name, name_at, out)
         elif name and name != call.name:
-            raise new_error("CALL_NAME_CHANGED", f"function call {call.call_id} was named {call.name!r}, then {name!r}")
+            raise new_error("CALL_NAME_CHANGED", f'function call {call.call_id} was named "{call.name}", then "{name}"')
         if arguments:
             out.append(ToolArgumentsDelta(item_id=call.item_id, delta=arguments))
 
@@ -549,6 +591,14 @@ def _delta_parts(delta: dict[str, Any], what: str, at: str) -> _Parts:
         index = _opt_count(call, "index", what, call_at)
         fn = _opt_obj(call, "function", what, call_at)
         call_id = _opt_str(call, "id", what, call_at)
+        call_type = _opt_str(call, "type", what, call_at)
+        if call_type and call_type != "function":  # a custom tool's call, or one the package does not know
+            raise located(
+                "UNSUPPORTED_ITEM",
+                f'{what}: a tool call of type "{call_type}" is not one the package can represent; '
+                "it may be a call the host must handle, so nothing in the response is decided",
+                call_at,
+            )
         fn_at = f"{call_at}.function"
         parts.tool_calls.append(
             (

@@ -44,7 +44,8 @@ Output check: every delta updates a running length and hash for its item
 finished output items and the output of the terminal ``response`` are compared
 against them: texts and function-call arguments per item, plus each call's
 name and ``call_id``; an item in the final output the stream never carried,
-or a streamed message or call missing from it, is ``OUTPUT_MISMATCH``, except
+or a streamed message or call missing from it, listed twice or in another
+order than the stream's, is ``OUTPUT_MISMATCH``, except
 a reasoning item the stream never announced (OpenRouter sends some only in
 ``response.completed``): it is taken from the output, placed among the streamed
 items at its position in the output, and counted in ``unknown_events`` as
@@ -494,6 +495,10 @@ class OpenAIResponsesMapper:
         for item_id in self._order:
             if item_id not in seen:
                 raise new_error("OUTPUT_MISMATCH", f"{what}: streamed item {item_id} is not in the output")
+        streamed = set(self._order)
+        listed = [item.id for item in final.output if not isinstance(item, str) and item.id in streamed]
+        if listed != self._order:  # another order (the calls would run in it) or an item listed twice
+            raise new_error("OUTPUT_MISMATCH", f"{what}: the output does not list the streamed items in stream order")
         self._finish(final, what == "response.incomplete", out)
 
     def _finish(self, final: Final, incomplete: bool, out: list[CanonicalEvent]) -> None:

@@ -9,7 +9,8 @@
 //! `stop_sequence` and `tool_use` are done; a stop reason that disagrees with
 //! an earlier one keeps the not-done one (two different done ones are
 //! ambiguous: unknown); no content block may start or grow after the
-//! `message_delta` that gave the stop reason.
+//! `message_delta` that gave the stop reason. Content blocks start in
+//! order: one started before the block before it is `MALFORMED_EVENT`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -877,6 +878,15 @@ impl Mapper for AnthropicMapper {
                     "content_block_delta" => self.delta(&env, &what, out),
                     "content_block_start" => {
                         let index = SHAPE.req_index(env.index, &what, ROOT.key("index"))?;
+                        // blocks are the message's content, in order: one went missing
+                        let started = self.blocks.len() as u64;
+                        if index > started {
+                            let message = format!(
+                                "anthropic content block {index} started before block {started}: an event was lost"
+                            );
+                            let error = CoreError::new(Code::MALFORMED_EVENT, message);
+                            return Err(located(error, ROOT.key("index")));
+                        }
                         self.open_block(
                             index,
                             env.content_block,

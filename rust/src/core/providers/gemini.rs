@@ -5,8 +5,10 @@
 //! Terminal authority: Gemini sends no end event; the end of the stream (or
 //! body) is the terminal. The finish reason is the last `finishReason` seen,
 //! except that a veto (a `blockReason`, any finish but `STOP`) is kept
-//! whatever follows; none at all is `unknown` (raw None). An `error` object
-//! fails the response at once; any chunk after it is `EVENT_AFTER_TERMINAL`.
+//! whatever follows; none at all is `unknown` (raw None). Content in a chunk
+//! without a `finishReason` after one that gave it is `EVENT_AFTER_TERMINAL`.
+//! An `error` object fails the response at once; any chunk after it is
+//! `EVENT_AFTER_TERMINAL`.
 //!
 //! Vetoes (the twin's docstring has the table): `error` wins over every
 //! candidate, a `blockReason` over any `finishReason`, a `blocked` safety
@@ -370,6 +372,9 @@ pub struct GeminiMapper {
     blocked: bool,
     /// The finish seen so far: (raw, is a `blockReason`); a veto is kept.
     finish_seen: Option<(String, bool)>,
+    /// This chunk's candidate gives no `finishReason`, an earlier one did:
+    /// it may carry no content.
+    after_finish: bool,
 }
 
 impl GeminiMapper {
@@ -387,6 +392,7 @@ impl GeminiMapper {
             usage: None,
             blocked: false,
             finish_seen: None,
+            after_finish: false,
         }
     }
 
@@ -558,6 +564,16 @@ impl GeminiMapper {
                 err(
                     Code::MALFORMED_EVENT,
                     "gemini part interrupts a function call whose arguments are still streaming",
+                ),
+                at,
+            ));
+        }
+        if self.after_finish && (fc.is_some() || has_text) {
+            return Err(located(
+                err(
+                    Code::EVENT_AFTER_TERMINAL,
+                    "gemini content arrived in a chunk without a finishReason after the chunk \
+                     that gave one",
                 ),
                 at,
             ));
@@ -912,6 +928,8 @@ impl Mapper for GeminiMapper {
             finish = SHAPE
                 .opt_str(candidate.finish_reason, "candidate", at.key("finishReason"))?
                 .map(Cow::into_owned);
+            // (after a veto, the veto is what refuses the response)
+            self.after_finish = finish.is_none() && self.finish_seen.is_some() && !self.vetoed();
             self.blocked |= any_blocked(
                 candidate.safety_ratings,
                 "candidate",

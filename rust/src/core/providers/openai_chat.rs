@@ -76,6 +76,28 @@ struct FilterEntryRaw<'a> {
     filtered: Option<&'a RawValue>,
     #[serde(borrow)]
     details: Option<&'a RawValue>,
+    /// Not null: this category was not screened.
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+/// What one content-filter annotation says: `filtered: true` at `path`
+/// (`ran`), or an `error` at `path`, the filter did not run. A filter that
+/// withheld output wins over one that did not run.
+#[derive(Clone)]
+struct Annotation {
+    path: String,
+    ran: bool,
+}
+
+/// The annotation that wins of two: a filter hit over a filter that did
+/// not run, else the earlier.
+fn first(one: Option<Annotation>, other: Option<Annotation>) -> Option<Annotation> {
+    match (&one, &other) {
+        (None, _) => other,
+        (Some(a), Some(b)) if b.ran && !a.ran => other,
+        _ => one,
+    }
 }
 
 /// A chunk's `delta`, or a body's `message`.
@@ -103,6 +125,8 @@ struct CallRaw<'a> {
     index: Option<&'a RawValue>,
     #[serde(borrow)]
     id: Option<&'a RawValue>,
+    #[serde(borrow, rename = "type")]
+    kind: Option<&'a RawValue>,
     #[serde(borrow)]
     function: Option<&'a RawValue>,
 }
@@ -213,6 +237,8 @@ struct FastDelta<'a> {
 struct FastCall<'a> {
     #[serde(default, deserialize_with = "count")]
     index: Option<u64>,
+    #[serde(rename = "type", default, deserialize_with = "function_type")]
+    _kind: (),
     #[serde(borrow)]
     id: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -225,6 +251,17 @@ struct FastFn<'a> {
     name: Option<&'a RawValue>,
     #[serde(borrow)]
     arguments: Str<'a>,
+}
+
+/// A tool call's `type` the fast paths take: absent, null, `""` or
+/// `"function"`; any other makes the typed read fail, and the general path
+/// refuses it.
+fn function_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    let kind: Option<Cow<'de, str>> = Deserialize::deserialize(d)?;
+    match kind.as_deref() {
+        None | Some("" | "function") => Ok(()),
+        Some(_) => Err(serde::de::Error::custom("not a function call")),
+    }
 }
 
 /// A body read in one typed pass: what the checked readers below would read
@@ -282,6 +319,8 @@ struct FastMessage<'a> {
 struct FastBodyCall<'a> {
     #[serde(default, deserialize_with = "count")]
     index: Option<u64>,
+    #[serde(rename = "type", default, deserialize_with = "function_type")]
+    _kind: (),
     #[serde(borrow)]
     id: Option<Str<'a>>,
     #[serde(borrow)]
@@ -381,8 +420,8 @@ struct Top<'a> {
     choices: Vec<&'a RawValue>,
     usage: Option<Event>,
     failure: Option<Event>,
-    /// The path of the first `filtered: true` in `prompt_filter_results`.
-    prompt_filtered: Option<String>,
+    /// What `prompt_filter_results` say (see [`Annotation`]).
+    prompt_filtered: Option<Annotation>,
 }
 
 fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
@@ -411,8 +450,8 @@ fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
         let p: PromptFilterRaw<'_> = SHAPE.obj(entry, what, at)?;
         let results_at = at.key("content_filter_results");
         if let Some(results) = p.content_filter_results {
-            let hit = filtered(results, what, results_at)?;
-            prompt_filtered = prompt_filtered.or(hit);
+            let note = filtered(results, what, results_at)?;
+            prompt_filtered = first(prompt_filtered, note);
         }
     }
     Ok(Top {
@@ -426,10 +465,12 @@ fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
 }
 
 /// The path of the first category of Azure's `content_filter_results` at
-/// `at` that says `filtered: true` (categories in sorted order), or None;
-/// every category is an object (its `details` entries too) or a list of
-/// objects, whose `filtered` is a boolean when present.
-fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<String>, CoreError> {
+/// `at` that says `filtered: true` (categories in sorted order), else the
+/// path of its first `error` (the filter did not run), or None (see
+/// [`Annotation`]). Every category is an object (its `details` entries too)
+/// or a list of objects, whose `filtered` is a boolean when present; the
+/// results' own `error`, when not null, is an object.
+fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<Annotation>, CoreError> {
     if !super::shape::is_object(raw) {
         return Err(SHAPE.malformed(what, at));
     }
@@ -437,8 +478,18 @@ fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<String>, 
         serde_json::from_str(raw.get()).map_err(|_| SHAPE.malformed(what, at))?;
     let base = at.render();
     let mut hit = None;
+    let mut unscreened = None;
     for (category, value) in results {
         let where_ = format!("{base}.{category}");
+        if category == "error" {
+            if value.get() != "null" {
+                if !super::shape::is_object(value) {
+                    return Err(malformed_at(what, &where_));
+                }
+                unscreened.get_or_insert(where_);
+            }
+            continue;
+        }
         let mut entries: Vec<(String, &RawValue)> = Vec::new();
         if super::shape::is_array(value) {
             let list: Vec<&RawValue> =
@@ -467,12 +518,19 @@ fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<String>, 
                 Some(f) => serde_json::from_str::<bool>(f.get())
                     .map_err(|_| malformed_at(what, &format!("{place}.filtered")))?,
             };
+            if e.error.is_some() && unscreened.is_none() {
+                unscreened = Some(format!("{place}.error"));
+            }
             if yes && hit.is_none() {
                 hit = Some(place);
             }
         }
     }
-    Ok(hit)
+    Ok(match (hit, unscreened) {
+        (Some(path), _) => Some(Annotation { path, ran: true }),
+        (None, Some(path)) => Some(Annotation { path, ran: false }),
+        (None, None) => None,
+    })
 }
 
 /// One content-filter entry, an object, at the rendered path `place`.
@@ -533,8 +591,8 @@ struct Choice<'a> {
     index: Option<u64>,
     parts: Option<Parts<'a>>,
     finish: Option<Cow<'a, str>>,
-    /// The path of its first `filtered: true` content-filter annotation.
-    filtered: Option<String>,
+    /// What its `content_filter_results` say (see [`Annotation`]).
+    filtered: Option<Annotation>,
 }
 
 fn choice<'a>(
@@ -687,6 +745,21 @@ fn parts<'a>(d: &DeltaRaw<'a>, what: &str, at: Path<'_>) -> Result<Parts<'a>, Co
         let fn_at = call_at.key("function");
         let function: Option<FnRaw<'a>> = SHAPE.opt_obj(call.function, what, fn_at)?;
         let id = SHAPE.opt_str(call.id, what, call_at.key("id"))?;
+        let kind = SHAPE.opt_str(call.kind, what, call_at.key("type"))?;
+        if let Some(kind) = kind.filter(|k| !k.is_empty() && k != "function") {
+            // a custom tool's call, or one the package does not know
+            return Err(located(
+                CoreError::new(
+                    Code::UNSUPPORTED_ITEM,
+                    format!(
+                        "{what}: a tool call of type \"{kind}\" is not one the package can \
+                         represent; it may be a call the host must handle, so nothing in the \
+                         response is decided"
+                    ),
+                ),
+                call_at,
+            ));
+        }
         let (name, arguments) = match function {
             Some(f) => (
                 SHAPE.opt_str(f.name, what, fn_at.key("name"))?,
@@ -982,7 +1055,7 @@ impl OpenAIChat {
                 return Err(CoreError::new(
                     Code::CALL_NAME_CHANGED,
                     format!(
-                        "tool call {} was named {:?}, then {n:?}",
+                        "tool call {} was named \"{}\", then \"{n}\"",
                         call.call_id, call.name
                     ),
                 ));
@@ -1013,7 +1086,7 @@ impl OpenAIChat {
                 return Err(CoreError::new(
                     Code::CALL_NAME_CHANGED,
                     format!(
-                        "function call {} was named {:?}, then {n:?}",
+                        "function call {} was named \"{}\", then \"{n}\"",
                         call.call_id, call.name
                     ),
                 ));
@@ -1036,8 +1109,23 @@ impl OpenAIChat {
     }
 
     /// A `filtered: true` annotation at `place`: the finish will be
-    /// `content_filter`; after the finish, `CONTENT_FILTERED` at once.
-    fn filter(&mut self, place: &str) -> Result<(), CoreError> {
+    /// `content_filter`; after the finish, `CONTENT_FILTERED` at once. A
+    /// filter that did not run: `PROVIDER_ERROR` at once, unless a filter
+    /// already withheld output.
+    fn filter(&mut self, note: &Annotation) -> Result<(), CoreError> {
+        let place = note.path.as_str();
+        if !note.ran {
+            if self.filtered.is_some() {
+                return Ok(());
+            }
+            let mut error = CoreError::new(
+                Code::PROVIDER_ERROR,
+                "the content filter did not run, so the output was not screened",
+            );
+            error.path = Some(place.to_owned());
+            error.retryable = Some(true);
+            return Err(error);
+        }
         if self.finished {
             let mut error = CoreError::new(
                 Code::CONTENT_FILTERED,

@@ -7,7 +7,9 @@
 //! `queued`, `""` or an unknown status finish as unknown: only `completed`
 //! (or no status on `response.completed`) is done. An output item whose
 //! status is not `completed` (or absent) is unfinished, and a done response
-//! holding an unfinished message or call is `ITEM_NOT_ENDED`.
+//! holding an unfinished message or call is `ITEM_NOT_ENDED`. A terminal
+//! output that lists the streamed items in another order (or one twice) is
+//! `OUTPUT_MISMATCH`.
 //!
 //! The template of [`super`]: an event is read once as raw members (every
 //! member any event type reads), each checked with the shape readers when it
@@ -1334,6 +1336,18 @@ impl OpenAIResponses {
         if let Some(missing) = self.order.iter().find(|id| !seen.contains(*id)) {
             return Err(mismatch(format!(
                 "{what}: streamed item {missing} is not in the output"
+            )));
+        }
+        // another order (the calls would run in it) or an item listed twice
+        let streamed: std::collections::HashSet<&str> =
+            self.order.iter().map(String::as_str).collect();
+        let listed = fin.output.iter().filter_map(|item| match item {
+            Out::Known(_, item) if streamed.contains(item.id.as_ref()) => Some(item.id.as_ref()),
+            _ => None,
+        });
+        if !listed.eq(self.order.iter().map(String::as_str)) {
+            return Err(mismatch(format!(
+                "{what}: the output does not list the streamed items in stream order"
             )));
         }
         self.finish(fin, what == "response.incomplete", out)
