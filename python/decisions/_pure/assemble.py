@@ -51,7 +51,7 @@ from ..types import (
 )
 from .providers.canonical import ITEM_KINDS as _KINDS
 
-__all__ = ["Assembler"]
+__all__ = ["Assembler", "BodyCall", "body_response"]
 
 
 _INIT, _STARTED, _STREAMING, _COMPLETED, _FAILED = range(5)
@@ -542,3 +542,81 @@ def _build_item(item: _Item, cut: bool) -> Item:
         return RefusalItem(item_id=item.item_id, text=item.text())
     signature = None if item.signature is None else "".join(item.signature)
     return ReasoningItem(item_id=item.item_id, text=item.text(), signature=signature)
+
+
+#: a tool call of a whole body for :func:`body_response`: ``(item_id,
+#: call_id, name, arguments, call_id_generated)``, a ``function`` call
+BodyCall = tuple[str, str, str, str, bool]
+
+
+def body_response(
+    provider: str,
+    limits: Limits,
+    head: tuple[str | None, str | None],
+    text: tuple[str, str] | None,
+    calls: list[BodyCall],
+    finish: tuple[str, str | None],
+    usage: UsageReported | None,
+    events: int,
+) -> NormalizedResponse | None:
+    """What an :class:`Assembler` gives for a whole body's ``events`` canonical
+    events: ``response_started`` with ``head`` (response id, model), a text
+    item ``text`` (item id, its non-empty text) started with one delta, each
+    call started with one arguments delta (none when empty), ``usage``, each
+    item ended when the finish reason is ``stop`` or ``tool_calls``, then
+    ``response_finished`` with ``finish`` (reason, raw reason). None when the
+    assembler would refuse them (a limit, a repeated id, an item never
+    ended): the caller then applies the events themselves, which raise."""
+    reason = finish[0]
+    ended = reason == "stop" or reason == "tool_calls"
+    if not ended and reason not in _TRUNCATING:
+        return None
+    count = len(calls) + (text is not None)
+    if (
+        events > limits.max_stream_events
+        or count > limits.max_items_per_response
+        or len(calls) > limits.max_calls_per_response
+        or len({call[1] for call in calls}) != len(calls)
+        or len({call[0] for call in calls} | (set() if text is None else {text[0]})) != count
+    ):
+        return None
+    total = 0 if text is None else _utf8_len(text[1])
+    max_arguments = limits.max_call_argument_bytes
+    for call in calls:
+        size = _utf8_len(call[3])
+        if size > max_arguments:
+            return None
+        total += size
+    if total > limits.max_response_bytes:
+        return None
+    complete = ended and reason not in _CUTS_CALLS
+    items: list[Item] = [] if text is None else [TextItem(item_id=text[0], text=text[1])]
+    for item_id, call_id, name, arguments, generated in calls:
+        items.append(
+            ToolCallItem(
+                item_id=item_id,
+                call_id=call_id,
+                name=name,
+                arguments=arguments,
+                complete=complete,
+                call_id_generated=generated,
+                call_kind="function",
+            )
+        )
+    return NormalizedResponse(
+        provider=provider,
+        response_id=head[0],
+        model=head[1],
+        items=tuple(items),
+        finish_reason=reason,  # type: ignore[arg-type]
+        raw_finish_reason=finish[1],
+        usage=None
+        if usage is None
+        else Usage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cached_tokens=usage.cached_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
+        ),
+        unknown_events={},
+    )

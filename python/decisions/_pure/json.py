@@ -91,10 +91,11 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from .._json_errors import parse_error, str_input_error, utf16_str
+from ..errors import ParseError
 from ..limits import DEFAULT_LIMITS, Limits
 from .jsonexact import INF, INT_MAX, INT_MIN, WS, WS_CHARS, Exact, Fail, utf8_len
 
-__all__ = ["loads", "plain"]
+__all__ = ["loads", "parse_text", "plain"]
 
 
 class _Flag(Exception):
@@ -315,7 +316,14 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
         lim = limits
     else:
         raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
-    if isinstance(data, str):
+    if type(data) is str and data.isascii():  # the common case: the checks below, in their order
+        text = data
+        size = len(text)
+        if size > lim.max_document_bytes:
+            raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
+        if "\x00" in text[:2] and utf16_str(text):
+            raise parse_error("UTF16_INPUT", data, 0, limits)
+    elif isinstance(data, str):
         text = data = plain(data)
         if len(text) > lim.max_document_bytes:
             raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
@@ -353,11 +361,31 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
     else:
         raise TypeError(f"loads() argument must be str, bytes, bytearray or memoryview, not {type(data).__name__}")
     try:
+        return _parse(text, size, lim)
+    except Fail as fail:
+        raise parse_error(fail.code, data, fail.pos, limits) from None
+
+
+def _parse(text: str, size: int, lim: Limits) -> Any:
+    """The value of ``text`` (``size`` bytes of UTF-8, past the input
+    checks): the fast path, else the exact parser, which raises
+    :class:`~decisions._pure.jsonexact.Fail`."""
+    try:
         return _fast(text, size, lim)
     except (ValueError, _Flag, RecursionError, StopIteration):
         # json.JSONDecodeError is a ValueError; so is int()'s digit limit.
         pass
+    return _exact(text, lim)
+
+
+def parse_text(text: str, lim: Limits) -> Any:
+    """``loads(text, limits=lim)`` of an exact ``str``, for callers that want
+    only the code and offset of an error: raises
+    :class:`~decisions._pure.jsonexact.Fail` instead of a ``ParseError``
+    (whose message and hint are not built)."""
+    if text.isascii() and len(text) <= lim.max_document_bytes and "\x00" not in text[:2]:
+        return _parse(text, len(text), lim)  # every input check passes
     try:
-        return _exact(text, lim)
-    except Fail as fail:
-        raise parse_error(fail.code, data, fail.pos, limits) from None
+        return loads(text, limits=lim)
+    except ParseError as error:
+        raise Fail(error.code, error.pos) from None

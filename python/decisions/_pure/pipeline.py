@@ -156,11 +156,17 @@ def normalize_text(
 ) -> NormalizedResponse:
     """A whole body: envelope rule -> ``mapper.map_body`` -> assembler; a body
     read as nothing or not at all that looks like another provider's is
-    ``NOT_A_RESPONSE_BODY``."""
+    ``NOT_A_RESPONSE_BODY``. A mapper's ``fast_body`` answers its common
+    body without the events (see ``providers``)."""
     try:
         decoded = decode(body, limits, getattr(mapper, "ARGUMENT_FIELDS", ()))
     except OutputError as err:
         raise body_error(body, err) from None
+    fast = getattr(mapper, "fast_body", None)
+    if fast is not None:
+        response: NormalizedResponse | None = fast(decoded, provider, limits)
+        if response is not None:
+            return response
     try:
         assembler = Assembler(provider, limits)
         for event in mapper.map_body(decoded):

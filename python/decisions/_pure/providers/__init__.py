@@ -54,6 +54,11 @@ class Mapper(Protocol):
 # effect on the mapper's state); None for any other event, which then goes
 # through ``map_event``. ``StreamAssembler`` uses it unless events are kept.
 #
+# Optional: ``fast_body(body, provider, limits) -> NormalizedResponse | None``:
+# the mapper's common whole body straight to its response, exactly what
+# ``map_body`` and the assembler give (never an error); None for any other
+# body, which then goes through them. ``normalize`` tries it first.
+#
 # Optional: ``placements: list[tuple[str, int]]``: items the mapper produced
 # after later ones (a Responses reasoning item only ``response.completed``
 # carries), each with its position among the response's items; the pipeline

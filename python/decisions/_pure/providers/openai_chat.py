@@ -59,11 +59,13 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import OutputError, new_error
+from ...limits import Limits
 from ...providers import DONE
 from ...types import (
     CanonicalEvent,
     ItemEnded,
     ItemStarted,
+    NormalizedResponse,
     ReasoningDelta,
     RefusalDelta,
     ResponseFailed,
@@ -74,8 +76,9 @@ from ...types import (
     ToolCallStarted,
     UsageReported,
 )
+from ..assemble import BodyCall, body_response
 from ._openai import failure
-from ._shape import located, shape
+from ._shape import U64_MAX, located, shape
 
 __all__ = ["OpenAIChatMapper"]
 
@@ -162,6 +165,24 @@ def _usage(value: Any, what: str, at: str) -> UsageReported:
         if completion is None
         else _opt_count(completion, "reasoning_tokens", what, f"{at}.completion_tokens_details")
     )
+    return UsageReported(
+        input_tokens=input_tokens, output_tokens=output_tokens, cached_tokens=cached, reasoning_tokens=reasoning
+    )
+
+
+def _fast_usage(value: Any) -> UsageReported | None:
+    """``_usage`` of a usage object that passes its checks, else None."""
+    if type(value) is not dict:
+        return None
+    prompt, completion = value.get("prompt_tokens_details"), value.get("completion_tokens_details")
+    if (prompt is not None and type(prompt) is not dict) or (completion is not None and type(completion) is not dict):
+        return None
+    input_tokens, output_tokens = value.get("prompt_tokens"), value.get("completion_tokens")
+    cached = None if prompt is None else prompt.get("cached_tokens")
+    reasoning = None if completion is None else completion.get("reasoning_tokens")
+    for count in (input_tokens, output_tokens, cached, reasoning):
+        if count is not None and (type(count) is not int or not 0 <= count <= U64_MAX):
+            return None
     return UsageReported(
         input_tokens=input_tokens, output_tokens=output_tokens, cached_tokens=cached, reasoning_tokens=reasoning
     )
@@ -440,6 +461,97 @@ class OpenAIChatMapper:
         out.append(ResponseFinished(finish_reason=reason, raw_finish_reason=raw))  # type: ignore[arg-type]
 
     # ------------------------------------------------------------ whole body
+
+    def fast_body(self, body: Any, provider: str, limits: Limits) -> NormalizedResponse | None:
+        """The common body, straight to its response: one choice (the
+        selected one) whose message has text and/or tool calls and nothing
+        else the mapper reads, finished by ``stop``, ``tool_calls``,
+        ``length`` or ``content_filter``, every field ``map_body`` checks of
+        the right type. Returns exactly what ``map_body`` and the assembler
+        give (``body_response`` checks the assembler's limits); None for any
+        other body, which then goes through them (and their errors)."""
+        if type(body) is not dict:
+            return None
+        get = body.get
+        rid, model, choices, usage = get("id"), get("model"), get("choices"), get("usage")
+        if (
+            (rid is not None and type(rid) is not str)
+            or (model is not None and type(model) is not str)
+            or type(choices) is not list
+            or len(choices) != 1
+            or get("error") is not None
+            or get("prompt_filter_results") is not None
+        ):
+            return None
+        usage_event = None if usage is None else _fast_usage(usage)
+        if usage_event is None and usage is not None:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict:
+            return None
+        index, message, raw = choice.get("index"), choice.get("message"), choice.get("finish_reason")
+        if (
+            (0 if index is None else index) != self._choice
+            or (index is not None and (type(index) is not int or not 0 <= index <= U64_MAX))
+            or type(message) is not dict
+            or type(raw) is not str
+            or choice.get("content_filter_results") is not None
+        ):
+            return None
+        reason = _FINISH.get(raw)
+        if reason is None:
+            return None
+        m = message.get
+        content, tool_calls = m("content"), m("tool_calls")
+        if (
+            (content is not None and type(content) is not str)
+            or (tool_calls is not None and type(tool_calls) is not list)
+            or m("refusal") is not None
+            or m("reasoning_content") is not None
+            or m("reasoning") is not None
+            or m("function_call") is not None
+            or m("audio") is not None
+        ):
+            return None
+        events = 2  # response_started, response_finished
+        text = None
+        if content:
+            text = (f"choice{self._choice}.content", content)
+            events += 2  # item_started, text_delta
+        calls: list[BodyCall] = []
+        prefix = f"{rid}." if rid else ""
+        for k, call in enumerate(tool_calls or ()):
+            if type(call) is not dict:
+                return None
+            k_index, fn, call_id = call.get("index"), call.get("function"), call.get("id")
+            if (
+                (k_index is not None and (type(k_index) is not int or not 0 <= k_index <= U64_MAX))
+                or type(fn) is not dict
+                or (call_id is not None and type(call_id) is not str)
+            ):
+                return None
+            name, arguments = fn.get("name"), fn.get("arguments")
+            if type(name) is not str or not name or (arguments is not None and type(arguments) is not str):
+                return None
+            events += 2 if arguments else 1  # tool_call_started, tool_arguments_delta
+            generated = not call_id
+            calls.append(
+                (
+                    f"choice{self._choice}.tool_calls[{k}]",
+                    f"{prefix}call_{k}" if generated else call_id,  # type: ignore[arg-type]
+                    name,
+                    arguments or "",
+                    generated,
+                )
+            )
+        if text is None and not calls:
+            return None  # read as nothing: whose body it is, is for ``normalize_text`` to say
+        if reason == "stop" or reason == "tool_calls":
+            events += len(calls) + (text is not None)  # item_ended
+        if usage_event is not None:
+            events += 1
+        head = (rid or None, model or None)
+        return body_response(provider, limits, head, text, calls, (reason, raw), usage_event, events)
 
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A ``chat.completion`` object (or an ``{"error": ...}`` body)."""
