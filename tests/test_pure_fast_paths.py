@@ -21,7 +21,7 @@ from decisions._pure.providers import mapper_for
 from decisions.errors import OutputError
 from decisions.types import NormalizedResponse
 from openai_mutations import damaged
-from openai_recordings import FIXTURES, recordings, short
+from openai_recordings import FIXTURES, lines, recordings, short, sse
 
 CHAT = "openai-chat"
 BODIES = [path for path, file_format in recordings(CHAT) if file_format == "json-body"]
@@ -209,3 +209,144 @@ def test_mutated_bodies(bodies: list[Any]) -> None:
 )
 def test_tight_limits(body: Any, field: str, value: int, choice: int | None) -> None:
     check(body, Limits(**{field: value}), choice)
+
+
+# ---------------------------------------------------------------- streams: fast_delta / fast_event
+
+
+def _stream_outcome(events: list[Any], keep: bool, limits: Limits, choice: int | None) -> Any:
+    """The pure backend's outcome with its shortcuts (``keep=False``) or
+    through ``map_event`` alone (``keep=True``), error message included."""
+    from decisions import _pure
+
+    try:
+        assembler = _pure.StreamAssembler(CHAT, keep_events=keep, limits=limits, choice=choice)
+        assembler.feed(sse(events))
+        return assembler.finish()
+    except OutputError as err:
+        return (type(err).__name__, err.code, err.message, err.path, err.offset)
+
+
+def check_stream(events: list[Any], limits: Limits = DEFAULT_LIMITS, choice: int | None = None) -> None:
+    assert _stream_outcome(events, False, limits, choice) == _stream_outcome(events, True, limits, choice)
+
+
+def _chunk(delta: dict[str, Any] | None = None, finish: Any = None, index: Any = 0, **top: Any) -> dict[str, Any]:
+    choice: dict[str, Any] = {"index": index, "delta": {} if delta is None else delta, "finish_reason": finish}
+    return {"id": "chatcmpl-x", "object": "chat.completion.chunk", "model": "m", "choices": [choice], **top}
+
+
+def _start(index: Any = 0, call_id: Any = "c0", name: Any = "f", arguments: Any = "") -> dict[str, Any]:
+    return _chunk({"tool_calls": [{"index": index, "id": call_id, "function": {"name": name, "arguments": arguments}}]})
+
+
+def _more(index: int = 0, arguments: str = "}") -> dict[str, Any]:
+    return _chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments}}]})
+
+
+_ROLE = _chunk({"role": "assistant"})
+_STREAMS: dict[str, list[Any]] = {
+    "two calls": [
+        _ROLE,
+        _start(0, "a"),
+        _more(0, "{}"),
+        _start(1, "b", "g"),
+        _more(1, "{}"),
+        _chunk(None, "tool_calls"),
+    ],
+    "first chunk starts a call": [_start(0, "a", arguments="{"), _more(0), _chunk(None, "tool_calls"), "[DONE]"],
+    "first chunk finishes": [_chunk(None, "stop")],
+    "first chunk has no delta": [{**_ROLE, "choices": [{"index": 0, "finish_reason": None}]}, _chunk(None, "stop")],
+    "first chunk of another choice": [_chunk({"role": "assistant"}, index=1), _chunk(None, "stop")],
+    "first chunk with usage": [{**_ROLE, "usage": {"prompt_tokens": 1}}, _chunk(None, "stop")],
+    "first chunk with an empty id": [{**_ROLE, "id": ""}, _start(0, None), _more(0), _chunk(None, "tool_calls")],
+    "generated call ids": [_ROLE, _start(0, None), _more(0), _start(1, ""), _chunk(None, "tool_calls")],
+    "generated id repeats a given one": [_ROLE, _start(0, "chatcmpl-x.call_1"), _start(1, None), _chunk(None, "stop")],
+    "repeated call id": [_ROLE, _start(0, "a"), _start(1, "a"), _chunk(None, "tool_calls")],
+    "index reused by another id": [_ROLE, _start(0, "a"), _start(0, "b"), _chunk(None, "tool_calls")],
+    "index reused by the same id": [_ROLE, _start(0, "a"), _start(0, "a"), _chunk(None, "tool_calls")],
+    "call without a name": [_ROLE, _start(0, "a", None), _chunk(None, "tool_calls")],
+    "call with an empty name": [_ROLE, _start(0, "a", ""), _chunk(None, "tool_calls")],
+    "call name not a string": [_ROLE, _start(0, "a", 3), _chunk(None, "tool_calls")],
+    "call id not a string": [_ROLE, _start(0, 5), _chunk(None, "tool_calls")],
+    "call index negative": [_ROLE, _start(-1, "a"), _chunk(None, "tool_calls")],
+    "call index beyond 64 bits": [_ROLE, _start(2**64, "a"), _chunk(None, "tool_calls")],
+    "call index a bool": [_ROLE, _start(True, "a"), _chunk(None, "tool_calls")],
+    "call without an index": [_ROLE, _chunk({"tool_calls": [{"id": "a", "function": {"name": "f"}}]}), _more(0)],
+    "call arguments not a string": [_ROLE, _start(0, "a", "f", 3), _chunk(None, "tool_calls")],
+    "call function missing": [_ROLE, _chunk({"tool_calls": [{"index": 0, "id": "a"}]}), _chunk(None, "stop")],
+    "two calls in one delta": [_ROLE, _chunk({"tool_calls": [_start()["choices"][0]["delta"]["tool_calls"][0]] * 2})],
+    "call beside content": [
+        _ROLE,
+        _chunk({"content": "x", "tool_calls": _start()["choices"][0]["delta"]["tool_calls"]}),
+    ],
+    "finish with content": [_ROLE, _chunk({"content": "x"}, "stop")],
+    "finish with a call": [_ROLE, _chunk(_start()["choices"][0]["delta"], "tool_calls")],
+    "finish with usage": [_ROLE, _start(), {**_chunk(None, "tool_calls"), "usage": {"prompt_tokens": 3}}],
+    "finish not a string": [_ROLE, _start(), _chunk(None, 7)],
+    "finish unknown": [_ROLE, _start(), _more(), _chunk(None, "eos")],
+    "finish length": [_ROLE, _start(), _more(), _chunk(None, "length")],
+    "finish content_filter": [_ROLE, _start(), _more(), _chunk(None, "content_filter")],
+    "finish after a refusal": [_ROLE, _chunk({"refusal": "no"}), _chunk(None, "stop")],
+    "finish after a filtered chunk": [
+        _ROLE,
+        {**_more(0), "prompt_filter_results": [{"content_filter_results": {"hate": {"filtered": True}}}]},
+        _chunk(None, "stop"),
+    ],
+    "finish twice": [_ROLE, _start(), _chunk(None, "tool_calls"), _chunk(None, "tool_calls")],
+    "finish after done": [_ROLE, _start(), "[DONE]", _chunk(None, "tool_calls")],
+    "finish of another choice": [_ROLE, _start(), _chunk(None, "stop", index=1), _chunk(None, "stop")],
+    "finish with a filter annotation": [
+        _ROLE,
+        _start(),
+        {**_chunk(None, "stop"), "choices": [{**_chunk(None, "stop")["choices"][0], "content_filter_results": {}}]},
+    ],
+    "finish with an error": [_ROLE, _start(), {**_chunk(None, "stop"), "error": {"message": "x"}}],
+    "delta not an object": [_ROLE, {**_ROLE, "choices": [{"index": 0, "delta": [], "finish_reason": "stop"}]}],
+    "id not a string": [_ROLE, {**_start(), "id": 1}, _chunk(None, "stop")],
+    "model not a string": [{**_ROLE, "model": 1}, _chunk(None, "stop")],
+    "usage after finish": [_ROLE, _start(), _chunk(None, "tool_calls"), {"id": "x", "choices": [], "usage": {}}],
+}
+
+
+@pytest.mark.parametrize("events", list(_STREAMS.values()), ids=list(_STREAMS))
+@pytest.mark.parametrize("choice", [None, 0, 1])
+def test_stream_edges(events: list[Any], choice: int | None) -> None:
+    check_stream(events, choice=choice)
+
+
+_LIMITS = [
+    Limits(max_calls_per_response=1),
+    Limits(max_items_per_response=1),
+    Limits(max_stream_events=3),
+    Limits(max_stream_events=5),
+    Limits(max_call_argument_bytes=1),
+    Limits(max_response_bytes=2),
+]
+
+
+@pytest.mark.parametrize("limits", _LIMITS, ids=repr)
+def test_stream_limits(limits: Limits) -> None:
+    for events in _STREAMS.values():
+        check_stream(events, limits)
+
+
+def _recorded_streams() -> list[list[Any]]:
+    out = []
+    for path, file_format in recordings(CHAT):
+        if file_format == "jsonl":
+            out.append([json.loads(line) if line.strip().startswith("{") else line.strip() for line in lines(path)])
+    return out
+
+
+_STREAM_SEEDS = [*_recorded_streams(), *_STREAMS.values()]
+
+
+@pytest.mark.parametrize("index", range(len(_STREAM_SEEDS)))
+def test_recorded_streams(index: int) -> None:
+    check_stream(_STREAM_SEEDS[index])
+
+
+@given(st.sampled_from(_STREAM_SEEDS).flatmap(damaged), st.sampled_from([None, 0, 1]))
+def test_mutated_streams(events: list[Any], choice: int | None) -> None:
+    check_stream(events, choice=choice)

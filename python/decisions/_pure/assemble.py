@@ -287,29 +287,32 @@ class Assembler:
             item.signature.append(signature)
 
     def _call_started(self, event: ToolCallStarted) -> None:
-        if event.call_kind not in CALL_KINDS:
+        self._start_call(event.item_id, event.call_id, event.name, event.call_id_generated, event.call_kind)
+
+    def _start_call(self, item_id: str, call_id: str, name: str, generated: bool, call_kind: str) -> None:
+        if call_kind not in CALL_KINDS:
             raise self._fail("MALFORMED_EVENT", 'tool_call_started event field "call_kind" must be a call kind')
-        existing = self._by_id.get(event.item_id)
+        existing = self._by_id.get(item_id)
         if existing is not None:
-            if existing.kind == "tool_call" and existing.call_id == event.call_id and existing.name != event.name:
+            if existing.kind == "tool_call" and existing.call_id == call_id and existing.name != name:
                 raise self._fail(
                     "CALL_NAME_CHANGED",
-                    f'tool call "{event.call_id}" changed its name from "{existing.name}" to "{event.name}"',
+                    f'tool call "{call_id}" changed its name from "{existing.name}" to "{name}"',
                 )
-            raise self._fail("DUPLICATE_ITEM_ID", f'two items share the item id "{event.item_id}"')
-        if event.call_id in self._call_ids:
-            raise self._fail("DUPLICATE_CALL_ID", f'two tool calls share the call id "{event.call_id}"')
+            raise self._fail("DUPLICATE_ITEM_ID", f'two items share the item id "{item_id}"')
+        if call_id in self._call_ids:
+            raise self._fail("DUPLICATE_CALL_ID", f'two tool calls share the call id "{call_id}"')
         if self._calls >= self._limits.max_calls_per_response:
             raise self._fail(
                 "TOO_MANY_CALLS",
                 f"the response has more tool calls than max_calls_per_response ({self._limits.max_calls_per_response})",
             )
-        item = self._new_item("tool_call", event.item_id)
-        item.call_id = event.call_id
-        item.name = event.name
-        item.call_id_generated = event.call_id_generated
-        item.call_kind = event.call_kind
-        self._call_ids.add(event.call_id)
+        item = self._new_item("tool_call", item_id)
+        item.call_id = call_id
+        item.name = name
+        item.call_id_generated = generated
+        item.call_kind = call_kind
+        self._call_ids.add(call_id)
         self._calls += 1
 
     def _arguments_delta(self, event: ToolArgumentsDelta) -> None:
@@ -375,12 +378,31 @@ class Assembler:
         self._enter("text_delta")
         self._append_text("text_delta", "text", item_id, delta)
 
+    def call_started(self, item_id: str, call_id: str, name: str, generated: bool) -> None:
+        """``apply(ToolCallStarted(item_id=item_id, call_id=call_id, name=name,
+        call_id_generated=generated))``."""
+        self._enter("tool_call_started")
+        self._start_call(item_id, call_id, name, generated, "function")
+
+    def item_ended(self, item_id: str) -> None:
+        """``apply(ItemEnded(item_id=item_id))``."""
+        self._enter("item_ended")
+        self._end_item(item_id)
+
+    def finished(self, finish_reason: str, raw_finish_reason: str | None) -> None:
+        """``apply(ResponseFinished(finish_reason=finish_reason, raw_finish_reason=raw_finish_reason))``."""
+        self._enter("response_finished")
+        self._finish_as(finish_reason, raw_finish_reason)
+
     def _item_ended(self, event: ItemEnded) -> None:
-        item = self._by_id.get(event.item_id)
+        self._end_item(event.item_id)
+
+    def _end_item(self, item_id: str) -> None:
+        item = self._by_id.get(item_id)
         if item is None:
-            raise self._fail("UNKNOWN_ITEM", f'item_ended for item "{event.item_id}", which was never started')
+            raise self._fail("UNKNOWN_ITEM", f'item_ended for item "{item_id}", which was never started')
         if item.ended:
-            raise self._fail("DELTA_AFTER_END", f'item_ended for item "{event.item_id}", which has ended')
+            raise self._fail("DELTA_AFTER_END", f'item_ended for item "{item_id}", which has ended')
         item.ended = True
 
     def _merge_usage(self, event: UsageReported) -> None:
@@ -392,10 +414,13 @@ class Assembler:
         self._usage = usage
 
     def _finished(self, event: ResponseFinished) -> None:
-        if event.finish_reason not in FINISH_REASONS:
+        self._finish_as(event.finish_reason, event.raw_finish_reason)
+
+    def _finish_as(self, finish_reason: str, raw_finish_reason: str | None) -> None:
+        if finish_reason not in FINISH_REASONS:
             raise self._fail("MALFORMED_EVENT", 'response_finished event field "finish_reason" must be a finish reason')
-        self._finish_reason = event.finish_reason
-        self._raw_finish_reason = event.raw_finish_reason
+        self._finish_reason = finish_reason
+        self._raw_finish_reason = raw_finish_reason
         self._state = _COMPLETED
 
     def _failed(self, event: ResponseFailed) -> None:

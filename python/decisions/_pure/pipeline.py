@@ -28,12 +28,23 @@ from .sse import _Framer, exclusive
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
 
 _Fast = Callable[[str | None, Any], "tuple[bool, str, str] | None"]
+_FastEvent = Callable[[str | None, Any, Assembler], bool]
 
 
 class Pipeline:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
-    __slots__ = ("_limits", "_mapper", "_fields", "_assembler", "_framer", "_kept", "_fast", "_placements")
+    __slots__ = (
+        "_limits",
+        "_mapper",
+        "_fields",
+        "_assembler",
+        "_framer",
+        "_kept",
+        "_fast",
+        "_fast_event",
+        "_placements",
+    )
 
     def __init__(self, provider: str, mapper: providers.Mapper, limits: Limits, keep_events: bool) -> None:
         self._limits = limits
@@ -45,6 +56,8 @@ class Pipeline:
         # a mapper's ``fast_delta`` maps its common delta chunk straight to the
         # assembler's delta entry points (not when the events are kept)
         self._fast: _Fast | None = None if keep_events else getattr(mapper, "fast_delta", None)
+        # and its ``fast_event`` applies its other common events to the assembler
+        self._fast_event: _FastEvent | None = None if keep_events else getattr(mapper, "fast_event", None)
         # a mapper's ``placements``: items it produced late, with their place in the response
         self._placements: list[tuple[str, int]] | None = getattr(mapper, "placements", None)
 
@@ -69,7 +82,9 @@ class Pipeline:
     def _map(self, event: str | None, decoded: Any) -> None:
         hit = None if self._fast is None else self._fast(event, decoded)
         if hit is None:
-            self._apply_all(self._mapper.map_event(event, decoded))
+            fast_event = self._fast_event
+            if fast_event is None or not fast_event(event, decoded, self._assembler):
+                self._apply_all(self._mapper.map_event(event, decoded))
         elif hit[0]:
             self._assembler.text_delta(hit[1], hit[2])
         else:
@@ -87,12 +102,13 @@ class Pipeline:
             limits, fields = self._limits, self._fields
             assembler, map_event = self._assembler, self._mapper.map_event
             if self._kept is not None or type(self._mapper) is not CanonicalMapper:
-                fast = self._fast  # ``_map``, inlined: this loop runs per event
+                fast, fast_event = self._fast, self._fast_event  # ``_map``, inlined: this loop runs per event
                 for event, payload, _, _ in raws:
                     decoded = decode(payload, limits, fields)
                     hit = None if fast is None else fast(event, decoded)
                     if hit is None:
-                        self._apply_all(map_event(event, decoded))
+                        if fast_event is None or not fast_event(event, decoded, assembler):
+                            self._apply_all(map_event(event, decoded))
                     elif hit[0]:
                         assembler.text_delta(hit[1], hit[2])
                     else:

@@ -54,6 +54,15 @@ class Mapper(Protocol):
 # effect on the mapper's state); None for any other event, which then goes
 # through ``map_event``. ``StreamAssembler`` uses it unless events are kept.
 #
+# Optional: ``fast_event(event, payload, assembler) -> bool``: the mapper's
+# other common events applied straight to the assembler's entry points
+# (``call_started``, ``item_ended``, ``finished``..., each the same as
+# ``apply`` of its event object), with the same effect on the mapper's state
+# as ``map_event`` and the same calls in the same order as ``map_event``'s
+# events would be applied (never a placement); False, with nothing changed,
+# for any other event, which then goes through ``map_event``. Tried after
+# ``fast_delta``, unless events are kept.
+#
 # Optional: ``fast_body(body, provider, limits) -> NormalizedResponse | None``:
 # the mapper's common whole body straight to its response, exactly what
 # ``map_body`` and the assembler give (never an error); None for any other

@@ -76,7 +76,7 @@ from ...types import (
     ToolCallStarted,
     UsageReported,
 )
-from ..assemble import BodyCall, body_response
+from ..assemble import Assembler, BodyCall, body_response
 from ._openai import failure
 from ._shape import U64_MAX, located, shape
 
@@ -310,6 +310,98 @@ class OpenAIChatMapper:
         current = self._calls.get(0 if k is None else k)
         return None if current is None else (False, current.item_id, arguments)
 
+    def fast_event(self, event: str | None, payload: Any, assembler: Assembler) -> bool:
+        """The other common chunks, applied straight to ``assembler`` (its
+        entry points equal to ``apply`` of each event), without building
+        event objects: one choice (the selected one) whose delta carries
+        nothing else the mapper reads and that is the response's first chunk
+        (no tool call, no finish), starts a tool call at a new index (its
+        first arguments with it), or has a finish_reason and no tool call;
+        every field ``map_event`` checks of the right type. The mapper's
+        state changes as ``map_event`` changes it, then the assembler gets
+        the events ``map_event`` gives, in order. False, with nothing
+        changed, for any other chunk, which then goes through ``map_event``."""
+        if type(payload) is not dict or self._finished or self._done:
+            return False
+        get = payload.get
+        choices = get("choices")
+        if (
+            type(choices) is not list
+            or len(choices) != 1
+            or get("usage") is not None
+            or get("error") is not None
+            or get("prompt_filter_results") is not None
+        ):
+            return False
+        rid, model = get("id"), get("model")
+        if (rid is not None and type(rid) is not str) or (model is not None and type(model) is not str):
+            return False
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("content_filter_results") is not None:
+            return False
+        index, delta, finish = choice.get("index"), choice.get("delta"), choice.get("finish_reason")
+        if (0 if index is None else index) != self._choice or (index is not None and type(index) is not int):
+            return False
+        calls = None
+        if delta is not None:
+            if type(delta) is not dict:
+                return False
+            d = delta.get
+            if (
+                d("content") is not None
+                or d("refusal") is not None
+                or d("reasoning_content") is not None
+                or d("reasoning") is not None
+                or d("function_call") is not None
+                or d("audio") is not None
+            ):
+                return False
+            calls = d("tool_calls")
+        if finish is not None and (type(finish) is not str or calls is not None):
+            return False
+        if not self._started:
+            if calls is not None or finish is not None:
+                return False
+            self._started = True
+            self._response_id = rid or None
+            assembler.apply(ResponseStarted(response_id=rid or None, model=model or None))
+            return True
+        if finish is not None:
+            ended, reason = self._finish(finish)
+            for item_id in ended:
+                assembler.item_ended(item_id)
+            assembler.finished(reason, finish)
+            return True
+        return self._fast_call(calls, assembler)
+
+    def _fast_call(self, calls: Any, assembler: Assembler) -> bool:
+        """``fast_event`` of a delta whose ``tool_calls`` are ``calls``: one
+        call at an index not in use, with a name."""
+        if type(calls) is not list or len(calls) != 1:
+            return False
+        call = calls[0]
+        if type(call) is not dict:
+            return False
+        k, fn, call_id = call.get("index"), call.get("function"), call.get("id")
+        if (
+            (k is not None and (type(k) is not int or not 0 <= k <= U64_MAX))
+            or type(fn) is not dict
+            or (call_id is not None and type(call_id) is not str)
+        ):
+            return False
+        name, arguments = fn.get("name"), fn.get("arguments")
+        if type(name) is not str or not name or (arguments is not None and type(arguments) is not str):
+            return False
+        index = 0 if k is None else k
+        if index in self._calls:
+            return False
+        new, generated = self._register_call(call_id, name)
+        self._calls[index] = new
+        assembler.call_started(new.item_id, new.call_id, name, generated)
+        if arguments:
+            assembler.arguments_delta(new.item_id, arguments)
+        return True
+
     def _chunk(self, payload: Any, out: list[CanonicalEvent]) -> None:
         # the whole chunk is shape-checked before any of it is acted on
         rid, model, raw_choices, usage, failed, prompt_filtered = _top(payload, _CHUNK)
@@ -402,6 +494,12 @@ class OpenAIChatMapper:
         """A new call; ``at`` is where its name sits (a call must have one)."""
         if not name:
             raise _invalid(_CHUNK, "a tool call starts without a function name", at)
+        call, generated = self._register_call(call_id, name)
+        out.append(ToolCallStarted(item_id=call.item_id, call_id=call.call_id, name=name, call_id_generated=generated))
+        return call
+
+    def _register_call(self, call_id: str | None, name: str) -> tuple[_Call, bool]:
+        """A new call named ``name`` opened in the mapper's state, and whether its call id was generated."""
         k = self._ncalls
         self._ncalls += 1
         item_id = f"choice{self._choice}.tool_calls[{k}]"
@@ -410,10 +508,8 @@ class OpenAIChatMapper:
             prefix = f"{self._response_id}." if self._response_id else ""
             call_id = f"{prefix}call_{k}"
         assert call_id is not None
-        call = _Call(item_id, call_id, name)
         self._open.append(item_id)
-        out.append(ToolCallStarted(item_id=item_id, call_id=call_id, name=name, call_id_generated=generated))
-        return call
+        return _Call(item_id, call_id, name), generated
 
     def _tool_delta(
         self,
@@ -450,15 +546,20 @@ class OpenAIChatMapper:
         out.append(ItemEnded(item_id=item_id))
 
     def _finish_with(self, raw: str, out: list[CanonicalEvent]) -> None:
+        ended, reason = self._finish(raw)
+        out.extend(ItemEnded(item_id=item_id) for item_id in ended)
+        out.append(ResponseFinished(finish_reason=reason, raw_finish_reason=raw))  # type: ignore[arg-type]
+
+    def _finish(self, raw: str) -> tuple[list[str], str]:
+        """The finish_reason ``raw`` in the mapper's state: the items it ends, and the finish reason."""
         reason = "content_filter" if self._filtered is not None else _FINISH.get(raw, "unknown")
         if reason == "stop" and self._refusal is not None:
             reason = "refusal"
+        ended: list[str] = []
         if reason in ("stop", "tool_calls", "refusal"):
-            for item_id in self._open:
-                out.append(ItemEnded(item_id=item_id))
-            self._open.clear()
+            ended, self._open = self._open, []
         self._finished = True
-        out.append(ResponseFinished(finish_reason=reason, raw_finish_reason=raw))  # type: ignore[arg-type]
+        return ended, reason
 
     # ------------------------------------------------------------ whole body
 
