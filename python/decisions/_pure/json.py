@@ -95,7 +95,7 @@ from ..errors import ParseError
 from ..limits import DEFAULT_LIMITS, Limits
 from .jsonexact import INF, INT_MAX, INT_MIN, WS, WS_CHARS, Exact, Fail, utf8_len
 
-__all__ = ["loads", "parse_text", "plain"]
+__all__ = ["FAST_MISSES", "fast_path", "loads", "parse_text", "plain"]
 
 
 class _Flag(Exception):
@@ -252,7 +252,15 @@ def _walk(value: Any, lim: Limits, check_strings: bool) -> None:
         raise _Flag
 
 
-def _fast(text: str, size: int, lim: Limits) -> Any:
+#: What :func:`fast_path` raises when it does not answer (the exact parser
+#: then decides): ``json.JSONDecodeError`` is a ValueError, so is ``int()``'s
+#: digit limit.
+FAST_MISSES: Final = (ValueError, _Flag, RecursionError, StopIteration)
+
+
+def fast_path(text: str, size: int, lim: Limits) -> Any:
+    """The value of ``text`` (``size`` bytes of UTF-8, past the input checks
+    of :func:`loads`) by the stdlib scanner, or one of :data:`FAST_MISSES`."""
     scan, max_string, max_depth, count_from = _DEFAULT_PLAN if lim is DEFAULT_LIMITS else _plan_for(lim)
     start = WS.match(text).end() if text[:1] in WS_CHARS else 0  # type: ignore[union-attr]
     value, end = scan(text, start)
@@ -371,9 +379,8 @@ def _parse(text: str, size: int, lim: Limits) -> Any:
     checks): the fast path, else the exact parser, which raises
     :class:`~decisions._pure.jsonexact.Fail`."""
     try:
-        return _fast(text, size, lim)
-    except (ValueError, _Flag, RecursionError, StopIteration):
-        # json.JSONDecodeError is a ValueError; so is int()'s digit limit.
+        return fast_path(text, size, lim)
+    except FAST_MISSES:
         pass
     return _exact(text, lim)
 

@@ -20,7 +20,7 @@ from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler
 from .body import body_error, foreign_body, shapeless_body
-from .envelope import decode, utf8_text
+from .envelope import decode, decoder, utf8_text
 from .json import plain
 from .providers.canonical import CanonicalMapper
 from .sse import _Framer, exclusive
@@ -38,6 +38,7 @@ class Pipeline:
         "_limits",
         "_mapper",
         "_fields",
+        "_decode",
         "_assembler",
         "_framer",
         "_kept",
@@ -50,6 +51,7 @@ class Pipeline:
         self._limits = limits
         self._mapper = mapper
         self._fields = getattr(mapper, "ARGUMENT_FIELDS", ())
+        self._decode = decoder(limits, self._fields)
         self._assembler = Assembler(provider, limits)
         self._framer: _Framer | None = None
         self._kept: list[CanonicalEvent] | None = [] if keep_events else None
@@ -99,12 +101,12 @@ class Pipeline:
             framer = self._framer = _Framer(self._limits, getattr(self._mapper, "ARRAY_FRAMING", False))
         try:
             raws = framer.feed_raw(data)
-            limits, fields = self._limits, self._fields
+            decode_event = self._decode
             assembler, map_event = self._assembler, self._mapper.map_event
             if self._kept is not None or type(self._mapper) is not CanonicalMapper:
                 fast, fast_event = self._fast, self._fast_event  # ``_map``, inlined: this loop runs per event
                 for event, payload, _, _ in raws:
-                    decoded = decode(payload, limits, fields)
+                    decoded = decode_event(payload)
                     hit = None if fast is None else fast(event, decoded)
                     if hit is None:
                         if fast_event is None or not fast_event(event, decoded, assembler):
@@ -115,7 +117,7 @@ class Pipeline:
                         assembler.arguments_delta(hit[1], hit[2])
                 return
             for event, payload, _, _ in raws:
-                decoded = decode(payload, limits, fields)
+                decoded = decode_event(payload)
                 if type(decoded) is dict and len(decoded) == 3:  # a delta with exactly its fields?
                     kind = decoded.get("type")
                     if kind == "tool_arguments_delta" or kind == "text_delta":

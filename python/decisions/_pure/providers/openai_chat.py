@@ -257,70 +257,18 @@ class OpenAIChatMapper:
         """EOF adds nothing: the finish reason is the terminal."""
         return []
 
-    def fast_delta(self, event: str | None, payload: Any) -> tuple[bool, str, str] | None:
-        """The common chunk, without building event objects: one choice (the
-        selected one) whose delta only continues the open text item or an open
-        tool call's arguments, with every field ``map_event`` checks of the
-        right type. Returns ``(is_text, item_id, delta)``, exactly what
-        ``map_event`` would map it to (one non-empty ``TextDelta`` or
-        ``ToolArgumentsDelta``), and changes no state; ``None`` for any other
-        chunk, which then goes through ``map_event``."""
-        if type(payload) is not dict or self._finished or self._done or not self._started:
-            return None
-        get = payload.get
-        choices = get("choices")
-        if type(choices) is not list or len(choices) != 1 or get("usage") is not None or get("error") is not None:
-            return None
-        rid, model = get("id"), get("model")
-        if (rid is not None and type(rid) is not str) or (model is not None and type(model) is not str):
-            return None
-        choice = choices[0]
-        if type(choice) is not dict or choice.get("finish_reason") is not None:
-            return None
-        if choice.get("content_filter_results") is not None or get("prompt_filter_results") is not None:
-            return None
-        index = choice.get("index")
-        if (0 if index is None else index) != self._choice or (index is not None and type(index) is not int):
-            return None
-        delta = choice.get("delta")
-        if type(delta) is not dict:
-            return None
-        d = delta.get
-        if d("refusal") is not None or d("reasoning_content") is not None or d("reasoning") is not None:
-            return None
-        content, calls = d("content"), d("tool_calls")
-        if d("function_call") is not None or d("audio") is not None:
-            return None
-        if calls is None:
-            if type(content) is str and content and self._text is not None:
-                return True, self._text, content
-            return None
-        if content is not None or type(calls) is not list or len(calls) != 1:
-            return None
-        call = calls[0]
-        if type(call) is not dict or call.get("id") is not None:
-            return None
-        fn = call.get("function")
-        if type(fn) is not dict or fn.get("name") is not None:
-            return None
-        arguments = fn.get("arguments")
-        k = call.get("index")
-        if type(arguments) is not str or not arguments or (k is not None and type(k) is not int):
-            return None
-        current = self._calls.get(0 if k is None else k)
-        return None if current is None else (False, current.item_id, arguments)
-
     def fast_event(self, event: str | None, payload: Any, assembler: Assembler) -> bool:
-        """The other common chunks, applied straight to ``assembler`` (its
-        entry points equal to ``apply`` of each event), without building
-        event objects: one choice (the selected one) whose delta carries
-        nothing else the mapper reads and that is the response's first chunk
-        (no tool call, no finish), starts a tool call at a new index (its
-        first arguments with it), or has a finish_reason and no tool call;
-        every field ``map_event`` checks of the right type. The mapper's
-        state changes as ``map_event`` changes it, then the assembler gets
-        the events ``map_event`` gives, in order. False, with nothing
-        changed, for any other chunk, which then goes through ``map_event``."""
+        """The common chunks, applied straight to ``assembler`` (its entry
+        points equal to ``apply`` of each event), without building event
+        objects: one choice (the selected one) whose delta carries nothing
+        else the mapper reads and that is the response's first chunk (an
+        empty delta), continues the open text item, continues an open tool
+        call's arguments, starts a tool call at a new index (its first
+        arguments with it), or has a finish_reason (an empty delta); every
+        field ``map_event`` checks of the right type. The mapper's state
+        changes as ``map_event`` changes it, then the assembler gets the
+        events ``map_event`` gives, in order. False, with nothing changed,
+        for any other chunk, which then goes through ``map_event``."""
         if type(payload) is not dict or self._finished or self._done:
             return False
         get = payload.get
@@ -342,58 +290,69 @@ class OpenAIChatMapper:
         index, delta, finish = choice.get("index"), choice.get("delta"), choice.get("finish_reason")
         if (0 if index is None else index) != self._choice or (index is not None and type(index) is not int):
             return False
-        calls = None
+        content = calls = None
         if delta is not None:
             if type(delta) is not dict:
                 return False
             d = delta.get
             if (
-                d("content") is not None
-                or d("refusal") is not None
+                d("refusal") is not None
                 or d("reasoning_content") is not None
                 or d("reasoning") is not None
                 or d("function_call") is not None
                 or d("audio") is not None
             ):
                 return False
-            calls = d("tool_calls")
-        if finish is not None and (type(finish) is not str or calls is not None):
-            return False
-        if not self._started:
-            if calls is not None or finish is not None:
+            content, calls = d("content"), d("tool_calls")
+        if not self._started or finish is not None:
+            if content is not None or calls is not None:
+                return False
+            if self._started:  # the finish
+                if type(finish) is not str:
+                    return False
+                ended, reason = self._finish(finish)
+                for item_id in ended:
+                    assembler.item_ended(item_id)
+                assembler.finished(reason, finish)
+                return True
+            if finish is not None:
                 return False
             self._started = True
             self._response_id = rid or None
             assembler.apply(ResponseStarted(response_id=rid or None, model=model or None))
             return True
-        if finish is not None:
-            ended, reason = self._finish(finish)
-            for item_id in ended:
-                assembler.item_ended(item_id)
-            assembler.finished(reason, finish)
+        if calls is None:
+            if type(content) is not str or not content or self._text is None:
+                return False
+            assembler.text_delta(self._text, content)
             return True
-        return self._fast_call(calls, assembler)
-
-    def _fast_call(self, calls: Any, assembler: Assembler) -> bool:
-        """``fast_event`` of a delta whose ``tool_calls`` are ``calls``: one
-        call at an index not in use, with a name."""
-        if type(calls) is not list or len(calls) != 1:
+        if content is not None or type(calls) is not list or len(calls) != 1:
             return False
-        call = calls[0]
+        return self._fast_call(calls[0], assembler)
+
+    def _fast_call(self, call: Any, assembler: Assembler) -> bool:
+        """``fast_event`` of a delta whose one tool call is ``call``: more
+        arguments of the open call at its index, or a new call with a name."""
         if type(call) is not dict:
             return False
         k, fn, call_id = call.get("index"), call.get("function"), call.get("id")
-        if (
-            (k is not None and (type(k) is not int or not 0 <= k <= U64_MAX))
-            or type(fn) is not dict
-            or (call_id is not None and type(call_id) is not str)
-        ):
+        if type(fn) is not dict or (k is not None and type(k) is not int):
             return False
         name, arguments = fn.get("name"), fn.get("arguments")
-        if type(name) is not str or not name or (arguments is not None and type(arguments) is not str):
-            return False
         index = 0 if k is None else k
-        if index in self._calls:
+        current = self._calls.get(index)
+        if current is not None:  # more arguments: nothing else
+            if call_id is not None or name is not None or type(arguments) is not str or not arguments:
+                return False
+            assembler.arguments_delta(current.item_id, arguments)
+            return True
+        if (
+            not 0 <= index <= U64_MAX
+            or (call_id is not None and type(call_id) is not str)
+            or type(name) is not str
+            or not name
+            or (arguments is not None and type(arguments) is not str)
+        ):
             return False
         new, generated = self._register_call(call_id, name)
         self._calls[index] = new
