@@ -208,6 +208,86 @@ def _choice(raw: Any, position: int, body: bool, what: str) -> _ChoiceRead:
     return position, index, parts, finish, filtered
 
 
+# ---------------------------------------------------------------- the common chunks
+
+#: what ``_read`` found: a first chunk, a finish, more text, more arguments, a new call
+_START, _FINISH_CHUNK, _TEXT, _MORE, _CALL = range(5)
+
+
+def _read(payload: Any, selected: int) -> tuple[Any, ...] | None:
+    """A common chunk, whatever the mapper's state: one choice (the
+    ``selected`` one), every field ``map_event`` checks of the right type, a
+    delta that carries nothing else the mapper reads, and either nothing
+    (``(_START, id, model)``), or a finish_reason and nothing
+    (``(_FINISH_CHUNK, finish_reason)``), or non-empty content
+    (``(_TEXT, None, content)``), or one tool call: non-empty arguments alone
+    (``(_MORE, index, arguments)``) or a name (``(_CALL, index, id, name,
+    arguments)``). None for any other chunk."""
+    if type(payload) is not dict:
+        return None
+    get = payload.get
+    choices = get("choices")
+    if (
+        type(choices) is not list
+        or len(choices) != 1
+        or get("usage") is not None
+        or get("error") is not None
+        or get("prompt_filter_results") is not None
+    ):
+        return None
+    rid, model = get("id"), get("model")
+    if (rid is not None and type(rid) is not str) or (model is not None and type(model) is not str):
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("content_filter_results") is not None:
+        return None
+    index, delta, finish = choice.get("index"), choice.get("delta"), choice.get("finish_reason")
+    if (0 if index is None else index) != selected or (index is not None and type(index) is not int):
+        return None
+    content = calls = None
+    if delta is not None:
+        if type(delta) is not dict:
+            return None
+        d = delta.get
+        if (
+            d("refusal") is not None
+            or d("reasoning_content") is not None
+            or d("reasoning") is not None
+            or d("function_call") is not None
+            or d("audio") is not None
+        ):
+            return None
+        content, calls = d("content"), d("tool_calls")
+    if finish is not None:
+        if type(finish) is not str or content is not None or calls is not None:
+            return None
+        return _FINISH_CHUNK, finish
+    if calls is None:
+        if content is None:
+            return _START, rid, model
+        return (_TEXT, None, content) if type(content) is str and content else None
+    if content is not None or type(calls) is not list or len(calls) != 1:
+        return None
+    call = calls[0]
+    if type(call) is not dict:
+        return None
+    k, fn, call_id = call.get("index"), call.get("function"), call.get("id")
+    if type(fn) is not dict or (k is not None and (type(k) is not int or not 0 <= k <= U64_MAX)):
+        return None
+    name, arguments = fn.get("name"), fn.get("arguments")
+    at = 0 if k is None else k
+    if name is None and call_id is None:
+        return (_MORE, at, arguments) if type(arguments) is str and arguments else None
+    if (
+        (call_id is not None and type(call_id) is not str)
+        or type(name) is not str
+        or not name
+        or (arguments is not None and type(arguments) is not str)
+    ):
+        return None
+    return _CALL, at, call_id, name, arguments
+
+
 # ---------------------------------------------------------------- mapper
 
 
@@ -258,107 +338,67 @@ class OpenAIChatMapper:
         return []
 
     def fast_event(self, event: str | None, payload: Any, assembler: Assembler) -> bool:
-        """The common chunks, applied straight to ``assembler`` (its entry
-        points equal to ``apply`` of each event), without building event
-        objects: one choice (the selected one) whose delta carries nothing
-        else the mapper reads and that is the response's first chunk (an
-        empty delta), continues the open text item, continues an open tool
-        call's arguments, starts a tool call at a new index (its first
-        arguments with it), or has a finish_reason (an empty delta); every
-        field ``map_event`` checks of the right type. The mapper's state
-        changes as ``map_event`` changes it, then the assembler gets the
-        events ``map_event`` gives, in order. False, with nothing changed,
-        for any other chunk, which then goes through ``map_event``."""
-        if type(payload) is not dict or self._finished or self._done:
+        """The common chunks (see ``_read``) applied straight to ``assembler``
+        (its entry points equal to ``apply`` of each event), without building
+        event objects. The mapper's state changes as ``map_event`` changes
+        it, then the assembler gets the events ``map_event`` gives, in order.
+        False, with nothing changed, for any other chunk or where the
+        mapper's state makes it one that ``map_event`` must read."""
+        read = _read(payload, self._choice)
+        if read is None or self._finished or self._done:
             return False
-        get = payload.get
-        choices = get("choices")
-        if (
-            type(choices) is not list
-            or len(choices) != 1
-            or get("usage") is not None
-            or get("error") is not None
-            or get("prompt_filter_results") is not None
-        ):
-            return False
-        rid, model = get("id"), get("model")
-        if (rid is not None and type(rid) is not str) or (model is not None and type(model) is not str):
-            return False
-        choice = choices[0]
-        if type(choice) is not dict or choice.get("content_filter_results") is not None:
-            return False
-        index, delta, finish = choice.get("index"), choice.get("delta"), choice.get("finish_reason")
-        if (0 if index is None else index) != self._choice or (index is not None and type(index) is not int):
-            return False
-        content = calls = None
-        if delta is not None:
-            if type(delta) is not dict:
+        kind = read[0]
+        if kind == _MORE or kind == _TEXT:
+            return self.more_delta(read[1], read[2], assembler)
+        if not self._started:
+            if kind != _START:
                 return False
-            d = delta.get
-            if (
-                d("refusal") is not None
-                or d("reasoning_content") is not None
-                or d("reasoning") is not None
-                or d("function_call") is not None
-                or d("audio") is not None
-            ):
-                return False
-            content, calls = d("content"), d("tool_calls")
-        if not self._started or finish is not None:
-            if content is not None or calls is not None:
-                return False
-            if self._started:  # the finish
-                if type(finish) is not str:
-                    return False
-                ended, reason = self._finish(finish)
-                for item_id in ended:
-                    assembler.item_ended(item_id)
-                assembler.finished(reason, finish)
-                return True
-            if finish is not None:
-                return False
+            rid, model = read[1], read[2]
             self._started = True
             self._response_id = rid or None
             assembler.apply(ResponseStarted(response_id=rid or None, model=model or None))
             return True
-        if calls is None:
-            if type(content) is not str or not content or self._text is None:
-                return False
-            assembler.text_delta(self._text, content)
+        if kind == _FINISH_CHUNK:
+            raw = read[1]
+            ended, reason = self._finish(raw)
+            for item_id in ended:
+                assembler.item_ended(item_id)
+            assembler.finished(reason, raw)
             return True
-        if content is not None or type(calls) is not list or len(calls) != 1:
+        if kind != _CALL or read[1] in self._calls:
             return False
-        return self._fast_call(calls[0], assembler)
-
-    def _fast_call(self, call: Any, assembler: Assembler) -> bool:
-        """``fast_event`` of a delta whose one tool call is ``call``: more
-        arguments of the open call at its index, or a new call with a name."""
-        if type(call) is not dict:
-            return False
-        k, fn, call_id = call.get("index"), call.get("function"), call.get("id")
-        if type(fn) is not dict or (k is not None and type(k) is not int):
-            return False
-        name, arguments = fn.get("name"), fn.get("arguments")
-        index = 0 if k is None else k
-        current = self._calls.get(index)
-        if current is not None:  # more arguments: nothing else
-            if call_id is not None or name is not None or type(arguments) is not str or not arguments:
-                return False
-            assembler.arguments_delta(current.item_id, arguments)
-            return True
-        if (
-            not 0 <= index <= U64_MAX
-            or (call_id is not None and type(call_id) is not str)
-            or type(name) is not str
-            or not name
-            or (arguments is not None and type(arguments) is not str)
-        ):
-            return False
+        _, index, call_id, name, arguments = read
         new, generated = self._register_call(call_id, name)
         self._calls[index] = new
         assembler.call_started(new.item_id, new.call_id, name, generated)
         if arguments:
             assembler.arguments_delta(new.item_id, arguments)
+        return True
+
+    def delta_of(self, payload: Any) -> tuple[int | None, str] | None:
+        """``(key, delta)`` of a chunk that only continues the text (key
+        None) or the arguments of the call at an index (key: the index),
+        whatever the mapper's state; None for any other chunk."""
+        read = _read(payload, self._choice)
+        if read is None or (read[0] != _MORE and read[0] != _TEXT):
+            return None
+        return read[1], read[2]
+
+    def more_delta(self, key: int | None, delta: str, assembler: Assembler) -> bool:
+        """``fast_event`` of a chunk whose ``delta_of`` is ``(key, delta)``:
+        the delta given to the open text item or the open call at index
+        ``key``; False, with nothing changed, where the state does not allow it."""
+        if self._finished or self._done or not self._started:
+            return False
+        if key is None:
+            if self._text is None:
+                return False
+            assembler.text_delta(self._text, delta)
+            return True
+        current = self._calls.get(key)
+        if current is None:
+            return False
+        assembler.arguments_delta(current.item_id, delta)
         return True
 
     def _chunk(self, payload: Any, out: list[CanonicalEvent]) -> None:
