@@ -9,7 +9,9 @@ drive a pipeline.
 
 from __future__ import annotations
 
+import json
 import threading
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any, Callable
 
 from .._payload import payload_text
@@ -20,7 +22,7 @@ from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler
 from .body import body_error, foreign_body, shapeless_body
-from .envelope import decode, decoder, utf8_text
+from .envelope import decode, decoder, envelope_limits, utf8_text
 from .json import plain
 from .providers.canonical import CanonicalMapper
 from .sse import _Framer, exclusive
@@ -29,6 +31,48 @@ __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
 
 _Fast = Callable[[str | None, Any], "tuple[bool, str, str] | None"]
 _FastEvent = Callable[[str | None, Any, Assembler], bool]
+_DeltaOf = Callable[[Any], "tuple[Any, str] | None"]
+_MoreDelta = Callable[[Any, str, Assembler], bool]
+
+
+class _DeltaText:
+    """The text of a mapper's delta event around its one varying string (a
+    prefix and a suffix), proven on one event by :meth:`Pipeline._learn`:
+    any text that is the prefix, a JSON string, then the suffix is that
+    event with another delta (it passes the envelope rule and decodes to
+    the same value but for that string, which ``delta_of`` reads as the
+    delta of ``key``)."""
+
+    __slots__ = ("event", "prefix", "suffix", "key", "limit")
+
+    def __init__(self, event: str | None, prefix: str, suffix: str, key: Any, limit: int) -> None:
+        self.event = event
+        self.prefix = prefix
+        self.suffix = suffix
+        self.key = key
+        self.limit = limit
+
+    def match(self, text: str) -> str | None:
+        """The non-empty delta of ``text``, if it is this event with another
+        one: within the size limit, ASCII, and between the prefix and the
+        suffix exactly one JSON string without ``\\u`` escapes (the envelope
+        rule's surrogate check has nothing to look at); else None."""
+        start, end = len(self.prefix), len(text) - len(self.suffix)
+        if (
+            end - start < 3
+            or len(text) > self.limit
+            or not text.startswith(self.prefix)
+            or not text.endswith(self.suffix)
+            or text[start] != '"'
+            or not text.isascii()
+            or text.find("\\u", start, end) >= 0
+        ):
+            return None
+        try:
+            delta, stop = scanstring(text, start + 1, True)
+        except ValueError:  # not a JSON string there
+            return None
+        return delta if stop == end and delta else None
 
 
 class Pipeline:
@@ -44,6 +88,9 @@ class Pipeline:
         "_kept",
         "_fast",
         "_fast_event",
+        "_delta_of",
+        "_more_delta",
+        "_delta_text",
         "_placements",
     )
 
@@ -60,6 +107,11 @@ class Pipeline:
         self._fast: _Fast | None = None if keep_events else getattr(mapper, "fast_delta", None)
         # and its ``fast_event`` applies its other common events to the assembler
         self._fast_event: _FastEvent | None = None if keep_events else getattr(mapper, "fast_event", None)
+        # and its ``delta_of`` and ``more_delta`` let a delta event's text be
+        # read without decoding it, once ``_learn`` has proven its shape
+        self._delta_of: _DeltaOf | None = getattr(mapper, "delta_of", None)
+        self._more_delta: _MoreDelta | None = getattr(mapper, "more_delta", None)
+        self._delta_text: _DeltaText | None = None
         # a mapper's ``placements``: items it produced late, with their place in the response
         self._placements: list[tuple[str, int]] | None = getattr(mapper, "placements", None)
 
@@ -105,8 +157,22 @@ class Pipeline:
             assembler, map_event = self._assembler, self._mapper.map_event
             if self._kept is not None or type(self._mapper) is not CanonicalMapper:
                 fast, fast_event = self._fast, self._fast_event  # ``_map``, inlined: this loop runs per event
+                delta_of, more_delta = (None, None) if fast_event is None else (self._delta_of, self._more_delta)
                 for event, payload, _, _ in raws:
+                    shape = self._delta_text
+                    if more_delta is not None and shape is not None and event == shape.event:
+                        delta = shape.match(payload)
+                        if delta is not None and more_delta(shape.key, delta, assembler):
+                            continue
                     decoded = decode_event(payload)
+                    if more_delta is not None and delta_of is not None:
+                        found = delta_of(decoded)
+                        if found is not None:  # ``fast_event`` of a delta event
+                            if not more_delta(found[0], found[1], assembler):
+                                self._apply_all(map_event(event, decoded))
+                            elif shape is None or shape.key != found[0]:
+                                self._learn(event, payload, found)
+                            continue
                     hit = None if fast is None else fast(event, decoded)
                     if hit is None:
                         if fast_event is None or not fast_event(event, decoded, assembler):
@@ -131,6 +197,28 @@ class Pipeline:
                 self._apply_all(map_event(event, decoded))
         except OutputError as err:
             raise self._assembler.fail(err) from None
+
+    def _learn(self, event: str | None, text: str, found: tuple[Any, str]) -> None:
+        """After ``more_delta`` took the delta event ``text`` (its
+        ``delta_of`` is ``found``): when its delta's JSON string appears once
+        in the text, the text around it becomes the delta shape if a probe
+        proves it: the same text with another string there must decode
+        (envelope rule included) to the delta event of the same key with
+        that string."""
+        key, delta = found
+        token = json.dumps(delta)
+        at = text.find(token)
+        if at < 0 or text.find(token, at + 1) >= 0:
+            return
+        prefix, suffix = text[:at], text[at + len(token) :]
+        probe = "#" if delta != "#" else "##"
+        try:
+            probed = self._decode(prefix + json.dumps(probe) + suffix)
+        except OutputError:
+            return
+        if self._delta_of is not None and self._delta_of(probed) == (key, probe):
+            lim = envelope_limits(self._limits)
+            self._delta_text = _DeltaText(event, prefix, suffix, key, min(lim.max_document_bytes, lim.max_string_bytes))
 
     def feed_event(self, event: str | None, data: str | bytes | bytearray | memoryview) -> None:
         """One already-decoded provider event: its ``event:`` name and data."""
