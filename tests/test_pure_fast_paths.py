@@ -350,3 +350,53 @@ def test_recorded_streams(index: int) -> None:
 @given(st.sampled_from(_STREAM_SEEDS).flatmap(damaged), st.sampled_from([None, 0, 1]))
 def test_mutated_streams(events: list[Any], choice: int | None) -> None:
     check_stream(events, choice=choice)
+
+
+# ---------------------------------------------------------------- SSE framing: _data_events
+
+
+_LINES = st.sampled_from(
+    [b"data: {}", b"data:{}", b"data: x", b"data", b"data: ", b"event: e", b": c", b"id: 1", b"retry: 5", b"", b"da"]
+    + [b"data: \xc3\xa9", b"data: \xc3", b"data: " + b"x" * 40]
+)
+
+
+def _framed(chunks: list[bytes], limits: Limits) -> Any:
+    from decisions._pure.sse import _Framer
+
+    framer = _Framer(limits)
+    out: list[Any] = []
+    try:
+        for chunk in chunks:
+            out.extend(framer.feed_raw(chunk))
+        out.extend(framer.finish_raw())
+    except OutputError as err:  # the events of the chunk that failed are not returned
+        return (err.code, err.offset)
+    return out
+
+
+@given(
+    st.lists(_LINES, max_size=12),
+    st.sampled_from([b"\n", b"\n\n", b"\r\n"]),
+    st.lists(st.integers(0, 200), max_size=4),
+    st.sampled_from(
+        [
+            DEFAULT_LIMITS,
+            Limits(max_stream_events=2),
+            Limits(max_sse_line_bytes=20),
+            Limits(max_sse_event_bytes=10),
+            Limits(max_bytes_without_data=8),
+        ]
+    ),
+)
+def test_sse_chunkings(lines: list[bytes], end: bytes, cuts: list[int], limits: Limits) -> None:
+    """Any chunking gives the events, or the error, that feeding a byte at a
+    time gives (a one-byte chunk never holds a blank line, so it is read line
+    by line)."""
+    data = b"".join(line + end for line in lines)
+    pieces, last = [], 0
+    for cut in sorted(min(c, len(data)) for c in cuts):
+        pieces.append(data[last:cut])
+        last = cut
+    pieces.append(data[last:])
+    assert _framed(pieces, limits) == _framed([data[i : i + 1] for i in range(len(data))], limits)

@@ -224,7 +224,13 @@ class _Framer:
 
     def _lf_lines(self, data: bytes, out: list[RawEvent]) -> None:
         """The common case, a chunk without CR: the same rules as ``_line_end``
-        with the ``data`` line inlined."""
+        with the ``data`` line inlined (its events up to the last blank line
+        taken by ``_data_events`` when they are that simple)."""
+        cut = data.rfind(b"\n\n") + 2
+        if cut > 1 and self._data_events(data if cut == len(data) else data[:cut], out):
+            data = data[cut:]
+            if not data:
+                return
         lines = data.split(b"\n")
         tail = lines.pop()
         max_line = self._limits.max_sse_line_bytes
@@ -291,6 +297,40 @@ class _Framer:
                 raise self._line_too_long()
             self._line += tail
             self._pos += len(tail)
+
+    def _data_events(self, data: bytes, out: list[RawEvent]) -> bool:
+        """``_lf_lines`` of ``data`` (ending with a blank line) in the common
+        case: nothing pending (no partial line, data or event name), and
+        each event one ``data:`` line of valid UTF-8 within the line, event
+        and event-count limits, then a blank line. False, with nothing
+        changed, for anything else, which ``_lf_lines`` reads line by line."""
+        blocks = data.split(b"\n\n")
+        del blocks[-1]  # empty: ``data`` ends with the blank line
+        limits = self._limits
+        if self._line or self._has_data or self._event is not None:
+            return False
+        if self._events + len(blocks) > limits.max_stream_events:
+            return False
+        max_line, max_event = limits.max_sse_line_bytes, limits.max_sse_event_bytes
+        values: list[str] = []
+        for block in blocks:
+            if block[:5] != b"data:" or len(block) > max_line or b"\n" in block:
+                return False
+            start = 6 if block[5:6] == b" " else 5
+            if len(block) - start > max_event:
+                return False
+            try:
+                values.append(block[start:].decode("utf-8"))
+            except UnicodeDecodeError:
+                return False
+        last_id, retry = self._last_id, self._retry
+        out.extend([(None, value, last_id, retry) for value in values])
+        self._events += len(values)
+        self._line_start += len(data)
+        self._pos = self._line_start
+        self._without_data = 0
+        self._counted_at = None
+        return True
 
     def _line_too_long(self) -> StreamError:
         return self._fail(
