@@ -581,13 +581,14 @@ def body_response(
     text: tuple[str, str] | None,
     calls: list[BodyCall],
     finish: tuple[str, str | None],
-    usage: UsageReported | None,
+    usage: Usage | None,
     events: int,
 ) -> NormalizedResponse | None:
     """What an :class:`Assembler` gives for a whole body's ``events`` canonical
     events: ``response_started`` with ``head`` (response id, model), a text
     item ``text`` (item id, its non-empty text) started with one delta, each
-    call started with one arguments delta (none when empty), ``usage``, each
+    call started with one arguments delta (none when empty), ``usage`` (the
+    usage a ``usage`` event with these counts gives), each
     item ended when the finish reason is ``stop`` or ``tool_calls``, then
     ``response_finished`` with ``finish`` (reason, raw reason). None when the
     assembler would refuse them (a limit, a repeated id, an item never
@@ -635,13 +636,6 @@ def body_response(
         items=tuple(items),
         finish_reason=reason,  # type: ignore[arg-type]
         raw_finish_reason=finish[1],
-        usage=None
-        if usage is None
-        else Usage(
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cached_tokens=usage.cached_tokens,
-            reasoning_tokens=usage.reasoning_tokens,
-        ),
+        usage=usage,
         unknown_events={},
     )

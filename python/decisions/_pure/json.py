@@ -368,8 +368,12 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
             raise parse_error("INVALID_UTF8", data, len(raw[: exc.start].decode("utf-8")), limits) from None
     else:
         raise TypeError(f"loads() argument must be str, bytes, bytearray or memoryview, not {type(data).__name__}")
+    try:  # ``_parse``, inlined
+        return fast_path(text, size, lim)
+    except FAST_MISSES:
+        pass
     try:
-        return _parse(text, size, lim)
+        return _exact(text, lim)
     except Fail as fail:
         raise parse_error(fail.code, data, fail.pos, limits) from None
 

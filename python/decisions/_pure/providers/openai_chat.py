@@ -74,6 +74,7 @@ from ...types import (
     TextDelta,
     ToolArgumentsDelta,
     ToolCallStarted,
+    Usage,
     UsageReported,
 )
 from ..assemble import Assembler, BodyCall, body_response
@@ -170,8 +171,9 @@ def _usage(value: Any, what: str, at: str) -> UsageReported:
     )
 
 
-def _fast_usage(value: Any) -> UsageReported | None:
-    """``_usage`` of a usage object that passes its checks, else None."""
+def _fast_usage(value: Any) -> Usage | None:
+    """The response's usage from a usage object that passes ``_usage``'s
+    checks (what its event gives the assembler), else None."""
     if type(value) is not dict:
         return None
     prompt, completion = value.get("prompt_tokens_details"), value.get("completion_tokens_details")
@@ -183,7 +185,7 @@ def _fast_usage(value: Any) -> UsageReported | None:
     for count in (input_tokens, output_tokens, cached, reasoning):
         if count is not None and (type(count) is not int or not 0 <= count <= U64_MAX):
             return None
-    return UsageReported(
+    return Usage(
         input_tokens=input_tokens, output_tokens=output_tokens, cached_tokens=cached, reasoning_tokens=reasoning
     )
 
@@ -583,8 +585,8 @@ class OpenAIChatMapper:
             or get("prompt_filter_results") is not None
         ):
             return None
-        usage_event = None if usage is None else _fast_usage(usage)
-        if usage_event is None and usage is not None:
+        read_usage = None if usage is None else _fast_usage(usage)
+        if read_usage is None and usage is not None:
             return None
         choice = choices[0]
         if type(choice) is not dict:
@@ -648,10 +650,10 @@ class OpenAIChatMapper:
             return None  # read as nothing: whose body it is, is for ``normalize_text`` to say
         if reason == "stop" or reason == "tool_calls":
             events += len(calls) + (text is not None)  # item_ended
-        if usage_event is not None:
+        if read_usage is not None:
             events += 1
         head = (rid or None, model or None)
-        return body_response(provider, limits, head, text, calls, (reason, raw), usage_event, events)
+        return body_response(provider, limits, head, text, calls, (reason, raw), read_usage, events)
 
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A ``chat.completion`` object (or an ``{"error": ...}`` body)."""
