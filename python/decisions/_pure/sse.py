@@ -300,32 +300,38 @@ class _Framer:
 
     def _data_events(self, data: bytes, out: list[RawEvent]) -> bool:
         """``_lf_lines`` of ``data`` (ending with a blank line) in the common
-        case: nothing pending (no partial line, data or event name), and
-        each event one ``data:`` line of valid UTF-8 within the line, event
-        and event-count limits, then a blank line. False, with nothing
-        changed, for anything else, which ``_lf_lines`` reads line by line."""
-        blocks = data.split(b"\n\n")
-        del blocks[-1]  # empty: ``data`` ends with the blank line
-        limits = self._limits
+        case: nothing pending (no partial line, data or event name), valid
+        UTF-8, and each event one ``data:`` line within the line, event and
+        event-count limits (a character counted as 4 bytes unless all are
+        ASCII), then a blank line. False, with nothing changed, for anything
+        else, which ``_lf_lines`` reads line by line."""
         if self._line or self._has_data or self._event is not None:
             return False
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        blocks = text.split("\n\n")
+        del blocks[-1]  # empty: ``data`` ends with the blank line
+        limits = self._limits
         if self._events + len(blocks) > limits.max_stream_events:
             return False
-        max_line, max_event = limits.max_sse_line_bytes, limits.max_sse_event_bytes
-        values: list[str] = []
-        for block in blocks:
-            if block[:5] != b"data:" or len(block) > max_line or b"\n" in block:
-                return False
-            start = 6 if block[5:6] == b" " else 5
-            if len(block) - start > max_event:
-                return False
-            try:
-                values.append(block[start:].decode("utf-8"))
-            except UnicodeDecodeError:
-                return False
+        width = 1 if text.isascii() else 4  # the most UTF-8 bytes a character takes
+        max_line, max_event = limits.max_sse_line_bytes // width, limits.max_sse_event_bytes // width
         last_id, retry = self._last_id, self._retry
-        out.extend([(None, value, last_id, retry) for value in values])
-        self._events += len(values)
+        events: list[RawEvent] = []
+        for block in blocks:
+            if block[:6] == "data: ":
+                value = block[6:]
+            elif block[:5] == "data:":
+                value = block[5:]
+            else:
+                return False
+            if len(block) > max_line or len(value) > max_event or "\n" in block:
+                return False
+            events.append((None, value, last_id, retry))
+        out.extend(events)
+        self._events += len(events)
         self._line_start += len(data)
         self._pos = self._line_start
         self._without_data = 0
