@@ -261,7 +261,13 @@ FAST_MISSES: Final = (ValueError, _Flag, RecursionError, StopIteration)
 def fast_path(text: str, size: int, lim: Limits) -> Any:
     """The value of ``text`` (``size`` bytes of UTF-8, past the input checks
     of :func:`loads`) by the stdlib scanner, or one of :data:`FAST_MISSES`."""
-    scan, max_string, max_depth, count_from = _DEFAULT_PLAN if lim is DEFAULT_LIMITS else _plan_for(lim)
+    if lim is DEFAULT_LIMITS:
+        plan = _DEFAULT_PLAN
+    else:
+        last_lim, plan = _last  # ``_plan_for``'s first step, inlined: a stream parses under one ``Limits``
+        if last_lim is not lim:
+            plan = _plan_for(lim)
+    scan, max_string, max_depth, count_from = plan
     start = WS.match(text).end() if text[:1] in WS_CHARS else 0  # type: ignore[union-attr]
     value, end = scan(text, start)
     n = len(text)

@@ -30,7 +30,7 @@ from .sse import _Framer, exclusive
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
 
 _Fast = Callable[[str | None, Any], "tuple[bool, str, str] | None"]
-_FastEvent = Callable[[str | None, Any, Assembler], bool]
+_FastEvent = Callable[[str | None, Any, Assembler], "bool | tuple[Any, str]"]
 _DeltaOf = Callable[[Any], "tuple[Any, str] | None"]
 _MoreDelta = Callable[[Any, str, Assembler], bool]
 
@@ -157,7 +157,7 @@ class Pipeline:
             assembler, map_event = self._assembler, self._mapper.map_event
             if self._kept is not None or type(self._mapper) is not CanonicalMapper:
                 fast, fast_event = self._fast, self._fast_event  # ``_map``, inlined: this loop runs per event
-                delta_of, more_delta = (None, None) if fast_event is None else (self._delta_of, self._more_delta)
+                more_delta = None if fast_event is None else self._more_delta
                 for event, payload, _, _ in raws:
                     shape = self._delta_text
                     if more_delta is not None and shape is not None and event == shape.event:
@@ -165,18 +165,17 @@ class Pipeline:
                         if delta is not None and more_delta(shape.key, delta, assembler):
                             continue
                     decoded = decode_event(payload)
-                    if more_delta is not None and delta_of is not None:
-                        found = delta_of(decoded)
-                        if found is not None:  # ``fast_event`` of a delta event
-                            if not more_delta(found[0], found[1], assembler):
-                                self._apply_all(map_event(event, decoded))
-                            elif shape is None or shape.key != found[0]:
-                                self._learn(event, payload, found)
-                            continue
                     hit = None if fast is None else fast(event, decoded)
                     if hit is None:
-                        if fast_event is None or not fast_event(event, decoded, assembler):
+                        taken = False if fast_event is None else fast_event(event, decoded, assembler)
+                        if not taken:
                             self._apply_all(map_event(event, decoded))
+                        elif (
+                            isinstance(taken, tuple)
+                            and more_delta is not None
+                            and (shape is None or shape.key != taken[0])
+                        ):
+                            self._learn(event, payload, taken)
                     elif hit[0]:
                         assembler.text_delta(hit[1], hit[2])
                     else:
@@ -199,7 +198,7 @@ class Pipeline:
             raise self._assembler.fail(err) from None
 
     def _learn(self, event: str | None, text: str, found: tuple[Any, str]) -> None:
-        """After ``more_delta`` took the delta event ``text`` (its
+        """After ``fast_event`` took the delta event ``text`` (its
         ``delta_of`` is ``found``): when its delta's JSON string appears once
         in the text, the text around it becomes the delta shape if a probe
         proves it: the same text with another string there must decode

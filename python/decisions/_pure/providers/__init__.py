@@ -54,14 +54,23 @@ class Mapper(Protocol):
 # effect on the mapper's state); None for any other event, which then goes
 # through ``map_event``. ``StreamAssembler`` uses it unless events are kept.
 #
-# Optional: ``fast_event(event, payload, assembler) -> bool``: the mapper's
-# other common events applied straight to the assembler's entry points
+# Optional: ``fast_event(event, payload, assembler) -> bool | tuple``: the
+# mapper's common events applied straight to the assembler's entry points
 # (``call_started``, ``item_ended``, ``finished``..., each the same as
 # ``apply`` of its event object), with the same effect on the mapper's state
 # as ``map_event`` and the same calls in the same order as ``map_event``'s
 # events would be applied (never a placement); False, with nothing changed,
-# for any other event, which then goes through ``map_event``. Tried after
-# ``fast_delta``, unless events are kept.
+# for any other event, which then goes through ``map_event``; True, or for a
+# delta event its ``delta_of``, when taken. Tried after ``fast_delta``,
+# unless events are kept.
+#
+# Optional, with ``fast_event``: ``delta_of(payload) -> (key, delta) | None``,
+# whether an event is a delta event (one varying non-empty string, ``delta``,
+# continuing what ``key`` names), read from the payload alone; and
+# ``more_delta(key, delta, assembler) -> bool``, ``fast_event`` of such an
+# event. With them the pipeline learns the text around a delta event's
+# string and reads the next such events without decoding them
+# (``pipeline._DeltaText``).
 #
 # Optional: ``fast_body(body, provider, limits) -> NormalizedResponse | None``:
 # the mapper's common whole body straight to its response, exactly what

@@ -339,19 +339,20 @@ class OpenAIChatMapper:
         """EOF adds nothing: the finish reason is the terminal."""
         return []
 
-    def fast_event(self, event: str | None, payload: Any, assembler: Assembler) -> bool:
+    def fast_event(self, event: str | None, payload: Any, assembler: Assembler) -> bool | tuple[int | None, str]:
         """The common chunks (see ``_read``) applied straight to ``assembler``
         (its entry points equal to ``apply`` of each event), without building
         event objects. The mapper's state changes as ``map_event`` changes
         it, then the assembler gets the events ``map_event`` gives, in order.
-        False, with nothing changed, for any other chunk or where the
-        mapper's state makes it one that ``map_event`` must read."""
+        Returns True, or for a delta chunk its ``delta_of``; False, with
+        nothing changed, for any other chunk or where the mapper's state
+        makes it one that ``map_event`` must read."""
         read = _read(payload, self._choice)
         if read is None or self._finished or self._done:
             return False
         kind = read[0]
         if kind == _MORE or kind == _TEXT:
-            return self.more_delta(read[1], read[2], assembler)
+            return (read[1], read[2]) if self.more_delta(read[1], read[2], assembler) else False
         if not self._started:
             if kind != _START:
                 return False
