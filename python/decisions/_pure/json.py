@@ -156,6 +156,14 @@ def _scanner(lim: Limits) -> _Scanner:
             raise _Flag
         return obj
 
+    def unique(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        """``pairs`` where the member limit cannot be reached (each member
+        takes at least 4 bytes of the document)."""
+        obj = dict(items)
+        if len(obj) != len(items):
+            raise _Flag
+        return obj
+
     def parse_int(literal: str) -> int:
         if len(literal) < short:
             return int(literal)
@@ -175,7 +183,11 @@ def _scanner(lim: Limits) -> _Scanner:
         return value
 
     decoder = json.JSONDecoder(
-        object_pairs_hook=pairs, parse_int=parse_int, parse_float=parse_float, parse_constant=_flag, strict=True
+        object_pairs_hook=unique if max_members * 4 >= lim.max_document_bytes else pairs,
+        parse_int=parse_int,
+        parse_float=parse_float,
+        parse_constant=_flag,
+        strict=True,
     )
     # Called directly, without JSONDecoder.decode's Python frames.
     scan: _Scanner = decoder.scan_once  # type: ignore[attr-defined]

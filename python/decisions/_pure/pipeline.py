@@ -9,9 +9,9 @@ drive a pipeline.
 
 from __future__ import annotations
 
-import json
 import threading
 from json.decoder import scanstring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring_ascii as quoted
 from typing import Any, Callable
 
 from .._payload import payload_text
@@ -205,14 +205,14 @@ class Pipeline:
         (envelope rule included) to the delta event of the same key with
         that string."""
         key, delta = found
-        token = json.dumps(delta)
+        token = quoted(delta)
         at = text.find(token)
         if at < 0 or text.find(token, at + 1) >= 0:
             return
         prefix, suffix = text[:at], text[at + len(token) :]
         probe = "#" if delta != "#" else "##"
         try:
-            probed = self._decode(prefix + json.dumps(probe) + suffix)
+            probed = self._decode(prefix + quoted(probe) + suffix)
         except OutputError:
             return
         if self._delta_of is not None and self._delta_of(probed) == (key, probe):
