@@ -400,3 +400,82 @@ def test_sse_chunkings(lines: list[bytes], end: bytes, cuts: list[int], limits: 
         last = cut
     pieces.append(data[last:])
     assert _framed(pieces, limits) == _framed([data[i : i + 1] for i in range(len(data))], limits)
+
+
+# ---------------------------------------------------------------- streams: a learnt delta shape
+
+_HEAD = '{"id":"chatcmpl-x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":'
+_CALL_AT = '{"tool_calls":[{"index":0,"function":{"arguments":'
+_RAW_TOKENS = [
+    '"a"',
+    '"{\\"p\\": 1}"',
+    '"b"',
+    '""',
+    '"\\/"',
+    '"a\\/b"',
+    '"\\u0041"',
+    '"\\ud800"',
+    '"\\ud83d\\ude00"',
+    '"\\\\"',
+    '"\\\\u"',
+    '"\\x"',
+    '"\t"',
+    '"\u00e9"',
+    '"a","index":0',
+    '"a"}}],"x":{"y":"',
+    "null",
+    "1",
+    '"a" ',
+    ' "a"',
+    '"' + "z" * 30 + '"',
+    '"index"',
+    '"arguments"',
+]
+
+
+def _raw_chunk(token: str, text: bool = False) -> str:
+    if text:
+        return _HEAD + '{"content":' + token + '},"finish_reason":null}]}'
+    return _HEAD + _CALL_AT + token + '}}]},"finish_reason":null}]}'
+
+
+def _raw_stream(tokens: list[str], text: bool) -> bytes:
+    start = '{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":""}}]}'
+    chunks = [_HEAD + "{}}]}", _HEAD + ('{"content":"go"}' if text else start) + "}]}"]
+    chunks += [_raw_chunk(token, text) for token in tokens]
+    chunks.append(_HEAD + '{},"finish_reason":"stop"}]}')
+    return "".join(f"data: {chunk}\n\n" for chunk in chunks).encode() + b"data: [DONE]\n\n"
+
+
+def _raw_outcome(data: bytes, keep: bool, limits: Limits) -> Any:
+    from decisions._pure import StreamAssembler
+
+    try:
+        assembler = StreamAssembler(CHAT, keep_events=keep, limits=limits)
+        assembler.feed(data)
+        return assembler.finish()
+    except OutputError as err:
+        return (type(err).__name__, err.code, err.message, err.path, err.offset)
+
+
+@given(
+    st.lists(st.sampled_from(_RAW_TOKENS), max_size=8),
+    st.booleans(),
+    st.sampled_from([DEFAULT_LIMITS, Limits(max_sse_event_bytes=190), Limits(max_call_argument_bytes=12)]),
+)
+def test_delta_shapes(tokens: list[str], text: bool, limits: Limits) -> None:
+    """Delta chunks read through a learnt shape give what decoding each
+    gives: strings of every spelling, non-strings, text that changes the
+    structure, past the size limits."""
+    data = _raw_stream(tokens, text)
+    assert _raw_outcome(data, False, limits) == _raw_outcome(data, True, limits)
+
+
+def test_delta_shapes_are_learnt_and_used() -> None:
+    from decisions._pure import StreamAssembler
+
+    assembler = StreamAssembler(CHAT)
+    assembler.feed(_raw_stream(['"a"', '"b"', '"c"'], False))
+    shape = assembler._pipeline._delta_text
+    assert shape is not None and shape.match(_raw_chunk('"d\\n"')) == "d\n"
+    assert assembler.finish().items[0].arguments == "abc"  # type: ignore[union-attr]

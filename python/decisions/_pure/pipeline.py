@@ -31,17 +31,17 @@ __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
 
 _Fast = Callable[[str | None, Any], "tuple[bool, str, str] | None"]
 _FastEvent = Callable[[str | None, Any, Assembler], "bool | tuple[Any, str]"]
-_DeltaOf = Callable[[Any], "tuple[Any, str] | None"]
 _MoreDelta = Callable[[Any, str, Assembler], bool]
 
 
 class _DeltaText:
     """The text of a mapper's delta event around its one varying string (a
-    prefix and a suffix), proven on one event by :meth:`Pipeline._learn`:
-    any text that is the prefix, a JSON string, then the suffix is that
-    event with another delta (it passes the envelope rule and decodes to
-    the same value but for that string, which ``delta_of`` reads as the
-    delta of ``key``)."""
+    prefix and a suffix), found on one event by :meth:`Pipeline._learn`: a
+    text that is the prefix, a JSON string, then the suffix is that event
+    with another delta (the string replaced a whole string token in a value
+    place, so the text passes the envelope rule as that event did and
+    decodes to the same value but for that string), which ``fast_event``
+    takes as ``more_delta`` of ``key`` and the new string."""
 
     __slots__ = ("event", "prefix", "suffix", "key", "limit")
 
@@ -88,7 +88,6 @@ class Pipeline:
         "_kept",
         "_fast",
         "_fast_event",
-        "_delta_of",
         "_more_delta",
         "_delta_text",
         "_placements",
@@ -107,9 +106,8 @@ class Pipeline:
         self._fast: _Fast | None = None if keep_events else getattr(mapper, "fast_delta", None)
         # and its ``fast_event`` applies its other common events to the assembler
         self._fast_event: _FastEvent | None = None if keep_events else getattr(mapper, "fast_event", None)
-        # and its ``delta_of`` and ``more_delta`` let a delta event's text be
-        # read without decoding it, once ``_learn`` has proven its shape
-        self._delta_of: _DeltaOf | None = getattr(mapper, "delta_of", None)
+        # and its ``more_delta`` lets a delta event's text be read without
+        # decoding it, once ``_learn`` has found its shape
         self._more_delta: _MoreDelta | None = getattr(mapper, "more_delta", None)
         self._delta_text: _DeltaText | None = None
         # a mapper's ``placements``: items it produced late, with their place in the response
@@ -198,26 +196,22 @@ class Pipeline:
             raise self._assembler.fail(err) from None
 
     def _learn(self, event: str | None, text: str, found: tuple[Any, str]) -> None:
-        """After ``fast_event`` took the delta event ``text`` (its
-        ``delta_of`` is ``found``): when its delta's JSON string appears once
-        in the text, the text around it becomes the delta shape if a probe
-        proves it: the same text with another string there must decode
-        (envelope rule included) to the delta event of the same key with
-        that string."""
+        """After ``fast_event`` took the delta event ``text`` (the delta of
+        ``found[0]`` being ``found[1]``): in an ASCII text without ``\\u``
+        or ``\\/`` escapes, a JSON string has one spelling only (the one the
+        stdlib's ``encode_basestring_ascii`` writes), so when the delta's
+        spelling appears once in the text, that is the delta's string, and
+        the text around it becomes the delta shape."""
+        if not text.isascii() or "\\u" in text or "\\/" in text:
+            return
         key, delta = found
         token = quoted(delta)
         at = text.find(token)
         if at < 0 or text.find(token, at + 1) >= 0:
             return
-        prefix, suffix = text[:at], text[at + len(token) :]
-        probe = "#" if delta != "#" else "##"
-        try:
-            probed = self._decode(prefix + quoted(probe) + suffix)
-        except OutputError:
-            return
-        if self._delta_of is not None and self._delta_of(probed) == (key, probe):
-            lim = envelope_limits(self._limits)
-            self._delta_text = _DeltaText(event, prefix, suffix, key, min(lim.max_document_bytes, lim.max_string_bytes))
+        lim = envelope_limits(self._limits)
+        limit = min(lim.max_document_bytes, lim.max_string_bytes)
+        self._delta_text = _DeltaText(event, text[:at], text[at + len(token) :], key, limit)
 
     def feed_event(self, event: str | None, data: str | bytes | bytearray | memoryview) -> None:
         """One already-decoded provider event: its ``event:`` name and data."""

@@ -60,17 +60,13 @@ class Mapper(Protocol):
 # ``apply`` of its event object), with the same effect on the mapper's state
 # as ``map_event`` and the same calls in the same order as ``map_event``'s
 # events would be applied (never a placement); False, with nothing changed,
-# for any other event, which then goes through ``map_event``; True, or for a
-# delta event its ``delta_of``, when taken. Tried after ``fast_delta``,
-# unless events are kept.
-#
-# Optional, with ``fast_event``: ``delta_of(payload) -> (key, delta) | None``,
-# whether an event is a delta event (one varying non-empty string, ``delta``,
-# continuing what ``key`` names), read from the payload alone; and
-# ``more_delta(key, delta, assembler) -> bool``, ``fast_event`` of such an
-# event. With them the pipeline learns the text around a delta event's
+# for any other event, which then goes through ``map_event``; when taken,
+# True, or ``(key, delta)`` for a delta event: one whose only varying part is
+# the non-empty string ``delta`` continuing what ``key`` names, which
+# ``more_delta(key, delta, assembler) -> bool`` takes as ``fast_event`` does.
+# With ``more_delta`` the pipeline learns the text around a delta event's
 # string and reads the next such events without decoding them
-# (``pipeline._DeltaText``).
+# (``pipeline._DeltaText``). Tried after ``fast_delta``, unless events are kept.
 #
 # Optional: ``fast_body(body, provider, limits) -> NormalizedResponse | None``:
 # the mapper's common whole body straight to its response, exactly what

@@ -344,7 +344,8 @@ class OpenAIChatMapper:
         (its entry points equal to ``apply`` of each event), without building
         event objects. The mapper's state changes as ``map_event`` changes
         it, then the assembler gets the events ``map_event`` gives, in order.
-        Returns True, or for a delta chunk its ``delta_of``; False, with
+        Returns True, or for a delta chunk ``(key, delta)`` (see
+        ``more_delta``); False, with
         nothing changed, for any other chunk or where the mapper's state
         makes it one that ``map_event`` must read."""
         read = _read(payload, self._choice)
@@ -378,19 +379,11 @@ class OpenAIChatMapper:
             assembler.arguments_delta(new.item_id, arguments)
         return True
 
-    def delta_of(self, payload: Any) -> tuple[int | None, str] | None:
-        """``(key, delta)`` of a chunk that only continues the text (key
-        None) or the arguments of the call at an index (key: the index),
-        whatever the mapper's state; None for any other chunk."""
-        read = _read(payload, self._choice)
-        if read is None or (read[0] != _MORE and read[0] != _TEXT):
-            return None
-        return read[1], read[2]
-
     def more_delta(self, key: int | None, delta: str, assembler: Assembler) -> bool:
-        """``fast_event`` of a chunk whose ``delta_of`` is ``(key, delta)``:
-        the delta given to the open text item or the open call at index
-        ``key``; False, with nothing changed, where the state does not allow it."""
+        """``fast_event`` of a chunk that only continues the text (``key``
+        None) or the arguments of the call at index ``key`` with ``delta``:
+        the delta given to the open text item or call; False, with nothing
+        changed, where the mapper's state does not allow it."""
         if self._finished or self._done or not self._started:
             return False
         if key is None:
