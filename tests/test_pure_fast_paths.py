@@ -479,3 +479,54 @@ def test_delta_shapes_are_learnt_and_used() -> None:
     shape = assembler._pipeline._delta_text
     assert shape is not None and shape.match(_raw_chunk('"d\\n"')) == "d\n"
     assert assembler.finish().items[0].arguments == "abc"  # type: ignore[union-attr]
+
+
+_ANTHROPIC = "anthropic"
+
+
+def _anthropic_stream(tokens: list[str], text: bool) -> bytes:
+    kind, field = ("text_delta", "text") if text else ("input_json_delta", "partial_json")
+    block = '{"type":"text","text":""}' if text else '{"type":"tool_use","id":"toolu_1","name":"f","input":{}}'
+    events = [
+        ("message_start", '{"type":"message_start","message":{"id":"msg_1","model":"m","content":[],"usage":{}}}'),
+        ("content_block_start", '{"type":"content_block_start","index":0,"content_block":' + block + "}"),
+    ]
+    delta = '{"type":"content_block_delta","index":0,"delta":{"type":"' + kind + '","' + field + '":'
+    events += [("content_block_delta", delta + token + "}}") for token in tokens]
+    events += [
+        ("content_block_stop", '{"type":"content_block_stop","index":0}'),
+        ("message_delta", '{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{}}'),
+        ("message_stop", '{"type":"message_stop"}'),
+    ]
+    return "".join(f"event: {name}\ndata: {data}\n\n" for name, data in events).encode()
+
+
+def _anthropic_outcome(data: bytes, keep: bool, limits: Limits) -> Any:
+    from decisions._pure import StreamAssembler
+
+    try:
+        assembler = StreamAssembler(_ANTHROPIC, keep_events=keep, limits=limits)
+        assembler.feed(data)
+        return assembler.finish()
+    except OutputError as err:
+        return (type(err).__name__, err.code, err.message, err.path, err.offset)
+
+
+@given(
+    st.lists(st.sampled_from([*_RAW_TOKENS, '"text_delta"', '"partial_json"']), max_size=8),
+    st.booleans(),
+    st.sampled_from([DEFAULT_LIMITS, Limits(max_sse_event_bytes=150), Limits(max_call_argument_bytes=12)]),
+)
+def test_anthropic_delta_shapes(tokens: list[str], text: bool, limits: Limits) -> None:
+    """The same for Anthropic's content_block_delta events."""
+    data = _anthropic_stream(tokens, text)
+    assert _anthropic_outcome(data, False, limits) == _anthropic_outcome(data, True, limits)
+
+
+def test_anthropic_delta_shapes_are_learnt() -> None:
+    from decisions._pure import StreamAssembler
+
+    assembler = StreamAssembler(_ANTHROPIC)
+    assembler.feed(_anthropic_stream(['"{\\"a\\""', '": 1"', '"}"'], False))
+    assert assembler._pipeline._delta_text is not None
+    assert assembler.finish().items[0].arguments == '{"a": 1}'  # type: ignore[union-attr]

@@ -29,7 +29,6 @@ from .sse import _Framer, exclusive
 
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
 
-_Fast = Callable[[str | None, Any], "tuple[bool, str, str] | None"]
 _FastEvent = Callable[[str | None, Any, Assembler], "bool | tuple[Any, str]"]
 _MoreDelta = Callable[[Any, str, Assembler], bool]
 
@@ -86,7 +85,6 @@ class Pipeline:
         "_assembler",
         "_framer",
         "_kept",
-        "_fast",
         "_fast_event",
         "_more_delta",
         "_delta_text",
@@ -101,10 +99,8 @@ class Pipeline:
         self._assembler = Assembler(provider, limits)
         self._framer: _Framer | None = None
         self._kept: list[CanonicalEvent] | None = [] if keep_events else None
-        # a mapper's ``fast_delta`` maps its common delta chunk straight to the
-        # assembler's delta entry points (not when the events are kept)
-        self._fast: _Fast | None = None if keep_events else getattr(mapper, "fast_delta", None)
-        # and its ``fast_event`` applies its other common events to the assembler
+        # a mapper's ``fast_event`` applies its common events straight to the
+        # assembler's entry points (not when the events are kept)
         self._fast_event: _FastEvent | None = None if keep_events else getattr(mapper, "fast_event", None)
         # and its ``more_delta`` lets a delta event's text be read without
         # decoding it, once ``_learn`` has found its shape
@@ -132,15 +128,9 @@ class Pipeline:
             placements.clear()
 
     def _map(self, event: str | None, decoded: Any) -> None:
-        hit = None if self._fast is None else self._fast(event, decoded)
-        if hit is None:
-            fast_event = self._fast_event
-            if fast_event is None or not fast_event(event, decoded, self._assembler):
-                self._apply_all(self._mapper.map_event(event, decoded))
-        elif hit[0]:
-            self._assembler.text_delta(hit[1], hit[2])
-        else:
-            self._assembler.arguments_delta(hit[1], hit[2])
+        fast_event = self._fast_event
+        if fast_event is None or not fast_event(event, decoded, self._assembler):
+            self._apply_all(self._mapper.map_event(event, decoded))
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Raw SSE bytes (or a JSON array, where the provider streams one), in
@@ -154,7 +144,7 @@ class Pipeline:
             decode_event = self._decode
             assembler, map_event = self._assembler, self._mapper.map_event
             if self._kept is not None or type(self._mapper) is not CanonicalMapper:
-                fast, fast_event = self._fast, self._fast_event  # ``_map``, inlined: this loop runs per event
+                fast_event = self._fast_event  # ``_map``, inlined: this loop runs per event
                 more_delta = None if fast_event is None else self._more_delta
                 for event, payload, _, _ in raws:
                     shape = self._delta_text
@@ -163,21 +153,13 @@ class Pipeline:
                         if delta is not None and more_delta(shape.key, delta, assembler):
                             continue
                     decoded = decode_event(payload)
-                    hit = None if fast is None else fast(event, decoded)
-                    if hit is None:
-                        taken = False if fast_event is None else fast_event(event, decoded, assembler)
-                        if not taken:
-                            self._apply_all(map_event(event, decoded))
-                        elif (
-                            isinstance(taken, tuple)
-                            and more_delta is not None
-                            and (shape is None or shape.key != taken[0])
-                        ):
-                            self._learn(event, payload, taken)
-                    elif hit[0]:
-                        assembler.text_delta(hit[1], hit[2])
-                    else:
-                        assembler.arguments_delta(hit[1], hit[2])
+                    taken = False if fast_event is None else fast_event(event, decoded, assembler)
+                    if not taken:
+                        self._apply_all(map_event(event, decoded))
+                    elif (
+                        isinstance(taken, tuple) and more_delta is not None and (shape is None or shape.key != taken[0])
+                    ):
+                        self._learn(event, payload, taken)
                 return
             for event, payload, _, _ in raws:
                 decoded = decode_event(payload)

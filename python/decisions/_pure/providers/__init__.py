@@ -48,12 +48,6 @@ class Mapper(Protocol):
 # Optional: ``ARGUMENT_FIELDS``: the fields of the provider's events and bodies
 # that carry a tool call's arguments as a JSON object (see ``_pure/envelope.py``).
 #
-# Optional: ``fast_delta(event, payload) -> tuple[bool, str, str] | None``: the
-# mapper's common delta event as ``(is_text, item_id, delta)``, without building
-# event objects, exactly what ``map_event`` would map it to (and with the same
-# effect on the mapper's state); None for any other event, which then goes
-# through ``map_event``. ``StreamAssembler`` uses it unless events are kept.
-#
 # Optional: ``fast_event(event, payload, assembler) -> bool | tuple``: the
 # mapper's common events applied straight to the assembler's entry points
 # (``call_started``, ``item_ended``, ``finished``..., each the same as
@@ -62,11 +56,12 @@ class Mapper(Protocol):
 # events would be applied (never a placement); False, with nothing changed,
 # for any other event, which then goes through ``map_event``; when taken,
 # True, or ``(key, delta)`` for a delta event: one whose only varying part is
-# the non-empty string ``delta`` continuing what ``key`` names, which
-# ``more_delta(key, delta, assembler) -> bool`` takes as ``fast_event`` does.
+# the string ``delta`` continuing what ``key`` names, which
+# ``more_delta(key, delta, assembler) -> bool`` takes as ``fast_event`` does
+# (the same event with another string in its place).
 # With ``more_delta`` the pipeline learns the text around a delta event's
 # string and reads the next such events without decoding them
-# (``pipeline._DeltaText``). Tried after ``fast_delta``, unless events are kept.
+# (``pipeline._DeltaText``). Not used when events are kept.
 #
 # Optional: ``fast_body(body, provider, limits) -> NormalizedResponse | None``:
 # the mapper's common whole body straight to its response, exactly what
