@@ -42,13 +42,12 @@ from ..types import (
     ResponseSnapshot,
     ResponseStarted,
     TextDelta,
-    TextItem,
     ToolArgumentsDelta,
-    ToolCallItem,
     ToolCallStarted,
     Usage,
     UsageReported,
 )
+from .objects import new_response, new_text_item, new_tool_call_item
 from .providers.canonical import ITEM_KINDS as _KINDS
 
 __all__ = ["Assembler", "BodyCall", "body_response"]
@@ -461,15 +460,15 @@ class Assembler:
             if at is not None:
                 items.insert(position, items.pop(at))
         usage = None if self._usage is None else Usage(**self._usage)
-        self._response = NormalizedResponse(
-            provider=self.provider,
-            response_id=self._response_id,
-            model=self._model,
-            items=tuple(items),
-            finish_reason=self._finish_reason,  # type: ignore[arg-type]
-            raw_finish_reason=self._raw_finish_reason,
-            usage=usage,
-            unknown_events=dict(unknown_events or {}),
+        self._response = new_response(
+            self.provider,
+            self._response_id,
+            self._model,
+            tuple(items),
+            self._finish_reason,
+            self._raw_finish_reason,
+            usage,
+            dict(unknown_events or {}),
         )
         return self._response
 
@@ -552,17 +551,17 @@ def _build_item(item: _Item, cut: bool) -> Item:
     call is incomplete even when it ended."""
     kind = item.kind
     if kind == "tool_call":
-        return ToolCallItem(
-            item_id=item.item_id,
-            call_id=item.call_id,
-            name=item.name,
-            arguments=item.text(),
-            complete=item.ended and not cut,
-            call_id_generated=item.call_id_generated,
-            call_kind=item.call_kind,  # type: ignore[arg-type]
+        return new_tool_call_item(
+            item.item_id,
+            item.call_id,
+            item.name,
+            item.text(),
+            item.ended and not cut,
+            item.call_id_generated,
+            item.call_kind,
         )
     if kind == "text":
-        return TextItem(item_id=item.item_id, text=item.text())
+        return new_text_item(item.item_id, item.text())
     if kind == "refusal":
         return RefusalItem(item_id=item.item_id, text=item.text())
     signature = None if item.signature is None else "".join(item.signature)
@@ -616,26 +615,7 @@ def body_response(
     if total > limits.max_response_bytes:
         return None
     complete = ended and reason not in _CUTS_CALLS
-    items: list[Item] = [] if text is None else [TextItem(item_id=text[0], text=text[1])]
+    items: list[Item] = [] if text is None else [new_text_item(text[0], text[1])]
     for item_id, call_id, name, arguments, generated in calls:
-        items.append(
-            ToolCallItem(
-                item_id=item_id,
-                call_id=call_id,
-                name=name,
-                arguments=arguments,
-                complete=complete,
-                call_id_generated=generated,
-                call_kind="function",
-            )
-        )
-    return NormalizedResponse(
-        provider=provider,
-        response_id=head[0],
-        model=head[1],
-        items=tuple(items),
-        finish_reason=reason,  # type: ignore[arg-type]
-        raw_finish_reason=finish[1],
-        usage=usage,
-        unknown_events={},
-    )
+        items.append(new_tool_call_item(item_id, call_id, name, arguments, complete, generated, "function"))
+    return new_response(provider, head[0], head[1], tuple(items), reason, finish[1], usage, {})

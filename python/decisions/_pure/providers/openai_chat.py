@@ -78,6 +78,7 @@ from ...types import (
     UsageReported,
 )
 from ..assemble import Assembler, BodyCall, body_response
+from ..objects import new_usage
 from ._openai import failure
 from ._shape import U64_MAX, located, shape
 
@@ -185,9 +186,7 @@ def _fast_usage(value: Any) -> Usage | None:
     for count in (input_tokens, output_tokens, cached, reasoning):
         if count is not None and (type(count) is not int or not 0 <= count <= U64_MAX):
             return None
-    return Usage(
-        input_tokens=input_tokens, output_tokens=output_tokens, cached_tokens=cached, reasoning_tokens=reasoning
-    )
+    return new_usage(input_tokens, output_tokens, cached, reasoning)
 
 
 #: one checked choice: (position, index, parts, finish_reason, the path of
