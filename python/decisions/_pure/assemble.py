@@ -42,16 +42,15 @@ from ..types import (
     ResponseSnapshot,
     ResponseStarted,
     TextDelta,
-    TextItem,
     ToolArgumentsDelta,
-    ToolCallItem,
     ToolCallStarted,
     Usage,
     UsageReported,
 )
+from .objects import new_response, new_text_item, new_tool_call_item
 from .providers.canonical import ITEM_KINDS as _KINDS
 
-__all__ = ["Assembler"]
+__all__ = ["Assembler", "BodyCall", "body_response"]
 
 
 _INIT, _STARTED, _STREAMING, _COMPLETED, _FAILED = range(5)
@@ -287,29 +286,32 @@ class Assembler:
             item.signature.append(signature)
 
     def _call_started(self, event: ToolCallStarted) -> None:
-        if event.call_kind not in CALL_KINDS:
+        self._start_call(event.item_id, event.call_id, event.name, event.call_id_generated, event.call_kind)
+
+    def _start_call(self, item_id: str, call_id: str, name: str, generated: bool, call_kind: str) -> None:
+        if call_kind not in CALL_KINDS:
             raise self._fail("MALFORMED_EVENT", 'tool_call_started event field "call_kind" must be a call kind')
-        existing = self._by_id.get(event.item_id)
+        existing = self._by_id.get(item_id)
         if existing is not None:
-            if existing.kind == "tool_call" and existing.call_id == event.call_id and existing.name != event.name:
+            if existing.kind == "tool_call" and existing.call_id == call_id and existing.name != name:
                 raise self._fail(
                     "CALL_NAME_CHANGED",
-                    f'tool call "{event.call_id}" changed its name from "{existing.name}" to "{event.name}"',
+                    f'tool call "{call_id}" changed its name from "{existing.name}" to "{name}"',
                 )
-            raise self._fail("DUPLICATE_ITEM_ID", f'two items share the item id "{event.item_id}"')
-        if event.call_id in self._call_ids:
-            raise self._fail("DUPLICATE_CALL_ID", f'two tool calls share the call id "{event.call_id}"')
+            raise self._fail("DUPLICATE_ITEM_ID", f'two items share the item id "{item_id}"')
+        if call_id in self._call_ids:
+            raise self._fail("DUPLICATE_CALL_ID", f'two tool calls share the call id "{call_id}"')
         if self._calls >= self._limits.max_calls_per_response:
             raise self._fail(
                 "TOO_MANY_CALLS",
                 f"the response has more tool calls than max_calls_per_response ({self._limits.max_calls_per_response})",
             )
-        item = self._new_item("tool_call", event.item_id)
-        item.call_id = event.call_id
-        item.name = event.name
-        item.call_id_generated = event.call_id_generated
-        item.call_kind = event.call_kind
-        self._call_ids.add(event.call_id)
+        item = self._new_item("tool_call", item_id)
+        item.call_id = call_id
+        item.name = name
+        item.call_id_generated = generated
+        item.call_kind = call_kind
+        self._call_ids.add(call_id)
         self._calls += 1
 
     def _arguments_delta(self, event: ToolArgumentsDelta) -> None:
@@ -375,12 +377,31 @@ class Assembler:
         self._enter("text_delta")
         self._append_text("text_delta", "text", item_id, delta)
 
+    def call_started(self, item_id: str, call_id: str, name: str, generated: bool) -> None:
+        """``apply(ToolCallStarted(item_id=item_id, call_id=call_id, name=name,
+        call_id_generated=generated))``."""
+        self._enter("tool_call_started")
+        self._start_call(item_id, call_id, name, generated, "function")
+
+    def item_ended(self, item_id: str) -> None:
+        """``apply(ItemEnded(item_id=item_id))``."""
+        self._enter("item_ended")
+        self._end_item(item_id)
+
+    def finished(self, finish_reason: str, raw_finish_reason: str | None) -> None:
+        """``apply(ResponseFinished(finish_reason=finish_reason, raw_finish_reason=raw_finish_reason))``."""
+        self._enter("response_finished")
+        self._finish_as(finish_reason, raw_finish_reason)
+
     def _item_ended(self, event: ItemEnded) -> None:
-        item = self._by_id.get(event.item_id)
+        self._end_item(event.item_id)
+
+    def _end_item(self, item_id: str) -> None:
+        item = self._by_id.get(item_id)
         if item is None:
-            raise self._fail("UNKNOWN_ITEM", f'item_ended for item "{event.item_id}", which was never started')
+            raise self._fail("UNKNOWN_ITEM", f'item_ended for item "{item_id}", which was never started')
         if item.ended:
-            raise self._fail("DELTA_AFTER_END", f'item_ended for item "{event.item_id}", which has ended')
+            raise self._fail("DELTA_AFTER_END", f'item_ended for item "{item_id}", which has ended')
         item.ended = True
 
     def _merge_usage(self, event: UsageReported) -> None:
@@ -392,10 +413,13 @@ class Assembler:
         self._usage = usage
 
     def _finished(self, event: ResponseFinished) -> None:
-        if event.finish_reason not in FINISH_REASONS:
+        self._finish_as(event.finish_reason, event.raw_finish_reason)
+
+    def _finish_as(self, finish_reason: str, raw_finish_reason: str | None) -> None:
+        if finish_reason not in FINISH_REASONS:
             raise self._fail("MALFORMED_EVENT", 'response_finished event field "finish_reason" must be a finish reason')
-        self._finish_reason = event.finish_reason
-        self._raw_finish_reason = event.raw_finish_reason
+        self._finish_reason = finish_reason
+        self._raw_finish_reason = raw_finish_reason
         self._state = _COMPLETED
 
     def _failed(self, event: ResponseFailed) -> None:
@@ -436,15 +460,15 @@ class Assembler:
             if at is not None:
                 items.insert(position, items.pop(at))
         usage = None if self._usage is None else Usage(**self._usage)
-        self._response = NormalizedResponse(
-            provider=self.provider,
-            response_id=self._response_id,
-            model=self._model,
-            items=tuple(items),
-            finish_reason=self._finish_reason,  # type: ignore[arg-type]
-            raw_finish_reason=self._raw_finish_reason,
-            usage=usage,
-            unknown_events=dict(unknown_events or {}),
+        self._response = new_response(
+            self.provider,
+            self._response_id,
+            self._model,
+            tuple(items),
+            self._finish_reason,
+            self._raw_finish_reason,
+            usage,
+            dict(unknown_events or {}),
         )
         return self._response
 
@@ -527,18 +551,71 @@ def _build_item(item: _Item, cut: bool) -> Item:
     call is incomplete even when it ended."""
     kind = item.kind
     if kind == "tool_call":
-        return ToolCallItem(
-            item_id=item.item_id,
-            call_id=item.call_id,
-            name=item.name,
-            arguments=item.text(),
-            complete=item.ended and not cut,
-            call_id_generated=item.call_id_generated,
-            call_kind=item.call_kind,  # type: ignore[arg-type]
+        return new_tool_call_item(
+            item.item_id,
+            item.call_id,
+            item.name,
+            item.text(),
+            item.ended and not cut,
+            item.call_id_generated,
+            item.call_kind,
         )
     if kind == "text":
-        return TextItem(item_id=item.item_id, text=item.text())
+        return new_text_item(item.item_id, item.text())
     if kind == "refusal":
         return RefusalItem(item_id=item.item_id, text=item.text())
     signature = None if item.signature is None else "".join(item.signature)
     return ReasoningItem(item_id=item.item_id, text=item.text(), signature=signature)
+
+
+#: a tool call of a whole body for :func:`body_response`: ``(item_id,
+#: call_id, name, arguments, call_id_generated)``, a ``function`` call
+BodyCall = tuple[str, str, str, str, bool]
+
+
+def body_response(
+    provider: str,
+    limits: Limits,
+    head: tuple[str | None, str | None],
+    text: tuple[str, str] | None,
+    calls: list[BodyCall],
+    finish: tuple[str, str | None],
+    usage: Usage | None,
+    events: int,
+) -> NormalizedResponse | None:
+    """What an :class:`Assembler` gives for a whole body's ``events`` canonical
+    events: ``response_started`` with ``head`` (response id, model), a text
+    item ``text`` (item id, its non-empty text) started with one delta, each
+    call started with one arguments delta (none when empty), ``usage`` (the
+    usage a ``usage`` event with these counts gives), each
+    item ended when the finish reason is ``stop`` or ``tool_calls``, then
+    ``response_finished`` with ``finish`` (reason, raw reason). None when the
+    assembler would refuse them (a limit, a repeated id, an item never
+    ended): the caller then applies the events themselves, which raise."""
+    reason = finish[0]
+    ended = reason == "stop" or reason == "tool_calls"
+    if not ended and reason not in _TRUNCATING:
+        return None
+    count = len(calls) + (text is not None)
+    if (
+        events > limits.max_stream_events
+        or count > limits.max_items_per_response
+        or len(calls) > limits.max_calls_per_response
+        or len({call[1] for call in calls}) != len(calls)
+        or len({call[0] for call in calls} | (set() if text is None else {text[0]})) != count
+    ):
+        return None
+    total = 0 if text is None else _utf8_len(text[1])
+    max_arguments = limits.max_call_argument_bytes
+    for call in calls:
+        size = _utf8_len(call[3])
+        if size > max_arguments:
+            return None
+        total += size
+    if total > limits.max_response_bytes:
+        return None
+    complete = ended and reason not in _CUTS_CALLS
+    items: list[Item] = [] if text is None else [new_text_item(text[0], text[1])]
+    for item_id, call_id, name, arguments, generated in calls:
+        items.append(new_tool_call_item(item_id, call_id, name, arguments, complete, generated, "function"))
+    return new_response(provider, head[0], head[1], tuple(items), reason, finish[1], usage, {})

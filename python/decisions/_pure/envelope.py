@@ -25,14 +25,15 @@ import codecs
 import dataclasses
 import json
 import re
-from typing import Any, Final
+from typing import Any, Callable, Final
 
-from ..errors import OutputError, ParseError, json_path, new_error
+from ..errors import OutputError, json_path, new_error
 from ..limits import Limits
 from ..providers import DONE
-from .json import loads, plain
+from .json import FAST_MISSES, fast_path, parse_text, plain
+from .jsonexact import Fail
 
-__all__ = ["ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "envelope_limits", "utf8_text"]
+__all__ = ["ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "decoder", "envelope_limits", "utf8_text"]
 
 #: The deepest nesting accepted in event data or a body (the native mappers'
 #: ``serde_json`` stops at 128, CPython's recursion limit at 1,000).
@@ -137,8 +138,12 @@ def _bytes_view(data: bytes | bytearray | memoryview) -> memoryview:
 def decode(data: str | bytes | bytearray | memoryview, limits: Limits, fields: tuple[ArgumentField, ...]) -> Any:
     """Event data or a body checked by the envelope rule and decoded
     (``[DONE]`` passes through as the str)."""
-    if isinstance(data, str):
-        text: str = plain(data)
+    if type(data) is str:  # what the SSE framer gives
+        text: str = data
+        if not text.isascii() and _SURROGATE.search(text) is not None:  # ``utf8_text``, inlined
+            raise _malformed("event data is not valid UTF-8")
+    elif isinstance(data, str):
+        text = plain(data)
         if not utf8_text(text):
             raise _malformed("event data is not valid UTF-8")
     else:
@@ -156,13 +161,41 @@ def decode(data: str | bytes | bytearray | memoryview, limits: Limits, fields: t
             raise _malformed("event data is not valid UTF-8") from None
     if text == DONE:
         return DONE
-    if ("\\ud" in text or "\\uD" in text) and _lone_surrogate(text):
+    if "\\u" in text and ("\\ud" in text or "\\uD" in text) and _lone_surrogate(text):
         raise _malformed("event data has a lone surrogate escape")
     last_limits, derived = _last
     try:
-        return loads(text, limits=derived if last_limits is limits else envelope_limits(limits))
-    except ParseError as error:
-        raise classify(text, error.code, error.pos, limits, fields) from None
+        return parse_text(text, derived if last_limits is limits and derived is not None else envelope_limits(limits))
+    except Fail as fail:
+        raise classify(text, fail.code, fail.pos, limits, fields) from None
+
+
+def decoder(limits: Limits, fields: tuple[ArgumentField, ...]) -> Callable[[str | bytes], Any]:
+    """:func:`decode` under ``limits`` and ``fields``, for the events of one
+    stream: the common data (an exact ASCII ``str`` within the size limit,
+    without ``\\u`` escapes, a NUL among its first two characters or being
+    ``[DONE]``), for which ``decode`` does nothing but the strict parser's
+    fast path, goes to that path directly; anything else, and anything the
+    fast path does not answer, through ``decode``."""
+    lim = envelope_limits(limits)
+    max_size = lim.max_document_bytes
+
+    def decode_event(data: str | bytes) -> Any:
+        if (
+            type(data) is str
+            and data.isascii()
+            and len(data) <= max_size
+            and "\\u" not in data
+            and "\x00" not in data[:2]
+            and data != DONE
+        ):
+            try:
+                return fast_path(data, len(data), lim)
+            except FAST_MISSES:
+                pass
+        return decode(data, limits, fields)
+
+    return decode_event
 
 
 def _rule(code: str, limits: Limits) -> str | None:

@@ -91,10 +91,11 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from .._json_errors import parse_error, str_input_error, utf16_str
+from ..errors import ParseError
 from ..limits import DEFAULT_LIMITS, Limits
 from .jsonexact import INF, INT_MAX, INT_MIN, WS, WS_CHARS, Exact, Fail, utf8_len
 
-__all__ = ["loads", "plain"]
+__all__ = ["FAST_MISSES", "fast_path", "loads", "parse_text", "plain"]
 
 
 class _Flag(Exception):
@@ -155,6 +156,14 @@ def _scanner(lim: Limits) -> _Scanner:
             raise _Flag
         return obj
 
+    def unique(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        """``pairs`` where the member limit cannot be reached (each member
+        takes at least 4 bytes of the document)."""
+        obj = dict(items)
+        if len(obj) != len(items):
+            raise _Flag
+        return obj
+
     def parse_int(literal: str) -> int:
         if len(literal) < short:
             return int(literal)
@@ -174,7 +183,11 @@ def _scanner(lim: Limits) -> _Scanner:
         return value
 
     decoder = json.JSONDecoder(
-        object_pairs_hook=pairs, parse_int=parse_int, parse_float=parse_float, parse_constant=_flag, strict=True
+        object_pairs_hook=unique if max_members * 4 >= lim.max_document_bytes else pairs,
+        parse_int=parse_int,
+        parse_float=parse_float,
+        parse_constant=_flag,
+        strict=True,
     )
     # Called directly, without JSONDecoder.decode's Python frames.
     scan: _Scanner = decoder.scan_once  # type: ignore[attr-defined]
@@ -251,8 +264,22 @@ def _walk(value: Any, lim: Limits, check_strings: bool) -> None:
         raise _Flag
 
 
-def _fast(text: str, size: int, lim: Limits) -> Any:
-    scan, max_string, max_depth, count_from = _DEFAULT_PLAN if lim is DEFAULT_LIMITS else _plan_for(lim)
+#: What :func:`fast_path` raises when it does not answer (the exact parser
+#: then decides): ``json.JSONDecodeError`` is a ValueError, so is ``int()``'s
+#: digit limit.
+FAST_MISSES: Final = (ValueError, _Flag, RecursionError, StopIteration)
+
+
+def fast_path(text: str, size: int, lim: Limits) -> Any:
+    """The value of ``text`` (``size`` bytes of UTF-8, past the input checks
+    of :func:`loads`) by the stdlib scanner, or one of :data:`FAST_MISSES`."""
+    if lim is DEFAULT_LIMITS:
+        plan = _DEFAULT_PLAN
+    else:
+        last_lim, plan = _last  # ``_plan_for``'s first step, inlined: a stream parses under one ``Limits``
+        if last_lim is not lim:
+            plan = _plan_for(lim)
+    scan, max_string, max_depth, count_from = plan
     start = WS.match(text).end() if text[:1] in WS_CHARS else 0  # type: ignore[union-attr]
     value, end = scan(text, start)
     n = len(text)
@@ -315,7 +342,14 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
         lim = limits
     else:
         raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
-    if isinstance(data, str):
+    if type(data) is str and data.isascii():  # the common case: the checks below, in their order
+        text = data
+        size = len(text)
+        if size > lim.max_document_bytes:
+            raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
+        if "\x00" in text[:2] and utf16_str(text):
+            raise parse_error("UTF16_INPUT", data, 0, limits)
+    elif isinstance(data, str):
         text = data = plain(data)
         if len(text) > lim.max_document_bytes:
             raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
@@ -352,12 +386,35 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
             raise parse_error("INVALID_UTF8", data, len(raw[: exc.start].decode("utf-8")), limits) from None
     else:
         raise TypeError(f"loads() argument must be str, bytes, bytearray or memoryview, not {type(data).__name__}")
-    try:
-        return _fast(text, size, lim)
-    except (ValueError, _Flag, RecursionError, StopIteration):
-        # json.JSONDecodeError is a ValueError; so is int()'s digit limit.
+    try:  # ``_parse``, inlined
+        return fast_path(text, size, lim)
+    except FAST_MISSES:
         pass
     try:
         return _exact(text, lim)
     except Fail as fail:
         raise parse_error(fail.code, data, fail.pos, limits) from None
+
+
+def _parse(text: str, size: int, lim: Limits) -> Any:
+    """The value of ``text`` (``size`` bytes of UTF-8, past the input
+    checks): the fast path, else the exact parser, which raises
+    :class:`~decisions._pure.jsonexact.Fail`."""
+    try:
+        return fast_path(text, size, lim)
+    except FAST_MISSES:
+        pass
+    return _exact(text, lim)
+
+
+def parse_text(text: str, lim: Limits) -> Any:
+    """``loads(text, limits=lim)`` of an exact ``str``, for callers that want
+    only the code and offset of an error: raises
+    :class:`~decisions._pure.jsonexact.Fail` instead of a ``ParseError``
+    (whose message and hint are not built)."""
+    if text.isascii() and len(text) <= lim.max_document_bytes and "\x00" not in text[:2]:
+        return _parse(text, len(text), lim)  # every input check passes
+    try:
+        return loads(text, limits=lim)
+    except ParseError as error:
+        raise Fail(error.code, error.pos) from None

@@ -8,6 +8,11 @@ Each constructor is an instance of a subclass made for its dataclass, whose
 ``__call__`` is a function written for that class's fields (the way
 ``dataclasses`` writes ``__init__``): one frame, the slots' setters bound in
 advance, no loop and no keyword matching.
+
+The pure pipeline builds a response's objects with them too (``new_usage``,
+``new_text_item``, ``new_tool_call_item``, ``new_response``: the fields in
+their classes' order); none of these classes has a ``__post_init__``, so
+what they build is what their ``__init__`` builds.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-__all__ = ["Constructor"]
+from ..types import NormalizedResponse, TextItem, ToolCallItem, Usage
+
+__all__ = ["Constructor", "new_response", "new_text_item", "new_tool_call_item", "new_usage"]
 
 #: The value of a field value not given (never a field's value).
 _MISSING: Any = object()
@@ -79,3 +86,11 @@ class Constructor:
     def __call__(self, *values: Any) -> Any:
         """An instance with each field set to the value at its position."""
         raise NotImplementedError  # each constructor's own class defines it
+
+
+new_usage: Callable[..., Usage] = Constructor(Usage)
+new_text_item: Callable[..., TextItem] = Constructor(TextItem)
+new_tool_call_item: Callable[..., ToolCallItem] = Constructor(ToolCallItem)
+new_response: Callable[..., NormalizedResponse] = Constructor(NormalizedResponse)
+if any(hasattr(cls, "__post_init__") for cls in (Usage, TextItem, ToolCallItem, NormalizedResponse)):
+    raise TypeError("a response class has a __post_init__, which its builder would not run")

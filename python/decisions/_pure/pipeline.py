@@ -10,6 +10,8 @@ drive a pipeline.
 from __future__ import annotations
 
 import threading
+from json.decoder import scanstring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring_ascii as quoted
 from typing import Any, Callable
 
 from .._payload import payload_text
@@ -20,31 +22,90 @@ from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler
 from .body import body_error, foreign_body, shapeless_body
-from .envelope import decode, utf8_text
+from .envelope import decode, decoder, envelope_limits, utf8_text
 from .json import plain
 from .providers.canonical import CanonicalMapper
 from .sse import _Framer, exclusive
 
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
 
-_Fast = Callable[[str | None, Any], "tuple[bool, str, str] | None"]
+_FastEvent = Callable[[str | None, Any, Assembler], "bool | tuple[Any, str]"]
+_MoreDelta = Callable[[Any, str, Assembler], bool]
+
+
+class _DeltaText:
+    """The text of a mapper's delta event around its one varying string (a
+    prefix and a suffix), found on one event by :meth:`Pipeline._learn`: a
+    text that is the prefix, a JSON string, then the suffix is that event
+    with another delta (the string replaced a whole string token in a value
+    place, so the text passes the envelope rule as that event did and
+    decodes to the same value but for that string), which ``fast_event``
+    takes as ``more_delta`` of ``key`` and the new string."""
+
+    __slots__ = ("event", "prefix", "suffix", "key", "limit")
+
+    def __init__(self, event: str | None, prefix: str, suffix: str, key: Any, limit: int) -> None:
+        self.event = event
+        self.prefix = prefix
+        self.suffix = suffix
+        self.key = key
+        self.limit = limit
+
+    def match(self, text: str) -> str | None:
+        """The non-empty delta of ``text``, if it is this event with another
+        one: within the size limit, ASCII, and between the prefix and the
+        suffix exactly one JSON string without ``\\u`` escapes (the envelope
+        rule's surrogate check has nothing to look at); else None."""
+        start, end = len(self.prefix), len(text) - len(self.suffix)
+        if (
+            end - start < 3
+            or len(text) > self.limit
+            or not text.startswith(self.prefix)
+            or not text.endswith(self.suffix)
+            or text[start] != '"'
+            or not text.isascii()
+            or text.find("\\u", start, end) >= 0
+        ):
+            return None
+        try:
+            delta, stop = scanstring(text, start + 1, True)
+        except ValueError:  # not a JSON string there
+            return None
+        return delta if stop == end and delta else None
 
 
 class Pipeline:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
-    __slots__ = ("_limits", "_mapper", "_fields", "_assembler", "_framer", "_kept", "_fast", "_placements")
+    __slots__ = (
+        "_limits",
+        "_mapper",
+        "_fields",
+        "_decode",
+        "_assembler",
+        "_framer",
+        "_kept",
+        "_fast_event",
+        "_more_delta",
+        "_delta_text",
+        "_placements",
+    )
 
     def __init__(self, provider: str, mapper: providers.Mapper, limits: Limits, keep_events: bool) -> None:
         self._limits = limits
         self._mapper = mapper
         self._fields = getattr(mapper, "ARGUMENT_FIELDS", ())
+        self._decode = decoder(limits, self._fields)
         self._assembler = Assembler(provider, limits)
         self._framer: _Framer | None = None
         self._kept: list[CanonicalEvent] | None = [] if keep_events else None
-        # a mapper's ``fast_delta`` maps its common delta chunk straight to the
-        # assembler's delta entry points (not when the events are kept)
-        self._fast: _Fast | None = None if keep_events else getattr(mapper, "fast_delta", None)
+        # a mapper's ``fast_event`` applies its common events straight to the
+        # assembler's entry points (not when the events are kept)
+        self._fast_event: _FastEvent | None = None if keep_events else getattr(mapper, "fast_event", None)
+        # and its ``more_delta`` lets a delta event's text be read without
+        # decoding it, once ``_learn`` has found its shape
+        self._more_delta: _MoreDelta | None = getattr(mapper, "more_delta", None)
+        self._delta_text: _DeltaText | None = None
         # a mapper's ``placements``: items it produced late, with their place in the response
         self._placements: list[tuple[str, int]] | None = getattr(mapper, "placements", None)
 
@@ -67,13 +128,9 @@ class Pipeline:
             placements.clear()
 
     def _map(self, event: str | None, decoded: Any) -> None:
-        hit = None if self._fast is None else self._fast(event, decoded)
-        if hit is None:
+        fast_event = self._fast_event
+        if fast_event is None or not fast_event(event, decoded, self._assembler):
             self._apply_all(self._mapper.map_event(event, decoded))
-        elif hit[0]:
-            self._assembler.text_delta(hit[1], hit[2])
-        else:
-            self._assembler.arguments_delta(hit[1], hit[2])
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Raw SSE bytes (or a JSON array, where the provider streams one), in
@@ -84,22 +141,28 @@ class Pipeline:
             framer = self._framer = _Framer(self._limits, getattr(self._mapper, "ARRAY_FRAMING", False))
         try:
             raws = framer.feed_raw(data)
-            limits, fields = self._limits, self._fields
+            decode_event = self._decode
             assembler, map_event = self._assembler, self._mapper.map_event
             if self._kept is not None or type(self._mapper) is not CanonicalMapper:
-                fast = self._fast  # ``_map``, inlined: this loop runs per event
+                fast_event = self._fast_event  # ``_map``, inlined: this loop runs per event
+                more_delta = None if fast_event is None else self._more_delta
                 for event, payload, _, _ in raws:
-                    decoded = decode(payload, limits, fields)
-                    hit = None if fast is None else fast(event, decoded)
-                    if hit is None:
+                    shape = self._delta_text
+                    if more_delta is not None and shape is not None and event == shape.event:
+                        delta = shape.match(payload)
+                        if delta is not None and more_delta(shape.key, delta, assembler):
+                            continue
+                    decoded = decode_event(payload)
+                    taken = False if fast_event is None else fast_event(event, decoded, assembler)
+                    if not taken:
                         self._apply_all(map_event(event, decoded))
-                    elif hit[0]:
-                        assembler.text_delta(hit[1], hit[2])
-                    else:
-                        assembler.arguments_delta(hit[1], hit[2])
+                    elif (
+                        isinstance(taken, tuple) and more_delta is not None and (shape is None or shape.key != taken[0])
+                    ):
+                        self._learn(event, payload, taken)
                 return
             for event, payload, _, _ in raws:
-                decoded = decode(payload, limits, fields)
+                decoded = decode_event(payload)
                 if type(decoded) is dict and len(decoded) == 3:  # a delta with exactly its fields?
                     kind = decoded.get("type")
                     if kind == "tool_arguments_delta" or kind == "text_delta":
@@ -113,6 +176,24 @@ class Pipeline:
                 self._apply_all(map_event(event, decoded))
         except OutputError as err:
             raise self._assembler.fail(err) from None
+
+    def _learn(self, event: str | None, text: str, found: tuple[Any, str]) -> None:
+        """After ``fast_event`` took the delta event ``text`` (the delta of
+        ``found[0]`` being ``found[1]``): in an ASCII text without ``\\u``
+        or ``\\/`` escapes, a JSON string has one spelling only (the one the
+        stdlib's ``encode_basestring_ascii`` writes), so when the delta's
+        spelling appears once in the text, that is the delta's string, and
+        the text around it becomes the delta shape."""
+        if not text.isascii() or "\\u" in text or "\\/" in text:
+            return
+        key, delta = found
+        token = quoted(delta)
+        at = text.find(token)
+        if at < 0 or text.find(token, at + 1) >= 0:
+            return
+        lim = envelope_limits(self._limits)
+        limit = min(lim.max_document_bytes, lim.max_string_bytes)
+        self._delta_text = _DeltaText(event, text[:at], text[at + len(token) :], key, limit)
 
     def feed_event(self, event: str | None, data: str | bytes | bytearray | memoryview) -> None:
         """One already-decoded provider event: its ``event:`` name and data."""
@@ -156,11 +237,17 @@ def normalize_text(
 ) -> NormalizedResponse:
     """A whole body: envelope rule -> ``mapper.map_body`` -> assembler; a body
     read as nothing or not at all that looks like another provider's is
-    ``NOT_A_RESPONSE_BODY``."""
+    ``NOT_A_RESPONSE_BODY``. A mapper's ``fast_body`` answers its common
+    body without the events (see ``providers``)."""
     try:
         decoded = decode(body, limits, getattr(mapper, "ARGUMENT_FIELDS", ()))
     except OutputError as err:
         raise body_error(body, err) from None
+    fast = getattr(mapper, "fast_body", None)
+    if fast is not None:
+        response: NormalizedResponse | None = fast(decoded, provider, limits)
+        if response is not None:
+            return response
     try:
         assembler = Assembler(provider, limits)
         for event in mapper.map_body(decoded):

@@ -224,7 +224,13 @@ class _Framer:
 
     def _lf_lines(self, data: bytes, out: list[RawEvent]) -> None:
         """The common case, a chunk without CR: the same rules as ``_line_end``
-        with the ``data`` line inlined."""
+        with the ``data`` line inlined (its events up to the last blank line
+        taken by ``_data_events`` when they are that simple)."""
+        cut = data.rfind(b"\n\n") + 2
+        if cut > 1 and self._data_events(data if cut == len(data) else data[:cut], out):
+            data = data[cut:]
+            if not data:
+                return
         lines = data.split(b"\n")
         tail = lines.pop()
         max_line = self._limits.max_sse_line_bytes
@@ -291,6 +297,46 @@ class _Framer:
                 raise self._line_too_long()
             self._line += tail
             self._pos += len(tail)
+
+    def _data_events(self, data: bytes, out: list[RawEvent]) -> bool:
+        """``_lf_lines`` of ``data`` (ending with a blank line) in the common
+        case: nothing pending (no partial line, data or event name), valid
+        UTF-8, and each event one ``data:`` line within the line, event and
+        event-count limits (a character counted as 4 bytes unless all are
+        ASCII), then a blank line. False, with nothing changed, for anything
+        else, which ``_lf_lines`` reads line by line."""
+        if self._line or self._has_data or self._event is not None:
+            return False
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        blocks = text.split("\n\n")
+        del blocks[-1]  # empty: ``data`` ends with the blank line
+        limits = self._limits
+        if self._events + len(blocks) > limits.max_stream_events:
+            return False
+        width = 1 if text.isascii() else 4  # the most UTF-8 bytes a character takes
+        max_line, max_event = limits.max_sse_line_bytes // width, limits.max_sse_event_bytes // width
+        last_id, retry = self._last_id, self._retry
+        events: list[RawEvent] = []
+        for block in blocks:
+            if block[:6] == "data: ":
+                value = block[6:]
+            elif block[:5] == "data:":
+                value = block[5:]
+            else:
+                return False
+            if len(block) > max_line or len(value) > max_event or "\n" in block:
+                return False
+            events.append((None, value, last_id, retry))
+        out.extend(events)
+        self._events += len(events)
+        self._line_start += len(data)
+        self._pos = self._line_start
+        self._without_data = 0
+        self._counted_at = None
+        return True
 
     def _line_too_long(self) -> StreamError:
         return self._fail(

@@ -48,11 +48,25 @@ class Mapper(Protocol):
 # Optional: ``ARGUMENT_FIELDS``: the fields of the provider's events and bodies
 # that carry a tool call's arguments as a JSON object (see ``_pure/envelope.py``).
 #
-# Optional: ``fast_delta(event, payload) -> tuple[bool, str, str] | None``: the
-# mapper's common delta event as ``(is_text, item_id, delta)``, without building
-# event objects, exactly what ``map_event`` would map it to (and with the same
-# effect on the mapper's state); None for any other event, which then goes
-# through ``map_event``. ``StreamAssembler`` uses it unless events are kept.
+# Optional: ``fast_event(event, payload, assembler) -> bool | tuple``: the
+# mapper's common events applied straight to the assembler's entry points
+# (``call_started``, ``item_ended``, ``finished``..., each the same as
+# ``apply`` of its event object), with the same effect on the mapper's state
+# as ``map_event`` and the same calls in the same order as ``map_event``'s
+# events would be applied (never a placement); False, with nothing changed,
+# for any other event, which then goes through ``map_event``; when taken,
+# True, or ``(key, delta)`` for a delta event: one whose only varying part is
+# the string ``delta`` continuing what ``key`` names, which
+# ``more_delta(key, delta, assembler) -> bool`` takes as ``fast_event`` does
+# (the same event with another string in its place).
+# With ``more_delta`` the pipeline learns the text around a delta event's
+# string and reads the next such events without decoding them
+# (``pipeline._DeltaText``). Not used when events are kept.
+#
+# Optional: ``fast_body(body, provider, limits) -> NormalizedResponse | None``:
+# the mapper's common whole body straight to its response, exactly what
+# ``map_body`` and the assembler give (never an error); None for any other
+# body, which then goes through them. ``normalize`` tries it first.
 #
 # Optional: ``placements: list[tuple[str, int]]``: items the mapper produced
 # after later ones (a Responses reasoning item only ``response.completed``

@@ -87,6 +87,7 @@ from ...types import (
     ToolCallStarted,
     UsageReported,
 )
+from ..assemble import Assembler
 from ._shape import U64_MAX, located, shape
 from ._unknown import MAX_RECORDED_ITEMS, count_unknown
 from .jsontext import dumps
@@ -445,37 +446,52 @@ class AnthropicMapper:
         else:  # signature_delta
             out.append(ReasoningDelta(item_id=item_id, delta="", signature=text))
 
-    def fast_delta(self, event: str | None, payload: Any) -> tuple[bool, str, str] | None:
+    def fast_event(self, event: str | None, payload: Any, assembler: Assembler) -> bool | tuple[tuple[int, bool], str]:
         """A ``text_delta`` / non-empty ``input_json_delta`` for an open text /
-        tool_use block (every checked field of the right type) as
-        ``(is_text, item_id, delta)``: what ``map_event`` maps it to, with the
-        same effect on the block's state; ``None`` for any other event, which
-        then goes through ``map_event``."""
-        if type(payload) is not dict or self._terminal or self._stopped or not self._started:
-            return None
-        if payload.get("type") != "content_block_delta" or (
-            event is not None and event != "message" and event != "content_block_delta"
-        ):
-            return None
+        tool_use block (every checked field of the right type), applied
+        straight to ``assembler``: what ``map_event`` maps it to, with the
+        same effect on the block's state. Returns ``(key, delta)`` (see
+        ``more_delta``); False, with nothing changed, for any other event,
+        which then goes through ``map_event``."""
+        if type(payload) is not dict or payload.get("type") != "content_block_delta":
+            return False
+        if event is not None and event != "message" and event != "content_block_delta":
+            return False
         index, delta = payload.get("index"), payload.get("delta")
         if type(index) is not int or type(delta) is not dict:
-            return None
+            return False
+        delta_type = delta.get("type")
+        if delta_type == "text_delta":
+            key, text = (index, True), delta.get("text")
+        elif delta_type == "input_json_delta":
+            key, text = (index, False), delta.get("partial_json")
+        else:
+            return False
+        if type(text) is not str:
+            return False
+        return (key, text) if self.more_delta(key, text, assembler) else False
+
+    def more_delta(self, key: tuple[int, bool], delta: str, assembler: Assembler) -> bool:
+        """``fast_event`` of a ``text_delta`` (``key``: its block index and
+        True) or ``input_json_delta`` (the index and False) with ``delta``;
+        False, with nothing changed, where the message's or the block's state
+        does not allow it (an empty ``input_json_delta`` maps to nothing)."""
+        if self._terminal or self._stopped or not self._started:
+            return False
+        index, is_text = key
         state = self._blocks.get(index)
         if state is None or state.ended:
-            return None
-        delta_type = delta.get("type")
-        if delta_type == "input_json_delta":
-            text = delta.get("partial_json")
-            if state.kind != _TOOL or state.input_nonempty or type(text) is not str or not text:
-                return None
-            state.saw_json = True
-            return False, state.item_id, text
-        if delta_type == "text_delta":
-            text = delta.get("text")
-            if state.kind != _TEXT or type(text) is not str:
-                return None
-            return True, state.item_id, text
-        return None
+            return False
+        if is_text:
+            if state.kind != _TEXT:
+                return False
+            assembler.text_delta(state.item_id, delta)
+            return True
+        if state.kind != _TOOL or state.input_nonempty or not delta:
+            return False
+        state.saw_json = True
+        assembler.arguments_delta(state.item_id, delta)
+        return True
 
     def end(self) -> list[CanonicalEvent]:
         """EOF: an Anthropic stream implies nothing at its end."""

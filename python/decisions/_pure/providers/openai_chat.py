@@ -63,11 +63,13 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import OutputError, new_error
+from ...limits import Limits
 from ...providers import DONE
 from ...types import (
     CanonicalEvent,
     ItemEnded,
     ItemStarted,
+    NormalizedResponse,
     ReasoningDelta,
     RefusalDelta,
     ResponseFailed,
@@ -76,10 +78,13 @@ from ...types import (
     TextDelta,
     ToolArgumentsDelta,
     ToolCallStarted,
+    Usage,
     UsageReported,
 )
+from ..assemble import Assembler, BodyCall, body_response
+from ..objects import new_usage
 from ._openai import failure
-from ._shape import located, shape
+from ._shape import U64_MAX, located, shape
 
 __all__ = ["OpenAIChatMapper"]
 
@@ -197,6 +202,23 @@ def _usage(value: Any, what: str, at: str) -> UsageReported:
     )
 
 
+def _fast_usage(value: Any) -> Usage | None:
+    """The response's usage from a usage object that passes ``_usage``'s
+    checks (what its event gives the assembler), else None."""
+    if type(value) is not dict:
+        return None
+    prompt, completion = value.get("prompt_tokens_details"), value.get("completion_tokens_details")
+    if (prompt is not None and type(prompt) is not dict) or (completion is not None and type(completion) is not dict):
+        return None
+    input_tokens, output_tokens = value.get("prompt_tokens"), value.get("completion_tokens")
+    cached = None if prompt is None else prompt.get("cached_tokens")
+    reasoning = None if completion is None else completion.get("reasoning_tokens")
+    for count in (input_tokens, output_tokens, cached, reasoning):
+        if count is not None and (type(count) is not int or not 0 <= count <= U64_MAX):
+            return None
+    return new_usage(input_tokens, output_tokens, cached, reasoning)
+
+
 #: one checked choice: (position, index, parts, finish_reason, what its
 #: content_filter_results say or None)
 _ChoiceRead = tuple[int, "int | None", "_Parts | None", "str | None", "_Annotation | None"]
@@ -215,6 +237,86 @@ def _choice(raw: Any, position: int, body: bool, what: str) -> _ChoiceRead:
     filtered = None if results is None else _filtered(results, what, f"{at}.content_filter_results")
     parts = None if delta is None else _delta_parts(delta, what, f"{at}.{key}")
     return position, index, parts, finish, filtered
+
+
+# ---------------------------------------------------------------- the common chunks
+
+#: what ``_read`` found: a first chunk, a finish, more text, more arguments, a new call
+_START, _FINISH_CHUNK, _TEXT, _MORE, _CALL = range(5)
+
+
+def _read(payload: Any, selected: int) -> tuple[Any, ...] | None:
+    """A common chunk, whatever the mapper's state: one choice (the
+    ``selected`` one), every field ``map_event`` checks of the right type, a
+    delta that carries nothing else the mapper reads, and either nothing
+    (``(_START, id, model)``), or a finish_reason and nothing
+    (``(_FINISH_CHUNK, finish_reason)``), or non-empty content
+    (``(_TEXT, None, content)``), or one tool call: non-empty arguments alone
+    (``(_MORE, index, arguments)``) or a name (``(_CALL, index, id, name,
+    arguments)``). None for any other chunk."""
+    if type(payload) is not dict:
+        return None
+    get = payload.get
+    choices = get("choices")
+    if (
+        type(choices) is not list
+        or len(choices) != 1
+        or get("usage") is not None
+        or get("error") is not None
+        or get("prompt_filter_results") is not None
+    ):
+        return None
+    rid, model = get("id"), get("model")
+    if (rid is not None and type(rid) is not str) or (model is not None and type(model) is not str):
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("content_filter_results") is not None:
+        return None
+    index, delta, finish = choice.get("index"), choice.get("delta"), choice.get("finish_reason")
+    if (0 if index is None else index) != selected or (index is not None and type(index) is not int):
+        return None
+    content = calls = None
+    if delta is not None:
+        if type(delta) is not dict:
+            return None
+        d = delta.get
+        if (
+            d("refusal") is not None
+            or d("reasoning_content") is not None
+            or d("reasoning") is not None
+            or d("function_call") is not None
+            or d("audio") is not None
+        ):
+            return None
+        content, calls = d("content"), d("tool_calls")
+    if finish is not None:
+        if type(finish) is not str or content is not None or calls is not None:
+            return None
+        return _FINISH_CHUNK, finish
+    if calls is None:
+        if content is None:
+            return _START, rid, model
+        return (_TEXT, None, content) if type(content) is str and content else None
+    if content is not None or type(calls) is not list or len(calls) != 1:
+        return None
+    call = calls[0]
+    if type(call) is not dict or call.get("type") not in (None, "", "function"):
+        return None
+    k, fn, call_id = call.get("index"), call.get("function"), call.get("id")
+    if type(fn) is not dict or (k is not None and (type(k) is not int or not 0 <= k <= U64_MAX)):
+        return None
+    name, arguments = fn.get("name"), fn.get("arguments")
+    at = 0 if k is None else k
+    if name is None and call_id is None:
+        return (_MORE, at, arguments) if type(arguments) is str and arguments else None
+    if (
+        (call_id is not None and type(call_id) is not str)
+        or type(name) is not str
+        or not name
+        or (arguments is not None and type(arguments) is not str)
+    ):
+        return None
+    return _CALL, at, call_id, name, arguments
 
 
 # ---------------------------------------------------------------- mapper
@@ -266,58 +368,63 @@ class OpenAIChatMapper:
         """EOF adds nothing: the finish reason is the terminal."""
         return []
 
-    def fast_delta(self, event: str | None, payload: Any) -> tuple[bool, str, str] | None:
-        """The common chunk, without building event objects: one choice (the
-        selected one) whose delta only continues the open text item or an open
-        tool call's arguments, with every field ``map_event`` checks of the
-        right type. Returns ``(is_text, item_id, delta)``, exactly what
-        ``map_event`` would map it to (one non-empty ``TextDelta`` or
-        ``ToolArgumentsDelta``), and changes no state; ``None`` for any other
-        chunk, which then goes through ``map_event``."""
-        if type(payload) is not dict or self._finished or self._done or not self._started:
-            return None
-        get = payload.get
-        choices = get("choices")
-        if type(choices) is not list or len(choices) != 1 or get("usage") is not None or get("error") is not None:
-            return None
-        rid, model = get("id"), get("model")
-        if (rid is not None and type(rid) is not str) or (model is not None and type(model) is not str):
-            return None
-        choice = choices[0]
-        if type(choice) is not dict or choice.get("finish_reason") is not None:
-            return None
-        if choice.get("content_filter_results") is not None or get("prompt_filter_results") is not None:
-            return None
-        index = choice.get("index")
-        if (0 if index is None else index) != self._choice or (index is not None and type(index) is not int):
-            return None
-        delta = choice.get("delta")
-        if type(delta) is not dict:
-            return None
-        d = delta.get
-        if d("refusal") is not None or d("reasoning_content") is not None or d("reasoning") is not None:
-            return None
-        content, calls = d("content"), d("tool_calls")
-        if d("function_call") is not None or d("audio") is not None:
-            return None
-        if calls is None:
-            if type(content) is str and content and self._text is not None:
-                return True, self._text, content
-            return None
-        if content is not None or type(calls) is not list or len(calls) != 1:
-            return None
-        call = calls[0]
-        if type(call) is not dict or call.get("id") is not None or call.get("type") not in (None, "", "function"):
-            return None
-        fn = call.get("function")
-        if type(fn) is not dict or fn.get("name") is not None:
-            return None
-        arguments = fn.get("arguments")
-        k = call.get("index")
-        if type(arguments) is not str or not arguments or (k is not None and type(k) is not int):
-            return None
-        current = self._calls.get(0 if k is None else k)
-        return None if current is None else (False, current.item_id, arguments)
+    def fast_event(self, event: str | None, payload: Any, assembler: Assembler) -> bool | tuple[int | None, str]:
+        """The common chunks (see ``_read``) applied straight to ``assembler``
+        (its entry points equal to ``apply`` of each event), without building
+        event objects. The mapper's state changes as ``map_event`` changes
+        it, then the assembler gets the events ``map_event`` gives, in order.
+        Returns True, or for a delta chunk ``(key, delta)`` (see
+        ``more_delta``); False, with
+        nothing changed, for any other chunk or where the mapper's state
+        makes it one that ``map_event`` must read."""
+        read = _read(payload, self._choice)
+        if read is None or self._finished or self._done:
+            return False
+        kind = read[0]
+        if kind == _MORE or kind == _TEXT:
+            return (read[1], read[2]) if self.more_delta(read[1], read[2], assembler) else False
+        if not self._started:
+            if kind != _START:
+                return False
+            rid, model = read[1], read[2]
+            self._started = True
+            self._response_id = rid or None
+            assembler.apply(ResponseStarted(response_id=rid or None, model=model or None))
+            return True
+        if kind == _FINISH_CHUNK:
+            raw = read[1]
+            ended, reason = self._finish(raw)
+            for item_id in ended:
+                assembler.item_ended(item_id)
+            assembler.finished(reason, raw)
+            return True
+        if kind != _CALL or read[1] in self._calls:
+            return False
+        _, index, call_id, name, arguments = read
+        new, generated = self._register_call(call_id, name)
+        self._calls[index] = new
+        assembler.call_started(new.item_id, new.call_id, name, generated)
+        if arguments:
+            assembler.arguments_delta(new.item_id, arguments)
+        return True
+
+    def more_delta(self, key: int | None, delta: str, assembler: Assembler) -> bool:
+        """``fast_event`` of a chunk that only continues the text (``key``
+        None) or the arguments of the call at index ``key`` with ``delta``:
+        the delta given to the open text item or call; False, with nothing
+        changed, where the mapper's state does not allow it."""
+        if self._finished or self._done or not self._started:
+            return False
+        if key is None:
+            if self._text is None:
+                return False
+            assembler.text_delta(self._text, delta)
+            return True
+        current = self._calls.get(key)
+        if current is None:
+            return False
+        assembler.arguments_delta(current.item_id, delta)
+        return True
 
     def _chunk(self, payload: Any, out: list[CanonicalEvent]) -> None:
         # the whole chunk is shape-checked before any of it is acted on
@@ -423,6 +530,12 @@ class OpenAIChatMapper:
         """A new call; ``at`` is where its name sits (a call must have one)."""
         if not name:
             raise _invalid(_CHUNK, "a tool call starts without a function name", at)
+        call, generated = self._register_call(call_id, name)
+        out.append(ToolCallStarted(item_id=call.item_id, call_id=call.call_id, name=name, call_id_generated=generated))
+        return call
+
+    def _register_call(self, call_id: str | None, name: str) -> tuple[_Call, bool]:
+        """A new call named ``name`` opened in the mapper's state, and whether its call id was generated."""
         k = self._ncalls
         self._ncalls += 1
         item_id = f"choice{self._choice}.tool_calls[{k}]"
@@ -431,10 +544,8 @@ class OpenAIChatMapper:
             prefix = f"{self._response_id}." if self._response_id else ""
             call_id = f"{prefix}call_{k}"
         assert call_id is not None
-        call = _Call(item_id, call_id, name)
         self._open.append(item_id)
-        out.append(ToolCallStarted(item_id=item_id, call_id=call_id, name=name, call_id_generated=generated))
-        return call
+        return _Call(item_id, call_id, name), generated
 
     def _tool_delta(
         self,
@@ -471,17 +582,113 @@ class OpenAIChatMapper:
         out.append(ItemEnded(item_id=item_id))
 
     def _finish_with(self, raw: str, out: list[CanonicalEvent]) -> None:
+        ended, reason = self._finish(raw)
+        out.extend(ItemEnded(item_id=item_id) for item_id in ended)
+        out.append(ResponseFinished(finish_reason=reason, raw_finish_reason=raw))  # type: ignore[arg-type]
+
+    def _finish(self, raw: str) -> tuple[list[str], str]:
+        """The finish_reason ``raw`` in the mapper's state: the items it ends, and the finish reason."""
         reason = "content_filter" if self._filtered is not None else _FINISH.get(raw, "unknown")
         if reason == "stop" and self._refusal is not None:
             reason = "refusal"
+        ended: list[str] = []
         if reason in ("stop", "tool_calls", "refusal"):
-            for item_id in self._open:
-                out.append(ItemEnded(item_id=item_id))
-            self._open.clear()
+            ended, self._open = self._open, []
         self._finished = True
-        out.append(ResponseFinished(finish_reason=reason, raw_finish_reason=raw))  # type: ignore[arg-type]
+        return ended, reason
 
     # ------------------------------------------------------------ whole body
+
+    def fast_body(self, body: Any, provider: str, limits: Limits) -> NormalizedResponse | None:
+        """The common body, straight to its response: one choice (the
+        selected one) whose message has text and/or tool calls and nothing
+        else the mapper reads, finished by ``stop``, ``tool_calls``,
+        ``length`` or ``content_filter``, every field ``map_body`` checks of
+        the right type. Returns exactly what ``map_body`` and the assembler
+        give (``body_response`` checks the assembler's limits); None for any
+        other body, which then goes through them (and their errors)."""
+        if type(body) is not dict:
+            return None
+        get = body.get
+        rid, model, choices, usage = get("id"), get("model"), get("choices"), get("usage")
+        if (
+            (rid is not None and type(rid) is not str)
+            or (model is not None and type(model) is not str)
+            or type(choices) is not list
+            or len(choices) != 1
+            or get("error") is not None
+            or get("prompt_filter_results") is not None
+        ):
+            return None
+        read_usage = None if usage is None else _fast_usage(usage)
+        if read_usage is None and usage is not None:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict:
+            return None
+        index, message, raw = choice.get("index"), choice.get("message"), choice.get("finish_reason")
+        if (
+            (0 if index is None else index) != self._choice
+            or (index is not None and (type(index) is not int or not 0 <= index <= U64_MAX))
+            or type(message) is not dict
+            or type(raw) is not str
+            or choice.get("content_filter_results") is not None
+        ):
+            return None
+        reason = _FINISH.get(raw)
+        if reason is None:
+            return None
+        m = message.get
+        content, tool_calls = m("content"), m("tool_calls")
+        if (
+            (content is not None and type(content) is not str)
+            or (tool_calls is not None and type(tool_calls) is not list)
+            or m("refusal") is not None
+            or m("reasoning_content") is not None
+            or m("reasoning") is not None
+            or m("function_call") is not None
+            or m("audio") is not None
+        ):
+            return None
+        events = 2  # response_started, response_finished
+        text = None
+        if content:
+            text = (f"choice{self._choice}.content", content)
+            events += 2  # item_started, text_delta
+        calls: list[BodyCall] = []
+        prefix = f"{rid}." if rid else ""
+        for k, call in enumerate(tool_calls or ()):
+            if type(call) is not dict or call.get("type") not in (None, "", "function"):
+                return None
+            k_index, fn, call_id = call.get("index"), call.get("function"), call.get("id")
+            if (
+                (k_index is not None and (type(k_index) is not int or not 0 <= k_index <= U64_MAX))
+                or type(fn) is not dict
+                or (call_id is not None and type(call_id) is not str)
+            ):
+                return None
+            name, arguments = fn.get("name"), fn.get("arguments")
+            if type(name) is not str or not name or (arguments is not None and type(arguments) is not str):
+                return None
+            events += 2 if arguments else 1  # tool_call_started, tool_arguments_delta
+            generated = not call_id
+            calls.append(
+                (
+                    f"choice{self._choice}.tool_calls[{k}]",
+                    f"{prefix}call_{k}" if generated else call_id,  # type: ignore[arg-type]
+                    name,
+                    arguments or "",
+                    generated,
+                )
+            )
+        if text is None and not calls:
+            return None  # read as nothing: whose body it is, is for ``normalize_text`` to say
+        if reason == "stop" or reason == "tool_calls":
+            events += len(calls) + (text is not None)  # item_ended
+        if read_usage is not None:
+            events += 1
+        head = (rid or None, model or None)
+        return body_response(provider, limits, head, text, calls, (reason, raw), read_usage, events)
 
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A ``chat.completion`` object (or an ``{"error": ...}`` body)."""
