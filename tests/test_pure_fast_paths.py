@@ -447,11 +447,11 @@ def _raw_stream(tokens: list[str], text: bool) -> bytes:
     return "".join(f"data: {chunk}\n\n" for chunk in chunks).encode() + b"data: [DONE]\n\n"
 
 
-def _raw_outcome(data: bytes, keep: bool, limits: Limits) -> Any:
+def _raw_outcome(data: bytes, keep: bool, limits: Limits, provider: str = CHAT) -> Any:
     from decisions._pure import StreamAssembler
 
     try:
-        assembler = StreamAssembler(CHAT, keep_events=keep, limits=limits)
+        assembler = StreamAssembler(provider, keep_events=keep, limits=limits)
         assembler.feed(data)
         return assembler.finish()
     except OutputError as err:
@@ -501,17 +501,6 @@ def _anthropic_stream(tokens: list[str], text: bool) -> bytes:
     return "".join(f"event: {name}\ndata: {data}\n\n" for name, data in events).encode()
 
 
-def _anthropic_outcome(data: bytes, keep: bool, limits: Limits) -> Any:
-    from decisions._pure import StreamAssembler
-
-    try:
-        assembler = StreamAssembler(_ANTHROPIC, keep_events=keep, limits=limits)
-        assembler.feed(data)
-        return assembler.finish()
-    except OutputError as err:
-        return (type(err).__name__, err.code, err.message, err.path, err.offset)
-
-
 @given(
     st.lists(st.sampled_from([*_RAW_TOKENS, '"text_delta"', '"partial_json"']), max_size=8),
     st.booleans(),
@@ -520,7 +509,7 @@ def _anthropic_outcome(data: bytes, keep: bool, limits: Limits) -> Any:
 def test_anthropic_delta_shapes(tokens: list[str], text: bool, limits: Limits) -> None:
     """The same for Anthropic's content_block_delta events."""
     data = _anthropic_stream(tokens, text)
-    assert _anthropic_outcome(data, False, limits) == _anthropic_outcome(data, True, limits)
+    assert _raw_outcome(data, False, limits, _ANTHROPIC) == _raw_outcome(data, True, limits, _ANTHROPIC)
 
 
 def test_anthropic_delta_shapes_are_learnt() -> None:

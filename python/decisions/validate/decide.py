@@ -78,17 +78,15 @@ from ..types import (
 )
 from ._issues import MAX_VALIDATION_DEPTH, issue
 from .decision import (
-    _EMPTY,
     Decision,
     FinalDecision,
     ToolCall,
     ToolDecision,
     new_tool_call,
     new_tool_decision,
-    new_verdict,
 )
 from .domain import Tool, ToolRegistry
-from .policy import Policy, RunState, _apply, _Plan
+from .policy import Policy, RunState, _allowed, _apply, _Plan
 from .schema import Schema, schema_mismatch
 from .versions import VersionedSchema
 
@@ -461,10 +459,7 @@ def _plain_decision(
         # whose id is its own
         if len(calls) > 1 and len({call.call_id for call in calls}) < len(calls):
             return None
-        allowed = []
-        for call in calls:
-            allowed.append(new_verdict(call.call_id, "allowed", None, (), _EMPTY, (), None))
-        verdicts = tuple(allowed)
+        verdicts = _allowed(calls)
     else:
         plan = active.plan(registry)  # a rule that does not fit the registry: ValueError, as in the general path
         try:

@@ -436,6 +436,15 @@ def _open(calls: Sequence[ToolCall], policy: Policy, run: RunState | None, repai
     return True
 
 
+def _allowed(calls: Sequence[ToolCall]) -> tuple[CallVerdict, ...]:
+    """The plain ``allowed`` verdict of each call, in order (what the open
+    policy gives calls with nothing to check)."""
+    verdicts = []
+    for call in calls:
+        verdicts.append(new_verdict(call.call_id, "allowed", None, (), _EMPTY, (), None))
+    return tuple(verdicts)
+
+
 def _apply(
     calls: Sequence[ToolCall],
     policy: Policy,
@@ -459,10 +468,7 @@ def _apply(
             hint="give every call its own id",
         )
     if _open(calls, policy, run, repaired):
-        allowed = []
-        for call in calls:
-            allowed.append(new_verdict(call.call_id, "allowed", None, (), _EMPTY, (), None))
-        return tuple(allowed)
+        return _allowed(calls)
     verdicts: list[CallVerdict] = []
     denied: list[tuple[int, PolicyError]] = []
     for index, call in enumerate(calls):
