@@ -21,7 +21,7 @@ use super::DONE;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
-use crate::core::tree::Tree;
+use crate::core::tree::{Node, Tree, Value};
 
 const SHAPE: Shape = Shape("openai-chat");
 
@@ -266,45 +266,54 @@ fn function_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error>
 }
 
 /// A member of a body's tree that must be a string when present.
-fn tree_str<'a>(node: &Tree<'a>, key: &str) -> Result<Option<Cow<'a, str>>, ()> {
+fn tree_str<'t>(node: Value<'t>, key: &str) -> Result<Option<Cow<'t, str>>, ()> {
     match node.get(key) {
         None => Ok(None),
-        Some(Tree::Str(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(()),
+        Some(value) => value.str().map(|s| Some(Cow::Borrowed(s))).ok_or(()),
     }
 }
 
 /// A member of a body's tree that must be a count when present (see
 /// [`count`]: the tree's `-0` is another number, and declines).
-fn tree_count(node: &Tree<'_>, key: &str) -> Result<Option<u64>, ()> {
-    match node.get(key) {
+fn tree_count(node: Value<'_>, key: &str) -> Result<Option<u64>, ()> {
+    match node.get(key).map(|value| value.node()) {
         None => Ok(None),
-        Some(Tree::Count(n)) => Ok(Some(*n)),
+        Some(Node::Count(n)) => Ok(Some(n)),
         Some(_) => Err(()),
     }
 }
 
 /// A member of a body's tree that must be an array of objects when present.
-fn tree_objects<'t, 'a>(node: &'t Tree<'a>, key: &str) -> Result<&'t [Tree<'a>], ()> {
-    match node.get(key) {
-        None => Ok(&[]),
-        Some(Tree::Array(items)) if items.iter().all(|i| matches!(i, Tree::Object(_))) => Ok(items),
-        Some(_) => Err(()),
+fn tree_objects<'t>(
+    node: Value<'t>,
+    key: &str,
+) -> Result<impl Iterator<Item = Value<'t>> + 't, ()> {
+    let items = match node.get(key) {
+        None => None,
+        Some(value) => Some(value.items().ok_or(())?),
+    };
+    let items = items.into_iter().flatten();
+    if items.clone().all(|item| item.is_object()) {
+        Ok(items)
+    } else {
+        Err(())
     }
 }
 
 /// A member of a body's tree that must be an object when present.
-fn tree_object<'t, 'a>(node: &'t Tree<'a>, key: &str) -> Result<Option<&'t Tree<'a>>, ()> {
+fn tree_object<'t>(node: Value<'t>, key: &str) -> Result<Option<Value<'t>>, ()> {
     match node.get(key) {
         None => Ok(None),
-        Some(object @ Tree::Object(_)) => Ok(Some(object)),
+        Some(object) if object.is_object() => Ok(Some(object)),
         Some(_) => Err(()),
     }
 }
 
 /// `usage` read from a body's tree, as [`usage`] reads it from text.
-fn tree_usage(u: &Tree<'_>) -> Result<Event, ()> {
-    let Tree::Object(_) = u else { return Err(()) };
+fn tree_usage(u: Value<'_>) -> Result<Event, ()> {
+    if !u.is_object() {
+        return Err(());
+    }
     let prompt = tree_object(u, "prompt_tokens_details")?;
     let completion = tree_object(u, "completion_tokens_details")?;
     Ok(Event::Usage(Usage {
@@ -327,8 +336,10 @@ fn tree_usage(u: &Tree<'_>) -> Result<Event, ()> {
 /// content parts, a legacy `function_call`, an `error`, a filter's
 /// results, a call of another type) declines: the body takes the checked
 /// way, which names the field.
-fn tree_body<'a>(body: &Tree<'a>) -> Option<(Top<'a>, Vec<Choice<'a>>)> {
-    let Tree::Object(_) = body else { return None };
+fn tree_body<'t>(body: Value<'t>) -> Option<(Top<'t>, Vec<Choice<'t>>)> {
+    if !body.is_object() {
+        return None;
+    }
     if body.get("error").is_some() || body.get("prompt_filter_results").is_some() {
         return None;
     }
@@ -337,7 +348,7 @@ fn tree_body<'a>(body: &Tree<'a>) -> Option<(Top<'a>, Vec<Choice<'a>>)> {
         None => None,
     };
     let mut choices = Vec::new();
-    for (position, c) in tree_objects(body, "choices").ok()?.iter().enumerate() {
+    for (position, c) in tree_objects(body, "choices").ok()?.enumerate() {
         if c.get("content_filter_results").is_some() {
             return None;
         }
@@ -355,7 +366,7 @@ fn tree_body<'a>(body: &Tree<'a>) -> Option<(Top<'a>, Vec<Choice<'a>>)> {
                     return None;
                 }
                 let mut tool_calls = Vec::new();
-                for (position, call) in tree_objects(m, "tool_calls").ok()?.iter().enumerate() {
+                for (position, call) in tree_objects(m, "tool_calls").ok()?.enumerate() {
                     if !matches!(
                         tree_str(call, "type").ok()?.as_deref(),
                         None | Some("" | "function")
@@ -1325,7 +1336,7 @@ impl Mapper for OpenAIChat {
         tree: Option<&Tree<'_>>,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let (top, mut choices) = match tree.and_then(tree_body) {
+        let (top, mut choices) = match tree.and_then(|tree| tree_body(tree.root())) {
             Some(read) => read,
             None => {
                 let top = top(body, BODY)?;
@@ -1363,10 +1374,12 @@ impl Mapper for OpenAIChat {
             .iter()
             .map(|c| c.index.unwrap_or(c.position as u64))
             .collect();
-        no_repeated_choice(
-            indexes.iter().copied().filter(|i| *i == self.choice),
-            "body",
-        )?;
+        if indexes.iter().filter(|i| **i == self.choice).count() > 1 {
+            return Err(CoreError::new(
+                Code::MULTIPLE_CHOICES,
+                format!("the body has choice {} more than once", self.choice),
+            ));
+        }
         let Some(selected) = indexes
             .iter()
             .position(|i| *i == self.choice)
