@@ -1,10 +1,12 @@
-"""A response built by hand: ``decide`` reads only the items and fields it
+"""A response or a decision built by hand: ``decide`` reads only the items and fields it
 knows, each of its own type. An item of another kind (a dict, a snapshot's
 call, a look-alike class) is a TypeError, never skipped while the text beside
 it becomes the final answer; a tool call's field of another type
 (``complete="false"``, a ``None`` name or id, arguments given as a dict) is a
 TypeError naming the field, never read by its truthiness. Both backends (the
-arguments are parsed by the backend's ``loads``), plain and general paths.
+arguments are parsed by the backend's ``loads``), plain and general paths. A
+``ToolDecision`` made by hand names a batch mode and verdict statuses that
+exist: another spelling would have run calls as ``per_call`` does.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 
 from decisions import Tool, ToolDecision, _backend, check_complete, decide
 from decisions.types import CallSnapshot, NormalizedResponse, ReasoningItem, TextItem, ToolCallItem
+from decisions.validate.decision import CallVerdict, ToolCall
 
 TOOLS = [Tool(name="read_file", parameters={"type": "object", "properties": {"path": {"type": "string"}}})]
 GOOD = {"item_id": "fc_1", "call_id": "call_1", "name": "read_file", "arguments": '{"path": "a.txt"}'}
@@ -104,3 +107,32 @@ def test_the_well_typed_call_still_runs(monkeypatch: pytest.MonkeyPatch, impl: M
     assert [(c.call_id, c.name, c.arguments) for c in decision.executable_calls] == [
         ("call_1", "read_file", {"path": "a.txt"})
     ]
+
+
+# --- a decision built by hand: its batch mode and verdicts are checked when it is made
+
+_CALLS = (ToolCall(call_id="a", name="rm", arguments={}), ToolCall(call_id="b", name="rm", arguments={}))
+
+
+def _verdicts(first: str = "allowed", second: str = "denied") -> tuple[CallVerdict, CallVerdict]:
+    return CallVerdict(call_id="a", status=first), CallVerdict(call_id="b", status=second)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("batch", ["all-or-nothing", "ALL_OR_NOTHING", "", None, "per-call"])
+def test_a_batch_mode_of_another_spelling_is_refused(batch: object) -> None:
+    """A mode that is neither name would have run the allowed call of a
+    batch with a denied one, as ``per_call`` does."""
+    with pytest.raises(ValueError, match="ToolDecision.batch must be"):
+        ToolDecision(calls=_CALLS, verdicts=_verdicts(), batch=batch)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("status", ["Allowed", "allow", "ok", "", None])
+def test_a_verdict_status_of_another_spelling_is_refused(status: object) -> None:
+    with pytest.raises(ValueError, match="has no known status"):
+        ToolDecision(calls=_CALLS, verdicts=_verdicts("allowed", status))  # type: ignore[arg-type]
+
+
+def test_the_batch_modes_run_what_they_say() -> None:
+    """The control: all or nothing runs nothing beside a denied call; per call runs the allowed one."""
+    assert ToolDecision(calls=_CALLS, verdicts=_verdicts()).executable_calls == ()
+    assert ToolDecision(calls=_CALLS, verdicts=_verdicts(), batch="per_call").executable_calls == _CALLS[:1]
