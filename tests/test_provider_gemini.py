@@ -342,6 +342,26 @@ def test_known_parts_with_the_wrong_shape_are_malformed(impl: ModuleType, part: 
     assert caught.value.code == "MALFORMED_EVENT"
 
 
+@pytest.mark.parametrize("part", list(MALFORMED.values()), ids=list(MALFORMED))
+def test_a_malformed_part_names_its_path_in_what_it_shows(impl: ModuleType, part: dict[str, Any]) -> None:
+    """The path an error is located at is in its text too (a partialArgs
+    entry's jsonPath was set on the pure error after it was made)."""
+    with pytest.raises(StreamError) as caught:
+        stream(impl, [chunk([part], "STOP")])
+    error = caught.value
+    assert error.path is not None and str(error) == f"MALFORMED_EVENT: {error.message} at {error.path}"
+
+
+@pytest.mark.parametrize("part", list(MALFORMED.values()), ids=list(MALFORMED))
+def test_a_malformed_part_is_shown_alike(both: tuple[ModuleType, ModuleType], part: dict[str, Any]) -> None:
+    shown = []
+    for impl in both:
+        with pytest.raises(StreamError) as caught:
+            stream(impl, [chunk([part], "STOP")])
+        shown.append((str(caught.value), repr(caught.value), caught.value.to_dict()))
+    assert shown[0] == shown[1]
+
+
 def test_streamed_call_interrupted_by_text_is_malformed(impl: ModuleType) -> None:
     with pytest.raises(StreamError) as caught:
         stream(impl, [chunk([{"functionCall": {"name": "f", "willContinue": True}}]), chunk([{"text": "x"}], "STOP")])

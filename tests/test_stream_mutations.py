@@ -435,7 +435,8 @@ def _frame(name: str | None, text: str | bytes) -> bytes:
 
 
 def outcome(impl: ModuleType, case: Case) -> tuple[Any, ...]:
-    """The response, or ``(error class, code)``, or the exception type raised."""
+    """The response, or the error (class, code, its stable shape and its
+    text: message, path and offset as shown), or the exception type raised."""
     provider = case.recording.provider
     try:
         if case.body is not None:
@@ -450,7 +451,7 @@ def outcome(impl: ModuleType, case: Case) -> tuple[Any, ...]:
                 asm.feed_event(text, name)
         return ("ok", asm.finish())
     except OutputError as err:
-        return ("error", type(err).__name__, err.code)
+        return ("error", type(err).__name__, err.code, err.to_dict(), str(err))
     except (ValueError, TypeError, OverflowError, RecursionError) as err:
         return ("raised", type(err).__name__)
 
@@ -472,11 +473,11 @@ def test_mutated_recordings_agree(both: tuple[ModuleType, ModuleType]) -> None:
     for seed in range(MUTATIONS):
         case = build_case(seed)
         n, p = outcome(native, case), outcome(pure, case)
-        outcomes["ok" if n[0] == "ok" else str(n[-1])] += 1
+        outcomes["ok" if n[0] == "ok" else str(n[2] if n[0] == "error" else n[-1])] += 1
         if n != p:
             count += 1
             if len(differences) < 20:
-                differences.append(f"{case.describe()}\n    native: {n[:3]}\n    pure:   {p[:3]}")
+                differences.append(f"{case.describe()}\n    native: {n[:3]} {n[-1]}\n    pure:   {p[:3]} {p[-1]}")
     assert not differences, f"{count} differences:\n" + "\n".join(differences)
     # the sweep is not vacuous: mutated recordings complete and fail in many ways
     assert outcomes["ok"] > 0 and len(outcomes) >= 5, outcomes

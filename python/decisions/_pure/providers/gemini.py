@@ -506,9 +506,8 @@ class GeminiMapper:
             call.settle()
             try:
                 target = _assign(call.args, parse_path(path), value, append)
-            except OutputError as error:
-                error.path = f"{at}.jsonPath"
-                raise
+            except OutputError as error:  # named at the entry's jsonPath, as every located error is
+                raise located(error.code, error.message, f"{at}.jsonPath") from None
             if will_continue and key == "stringValue":
                 call.target, call.pieces = target, [value]
         call.continuing = path if will_continue and key == "stringValue" else None
