@@ -364,6 +364,70 @@ def test_httpx_error_status_is_a_transport_error(http: ModuleType, status: int, 
     assert "bad request" in info.value.message
 
 
+class _Counted:
+    """A long error body that counts the chunks read from it."""
+
+    def __init__(self, http: ModuleType, chunks: int, error: Exception | None = None) -> None:
+        self.read = 0
+        counter = self
+
+        class Body(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[name-defined,misc]
+            def __iter__(self) -> Iterator[bytes]:
+                for _ in range(chunks):
+                    counter.read += 1
+                    yield b"<html>" + b"x" * 1018
+                if error is not None:
+                    raise error
+
+            async def __aiter__(self) -> AsyncIterator[bytes]:
+                for chunk in self.__iter__():
+                    yield chunk
+
+        self.body = Body()
+
+
+def _status_error(http: ModuleType, body: Any, status: int, asynchronous: bool) -> TransportError:
+    """The error ``stream_httpx`` (or ``astream_httpx``) raises for a response of ``status``."""
+    if not asynchronous:
+        with _client(http, body, status) as client, client.stream("POST", URL) as response:
+            with pytest.raises(TransportError) as info:
+                integrations.stream_httpx(response, provider="openai-chat").finish()
+        return info.value
+
+    async def run() -> TransportError:
+        async with _async_client(http, body, status) as client:
+            async with client.stream("POST", URL) as response:
+                with pytest.raises(TransportError) as info:
+                    await integrations.astream_httpx(response, provider="openai-chat").finish()
+                return info.value
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_an_error_status_reads_only_the_head_of_its_body(http: ModuleType, asynchronous: bool) -> None:
+    """A 5xx page of any length costs its excerpt, not its length (a gateway's
+    endless body was read whole before the excerpt was cut)."""
+    counted = _Counted(http, 100_000)
+    error = _status_error(http, counted.body, 503, asynchronous)
+    assert (error.code, error.retryable) == ("HTTP_STATUS", True)
+    assert error.message.startswith("the provider answered HTTP 503: <html>xxx")
+    assert counted.read == 1
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("error_name", ["RemoteProtocolError", "ReadError"])
+def test_an_error_body_cut_short_is_still_the_status_error(
+    http: ModuleType, asynchronous: bool, error_name: str
+) -> None:
+    """The connection dropping while an error status's body is read is the
+    typed HTTP_STATUS with what was read, not the HTTP client's own exception."""
+    body = _body(http, [b'{"error": {"message": "upstream'], getattr(http, error_name)("reset by peer"))
+    error = _status_error(http, body, 502, asynchronous)
+    assert (error.code, error.retryable) == ("HTTP_STATUS", True)
+    assert error.message == 'the provider answered HTTP 502: {"error": {"message": "upstream'
+
+
 def test_other_response_objects_are_refused() -> None:
     with pytest.raises(TypeError, match="httpx"):
         integrations.stream_httpx(object(), provider="openai-chat")

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator as _AsyncIterator
 from collections.abc import Iterable as _Iterable
 from collections.abc import Iterator as _Iterator
 from collections.abc import Mapping as _Mapping
+from contextlib import aclosing as _aclosing
 from types import ModuleType as _ModuleType
 from typing import Any as _Any
 from typing import Final as _Final
@@ -222,10 +223,15 @@ def _http_module(response: _Any) -> _ModuleType:
     return _importlib.import_module(root)
 
 
+#: The bytes of an error status's body shown in its ``HTTP_STATUS`` error; no
+#: more than one network chunk beyond them is read.
+_ERROR_EXCERPT: _Final = 300
+
+
 def _check_status(response: _Any, body: bytes) -> None:
     if response.is_success:
         return
-    excerpt = body[:300].decode("utf-8", "replace")
+    excerpt = body[:_ERROR_EXCERPT].decode("utf-8", "replace")
     raise _TransportError(
         "HTTP_STATUS",
         f"the provider answered HTTP {response.status_code}: {excerpt}",
@@ -297,13 +303,26 @@ class HttpxEventStream(_EventStreamBase):
 
     def _events(self) -> _Iterator[_CanonicalEvent]:
         if not self.http_response.is_success:
-            _check_status(self.http_response, self.http_response.read())
+            _check_status(self.http_response, self._error_head())
         try:
             for chunk in self.http_response.iter_bytes():
                 yield from self._feed(chunk)
         except self._transport_error as error:
             raise self._fail(error) from error
         yield from self._end()
+
+    def _error_head(self) -> bytes:
+        """The start of an error status's body, for its excerpt: the rest is
+        never read, and a connection dropped meanwhile only ends it early."""
+        head = b""
+        try:
+            for chunk in self.http_response.iter_bytes():
+                head += chunk
+                if len(head) >= _ERROR_EXCERPT:
+                    break
+        except self._transport_error:
+            pass
+        return head
 
     def finish(self) -> _NormalizedResponse:
         """The NormalizedResponse (reading the rest of the stream first)."""
@@ -321,7 +340,7 @@ class AsyncHttpxEventStream(_EventStreamBase):
 
     async def _events(self) -> _AsyncIterator[_CanonicalEvent]:
         if not self.http_response.is_success:
-            _check_status(self.http_response, await self.http_response.aread())
+            _check_status(self.http_response, await self._error_head())
         try:
             async for chunk in self.http_response.aiter_bytes():
                 for event in self._feed(chunk):
@@ -330,6 +349,19 @@ class AsyncHttpxEventStream(_EventStreamBase):
             raise self._fail(error) from error
         for event in self._end():
             yield event
+
+    async def _error_head(self) -> bytes:
+        """:meth:`HttpxEventStream._error_head`, read asynchronously."""
+        head = b""
+        try:
+            async with _aclosing(self.http_response.aiter_bytes()) as chunks:
+                async for chunk in chunks:
+                    head += chunk
+                    if len(head) >= _ERROR_EXCERPT:
+                        break
+        except self._transport_error:
+            pass
+        return head
 
     def __aiter__(self) -> _AsyncIterator[_CanonicalEvent]:
         return self._iterator
