@@ -8,6 +8,7 @@ nothing touches the network.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import importlib
 import importlib.util
 import json
@@ -426,6 +427,36 @@ def test_an_error_body_cut_short_is_still_the_status_error(
     error = _status_error(http, body, 502, asynchronous)
     assert (error.code, error.retryable) == ("HTTP_STATUS", True)
     assert error.message == 'the provider answered HTTP 502: {"error": {"message": "upstream'
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_body_its_encoding_cannot_decode_is_a_transport_error(http: ModuleType, asynchronous: bool) -> None:
+    """A gzip stream corrupted on the way (the HTTP client's DecodingError) is
+    the typed CONNECTION_CLOSED, as a dropped connection is: no response."""
+    packed = gzip.compress(RAW["healthy"])
+    body = _body(http, [packed[:20] + b"\x00garbage" + packed[28:]])
+    headers = {"content-type": "text/event-stream", "content-encoding": "gzip"}
+    if not asynchronous:
+        client = http.Client(
+            transport=http.MockTransport(lambda request: http.Response(200, stream=body, headers=headers))
+        )
+        with client, client.stream("POST", URL) as response:
+            with pytest.raises(TransportError) as info:
+                integrations.stream_httpx(response, provider="openai-chat").finish()
+    else:
+
+        async def handler(request: Any) -> Any:
+            return http.Response(200, stream=body, headers=headers)
+
+        async def run() -> None:
+            async with http.AsyncClient(transport=http.MockTransport(handler)) as client:
+                async with client.stream("POST", URL) as response:
+                    await integrations.astream_httpx(response, provider="openai-chat").finish()
+
+        with pytest.raises(TransportError) as info:
+            asyncio.run(run())
+    assert (info.value.code, info.value.retryable) == ("CONNECTION_CLOSED", True)
+    assert "DecodingError" in info.value.message
 
 
 def test_other_response_objects_are_refused() -> None:

@@ -248,7 +248,8 @@ def _dropped(error: Exception) -> _TransportError:
 
 class _EventStreamBase:
     def __init__(self, response: _Any, *, provider: str, limits: _Limits | None, choice: int | None) -> None:
-        self._transport_error: type[Exception] = _http_module(response).TransportError
+        # a transport failure, or a body its Content-Encoding cannot decode (DecodingError)
+        self._transport_error: type[Exception] = _http_module(response).RequestError
         self.http_response = response
         self.provider = provider
         self._assembler: _Any = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice, keep_events=True)
