@@ -216,6 +216,82 @@ def test_duck_typed_models_and_dicts() -> None:
         integrations.normalize_sdk({"what": "is this"})
 
 
+# ---------------------------------------------------------------- SDK streams that fail
+
+_ANTHROPIC_START = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
+    b'"role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+)
+_CHAT_CHUNK = (
+    b'data: {"id":"c","object":"chat.completion.chunk","model":"m",'
+    b'"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+)
+#: (sdk, the stream's start, an error event the provider sends in it)
+_FAILING = {
+    "anthropic": (
+        "anthropic",
+        _ANTHROPIC_START,
+        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
+    ),
+    "openai-chat": ("openai", _CHAT_CHUNK, b'data: {"error":{"message":"boom","type":"server_error"}}\n\n'),
+}
+
+
+def _sdk_stream(provider: str, chunks: list[bytes], error: str | None = None) -> Any:
+    """The SDK's raw stream of ``chunks``, the connection then failing with ``error`` (an HTTP client class name)."""
+    sdk = pytest.importorskip(_FAILING[provider][0])
+    http = _sdk_http(sdk)
+
+    class Body(http.SyncByteStream):  # type: ignore[name-defined,misc]
+        def __iter__(self) -> Iterator[bytes]:
+            yield from chunks
+            if error is not None:
+                raise getattr(http, error)("peer closed connection")
+
+    def handler(request: Any) -> Any:
+        return http.Response(200, stream=Body(), headers={"content-type": "text/event-stream"})
+
+    client = http.Client(transport=http.MockTransport(handler))
+    messages = [{"role": "user", "content": "hi"}]
+    if provider == "anthropic":
+        api = sdk.Anthropic(api_key="sk-ant-test", base_url="http://test.invalid", http_client=client, max_retries=0)
+        return api.messages.create(model="m", max_tokens=100, messages=messages, stream=True)
+    api = sdk.OpenAI(api_key="sk-test", base_url="http://test.invalid/v1", http_client=client, max_retries=0)
+    return api.chat.completions.create(model="m", messages=messages, stream=True)
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["detected", "provider given"])
+@pytest.mark.parametrize("first", [True, False], ids=["error first", "error after an event"])
+@pytest.mark.parametrize("provider", list(_FAILING))
+def test_an_error_the_sdk_raises_from_the_stream_is_the_providers_error(
+    provider: str, first: bool, given: bool
+) -> None:
+    """The SDK raises an error event of the stream as its own APIError; it is
+    refused as the same event read from bytes is (PROVIDER_ERROR, retryable
+    as the provider's error type says), not left as the SDK's exception."""
+    _, start, error_event = _FAILING[provider]
+    chunks = [error_event] if first else [start, error_event]
+    direct = decisions.StreamAssembler(provider)
+    direct.feed(b"".join(chunks))
+    with pytest.raises(TransportError) as expected:
+        direct.finish()
+    stream = _sdk_stream(provider, chunks)
+    with pytest.raises(TransportError) as info:
+        integrations.assemble_sdk_stream(stream, provider=provider if given else None)
+    assert info.value.code == "PROVIDER_ERROR"
+    if given or not first:  # the provider is known: its own reading of the event
+        assert info.value.to_dict() == expected.value.to_dict()
+
+
+@pytest.mark.parametrize("error", ["RemoteProtocolError", "ReadError"])
+@pytest.mark.parametrize("provider", list(_FAILING))
+def test_a_connection_the_sdk_loses_is_a_transport_error(provider: str, error: str) -> None:
+    stream = _sdk_stream(provider, [_FAILING[provider][1]], error)
+    with pytest.raises(TransportError) as info:
+        integrations.assemble_sdk_stream(stream)
+    assert (info.value.code, info.value.retryable) == ("CONNECTION_CLOSED", True)
+
+
 # ---------------------------------------------------------------- httpx
 
 _HTTP_NAMES = ["httpx"] + (["httpx2"] if importlib.util.find_spec("httpx2") is not None else [])

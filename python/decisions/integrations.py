@@ -30,6 +30,7 @@ from typing import Final as _Final
 
 from . import _backend
 from .detect import candidates as _candidates
+from .errors import StreamError as _StreamError
 from .errors import TransportError as _TransportError
 from .limits import Limits as _Limits
 from .types import CanonicalEvent as _CanonicalEvent
@@ -175,9 +176,24 @@ def assemble_sdk_stream(
 ) -> _NormalizedResponse:
     """Assemble a whole SDK stream (``client.chat.completions.create(stream=True)``,
     ``client.messages.create(stream=True)``, ``generate_content_stream``...).
-    The provider is detected from the first event unless given."""
+    The provider is detected from the first event unless given. What the SDK
+    raises while the stream is read is a typed error (see :func:`_stream_failure`):
+    ``CONNECTION_CLOSED`` for a lost connection, the provider's ``PROVIDER_ERROR``
+    for an error event it sent."""
     assembler: _Any = None
-    for obj in events:
+    iterator = iter(events)
+    while True:
+        try:
+            obj = next(iterator)
+        except StopIteration:
+            break
+        except Exception as error:
+            if assembler is None and provider is not None:
+                assembler = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice)
+            failure = _stream_failure(error, assembler)
+            if failure is None:
+                raise
+            raise failure from error
         payload = to_payload(obj)
         if payload is None:
             continue
@@ -193,6 +209,40 @@ def assemble_sdk_stream(
         assembler = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice)
     response: _NormalizedResponse = assembler.finish()
     return response
+
+
+def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
+    """The typed error for an exception an SDK stream raised while it was
+    read (``assembler``: the stream's so far, None before its provider is
+    known), or None for one that is not the SDK's or its HTTP client's.
+
+    A connection that failed (the HTTP client's ``RequestError``, the SDK's
+    ``APIConnectionError``) is ``CONNECTION_CLOSED``. An error the provider
+    sent in the stream, which the SDK raises as its ``APIError``, is fed to
+    the assembler as the wire event it came from (its ``body``), so it is
+    refused as the same event read from bytes is (``PROVIDER_ERROR``, retryable
+    as the provider's error type says); failing that, ``PROVIDER_ERROR``."""
+    root = _module(error).split(".")[0]
+    if root in ("httpx", "httpx2"):
+        return _dropped(error) if isinstance(error, _importlib.import_module(root).RequestError) else None
+    if _sdk_of(error) is None:
+        return None
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if "APIConnectionError" in names:
+        return _dropped(error)
+    if "APIError" not in names:
+        return None
+    body = getattr(error, "body", None)
+    if assembler is not None and isinstance(body, _Mapping):
+        event = dict(body) if body.get("type") == "error" else {"error": dict(body)}
+        try:
+            assembler.feed_event(event)
+            assembler.finish()
+        except (_TransportError, _StreamError) as refused:
+            return refused
+    return _TransportError(
+        "PROVIDER_ERROR", f"the provider sent an error in the stream ({type(error).__name__}: {error})"
+    )
 
 
 def normalize_sdk(
