@@ -220,6 +220,19 @@ VALUES = ["null", "0", "-1", "1.5", "-0", "true", '""', '"x"', "[]", "{}", str(2
 HUGE = [str(2**63), str(2**64 - 1), str(2**64), str(2**70), str(-(2**70)), "-1", "1e30", "10000000000000000000000000"]
 INDEX_KEYS = {"index", "output_index", "content_index", "sequence_number", "summary_index"}
 DEPTHS = [2, 64, 127, 128, 129, 200, 500, 900, 999, 1000, 1001, 1100, 2000, 4000]
+#: Objects a server or a gateway puts in a stream that are no event of the
+#: provider's: error objects of other shapes, an empty object, metadata alone.
+FOREIGN = [
+    '{"detail": "upstream timeout"}',
+    '{"object": "error", "message": "CUDA out of memory", "type": "InternalServerError", "code": 500}',
+    '{"error": "Request failed during generation", "error_type": "generation"}',
+    '{"error": {"message": "overloaded", "type": "server_error"}}',
+    '{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}',
+    '{"text": "NETWORK ERROR", "error_code": 50001}',
+    '{"message": "boom"}',
+    '{"responseId": "r"}',
+    "{}",
+]
 GARBAGE = [
     b"data: {}\n\n",
     b"data: garbage\n\n",
@@ -345,6 +358,7 @@ EVENT_OPS = [
     "huge_index",
     "after_done",
     "cut",
+    "foreign",
 ]
 BYTE_OPS = ["flip", "splice_bytes", "truncate"]
 
@@ -396,6 +410,10 @@ def build_case(seed: int) -> Case:
         elif op == "cut":
             del events[i:]
             case.mutations.append("cut")
+        elif op == "foreign":
+            text = rng.choice(FOREIGN)
+            events.insert(i, (rng.choice([None, None, "error", events[i][0]]), text))
+            case.mutations.append(f"foreign {text[:24]}")
         else:
             name, text = events[i]
             if isinstance(text, str):
@@ -514,6 +532,7 @@ def test_every_mutation_is_reached() -> None:
         "huge_index",
         "after_done",
         "cut",
+        "foreign",
         "flip",
         "splice_bytes",
         "truncate",
