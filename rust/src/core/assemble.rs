@@ -27,6 +27,7 @@ use crate::core::events::{CallKind, Event, FinishReason, ItemKind, Usage};
 use crate::core::limits::Limits;
 use crate::core::providers::unknown::count_unknown;
 use crate::core::providers::{Mapper, DONE};
+use crate::core::tree::Tree;
 
 /// The assembler's state (`StreamAssembler.state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -1059,7 +1060,12 @@ impl Mapper for CanonicalMapper {
         Ok(())
     }
 
-    fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn map_body(
+        &mut self,
+        body: &str,
+        _tree: Option<&Tree<'_>>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let Value::Array(values) = decode_data(body)? else {
             return Err(malformed(
                 "a canonical body must be a JSON array of events".into(),

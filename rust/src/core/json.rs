@@ -155,6 +155,17 @@ impl<V> Buffers<V> {
         }
     }
 
+    /// Buffers sized for about `values` open items and `depth` open
+    /// containers, so that a parse of a small document does not grow them.
+    pub fn with_capacity(values: usize, depth: usize) -> Self {
+        Buffers {
+            stack: Vec::with_capacity(depth),
+            items: Vec::with_capacity(values),
+            key_offsets: Vec::with_capacity(values),
+            scratch: Vec::new(),
+        }
+    }
+
     /// Drop what a failed parse left behind, and memory beyond a small reserve.
     fn reset(&mut self) {
         const KEEP: usize = 64 * 1024;

@@ -22,3 +22,4 @@ pub mod limits;
 pub mod pipeline;
 pub mod providers;
 pub mod sse;
+pub mod tree;

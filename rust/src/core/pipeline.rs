@@ -12,6 +12,7 @@ use crate::core::events::Event;
 use crate::core::limits::Limits;
 use crate::core::providers::Mapper;
 use crate::core::sse::{Decoder, SseEvent};
+use crate::core::tree::{self, TREE_MAX_BYTES};
 
 /// One provider stream in, one checked [`Response`] out.
 pub struct Pipeline {
@@ -166,8 +167,8 @@ pub fn body_too_large(mapper: &dyn Mapper, limits: Limits) -> CoreError {
     body_error(None, "", error)
 }
 
-/// A whole non-streaming body given to `provider`: envelope rule ->
-/// `mapper.map_body` -> assembler; `read` is given the response. A body read
+/// A whole non-streaming body given to `provider`: envelope rule (with the
+/// body's tree when the mapper reads one) -> `mapper.map_body` -> assembler; `read` is given the response. A body read
 /// as nothing or not at all that looks like another provider's is
 /// `NOT_A_RESPONSE_BODY` (see [`body_error`]).
 pub fn normalize<T>(
@@ -177,17 +178,24 @@ pub fn normalize<T>(
     limits: Limits,
     read: impl FnOnce(&Response) -> T,
 ) -> Result<T, CoreError> {
-    let fields = mapper.argument_fields();
-    BODY_ENVELOPE
-        .with(|envelope| match envelope.try_borrow_mut() {
-            Ok(mut envelope) => envelope.check(body, &limits, fields),
-            Err(_) => Envelope::default().check(body, &limits, fields),
-        })
-        .map_err(|e| body_error(None, body, e))?;
+    // A tree is built in the pass that checks the envelope rule; a body that
+    // fails it (or is not built as a tree) is checked, which names the failure.
+    let tree = (mapper.reads_tree() && body.len() <= TREE_MAX_BYTES)
+        .then(|| tree::parse(body, &limits))
+        .flatten();
+    if tree.is_none() {
+        let fields = mapper.argument_fields();
+        BODY_ENVELOPE
+            .with(|envelope| match envelope.try_borrow_mut() {
+                Ok(mut envelope) => envelope.check(body, &limits, fields),
+                Err(_) => Envelope::default().check(body, &limits, fields),
+            })
+            .map_err(|e| body_error(None, body, e))?;
+    }
     let mut assembler = Assembler::new(limits);
     let mut events = Vec::new();
     mapper
-        .map_body(body, &mut events)
+        .map_body(body, tree.as_ref(), &mut events)
         .and_then(|()| {
             let starts = events.iter().filter(|e| starts_item(e)).count();
             assembler.reserve(starts.min(limits.max_items_per_response));

@@ -26,6 +26,7 @@ use super::{jsontext, Mapper};
 use crate::core::envelope::Seg;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
+use crate::core::tree::Tree;
 
 /// Provider error types worth retrying.
 pub const RETRYABLE_ERRORS: &[&str] = &[
@@ -930,7 +931,12 @@ impl Mapper for AnthropicMapper {
         Ok(())
     }
 
-    fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn map_body(
+        &mut self,
+        body: &str,
+        _tree: Option<&Tree<'_>>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         if !body.trim_start().starts_with('{') {
             return Err(SHAPE.malformed("body", ROOT));
         }

@@ -28,6 +28,7 @@ use super::{jsontext, Mapper};
 use crate::core::envelope::Seg as Field;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
+use crate::core::tree::Tree;
 
 /// Deepest `partialArgs` jsonPath accepted.
 pub const MAX_PATH_SEGMENTS: usize = 128;
@@ -984,7 +985,12 @@ impl Mapper for GeminiMapper {
         Ok(())
     }
 
-    fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn map_body(
+        &mut self,
+        body: &str,
+        _tree: Option<&Tree<'_>>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         self.reading_body = true;
         if body.trim_start().starts_with('[') {
             let chunks: Vec<&RawValue> =

@@ -33,6 +33,7 @@ pub mod unknown;
 use crate::core::envelope::Seg;
 use crate::core::errors::CoreError;
 use crate::core::events::Event;
+use crate::core::tree::Tree;
 
 /// Maps one provider's events to canonical events.
 pub trait Mapper: Send + Sync {
@@ -51,8 +52,21 @@ pub trait Mapper: Send + Sync {
     /// whether the response is complete.
     fn end(&mut self, out: &mut Vec<Event>) -> Result<(), CoreError>;
 
-    /// A whole non-streaming response body.
-    fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError>;
+    /// Whether [`Mapper::map_body`] reads a body's tree ([`crate::core::tree`]),
+    /// which the pipeline then builds in the pass that checks the envelope rule.
+    fn reads_tree(&self) -> bool {
+        false
+    }
+
+    /// A whole non-streaming response body, which has passed the envelope
+    /// rule; `tree` is its tree when the mapper reads trees and the body is
+    /// small enough to be built as one.
+    fn map_body(
+        &mut self,
+        body: &str,
+        tree: Option<&Tree<'_>>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError>;
 
     /// The fields of this provider's events and bodies that carry a tool
     /// call's arguments as a JSON object (see [`crate::core::envelope`]).

@@ -21,6 +21,7 @@ use super::DONE;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
+use crate::core::tree::Tree;
 
 const SHAPE: Shape = Shape("openai-chat");
 
@@ -264,126 +265,122 @@ fn function_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error>
     }
 }
 
-/// A body read in one typed pass: what the checked readers below would read
-/// from a body whose every member has its documented type. Anything else
-/// (a member of another type, Mistral's content parts, a legacy
-/// `function_call`, an `error`) makes the parse fail and the body takes the
-/// checked way, which names the field.
-#[derive(Deserialize)]
-struct FastBody<'a> {
-    #[serde(borrow)]
-    id: Option<Str<'a>>,
-    #[serde(borrow)]
-    model: Option<Str<'a>>,
-    #[serde(borrow)]
-    choices: Option<Vec<Obj<FastBodyChoice<'a>>>>,
-    #[serde(borrow)]
-    usage: Option<&'a RawValue>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
-    #[serde(borrow)]
-    prompt_filter_results: Option<&'a RawValue>,
+/// A member of a body's tree that must be a string when present.
+fn tree_str<'a>(node: &Tree<'a>, key: &str) -> Result<Option<Cow<'a, str>>, ()> {
+    match node.get(key) {
+        None => Ok(None),
+        Some(Tree::Str(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(()),
+    }
 }
 
-#[derive(Deserialize)]
-struct FastBodyChoice<'a> {
-    #[serde(default, deserialize_with = "count")]
-    index: Option<u64>,
-    #[serde(borrow)]
-    message: Option<Obj<FastMessage<'a>>>,
-    #[serde(borrow)]
-    finish_reason: Option<Str<'a>>,
-    #[serde(borrow)]
-    content_filter_results: Option<&'a RawValue>,
+/// A member of a body's tree that must be a count when present (see
+/// [`count`]: the tree's `-0` is another number, and declines).
+fn tree_count(node: &Tree<'_>, key: &str) -> Result<Option<u64>, ()> {
+    match node.get(key) {
+        None => Ok(None),
+        Some(Tree::Count(n)) => Ok(Some(*n)),
+        Some(_) => Err(()),
+    }
 }
 
-#[derive(Deserialize)]
-struct FastMessage<'a> {
-    #[serde(borrow)]
-    content: Option<Str<'a>>,
-    #[serde(borrow)]
-    refusal: Option<Str<'a>>,
-    #[serde(borrow)]
-    reasoning_content: Option<Str<'a>>,
-    #[serde(borrow)]
-    reasoning: Option<Str<'a>>,
-    #[serde(borrow)]
-    tool_calls: Option<Vec<Obj<FastBodyCall<'a>>>>,
-    #[serde(borrow)]
-    function_call: Option<&'a RawValue>,
-    #[serde(borrow)]
-    audio: Option<&'a RawValue>,
+/// A member of a body's tree that must be an array of objects when present.
+fn tree_objects<'t, 'a>(node: &'t Tree<'a>, key: &str) -> Result<&'t [Tree<'a>], ()> {
+    match node.get(key) {
+        None => Ok(&[]),
+        Some(Tree::Array(items)) if items.iter().all(|i| matches!(i, Tree::Object(_))) => Ok(items),
+        Some(_) => Err(()),
+    }
 }
 
-#[derive(Deserialize)]
-struct FastBodyCall<'a> {
-    #[serde(default, deserialize_with = "count")]
-    index: Option<u64>,
-    #[serde(rename = "type", default, deserialize_with = "function_type")]
-    _kind: (),
-    #[serde(borrow)]
-    id: Option<Str<'a>>,
-    #[serde(borrow)]
-    function: Option<Obj<FastBodyFn<'a>>>,
+/// A member of a body's tree that must be an object when present.
+fn tree_object<'t, 'a>(node: &'t Tree<'a>, key: &str) -> Result<Option<&'t Tree<'a>>, ()> {
+    match node.get(key) {
+        None => Ok(None),
+        Some(object @ Tree::Object(_)) => Ok(Some(object)),
+        Some(_) => Err(()),
+    }
 }
 
-#[derive(Deserialize)]
-struct FastBodyFn<'a> {
-    #[serde(borrow)]
-    name: Option<Str<'a>>,
-    #[serde(borrow)]
-    arguments: Option<Str<'a>>,
+/// `usage` read from a body's tree, as [`usage`] reads it from text.
+fn tree_usage(u: &Tree<'_>) -> Result<Event, ()> {
+    let Tree::Object(_) = u else { return Err(()) };
+    let prompt = tree_object(u, "prompt_tokens_details")?;
+    let completion = tree_object(u, "completion_tokens_details")?;
+    Ok(Event::Usage(Usage {
+        input_tokens: tree_count(u, "prompt_tokens")?,
+        output_tokens: tree_count(u, "completion_tokens")?,
+        cached_tokens: match prompt {
+            Some(p) => tree_count(p, "cached_tokens")?,
+            None => None,
+        },
+        reasoning_tokens: match completion {
+            Some(c) => tree_count(c, "reasoning_tokens")?,
+            None => None,
+        },
+    }))
 }
 
-/// The body's top members and choices as [`top`] and [`choice`] read them,
-/// when one typed pass reads the whole body; None sends it the checked way.
-fn fast_body(body: &str) -> Option<(Top<'_>, Vec<Choice<'_>>)> {
-    let Obj(fast) = serde_json::from_str::<Obj<FastBody<'_>>>(body).ok()?;
-    if fast.error.is_some() || fast.prompt_filter_results.is_some() {
+/// A body's top members and choices as [`top`] and [`choice`] read them,
+/// read from its tree when every member has its documented type and the
+/// body is a common one. Anything else (a member of another type, Mistral's
+/// content parts, a legacy `function_call`, an `error`, a filter's
+/// results, a call of another type) declines: the body takes the checked
+/// way, which names the field.
+fn tree_body<'a>(body: &Tree<'a>) -> Option<(Top<'a>, Vec<Choice<'a>>)> {
+    let Tree::Object(_) = body else { return None };
+    if body.get("error").is_some() || body.get("prompt_filter_results").is_some() {
         return None;
     }
-    let usage = match fast.usage {
-        Some(raw) => Some(usage(raw, BODY, ROOT.key("usage")).ok()?),
+    let usage = match body.get("usage") {
+        Some(u) => Some(tree_usage(u).ok()?),
         None => None,
     };
     let mut choices = Vec::new();
-    for (position, Obj(c)) in fast.choices.unwrap_or_default().into_iter().enumerate() {
-        if c.content_filter_results.is_some() {
+    for (position, c) in tree_objects(body, "choices").ok()?.iter().enumerate() {
+        if c.get("content_filter_results").is_some() {
             return None;
         }
-        let parts = match c.message {
+        let parts = match tree_object(c, "message").ok()? {
             None => None,
-            Some(Obj(m)) => {
-                if m.function_call.is_some() || m.audio.is_some() {
+            Some(m) => {
+                if m.get("function_call").is_some() || m.get("audio").is_some() {
                     return None;
                 }
-                let rc = m.reasoning_content.map(|r| r.0).filter(|r| !r.is_empty());
-                let r = m.reasoning.map(|r| r.0).filter(|r| !r.is_empty());
+                let rc = tree_str(m, "reasoning_content")
+                    .ok()?
+                    .filter(|r| !r.is_empty());
+                let r = tree_str(m, "reasoning").ok()?.filter(|r| !r.is_empty());
                 if matches!((&rc, &r), (Some(a), Some(b)) if a != b) {
                     return None;
                 }
-                let tool_calls = m
-                    .tool_calls
-                    .unwrap_or_default()
-                    .into_iter()
-                    .enumerate()
-                    .map(|(position, Obj(call))| {
-                        let (name, arguments) = match call.function {
-                            Some(Obj(f)) => (f.name.map(|n| n.0), f.arguments.map(|a| a.0)),
-                            None => (None, None),
-                        };
-                        CallPart {
-                            position,
-                            index: call.index.unwrap_or(position as u64),
-                            id: call.id.map(|i| i.0),
-                            name,
-                            arguments,
-                        }
-                    })
-                    .collect();
+                let mut tool_calls = Vec::new();
+                for (position, call) in tree_objects(m, "tool_calls").ok()?.iter().enumerate() {
+                    if !matches!(
+                        tree_str(call, "type").ok()?.as_deref(),
+                        None | Some("" | "function")
+                    ) {
+                        return None;
+                    }
+                    let (name, arguments) = match tree_object(call, "function").ok()? {
+                        Some(f) => (tree_str(f, "name").ok()?, tree_str(f, "arguments").ok()?),
+                        None => (None, None),
+                    };
+                    tool_calls.push(CallPart {
+                        position,
+                        index: tree_count(call, "index").ok()?.unwrap_or(position as u64),
+                        id: tree_str(call, "id").ok()?,
+                        name,
+                        arguments,
+                    });
+                }
                 Some(Parts {
-                    content: m.content.map(|t| (false, t.0)).into_iter().collect(),
-                    refusal: m.refusal.map(|t| t.0),
+                    content: tree_str(m, "content")
+                        .ok()?
+                        .map(|t| (false, t))
+                        .into_iter()
+                        .collect(),
+                    refusal: tree_str(m, "refusal").ok()?,
                     reasoning: rc.or(r),
                     tool_calls,
                     function_call: None,
@@ -392,15 +389,15 @@ fn fast_body(body: &str) -> Option<(Top<'_>, Vec<Choice<'_>>)> {
         };
         choices.push(Choice {
             position,
-            index: c.index,
+            index: tree_count(c, "index").ok()?,
             parts,
-            finish: c.finish_reason.map(|f| f.0),
+            finish: tree_str(c, "finish_reason").ok()?,
             filtered: None,
         });
     }
     let top = Top {
-        id: fast.id.map(|i| i.0),
-        model: fast.model.map(|m| m.0),
+        id: tree_str(body, "id").ok()?,
+        model: tree_str(body, "model").ok()?,
         choices: Vec::new(),
         usage,
         failure: None,
@@ -1335,8 +1332,17 @@ impl Mapper for OpenAIChat {
         Ok(())
     }
 
-    fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
-        let (top, mut choices) = match fast_body(body) {
+    fn reads_tree(&self) -> bool {
+        true
+    }
+
+    fn map_body(
+        &mut self,
+        body: &str,
+        tree: Option<&Tree<'_>>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
+        let (top, mut choices) = match tree.and_then(tree_body) {
             Some(read) => read,
             None => {
                 let top = top(body, BODY)?;
@@ -1456,6 +1462,134 @@ mod tests {
         format!(
             r#"{{"id":"r","model":"m","choices":[{{"index":0,"delta":{delta},"finish_reason":{finish}}}]}}"#
         )
+    }
+
+    /// A body's events and error, read from its tree and from its text.
+    fn both_ways(body: &str) -> [Result<Vec<Event>, String>; 2] {
+        let tree = crate::core::tree::parse(body, &crate::core::limits::Limits::default());
+        assert!(tree.is_some(), "{body}");
+        [tree.as_ref(), None].map(|tree| {
+            let mut out = Vec::new();
+            OpenAIChat::new(None)
+                .map_body(body, tree, &mut out)
+                .map(|()| out)
+                .map_err(|e| format!("{e:?}"))
+        })
+    }
+
+    #[test]
+    fn a_body_reads_alike_from_its_tree_and_its_text() {
+        let message = |m: &str| {
+            format!(
+                r#"{{"id":"r","model":"m","choices":[{{"index":0,"message":{m},"finish_reason":"tool_calls"}}]}}"#
+            )
+        };
+        let call =
+            r#"{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}"#;
+        let mut bodies: Vec<String> = [
+            r#"{"content":"hi \u00e9","refusal":null,"tool_calls":null}"#,
+            r#"{"content":null,"reasoning_content":"r","reasoning":"r"}"#,
+            r#"{"content":null,"reasoning_content":"r","reasoning":"s"}"#,
+            r#"{"content":null,"reasoning_content":"","reasoning":"s"}"#,
+            r#"{"content":"a","refusal":"no"}"#,
+            r#"{"content":[{"type":"text","text":"a"}]}"#,
+            r#"{"content":1}"#,
+            r#"{"function_call":{"name":"f","arguments":"{}"}}"#,
+            r#"{"function_call":null,"audio":null}"#,
+            r#"{"audio":{"id":"x"}}"#,
+            r#"{"tool_calls":{}}"#,
+            r#"{"tool_calls":[1]}"#,
+            r#"[]"#,
+            "null",
+        ]
+        .iter()
+        .map(|m| message(m))
+        .collect();
+        for variant in [
+            call.to_owned(),
+            call.replace(r#""type":"function""#, r#""type":"custom""#),
+            call.replace(r#""type":"function""#, r#""type":"""#),
+            call.replace(r#""type":"function""#, r#""type":null"#),
+            call.replace(r#""type":"function""#, r#""type":1"#),
+            call.replace(r#""id":"c""#, r#""id":"c","index":-0"#),
+            call.replace(r#""id":"c""#, r#""id":"c","index":1.0"#),
+            call.replace(r#""id":"c""#, r#""id":"c","index":3"#),
+            call.replace(r#""id":"c""#, r#""id":null"#),
+            call.replace(r#""id":"c""#, r#""id":7"#),
+            call.replace(r#""name":"f""#, r#""name":null"#),
+            call.replace(r#""arguments":"{\"a\": 1}""#, r#""arguments":{"a":1}"#),
+            r#"{"id":"c","function":null}"#.to_owned(),
+        ] {
+            bodies.push(message(&format!(
+                r#"{{"content":null,"tool_calls":[{variant},{call}]}}"#
+            )));
+        }
+        let whole = message(&format!(r#"{{"tool_calls":[{call}]}}"#));
+        for (from, to) in [
+            (r#""id":"r""#, r#""id":1"#),
+            (r#""id":"r""#, r#""id":null"#),
+            (r#""model":"m""#, r#""model":["m"]"#),
+            (r#""index":0"#, r#""index":"0""#),
+            (r#""index":0"#, r#""index":-1"#),
+            (r#""finish_reason":"tool_calls""#, r#""finish_reason":null"#),
+            (
+                r#""finish_reason":"tool_calls""#,
+                r#""finish_reason":"length""#,
+            ),
+            (
+                r#""finish_reason":"tool_calls""#,
+                r#""finish_reason":"tool_calls","content_filter_results":{}"#,
+            ),
+            (
+                r#""finish_reason":"tool_calls""#,
+                r#""finish_reason":"tool_calls","content_filter_results":null"#,
+            ),
+            (
+                r#""choices":["#,
+                r#""error":null,"prompt_filter_results":null,"choices":["#,
+            ),
+            (r#""choices":["#, r#""error":{"message":"x"},"choices":["#),
+            (
+                r#""choices":["#,
+                r#""prompt_filter_results":[],"choices":["#,
+            ),
+            (
+                r#""choices":["#,
+                r#""prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":true}}}],"choices":["#,
+            ),
+            (
+                r#""finish_reason":"tool_calls""#,
+                r#""finish_reason":"tool_calls","content_filter_results":{"hate":{"filtered":true}}"#,
+            ),
+            (
+                r#""choices":["#,
+                r#""usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1},"completion_tokens_details":{"reasoning_tokens":0}},"choices":["#,
+            ),
+            (
+                r#""choices":["#,
+                r#""usage":{"prompt_tokens":1.5},"choices":["#,
+            ),
+            (
+                r#""choices":["#,
+                r#""usage":{"prompt_tokens_details":null,"completion_tokens":null},"choices":["#,
+            ),
+            (
+                r#""choices":["#,
+                r#""usage":{"prompt_tokens_details":1},"choices":["#,
+            ),
+            (r#""choices":["#, r#""usage":[],"choices":["#),
+            (r#""choices":[{"#, r#""choices":[{"index":1},{"#),
+            (r#""choices":["#, r#""choices":null,"c":["#),
+            (r#""choices":["#, r#""choices":{},"c":["#),
+            (r#""choices":["#, r#""choices":[1],"c":["#),
+        ] {
+            bodies.push(whole.replacen(from, to, 1));
+        }
+        bodies.push(whole);
+        for body in &bodies {
+            let [tree, text] = both_ways(body);
+            assert_eq!(tree, text, "{body}");
+        }
     }
 
     #[test]

@@ -43,6 +43,7 @@ use super::shape::{invalid, is_object, Path, Shape, Str, ROOT};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{CallKind, Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
+use crate::core::tree::Tree;
 
 const SHAPE: Shape = Shape("openai-responses");
 
@@ -1549,7 +1550,12 @@ impl Mapper for OpenAIResponses {
         Ok(())
     }
 
-    fn map_body(&mut self, body: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    fn map_body(
+        &mut self,
+        body: &str,
+        _tree: Option<&Tree<'_>>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let what = "response";
         if !body.trim_start().starts_with('{') {
             return Err(SHAPE.malformed(what, ROOT));
