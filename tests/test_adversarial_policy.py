@@ -327,6 +327,41 @@ def test_a_missing_path_does_not_stop_the_other_checks(ws: Path) -> None:
     )
 
 
+CONTROL_PATHS = {
+    "src/a.txt\n": "U+000A",  # a trailing newline, the commonest
+    "src/a.txt\r": "U+000D",
+    "src/\ta.txt": "U+0009",
+    "src/\x1b[31ma.txt": "U+001B",  # an escape sequence
+    "src/a\x7f.txt": "U+007F",
+    "src/a\x85.txt": "U+0085",  # a C1 control (next line)
+    "src/a.txt\x00": None,
+}
+
+
+@pytest.mark.parametrize("schema", [False, True], ids=["no schema", "pydantic"])
+@pytest.mark.parametrize("raw", list(CONTROL_PATHS), ids=[repr(p) for p in CONTROL_PATHS])
+def test_a_path_holding_a_control_character_is_invalid(ws: Path, raw: str, schema: bool) -> None:
+    """A path the model wrote with a newline or another control character in
+    it names no file the model means: refused (repairable), never written as
+    a file named ``a.txt\\n``."""
+    error = _refused(
+        PolicyError,
+        "PATH_INVALID",
+        "$.calls[0].arguments.path",
+        response(call(arguments=_args({"path": raw}))),
+        tools=_read_tool(PathRead) if schema else None,
+        policy=_read_policy(ws),
+    )
+    code = CONTROL_PATHS[raw]
+    expected = "a NUL character" if code is None else f"a control character ({code})"
+    assert error.message == f"the path holds {expected}" and error.retryable
+    assert _decided(response(call(arguments=_args({"path": "src/a.txt"}))), policy=_read_policy(ws)).executable
+
+
+class PathRead(BaseModel):
+    path: str
+
+
 def test_write_arguments_are_checked_against_write_scopes(ws: Path) -> None:
     rules = {"copy": ToolRule(paths={"source": "read", "target": "write"})}
     reads_anywhere = Policy(workspace=ws, tools=rules, read_scopes=("",), write_scopes=("docs",))

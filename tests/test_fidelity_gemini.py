@@ -97,14 +97,19 @@ def test_array_framing_is_chosen_by_the_first_byte(impl: ModuleType) -> None:
     assert caught.value.code == "SSE_UNTERMINATED_EVENT"
 
 
+#: the smallest chunk: an element the framing errors below are found after
+_E = b'{"modelVersion":"m"}'
+
+
 @pytest.mark.parametrize(
     ("data", "code", "offset"),
     [
-        (b"[{} {}]", "MALFORMED_EVENT", 4),  # no comma
-        (b"[{},]", "MALFORMED_EVENT", 4),  # trailing comma
-        (b'[{}] {"x":1}', "MALFORMED_EVENT", 5),  # after the array
+        (b"[" + _E + b" " + _E + b"]", "MALFORMED_EVENT", len(_E) + 2),  # no comma
+        (b"[" + _E + b",]", "MALFORMED_EVENT", len(_E) + 2),  # trailing comma
+        (b"[" + _E + b'] {"x":1}', "MALFORMED_EVENT", len(_E) + 3),  # after the array
         (b'["text"]', "MALFORMED_EVENT", 1),  # an element must be an object
         (b"[,{}]", "MALFORMED_EVENT", 1),
+        (b"[{}]", "MALFORMED_EVENT", None),  # an element with none of a chunk's members
         (b"[{]", "MALFORMED_EVENT", None),  # brackets balance but the element is not JSON
         (b'[{"a":"\xff"}]', "SSE_INVALID_UTF8", 7),
     ],

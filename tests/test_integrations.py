@@ -8,6 +8,7 @@ nothing touches the network.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import importlib
 import importlib.util
 import json
@@ -215,6 +216,82 @@ def test_duck_typed_models_and_dicts() -> None:
         integrations.normalize_sdk({"what": "is this"})
 
 
+# ---------------------------------------------------------------- SDK streams that fail
+
+_ANTHROPIC_START = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
+    b'"role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+)
+_CHAT_CHUNK = (
+    b'data: {"id":"c","object":"chat.completion.chunk","model":"m",'
+    b'"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+)
+#: (sdk, the stream's start, an error event the provider sends in it)
+_FAILING = {
+    "anthropic": (
+        "anthropic",
+        _ANTHROPIC_START,
+        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
+    ),
+    "openai-chat": ("openai", _CHAT_CHUNK, b'data: {"error":{"message":"boom","type":"server_error"}}\n\n'),
+}
+
+
+def _sdk_stream(provider: str, chunks: list[bytes], error: str | None = None) -> Any:
+    """The SDK's raw stream of ``chunks``, the connection then failing with ``error`` (an HTTP client class name)."""
+    sdk = pytest.importorskip(_FAILING[provider][0])
+    http = _sdk_http(sdk)
+
+    class Body(http.SyncByteStream):  # type: ignore[name-defined,misc]
+        def __iter__(self) -> Iterator[bytes]:
+            yield from chunks
+            if error is not None:
+                raise getattr(http, error)("peer closed connection")
+
+    def handler(request: Any) -> Any:
+        return http.Response(200, stream=Body(), headers={"content-type": "text/event-stream"})
+
+    client = http.Client(transport=http.MockTransport(handler))
+    messages = [{"role": "user", "content": "hi"}]
+    if provider == "anthropic":
+        api = sdk.Anthropic(api_key="sk-ant-test", base_url="http://test.invalid", http_client=client, max_retries=0)
+        return api.messages.create(model="m", max_tokens=100, messages=messages, stream=True)
+    api = sdk.OpenAI(api_key="sk-test", base_url="http://test.invalid/v1", http_client=client, max_retries=0)
+    return api.chat.completions.create(model="m", messages=messages, stream=True)
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["detected", "provider given"])
+@pytest.mark.parametrize("first", [True, False], ids=["error first", "error after an event"])
+@pytest.mark.parametrize("provider", list(_FAILING))
+def test_an_error_the_sdk_raises_from_the_stream_is_the_providers_error(
+    provider: str, first: bool, given: bool
+) -> None:
+    """The SDK raises an error event of the stream as its own APIError; it is
+    refused as the same event read from bytes is (PROVIDER_ERROR, retryable
+    as the provider's error type says), not left as the SDK's exception."""
+    _, start, error_event = _FAILING[provider]
+    chunks = [error_event] if first else [start, error_event]
+    direct = decisions.StreamAssembler(provider)
+    direct.feed(b"".join(chunks))
+    with pytest.raises(TransportError) as expected:
+        direct.finish()
+    stream = _sdk_stream(provider, chunks)
+    with pytest.raises(TransportError) as info:
+        integrations.assemble_sdk_stream(stream, provider=provider if given else None)
+    assert info.value.code == "PROVIDER_ERROR"
+    if given or not first:  # the provider is known: its own reading of the event
+        assert info.value.to_dict() == expected.value.to_dict()
+
+
+@pytest.mark.parametrize("error", ["RemoteProtocolError", "ReadError"])
+@pytest.mark.parametrize("provider", list(_FAILING))
+def test_a_connection_the_sdk_loses_is_a_transport_error(provider: str, error: str) -> None:
+    stream = _sdk_stream(provider, [_FAILING[provider][1]], error)
+    with pytest.raises(TransportError) as info:
+        integrations.assemble_sdk_stream(stream)
+    assert (info.value.code, info.value.retryable) == ("CONNECTION_CLOSED", True)
+
+
 # ---------------------------------------------------------------- httpx
 
 _HTTP_NAMES = ["httpx"] + (["httpx2"] if importlib.util.find_spec("httpx2") is not None else [])
@@ -362,6 +439,100 @@ def test_httpx_error_status_is_a_transport_error(http: ModuleType, status: int, 
             integrations.stream_httpx(response, provider="openai-chat").finish()
     assert info.value.code == "HTTP_STATUS" and info.value.retryable is retryable
     assert "bad request" in info.value.message
+
+
+class _Counted:
+    """A long error body that counts the chunks read from it."""
+
+    def __init__(self, http: ModuleType, chunks: int, error: Exception | None = None) -> None:
+        self.read = 0
+        counter = self
+
+        class Body(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[name-defined,misc]
+            def __iter__(self) -> Iterator[bytes]:
+                for _ in range(chunks):
+                    counter.read += 1
+                    yield b"<html>" + b"x" * 1018
+                if error is not None:
+                    raise error
+
+            async def __aiter__(self) -> AsyncIterator[bytes]:
+                for chunk in self.__iter__():
+                    yield chunk
+
+        self.body = Body()
+
+
+def _status_error(http: ModuleType, body: Any, status: int, asynchronous: bool) -> TransportError:
+    """The error ``stream_httpx`` (or ``astream_httpx``) raises for a response of ``status``."""
+    if not asynchronous:
+        with _client(http, body, status) as client, client.stream("POST", URL) as response:
+            with pytest.raises(TransportError) as info:
+                integrations.stream_httpx(response, provider="openai-chat").finish()
+        return info.value
+
+    async def run() -> TransportError:
+        async with _async_client(http, body, status) as client:
+            async with client.stream("POST", URL) as response:
+                with pytest.raises(TransportError) as info:
+                    await integrations.astream_httpx(response, provider="openai-chat").finish()
+                return info.value
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_an_error_status_reads_only_the_head_of_its_body(http: ModuleType, asynchronous: bool) -> None:
+    """A 5xx page of any length costs its excerpt, not its length (a gateway's
+    endless body was read whole before the excerpt was cut)."""
+    counted = _Counted(http, 100_000)
+    error = _status_error(http, counted.body, 503, asynchronous)
+    assert (error.code, error.retryable) == ("HTTP_STATUS", True)
+    assert error.message.startswith("the provider answered HTTP 503: <html>xxx")
+    assert counted.read == 1
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("error_name", ["RemoteProtocolError", "ReadError"])
+def test_an_error_body_cut_short_is_still_the_status_error(
+    http: ModuleType, asynchronous: bool, error_name: str
+) -> None:
+    """The connection dropping while an error status's body is read is the
+    typed HTTP_STATUS with what was read, not the HTTP client's own exception."""
+    body = _body(http, [b'{"error": {"message": "upstream'], getattr(http, error_name)("reset by peer"))
+    error = _status_error(http, body, 502, asynchronous)
+    assert (error.code, error.retryable) == ("HTTP_STATUS", True)
+    assert error.message == 'the provider answered HTTP 502: {"error": {"message": "upstream'
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_body_its_encoding_cannot_decode_is_a_transport_error(http: ModuleType, asynchronous: bool) -> None:
+    """A gzip stream corrupted on the way (the HTTP client's DecodingError) is
+    the typed CONNECTION_CLOSED, as a dropped connection is: no response."""
+    packed = gzip.compress(RAW["healthy"])
+    body = _body(http, [packed[:20] + b"\x00garbage" + packed[28:]])
+    headers = {"content-type": "text/event-stream", "content-encoding": "gzip"}
+    if not asynchronous:
+        client = http.Client(
+            transport=http.MockTransport(lambda request: http.Response(200, stream=body, headers=headers))
+        )
+        with client, client.stream("POST", URL) as response:
+            with pytest.raises(TransportError) as info:
+                integrations.stream_httpx(response, provider="openai-chat").finish()
+    else:
+
+        async def handler(request: Any) -> Any:
+            return http.Response(200, stream=body, headers=headers)
+
+        async def run() -> None:
+            async with http.AsyncClient(transport=http.MockTransport(handler)) as client:
+                async with client.stream("POST", URL) as response:
+                    await integrations.astream_httpx(response, provider="openai-chat").finish()
+
+        with pytest.raises(TransportError) as info:
+            asyncio.run(run())
+    assert (info.value.code, info.value.retryable) == ("CONNECTION_CLOSED", True)
+    assert "DecodingError" in info.value.message
 
 
 def test_other_response_objects_are_refused() -> None:

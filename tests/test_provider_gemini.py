@@ -342,6 +342,55 @@ def test_known_parts_with_the_wrong_shape_are_malformed(impl: ModuleType, part: 
     assert caught.value.code == "MALFORMED_EVENT"
 
 
+@pytest.mark.parametrize("part", list(MALFORMED.values()), ids=list(MALFORMED))
+def test_a_malformed_part_names_its_path_in_what_it_shows(impl: ModuleType, part: dict[str, Any]) -> None:
+    """The path an error is located at is in its text too (a partialArgs
+    entry's jsonPath was set on the pure error after it was made)."""
+    with pytest.raises(StreamError) as caught:
+        stream(impl, [chunk([part], "STOP")])
+    error = caught.value
+    assert error.path is not None and str(error) == f"MALFORMED_EVENT: {error.message} at {error.path}"
+
+
+@pytest.mark.parametrize("part", list(MALFORMED.values()), ids=list(MALFORMED))
+def test_a_malformed_part_is_shown_alike(both: tuple[ModuleType, ModuleType], part: dict[str, Any]) -> None:
+    shown = []
+    for impl in both:
+        with pytest.raises(StreamError) as caught:
+            stream(impl, [chunk([part], "STOP")])
+        shown.append((str(caught.value), repr(caught.value), caught.value.to_dict()))
+    assert shown[0] == shown[1]
+
+
+#: Chunks with none of candidates, promptFeedback, usageMetadata, modelVersion
+#: or error: a gateway's error object, an empty object.
+BARE_CHUNKS = [{"detail": "upstream timeout"}, {"message": "boom"}, {"responseId": "resp-1"}, {"candidates": None}, {}]
+
+
+@pytest.mark.parametrize("framing", ["events", "sse", "array"])
+@pytest.mark.parametrize("after", [False, True], ids=["before the finish", "after the finish"])
+@pytest.mark.parametrize("bare", BARE_CHUNKS, ids=[json.dumps(b) for b in BARE_CHUNKS])
+def test_a_chunk_with_nothing_a_chunk_carries_is_malformed(
+    impl: ModuleType, bare: dict[str, Any], after: bool, framing: str
+) -> None:
+    """Another server's error object in a stream is no chunk: refused at
+    ``$.candidates``, never skipped while the call beside it is decided."""
+    call = chunk([{"functionCall": {"name": "read_file", "args": {"path": "a"}}}])
+    end = chunk([{"text": ""}], "STOP")
+    lines = [call, end, json.dumps(bare)] if after else [call, json.dumps(bare), end]
+    data = {
+        "events": None,
+        "sse": "".join(f"data: {line}\n\n" for line in lines).encode(),
+        "array": ("[" + ",\r\n".join(lines) + "]").encode(),
+    }[framing]
+    with pytest.raises(StreamError) as caught:
+        stream(impl, lines) if data is None else stream_bytes(impl, data)
+    error = caught.value
+    assert (error.code, error.path) == ("MALFORMED_EVENT", "$.candidates")
+    assert error.message == "gemini chunk has none of candidates, promptFeedback, usageMetadata, modelVersion or error"
+    assert stream(impl, [call, end]).finish_reason == "tool_calls"  # the control
+
+
 def test_streamed_call_interrupted_by_text_is_malformed(impl: ModuleType) -> None:
     with pytest.raises(StreamError) as caught:
         stream(impl, [chunk([{"functionCall": {"name": "f", "willContinue": True}}]), chunk([{"text": "x"}], "STOP")])

@@ -346,6 +346,52 @@ def test_error_chunk_is_a_provider_error(impl: ModuleType) -> None:
     assert info.value.code == "PROVIDER_ERROR" and info.value.retryable is True
 
 
+#: Chunks that carry none of choices, usage, error or prompt_filter_results:
+#: other servers' error objects, an empty object.
+BARE_CHUNKS = [
+    {"object": "error", "message": "CUDA out of memory", "type": "InternalServerError", "code": 500},
+    {"text": "NETWORK ERROR DUE TO HIGH TRAFFIC", "error_code": 50001},
+    {"detail": "upstream timeout"},
+    {"message": "boom"},
+    {"id": "chatcmpl-x", "object": "chat.completion.chunk", "model": "m"},
+    {"choices": None, "usage": None, "error": None},
+    {},
+]
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before the finish", "after the finish"])
+@pytest.mark.parametrize("bare", BARE_CHUNKS, ids=[json.dumps(b)[:40] for b in BARE_CHUNKS])
+def test_a_chunk_with_nothing_a_chunk_carries_is_malformed(impl: ModuleType, bare: dict[str, Any], after: bool) -> None:
+    """A chunk without choices, usage or an error is no chunk: another
+    server's error object in the stream is refused at ``$.choices``, never
+    skipped while the calls around it are decided."""
+    start = chunk({"role": "assistant", "tool_calls": [call(0, "call_1", "read_file", '{"path": "a"}')]})
+    end = chunk(finish="tool_calls")
+    events = [start, end, bare, "[DONE]"] if after else [start, bare, end, "[DONE]"]
+    with pytest.raises(StreamError) as info:
+        feed_sse(impl, events)
+    error = info.value
+    assert (error.code, error.path) == ("MALFORMED_EVENT", "$.choices")
+    assert str(error) == (
+        "MALFORMED_EVENT: chat.completion.chunk: the chunk has no choices, usage or error at $.choices"
+    )
+    assert feed_sse(impl, [start, end, "[DONE]"]).finish_reason == "tool_calls"  # the control
+
+
+@pytest.mark.parametrize("alone", [False, True], ids=["mid-stream", "as the body"])
+def test_an_error_given_as_a_string_is_a_provider_error(impl: ModuleType, alone: bool) -> None:
+    """Hugging Face TGI's ``{"error": "...", "error_type": "..."}``: the
+    provider's failure, not a malformed event."""
+    failed = {"error": "Request failed during generation: Server error: CUDA out of memory", "error_type": "generation"}
+    with pytest.raises(TransportError) as info:
+        if alone:
+            impl.normalize(json.dumps(failed), provider=PROVIDER)
+        else:
+            feed_sse(impl, [chunk({"content": "x"}), failed])
+    assert (info.value.code, info.value.retryable) == ("PROVIDER_ERROR", False)
+    assert info.value.message == "error: Request failed during generation: Server error: CUDA out of memory"
+
+
 def test_feed_event_accepts_dicts_text_and_bytes(impl: ModuleType) -> None:
     events = [
         chunk({"content": "a"}),

@@ -220,6 +220,19 @@ VALUES = ["null", "0", "-1", "1.5", "-0", "true", '""', '"x"', "[]", "{}", str(2
 HUGE = [str(2**63), str(2**64 - 1), str(2**64), str(2**70), str(-(2**70)), "-1", "1e30", "10000000000000000000000000"]
 INDEX_KEYS = {"index", "output_index", "content_index", "sequence_number", "summary_index"}
 DEPTHS = [2, 64, 127, 128, 129, 200, 500, 900, 999, 1000, 1001, 1100, 2000, 4000]
+#: Objects a server or a gateway puts in a stream that are no event of the
+#: provider's: error objects of other shapes, an empty object, metadata alone.
+FOREIGN = [
+    '{"detail": "upstream timeout"}',
+    '{"object": "error", "message": "CUDA out of memory", "type": "InternalServerError", "code": 500}',
+    '{"error": "Request failed during generation", "error_type": "generation"}',
+    '{"error": {"message": "overloaded", "type": "server_error"}}',
+    '{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}',
+    '{"text": "NETWORK ERROR", "error_code": 50001}',
+    '{"message": "boom"}',
+    '{"responseId": "r"}',
+    "{}",
+]
 GARBAGE = [
     b"data: {}\n\n",
     b"data: garbage\n\n",
@@ -345,6 +358,7 @@ EVENT_OPS = [
     "huge_index",
     "after_done",
     "cut",
+    "foreign",
 ]
 BYTE_OPS = ["flip", "splice_bytes", "truncate"]
 
@@ -396,6 +410,10 @@ def build_case(seed: int) -> Case:
         elif op == "cut":
             del events[i:]
             case.mutations.append("cut")
+        elif op == "foreign":
+            text = rng.choice(FOREIGN)
+            events.insert(i, (rng.choice([None, None, "error", events[i][0]]), text))
+            case.mutations.append(f"foreign {text[:24]}")
         else:
             name, text = events[i]
             if isinstance(text, str):
@@ -435,7 +453,8 @@ def _frame(name: str | None, text: str | bytes) -> bytes:
 
 
 def outcome(impl: ModuleType, case: Case) -> tuple[Any, ...]:
-    """The response, or ``(error class, code)``, or the exception type raised."""
+    """The response, or the error (class, code, its stable shape and its
+    text: message, path and offset as shown), or the exception type raised."""
     provider = case.recording.provider
     try:
         if case.body is not None:
@@ -450,7 +469,7 @@ def outcome(impl: ModuleType, case: Case) -> tuple[Any, ...]:
                 asm.feed_event(text, name)
         return ("ok", asm.finish())
     except OutputError as err:
-        return ("error", type(err).__name__, err.code)
+        return ("error", type(err).__name__, err.code, err.to_dict(), str(err))
     except (ValueError, TypeError, OverflowError, RecursionError) as err:
         return ("raised", type(err).__name__)
 
@@ -472,11 +491,11 @@ def test_mutated_recordings_agree(both: tuple[ModuleType, ModuleType]) -> None:
     for seed in range(MUTATIONS):
         case = build_case(seed)
         n, p = outcome(native, case), outcome(pure, case)
-        outcomes["ok" if n[0] == "ok" else str(n[-1])] += 1
+        outcomes["ok" if n[0] == "ok" else str(n[2] if n[0] == "error" else n[-1])] += 1
         if n != p:
             count += 1
             if len(differences) < 20:
-                differences.append(f"{case.describe()}\n    native: {n[:3]}\n    pure:   {p[:3]}")
+                differences.append(f"{case.describe()}\n    native: {n[:3]} {n[-1]}\n    pure:   {p[:3]} {p[-1]}")
     assert not differences, f"{count} differences:\n" + "\n".join(differences)
     # the sweep is not vacuous: mutated recordings complete and fail in many ways
     assert outcomes["ok"] > 0 and len(outcomes) >= 5, outcomes
@@ -513,6 +532,7 @@ def test_every_mutation_is_reached() -> None:
         "huge_index",
         "after_done",
         "cut",
+        "foreign",
         "flip",
         "splice_bytes",
         "truncate",

@@ -189,7 +189,10 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
         "policy",
         {
             "PATH_OUTSIDE_WORKSPACE": (True, "a path resolves outside the workspace"),
-            "PATH_INVALID": (True, "a path is malformed (NUL byte, drive or UNC form, home expansion)"),
+            "PATH_INVALID": (
+                True,
+                "a path is malformed (NUL or another control character, drive or UNC form, home expansion)",
+            ),
             "SCOPE_DENIED": (True, "the tool may not read or write there"),
             "TOOL_DENIED": (False, "policy does not allow this tool"),
             "RUN_CANCELLED": (False, "the run was cancelled; nothing may execute"),

@@ -23,12 +23,14 @@ from collections.abc import AsyncIterator as _AsyncIterator
 from collections.abc import Iterable as _Iterable
 from collections.abc import Iterator as _Iterator
 from collections.abc import Mapping as _Mapping
+from contextlib import aclosing as _aclosing
 from types import ModuleType as _ModuleType
 from typing import Any as _Any
 from typing import Final as _Final
 
 from . import _backend
 from .detect import candidates as _candidates
+from .errors import StreamError as _StreamError
 from .errors import TransportError as _TransportError
 from .limits import Limits as _Limits
 from .types import CanonicalEvent as _CanonicalEvent
@@ -174,9 +176,24 @@ def assemble_sdk_stream(
 ) -> _NormalizedResponse:
     """Assemble a whole SDK stream (``client.chat.completions.create(stream=True)``,
     ``client.messages.create(stream=True)``, ``generate_content_stream``...).
-    The provider is detected from the first event unless given."""
+    The provider is detected from the first event unless given. What the SDK
+    raises while the stream is read is a typed error (see :func:`_stream_failure`):
+    ``CONNECTION_CLOSED`` for a lost connection, the provider's ``PROVIDER_ERROR``
+    for an error event it sent."""
     assembler: _Any = None
-    for obj in events:
+    iterator = iter(events)
+    while True:
+        try:
+            obj = next(iterator)
+        except StopIteration:
+            break
+        except Exception as error:
+            if assembler is None and provider is not None:
+                assembler = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice)
+            failure = _stream_failure(error, assembler)
+            if failure is None:
+                raise
+            raise failure from error
         payload = to_payload(obj)
         if payload is None:
             continue
@@ -192,6 +209,40 @@ def assemble_sdk_stream(
         assembler = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice)
     response: _NormalizedResponse = assembler.finish()
     return response
+
+
+def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
+    """The typed error for an exception an SDK stream raised while it was
+    read (``assembler``: the stream's so far, None before its provider is
+    known), or None for one that is not the SDK's or its HTTP client's.
+
+    A connection that failed (the HTTP client's ``RequestError``, the SDK's
+    ``APIConnectionError``) is ``CONNECTION_CLOSED``. An error the provider
+    sent in the stream, which the SDK raises as its ``APIError``, is fed to
+    the assembler as the wire event it came from (its ``body``), so it is
+    refused as the same event read from bytes is (``PROVIDER_ERROR``, retryable
+    as the provider's error type says); failing that, ``PROVIDER_ERROR``."""
+    root = _module(error).split(".")[0]
+    if root in ("httpx", "httpx2"):
+        return _dropped(error) if isinstance(error, _importlib.import_module(root).RequestError) else None
+    if _sdk_of(error) is None:
+        return None
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if "APIConnectionError" in names:
+        return _dropped(error)
+    if "APIError" not in names:
+        return None
+    body = getattr(error, "body", None)
+    if assembler is not None and isinstance(body, _Mapping):
+        event = dict(body) if body.get("type") == "error" else {"error": dict(body)}
+        try:
+            assembler.feed_event(event)
+            assembler.finish()
+        except (_TransportError, _StreamError) as refused:
+            return refused
+    return _TransportError(
+        "PROVIDER_ERROR", f"the provider sent an error in the stream ({type(error).__name__}: {error})"
+    )
 
 
 def normalize_sdk(
@@ -222,10 +273,15 @@ def _http_module(response: _Any) -> _ModuleType:
     return _importlib.import_module(root)
 
 
+#: The bytes of an error status's body shown in its ``HTTP_STATUS`` error; no
+#: more than one network chunk beyond them is read.
+_ERROR_EXCERPT: _Final = 300
+
+
 def _check_status(response: _Any, body: bytes) -> None:
     if response.is_success:
         return
-    excerpt = body[:300].decode("utf-8", "replace")
+    excerpt = body[:_ERROR_EXCERPT].decode("utf-8", "replace")
     raise _TransportError(
         "HTTP_STATUS",
         f"the provider answered HTTP {response.status_code}: {excerpt}",
@@ -242,7 +298,8 @@ def _dropped(error: Exception) -> _TransportError:
 
 class _EventStreamBase:
     def __init__(self, response: _Any, *, provider: str, limits: _Limits | None, choice: int | None) -> None:
-        self._transport_error: type[Exception] = _http_module(response).TransportError
+        # a transport failure, or a body its Content-Encoding cannot decode (DecodingError)
+        self._transport_error: type[Exception] = _http_module(response).RequestError
         self.http_response = response
         self.provider = provider
         self._assembler: _Any = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice, keep_events=True)
@@ -297,13 +354,26 @@ class HttpxEventStream(_EventStreamBase):
 
     def _events(self) -> _Iterator[_CanonicalEvent]:
         if not self.http_response.is_success:
-            _check_status(self.http_response, self.http_response.read())
+            _check_status(self.http_response, self._error_head())
         try:
             for chunk in self.http_response.iter_bytes():
                 yield from self._feed(chunk)
         except self._transport_error as error:
             raise self._fail(error) from error
         yield from self._end()
+
+    def _error_head(self) -> bytes:
+        """The start of an error status's body, for its excerpt: the rest is
+        never read, and a connection dropped meanwhile only ends it early."""
+        head = b""
+        try:
+            for chunk in self.http_response.iter_bytes():
+                head += chunk
+                if len(head) >= _ERROR_EXCERPT:
+                    break
+        except self._transport_error:
+            pass
+        return head
 
     def finish(self) -> _NormalizedResponse:
         """The NormalizedResponse (reading the rest of the stream first)."""
@@ -321,7 +391,7 @@ class AsyncHttpxEventStream(_EventStreamBase):
 
     async def _events(self) -> _AsyncIterator[_CanonicalEvent]:
         if not self.http_response.is_success:
-            _check_status(self.http_response, await self.http_response.aread())
+            _check_status(self.http_response, await self._error_head())
         try:
             async for chunk in self.http_response.aiter_bytes():
                 for event in self._feed(chunk):
@@ -330,6 +400,19 @@ class AsyncHttpxEventStream(_EventStreamBase):
             raise self._fail(error) from error
         for event in self._end():
             yield event
+
+    async def _error_head(self) -> bytes:
+        """:meth:`HttpxEventStream._error_head`, read asynchronously."""
+        head = b""
+        try:
+            async with _aclosing(self.http_response.aiter_bytes()) as chunks:
+                async for chunk in chunks:
+                    head += chunk
+                    if len(head) >= _ERROR_EXCERPT:
+                        break
+        except self._transport_error:
+            pass
+        return head
 
     def __aiter__(self) -> _AsyncIterator[_CanonicalEvent]:
         return self._iterator

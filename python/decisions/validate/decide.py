@@ -137,11 +137,18 @@ def _complete(response: object) -> tuple[tuple[ToolCallItem, ...], str]:
     incomplete = -1  # the first unfinished call's index, named once no refusal is found
     for index, item in enumerate(response.items):
         if type(item) is ToolCallItem or isinstance(item, ToolCallItem):
+            _check_fields(item, index, _CALL_FIELDS)
             if incomplete < 0 and not item.complete:
                 incomplete = len(calls)
             calls.append(item)
         elif isinstance(item, TextItem):
+            _check_fields(item, index, _TEXT_FIELDS)
             texts.append(item.text)
+        elif not isinstance(item, (RefusalItem, ReasoningItem)):
+            raise TypeError(
+                f"response.items[{index}] is a {type(item).__name__}, not a TextItem, RefusalItem, "
+                "ReasoningItem or ToolCallItem: an item decide cannot read is never skipped"
+            )
         elif isinstance(item, RefusalItem):
             raise StreamError(
                 "REFUSAL",
@@ -169,6 +176,29 @@ def _complete(response: object) -> tuple[tuple[ToolCallItem, ...], str]:
 
 #: The finish reasons a decision may be made of.
 _DECIDABLE: Final = ("stop", "tool_calls")
+
+#: The fields of a tool call and of a text item that ``decide`` reads, with
+#: the type each must have: a hand-built item's odd value (``complete="false"``,
+#: a ``None`` name, arguments given as a dict) is refused, never read by its
+#: truthiness or passed on.
+_CALL_FIELDS: Final = (
+    ("item_id", str),
+    ("call_id", str),
+    ("name", str),
+    ("arguments", str),
+    ("complete", bool),
+    ("call_id_generated", bool),
+    ("call_kind", str),
+)
+_TEXT_FIELDS: Final = (("text", str),)
+
+
+def _check_fields(item: object, index: int, fields: tuple[tuple[str, type], ...]) -> None:
+    """TypeError unless each of ``item``'s ``fields`` has its type."""
+    for name, kind in fields:
+        value = getattr(item, name)
+        if not isinstance(value, kind):
+            raise TypeError(f"response.items[{index}].{name} must be a {kind.__name__}, not {type(value).__name__}")
 
 
 def _finish_error(response: NormalizedResponse) -> NoReturn:
@@ -396,9 +426,11 @@ def _plain_decision(
         if (
             item.complete is not True
             or item.call_kind != "function"
-            or item.call_id_generated
+            or item.call_id_generated is not False
             or type(text) is not str
             or type(item.name) is not str
+            or type(item.call_id) is not str
+            or type(item.item_id) is not str
         ):
             return None  # anything else, hand-built responses' odd values included, is the general path's
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Callable, Literal, Mapping, TypeAlias, Union
+from typing import Any, Callable, Literal, Mapping, TypeAlias, Union, get_args
 
 from .. import _backend
 from ..errors import OutputError
@@ -111,6 +111,11 @@ class ToolDecision:
             raise ValueError("a ToolDecision needs at least one call")
         if tuple(v.call_id for v in self.verdicts) != tuple(c.call_id for c in self.calls):
             raise ValueError("verdicts must pair with calls, in order")
+        if self.batch not in get_args(BatchMode):
+            raise ValueError(f"ToolDecision.batch must be 'all_or_nothing' or 'per_call', not {self.batch!r}")
+        for v in self.verdicts:
+            if v.status not in get_args(VerdictStatus):
+                raise ValueError(f"the verdict of call {v.call_id!r} has no known status: {v.status!r}")
 
     @property
     def executable(self) -> bool:
@@ -126,9 +131,9 @@ class ToolDecision:
     def executable_calls(self) -> tuple[ToolCall, ...]:
         """The calls that may run now: all or none in ``all_or_nothing``
         mode, each on its own verdict in ``per_call`` mode."""
-        if self.batch == "all_or_nothing":
-            return self.calls if self.executable else ()
-        return tuple(c for c, v in zip(self.calls, self.verdicts) if v.executable)
+        if self.batch == "per_call":
+            return tuple(c for c, v in zip(self.calls, self.verdicts) if v.executable)
+        return self.calls if self.executable else ()
 
     @property
     def pending_approval(self) -> tuple[ToolCall, ...]:

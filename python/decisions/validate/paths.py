@@ -27,6 +27,9 @@ __all__ = ["Access", "resolve_path"]
 
 Access = Literal["read", "write"]
 _DRIVE = re.compile(r"^[A-Za-z]:")
+#: A control character (C0, DEL, C1): never part of a path a model means (a
+#: trailing newline, an escape sequence), so refused rather than written.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _NAME = r"[^.\[\]\s]+"
 _SELECTOR = re.compile(rf"{_NAME}(?:\[\*\])*(?:\.{_NAME}(?:\[\*\])*)*\Z")
 _STEP = re.compile(rf"\[\*\]|{_NAME}")
@@ -118,15 +121,21 @@ def resolve_path(root: str | os.PathLike[str], raw: Any, *, path: str = "$") -> 
             expected=expected,
             hint="give a relative path such as 'src/main.py'",
         )
-    for bad, what in (("\x00", "a NUL character"), ("\\", "a backslash")):
-        if bad in raw:
-            raise _reject(
-                "PATH_INVALID",
-                f"the path holds {what}",
-                path=path,
-                expected=expected,
-                hint="use '/' between path components and no control characters",
-            )
+    control = _CONTROL.search(raw)
+    if control is not None or "\\" in raw:
+        if control is None:
+            what = "a backslash"
+        elif control[0] == "\x00":
+            what = "a NUL character"
+        else:
+            what = f"a control character (U+{ord(control[0]):04X})"
+        raise _reject(
+            "PATH_INVALID",
+            f"the path holds {what}",
+            path=path,
+            expected=expected,
+            hint="use '/' between path components and no control characters",
+        )
     if raw.startswith("~"):
         raise _reject(
             "PATH_INVALID",
@@ -172,7 +181,7 @@ def resolve_in(root: Scopes, raw: Any, path: str) -> str:
         type(raw) is str
         and raw
         and not raw.isspace()  # str.strip() strips exactly the isspace() characters
-        and "\x00" not in raw
+        and _CONTROL.search(raw) is None
         and "\\" not in raw
         and not raw.startswith(("~", "//"))
         and not _DRIVE.match(raw)

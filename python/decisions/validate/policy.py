@@ -8,7 +8,8 @@ and a state check the application runs last. A :class:`RunState` (such as
 and the call ids already decided (a replayed call id is decided once only).
 
 Paths are checked *after* resolution. A path argument is refused as
-``PATH_INVALID`` when it is not a string, is empty, holds a NUL, a backslash,
+``PATH_INVALID`` when it is not a string, is empty, holds a NUL or another
+control character (a trailing newline, an escape sequence), a backslash,
 a ``~`` home form, a Windows drive (``C:``) or UNC (``//host``) form; else it
 is joined to the workspace root, every symlink and ``..`` is resolved, and the
 result must lie inside the root (component-wise: ``/ws-old`` is not inside

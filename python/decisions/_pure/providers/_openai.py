@@ -20,7 +20,11 @@ RETRYABLE_ERRORS = frozenset(
 
 def failure(s: Shape, value: Any, what: str, path: str) -> ResponseFailed:
     """The failure an OpenAI-style ``{"code", "message", "type"}`` error
-    object at ``path`` stands for: its members checked in that order."""
+    object at ``path`` stands for: its members checked in that order. A
+    string is the message alone (Hugging Face TGI streams
+    ``{"error": "...", "error_type": "..."}``), code ``error``."""
+    if type(value) is str:
+        return ResponseFailed(code="error", message=value, retryable=False, error_type=None)
     err = s.obj(value, what, path)
     code = err.get("code")
     if code is not None and (type(code) is not str and (type(code) is not int or not -(2**63) <= code <= U64_MAX)):

@@ -36,6 +36,10 @@ over one that says "done"):
   ``MULTIPLE_CHOICES``; a finish on another candidate finishes nothing.
 - ``finishMessage`` only explains a ``finishReason`` and vetoes nothing by
   itself.
+- a streamed chunk with none of ``candidates``, ``promptFeedback``,
+  ``usageMetadata``, ``modelVersion`` and ``error`` (a gateway's error object:
+  ``{"detail": ...}``) -> ``MALFORMED_EVENT`` at ``$.candidates``, never
+  skipped; a whole body of that shape is ``NOT_A_RESPONSE_BODY``.
 
 Mapping:
 - items are ``item_<n>`` in order. Consecutive text parts form one text item,
@@ -103,6 +107,9 @@ from ._unknown import count_unknown
 from .jsontext import dumps
 
 __all__ = ["GeminiMapper", "finish_reason", "MAX_PATH_SEGMENTS"]
+
+#: the members of a chunk besides ``error``: one of them (not null) at least
+_CHUNK_MEMBERS: Final = ("candidates", "promptFeedback", "usageMetadata", "modelVersion")
 
 #: deepest ``partialArgs`` jsonPath accepted
 MAX_PATH_SEGMENTS = 128
@@ -311,6 +318,9 @@ class GeminiMapper:
         )
         self._call: _StreamedCall | None = None
         self._usage: UsageReported | None = None
+        # a whole body is being read: a shapeless one is the body's
+        # NOT_A_RESPONSE_BODY to name, not a chunk's refusal
+        self._reading_body = False
         self._blocked = False  # a safety rating of the selected candidate or the prompt said "blocked"
         # the finish seen so far: (raw, is a blockReason); a veto is never replaced
         self._finish_seen: tuple[str, bool] | None = None
@@ -506,9 +516,8 @@ class GeminiMapper:
             call.settle()
             try:
                 target = _assign(call.args, parse_path(path), value, append)
-            except OutputError as error:
-                error.path = f"{at}.jsonPath"
-                raise
+            except OutputError as error:  # named at the entry's jsonPath, as every located error is
+                raise located(error.code, error.message, f"{at}.jsonPath") from None
             if will_continue and key == "stringValue":
                 call.target, call.pieces = target, [value]
         call.continuing = path if will_continue and key == "stringValue" else None
@@ -533,6 +542,13 @@ class GeminiMapper:
             out.append(failed)
             self._terminal = True
             return out
+        if not self._reading_body and all(chunk.get(key) is None for key in _CHUNK_MEMBERS):
+            # another server's error object ({"detail": ...}, {"message": ...}) is no chunk
+            raise located(
+                "MALFORMED_EVENT",
+                "gemini chunk has none of candidates, promptFeedback, usageMetadata, modelVersion or error",
+                "$.candidates",
+            )
         what = "chunk"
         response_id = _opt_str(chunk, "responseId", what, "$")
         model = _opt_str(chunk, "modelVersion", what, "$")
@@ -620,6 +636,7 @@ class GeminiMapper:
 
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A whole ``GenerateContentResponse``, or a JSON array of stream chunks."""
+        self._reading_body = True
         if type(body) is list:
             out: list[CanonicalEvent] = []
             for chunk in body:

@@ -34,7 +34,12 @@ Vetoes (a field that says "not finished, failed or ambiguous" wins over one
 that says "done"):
 - ``error`` on a chunk or a body, beside choices and a ``finish_reason`` or
   alone -> response failed (``PROVIDER_ERROR``); after the finish_reason, an
-  event after the terminal (``EVENT_AFTER_TERMINAL``).
+  event after the terminal (``EVENT_AFTER_TERMINAL``). An ``error`` that is a
+  string (Hugging Face TGI) is the failure's message, code ``error``.
+- a chunk with none of ``choices``, ``usage``, ``error`` and
+  ``prompt_filter_results`` (another server's error object:
+  ``{"object": "error", ...}``, ``{"detail": ...}``) -> ``MALFORMED_EVENT`` at
+  ``$.choices``, as a body without choices is.
 - ``finish_reason`` ``length`` / ``content_filter`` -> ``INCOMPLETE_RESPONSE``
   / ``CONTENT_FILTERED``; any other value (``""``, ``eos``, ``error``, other
   case) leaves the items open (``ITEM_NOT_ENDED``); none: no terminal
@@ -429,6 +434,10 @@ class OpenAIChatMapper:
     def _chunk(self, payload: Any, out: list[CanonicalEvent]) -> None:
         # the whole chunk is shape-checked before any of it is acted on
         rid, model, raw_choices, usage, failed, prompt_filtered = _top(payload, _CHUNK)
+        get = payload.get
+        if get("choices") is None and usage is None and failed is None and get("prompt_filter_results") is None:
+            # another server's error object ({"object": "error", ...}, {"detail": ...}) is no chunk
+            raise _invalid(_CHUNK, "the chunk has no choices, usage or error", "$.choices")
         choices = [_choice(raw, position, False, _CHUNK) for position, raw in enumerate(raw_choices)]
         if len(choices) > 1:
             _no_repeated_choice([0 if c[1] is None else c[1] for c in choices], "chunk")

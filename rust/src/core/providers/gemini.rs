@@ -104,6 +104,10 @@ struct ChunkRaw<'a> {
     prompt_feedback: Option<&'a RawValue>,
 }
 
+/// The refusal of a chunk with none of the members a chunk carries.
+const BARE_CHUNK: &str =
+    "gemini chunk has none of candidates, promptFeedback, usageMetadata, modelVersion or error";
+
 #[derive(Deserialize)]
 struct CandidateRaw<'a> {
     #[serde(borrow)]
@@ -376,6 +380,9 @@ pub struct GeminiMapper {
     /// This chunk's candidate gives no `finishReason`, an earlier one did:
     /// it may carry no content.
     after_finish: bool,
+    /// A whole body is being read: a shapeless one is the body's
+    /// `NOT_A_RESPONSE_BODY` to name, not a chunk's refusal.
+    reading_body: bool,
 }
 
 impl GeminiMapper {
@@ -394,6 +401,7 @@ impl GeminiMapper {
             blocked: false,
             finish_seen: None,
             after_finish: false,
+            reading_body: false,
         }
     }
 
@@ -876,6 +884,18 @@ impl Mapper for GeminiMapper {
             self.terminal = true;
             return Ok(());
         }
+        if !self.reading_body
+            && chunk.candidates.is_none()
+            && chunk.prompt_feedback.is_none()
+            && chunk.usage_metadata.is_none()
+            && chunk.model_version.is_none()
+        {
+            // another server's error object ({"detail": ...}, {"message": ...}) is no chunk
+            return Err(located(
+                err(Code::MALFORMED_EVENT, BARE_CHUNK),
+                ROOT.key("candidates"),
+            ));
+        }
         let what = "chunk";
         let response_id = SHAPE
             .opt_str(chunk.response_id, what, ROOT.key("responseId"))?
@@ -971,6 +991,7 @@ impl Mapper for GeminiMapper {
         _tree: Option<&Tree<'_>>,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
+        self.reading_body = true;
         if body.trim_start().starts_with('[') {
             let chunks: Vec<&RawValue> =
                 serde_json::from_str(body).map_err(|_| SHAPE.malformed("chunk", ROOT))?;

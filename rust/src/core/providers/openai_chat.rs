@@ -413,6 +413,7 @@ fn tree_body<'t>(body: Value<'t>) -> Option<(Top<'t>, Vec<Choice<'t>>)> {
         usage,
         failure: None,
         prompt_filtered: None,
+        bare: false,
     };
     Some((top, choices))
 }
@@ -430,6 +431,9 @@ struct Top<'a> {
     failure: Option<Event>,
     /// What `prompt_filter_results` say (see [`Annotation`]).
     prompt_filtered: Option<Annotation>,
+    /// None of `choices`, `usage`, `error` and `prompt_filter_results` is
+    /// there (or each is null): a chunk that says nothing a chunk says.
+    bare: bool,
 }
 
 fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
@@ -437,6 +441,10 @@ fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
         return Err(SHAPE.malformed(what, ROOT));
     }
     let raw: TopRaw<'a> = serde_json::from_str(data).map_err(|_| SHAPE.malformed(what, ROOT))?;
+    let bare = raw.choices.is_none()
+        && raw.usage.is_none()
+        && raw.error.is_none()
+        && raw.prompt_filter_results.is_none();
     let id = SHAPE.opt_str(raw.id, what, ROOT.key("id"))?;
     let model = SHAPE.opt_str(raw.model, what, ROOT.key("model"))?;
     let choices = SHAPE
@@ -469,6 +477,7 @@ fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
         usage,
         failure,
         prompt_filtered,
+        bare,
     })
 }
 
@@ -1228,6 +1237,14 @@ impl OpenAIChat {
     fn chunk(&mut self, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
         // the whole chunk is shape-checked before any of it is acted on
         let top = top(data, CHUNK)?;
+        if top.bare {
+            // another server's error object ({"object": "error", ...}, {"detail": ...}) is no chunk
+            return Err(invalid(
+                CHUNK,
+                "the chunk has no choices, usage or error",
+                ROOT.key("choices"),
+            ));
+        }
         let mut choices = Vec::with_capacity(top.choices.len());
         for (position, raw) in top.choices.iter().enumerate() {
             choices.push(choice(raw, position, false, CHUNK)?);

@@ -48,13 +48,23 @@ fn code_text(raw: &RawValue) -> Option<String> {
 }
 
 /// The `ResponseFailed` event an OpenAI-style `{"code", "message", "type"}`
-/// error object at `at` stands for: its members checked in that order.
+/// error object at `at` stands for: its members checked in that order. A
+/// string is the message alone (Hugging Face TGI streams
+/// `{"error": "...", "error_type": "..."}`), code `error`.
 pub(crate) fn failure(
     shape: Shape,
     raw: &RawValue,
     what: &str,
     at: Path<'_>,
 ) -> Result<Event, CoreError> {
+    if let Ok(text) = serde_json::from_str::<Str<'_>>(raw.get()) {
+        return Ok(Event::ResponseFailed {
+            code: "error".to_owned(),
+            message: text.0.into_owned(),
+            retryable: false,
+            error_type: None,
+        });
+    }
     let error: ErrorRaw<'_> = shape.obj(raw, what, at)?;
     let code = match error.code {
         None => None,
