@@ -9,16 +9,20 @@ use crate::core::body::{body_error, foreign_body, shapeless_body};
 use crate::core::envelope::Envelope;
 use crate::core::errors::CoreError;
 use crate::core::events::Event;
+use crate::core::json::Buffers;
 use crate::core::limits::Limits;
 use crate::core::providers::Mapper;
 use crate::core::sse::{Decoder, SseEvent};
-use crate::core::tree::{self, TREE_MAX_BYTES};
+use crate::core::tree::{self, Node, TREE_MAX_BYTES};
 
 /// One provider stream in, one checked [`Response`] out.
 pub struct Pipeline {
     limits: Limits,
     mapper: Box<dyn Mapper>,
     envelope: Envelope,
+    /// The parser's working memory for event data's trees, kept from one
+    /// event to the next.
+    tree_buffers: Buffers<Node>,
     decoder: Option<Decoder>,
     assembler: Assembler,
     /// Copies of the canonical events applied, when asked to keep them.
@@ -35,6 +39,7 @@ impl Pipeline {
             limits,
             mapper,
             envelope: Envelope::default(),
+            tree_buffers: Buffers::new(),
             decoder: None,
             assembler: Assembler::new(limits),
             kept: keep_events.then(Vec::new),
@@ -122,11 +127,23 @@ impl Pipeline {
     }
 
     fn map(&mut self, event: Option<&str>, data: &str) -> Result<(), CoreError> {
-        let result = self
-            .envelope
-            .check(data, &self.limits, self.mapper.argument_fields())
-            .and_then(|()| self.mapper.map_event(event, data, &mut self.mapped))
-            .and_then(|()| self.apply_mapped());
+        // A tree is built in the pass that checks the envelope rule; data that
+        // fails it (or is not built as a tree) is checked, which names the failure.
+        let tree = if self.mapper.reads_tree() {
+            tree::parse_in(data, &self.limits, &mut self.tree_buffers)
+        } else {
+            None
+        };
+        let result = match &tree {
+            Some(tree) => self
+                .mapper
+                .map_tree_event(event, data, tree, &mut self.mapped),
+            None => self
+                .envelope
+                .check(data, &self.limits, self.mapper.argument_fields())
+                .and_then(|()| self.mapper.map_event(event, data, &mut self.mapped)),
+        }
+        .and_then(|()| self.apply_mapped());
         self.mapped.clear();
         result
     }

@@ -152,18 +152,28 @@ impl<'t> Value<'t> {
 /// The tree of `text`, or None when it breaks the envelope rule (the
 /// envelope check then says how) or is longer than [`TREE_MAX_BYTES`].
 pub fn parse<'a>(text: &'a str, limits: &Limits) -> Option<Tree<'a>> {
+    // about one open item per 16 bytes of a small body
+    let mut buffers = Buffers::with_capacity((text.len() / 16).clamp(16, 1024), 16);
+    parse_in(text, limits, &mut buffers)
+}
+
+/// [`parse`] with the parser's working memory kept by the caller between
+/// calls (a stream parses every event).
+pub fn parse_in<'a>(
+    text: &'a str,
+    limits: &Limits,
+    buffers: &mut Buffers<Node>,
+) -> Option<Tree<'a>> {
     if text.len() > TREE_MAX_BYTES {
         return None;
     }
     let mut builder = TreeBuilder {
         text,
-        // about one node per 8 bytes of a body, and one open item per 16
+        // about one node per 8 bytes
         nodes: Vec::with_capacity(text.len() / 8),
         decoded: Vec::new(),
     };
-    let mut buffers = Buffers::with_capacity((text.len() / 16).clamp(16, 1024), 16);
-    let root =
-        json::parse_str_in(text, &envelope_limits(limits), &mut builder, &mut buffers).ok()?;
+    let root = json::parse_str_in(text, &envelope_limits(limits), &mut builder, buffers).ok()?;
     Some(Tree {
         text,
         nodes: builder.nodes,

@@ -14,8 +14,10 @@
 //! their own way, so they cannot be made to agree with the twin field by
 //! field; and since the envelope rule already proved the JSON well formed,
 //! reading members as they are needed costs no second parse. Every
-//! mapper follows the template (Chat also reads its common chunk in one
-//! typed pass, falling back to the template for anything else). What the two
+//! mapper follows the template. Chat also reads its common bodies and
+//! chunks from their tree ([`crate::core::tree`], built in the pass that
+//! checks the envelope rule, so no text is parsed twice), falling back to the
+//! template for anything else. What the two
 //! OpenAI mappers share is in `openai_common`, never in one of them.
 //! Adding a provider: README, "Adding a provider".
 
@@ -52,8 +54,22 @@ pub trait Mapper: Send + Sync {
     /// whether the response is complete.
     fn end(&mut self, out: &mut Vec<Event>) -> Result<(), CoreError>;
 
-    /// Whether [`Mapper::map_body`] reads a body's tree ([`crate::core::tree`]),
-    /// which the pipeline then builds in the pass that checks the envelope rule.
+    /// One decoded provider event as [`Mapper::map_event`] takes it, with
+    /// the tree of its `data`, for a mapper that [reads trees](Mapper::reads_tree).
+    fn map_tree_event(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        tree: &Tree<'_>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
+        let _ = tree;
+        self.map_event(event, data, out)
+    }
+
+    /// Whether the mapper reads trees ([`crate::core::tree`]) of event data
+    /// ([`Mapper::map_tree_event`]) and bodies ([`Mapper::map_body`]), which
+    /// the pipeline then builds in the pass that checks the envelope rule.
     fn reads_tree(&self) -> bool {
         false
     }

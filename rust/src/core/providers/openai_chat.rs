@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::openai_common::{failure, Obj};
-use super::shape::{count, invalid, located, Path, Shape, Str, ROOT};
+use super::openai_common::failure;
+use super::shape::{invalid, located, Path, Shape, ROOT};
 use super::DONE;
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
@@ -180,90 +180,11 @@ struct CompletionDetailsRaw<'a> {
     reasoning_tokens: Option<&'a RawValue>,
 }
 
-// ------------------------------------------------------------ the hot path
-// The common chunk read in one pass, every field typed: one choice whose
-// delta only continues the open text item or an open call's arguments (what
-// the pure twin's `fast_delta` takes). It is used only when it reads cleanly
-// and every condition holds; anything else (a wrong type, another member, a
-// state to change) goes through the general path, which names the failure
-// exactly as the pure twin does.
-
-#[derive(Deserialize)]
-struct FastChunk<'a> {
-    #[serde(borrow, rename = "id")]
-    _id: Option<Str<'a>>,
-    #[serde(borrow, rename = "model")]
-    _model: Option<Str<'a>>,
-    #[serde(borrow)]
-    choices: Vec<Obj<FastChoice<'a>>>,
-    #[serde(borrow)]
-    usage: Option<&'a RawValue>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
-    #[serde(borrow)]
-    prompt_filter_results: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct FastChoice<'a> {
-    #[serde(default, deserialize_with = "count")]
-    index: Option<u64>,
-    #[serde(borrow)]
-    delta: Obj<FastDelta<'a>>,
-    #[serde(borrow)]
-    finish_reason: Option<&'a RawValue>,
-    #[serde(borrow)]
-    content_filter_results: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct FastDelta<'a> {
-    #[serde(borrow)]
-    content: Option<Str<'a>>,
-    #[serde(borrow)]
-    tool_calls: Option<Vec<Obj<FastCall<'a>>>>,
-    #[serde(borrow)]
-    refusal: Option<&'a RawValue>,
-    #[serde(borrow)]
-    reasoning_content: Option<&'a RawValue>,
-    #[serde(borrow)]
-    reasoning: Option<&'a RawValue>,
-    #[serde(borrow)]
-    function_call: Option<&'a RawValue>,
-    #[serde(borrow)]
-    audio: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct FastCall<'a> {
-    #[serde(default, deserialize_with = "count")]
-    index: Option<u64>,
-    #[serde(rename = "type", default, deserialize_with = "function_type")]
-    _kind: (),
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    function: Obj<FastFn<'a>>,
-}
-
-#[derive(Deserialize)]
-struct FastFn<'a> {
-    #[serde(borrow)]
-    name: Option<&'a RawValue>,
-    #[serde(borrow)]
-    arguments: Str<'a>,
-}
-
-/// A tool call's `type` the fast paths take: absent, null, `""` or
-/// `"function"`; any other makes the typed read fail, and the general path
-/// refuses it.
-fn function_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error> {
-    let kind: Option<Cow<'de, str>> = Deserialize::deserialize(d)?;
-    match kind.as_deref() {
-        None | Some("" | "function") => Ok(()),
-        Some(_) => Err(serde::de::Error::custom("not a function call")),
-    }
-}
+// ------------------------------------------------------------ the tree
+// A body or chunk read from its tree (see `crate::core::tree`), built in the
+// pass that checked the envelope rule: used only when every member has its
+// documented type; anything else goes the checked way below, which names the
+// failure exactly as the pure twin does.
 
 /// A member of a body's tree that must be a string when present.
 fn tree_str<'t>(node: Value<'t>, key: &str) -> Result<Option<Cow<'t, str>>, ()> {
@@ -274,7 +195,8 @@ fn tree_str<'t>(node: Value<'t>, key: &str) -> Result<Option<Cow<'t, str>>, ()> 
 }
 
 /// A member of a body's tree that must be a count when present (see
-/// [`count`]: the tree's `-0` is another number, and declines).
+/// [`super::shape::count_text`]: the tree's `-0` is another number, and
+/// declines).
 fn tree_count(node: Value<'_>, key: &str) -> Result<Option<u64>, ()> {
     match node.get(key).map(|value| value.node()) {
         None => Ok(None),
@@ -330,13 +252,13 @@ fn tree_usage(u: Value<'_>) -> Result<Event, ()> {
     }))
 }
 
-/// A body's top members and choices as [`top`] and [`choice`] read them,
-/// read from its tree when every member has its documented type and the
-/// body is a common one. Anything else (a member of another type, Mistral's
-/// content parts, a legacy `function_call`, an `error`, a filter's
-/// results, a call of another type) declines: the body takes the checked
-/// way, which names the field.
-fn tree_body<'t>(body: Value<'t>) -> Option<(Top<'t>, Vec<Choice<'t>>)> {
+/// A body's or chunk's top members and choices as [`top`] and [`choice`]
+/// read them (`member` is the choices' `message` or `delta`), read from its
+/// tree when every member has its documented type and the body or chunk is a
+/// common one. Anything else (a member of another type, Mistral's content
+/// parts, a legacy `function_call`, an `error`, a filter's results, a call of
+/// another type) declines: it takes the checked way, which names the field.
+fn tree_read<'t>(body: Value<'t>, member: &str) -> Option<(Top<'t>, Vec<Choice<'t>>)> {
     if !body.is_object() {
         return None;
     }
@@ -352,7 +274,7 @@ fn tree_body<'t>(body: Value<'t>) -> Option<(Top<'t>, Vec<Choice<'t>>)> {
         if c.get("content_filter_results").is_some() {
             return None;
         }
-        let parts = match tree_object(c, "message").ok()? {
+        let parts = match tree_object(c, member).ok()? {
             None => None,
             Some(m) => {
                 if m.get("function_call").is_some() || m.get("audio").is_some() {
@@ -410,10 +332,10 @@ fn tree_body<'t>(body: Value<'t>) -> Option<(Top<'t>, Vec<Choice<'t>>)> {
         id: tree_str(body, "id").ok()?,
         model: tree_str(body, "model").ok()?,
         choices: Vec::new(),
+        bare: usage.is_none() && body.get("choices").is_none(),
         usage,
         failure: None,
         prompt_filtered: None,
-        bare: false,
     };
     Some((top, choices))
 }
@@ -1184,59 +1106,24 @@ impl OpenAIChat {
         });
     }
 
-    /// The event a cleanly read common chunk maps to, when every condition
-    /// of the hot path holds (it changes no state); None sends the chunk
-    /// down the general path.
-    fn fast_delta(&self, fast: FastChunk<'_>) -> Option<Event> {
-        if !self.started
-            || self.finished
-            || fast.usage.is_some()
-            || fast.error.is_some()
-            || fast.prompt_filter_results.is_some()
-        {
-            return None;
-        }
-        let [choice] = fast.choices.as_slice() else {
-            return None;
-        };
-        let delta = &choice.delta;
-        if choice.finish_reason.is_some()
-            || choice.content_filter_results.is_some()
-            || choice.index.unwrap_or(0) != self.choice
-            || delta.refusal.is_some()
-            || delta.reasoning_content.is_some()
-            || delta.reasoning.is_some()
-            || delta.function_call.is_some()
-            || delta.audio.is_some()
-        {
-            return None;
-        }
-        match (&delta.content, &delta.tool_calls) {
-            (Some(text), None) if !text.as_str().is_empty() => Some(Event::TextDelta {
-                item_id: self.text.clone()?,
-                delta: text.as_str().to_owned(),
-            }),
-            (None, Some(calls)) => {
-                let [call] = calls.as_slice() else {
-                    return None;
-                };
-                let arguments = call.function.arguments.as_str();
-                if call.id.is_some() || call.function.name.is_some() || arguments.is_empty() {
-                    return None;
-                }
-                let current = self.calls.get(&call.index.unwrap_or(0))?;
-                Some(Event::ToolArgumentsDelta {
-                    item_id: current.item_id.clone(),
-                    delta: arguments.to_owned(),
-                })
-            }
-            _ => None,
-        }
-    }
-
+    /// A chunk read the checked way, then acted on.
     fn chunk(&mut self, data: &str, out: &mut Vec<Event>) -> Result<(), CoreError> {
         // the whole chunk is shape-checked before any of it is acted on
         let top = top(data, CHUNK)?;
+        let mut choices = Vec::with_capacity(top.choices.len());
+        for (position, raw) in top.choices.iter().enumerate() {
+            choices.push(choice(raw, position, false, CHUNK)?);
+        }
+        self.read_chunk(top, choices, out)
+    }
+
+    /// A chunk's members and choices, shape-checked, acted on.
+    fn read_chunk(
+        &mut self,
+        top: Top<'_>,
+        choices: Vec<Choice<'_>>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         if top.bare {
             // another server's error object ({"object": "error", ...}, {"detail": ...}) is no chunk
             return Err(invalid(
@@ -1244,10 +1131,6 @@ impl OpenAIChat {
                 "the chunk has no choices, usage or error",
                 ROOT.key("choices"),
             ));
-        }
-        let mut choices = Vec::with_capacity(top.choices.len());
-        for (position, raw) in top.choices.iter().enumerate() {
-            choices.push(choice(raw, position, false, CHUNK)?);
         }
         no_repeated_choice(choices.iter().map(|c| c.index.unwrap_or(0)), "chunk")?;
         let rid = top.id.as_deref().filter(|r| !r.is_empty());
@@ -1328,15 +1211,26 @@ impl Mapper for OpenAIChat {
             self.done = true;
             return Ok(());
         }
-        if data.trim_start().starts_with('{') {
-            if let Ok(fast) = serde_json::from_str::<FastChunk<'_>>(data) {
-                if let Some(event) = self.fast_delta(fast) {
-                    out.push(event);
-                    return Ok(());
-                }
-            }
-        }
         self.chunk(data, out)
+    }
+
+    fn map_tree_event(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        tree: &Tree<'_>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
+        if self.done {
+            return Err(CoreError::new(
+                Code::EVENT_AFTER_TERMINAL,
+                "an event arrived after data: [DONE]",
+            ));
+        }
+        match tree_read(tree.root(), "delta") {
+            Some((top, choices)) => self.read_chunk(top, choices, out),
+            None => self.chunk(data, out),
+        }
     }
 
     fn end(&mut self, _out: &mut Vec<Event>) -> Result<(), CoreError> {
@@ -1353,7 +1247,7 @@ impl Mapper for OpenAIChat {
         tree: Option<&Tree<'_>>,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        let (top, mut choices) = match tree.and_then(|tree| tree_body(tree.root())) {
+        let (top, mut choices) = match tree.and_then(|tree| tree_read(tree.root(), "message")) {
             Some(read) => read,
             None => {
                 let top = top(body, BODY)?;
@@ -1602,6 +1496,74 @@ mod tests {
         for body in &bodies {
             let [tree, text] = both_ways(body);
             assert_eq!(tree, text, "{body}");
+        }
+    }
+
+    /// A stream's events and error, each chunk read from its tree and from its text.
+    fn stream_both_ways(chunks: &[String]) -> [Vec<Result<Vec<Event>, String>>; 2] {
+        let limits = crate::core::limits::Limits::default();
+        [true, false].map(|trees| {
+            let mut m = OpenAIChat::new(None);
+            chunks
+                .iter()
+                .map(|data| {
+                    let mut out = Vec::new();
+                    let tree = crate::core::tree::parse(data, &limits).filter(|_| trees);
+                    match &tree {
+                        Some(tree) => m.map_tree_event(None, data, tree, &mut out),
+                        None => m.map_event(None, data, &mut out),
+                    }
+                    .map(|()| out)
+                    .map_err(|e| format!("{e:?}"))
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn a_stream_reads_alike_from_its_trees_and_its_text() {
+        let start = chunk(
+            r#"{"role":"assistant","tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":""}}]}"#,
+            "null",
+        );
+        let finish = chunk("{}", r#""tool_calls""#);
+        let variants = [
+            chunk(r#"{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]}"#, "null"),
+            chunk(r#"{"tool_calls":[{"index":0,"function":{"arguments":"\u00e9"}}]}"#, "null"),
+            chunk(r#"{"tool_calls":[{"index":0,"type":"custom","function":{"arguments":"x"}}]}"#, "null"),
+            chunk(r#"{"tool_calls":[{"index":-0,"function":{"arguments":"x"}}]}"#, "null"),
+            chunk(r#"{"tool_calls":[{"index":1,"id":"d","function":{"name":"g","arguments":"{}"}}]}"#, "null"),
+            chunk(r#"{"tool_calls":[{"index":0,"function":{"arguments":1}}]}"#, "null"),
+            chunk(r#"{"content":"text","tool_calls":null}"#, "null"),
+            chunk(r#"{"content":[{"type":"text","text":"a"}]}"#, "null"),
+            chunk(r#"{"refusal":"no"}"#, "null"),
+            chunk(r#"{"reasoning_content":"r","reasoning":"s"}"#, "null"),
+            chunk(r#"{"function_call":{"name":"f"}}"#, "null"),
+            chunk(r#"{"audio":{}}"#, "null"),
+            chunk("{}", r#""stop""#),
+            chunk("null", "null"),
+            chunk("[]", "null"),
+            r#"{"id":"r","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}"#.to_owned(),
+            r#"{"id":"r","choices":[],"usage":{"prompt_tokens":-1}}"#.to_owned(),
+            r#"{"id":"r","usage":null}"#.to_owned(),
+            r#"{"object":"error","message":"overloaded"}"#.to_owned(),
+            r#"{"error":{"message":"x","type":"server_error"}}"#.to_owned(),
+            r#"{"id":"r","choices":[{"index":0,"delta":{},"content_filter_results":{"hate":{"filtered":true}}}]}"#.to_owned(),
+            r#"{"id":"r","choices":[{"index":1,"delta":{"content":"b"}}]}"#.to_owned(),
+            r#"{"id":"r","choices":[{"index":0,"delta":{}},{"index":0,"delta":{}}]}"#.to_owned(),
+            r#"{"id":"r","choices":{}}"#.to_owned(),
+            r#"{"id":7,"choices":[]}"#.to_owned(),
+            "[1]".to_owned(),
+        ];
+        for variant in &variants {
+            for chunks in [
+                vec![variant.clone()],
+                vec![start.clone(), variant.clone(), finish.clone()],
+                vec![start.clone(), finish.clone(), variant.clone()],
+            ] {
+                let [trees, texts] = stream_both_ways(&chunks);
+                assert_eq!(trees, texts, "{chunks:?}");
+            }
         }
     }
 

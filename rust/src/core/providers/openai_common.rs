@@ -3,10 +3,6 @@
 //! that meets it, and `Obj`, the object-only wrapper of the Chat mapper's
 //! one-pass typed read of its common chunk.
 
-use std::fmt;
-
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -90,33 +86,4 @@ pub(crate) fn failure(
         retryable,
         error_type,
     })
-}
-
-// ------------------------------------------------------------ typed read
-
-/// A JSON object deserialized as `T`. Serde would also build a struct from a
-/// JSON array of its fields; the pure twin (and the API) allow only objects.
-pub(crate) struct Obj<T>(pub T);
-
-impl<T> std::ops::Deref for Obj<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map))
-            }
-        }
-        d.deserialize_map(V(std::marker::PhantomData)).map(Obj)
-    }
 }

@@ -259,19 +259,6 @@ pub(crate) fn count_text(text: &str) -> Option<u64> {
     serde_json::from_str::<u64>(text).ok()
 }
 
-/// `#[serde(default, deserialize_with = "count")]` for an optional count or
-/// index field of a typed envelope struct: [`count_text`] of its raw text.
-pub(crate) fn count<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<u64>, D::Error> {
-    match Option::<&'de RawValue>::deserialize(deserializer)? {
-        None => Ok(None),
-        Some(raw) => count_text(raw.get())
-            .map(Some)
-            .ok_or_else(|| serde::de::Error::custom("not a count")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::{Shape, ROOT};
