@@ -33,7 +33,7 @@ from ..providers import DONE
 from .json import FAST_MISSES, fast_path, parse_text, plain
 from .jsonexact import Fail
 
-__all__ = ["ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "decoder", "envelope_limits", "utf8_text"]
+__all__ = ["ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "decoder", "envelope_limits", "unkeyed", "utf8_text"]
 
 #: The deepest nesting accepted in event data or a body (the native mappers'
 #: ``serde_json`` stops at 128, CPython's recursion limit at 1,000).
@@ -196,6 +196,47 @@ def decoder(limits: Limits, fields: tuple[ArgumentField, ...]) -> Callable[[str 
         return decode(data, limits, fields)
 
     return decode_event
+
+
+def unkeyed(data: str | bytes, lim: Limits) -> tuple[Any, int] | None:
+    """Event data or a body that :func:`decode` reads on the strict parser's
+    fast path (an exact ``str`` of ASCII or ``bytes`` of UTF-8, within the
+    size limit, without ``\\u`` escapes or a NUL among its first two
+    characters, not ``[DONE]``), parsed without the repeated-key check, and
+    the number of ``:`` characters in it; None for any other data, or where
+    the fast path does not answer (``decode`` then decides).
+
+    A reader takes the value only once it proves that no key repeats: in a
+    JSON text without ``\\u`` escapes, each ``:`` is either the separator
+    after a key (one per key) or a character of a string (a key or a value),
+    where it is written as itself. So with ``C`` colons and ``K`` keys in the
+    text, ``C = K + `` the colons of all its strings. A reader that visits
+    objects of the value holding ``E`` members in all (each object once) and
+    strings holding ``S`` colons (each string once) has ``E <= K <= C - S``,
+    and ``E == C - S`` holds only when every key is a member of a visited
+    object and no object repeats a key (a repeated key leaves fewer members
+    than keys). Then the value is what ``decode`` gives; otherwise the data
+    goes through ``decode``. ``lim`` is :func:`envelope_limits` of the
+    limits ``decode`` is given."""
+    if type(data) is str:
+        if len(data) > lim.max_document_bytes or not data.isascii():
+            return None
+        text = data
+    elif type(data) is bytes:
+        if len(data) > lim.max_document_bytes:
+            return None
+        try:
+            text = str(data, "utf-8")
+        except UnicodeDecodeError:
+            return None
+    else:
+        return None
+    if "\\u" in text or "\x00" in text[:2] or text[:1] == "\ufeff" or text == DONE:
+        return None
+    try:
+        return fast_path(text, len(data), lim, False), text.count(":")
+    except FAST_MISSES:
+        return None
 
 
 def _rule(code: str, limits: Limits) -> str | None:

@@ -144,7 +144,11 @@ def _flag(*_: Any) -> Any:
 _Scanner = Callable[[str, int], tuple[Any, int]]
 
 
-def _scanner(lim: Limits) -> _Scanner:
+def _scanner(lim: Limits, keyed: bool = True) -> _Scanner | None:
+    """The fast path's scanner under ``lim``; with ``keyed`` False, one that
+    builds each object as it reads it, a repeated key keeping its last
+    value (None when the member limit could bind: its check needs the
+    members counted)."""
     max_members = lim.max_object_members
     max_number = lim.max_number_length
     # Shorter integer literals are within both the length limit and 64 bits.
@@ -182,8 +186,11 @@ def _scanner(lim: Limits) -> _Scanner:
             raise _Flag
         return value
 
+    bounded = max_members * 4 >= lim.max_document_bytes
+    if not keyed and not bounded:
+        return None
     decoder = json.JSONDecoder(
-        object_pairs_hook=unique if max_members * 4 >= lim.max_document_bytes else pairs,
+        object_pairs_hook=(unique if bounded else pairs) if keyed else None,
         parse_int=parse_int,
         parse_float=parse_float,
         parse_constant=_flag,
@@ -196,12 +203,15 @@ def _scanner(lim: Limits) -> _Scanner:
 
 #: What the fast path needs of one ``Limits``, read once: the scanner, then
 #: ``max_string_bytes``, ``max_depth`` and the smaller of ``max_array_items``
-#: and ``max_values`` (the text length from which commas are counted).
-_Plan = tuple[_Scanner, int, int, int]
+#: and ``max_values`` (the text length from which commas are counted), then
+#: the scanner without the repeated-key check (or None).
+_Plan = tuple[_Scanner, int, int, int, "_Scanner | None"]
 
 
 def _plan(lim: Limits) -> _Plan:
-    return (_scanner(lim), lim.max_string_bytes, lim.max_depth, min(lim.max_array_items, lim.max_values))
+    scan = _scanner(lim)
+    assert scan is not None
+    return (scan, lim.max_string_bytes, lim.max_depth, min(lim.max_array_items, lim.max_values), _scanner(lim, False))
 
 
 _DEFAULT_PLAN: Final = _plan(DEFAULT_LIMITS)
@@ -270,22 +280,29 @@ def _walk(value: Any, lim: Limits, check_strings: bool) -> None:
 FAST_MISSES: Final = (ValueError, _Flag, RecursionError, StopIteration)
 
 
-def fast_path(text: str, size: int, lim: Limits) -> Any:
+def fast_path(text: str, size: int, lim: Limits, keyed: bool = True) -> Any:
     """The value of ``text`` (``size`` bytes of UTF-8, past the input checks
-    of :func:`loads`) by the stdlib scanner, or one of :data:`FAST_MISSES`."""
+    of :func:`loads`) by the stdlib scanner, or one of :data:`FAST_MISSES`.
+
+    With ``keyed`` False (see :func:`unkeyed`), every check but the one for
+    repeated keys, for a text without ``\\u`` escapes (else a miss)."""
     if lim is DEFAULT_LIMITS:
         plan = _DEFAULT_PLAN
     else:
         last_lim, plan = _last  # ``_plan_for``'s first step, inlined: a stream parses under one ``Limits``
         if last_lim is not lim:
             plan = _plan_for(lim)
-    scan, max_string, max_depth, count_from = plan
+    scan, max_string, max_depth, count_from, unchecked = plan
+    if not keyed:
+        if unchecked is None or "\\u" in text:
+            raise _Flag
+        scan = unchecked
     start = WS.match(text).end() if text[:1] in WS_CHARS else 0  # type: ignore[union-attr]
     value, end = scan(text, start)
     n = len(text)
     if end != n and WS.match(text, end).end() != n:  # type: ignore[union-attr]
         raise _Flag
-    if "\\u" in text and not _surrogates_paired(text):
+    if keyed and "\\u" in text and not _surrogates_paired(text):
         raise _Flag
     if size > max_string:
         _walk(value, lim, True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from json.encoder import encode_basestring_ascii as quoted
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from .._payload import payload_text
 from ..errors import OutputError, new_error
@@ -22,14 +22,23 @@ from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler
 from .body import body_error, foreign_body, shapeless_body
-from .envelope import decode, decoder, envelope_limits, utf8_text
+from .envelope import decode, decoder, envelope_limits, unkeyed, utf8_text
 from .json import plain
 from .providers.canonical import CanonicalMapper
 from .sse import _Framer, exclusive
 
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
 
-_FastEvent = Callable[[str | None, Any, Assembler], "bool | tuple[Any, str]"]
+
+class _FastEvent(Protocol):
+    """A mapper's ``fast_event``; ``colons`` is given to a mapper that
+    ``PROVES_KEYS`` (see ``envelope.unkeyed``)."""
+
+    def __call__(
+        self, event: str | None, payload: Any, assembler: Assembler, colons: int | None = ...
+    ) -> bool | tuple[Any, str]: ...
+
+
 _MoreDelta = Callable[[Any, str, Assembler], bool]
 
 
@@ -89,6 +98,7 @@ class Pipeline:
         "_more_delta",
         "_delta_text",
         "_placements",
+        "_unkeyed",
     )
 
     def __init__(self, provider: str, mapper: providers.Mapper, limits: Limits, keep_events: bool) -> None:
@@ -108,6 +118,11 @@ class Pipeline:
         self._delta_text: _DeltaText | None = None
         # a mapper's ``placements``: items it produced late, with their place in the response
         self._placements: list[tuple[str, int]] | None = getattr(mapper, "placements", None)
+        # a mapper that ``PROVES_KEYS`` is first given event data parsed
+        # without the repeated-key check (see ``envelope.unkeyed``), under these limits
+        self._unkeyed: Limits | None = (
+            envelope_limits(limits) if self._fast_event is not None and getattr(mapper, "PROVES_KEYS", False) else None
+        )
 
     @property
     def assembler(self) -> Assembler:
@@ -146,14 +161,21 @@ class Pipeline:
             if self._kept is not None or type(self._mapper) is not CanonicalMapper:
                 fast_event = self._fast_event  # ``_map``, inlined: this loop runs per event
                 more_delta = None if fast_event is None else self._more_delta
+                light_lim = self._unkeyed
                 for event, payload, _, _ in raws:
                     shape = self._delta_text
                     if more_delta is not None and shape is not None and event == shape.event:
                         delta = shape.match(payload)
                         if delta is not None and more_delta(shape.key, delta, assembler):
                             continue
-                    decoded = decode_event(payload)
-                    taken = False if fast_event is None else fast_event(event, decoded, assembler)
+                    taken: bool | tuple[Any, str] = False
+                    if light_lim is not None and fast_event is not None:
+                        light = unkeyed(payload, light_lim)
+                        if light is not None:
+                            taken = fast_event(event, light[0], assembler, light[1])
+                    if not taken:
+                        decoded = decode_event(payload)
+                        taken = False if fast_event is None else fast_event(event, decoded, assembler)
                     if not taken:
                         self._apply_all(map_event(event, decoded))
                     elif (
@@ -238,12 +260,20 @@ def normalize_text(
     """A whole body: envelope rule -> ``mapper.map_body`` -> assembler; a body
     read as nothing or not at all that looks like another provider's is
     ``NOT_A_RESPONSE_BODY``. A mapper's ``fast_body`` answers its common
-    body without the events (see ``providers``)."""
+    body without the events (see ``providers``); a mapper that
+    ``PROVES_KEYS`` is first given the body parsed without the
+    repeated-key check (see :func:`~decisions._pure.envelope.unkeyed`)."""
+    fast = getattr(mapper, "fast_body", None)
+    if fast is not None and getattr(mapper, "PROVES_KEYS", False):
+        light = unkeyed(body, envelope_limits(limits))  # type: ignore[arg-type]
+        if light is not None:
+            found: NormalizedResponse | None = fast(light[0], provider, limits, light[1])
+            if found is not None:
+                return found
     try:
         decoded = decode(body, limits, getattr(mapper, "ARGUMENT_FIELDS", ()))
     except OutputError as err:
         raise body_error(body, err) from None
-    fast = getattr(mapper, "fast_body", None)
     if fast is not None:
         response: NormalizedResponse | None = fast(decoded, provider, limits)
         if response is not None:

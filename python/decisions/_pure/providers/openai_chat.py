@@ -65,6 +65,7 @@ that says "done"):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ...errors import OutputError, new_error
@@ -224,6 +225,24 @@ def _fast_usage(value: Any) -> Usage | None:
     return new_usage(input_tokens, output_tokens, cached, reasoning)
 
 
+def _usage_members(usage: Any) -> int:
+    """The members of a usage object ``_fast_usage`` read (and of its
+    token details), 0 for none."""
+    if usage is None:
+        return 0
+    prompt, completion = usage.get("prompt_tokens_details"), usage.get("completion_tokens_details")
+    return len(usage) + (0 if prompt is None else len(prompt)) + (0 if completion is None else len(completion))
+
+
+def _call_strings(tool_calls: Iterable[Any]) -> list[Any]:
+    """The strings ``fast_body`` read of each tool call but its arguments
+    (their colons are counted as it reads them): its id, type and name."""
+    out: list[Any] = []
+    for call in tool_calls:
+        out += (call.get("id"), call.get("type"), call["function"].get("name"))
+    return out
+
+
 #: one checked choice: (position, index, parts, finish_reason, what its
 #: content_filter_results say or None)
 _ChoiceRead = tuple[int, "int | None", "_Parts | None", "str | None", "_Annotation | None"]
@@ -250,7 +269,7 @@ def _choice(raw: Any, position: int, body: bool, what: str) -> _ChoiceRead:
 _START, _FINISH_CHUNK, _TEXT, _MORE, _CALL = range(5)
 
 
-def _read(payload: Any, selected: int) -> tuple[Any, ...] | None:
+def _read(payload: Any, selected: int, colons: int | None = None) -> tuple[Any, ...] | None:
     """A common chunk, whatever the mapper's state: one choice (the
     ``selected`` one), every field ``map_event`` checks of the right type, a
     delta that carries nothing else the mapper reads, and either nothing
@@ -258,7 +277,12 @@ def _read(payload: Any, selected: int) -> tuple[Any, ...] | None:
     (``(_FINISH_CHUNK, finish_reason)``), or non-empty content
     (``(_TEXT, None, content)``), or one tool call: non-empty arguments alone
     (``(_MORE, index, arguments)``) or a name (``(_CALL, index, id, name,
-    arguments)``). None for any other chunk."""
+    arguments)``). None for any other chunk.
+
+    With ``colons``, the payload was parsed without the repeated-key check
+    and holds that many ``:``: it is read only once its objects' members
+    and the colons of the strings read account for all of them (see
+    :func:`decisions._pure.envelope.unkeyed`), else None."""
     if type(payload) is not dict:
         return None
     get = payload.get
@@ -294,14 +318,20 @@ def _read(payload: Any, selected: int) -> tuple[Any, ...] | None:
         ):
             return None
         content, calls = d("content"), d("tool_calls")
+    if colons is not None:  # what the members of the objects read leave to the strings
+        colons -= len(payload) + len(choice) + (0 if delta is None else len(delta))
     if finish is not None:
         if type(finish) is not str or content is not None or calls is not None:
+            return None
+        if colons and colons != _colons(rid, model, finish):
             return None
         return _FINISH_CHUNK, finish
     if calls is None:
         if content is None:
-            return _START, rid, model
-        return (_TEXT, None, content) if type(content) is str and content else None
+            return None if colons and colons != _colons(rid, model) else (_START, rid, model)
+        if type(content) is not str or not content or (colons and colons != _colons(rid, model, content)):
+            return None
+        return _TEXT, None, content
     if content is not None or type(calls) is not list or len(calls) != 1:
         return None
     call = calls[0]
@@ -313,15 +343,26 @@ def _read(payload: Any, selected: int) -> tuple[Any, ...] | None:
     name, arguments = fn.get("name"), fn.get("arguments")
     at = 0 if k is None else k
     if name is None and call_id is None:
-        return (_MORE, at, arguments) if type(arguments) is str and arguments else None
-    if (
+        if type(arguments) is not str or not arguments:
+            return None
+    elif (
         (call_id is not None and type(call_id) is not str)
         or type(name) is not str
         or not name
         or (arguments is not None and type(arguments) is not str)
     ):
         return None
-    return _CALL, at, call_id, name, arguments
+    if colons is not None:
+        colons -= len(call) + len(fn)
+        if colons and colons != _colons(rid, model, call_id, name, arguments, call.get("type")):
+            return None
+    return (_MORE, at, arguments) if name is None and call_id is None else (_CALL, at, call_id, name, arguments)
+
+
+def _colons(*values: Any) -> int:
+    """The ``:`` characters of the strings among ``values`` (each one a
+    different string of the text read)."""
+    return sum(value.count(":") for value in values if type(value) is str)
 
 
 # ---------------------------------------------------------------- mapper
@@ -338,6 +379,10 @@ class _Call:
 
 class OpenAIChatMapper:
     """Chat Completions chunks / bodies -> canonical events."""
+
+    #: ``fast_event`` and ``fast_body`` take data parsed without the
+    #: repeated-key check, given its ``colons`` (see ``_read``).
+    PROVES_KEYS = True
 
     def __init__(self, choice: int | None = None) -> None:
         self.unknown_events: dict[str, int] = {}
@@ -373,7 +418,9 @@ class OpenAIChatMapper:
         """EOF adds nothing: the finish reason is the terminal."""
         return []
 
-    def fast_event(self, event: str | None, payload: Any, assembler: Assembler) -> bool | tuple[int | None, str]:
+    def fast_event(
+        self, event: str | None, payload: Any, assembler: Assembler, colons: int | None = None
+    ) -> bool | tuple[int | None, str]:
         """The common chunks (see ``_read``) applied straight to ``assembler``
         (its entry points equal to ``apply`` of each event), without building
         event objects. The mapper's state changes as ``map_event`` changes
@@ -381,8 +428,8 @@ class OpenAIChatMapper:
         Returns True, or for a delta chunk ``(key, delta)`` (see
         ``more_delta``); False, with
         nothing changed, for any other chunk or where the mapper's state
-        makes it one that ``map_event`` must read."""
-        read = _read(payload, self._choice)
+        makes it one that ``map_event`` must read. ``colons``: see ``_read``."""
+        read = _read(payload, self._choice, colons)
         if read is None or self._finished or self._done:
             return False
         kind = read[0]
@@ -608,14 +655,21 @@ class OpenAIChatMapper:
 
     # ------------------------------------------------------------ whole body
 
-    def fast_body(self, body: Any, provider: str, limits: Limits) -> NormalizedResponse | None:
+    def fast_body(
+        self, body: Any, provider: str, limits: Limits, colons: int | None = None
+    ) -> NormalizedResponse | None:
         """The common body, straight to its response: one choice (the
         selected one) whose message has text and/or tool calls and nothing
         else the mapper reads, finished by ``stop``, ``tool_calls``,
         ``length`` or ``content_filter``, every field ``map_body`` checks of
         the right type. Returns exactly what ``map_body`` and the assembler
         give (``body_response`` checks the assembler's limits); None for any
-        other body, which then goes through them (and their errors)."""
+        other body, which then goes through them (and their errors).
+
+        With ``colons``, the body was parsed without the repeated-key check
+        and holds that many ``:``: it is read only once its objects' members
+        and the colons of the strings read account for all of them (see
+        :func:`decisions._pure.envelope.unkeyed`), else None."""
         if type(body) is not dict:
             return None
         get = body.get
@@ -680,6 +734,8 @@ class OpenAIChatMapper:
             if type(name) is not str or not name or (arguments is not None and type(arguments) is not str):
                 return None
             events += 2 if arguments else 1  # tool_call_started, tool_arguments_delta
+            if colons is not None:
+                colons -= len(call) + len(fn) + (arguments.count(":") if arguments else 0)
             generated = not call_id
             calls.append(
                 (
@@ -692,6 +748,12 @@ class OpenAIChatMapper:
             )
         if text is None and not calls:
             return None  # read as nothing: whose body it is, is for ``normalize_text`` to say
+        if colons is not None:
+            colons -= len(body) + len(choice) + len(message) + _usage_members(usage)
+            if content:
+                colons -= content.count(":")
+            if colons and colons != _colons(rid, model, raw, *_call_strings(tool_calls or ())):
+                return None
         if reason == "stop" or reason == "tool_calls":
             events += len(calls) + (text is not None)  # item_ended
         if read_usage is not None:
