@@ -11,12 +11,14 @@ exist: another spelling would have run calls as ``per_call`` does.
 
 from __future__ import annotations
 
+import json
+import os
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from decisions import Tool, ToolDecision, _backend, check_complete, decide
+from decisions import DomainError, Policy, Tool, ToolDecision, ToolRule, _backend, check_complete, decide
 from decisions.types import CallSnapshot, NormalizedResponse, ReasoningItem, TextItem, ToolCallItem
 from decisions.validate.decision import CallVerdict, ToolCall
 
@@ -107,6 +109,48 @@ def test_the_well_typed_call_still_runs(monkeypatch: pytest.MonkeyPatch, impl: M
     assert [(c.call_id, c.name, c.arguments) for c in decision.executable_calls] == [
         ("call_1", "read_file", {"path": "a.txt"})
     ]
+
+
+_WRAPPED = json.dumps(
+    {
+        "tool_uses": [
+            {"recipient_name": "functions.read_file", "parameters": {"path": "/etc/passwd"}},
+            {"recipient_name": "functions.read_file", "parameters": {"path": "a.txt"}},
+        ]
+    }
+)
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        None,
+        Policy(workspace=os.getcwd(), tools={"read_file": ToolRule(paths={"path": "read"})}),
+        Policy(tools={"multi_tool_use.parallel": ToolRule()}),
+    ],
+    ids=["no policy", "path rules", "a rule naming the wrapper"],
+)
+def test_the_wrapper_of_other_calls_needs_a_registry(
+    monkeypatch: pytest.MonkeyPatch, impl: ModuleType, policy: Policy | None
+) -> None:
+    """OpenAI Chat's ``multi_tool_use.parallel`` holds calls no schema, tool
+    or policy check would see: without a registry it is UNKNOWN_TOOL (with
+    one, it is a call of whatever the registry says it is)."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    wrapper = ToolCallItem(item_id="fc_2", call_id="call_2", name="multi_tool_use.parallel", arguments=_WRAPPED)
+    for items in [(wrapper,), (ToolCallItem(**GOOD), wrapper)]:
+        with pytest.raises(DomainError) as caught:
+            decide(_response(*items, finish="tool_calls"), policy=policy)
+        assert (caught.value.code, caught.value.path, caught.value.call_id) == (
+            "UNKNOWN_TOOL",
+            f"$.calls[{len(items) - 1}].name",
+            "call_2",
+        )
+    with pytest.raises(DomainError, match="UNKNOWN_TOOL|not registered"):
+        decide(_response(wrapper, finish="tool_calls"), tools=TOOLS, policy=policy)
+    wrapper_tool = Tool(name="multi_tool_use.parallel", parameters={"type": "object"})
+    decision = decide(_response(wrapper, finish="tool_calls"), tools=[wrapper_tool])
+    assert isinstance(decision, ToolDecision) and decision.executable_calls[0].name == "multi_tool_use.parallel"
 
 
 # --- a decision built by hand: its batch mode and verdicts are checked when it is made

@@ -484,8 +484,8 @@ def _plain_decision(
     if registry is None:
         names = active.plan(None).names
         for call in calls:
-            if not names.passes(call.name):
-                return None  # a name not seen before: the general path checks it
+            if not names.passes(call.name) or call.name == _CALL_WRAPPER:
+                return None  # a name not seen before, or the wrapper: the general path checks it
     if policy is None and run is None and not repaired:
         # the open policy (no rule, whatever the registry) allows every call
         # whose id is its own
@@ -572,8 +572,24 @@ def _parse_call(item: ToolCallItem, index: int, response: NormalizedResponse, li
         ) from error
 
 
+#: The name under which OpenAI Chat models sometimes wrap several calls in
+#: one (``{"tool_uses": [{"recipient_name": "functions.x", "parameters":
+#: {...}}]}``): the calls inside it would reach no schema, tool or policy check.
+_CALL_WRAPPER: Final = "multi_tool_use.parallel"
+
+
 def _check_kind(item: ToolCallItem, index: int, tool: Tool | None, registry: ToolRegistry | None) -> None:
-    """A call reaches a tool of its own kind; a non-function call needs a registry."""
+    """A call reaches a tool of its own kind; a non-function call, and a call
+    of the wrapper of other calls, need a registry (that registers them)."""
+    if registry is None and item.name == _CALL_WRAPPER:
+        error = DomainError(
+            "UNKNOWN_TOOL",
+            f"{item.name!r} wraps other calls in its arguments, where no schema or policy check would see "
+            "them, and no registry was given",
+            path=f"$.calls[{index}].name",
+            hint="call each tool directly, in calls of its own",
+        )
+        raise at_call(error, index, item.call_id, item.name)
     if registry is None and item.call_kind != "function":
         error = DomainError(
             "UNKNOWN_TOOL",
@@ -627,7 +643,11 @@ def _tool_decision(
     for index, item in enumerate(items):
         tool = None if registered is None else registered.get(item.name)
         tools.append(tool)
-        if item.call_kind != "function" or (tool is not None and tool.kind != "function"):
+        if (
+            item.call_kind != "function"
+            or (tool is not None and tool.kind != "function")
+            or (registered is None and item.name == _CALL_WRAPPER)
+        ):
             _check_kind(item, index, tool, registry)
         args = arguments[index]
         schema = None if tool is None else tool.schema
