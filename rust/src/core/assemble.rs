@@ -767,6 +767,128 @@ impl Assembler {
     }
 }
 
+// ------------------------------------------------------------------ plain bodies
+
+/// A whole body read straight to its parts by a mapper (see
+/// [`Mapper::plain_body`]): the events it stands for are `response_started`
+/// with `head` (response id, model), the text item `text` (item id, its
+/// non-empty text) started with one delta, each call of `calls` started with
+/// one arguments delta (none when empty), `usage`, each item ended when the
+/// finish reason is `stop` or `tool_calls`, then `response_finished` with
+/// `finish` (reason, raw reason).
+#[derive(Debug)]
+pub struct PlainBody {
+    pub head: (Option<String>, Option<String>),
+    pub text: Option<(String, String)>,
+    pub calls: Vec<PlainCall>,
+    pub finish: (FinishReason, String),
+    pub usage: Option<Usage>,
+}
+
+/// One function call of a [`PlainBody`].
+#[derive(Debug)]
+pub struct PlainCall {
+    pub item_id: String,
+    pub call_id: String,
+    pub name: String,
+    pub arguments: String,
+    pub call_id_generated: bool,
+}
+
+impl PlainBody {
+    /// How many canonical events the body stands for.
+    fn events(&self) -> usize {
+        let ended = matches!(self.finish.0, FinishReason::Stop | FinishReason::ToolCalls);
+        let items = self.calls.len() + usize::from(self.text.is_some());
+        let deltas = self
+            .calls
+            .iter()
+            .filter(|c| !c.arguments.is_empty())
+            .count()
+            + usize::from(self.text.is_some());
+        2 + items + deltas + usize::from(self.usage.is_some()) + if ended { items } else { 0 }
+    }
+}
+
+/// What an [`Assembler`] gives for the events `body` stands for, built
+/// without applying them one by one; None when the assembler would refuse
+/// them (a limit, a repeated id, an item never ended, a finish reason it
+/// does not take this way): the caller then applies the events, which
+/// raise. Mirrors `decisions._pure.assemble.body_response`.
+pub fn body_response(
+    limits: &Limits,
+    body: PlainBody,
+    unknown_events: &BTreeMap<String, u64>,
+) -> Option<Response> {
+    let reason = body.finish.0;
+    let ended = matches!(reason, FinishReason::Stop | FinishReason::ToolCalls);
+    if !ended && !is_truncating(reason) {
+        return None;
+    }
+    let calls = &body.calls;
+    let count = calls.len() + usize::from(body.text.is_some());
+    if body.events() > limits.max_stream_events
+        || count > limits.max_items_per_response
+        || calls.len() > limits.max_calls_per_response
+    {
+        return None;
+    }
+    // a repeated item id or call id: the assembler names it
+    let mut ids: Vec<&str> = calls.iter().map(|c| c.item_id.as_str()).collect();
+    ids.extend(body.text.as_ref().map(|(id, _)| id.as_str()));
+    let mut call_ids: Vec<&str> = calls.iter().map(|c| c.call_id.as_str()).collect();
+    for keys in [&mut ids, &mut call_ids] {
+        keys.sort_unstable();
+        if keys.windows(2).any(|pair| pair.first() == pair.last()) {
+            return None;
+        }
+    }
+    let mut total = body.text.as_ref().map_or(0, |(_, text)| text.len());
+    for call in calls {
+        if call.arguments.len() > limits.max_call_argument_bytes {
+            return None;
+        }
+        total = total.saturating_add(call.arguments.len());
+    }
+    if total > limits.max_response_bytes {
+        return None;
+    }
+    let mut items = Vec::with_capacity(count);
+    if let Some((item_id, text)) = body.text {
+        items.push(Item {
+            kind: Kind::Text,
+            item_id,
+            text,
+            ended,
+            call_id: String::new(),
+            name: String::new(),
+            call_id_generated: false,
+            call_kind: CallKind::Function,
+            signature: None,
+        });
+    }
+    items.extend(body.calls.into_iter().map(|call| Item {
+        kind: Kind::ToolCall,
+        item_id: call.item_id,
+        text: call.arguments,
+        ended,
+        call_id: call.call_id,
+        name: call.name,
+        call_id_generated: call.call_id_generated,
+        call_kind: CallKind::Function,
+        signature: None,
+    }));
+    Some(Response {
+        response_id: body.head.0,
+        model: body.head.1,
+        items,
+        finish_reason: reason,
+        raw_finish_reason: Some(body.finish.1),
+        usage: body.usage,
+        unknown_events: unknown_events.clone(),
+    })
+}
+
 // ------------------------------------------------------------------ canonical wire format
 
 #[derive(Clone, Copy)]

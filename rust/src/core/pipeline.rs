@@ -4,7 +4,7 @@
 //! the pure twin is `StreamAssembler` / `normalize` in
 //! `python/decisions/_pure/assemble.py`, with the same steps in the same order.
 
-use crate::core::assemble::{Assembler, Response};
+use crate::core::assemble::{body_response, Assembler, Response};
 use crate::core::body::{body_error, foreign_body, shapeless_body};
 use crate::core::envelope::Envelope;
 use crate::core::errors::CoreError;
@@ -208,6 +208,13 @@ pub fn normalize<T>(
                 Err(_) => Envelope::default().check(body, &limits, fields),
             })
             .map_err(|e| body_error(None, body, e))?;
+    }
+    if let Some(response) = tree
+        .as_ref()
+        .and_then(|tree| mapper.plain_body(tree))
+        .and_then(|plain| body_response(&limits, plain, mapper.unknown_events()))
+    {
+        return Ok(read(&response));
     }
     let mut assembler = Assembler::new(limits);
     let mut events = Vec::new();

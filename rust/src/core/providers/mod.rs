@@ -32,6 +32,7 @@ pub mod openai_responses;
 mod shape;
 pub mod unknown;
 
+use crate::core::assemble::PlainBody;
 use crate::core::envelope::Seg;
 use crate::core::errors::CoreError;
 use crate::core::events::Event;
@@ -83,6 +84,16 @@ pub trait Mapper: Send + Sync {
         tree: Option<&Tree<'_>>,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError>;
+
+    /// A body's tree read straight to its parts when it is plain (one
+    /// choice or candidate of text and function calls, finished, nothing
+    /// else the mapper reads), else None: the pipeline then maps the body to
+    /// events with [`Mapper::map_body`]. [`crate::core::assemble::body_response`]
+    /// turns the parts into exactly the response those events give.
+    fn plain_body(&self, tree: &Tree<'_>) -> Option<PlainBody> {
+        let _ = tree;
+        None
+    }
 
     /// The fields of this provider's events and bodies that carry a tool
     /// call's arguments as a JSON object (see [`crate::core::envelope`]).

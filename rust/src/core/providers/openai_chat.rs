@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use super::openai_common::failure;
 use super::shape::{invalid, located, Path, Shape, ROOT};
 use super::DONE;
+use crate::core::assemble::{PlainBody, PlainCall};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
@@ -1350,6 +1351,74 @@ impl Mapper for OpenAIChat {
         Ok(())
     }
 
+    fn plain_body(&self, tree: &Tree<'_>) -> Option<PlainBody> {
+        let (top, mut choices) = tree_read(tree.root(), "message")?;
+        let choice = choices.pop().filter(|_| choices.is_empty())?;
+        if choice.index.unwrap_or(choice.position as u64) != self.choice {
+            return None;
+        }
+        let raw = choice.finish?;
+        let reason = match raw.as_ref() {
+            "stop" => FinishReason::Stop,
+            "tool_calls" | "function_call" => FinishReason::ToolCalls,
+            "length" => FinishReason::Length,
+            "content_filter" => FinishReason::ContentFilter,
+            _ => return None,
+        };
+        let parts = choice.parts?;
+        if parts.reasoning.is_some() || parts.refusal.is_some() || parts.function_call.is_some() {
+            return None;
+        }
+        let rid = top.id.filter(|r| !r.is_empty()).map(Cow::into_owned);
+        let prefix = choice_prefix(self.choice);
+        let text = match parts.content.into_iter().next() {
+            Some((false, t)) if !t.is_empty() => Some((format!("{prefix}content"), t.into_owned())),
+            Some((false, _)) | None => None,
+            Some((true, _)) => return None,
+        };
+        let mut calls = Vec::with_capacity(parts.tool_calls.len());
+        for (k, call) in parts.tool_calls.into_iter().enumerate() {
+            let name = call.name.filter(|n| !n.is_empty())?;
+            let mut item_id = String::with_capacity(prefix.len() + 16);
+            item_id.push_str(&prefix);
+            item_id.push_str("tool_calls[");
+            item_id.push_str(itoa::Buffer::new().format(k));
+            item_id.push(']');
+            let (call_id, generated) = match call.id.filter(|c| !c.is_empty()) {
+                Some(c) => (c.into_owned(), false),
+                None => match &rid {
+                    Some(rid) => (format!("{rid}.call_{k}"), true),
+                    None => (format!("call_{k}"), true),
+                },
+            };
+            calls.push(PlainCall {
+                item_id,
+                call_id,
+                name: name.into_owned(),
+                arguments: call.arguments.map(Cow::into_owned).unwrap_or_default(),
+                call_id_generated: generated,
+            });
+        }
+        if text.is_none() && calls.is_empty() {
+            return None; // read as nothing: whose body it is, is for the pipeline to say
+        }
+        let usage = match top.usage {
+            Some(Event::Usage(usage)) => Some(usage),
+            Some(_) => return None,
+            None => None,
+        };
+        Some(PlainBody {
+            head: (
+                rid,
+                top.model.filter(|m| !m.is_empty()).map(Cow::into_owned),
+            ),
+            text,
+            calls,
+            finish: (reason, raw.into_owned()),
+            usage,
+        })
+    }
+
     fn unknown_events(&self) -> &BTreeMap<String, u64> {
         &self.unknown
     }
@@ -1358,6 +1427,8 @@ impl Mapper for OpenAIChat {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::assemble::{body_response, Assembler};
+    use crate::core::limits::Limits;
 
     fn feed(m: &mut OpenAIChat, data: &str) -> Result<Vec<Event>, CoreError> {
         let mut out = Vec::new();
@@ -1384,8 +1455,8 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_body_reads_alike_from_its_tree_and_its_text() {
+    /// Chat bodies of every shape the tree reader takes or declines.
+    fn bodies() -> Vec<String> {
         let message = |m: &str| {
             format!(
                 r#"{{"id":"r","model":"m","choices":[{{"index":0,"message":{m},"finish_reason":"tool_calls"}}]}}"#
@@ -1493,9 +1564,167 @@ mod tests {
             bodies.push(whole.replacen(from, to, 1));
         }
         bodies.push(whole);
-        for body in &bodies {
+        bodies
+    }
+
+    #[test]
+    fn a_body_reads_alike_from_its_tree_and_its_text() {
+        for body in &bodies() {
             let [tree, text] = both_ways(body);
             assert_eq!(tree, text, "{body}");
+        }
+    }
+
+    /// A body's response read as a plain body (None when it is not one),
+    /// and the response or error its events give the assembler.
+    fn plain_and_events(body: &str, limits: Limits) -> (Option<String>, Result<String, String>) {
+        let tree = crate::core::tree::parse(body, &limits).expect("a tree");
+        let mapper = OpenAIChat::new(None);
+        let plain = mapper
+            .plain_body(&tree)
+            .and_then(|plain| body_response(&limits, plain, mapper.unknown_events()))
+            .map(|response| format!("{response:?}"));
+        let mut mapper = OpenAIChat::new(None);
+        let mut out = Vec::new();
+        let events = mapper
+            .map_body(body, Some(&tree), &mut out)
+            .and_then(|()| {
+                let mut assembler = Assembler::new(limits);
+                out.into_iter().try_for_each(|e| assembler.apply(e))?;
+                assembler
+                    .finish(mapper.unknown_events())
+                    .map(|response| format!("{response:?}"))
+            })
+            .map_err(|e| format!("{e:?}"));
+        (plain, events)
+    }
+
+    #[test]
+    fn a_plain_body_gives_the_response_its_events_give() {
+        let body = |message: &str, finish: &str| {
+            format!(
+                r#"{{"id":"r","model":"m","choices":[{{"index":0,"message":{message},"finish_reason":"{finish}"}}],"usage":{{"prompt_tokens":3}}}}"#
+            )
+        };
+        let call = |id: &str, arguments: &str| {
+            format!(
+                r#"{{"id":"{id}","type":"function","function":{{"name":"f","arguments":"{arguments}"}}}}"#
+            )
+        };
+        let two = format!(
+            r#"{{"content":null,"tool_calls":[{},{}]}}"#,
+            call("a", "{}"),
+            call("b", r#"{\"x\": 1}"#)
+        );
+        let mut plain = Vec::new();
+        for finish in [
+            "stop",
+            "tool_calls",
+            "function_call",
+            "length",
+            "content_filter",
+        ] {
+            plain.push(body(&two, finish));
+            plain.push(body(r#"{"content":"hi"}"#, finish));
+            plain.push(body(
+                &format!(r#"{{"content":"hi","tool_calls":[{}]}}"#, call("", "")),
+                finish,
+            ));
+        }
+        plain.push(body(&two, "tool_calls").replace(r#""id":"r","#, ""));
+        plain.push(body(&two, "tool_calls").replace(r#""id":"a""#, r#""id":null"#));
+        // each a plain body, and what its events give
+        for text in &plain {
+            let (fast, events) = plain_and_events(text, Limits::default());
+            assert_eq!(
+                fast.as_ref(),
+                Some(events.as_ref().expect("a response")),
+                "{text}"
+            );
+        }
+        // not plain, or refused by the assembler: declined, never another answer
+        let mut declined = vec![
+            body(&two.replace(r#""id":"b""#, r#""id":"a""#), "tool_calls"),
+            body(&two, "unknown"),
+            body(r#"{"content":""}"#, "stop"),
+            body(r#"{"content":null,"tool_calls":[]}"#, "stop"),
+            body(r#"{"content":"a","refusal":"no"}"#, "stop"),
+            body(r#"{"content":"hi","reasoning_content":"r"}"#, "stop"),
+        ];
+        declined.extend(bodies());
+        for text in &declined {
+            let (fast, events) = plain_and_events(text, Limits::default());
+            if let Some(fast) = fast {
+                assert_eq!(Ok(fast), events, "{text}");
+            }
+        }
+        for text in &declined[..6] {
+            assert_eq!(plain_and_events(text, Limits::default()).0, None, "{text}");
+        }
+        // each assembler limit, just met and just broken
+        let text = body(&two, "tool_calls");
+        let bound = |limits: Limits| plain_and_events(&text, limits);
+        for (at, over) in [
+            (
+                Limits {
+                    max_calls_per_response: 2,
+                    ..Limits::default()
+                },
+                Limits {
+                    max_calls_per_response: 1,
+                    ..Limits::default()
+                },
+            ),
+            (
+                Limits {
+                    max_items_per_response: 2,
+                    ..Limits::default()
+                },
+                Limits {
+                    max_items_per_response: 1,
+                    ..Limits::default()
+                },
+            ),
+            (
+                Limits {
+                    max_call_argument_bytes: 8,
+                    ..Limits::default()
+                },
+                Limits {
+                    max_call_argument_bytes: 7,
+                    ..Limits::default()
+                },
+            ),
+            (
+                Limits {
+                    max_response_bytes: 10,
+                    ..Limits::default()
+                },
+                Limits {
+                    max_response_bytes: 9,
+                    ..Limits::default()
+                },
+            ),
+            (
+                Limits {
+                    max_stream_events: 9,
+                    ..Limits::default()
+                },
+                Limits {
+                    max_stream_events: 8,
+                    ..Limits::default()
+                },
+            ),
+        ] {
+            let (fast, events) = bound(at);
+            assert_eq!(
+                fast.as_ref(),
+                Some(events.as_ref().expect("a response")),
+                "{at:?}"
+            );
+            let (fast, events) = bound(over);
+            assert_eq!(fast, None, "{over:?}");
+            assert!(events.is_err(), "{over:?}");
         }
     }
 
