@@ -16,6 +16,7 @@ __all__ = [
     "core_definitions",
     "core_expand",
     "core_step",
+    "echoed_fields",
     "explicitly_open",
     "js_expand",
     "js_step",
@@ -180,6 +181,102 @@ def explicitly_open(core: Any) -> list[str]:
                 f"{getattr(cls, '__qualname__', node.get('type'))} (extra={config['extra_fields_behavior']!r})"
             )
     return sorted(set(found))
+
+
+# ---------------------------------------------------------------- echoed arguments
+
+#: Keys of a model's config that change no validated or dumped value of the
+#: field types :func:`echoed_fields` takes (``strict``: ``decide`` validates
+#: strictly whatever the config says).
+_ECHO_CONFIG: Final = frozenset({"title", "extra_fields_behavior", "strict", "frozen"})
+#: The keys each leaf type may have: constraints that refuse, never change, a value.
+_ECHO_LEAVES: Final = {
+    "str": frozenset({"type", "min_length", "max_length", "pattern", "strict", "metadata"}),
+    "int": frozenset({"type", "ge", "gt", "le", "lt", "multiple_of", "strict", "metadata"}),
+    "bool": frozenset({"type", "strict", "metadata"}),
+}
+
+
+def _echoes(node: Any) -> bool:
+    """Whether strict JSON validation of the type ``node`` then a JSON-mode
+    dump gives back the JSON value itself, same types, same order."""
+    if type(node) is not dict or node.get("strict", True) is not True:
+        return False
+    kind = node.get("type")
+    leaf = _ECHO_LEAVES.get(kind)  # type: ignore[arg-type]
+    if leaf is not None:
+        return node.keys() <= leaf
+    if kind == "literal":
+        expected = node.get("expected")
+        return (
+            node.keys() <= {"type", "expected", "metadata"}
+            and type(expected) is list
+            and all(type(v) is str for v in expected)
+        )
+    if kind == "default":
+        # a default fills only a missing key, and an echoed input has every key
+        return node.keys() <= {
+            "type",
+            "schema",
+            "default",
+            "default_factory",
+            "default_factory_takes_data",
+            "metadata",
+        } and _echoes(node.get("schema"))
+    if kind == "nullable" or kind == "list":
+        inner = node.get("schema" if kind == "nullable" else "items_schema")
+        allowed = (
+            {"type", "schema", "metadata"}
+            if kind == "nullable"
+            else {"type", "items_schema", "min_length", "max_length", "metadata"}
+        )
+        return node.keys() <= allowed and _echoes(inner)
+    return False
+
+
+def echoed_fields(core: Any) -> tuple[str, ...] | None:
+    """The field names, in order, of a model whose strict JSON validation
+    then JSON-mode dump (by field name) gives back any valid input object
+    whose keys are exactly those names in that order: no field with an
+    alias, validator or serializer, each of a type that
+    :func:`_echoes`, with no extra fields kept. None for any other schema
+    (its dump is then made). ``decide`` takes such an input as its own
+    arguments instead of dumping the validated model."""
+    if (
+        type(core) is not dict
+        or core.get("type") != "model"
+        or core.get("custom_init") is not False
+        or core.get("root_model") is not False
+        or core.get("post_init") is not None
+        or "serialization" in core
+        or not core.keys()
+        <= {"type", "cls", "config", "custom_init", "metadata", "ref", "root_model", "schema", "post_init"}
+    ):
+        return None
+    config, fields_schema = core.get("config", {}), core.get("schema")
+    if (
+        type(config) is not dict
+        or not config.keys() <= _ECHO_CONFIG
+        or config.get("extra_fields_behavior", "forbid") != "forbid"
+        or type(fields_schema) is not dict
+        or fields_schema.get("type") != "model-fields"
+        or fields_schema.get("computed_fields", []) != []
+        or not fields_schema.keys() <= {"type", "fields", "model_name", "computed_fields"}
+    ):
+        return None
+    fields = fields_schema.get("fields")
+    if type(fields) is not dict or not fields:
+        return None
+    for field in fields.values():
+        if (
+            type(field) is not dict
+            or field.get("type") != "model-field"
+            or not field.keys() <= {"type", "schema", "metadata"}
+        ):
+            return None
+        if not _echoes(field.get("schema")):
+            return None
+    return tuple(fields)
 
 
 # ---------------------------------------------------------------- field selectors

@@ -61,6 +61,7 @@ exactly the values the policy checked; ``validated`` is the model itself.
 from __future__ import annotations
 
 import hashlib
+from operator import attrgetter
 from typing import Any, Final, Iterable, Literal, Mapping, NoReturn, Sequence
 
 from .. import _backend
@@ -93,6 +94,9 @@ from .versions import VersionedSchema
 __all__ = ["decide", "check_complete", "parse_arguments", "TextPolicy"]
 
 TextPolicy = Literal["trace", "reject"]
+
+#: A call's id (a C function: no Python frame per call).
+_call_id: Final = attrgetter("call_id")
 
 #: The policy of a ``decide`` without one: every tool allowed, no path rules
 #: (built once, so its compiled plans are reused).
@@ -458,7 +462,8 @@ def _plain_decision(
                     # fewer brackets than validation's depth bound: no deeper nesting to refuse
                     try:
                         validated = validator.validate_json(text, strict=True, extra=schema._extra)
-                        arguments = schema._serializer.to_python(validated, mode="json", by_alias=False)
+                        if schema._echo is None or tuple(value) != schema._echo:
+                            arguments = schema._serializer.to_python(validated, mode="json", by_alias=False)
                     except Exception:
                         return None
                     if type(arguments) is not dict:
@@ -489,7 +494,7 @@ def _plain_decision(
     if policy is None and run is None and not repaired:
         # the open policy (no rule, whatever the registry) allows every call
         # whose id is its own
-        if len(calls) > 1 and len({call.call_id for call in calls}) < len(calls):
+        if len(calls) > 1 and len(set(map(_call_id, calls))) < len(calls):
             return None
         verdicts = _allowed(calls)
     else:

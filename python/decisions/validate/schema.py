@@ -62,6 +62,7 @@ from ._shapes import (
     core_definitions,
     core_expand,
     core_step,
+    echoed_fields,
     explicitly_open,
     js_expand,
     js_step,
@@ -86,7 +87,18 @@ class Schema:
     schema itself, which costs more than validating a value.
     """
 
-    __slots__ = ("spec", "kind", "closed", "_adapter", "_compiled", "_extra", "_applied", "_validator", "_serializer")
+    __slots__ = (
+        "spec",
+        "kind",
+        "closed",
+        "_adapter",
+        "_compiled",
+        "_extra",
+        "_applied",
+        "_validator",
+        "_serializer",
+        "_echo",
+    )
 
     spec: Any
     kind: str
@@ -102,6 +114,10 @@ class Schema:
         #: Schema): what ``TypeAdapter.validate_json`` and ``dump_python`` call.
         self._validator: Any = None
         self._serializer: Any = None
+        #: A closed model's field names when its dump of a validated input
+        #: with exactly those keys in that order is the input itself (see
+        #: :func:`~decisions.validate._shapes.echoed_fields`), else None.
+        self._echo: tuple[str, ...] | None = None
         if isinstance(spec, Mapping):
             self.kind = "json_schema"
             self._compiled = compile_json_schema(spec, closed)
@@ -119,6 +135,7 @@ class Schema:
                         "to validate as the models say"
                     )
                 self._extra = "forbid"
+                self._echo = echoed_fields(self._applied)
             self._validator = self._adapter.validator
             self._serializer = self._adapter.serializer
 
