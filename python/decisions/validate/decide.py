@@ -416,7 +416,7 @@ def _plain_decision(
         return None  # every item counted: a response with this few calls is refused by no bound
     loads = _backend.impl.loads
     own = None if limits is DEFAULT_LIMITS else limits  # the default limits are loads' own
-    registered = None if registry is None else registry._tools  # ToolRegistry.get without the call
+    plans = None if registry is None else registry._plain
     calls: list[ToolCall] = []
     texts: list[str] = []
     for item in items:
@@ -445,14 +445,12 @@ def _plain_decision(
             return None
         version = None
         arguments = validated = value
-        if registered is not None:
-            tool = registered.get(item.name)
-            if tool is None or tool.kind != "function":
-                return None
-            version = tool.version
-            schema = tool.schema
+        if plans is not None:
+            read = plans.get(item.name)
+            if read is None:
+                return None  # not registered, or registered for another kind of call
+            version, schema, validator, extra, serializer, echo = read
             if schema is not None:
-                validator = schema._validator
                 if validator is None:  # a JSON Schema: valid values are their own arguments
                     found, validated = schema._issues_at(value, text, len(calls))
                     if found:
@@ -461,9 +459,9 @@ def _plain_decision(
                 elif len(text) <= MAX_VALIDATION_DEPTH or text.count("[") + text.count("{") <= MAX_VALIDATION_DEPTH:
                     # fewer brackets than validation's depth bound: no deeper nesting to refuse
                     try:
-                        validated = validator.validate_json(text, strict=True, extra=schema._extra)
-                        if schema._echo is None or tuple(value) != schema._echo:
-                            arguments = schema._serializer.to_python(validated, mode="json", by_alias=False)
+                        validated = validator.validate_json(text, strict=True, extra=extra)
+                        if echo is None or tuple(value) != echo:
+                            arguments = serializer.to_python(validated, mode="json", by_alias=False)
                     except Exception:
                         return None
                     if type(arguments) is not dict:

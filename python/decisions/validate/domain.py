@@ -314,13 +314,22 @@ def _distance(a: str, b: str, bound: int) -> int:
     return previous[-1]
 
 
+#: A function tool as ``decide``'s plain path reads it: version, schema, and
+#: the schema's validator, ``extra``, serializer and echoed fields.
+PlainPlan = tuple[str, "Schema | None", Any, Any, Any, "tuple[str, ...] | None"]
+
+
 class ToolRegistry:
     """The tools the model may call, by name."""
 
-    __slots__ = ("_tools", "_folded", "_names", "version", "__weakref__")
+    __slots__ = ("_tools", "_plain", "_folded", "_names", "version", "__weakref__")
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        #: What ``decide``'s plain path reads of each function tool, read
+        #: once: its version, schema, and the schema's validator, extra,
+        #: serializer and echoed fields (see :class:`~decisions.validate.schema.Schema`).
+        self._plain: dict[str, PlainPlan] = {}
         self._folded: dict[str, list[str]] = {}
         self._names = ToolNames()
         #: Counts registrations, so that what was compiled against the
@@ -339,6 +348,13 @@ class ToolRegistry:
             raise ValueError(f"tool {tool.name!r} is already registered")
         self._names.add(tool.name)
         self._tools[tool.name] = tool
+        if tool.kind == "function":
+            schema = tool.schema
+            self._plain[tool.name] = (
+                (tool.version, None, None, None, None, None)
+                if schema is None
+                else (tool.version, schema, schema._validator, schema._extra, schema._serializer, schema._echo)
+            )
         self._folded.setdefault(fold(tool.name), []).append(tool.name)
         self.version += 1
         return tool
