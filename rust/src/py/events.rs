@@ -12,6 +12,7 @@ use crate::core::errors::CoreError;
 use crate::core::events::{CallKind, Event, Usage};
 use crate::core::sse::SseEvent;
 use crate::py::common::new_error;
+use crate::py::json::py_str;
 use crate::py::objects::Layout;
 
 /// The Python classes the binding builds, looked up once.
@@ -377,8 +378,8 @@ pub(crate) fn event_to_py(py: Python<'_>, t: &Types, event: &Event) -> PyResult<
 
 /// One response item as its `decisions.types` class (`complete`: a tool call's completeness).
 fn item_to_py(py: Python<'_>, t: &Types, item: &Item, complete: bool) -> PyResult<Py<PyAny>> {
-    let id = obj(py, item.item_id.as_str())?;
-    let text = PyString::new(py, &item.text).into_any();
+    let id = py_str(py, &item.item_id)?;
+    let text = py_str(py, &item.text)?;
     let (item_id, text_name) = (intern!(py, "item_id"), intern!(py, "text"));
     let built = match item.kind {
         Kind::Text => build(
@@ -408,8 +409,8 @@ fn item_to_py(py: Python<'_>, t: &Types, item: &Item, complete: bool) -> PyResul
             t.tool_call_item.bind(py),
             &[
                 (item_id, id),
-                (intern!(py, "call_id"), obj(py, item.call_id.as_str())?),
-                (intern!(py, "name"), obj(py, item.name.as_str())?),
+                (intern!(py, "call_id"), py_str(py, &item.call_id)?),
+                (intern!(py, "name"), py_str(py, &item.name)?),
                 (intern!(py, "arguments"), text),
                 (intern!(py, "complete"), obj(py, complete)?),
                 (

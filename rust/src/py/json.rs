@@ -295,6 +295,15 @@ impl PyBuilder<'_, '_> {
     }
 }
 
+/// `value` as a Python str, made in its final compact form (see [`new_str`]).
+pub(crate) fn py_str<'py>(py: Python<'py>, value: &str) -> PyResult<Bound<'py, PyAny>> {
+    match new_str(value, value.is_ascii()) {
+        // SAFETY: a new reference, handed over.
+        Ok(obj) => Ok(unsafe { Bound::from_owned_ptr(py, obj.into_ptr()) }),
+        Err(Failed) => Err(PyErr::fetch(py)),
+    }
+}
+
 #[inline]
 fn new_str(value: &str, ascii: bool) -> Result<Obj, Failed> {
     #[cfg(not(feature = "abi3"))]
