@@ -253,7 +253,20 @@ impl Builder for TreeBuilder<'_> {
         self.nodes.extend(members);
         let count = (self.nodes.len() - start) / 2;
         let key = |i: usize| self.key_bytes(self.nodes.get(start + 2 * i));
-        let repeated = if count <= 16 {
+        let repeated = if count <= 2 {
+            (count == 2 && key(0) == key(1)).then_some(1)
+        } else if count <= 8 {
+            // each key read once, then compared pairwise
+            let mut keys: [&[u8]; 8] = [&[]; 8];
+            for (i, slot) in keys.iter_mut().enumerate().take(count) {
+                *slot = key(i);
+            }
+            let keys = keys.get(..count).unwrap_or_default();
+            (1..count).find(|&i| {
+                let (earlier, rest) = keys.split_at(i);
+                rest.first().is_some_and(|k| earlier.contains(k))
+            })
+        } else if count <= 16 {
             (1..count).find(|&i| (0..i).any(|j| key(j) == key(i)))
         } else {
             let mut seen = std::collections::HashSet::with_capacity(count);
