@@ -5,7 +5,9 @@ IEEE doubles and 64-bit integers in the documents both backends parse."""
 
 from __future__ import annotations
 
+import io
 import math
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +16,14 @@ import pytest
 from decisions import (
     OutputError,
     RepairBudget,
+    ResultError,
     build_request,
     loads,
     open_ledger,
     parse_json_text,
     repair_prompt,
 )
+from decisions.cli import main
 from decisions.request.fragments import json_text_instructions
 from ledger_helpers import BACKENDS, decision, new_run, url_for
 
@@ -122,3 +126,70 @@ def test_repair_max_chars_is_an_int_of_at_least_200(max_chars: Any, kind: type[E
     with pytest.raises(kind, match="max_chars"):
         RepairBudget(max_chars=max_chars)
     assert len(repair_prompt(error, max_chars=200)) <= 200
+
+
+# ---------------------------------------------------------------- rows of a ledger written by something else
+
+
+def _tampered(tmp_path: Path, column: str, value: Any) -> str:
+    """A SQLite ledger with one recorded call whose ``column`` was overwritten
+    with ``value`` (SQLite keeps any value in any column)."""
+    url = url_for("sqlite", tmp_path)
+    with open_ledger(url) as ledger:
+        ledger.record(decision(("a", "read_file", "allowed")), run_id="r")
+    connection = sqlite3.connect(tmp_path / "ledger.db")
+    with connection:
+        connection.execute(f"UPDATE ledger_calls SET {column} = ?", (value,))
+    connection.close()
+    return url
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("decided_at", math.inf),
+        ("decided_at", "yesterday"),
+        ("claimed_at", -math.inf),
+        ("attempt", "x"),
+        ("attempt", 1.5),
+        ("seq", -1),
+        ("side_effects", 5),
+        ("call_id", b"a"),
+        ("worker", b"w"),
+        ("result", "[1"),
+        ("error", "NaN"),
+        ("effects", "not json"),
+    ],
+)
+def test_a_row_this_version_never_writes_is_ledger_unavailable(
+    tmp_path: Path, column: str, value: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Entries were handed out with a time of 'yesterday' or infinity, or the
+    read failed with json's JSONDecodeError; now the ledger refuses the row
+    as a table it does not read (not retryable), and ``decisions ledger``
+    says so with exit code 1."""
+    url = _tampered(tmp_path, column, value)
+    with open_ledger(url) as ledger, pytest.raises(ResultError) as caught:
+        ledger.entries("r")
+    assert (caught.value.code, caught.value.retryable) == ("LEDGER_UNAVAILABLE", False)
+    for argv in (["ledger", url, "r"], ["ledger", url, "r", "--json"]):
+        out = io.StringIO()
+        assert main(argv, out) == 1
+        assert "LEDGER_UNAVAILABLE" in out.getvalue()
+
+
+@pytest.mark.parametrize(("column", "value"), [("arguments", "{bad"), ("arguments", '{"a": Infinity}')])
+def test_stored_arguments_that_are_not_json_are_ledger_unavailable(tmp_path: Path, column: str, value: Any) -> None:
+    url = _tampered(tmp_path, column, value)
+    with open_ledger(url) as ledger, pytest.raises(ResultError) as caught:
+        ledger.claim("a", run_id="r", worker="w")
+    assert (caught.value.code, caught.value.retryable) == ("LEDGER_UNAVAILABLE", False)
+
+
+def test_a_time_beyond_any_date_is_shown_not_raised(tmp_path: Path) -> None:
+    """A finite time past year 9999 made ``decisions ledger`` die with
+    OverflowError while it formatted the table."""
+    url = _tampered(tmp_path, "decided_at", 1e300)
+    out = io.StringIO()
+    assert main(["ledger", url, "r"], out) == 0
+    assert "1e+300" in out.getvalue()
