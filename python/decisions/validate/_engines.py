@@ -26,6 +26,9 @@ import hashlib
 import math
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final, Mapping
 
@@ -45,7 +48,10 @@ __all__ = [
     "PLAIN",
     "TOO_DEEP",
     "Compiled",
+    "BranchBudgetExhausted",
     "compile_json_schema",
+    "explaining",
+    "union_validator_class",
     "fast_refusal",
     "plain_json",
     "scan",
@@ -69,18 +75,145 @@ def _strict_integer(checker: Any, instance: Any) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-_STRICT_CLASSES: dict[type, Any] = {}
+# ---------------------------------------------------------------- alternatives in linear time
+#
+# ``jsonschema``'s own ``anyOf``/``oneOf`` list every error of every branch,
+# also to say "valid": for a value nested d deep in a recursive union of two
+# branches that both look inside it, that is 2**d walks (a model's 20-deep
+# object held a process for minutes). Here a branch is first asked for its
+# verdict only: the first error ends the walk, and each (value, subschema)
+# verdict is computed once per validation. The branches' errors, which the
+# issues are written from, are listed only for a union that failed, only
+# while :func:`explaining` is on, and within a bound on how many failed
+# unions are explained (the error tree itself can be exponential).
+
+#: (id(value), id(subschema)) -> (value, subschema, verdict) for the validation
+#: in progress: both are held so their ids are not reused meanwhile.
+_VERDICTS: ContextVar[dict[tuple[int, int], tuple[Any, Any, bool]] | None] = ContextVar("_VERDICTS", default=None)
+#: The failed unions still to explain, while the issues are written (None: verdicts only).
+_EXPLAIN: ContextVar[list[int] | None] = ContextVar("_EXPLAIN", default=None)
+#: How many failed ``anyOf``/``oneOf`` one validation explains branch by branch.
+MAX_EXPLAINED_UNIONS: Final = 2_000
+
+
+class BranchBudgetExhausted(Exception):
+    """More failed unions to explain than :data:`MAX_EXPLAINED_UNIONS`."""
+
+
+@contextmanager
+def explaining() -> Iterator[None]:
+    """Within: failed unions carry their branches' errors (``context``), as
+    ``jsonschema`` gives them, up to :data:`MAX_EXPLAINED_UNIONS` of them;
+    then :class:`BranchBudgetExhausted`."""
+    budget = _EXPLAIN.set([MAX_EXPLAINED_UNIONS])
+    memo = _VERDICTS.set({})
+    try:
+        yield
+    finally:
+        _VERDICTS.reset(memo)
+        _EXPLAIN.reset(budget)
+
+
+def _branch_valid(validator: Any, instance: Any, subschema: Any, index: int, memoize: bool) -> bool:
+    memo = _VERDICTS.get()
+    own = None
+    if memo is None:  # the outermost union of this validation keeps the verdicts for the ones inside it
+        memo = {}
+        own = _VERDICTS.set(memo)
+    try:
+        key = (id(instance), id(subschema))
+        found = memo.get(key) if memoize else None
+        if found is not None and found[0] is instance and found[1] is subschema:
+            return found[2]
+        explain = _EXPLAIN.set(None)
+        try:
+            valid = next(iter(validator.descend(instance, subschema, schema_path=index)), None) is None
+        finally:
+            _EXPLAIN.reset(explain)
+        if memoize:
+            memo[key] = (instance, subschema, valid)
+        return valid
+    finally:
+        if own is not None:
+            _VERDICTS.reset(own)
+
+
+def _branch_errors(validator: Any, branches: list[Any], instance: Any) -> list[Any] | None:
+    """Every branch's errors, or None when verdicts alone are asked for."""
+    budget = _EXPLAIN.get()
+    if budget is None:
+        return None
+    if budget[0] <= 0:
+        raise BranchBudgetExhausted
+    budget[0] -= 1
+    errors: list[Any] = []
+    for index, subschema in enumerate(branches):
+        errors.extend(validator.descend(instance, subschema, schema_path=index))
+    return errors
+
+
+def _unions(memoize: bool) -> dict[str, Any]:
+    def any_of(validator: Any, branches: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if any(_branch_valid(validator, instance, sub, i, memoize) for i, sub in enumerate(branches)):
+            return
+        context = _branch_errors(validator, branches, instance)
+        yield jsonschema.ValidationError(
+            f"{instance!r} is not valid under any of the given schemas", context=context or ()
+        )
+
+    def one_of(validator: Any, branches: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        valid: list[Any] = []
+        for index, subschema in enumerate(branches):
+            if _branch_valid(validator, instance, subschema, index, memoize):
+                valid.append(subschema)
+                if len(valid) == 2:
+                    break
+        if not valid:
+            context = _branch_errors(validator, branches, instance)
+            yield jsonschema.ValidationError(
+                f"{instance!r} is not valid under any of the given schemas", context=context or ()
+            )
+        elif len(valid) > 1:
+            more = [each for each in branches if each is not valid[0] and each is not valid[1]]
+            valid += [each for each in more if validator.evolve(schema=each).is_valid(instance)]
+            reprs = ", ".join(repr(each) for each in valid[1:] + valid[:1])
+            yield jsonschema.ValidationError(f"{instance!r} is valid under each of {reprs}")
+
+    return {"anyOf": any_of, "oneOf": one_of}
+
+
+_STRICT_CLASSES: dict[tuple[type, bool, bool], Any] = {}
+
+
+def _dynamic(schema: Any) -> bool:
+    """Whether ``schema`` has dynamic references (a subschema's verdict then
+    depends on the path that reached it, and is not kept)."""
+    try:
+        text = canonical_json(schema)
+    except (TypeError, ValueError):
+        return True
+    return '"$dynamicRef"' in text or '"$recursiveRef"' in text
+
+
+def union_validator_class(base: Any, schema: Any, *, strict: bool) -> Any:
+    """``base`` (a ``jsonschema`` validator class) with linear-time
+    ``anyOf``/``oneOf``, and strict integers when ``strict``."""
+    memoize = not _dynamic(schema)
+    key = (base, strict, memoize)
+    cls = _STRICT_CLASSES.get(key)
+    if cls is None:
+        extend: Any = jsonschema.validators.extend
+        checker = base.TYPE_CHECKER.redefine("integer", _strict_integer) if strict else None
+        cls = extend(base, validators=_unions(memoize), type_checker=checker)
+        _STRICT_CLASSES[key] = cls
+    return cls
 
 
 def strict_validator_class(schema: Mapping[str, Any]) -> Any:
-    """The ``jsonschema`` validator class for ``schema``'s draft, with strict integers."""
+    """The ``jsonschema`` validator class for ``schema``'s draft, with strict
+    integers and linear-time alternatives."""
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls = _STRICT_CLASSES.get(base)
-    if cls is None:
-        extend: Any = jsonschema.validators.extend
-        cls = extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _strict_integer))
-        _STRICT_CLASSES[base] = cls
-    return cls
+    return union_validator_class(base, schema, strict=True)
 
 
 # ---------------------------------------------------------------- the agreed subset
