@@ -6,6 +6,7 @@ IEEE doubles and 64-bit integers in the documents both backends parse."""
 from __future__ import annotations
 
 import io
+import json
 import math
 import sqlite3
 from pathlib import Path
@@ -21,6 +22,7 @@ from decisions import (
     loads,
     open_ledger,
     parse_json_text,
+    parse_record,
     repair_prompt,
 )
 from decisions.cli import main
@@ -193,3 +195,24 @@ def test_a_time_beyond_any_date_is_shown_not_raised(tmp_path: Path) -> None:
     out = io.StringIO()
     assert main(["ledger", url, "r"], out) == 0
     assert "1e+300" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("options", "kind"),
+    [
+        ({"parse_duration_ms": math.nan}, ValueError),
+        ({"validation_duration_ms": math.inf}, ValueError),
+        ({"parse_duration_ms": -1.0}, ValueError),
+        ({"event_count": -1}, ValueError),
+        ({"event_count": 2.0}, TypeError),
+        ({"repair_attempt": -1}, ValueError),
+        ({"repair_attempt": True}, TypeError),
+    ],
+)
+def test_a_parse_record_holds_finite_non_negative_numbers(options: dict[str, Any], kind: type[Exception]) -> None:
+    """A NaN or infinite duration went into the record as is, and its JSON
+    log line was not JSON (``NaN``); a negative count went in too."""
+    with pytest.raises(kind):
+        parse_record(**options)
+    fine = parse_record(parse_duration_ms=0, validation_duration_ms=1.5, event_count=0, repair_attempt=2)
+    assert json.loads(json.dumps(fine, allow_nan=False))["parse_duration_ms"] == 0

@@ -98,20 +98,20 @@ DEFAULT_LIMITS: Final = Limits()
 PYTHON_ONLY: Final = frozenset({"max_result_bytes", "max_result_effects"})
 
 
-def seconds(what: str, value: object, *, zero: bool = False) -> float:
+def seconds(what: str, value: object, *, zero: bool = False, unit: str = "seconds") -> float:
     """``value`` as a duration in seconds: an int or float (not a bool), finite,
     and above zero (or at least zero when ``zero``). An infinite lease would
     never expire and a NaN one compares false to every clock, so both are
     refused here rather than stored. A wrong type is a ``TypeError``, a wrong
     value a ``ValueError``."""
     if type(value) is bool or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__}")
+        raise TypeError(f"{what} must be a number of {unit}, not {type(value).__name__}")
     try:
         number = float(value)
     except OverflowError:  # an int beyond any float
-        raise ValueError(f"{what} must be a finite number of seconds, not {value!r}") from None
+        raise ValueError(f"{what} must be a finite number of {unit}, not {value!r}") from None
     if not math.isfinite(number):
-        raise ValueError(f"{what} must be a finite number of seconds, not {value!r}")
+        raise ValueError(f"{what} must be a finite number of {unit}, not {value!r}")
     if number < 0 or (number == 0 and not zero):
         raise ValueError(f"{what} must be {'at least zero' if zero else 'positive'}, not {value!r}")
     return number
