@@ -43,6 +43,30 @@ def _tree(keyword: str, *, child_first: bool) -> dict[str, Any]:
     }
 
 
+def _conditional(*, negated: bool) -> dict[str, Any]:
+    """A node checked by ``if``/``then``/``else`` (or through ``not not``):
+    the condition and the branch taken both look inside the child."""
+
+    def branch(kind: str) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"child": {"$ref": "#/$defs/Node"}, "note": {"type": "string"}, "kind": {"const": kind}},
+            "required": ["kind"],
+        }
+
+    node = (
+        {"not": {"not": {"anyOf": [branch("file"), branch("dir")]}}}
+        if negated
+        else {"if": branch("file"), "then": branch("file"), "else": branch("dir")}
+    )
+    return {
+        "$defs": {"Node": node},
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/Node"}},
+        "required": ["root"],
+    }
+
+
 def _nested(depth: int, leaf_note: Any) -> dict[str, Any]:
     value: dict[str, Any] = {"kind": "dir", "note": leaf_note}
     for _ in range(depth):
@@ -78,6 +102,23 @@ def test_a_shallow_failure_in_a_recursive_union_still_names_its_place(keyword: s
     assert [dict(i) for i in caught.value.issues] == [
         {"path": "$.root.child.child.child.note", "code": "type", "expected": "string"}
     ]
+
+
+@pytest.mark.parametrize("negated", [False, True], ids=["if-then-else", "not-not"])
+def test_a_deep_value_under_a_recursive_condition_is_checked_in_bounded_time(negated: bool) -> None:
+    """``if`` asked ``is_valid`` of its condition and then walked the branch
+    it chose, both into the child: 2**depth again."""
+    schema = Schema(_conditional(negated=negated), closed=False)
+    started = time.monotonic()
+    assert schema.validate(_nested(40, "ok")) == _nested(40, "ok")
+    with pytest.raises(OutputError) as caught:
+        schema.validate(_nested(40, 5))
+    assert time.monotonic() - started < BOUND_SECONDS
+    assert caught.value.code == "SCHEMA_MISMATCH"
+    if not negated:  # the branch taken names the place
+        assert [dict(i) for i in caught.value.issues] == [
+            {"path": "$.root" + ".child" * 40 + ".note", "code": "type", "expected": "string"}
+        ]
 
 
 def test_one_of_two_matching_alternatives_is_still_refused() -> None:

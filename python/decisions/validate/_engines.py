@@ -114,7 +114,7 @@ def explaining() -> Iterator[None]:
         _EXPLAIN.reset(budget)
 
 
-def _branch_valid(validator: Any, instance: Any, subschema: Any, index: int, memoize: bool) -> bool:
+def _branch_valid(validator: Any, instance: Any, subschema: Any, index: int | str, memoize: bool) -> bool:
     memo = _VERDICTS.get()
     own = None
     if memo is None:  # the outermost union of this validation keeps the verdicts for the ones inside it
@@ -179,7 +179,20 @@ def _unions(memoize: bool) -> dict[str, Any]:
             reprs = ", ".join(repr(each) for each in valid[1:] + valid[:1])
             yield jsonschema.ValidationError(f"{instance!r} is valid under each of {reprs}")
 
-    return {"anyOf": any_of, "oneOf": one_of}
+    def if_(validator: Any, condition: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        # ``jsonschema`` asks ``is_valid`` afresh: the condition and then/else both
+        # look inside a recursive value, 2**depth walks without the kept verdict
+        if _branch_valid(validator, instance, condition, "if", memoize):
+            if "then" in schema:
+                yield from validator.descend(instance, schema["then"], schema_path="then")
+        elif "else" in schema:
+            yield from validator.descend(instance, schema["else"], schema_path="else")
+
+    def not_(validator: Any, negated: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if _branch_valid(validator, instance, negated, "not", memoize):
+            yield jsonschema.ValidationError(f"{instance!r} should not be valid under {negated!r}")
+
+    return {"anyOf": any_of, "oneOf": one_of, "if": if_, "not": not_}
 
 
 _STRICT_CLASSES: dict[tuple[type, bool, bool], Any] = {}
@@ -204,7 +217,9 @@ def union_validator_class(base: Any, schema: Any, *, strict: bool) -> Any:
     if cls is None:
         extend: Any = jsonschema.validators.extend
         checker = base.TYPE_CHECKER.redefine("integer", _strict_integer) if strict else None
-        cls = extend(base, validators=_unions(memoize), type_checker=checker)
+        # only the keywords the draft has (draft 3 has no anyOf, draft 6 no if)
+        keywords = {name: check for name, check in _unions(memoize).items() if name in base.VALIDATORS}
+        cls = extend(base, validators=keywords, type_checker=checker)
         _STRICT_CLASSES[key] = cls
     return cls
 
