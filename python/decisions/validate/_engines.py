@@ -162,10 +162,10 @@ def _unions(memoize: bool) -> dict[str, Any]:
         )
 
     def one_of(validator: Any, branches: Any, instance: Any, schema: Any) -> Iterator[Any]:
-        valid: list[Any] = []
+        valid: list[int] = []
         for index, subschema in enumerate(branches):
             if _branch_valid(validator, instance, subschema, index, memoize):
-                valid.append(subschema)
+                valid.append(index)
                 if len(valid) == 2:
                     break
         if not valid:
@@ -174,9 +174,12 @@ def _unions(memoize: bool) -> dict[str, Any]:
                 f"{instance!r} is not valid under any of the given schemas", context=context or ()
             )
         elif len(valid) > 1:
-            more = [each for each in branches if each is not valid[0] and each is not valid[1]]
-            valid += [each for each in more if validator.evolve(schema=each).is_valid(instance)]
-            reprs = ", ".join(repr(each) for each in valid[1:] + valid[:1])
+            valid += [
+                index
+                for index in range(valid[1] + 1, len(branches))
+                if _branch_valid(validator, instance, branches[index], index, memoize)
+            ]
+            reprs = ", ".join(repr(branches[index]) for index in valid[1:] + valid[:1])
             yield jsonschema.ValidationError(f"{instance!r} is valid under each of {reprs}")
 
     def if_(validator: Any, condition: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -192,7 +195,81 @@ def _unions(memoize: bool) -> dict[str, Any]:
         if _branch_valid(validator, instance, negated, "not", memoize):
             yield jsonschema.ValidationError(f"{instance!r} should not be valid under {negated!r}")
 
-    return {"anyOf": any_of, "oneOf": one_of, "if": if_, "not": not_}
+    def evaluated_keys(validator: Any, instance: Any, schema: Any) -> set[str]:
+        """``jsonschema``'s ``find_evaluated_property_keys_by_schema`` with the
+        branch verdicts kept: it asks every alternative and condition whether
+        the object is valid, and each answer looks inside the object's
+        children, whose own ``unevaluatedProperties`` ask again (2**depth)."""
+        if validator.is_type(schema, "boolean"):
+            return set()
+        keys: set[str] = set()
+        for ref_keyword in ("$ref", "$dynamicRef"):
+            ref = schema.get(ref_keyword)
+            if ref is not None:
+                resolved = validator._resolver.lookup(ref)
+                inner = validator.evolve(schema=resolved.contents, _resolver=resolved.resolver)
+                keys |= evaluated_keys(inner, instance, resolved.contents)
+        properties = schema.get("properties")
+        if validator.is_type(properties, "object"):
+            keys |= properties.keys() & instance.keys()
+        for keyword in ("additionalProperties", "unevaluatedProperties"):
+            subschema = schema.get(keyword)
+            if subschema is not None:
+                keys |= {
+                    key
+                    for key, value in instance.items()
+                    if _branch_valid(validator, value, subschema, keyword, memoize)
+                }
+        if "patternProperties" in schema:
+            for name in instance:
+                if any(re.search(pattern, name) for pattern in schema["patternProperties"]):
+                    keys.add(name)
+        if "dependentSchemas" in schema:
+            for name, subschema in schema["dependentSchemas"].items():
+                if name in instance:
+                    keys |= evaluated_keys(validator, instance, subschema)
+        for keyword in ("allOf", "oneOf", "anyOf"):
+            for index, subschema in enumerate(schema.get(keyword, [])):
+                if _branch_valid(validator, instance, subschema, index, memoize):
+                    keys |= evaluated_keys(validator, instance, subschema)
+        if "if" in schema:
+            if _branch_valid(validator, instance, schema["if"], "if", memoize):
+                keys |= evaluated_keys(validator, instance, schema["if"])
+                if "then" in schema:
+                    keys |= evaluated_keys(validator, instance, schema["then"])
+            elif "else" in schema:
+                keys |= evaluated_keys(validator, instance, schema["else"])
+        return keys
+
+    def unevaluated_properties(validator: Any, unevaluated: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        evaluated = evaluated_keys(validator, instance, schema)
+        extras = [
+            name
+            for name in instance
+            if name not in evaluated and not _branch_valid(validator, instance[name], unevaluated, name, memoize)
+        ]
+        if extras:
+            if unevaluated is False:
+                listed = ", ".join(repr(each) for each in sorted(extras, key=str))
+                verb = "was" if len(extras) == 1 else "were"
+                yield jsonschema.ValidationError(f"Unevaluated properties are not allowed ({listed} {verb} unexpected)")
+            else:
+                listed = ", ".join(repr(each) for each in extras)
+                verb = "was" if len(extras) == 1 else "were"
+                yield jsonschema.ValidationError(
+                    "Unevaluated properties are not valid under the given schema "
+                    f"({listed} {verb} unevaluated and invalid)"
+                )
+
+    return {
+        "anyOf": any_of,
+        "oneOf": one_of,
+        "if": if_,
+        "not": not_,
+        "unevaluatedProperties": unevaluated_properties,
+    }
 
 
 _STRICT_CLASSES: dict[tuple[type, bool, bool], Any] = {}
@@ -323,10 +400,18 @@ def fast_refusal(schema: Any) -> str | None:
     if not _numbers_plain(schema):
         return "a number beyond 64 bits or not finite"
     stack: list[Any] = [schema]
+    references = unevaluated = False
     while stack:
         node = stack.pop()
         if isinstance(node, bool):
             continue
+        if isinstance(node, dict):
+            references = references or "$ref" in node
+            unevaluated = unevaluated or "unevaluatedProperties" in node or "unevaluatedItems" in node
+            if references and unevaluated:
+                # jsonschema-rs asks each alternative about each level of a
+                # recursive value again: 2**depth walks to say "valid"
+                return "unevaluated keywords with references"
         if not isinstance(node, dict):
             return "a subschema that is not an object or a boolean"
         if node is not schema and "$schema" in node:
