@@ -265,3 +265,38 @@ def test_the_kept_verdicts_change_no_verdict_and_no_error(group: dict[str, Any])
             found = sorted((e.message, tuple(e.absolute_path)) for e in ours.iter_errors(case["data"]))
         assert found == expected, case["description"]
         assert ours.is_valid(case["data"]) is (not expected), case["description"]
+
+
+def test_a_deep_array_under_unevaluated_items_is_checked_in_bounded_time() -> None:
+    """``unevaluatedItems`` asked every alternative again, like ``unevaluatedProperties``."""
+
+    def branch(kind: str) -> dict[str, Any]:
+        return {"type": "array", "prefixItems": [{"const": kind}, {"$ref": "#/$defs/Node"}]}
+
+    node = {
+        "anyOf": [
+            {"type": "string"},
+            {"allOf": [{"anyOf": [branch("file"), branch("dir")]}], "unevaluatedItems": False},
+        ]
+    }
+    schema = Schema(
+        {
+            "$defs": {"Node": node},
+            "type": "object",
+            "properties": {"root": {"$ref": "#/$defs/Node"}},
+            "required": ["root"],
+        }
+    )
+    value: Any = "leaf"
+    for _ in range(40):
+        value = ["dir", value]
+    started = time.monotonic()
+    assert schema.validate({"root": value}) == {"root": value}
+    innermost = value
+    while isinstance(innermost[1], list):
+        innermost = innermost[1]
+    innermost.append(3)
+    with pytest.raises(OutputError) as caught:
+        schema.validate({"root": value})
+    assert time.monotonic() - started < BOUND_SECONDS
+    assert caught.value.code == "SCHEMA_MISMATCH"

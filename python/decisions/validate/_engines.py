@@ -263,7 +263,54 @@ def _unions(memoize: bool) -> dict[str, Any]:
                     f"({listed} {verb} unevaluated and invalid)"
                 )
 
+    def evaluated_indexes(validator: Any, instance: Any, schema: Any) -> set[int]:
+        """``find_evaluated_item_indexes_by_schema``, with the kept verdicts
+        (see :func:`evaluated_keys`)."""
+        if validator.is_type(schema, "boolean"):
+            return set()
+        if "items" in schema:
+            return set(range(len(instance)))
+        indexes: set[int] = set()
+        for ref_keyword in ("$ref", "$dynamicRef"):
+            ref = schema.get(ref_keyword)
+            if ref is not None:
+                resolved = validator._resolver.lookup(ref)
+                inner = validator.evolve(schema=resolved.contents, _resolver=resolved.resolver)
+                indexes |= evaluated_indexes(inner, instance, resolved.contents)
+        if "prefixItems" in schema:
+            indexes |= set(range(len(schema["prefixItems"])))
+        if "if" in schema:
+            if _branch_valid(validator, instance, schema["if"], "if", memoize):
+                indexes |= evaluated_indexes(validator, instance, schema["if"])
+                if "then" in schema:
+                    indexes |= evaluated_indexes(validator, instance, schema["then"])
+            elif "else" in schema:
+                indexes |= evaluated_indexes(validator, instance, schema["else"])
+        for keyword in ("contains", "unevaluatedItems"):
+            if keyword in schema:
+                indexes |= {
+                    index
+                    for index, item in enumerate(instance)
+                    if _branch_valid(validator, item, schema[keyword], index, memoize)
+                }
+        for keyword in ("allOf", "oneOf", "anyOf"):
+            for index, subschema in enumerate(schema.get(keyword, [])):
+                if _branch_valid(validator, instance, subschema, index, memoize):
+                    indexes |= evaluated_indexes(validator, instance, subschema)
+        return indexes
+
+    def unevaluated_items(validator: Any, unevaluated: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if not validator.is_type(instance, "array"):
+            return
+        evaluated = evaluated_indexes(validator, instance, schema)
+        extras = [item for index, item in enumerate(instance) if index not in evaluated]
+        if extras:
+            listed = ", ".join(repr(each) for each in extras)
+            verb = "was" if len(extras) == 1 else "were"
+            yield jsonschema.ValidationError(f"Unevaluated items are not allowed ({listed} {verb} unexpected)")
+
     return {
+        "unevaluatedItems": unevaluated_items,
         "anyOf": any_of,
         "oneOf": one_of,
         "if": if_,
@@ -389,6 +436,57 @@ def _numbers_plain(value: Any) -> bool:
     return True
 
 
+def _references(node: Any) -> set[str]:
+    """The ``$ref`` values anywhere inside ``node``."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            ref = item.get("$ref")
+            if isinstance(ref, str):
+                found.add(ref)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _unevaluated(node: Any) -> bool:
+    """Whether ``unevaluatedProperties`` or ``unevaluatedItems`` is anywhere inside ``node``."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "unevaluatedProperties" in item or "unevaluatedItems" in item:
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _recursive(schema: dict[str, Any]) -> bool:
+    """Whether a local reference of ``schema`` can reach itself (through the
+    root or ``$defs`` entries): then a value can nest as deep as it likes."""
+    defs = schema.get("$defs")
+    targets: dict[str, Any] = {"#": schema}
+    if isinstance(defs, dict):
+        targets.update((f"#/$defs/{name}", body) for name, body in defs.items())
+    edges = {name: _references(body) & targets.keys() for name, body in targets.items()}
+    for start in edges:
+        seen: set[str] = set()
+        stack = list(edges[start])
+        while stack:
+            name = stack.pop()
+            if name == start:
+                return True
+            if name not in seen:
+                seen.add(name)
+                stack.extend(edges[name])
+    return False
+
+
 def fast_refusal(schema: Any) -> str | None:
     """Why ``schema`` (as applied) is left to ``jsonschema`` alone, or None
     when it keeps to the agreed subset."""
@@ -399,19 +497,15 @@ def fast_refusal(schema: Any) -> str | None:
         return f"draft {declared!r}"
     if not _numbers_plain(schema):
         return "a number beyond 64 bits or not finite"
+    if _recursive(schema) and _unevaluated(schema):
+        # jsonschema-rs asks each alternative about each level of a recursive
+        # value again to find the evaluated members: 2**depth walks to say "valid"
+        return "unevaluated keywords in a recursive schema"
     stack: list[Any] = [schema]
-    references = unevaluated = False
     while stack:
         node = stack.pop()
         if isinstance(node, bool):
             continue
-        if isinstance(node, dict):
-            references = references or "$ref" in node
-            unevaluated = unevaluated or "unevaluatedProperties" in node or "unevaluatedItems" in node
-            if references and unevaluated:
-                # jsonschema-rs asks each alternative about each level of a
-                # recursive value again: 2**depth walks to say "valid"
-                return "unevaluated keywords with references"
         if not isinstance(node, dict):
             return "a subschema that is not an object or a boolean"
         if node is not schema and "$schema" in node:
