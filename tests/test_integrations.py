@@ -554,3 +554,33 @@ def test_text_too_deep_to_detect_is_refused(text: str | bytes) -> None:
     with pytest.raises(StreamError) as caught:
         integrations.normalize_sdk(text, provider="openai-chat")
     assert caught.value.code == "MALFORMED_EVENT"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_an_error_status_is_raised_again_by_every_finish(http: ModuleType, asynchronous: bool) -> None:
+    """A second ``finish()`` after HTTP_STATUS raised the untyped RuntimeError
+    "the stream was not read to its end"; it is the same typed error."""
+    body = _body(http, [b'{"error": {"message": "overloaded"}}'])
+    if not asynchronous:
+        with _client(http, body, 529) as client, client.stream("POST", URL) as response:
+            stream = integrations.stream_httpx(response, provider="anthropic")
+            errors = []
+            for _ in range(2):
+                with pytest.raises(TransportError) as info:
+                    stream.finish()
+                errors.append(info.value)
+    else:
+
+        async def run() -> list[TransportError]:
+            found = []
+            async with _async_client(http, body, 529) as client:
+                async with client.stream("POST", URL) as response:
+                    stream = integrations.astream_httpx(response, provider="anthropic")
+                    for _ in range(2):
+                        with pytest.raises(TransportError) as info:
+                            await stream.finish()
+                        found.append(info.value)
+            return found
+
+        errors = asyncio.run(run())
+    assert [(e.code, e.retryable) for e in errors] == [("HTTP_STATUS", True)] * 2

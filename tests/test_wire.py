@@ -181,3 +181,17 @@ def test_a_named_field_of_another_json_type_is_malformed(impl: object, event: di
         assembler.finish()
     assert caught.value.code == "MALFORMED_EVENT"
     assert f'"{field}"' in str(caught.value)
+
+
+@pytest.mark.parametrize("line", ['{"type": "item_ended", "item_id": "a", "item_id": "b"}', '{"type": "item_ended",'])
+def test_a_line_that_is_not_json_names_its_line(line: str) -> None:
+    """The parser's error for line 3 said "at line 1": it counted lines in
+    that one line alone."""
+    lines = [wire.encode_json(EVENTS[0]), "", line]
+    with pytest.raises(decisions.ParseError) as info:
+        list(wire.read_json_lines(lines))
+    alone = pytest.raises(decisions.ParseError)
+    with alone as single:
+        wire.decode_json(line)
+    assert (info.value.code, info.value.lineno, info.value.colno) == (single.value.code, 3, single.value.colno)
+    assert f"at line 3 column {single.value.colno}" in str(info.value)

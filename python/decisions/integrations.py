@@ -324,6 +324,15 @@ class _EventStreamBase:
         events: list[_CanonicalEvent] = self._assembler.take_events()
         return events
 
+    def _refuse_status(self, head: bytes) -> None:
+        """``HTTP_STATUS`` for an error status, kept so that every later
+        :meth:`finish` raises it again (not "the stream was not read")."""
+        try:
+            _check_status(self.http_response, head)
+        except _TransportError as error:
+            self._failure = error
+            raise
+
     def _fail(self, error: Exception) -> _TransportError:
         self._assembler.abort()
         failure = _dropped(error)
@@ -354,7 +363,7 @@ class HttpxEventStream(_EventStreamBase):
 
     def _events(self) -> _Iterator[_CanonicalEvent]:
         if not self.http_response.is_success:
-            _check_status(self.http_response, self._error_head())
+            self._refuse_status(self._error_head())
         try:
             for chunk in self.http_response.iter_bytes():
                 yield from self._feed(chunk)
@@ -391,7 +400,7 @@ class AsyncHttpxEventStream(_EventStreamBase):
 
     async def _events(self) -> _AsyncIterator[_CanonicalEvent]:
         if not self.http_response.is_success:
-            _check_status(self.http_response, await self._error_head())
+            self._refuse_status(await self._error_head())
         try:
             async for chunk in self.http_response.aiter_bytes():
                 for event in self._feed(chunk):

@@ -8,6 +8,7 @@ agents, whose ``write_file`` arguments of several hundred KiB are normal.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Final
 
@@ -95,3 +96,34 @@ DEFAULT_LIMITS: Final = Limits()
 #: The fields the native core neither reads nor holds: they bound work done in
 #: Python only (the core's copy of the limits has every other field).
 PYTHON_ONLY: Final = frozenset({"max_result_bytes", "max_result_effects"})
+
+
+def seconds(what: str, value: object, *, zero: bool = False, unit: str = "seconds") -> float:
+    """``value`` as a duration in seconds: an int or float (not a bool), finite,
+    and above zero (or at least zero when ``zero``). An infinite lease would
+    never expire and a NaN one compares false to every clock, so both are
+    refused here rather than stored. A wrong type is a ``TypeError``, a wrong
+    value a ``ValueError``."""
+    if type(value) is bool or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of {unit}, not {type(value).__name__}")
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond any float
+        raise ValueError(f"{what} must be a finite number of {unit}, not {value!r}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{what} must be a finite number of {unit}, not {value!r}")
+    if number < 0 or (number == 0 and not zero):
+        raise ValueError(f"{what} must be {'at least zero' if zero else 'positive'}, not {value!r}")
+    return number
+
+
+def count(what: str, value: object, *, minimum: int = 1) -> int:
+    """``value`` as a count (of characters, of attempts): an int, not a bool,
+    at least ``minimum``. A float is a ``TypeError`` (a NaN or an infinity
+    would compare false, or true, to every length and turn the bound off),
+    a smaller int a ``ValueError``."""
+    if type(value) is not int:
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{what} must be at least {minimum}")
+    return value

@@ -28,7 +28,10 @@ def add_parser(sub: Any) -> None:
 def _time(value: float | None) -> str:
     if value is None:
         return "-"
-    return datetime.fromtimestamp(value, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+    try:
+        return datetime.fromtimestamp(value, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+    except (OverflowError, OSError, ValueError):  # a clock beyond any date (year 10000 on): the number itself
+        return repr(value)
 
 
 def _cell(text: str) -> str:

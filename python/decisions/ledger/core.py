@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from ..errors import DomainError, OutputError, ResultError
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, seconds
 from ..validate.decision import ToolCall, ToolDecision
 from ..validate.domain import Tool, ToolRegistry
 from . import claims
@@ -630,10 +630,8 @@ def _retry_safe(result: ToolResult, error: OutputError | None) -> int:
     return int(result.retry_safe and (error is None or error.retryable))
 
 
-def _lease(seconds: float) -> float:
-    if not seconds > 0:
-        raise ValueError("lease_seconds must be positive")
-    return float(seconds)
+def _lease(value: float) -> float:
+    return seconds("lease_seconds", value)
 
 
 def _decided(cur: Cursor, run_id: str, call_id: str) -> bool:

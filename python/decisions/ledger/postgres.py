@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..errors import ResultError
+from ..limits import seconds
 from .ddl import create, storable, tables, unencodable
 
 __all__: list[str] = []  # internal to the package
@@ -89,6 +90,7 @@ class PostgresDatabase:
     writable_cte = True
 
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
+        wait = seconds("timeout", timeout, zero=True)
         try:
             import psycopg
         except ImportError:  # pragma: no cover  (the extra is not installed)
@@ -96,9 +98,9 @@ class PostgresDatabase:
         self._psycopg = psycopg
         self.url = url
         try:
-            self._conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)))
+            self._conn = psycopg.connect(url, autocommit=True, connect_timeout=min(max(1, int(wait)), 2**31 - 1))
             # a row or setup lock held elsewhere is waited for up to ``timeout``, as on SQLite
-            self._conn.execute(f"SET lock_timeout = {min(max(1, int(timeout * 1000)), 2**31 - 1)}")
+            self._conn.execute(f"SET lock_timeout = {min(max(1, int(wait * 1000)), 2**31 - 1)}")
         except psycopg.Error as error:
             raise ResultError(
                 "LEDGER_UNAVAILABLE",

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
 from .._payload import canonical_json, strict_dumps
-from ..errors import DomainError, OutputError, error_class
+from ..errors import DomainError, OutputError, ResultError, error_class
 from .results import Effect, ToolResult
 from .shapes import from_dict, to_dict
-from .states import CallState
+from .states import STATES, CallState
 
 __all__ = ["Claim", "Entry", "AuditEvent", "ClaimReason", "argument_digest", "idempotency_key"]
 
@@ -39,6 +40,8 @@ COLUMNS: Final = (
     "batch_id, batch_mode, state, attempt, worker, lease_until, decided_at, claimed_at, finished_at, "
     "result, result_status, error, effects, retry_safe, approved_by, call_id_generated"
 )
+_NAMES: Final = tuple(name.strip() for name in COLUMNS.split(","))
+_DECIDED_AT: Final = 17
 #: Positions in :data:`COLUMNS` read outside :func:`entry_of`.
 TOOL, TOOL_VERSION, ARGUMENTS, DIGEST, STATE = 3, 4, 5, 6, 13
 
@@ -196,9 +199,33 @@ class AuditEvent:
     detail: dict[str, Any]
 
 
+def unreadable(what: str) -> ResultError:
+    """A row this version never writes (a column of another type, a JSON
+    column that is not JSON, a state not in the state machine): the table
+    was written by something else, and retrying will not change it."""
+    return ResultError(
+        "LEDGER_UNAVAILABLE",
+        f"the ledger holds {what}, which this version never writes",
+        retryable=False,
+        hint="the ledger's tables are not what this version writes: check the database's schema",
+    )
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
 def loads(text: str | None) -> Any:
-    """A stored JSON column (None stays None)."""
-    return None if text is None else json.loads(text)
+    """A stored JSON column (None stays None); ``LEDGER_UNAVAILABLE`` for one
+    that is not the strict JSON the ledger writes."""
+    if text is None:
+        return None
+    if type(text) is not str:
+        raise unreadable(f"a JSON column of type {type(text).__name__}")
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        raise unreadable("a JSON column that is not JSON") from None
 
 
 def dumps(value: Any) -> str:
@@ -244,6 +271,39 @@ def expire(cur: Cursor, run_id: str, call_id: str | None = None) -> None:
         event(cur, run_id, expired_id, "lease_expired", worker, {"attempt": attempt})
 
 
+_TEXT: Final = (0, 1, 3, 6, 7)  # run_id, call_id, tool, digest, idem_key
+_OPTIONAL_TEXT: Final = (4, 15, 25)  # tool_version, worker, approved_by
+_COUNTS: Final = (2, 14)  # seq, attempt
+_FLAGS: Final = (8, 9, 26)  # side_effects, idempotent, call_id_generated
+_TIMES: Final = (16, 17, 18, 19)  # lease_until, decided_at, claimed_at, finished_at
+
+
+def _time(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def _check_row(row: Any) -> None:
+    """``LEDGER_UNAVAILABLE`` for a row of :data:`COLUMNS` holding what this
+    version never writes (SQLite keeps any value in any column)."""
+    for index in _TEXT:
+        if type(row[index]) is not str:
+            raise unreadable(f"a {_NAMES[index]} of type {type(row[index]).__name__}")
+    for index in _OPTIONAL_TEXT:
+        if row[index] is not None and type(row[index]) is not str:
+            raise unreadable(f"a {_NAMES[index]} of type {type(row[index]).__name__}")
+    for index in _COUNTS:
+        if type(row[index]) is not int or row[index] < 0:
+            raise unreadable(f"a {_NAMES[index]} of {row[index]!r}")
+    for index in _FLAGS:
+        if row[index] not in (0, 1) or type(row[index]) not in (int, bool):
+            raise unreadable(f"a {_NAMES[index]} of {row[index]!r}")
+    if row[STATE] not in STATES:
+        raise unreadable(f"a state of {row[STATE]!r}")
+    for index in _TIMES:
+        if not _time(row[index]) and (row[index] is not None or index == _DECIDED_AT):
+            raise unreadable(f"a {_NAMES[index]} of {row[index]!r}")
+
+
 def entry_of(row: Any) -> Entry:
     """An :class:`Entry` from a row of :data:`COLUMNS`."""
     (
@@ -275,6 +335,7 @@ def entry_of(row: Any) -> Entry:
         approved_by,
         call_id_generated,
     ) = row
+    _check_row(row)
     return Entry(
         run_id=run_id,
         call_id=call_id,

@@ -23,9 +23,14 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..errors import ResultError
+from ..limits import seconds
 from .ddl import create, storable, tables, unencodable
 
 __all__: list[str] = []  # internal to the package
+
+#: The longest wait for a lock, in seconds: what a 32-bit count of
+#: milliseconds holds (SQLite's busy timeout, PostgreSQL's ``lock_timeout``).
+MAX_TIMEOUT: Final = (2**31 - 1) / 1000
 
 _DDL: Final = tables(real="REAL", serial="INTEGER PRIMARY KEY AUTOINCREMENT")
 
@@ -90,10 +95,11 @@ class SQLiteDatabase:
     writable_cte = False
 
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
+        wait = min(seconds("timeout", timeout, zero=True), MAX_TIMEOUT)
         self.url = url
         path = sqlite_path(url)
         try:
-            self._conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._conn = sqlite3.connect(path, timeout=wait, isolation_level=None, check_same_thread=False)
             if path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=" + _synchronous(url))

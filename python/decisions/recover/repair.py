@@ -28,7 +28,7 @@ from typing import Any, Final, Iterable, Literal
 from .._json_errors import fix_text
 from .._payload import canonical_json
 from ..errors import ERROR_CODES, OutputError, ParseError, PolicyError
-from ..limits import Limits
+from ..limits import Limits, count
 from ..request.textcalls import parse_json_text
 from ..types import FixedResponse, Item, NormalizedResponse, TextItem, ToolCallItem
 from .trace import Redactor
@@ -66,6 +66,8 @@ _REPAIRABLE_LAYERS: Final = frozenset({"parse", "schema", "domain", "policy"})
 _BUDGET_CODES: Final = frozenset({"REPAIR_BUDGET_EXHAUSTED", "REPEATED_ERROR"})
 
 DEFAULT_MAX_CHARS: Final = 2000
+#: The shortest repair message asked for: room for the error line and the closing instruction.
+MIN_CHARS: Final = 200
 _EXCERPT_RADIUS: Final = 32
 _MAX_ISSUES: Final = 12
 
@@ -121,6 +123,7 @@ class RepairBudget:
     def __post_init__(self) -> None:
         if type(self.max_attempts) is not int or self.max_attempts < 0:
             raise ValueError("max_attempts must be a non-negative int")
+        count("max_chars", self.max_chars, minimum=MIN_CHARS)
 
     @property
     def remaining(self) -> int:
@@ -293,8 +296,7 @@ def repair_prompt(
         raise ValueError(f"{error.code}: {_TRUNCATION_ADVICE}")
     if not is_repairable(error):
         raise ValueError(f"{error.code} is not repairable by the model; handle it in the caller")
-    if max_chars < 200:
-        raise ValueError("max_chars must be at least 200")
+    count("max_chars", max_chars, minimum=MIN_CHARS)
     redactor = redactor or Redactor()
     meaning = ERROR_CODES[error.code].meaning
     lines = [f"Your previous response could not be used: {error.layer} error {error.code} ({meaning})."]

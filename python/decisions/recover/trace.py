@@ -51,6 +51,7 @@ from typing import Any, Final, Iterable, Mapping
 from .._redact import REDACTED, redact_secrets, redact_with_offset
 from .._version import __version__
 from ..errors import OutputError
+from ..limits import count, seconds
 
 __all__ = [
     "RECORD_FIELDS",
@@ -228,7 +229,17 @@ def parse_record(
     digested here and not kept. Every string is passed through ``redactor``.
     """
     redactor = redactor or Redactor()
-    kind, count = _decision_kind(decision)
+    # the record's numbers are written to JSON logs and span attributes: no NaN, no infinity, no negative count
+    if event_count is not None:
+        count("event_count", event_count, minimum=0)
+    count("repair_attempt", repair_attempt, minimum=0)
+    for name, duration in (
+        ("parse_duration_ms", parse_duration_ms),
+        ("validation_duration_ms", validation_duration_ms),
+    ):
+        if duration is not None:
+            seconds(name, duration, zero=True, unit="milliseconds")
+    kind, calls = _decision_kind(decision)
     if request is not None:
         strategy = strategy or getattr(request, "strategy", None)
         schema_id = schema_id or getattr(request, "schema_id", None)
@@ -252,7 +263,7 @@ def parse_record(
         "validation_duration_ms": validation_duration_ms,
         "finish_reason": getattr(response, "finish_reason", None),
         "decision_kind": kind,
-        "tool_call_count": count,
+        "tool_call_count": calls,
         "repaired": ",".join(repaired_list) or None,
         "repair_attempt": repair_attempt,
         "error_layer": error.layer if error is not None else None,

@@ -24,6 +24,11 @@ class Restorer:
     def __init__(self, original: Mapping[str, Any], nullable: frozenset[str]) -> None:
         self.original = original
         self.nullable = nullable
+        #: (id of a value, schema pointer) -> (the value, its restored form): a
+        #: union tries each branch on the same subvalues, and without this a
+        #: value nested d deep in a recursive union of k branches was walked
+        #: k**d times. The value is held so its id is not reused meanwhile.
+        self._done: dict[tuple[int, str], tuple[Any, Any]] = {}
         self.defs: dict[str, tuple[str, Any]] = {}
         for key in _DEFS_KEYS:
             block = original.get(key)
@@ -34,6 +39,17 @@ class Restorer:
     def value(self, value: Any, node: Any, path: str, depth: int = 0) -> Any:
         if not isinstance(node, Mapping) or depth > _MAX_SCHEMA_DEPTH:
             return value
+        if not isinstance(value, (dict, list)):
+            return self._restored(value, node, path, depth)
+        key = (id(value), path)
+        done = self._done.get(key)
+        if done is not None and done[0] is value:
+            return done[1]
+        restored = self._restored(value, node, path, depth)
+        self._done[key] = (value, restored)
+        return restored
+
+    def _restored(self, value: Any, node: Mapping[str, Any], path: str, depth: int) -> Any:
         ref = node.get("$ref")
         if isinstance(ref, str):
             found = _def_name(ref)
@@ -71,18 +87,21 @@ class Restorer:
         of the original allows is the model's, not the conversion's)."""
         from jsonschema import Draft202012Validator
 
+        from ..validate._engines import union_validator_class
+
         probes = [
             {**{k: v for k, v in self.original.items() if k in _DEFS_KEYS}, **branch}
             if isinstance(branch, Mapping)
             else branch
             for branch in branches
         ]
-        if any(Draft202012Validator(probe).is_valid(value) for probe in probes):
+        validator = union_validator_class(Draft202012Validator, self.original, strict=False)
+        if any(validator(probe).is_valid(value) for probe in probes):
             return value
         for index, branch in enumerate(branches):
             candidate = self.value(value, branch, _pointer(path, index), depth + 1)
             if candidate is value:
                 continue
-            if Draft202012Validator(probes[index]).is_valid(candidate):
+            if validator(probes[index]).is_valid(candidate):
                 return candidate
         return value

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from .._payload import canonical_json
 from .._version import __version__
 from ..errors import SchemaError
+from ..limits import count
 from ._restore import Restorer
 from .capabilities import Capabilities, Strategy, capabilities
 from .conversion import (
@@ -306,7 +307,7 @@ def json_text_instructions(output: OutputDefinition | Any, *, max_chars: int | N
     """The instruction for the JSON-text strategy: one JSON value matching the
     schema, no prose, no Markdown fences."""
     definition = OutputDefinition.of(output)
-    limit = f" Keep it under {max_chars} characters." if max_chars else ""
+    limit = "" if max_chars is None else f" Keep it under {count('max_chars', max_chars)} characters."
     return (
         "Reply with exactly one JSON value and nothing else: no prose before or after it, "
         f"no Markdown code fences.{limit} The value must match this JSON Schema "

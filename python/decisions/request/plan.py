@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 from .. import _backend
 from .._payload import canonical_json
 from ..errors import ParseError, SchemaError
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, count
 from ..types import Item, NormalizedResponse, TextItem, ToolCallItem
 from .capabilities import Capabilities, Strategy
 from .conversion import ConvertedSchema, OnUnsupported, _unsupported, convert_schema, schema_digest
@@ -203,6 +203,8 @@ def build_request(
     :class:`decisions.Tool` objects.
     """
     caps = _caps(provider)
+    if max_output_chars is not None:
+        count("max_output_chars", max_output_chars)
     tools = [ToolDefinition.of(tool) for tool in tools]
     definition = None if output is None else OutputDefinition.of(output)
     if definition is not None and strategy is None:

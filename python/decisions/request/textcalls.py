@@ -33,7 +33,7 @@ from .. import _backend
 from .._json_errors import fix_text, parse_error
 from .._payload import canonical_json
 from ..errors import ParseError, SchemaError, StreamError
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, count
 from ..types import NormalizedResponse, TextItem, ToolCallItem
 from ._markdown import QuotedRanges
 
@@ -103,7 +103,7 @@ def _loads(doc: str, start: int, end: int, limits: Limits) -> Any:
 
 
 def _check_size(text: str, max_chars: int | None, limits: Limits) -> None:
-    if max_chars is not None and len(text) > max_chars:
+    if max_chars is not None and len(text) > count("max_chars", max_chars):
         raise ParseError(
             "DOCUMENT_TOO_LARGE",
             f"the reply is longer than {max_chars} characters",

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Ma
 from typing import Any, Final, get_args
 
 from .. import _backend
-from ..errors import StreamError
+from ..errors import ParseError, StreamError
 from ..limits import Limits
 from ..types import CALL_KINDS, EVENT_TYPES, FINISH_REASONS, CanonicalEvent, ItemKind
 
@@ -111,7 +111,10 @@ def encode_sse(event: CanonicalEvent) -> bytes:
 
 
 def read_json_lines(lines: Iterable[str | bytes], *, limits: Limits | None = None) -> Iterator[CanonicalEvent]:
-    """Events from JSON lines; blank lines are skipped. Errors carry the line number (from 1) as offset."""
+    """Events from JSON lines; blank lines are skipped. A malformed event's
+    ``StreamError`` carries the line number (from 1) as offset; a line that
+    is not strict JSON is the parser's ``ParseError`` at that line (its
+    ``lineno``), the column and character offset within the line."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -119,6 +122,17 @@ def read_json_lines(lines: Iterable[str | bytes], *, limits: Limits | None = Non
             yield decode_json(line, limits=limits)
         except StreamError as error:
             raise _malformed(f"line {number}: {error.message}", offset=number) from error
+        except ParseError as error:  # the parser counted lines in this one line alone
+            raise ParseError(
+                error.code,
+                error.message,
+                doc=error.doc,
+                pos=error.pos,
+                lineno=number,
+                colno=error.colno,
+                hint=error.hint,
+                path=error.path,
+            ) from error
 
 
 def _from_sse(frame: Any, limits: Limits | None) -> CanonicalEvent:

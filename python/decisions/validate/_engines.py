@@ -26,6 +26,9 @@ import hashlib
 import math
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final, Mapping
 
@@ -45,7 +48,10 @@ __all__ = [
     "PLAIN",
     "TOO_DEEP",
     "Compiled",
+    "BranchBudgetExhausted",
     "compile_json_schema",
+    "explaining",
+    "union_validator_class",
     "fast_refusal",
     "plain_json",
     "scan",
@@ -69,18 +75,284 @@ def _strict_integer(checker: Any, instance: Any) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-_STRICT_CLASSES: dict[type, Any] = {}
+# ---------------------------------------------------------------- alternatives in linear time
+#
+# ``jsonschema``'s own ``anyOf``/``oneOf`` list every error of every branch,
+# also to say "valid": for a value nested d deep in a recursive union of two
+# branches that both look inside it, that is 2**d walks (a model's 20-deep
+# object held a process for minutes). Here a branch is first asked for its
+# verdict only: the first error ends the walk, and each (value, subschema)
+# verdict is computed once per validation. The branches' errors, which the
+# issues are written from, are listed only for a union that failed, only
+# while :func:`explaining` is on, and within a bound on how many failed
+# unions are explained (the error tree itself can be exponential).
+
+#: (id(value), id(subschema)) -> (value, subschema, verdict) for the validation
+#: in progress: both are held so their ids are not reused meanwhile.
+_VERDICTS: ContextVar[dict[tuple[int, int], tuple[Any, Any, bool]] | None] = ContextVar("_VERDICTS", default=None)
+#: The failed unions still to explain, while the issues are written (None: verdicts only).
+_EXPLAIN: ContextVar[list[int] | None] = ContextVar("_EXPLAIN", default=None)
+#: How many failed ``anyOf``/``oneOf`` one validation explains branch by branch.
+MAX_EXPLAINED_UNIONS: Final = 2_000
+
+
+class BranchBudgetExhausted(Exception):
+    """More failed unions to explain than :data:`MAX_EXPLAINED_UNIONS`."""
+
+
+@contextmanager
+def explaining() -> Iterator[None]:
+    """Within: failed unions carry their branches' errors (``context``), as
+    ``jsonschema`` gives them, up to :data:`MAX_EXPLAINED_UNIONS` of them;
+    then :class:`BranchBudgetExhausted`."""
+    budget = _EXPLAIN.set([MAX_EXPLAINED_UNIONS])
+    memo = _VERDICTS.set({})
+    try:
+        yield
+    finally:
+        _VERDICTS.reset(memo)
+        _EXPLAIN.reset(budget)
+
+
+def _branch_valid(validator: Any, instance: Any, subschema: Any, index: int | str, memoize: bool) -> bool:
+    memo = _VERDICTS.get()
+    own = None
+    if memo is None:  # the outermost union of this validation keeps the verdicts for the ones inside it
+        memo = {}
+        own = _VERDICTS.set(memo)
+    try:
+        key = (id(instance), id(subschema))
+        found = memo.get(key) if memoize else None
+        if found is not None and found[0] is instance and found[1] is subschema:
+            return found[2]
+        explain = _EXPLAIN.set(None)
+        try:
+            valid = next(iter(validator.descend(instance, subschema, schema_path=index)), None) is None
+        finally:
+            _EXPLAIN.reset(explain)
+        if memoize:
+            memo[key] = (instance, subschema, valid)
+        return valid
+    finally:
+        if own is not None:
+            _VERDICTS.reset(own)
+
+
+def _branch_errors(validator: Any, branches: list[Any], instance: Any) -> list[Any] | None:
+    """Every branch's errors, or None when verdicts alone are asked for."""
+    budget = _EXPLAIN.get()
+    if budget is None:
+        return None
+    if budget[0] <= 0:
+        raise BranchBudgetExhausted
+    budget[0] -= 1
+    errors: list[Any] = []
+    for index, subschema in enumerate(branches):
+        errors.extend(validator.descend(instance, subschema, schema_path=index))
+    return errors
+
+
+def _unions(memoize: bool) -> dict[str, Any]:
+    def any_of(validator: Any, branches: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if any(_branch_valid(validator, instance, sub, i, memoize) for i, sub in enumerate(branches)):
+            return
+        context = _branch_errors(validator, branches, instance)
+        yield jsonschema.ValidationError(
+            f"{instance!r} is not valid under any of the given schemas", context=context or ()
+        )
+
+    def one_of(validator: Any, branches: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        valid: list[int] = []
+        for index, subschema in enumerate(branches):
+            if _branch_valid(validator, instance, subschema, index, memoize):
+                valid.append(index)
+                if len(valid) == 2:
+                    break
+        if not valid:
+            context = _branch_errors(validator, branches, instance)
+            yield jsonschema.ValidationError(
+                f"{instance!r} is not valid under any of the given schemas", context=context or ()
+            )
+        elif len(valid) > 1:
+            valid += [
+                index
+                for index in range(valid[1] + 1, len(branches))
+                if _branch_valid(validator, instance, branches[index], index, memoize)
+            ]
+            reprs = ", ".join(repr(branches[index]) for index in valid[1:] + valid[:1])
+            yield jsonschema.ValidationError(f"{instance!r} is valid under each of {reprs}")
+
+    def if_(validator: Any, condition: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        # ``jsonschema`` asks ``is_valid`` afresh: the condition and then/else both
+        # look inside a recursive value, 2**depth walks without the kept verdict
+        if _branch_valid(validator, instance, condition, "if", memoize):
+            if "then" in schema:
+                yield from validator.descend(instance, schema["then"], schema_path="then")
+        elif "else" in schema:
+            yield from validator.descend(instance, schema["else"], schema_path="else")
+
+    def not_(validator: Any, negated: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if _branch_valid(validator, instance, negated, "not", memoize):
+            yield jsonschema.ValidationError(f"{instance!r} should not be valid under {negated!r}")
+
+    def evaluated_keys(validator: Any, instance: Any, schema: Any) -> set[str]:
+        """``jsonschema``'s ``find_evaluated_property_keys_by_schema`` with the
+        branch verdicts kept: it asks every alternative and condition whether
+        the object is valid, and each answer looks inside the object's
+        children, whose own ``unevaluatedProperties`` ask again (2**depth)."""
+        if validator.is_type(schema, "boolean"):
+            return set()
+        keys: set[str] = set()
+        for ref_keyword in ("$ref", "$dynamicRef"):
+            ref = schema.get(ref_keyword)
+            if ref is not None:
+                resolved = validator._resolver.lookup(ref)
+                inner = validator.evolve(schema=resolved.contents, _resolver=resolved.resolver)
+                keys |= evaluated_keys(inner, instance, resolved.contents)
+        properties = schema.get("properties")
+        if validator.is_type(properties, "object"):
+            keys |= properties.keys() & instance.keys()
+        for keyword in ("additionalProperties", "unevaluatedProperties"):
+            subschema = schema.get(keyword)
+            if subschema is not None:
+                keys |= {
+                    key
+                    for key, value in instance.items()
+                    if _branch_valid(validator, value, subschema, keyword, memoize)
+                }
+        if "patternProperties" in schema:
+            for name in instance:
+                if any(re.search(pattern, name) for pattern in schema["patternProperties"]):
+                    keys.add(name)
+        if "dependentSchemas" in schema:
+            for name, subschema in schema["dependentSchemas"].items():
+                if name in instance:
+                    keys |= evaluated_keys(validator, instance, subschema)
+        for keyword in ("allOf", "oneOf", "anyOf"):
+            for index, subschema in enumerate(schema.get(keyword, [])):
+                if _branch_valid(validator, instance, subschema, index, memoize):
+                    keys |= evaluated_keys(validator, instance, subschema)
+        if "if" in schema:
+            if _branch_valid(validator, instance, schema["if"], "if", memoize):
+                keys |= evaluated_keys(validator, instance, schema["if"])
+                if "then" in schema:
+                    keys |= evaluated_keys(validator, instance, schema["then"])
+            elif "else" in schema:
+                keys |= evaluated_keys(validator, instance, schema["else"])
+        return keys
+
+    def unevaluated_properties(validator: Any, unevaluated: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        evaluated = evaluated_keys(validator, instance, schema)
+        extras = [
+            name
+            for name in instance
+            if name not in evaluated and not _branch_valid(validator, instance[name], unevaluated, name, memoize)
+        ]
+        if extras:
+            if unevaluated is False:
+                listed = ", ".join(repr(each) for each in sorted(extras, key=str))
+                verb = "was" if len(extras) == 1 else "were"
+                yield jsonschema.ValidationError(f"Unevaluated properties are not allowed ({listed} {verb} unexpected)")
+            else:
+                listed = ", ".join(repr(each) for each in extras)
+                verb = "was" if len(extras) == 1 else "were"
+                yield jsonschema.ValidationError(
+                    "Unevaluated properties are not valid under the given schema "
+                    f"({listed} {verb} unevaluated and invalid)"
+                )
+
+    def evaluated_indexes(validator: Any, instance: Any, schema: Any) -> set[int]:
+        """``find_evaluated_item_indexes_by_schema``, with the kept verdicts
+        (see :func:`evaluated_keys`)."""
+        if validator.is_type(schema, "boolean"):
+            return set()
+        if "items" in schema:
+            return set(range(len(instance)))
+        indexes: set[int] = set()
+        for ref_keyword in ("$ref", "$dynamicRef"):
+            ref = schema.get(ref_keyword)
+            if ref is not None:
+                resolved = validator._resolver.lookup(ref)
+                inner = validator.evolve(schema=resolved.contents, _resolver=resolved.resolver)
+                indexes |= evaluated_indexes(inner, instance, resolved.contents)
+        if "prefixItems" in schema:
+            indexes |= set(range(len(schema["prefixItems"])))
+        if "if" in schema:
+            if _branch_valid(validator, instance, schema["if"], "if", memoize):
+                indexes |= evaluated_indexes(validator, instance, schema["if"])
+                if "then" in schema:
+                    indexes |= evaluated_indexes(validator, instance, schema["then"])
+            elif "else" in schema:
+                indexes |= evaluated_indexes(validator, instance, schema["else"])
+        for keyword in ("contains", "unevaluatedItems"):
+            if keyword in schema:
+                indexes |= {
+                    index
+                    for index, item in enumerate(instance)
+                    if _branch_valid(validator, item, schema[keyword], index, memoize)
+                }
+        for keyword in ("allOf", "oneOf", "anyOf"):
+            for index, subschema in enumerate(schema.get(keyword, [])):
+                if _branch_valid(validator, instance, subschema, index, memoize):
+                    indexes |= evaluated_indexes(validator, instance, subschema)
+        return indexes
+
+    def unevaluated_items(validator: Any, unevaluated: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if not validator.is_type(instance, "array"):
+            return
+        evaluated = evaluated_indexes(validator, instance, schema)
+        extras = [item for index, item in enumerate(instance) if index not in evaluated]
+        if extras:
+            listed = ", ".join(repr(each) for each in extras)
+            verb = "was" if len(extras) == 1 else "were"
+            yield jsonschema.ValidationError(f"Unevaluated items are not allowed ({listed} {verb} unexpected)")
+
+    return {
+        "unevaluatedItems": unevaluated_items,
+        "anyOf": any_of,
+        "oneOf": one_of,
+        "if": if_,
+        "not": not_,
+        "unevaluatedProperties": unevaluated_properties,
+    }
+
+
+_STRICT_CLASSES: dict[tuple[type, bool, bool], Any] = {}
+
+
+def _dynamic(schema: Any) -> bool:
+    """Whether ``schema`` has dynamic references (a subschema's verdict then
+    depends on the path that reached it, and is not kept)."""
+    try:
+        text = canonical_json(schema)
+    except (TypeError, ValueError):
+        return True
+    return '"$dynamicRef"' in text or '"$recursiveRef"' in text
+
+
+def union_validator_class(base: Any, schema: Any, *, strict: bool) -> Any:
+    """``base`` (a ``jsonschema`` validator class) with linear-time
+    ``anyOf``/``oneOf``, and strict integers when ``strict``."""
+    memoize = not _dynamic(schema)
+    key = (base, strict, memoize)
+    cls = _STRICT_CLASSES.get(key)
+    if cls is None:
+        extend: Any = jsonschema.validators.extend
+        checker = base.TYPE_CHECKER.redefine("integer", _strict_integer) if strict else None
+        # only the keywords the draft has (draft 3 has no anyOf, draft 6 no if)
+        keywords = {name: check for name, check in _unions(memoize).items() if name in base.VALIDATORS}
+        cls = extend(base, validators=keywords, type_checker=checker)
+        _STRICT_CLASSES[key] = cls
+    return cls
 
 
 def strict_validator_class(schema: Mapping[str, Any]) -> Any:
-    """The ``jsonschema`` validator class for ``schema``'s draft, with strict integers."""
+    """The ``jsonschema`` validator class for ``schema``'s draft, with strict
+    integers and linear-time alternatives."""
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls = _STRICT_CLASSES.get(base)
-    if cls is None:
-        extend: Any = jsonschema.validators.extend
-        cls = extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _strict_integer))
-        _STRICT_CLASSES[base] = cls
-    return cls
+    return union_validator_class(base, schema, strict=True)
 
 
 # ---------------------------------------------------------------- the agreed subset
@@ -164,6 +436,57 @@ def _numbers_plain(value: Any) -> bool:
     return True
 
 
+def _references(node: Any) -> set[str]:
+    """The ``$ref`` values anywhere inside ``node``."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            ref = item.get("$ref")
+            if isinstance(ref, str):
+                found.add(ref)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _unevaluated(node: Any) -> bool:
+    """Whether ``unevaluatedProperties`` or ``unevaluatedItems`` is anywhere inside ``node``."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "unevaluatedProperties" in item or "unevaluatedItems" in item:
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _recursive(schema: dict[str, Any]) -> bool:
+    """Whether a local reference of ``schema`` can reach itself (through the
+    root or ``$defs`` entries): then a value can nest as deep as it likes."""
+    defs = schema.get("$defs")
+    targets: dict[str, Any] = {"#": schema}
+    if isinstance(defs, dict):
+        targets.update((f"#/$defs/{name}", body) for name, body in defs.items())
+    edges = {name: _references(body) & targets.keys() for name, body in targets.items()}
+    for start in edges:
+        seen: set[str] = set()
+        stack = list(edges[start])
+        while stack:
+            name = stack.pop()
+            if name == start:
+                return True
+            if name not in seen:
+                seen.add(name)
+                stack.extend(edges[name])
+    return False
+
+
 def fast_refusal(schema: Any) -> str | None:
     """Why ``schema`` (as applied) is left to ``jsonschema`` alone, or None
     when it keeps to the agreed subset."""
@@ -174,6 +497,10 @@ def fast_refusal(schema: Any) -> str | None:
         return f"draft {declared!r}"
     if not _numbers_plain(schema):
         return "a number beyond 64 bits or not finite"
+    if _recursive(schema) and _unevaluated(schema):
+        # jsonschema-rs asks each alternative about each level of a recursive
+        # value again to find the evaluated members: 2**depth walks to say "valid"
+        return "unevaluated keywords in a recursive schema"
     stack: list[Any] = [schema]
     while stack:
         node = stack.pop()

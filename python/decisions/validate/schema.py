@@ -41,12 +41,12 @@ issue codes and how each validator's errors map to them),
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Final, Mapping, Sequence
 
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import json_path as json_path  # the tests and older callers import it from here
-from ._engines import PLAIN, TOO_DEEP, Compiled, compile_json_schema, scan
+from ._engines import PLAIN, TOO_DEEP, BranchBudgetExhausted, Compiled, compile_json_schema, explaining, scan
 from ._issues import (
     ISSUE_CODES,
     MAX_ISSUES,
@@ -73,6 +73,12 @@ __all__ = [
     "Schema",
     "ISSUE_CODES",
 ]
+
+
+#: What a value no alternative of too many nested unions accepts is told.
+_TOO_MANY_ALTERNATIVES: Final = (
+    "a value one alternative of each anyOf/oneOf accepts (none does, at too many places to list)"
+)
 
 
 def _too_deep(root: str) -> list[dict[str, str]]:
@@ -252,7 +258,12 @@ class Schema:
                 ], None
         issues: list[dict[str, str]] = []
         where = _root(root)
-        for failure in sorted(self._compiled.reference.iter_errors(value), key=error_order):
+        try:
+            with explaining():
+                failures = sorted(self._compiled.reference.iter_errors(value), key=error_order)
+        except BranchBudgetExhausted:
+            return [issue(where, (), "invalid", _TOO_MANY_ALTERNATIVES)], None
+        for failure in failures:
             issues.extend(js_issues(failure, where))
             if len(issues) >= MAX_ISSUES:
                 break
