@@ -180,12 +180,33 @@ def test_a_row_this_version_never_writes_is_ledger_unavailable(
         assert "LEDGER_UNAVAILABLE" in out.getvalue()
 
 
-@pytest.mark.parametrize(("column", "value"), [("arguments", "{bad"), ("arguments", '{"a": Infinity}')])
-def test_stored_arguments_that_are_not_json_are_ledger_unavailable(tmp_path: Path, column: str, value: Any) -> None:
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("arguments", "{bad"),
+        ("arguments", '{"a": Infinity}'),
+        ("arguments", "[1]"),
+        ("arguments", '"a"'),
+        ("tool", b"read_file"),
+        ("idem_key", b"k"),
+        ("side_effects", 5),
+        ("attempt", 1.5),
+    ],
+)
+def test_a_claim_is_never_granted_from_a_row_this_version_never_writes(tmp_path: Path, column: str, value: Any) -> None:
+    """A claim was granted from the row as it was: a tool of bytes, arguments
+    that are a list, a flag of 5; now the claim is refused as a table the
+    ledger does not read (not retryable), and the call stays unclaimed."""
     url = _tampered(tmp_path, column, value)
-    with open_ledger(url) as ledger, pytest.raises(ResultError) as caught:
-        ledger.claim("a", run_id="r", worker="w")
-    assert (caught.value.code, caught.value.retryable) == ("LEDGER_UNAVAILABLE", False)
+    with open_ledger(url) as ledger:
+        for claim in (lambda: ledger.claim("a", run_id="r", worker="w"), lambda: ledger.claim_next("r", worker="w")):
+            with pytest.raises(ResultError) as caught:
+                claim()
+            assert (caught.value.code, caught.value.retryable) == ("LEDGER_UNAVAILABLE", False)
+    connection = sqlite3.connect(tmp_path / "ledger.db")
+    with connection:
+        assert connection.execute("SELECT state, attempt FROM ledger_calls").fetchall()[0][0] == "decided"
+    connection.close()
 
 
 def test_a_time_beyond_any_date_is_shown_not_raised(tmp_path: Path) -> None:

@@ -13,7 +13,21 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from ..errors import ResultError
-from .records import ARGUMENTS, COLUMNS, Claim, ClaimReason, Cursor, dumps, entry_of, event, expire, loads, row_of
+from .records import (
+    ARGUMENTS,
+    COLUMNS,
+    Claim,
+    ClaimReason,
+    Cursor,
+    dumps,
+    entry_of,
+    event,
+    expire,
+    is_time,
+    loads,
+    row_of,
+    unreadable,
+)
 
 __all__: list[str] = []  # internal to the package
 
@@ -74,8 +88,29 @@ def step_with_event(
 
 
 def granted(row: Any) -> Claim:
-    """The granted :class:`Claim` of a row of :data:`_GRANTED`."""
+    """The granted :class:`Claim` of a row of :data:`_GRANTED`;
+    ``LEDGER_UNAVAILABLE`` for a row holding what this version never writes
+    (as :func:`~decisions.ledger.records.entry_of` refuses it), so a worker
+    is never handed a call to run from a table something else wrote."""
     run_id, call_id, worker, attempt, lease_until, idem_key, tool, arguments, side_effects = row
+    for name, text in (
+        ("run_id", run_id),
+        ("call_id", call_id),
+        ("worker", worker),
+        ("idem_key", idem_key),
+        ("tool", tool),
+    ):
+        if type(text) is not str:
+            raise unreadable(f"a {name} of type {type(text).__name__}")
+    if type(attempt) is not int or attempt < 1:
+        raise unreadable(f"an attempt of {attempt!r}")
+    if not is_time(lease_until):
+        raise unreadable(f"a lease_until of {lease_until!r}")
+    if side_effects not in (0, 1) or type(side_effects) not in (int, bool):
+        raise unreadable(f"a side_effects of {side_effects!r}")
+    arguments = loads(arguments)  # None: sensitive arguments are not stored
+    if arguments is not None and type(arguments) is not dict:
+        raise unreadable(f"arguments of type {type(arguments).__name__}")
     return Claim(
         granted=True,
         reason="granted",
@@ -87,7 +122,7 @@ def granted(row: Any) -> Claim:
         lease_until=lease_until,
         idempotency_key=idem_key,
         tool=tool,
-        arguments=loads(arguments),
+        arguments=arguments,
         side_effects=bool(side_effects),
     )
 

@@ -278,7 +278,8 @@ _FLAGS: Final = (8, 9, 26)  # side_effects, idempotent, call_id_generated
 _TIMES: Final = (16, 17, 18, 19)  # lease_until, decided_at, claimed_at, finished_at
 
 
-def _time(value: Any) -> bool:
+def is_time(value: Any) -> bool:
+    """Whether a stored time is one this version writes: a finite number of seconds."""
     return type(value) in (int, float) and math.isfinite(value)
 
 
@@ -300,7 +301,7 @@ def _check_row(row: Any) -> None:
     if row[STATE] not in STATES:
         raise unreadable(f"a state of {row[STATE]!r}")
     for index in _TIMES:
-        if not _time(row[index]) and (row[index] is not None or index == _DECIDED_AT):
+        if not is_time(row[index]) and (row[index] is not None or index == _DECIDED_AT):
             raise unreadable(f"a {_NAMES[index]} of {row[index]!r}")
 
 
