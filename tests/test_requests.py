@@ -836,3 +836,35 @@ def test_any_grammar_schema_converts_to_the_rules_or_is_refused_by_name(schema: 
         assert convert_schema(schema, caps, on_unsupported="reject").schema == converted.schema
     again = convert_schema(converted.schema, caps)
     assert again.schema == converted.schema
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"type": "string", "maxLength": -1},
+        {"type": "number", "multipleOf": 0},
+        {"type": "strnig"},
+        {"type": "array", "items": 5},
+        {"$ref": "https://example.com/elsewhere.json"},
+    ],
+)
+def test_a_schema_dict_decide_cannot_compile_is_never_sent(broken: dict[str, Any]) -> None:
+    """A tool's or output's schema dict that breaks its metaschema (or names
+    a schema offline) went to the provider as written, while ``decide``
+    refused to compile the same schema; now the definition refuses it."""
+    schema = {"type": "object", "properties": {"a": broken}, "required": ["a"]}
+    import jsonschema
+
+    refused = (jsonschema.SchemaError, ValueError)
+    with pytest.raises(refused):
+        decisions.Schema.of(schema)
+    with pytest.raises(refused):
+        ToolDefinition("t", schema)
+    with pytest.raises(refused):
+        OutputDefinition(schema, name="answer")
+    with pytest.raises(refused):
+        build_request(
+            "openai-chat",
+            tools=[ToolDefinition.of(decisions.Tool(name="t", parameters={"type": "object"}))],
+            output=schema,
+        )

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Mapping
 
+from ..validate._engines import compile_json_schema
 from ..validate.domain import Tool
 from ..validate.schema import Schema
 from .conversion import _json_copy
@@ -23,9 +24,14 @@ _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 
 def _schema_of(source: Any) -> tuple[dict[str, Any], Any]:
     """The JSON Schema dict for a schema dict, a Pydantic model or any type
-    Pydantic's ``TypeAdapter`` accepts; and the model/type (or None)."""
+    Pydantic's ``TypeAdapter`` accepts; and the model/type (or None). A
+    schema dict is checked as :class:`~decisions.validate.schema.Schema`
+    checks it (its draft's metaschema: ``jsonschema.SchemaError``; a
+    reference that does not resolve offline: ValueError), so no provider is
+    sent a schema that ``decide`` would refuse to compile."""
     if isinstance(source, Mapping):
         schema = _json_copy(source)
+        compile_json_schema(schema, False)
         return schema, None
     import pydantic
 
