@@ -126,6 +126,38 @@ def test_a_deep_value_under_a_recursive_condition_is_checked_in_bounded_time(neg
         ]
 
 
+def test_a_deep_value_under_a_recursive_composition_is_checked_in_bounded_time() -> None:
+    """``allOf`` of two parts that both look inside the child (a node that
+    is a ``named`` and a ``tree``) walked both parts for their errors at
+    every level, also to say valid: 2**depth."""
+    schema = Schema(
+        {
+            "$defs": {
+                "Node": {"allOf": [{"$ref": "#/$defs/Named"}, {"$ref": "#/$defs/Tree"}]},
+                "Named": {
+                    "type": "object",
+                    "properties": {"note": {"type": "string"}, "child": {"$ref": "#/$defs/Node"}},
+                },
+                "Tree": {"type": "object", "properties": {"kind": {"const": "dir"}, "child": {"$ref": "#/$defs/Node"}}},
+            },
+            "type": "object",
+            "properties": {"root": {"$ref": "#/$defs/Node"}},
+        },
+        closed=False,
+    )
+    started = time.monotonic()
+    assert schema.validate(_nested(40, "ok")) == _nested(40, "ok")
+    with pytest.raises(OutputError) as caught:
+        schema.validate(_nested(40, 5))
+    assert time.monotonic() - started < BOUND_SECONDS
+    assert caught.value.code == "SCHEMA_MISMATCH"
+    shallow = _nested(3, 5)
+    with pytest.raises(OutputError) as caught:
+        schema.validate(shallow)
+    # each part that looks at the note says where (jsonschema's own listing)
+    assert {i["path"] for i in caught.value.issues} == {"$.root.child.child.child.note"}
+
+
 def test_one_of_two_matching_alternatives_is_still_refused() -> None:
     schema = Schema({"oneOf": [{"type": "integer"}, {"minimum": 0}, {"type": "string"}]})
     for twice in (3, "a"):  # "a" is also at least 0: minimum looks at numbers only

@@ -92,7 +92,7 @@ def _strict_integer(checker: Any, instance: Any) -> bool:
 _VERDICTS: ContextVar[dict[tuple[int, int], tuple[Any, Any, bool]] | None] = ContextVar("_VERDICTS", default=None)
 #: The failed unions still to explain, while the issues are written (None: verdicts only).
 _EXPLAIN: ContextVar[list[int] | None] = ContextVar("_EXPLAIN", default=None)
-#: How many failed ``anyOf``/``oneOf`` one validation explains branch by branch.
+#: How many failed ``anyOf``/``oneOf``/``allOf`` one validation explains branch by branch.
 MAX_EXPLAINED_UNIONS: Final = 2_000
 
 
@@ -160,6 +160,23 @@ def _unions(memoize: bool) -> dict[str, Any]:
         yield jsonschema.ValidationError(
             f"{instance!r} is not valid under any of the given schemas", context=context or ()
         )
+
+    def all_of(validator: Any, parts: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        # ``jsonschema`` walks every part for its errors: parts that both look
+        # inside a recursive value, 2**depth walks; here each part's verdict
+        # first, then the failed parts' errors, in order, as it lists them
+        failed = [
+            index for index, part in enumerate(parts) if not _branch_valid(validator, instance, part, index, memoize)
+        ]
+        if not failed:
+            return
+        budget = _EXPLAIN.get()
+        if budget is not None:  # the failed parts' errors are explained within the same bound as unions
+            if budget[0] <= 0:
+                raise BranchBudgetExhausted
+            budget[0] -= 1
+        for index in failed:
+            yield from validator.descend(instance, parts[index], schema_path=index)
 
     def one_of(validator: Any, branches: Any, instance: Any, schema: Any) -> Iterator[Any]:
         valid: list[int] = []
@@ -311,6 +328,7 @@ def _unions(memoize: bool) -> dict[str, Any]:
 
     return {
         "unevaluatedItems": unevaluated_items,
+        "allOf": all_of,
         "anyOf": any_of,
         "oneOf": one_of,
         "if": if_,
