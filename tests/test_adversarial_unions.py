@@ -8,6 +8,7 @@ linear in the value (each verdict once), and a failure is still a typed
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -156,6 +157,46 @@ def test_a_deep_value_under_a_recursive_composition_is_checked_in_bounded_time()
         schema.validate(shallow)
     # each part that looks at the note says where (jsonschema's own listing)
     assert {i["path"] for i in caught.value.issues} == {"$.root.child.child.child.note"}
+
+
+def _twice_reached(how: str) -> dict[str, Any]:
+    """A node whose child is reached by two paths of the schema, both through a reference."""
+    look = {"properties": {"child": {"$ref": "#/$defs/Node"}, "note": {"type": "string"}}}
+    nodes = {
+        "ref beside properties": {"$ref": "#/$defs/Look", **look},
+        "dependentSchemas": {**look, "dependentSchemas": {"child": look, "note": look}},
+    }
+    return {
+        "$defs": {"Node": nodes[how], "Look": look},
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/Node"}},
+    }
+
+
+@pytest.mark.parametrize("how", ["ref beside properties", "dependentSchemas"])
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_child_reached_by_two_paths_is_checked_in_bounded_time(how: str, fast: bool) -> None:
+    """A child reached twice at every level (a ``$ref`` beside the
+    ``properties`` it refers to, or two ``dependentSchemas``): ``jsonschema``
+    walked it once per path, 2**depth, to say valid as to list a failure
+    (a 20-deep value took minutes). Each reference now keeps its verdict.
+    ``fast`` False checks with the reference validator alone, as for a
+    schema outside the fast validator's subset."""
+    schema = Schema(_twice_reached(how), closed=False)
+    if not fast:
+        assert schema._compiled is not None
+        schema._compiled = dataclasses.replace(schema._compiled, fast=None)
+    started = time.monotonic()
+    assert schema.validate(_nested(60, "ok")) == _nested(60, "ok")
+    with pytest.raises(OutputError) as caught:
+        schema.validate(_nested(60, 5))
+    assert time.monotonic() - started < BOUND_SECONDS
+    assert caught.value.code == "SCHEMA_MISMATCH"
+    with pytest.raises(OutputError) as caught:
+        schema.validate(_nested(2, 5))  # a shallow failure: named once, where it is
+    assert [dict(i) for i in caught.value.issues] == [
+        {"path": "$.root.child.child.note", "code": "type", "expected": "string"}
+    ]
 
 
 def test_one_of_two_matching_alternatives_is_still_refused() -> None:

@@ -114,7 +114,9 @@ def explaining() -> Iterator[None]:
         _EXPLAIN.reset(budget)
 
 
-def _branch_valid(validator: Any, instance: Any, subschema: Any, index: int | str, memoize: bool) -> bool:
+def _branch_valid(
+    validator: Any, instance: Any, subschema: Any, index: int | str | None, memoize: bool, resolver: Any = None
+) -> bool:
     memo = _VERDICTS.get()
     own = None
     if memo is None:  # the outermost union of this validation keeps the verdicts for the ones inside it
@@ -127,7 +129,9 @@ def _branch_valid(validator: Any, instance: Any, subschema: Any, index: int | st
             return found[2]
         explain = _EXPLAIN.set(None)
         try:
-            valid = next(iter(validator.descend(instance, subschema, schema_path=index)), None) is None
+            valid = (
+                next(iter(validator.descend(instance, subschema, schema_path=index, resolver=resolver)), None) is None
+            )
         finally:
             _EXPLAIN.reset(explain)
         if memoize:
@@ -152,7 +156,34 @@ def _branch_errors(validator: Any, branches: list[Any], instance: Any) -> list[A
     return errors
 
 
+def _spend_explanation() -> None:
+    """Count one failed part explained (a union, a composition, a
+    reference) against :data:`MAX_EXPLAINED_UNIONS`, while explaining."""
+    budget = _EXPLAIN.get()
+    if budget is not None:
+        if budget[0] <= 0:
+            raise BranchBudgetExhausted
+        budget[0] -= 1
+
+
 def _unions(memoize: bool) -> dict[str, Any]:
+    def ref(validator: Any, reference: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        # A value reaches a recursive schema only through references: kept
+        # verdicts there make any walk linear, where ``jsonschema`` walks a
+        # child once per path to it (``$ref`` beside ``properties`` that
+        # both recurse: 2**depth, also to say valid).
+        if getattr(validator, "_ref_resolver", None) is not None:  # the deprecated resolver: as it was
+            yield from validator._validate_reference(ref=reference, instance=instance)
+            return
+        try:
+            resolved = validator._resolver.lookup(reference)
+        except referencing.exceptions.Unresolvable as err:
+            raise jsonschema.exceptions._WrappedReferencingError(err) from err  # type: ignore[attr-defined]
+        if _branch_valid(validator, instance, resolved.contents, None, memoize, resolved.resolver):
+            return
+        _spend_explanation()
+        yield from validator.descend(instance, resolved.contents, resolver=resolved.resolver)
+
     def any_of(validator: Any, branches: Any, instance: Any, schema: Any) -> Iterator[Any]:
         if any(_branch_valid(validator, instance, sub, i, memoize) for i, sub in enumerate(branches)):
             return
@@ -170,11 +201,7 @@ def _unions(memoize: bool) -> dict[str, Any]:
         ]
         if not failed:
             return
-        budget = _EXPLAIN.get()
-        if budget is not None:  # the failed parts' errors are explained within the same bound as unions
-            if budget[0] <= 0:
-                raise BranchBudgetExhausted
-            budget[0] -= 1
+        _spend_explanation()
         for index in failed:
             yield from validator.descend(instance, parts[index], schema_path=index)
 
@@ -328,6 +355,7 @@ def _unions(memoize: bool) -> dict[str, Any]:
 
     return {
         "unevaluatedItems": unevaluated_items,
+        "$ref": ref,
         "allOf": all_of,
         "anyOf": any_of,
         "oneOf": one_of,

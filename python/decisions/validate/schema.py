@@ -77,7 +77,7 @@ __all__ = [
 
 #: What a value no alternative of too many nested unions accepts is told.
 _TOO_MANY_ALTERNATIVES: Final = (
-    "a value one alternative of each anyOf/oneOf accepts (none does, at too many places to list)"
+    "a value the schema accepts (it fails in too many alternatives, parts or references at once to list)"
 )
 
 
@@ -264,7 +264,9 @@ class Schema:
         except BranchBudgetExhausted:
             return [issue(where, (), "invalid", _TOO_MANY_ALTERNATIVES)], None
         for failure in failures:
-            issues.extend(js_issues(failure, where))
+            for found in js_issues(failure, where):
+                if found not in issues:  # one failure reached by two paths of the schema is said once
+                    issues.append(found)
             if len(issues) >= MAX_ISSUES:
                 break
         return (issues, None) if issues else ([], value)
