@@ -198,6 +198,10 @@ def decoder(limits: Limits, fields: tuple[ArgumentField, ...]) -> Callable[[str 
     return decode_event
 
 
+#: finds a ``\\u`` in a text (a regex finds it faster than ``in`` does)
+_U_ESCAPE: Final = re.compile(r"\\u").search
+
+
 def unkeyed(data: str | bytes, lim: Limits) -> tuple[Any, int] | None:
     """Event data or a body that :func:`decode` reads on the strict parser's
     fast path (an exact ``str`` of ASCII or ``bytes`` of UTF-8, within the
@@ -231,7 +235,7 @@ def unkeyed(data: str | bytes, lim: Limits) -> tuple[Any, int] | None:
             return None
     else:
         return None
-    if "\\u" in text or "\x00" in text[:2] or text[:1] == "\ufeff" or text == DONE:
+    if _U_ESCAPE(text) is not None or "\x00" in text[:2] or text[:1] == "\ufeff" or text == DONE:
         return None
     try:
         return fast_path(text, len(data), lim, False), text.count(":")

@@ -284,8 +284,10 @@ def fast_path(text: str, size: int, lim: Limits, keyed: bool = True) -> Any:
     """The value of ``text`` (``size`` bytes of UTF-8, past the input checks
     of :func:`loads`) by the stdlib scanner, or one of :data:`FAST_MISSES`.
 
-    With ``keyed`` False (see :func:`unkeyed`), every check but the one for
-    repeated keys, for a text without ``\\u`` escapes (else a miss)."""
+    With ``keyed`` False (see :func:`~decisions._pure.envelope.unkeyed`),
+    every check but the one for repeated keys, for a text the caller found
+    without ``\\u`` escapes (which that check alone would judge); a miss
+    under limits that need the members counted."""
     if lim is DEFAULT_LIMITS:
         plan = _DEFAULT_PLAN
     else:
@@ -294,7 +296,7 @@ def fast_path(text: str, size: int, lim: Limits, keyed: bool = True) -> Any:
             plan = _plan_for(lim)
     scan, max_string, max_depth, count_from, unchecked = plan
     if not keyed:
-        if unchecked is None or "\\u" in text:
+        if unchecked is None:
             raise _Flag
         scan = unchecked
     start = WS.match(text).end() if text[:1] in WS_CHARS else 0  # type: ignore[union-attr]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from json.encoder import encode_basestring_ascii as quoted
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Final, Protocol
 
 from .._payload import payload_text
 from ..errors import OutputError, new_error
@@ -316,6 +316,24 @@ def _check_options(limits: Limits | None, choice: int | None) -> Limits:
     return DEFAULT_LIMITS if limits is None else limits
 
 
+def _body_readers() -> dict[str, Callable[..., NormalizedResponse | None]]:
+    """Provider id -> the ``fast_body`` of a mapper of that provider with no
+    choice given, for each mapper that ``PROVES_KEYS``: ``fast_body`` reads
+    the mapper's selected choice and nothing else of its state, so one
+    mapper serves every body."""
+    readers = {}
+    for provider in providers.PROVIDERS:
+        mapper = providers.mapper_for(provider)
+        fast = getattr(mapper, "fast_body", None)
+        if fast is not None and getattr(mapper, "PROVES_KEYS", False):
+            readers[provider] = fast
+    return readers
+
+
+_BODY_READERS: Final = _body_readers()
+_ENVELOPE_DEFAULT: Final = envelope_limits(DEFAULT_LIMITS)
+
+
 class StreamAssembler:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
@@ -419,6 +437,15 @@ def normalize(
     choice: int | None = None,
 ) -> NormalizedResponse:
     """A whole non-streaming response body -> :class:`NormalizedResponse`."""
+    if type(body) is bytes and limits is None and choice is None and type(provider) is str:
+        # the common call: ``normalize_text``'s first step, without a mapper of its own
+        read = _BODY_READERS.get(provider)
+        if read is not None:
+            light = unkeyed(body, _ENVELOPE_DEFAULT)
+            if light is not None:
+                found: NormalizedResponse | None = read(light[0], provider, DEFAULT_LIMITS, light[1])
+                if found is not None:
+                    return found
     checked = _check_options(limits, choice)
     provider = plain(provider) if isinstance(provider, str) else provider  # the TypeError names its type
     mapper = _mapper(provider, choice)
