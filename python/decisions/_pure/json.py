@@ -202,16 +202,20 @@ def _scanner(lim: Limits, keyed: bool = True) -> _Scanner | None:
 
 
 #: What the fast path needs of one ``Limits``, read once: the scanner, then
-#: ``max_string_bytes``, ``max_depth`` and the smaller of ``max_array_items``
-#: and ``max_values`` (the text length from which commas are counted), then
-#: the scanner without the repeated-key check (or None).
-_Plan = tuple[_Scanner, int, int, int, "_Scanner | None"]
+#: ``max_string_bytes``, ``max_depth``, the text length from which nesting
+#: can exceed it (``2 * max_depth + 2``: each level of a valid text opens and
+#: closes) and the smaller of ``max_array_items`` and ``max_values`` (the
+#: text length from which commas are counted), then the scanner without the
+#: repeated-key check (or None).
+_Plan = tuple[_Scanner, int, int, int, int, "_Scanner | None"]
 
 
 def _plan(lim: Limits) -> _Plan:
     scan = _scanner(lim)
     assert scan is not None
-    return (scan, lim.max_string_bytes, lim.max_depth, min(lim.max_array_items, lim.max_values), _scanner(lim, False))
+    depth = lim.max_depth
+    counted = min(lim.max_array_items, lim.max_values)
+    return (scan, lim.max_string_bytes, depth, 2 * depth + 2, counted, _scanner(lim, False))
 
 
 _DEFAULT_PLAN: Final = _plan(DEFAULT_LIMITS)
@@ -294,7 +298,7 @@ def fast_path(text: str, size: int, lim: Limits, keyed: bool = True) -> Any:
         last_lim, plan = _last  # ``_plan_for``'s first step, inlined: a stream parses under one ``Limits``
         if last_lim is not lim:
             plan = _plan_for(lim)
-    scan, max_string, max_depth, count_from, unchecked = plan
+    scan, max_string, max_depth, deep_from, count_from, unchecked = plan
     if not keyed:
         if unchecked is None:
             raise _Flag
@@ -311,7 +315,7 @@ def fast_path(text: str, size: int, lim: Limits, keyed: bool = True) -> Any:
     elif type(value) is dict or type(value) is list:
         # Each bound below counts characters of the text, so a text shorter
         # than the bound cannot break it: count only what could.
-        if n > max_depth and text.count("[") + text.count("{") > max_depth:
+        if n >= deep_from and text.count("[") + text.count("{") > max_depth:
             _walk(value, lim, False)
         elif n >= count_from:
             opens = text.count("[")

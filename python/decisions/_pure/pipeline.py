@@ -17,7 +17,7 @@ from typing import Any, Callable, Final, Protocol
 from .._payload import payload_text
 from ..errors import OutputError, new_error
 from ..limits import DEFAULT_LIMITS, Limits
-from ..providers import CANONICAL
+from ..providers import CANONICAL, DONE
 from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler
@@ -169,13 +169,17 @@ class Pipeline:
                         if delta is not None and more_delta(shape.key, delta, assembler):
                             continue
                     taken: bool | tuple[Any, str] = False
-                    if light_lim is not None and fast_event is not None:
-                        light = unkeyed(payload, light_lim)
-                        if light is not None:
-                            taken = fast_event(event, light[0], assembler, light[1])
-                    if not taken:
-                        decoded = decode_event(payload)
-                        taken = False if fast_event is None else fast_event(event, decoded, assembler)
+                    if payload == DONE:  # the marker decodes as itself
+                        decoded: Any = DONE
+                        taken = False if fast_event is None else fast_event(event, DONE, assembler)
+                    else:
+                        if light_lim is not None and fast_event is not None:
+                            light = unkeyed(payload, light_lim)
+                            if light is not None:
+                                taken = fast_event(event, light[0], assembler, light[1])
+                        if not taken:
+                            decoded = decode_event(payload)
+                            taken = False if fast_event is None else fast_event(event, decoded, assembler)
                     if not taken:
                         self._apply_all(map_event(event, decoded))
                     elif (
