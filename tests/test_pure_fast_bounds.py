@@ -119,3 +119,43 @@ def test_done_marker(impl: ModuleType, after: bytes) -> None:
     with pytest.raises(OutputError) as caught:
         assembler.feed(data)
     assert caught.value.code == "EVENT_AFTER_TERMINAL"
+
+
+def _calls_body(ids: list[str], choice: int = 0, rid: str = "chatcmpl-1") -> bytes:
+    calls = [
+        {"id": call_id, "type": "function", "function": {"name": "grep", "arguments": '{"p": 1}'}} for call_id in ids
+    ]
+    message = {"role": "assistant", "content": None, "tool_calls": calls}
+    choices = [{"index": choice, "message": message, "finish_reason": "tool_calls"}]
+    return json.dumps({"id": rid, "choices": choices}).encode()
+
+
+def _items(impl: ModuleType, data: bytes, **options: Any) -> Any:
+    try:
+        response = impl.normalize(data, provider=CHAT, **options)
+    except OutputError as error:
+        return error.code, error.message
+    return [(item.item_id, item.call_id, item.call_id_generated) for item in response.items]
+
+
+@pytest.mark.parametrize("count", [2, 3, 4])
+def test_body_repeated_call_ids(impl: ModuleType, native: ModuleType, count: int) -> None:
+    """Any two calls of a body sharing an id: the body is refused as natively."""
+    for first in range(count):
+        for second in range(first + 1, count):
+            ids = [f"call_{k}" for k in range(count)]
+            ids[second] = ids[first]
+            data = _calls_body(ids)
+            assert _items(impl, data) == _items(native, data)
+            assert _items(impl, data)[0] == "DUPLICATE_CALL_ID"
+
+
+@pytest.mark.parametrize("count", [1, 15, 16, 17, 20])
+@pytest.mark.parametrize("choice", [None, 0, 1])
+def test_body_item_ids(impl: ModuleType, native: ModuleType, count: int, choice: int | None) -> None:
+    """Item ids of many calls, of choice 0 and another, ids given or generated."""
+    for ids in ([f"c{k}" for k in range(count)], [""] * count):
+        for rid in ("chatcmpl-1", ""):
+            data = _calls_body(ids, choice or 0, rid)
+            options = {} if choice is None else {"choice": choice}
+            assert _items(impl, data, **options) == _items(native, data, **options)

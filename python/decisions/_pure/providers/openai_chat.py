@@ -371,6 +371,10 @@ _BODY_VETOES: Final = frozenset({"error", "prompt_filter_results"})  # a body's 
 _DELTA_VETOES: Final = frozenset({"refusal", "reasoning_content", "reasoning", "function_call", "audio"})
 
 
+#: the item ids of the first tool calls of choice 0, made once
+_ITEM_IDS: Final = tuple(f"choice0.tool_calls[{k}]" for k in range(16))
+
+
 def _vetoed(delta: dict[str, Any]) -> bool:
     """Whether a delta or message carries one of :data:`_DELTA_VETOES` (not null)."""
     d = delta.get
@@ -734,7 +738,7 @@ class OpenAIChatMapper:
             text = (f"choice{self._choice}.content", content)
             events += 2  # item_started, text_delta
         calls: list[BodyCall] = []
-        prefix = f"{rid}." if rid else ""
+        item_ids = _ITEM_IDS if self._choice == 0 else ()
         for k, call in enumerate(tool_calls or ()):
             if type(call) is not dict or call.get("type") not in (None, "", "function"):
                 return None
@@ -751,16 +755,11 @@ class OpenAIChatMapper:
             events += 2 if arguments else 1  # tool_call_started, tool_arguments_delta
             if colons is not None:
                 colons -= len(call) + len(fn) + (arguments.count(":") if arguments else 0)
-            generated = not call_id
-            calls.append(
-                (
-                    f"choice{self._choice}.tool_calls[{k}]",
-                    f"{prefix}call_{k}" if generated else call_id,  # type: ignore[arg-type]
-                    name,
-                    arguments or "",
-                    generated,
-                )
-            )
+            item_id = item_ids[k] if k < len(item_ids) else f"choice{self._choice}.tool_calls[{k}]"
+            if call_id:
+                calls.append((item_id, call_id, name, arguments or "", False))
+            else:
+                calls.append((item_id, f"{rid}.call_{k}" if rid else f"call_{k}", name, arguments or "", True))
         if text is None and not calls:
             return None  # read as nothing: whose body it is, is for ``normalize_text`` to say
         if colons is not None:
