@@ -489,7 +489,8 @@ def _plain_decision(
     if policy is None and run is None and not repaired:
         # the open policy (no rule, whatever the registry) allows every call
         # whose id is its own
-        if len(calls) > 1 and len({call.call_id for call in calls}) < len(calls):
+        n = len(calls)
+        if n > 1 and (calls[0].call_id == calls[1].call_id if n == 2 else len({c.call_id for c in calls}) < n):
             return None
         verdicts = _allowed(calls)
     else:
