@@ -108,6 +108,9 @@ CASES = {
     "an unknown field": [_call(0, "read_file", {"path": "a", "mode": "w"})],
     "an unknown tool": [_call(0, "read_flie", {"path": "a"})],
     "a repeated call id": [_call(0, "read_file", {"path": "a"}), _call(0, "read_file", {"path": "b"})],
+    "a call id repeated among three": [_call(0, "search", {}), _call(1, "search", {}), _call(0, "search", {})],
+    "a call id repeated among four": [_call(k % 3, "search", {"q": str(k)}) for k in range(4)],
+    "four calls": [_call(k, "search", {"q": str(k)}) for k in range(4)],
     "a path outside the workspace": [_call(0, "read_file", {"path": "../../etc/passwd"})],
 }
 

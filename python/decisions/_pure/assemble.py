@@ -589,26 +589,28 @@ def body_response(
     call started with one arguments delta (none when empty), ``usage`` (the
     usage a ``usage`` event with these counts gives), each
     item ended when the finish reason is ``stop`` or ``tool_calls``, then
-    ``response_finished`` with ``finish`` (reason, raw reason). None when the
-    assembler would refuse them (a limit, a repeated id, an item never
-    ended): the caller then applies the events themselves, which raise."""
+    ``response_finished`` with ``finish`` (reason, raw reason). The item ids
+    of the calls and the text are distinct (the caller numbers them). None
+    when the assembler would refuse them (a limit, a repeated call id, an
+    item never ended): the caller then applies the events themselves, which
+    raise."""
     reason = finish[0]
     ended = reason == "stop" or reason == "tool_calls"
     if not ended and reason not in _TRUNCATING:
         return None
-    count = len(calls) + (text is not None)
+    n = len(calls)
     if (
         events > limits.max_stream_events
-        or count > limits.max_items_per_response
-        or len(calls) > limits.max_calls_per_response
-        or len({call[1] for call in calls}) != len(calls)
-        or len({call[0] for call in calls} | (set() if text is None else {text[0]})) != count
+        or n + (text is not None) > limits.max_items_per_response
+        or n > limits.max_calls_per_response
+        or (n > 1 and (calls[0][1] == calls[1][1] if n == 2 else len({call[1] for call in calls}) != n))
     ):
         return None
     total = 0 if text is None else _utf8_len(text[1])
     max_arguments = limits.max_call_argument_bytes
     for call in calls:
-        size = _utf8_len(call[3])
+        arguments = call[3]
+        size = len(arguments) if arguments.isascii() else len(arguments.encode("utf-8", "surrogatepass"))
         if size > max_arguments:
             return None
         total += size

@@ -176,7 +176,12 @@ def decoder(limits: Limits, fields: tuple[ArgumentField, ...]) -> Callable[[str 
     without ``\\u`` escapes, a NUL among its first two characters or being
     ``[DONE]``), for which ``decode`` does nothing but the strict parser's
     fast path, goes to that path directly; anything else, and anything the
-    fast path does not answer, through ``decode``."""
+    fast path does not answer, through ``decode``. The last one made is
+    given again for the same ``limits`` and ``fields`` (it holds no state)."""
+    global _last_decoder
+    last = _last_decoder
+    if last is not None and last[0] is limits and last[1] is fields:
+        return last[2]
     lim = envelope_limits(limits)
     max_size = lim.max_document_bytes
 
@@ -195,7 +200,16 @@ def decoder(limits: Limits, fields: tuple[ArgumentField, ...]) -> Callable[[str 
                 pass
         return decode(data, limits, fields)
 
+    _last_decoder = (limits, fields, decode_event)
     return decode_event
+
+
+#: The last ``(limits, fields, decoder)`` made, read and replaced as one tuple.
+_last_decoder: tuple[Limits, tuple[ArgumentField, ...], Callable[[str | bytes], Any]] | None = None
+
+
+#: finds a ``\\u`` in a text (a regex finds it faster than ``in`` does)
+_U_ESCAPE: Final = re.compile(r"\\u").search
 
 
 def unkeyed(data: str | bytes, lim: Limits) -> tuple[Any, int] | None:
@@ -231,7 +245,7 @@ def unkeyed(data: str | bytes, lim: Limits) -> tuple[Any, int] | None:
             return None
     else:
         return None
-    if "\\u" in text or "\x00" in text[:2] or text[:1] == "\ufeff" or text == DONE:
+    if _U_ESCAPE(text) is not None or "\x00" in text[:2] or text[:1] == "\ufeff" or text == DONE:
         return None
     try:
         return fast_path(text, len(data), lim, False), text.count(":")

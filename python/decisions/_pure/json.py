@@ -202,16 +202,20 @@ def _scanner(lim: Limits, keyed: bool = True) -> _Scanner | None:
 
 
 #: What the fast path needs of one ``Limits``, read once: the scanner, then
-#: ``max_string_bytes``, ``max_depth`` and the smaller of ``max_array_items``
-#: and ``max_values`` (the text length from which commas are counted), then
-#: the scanner without the repeated-key check (or None).
-_Plan = tuple[_Scanner, int, int, int, "_Scanner | None"]
+#: ``max_string_bytes``, ``max_depth``, the text length from which nesting
+#: can exceed it (``2 * max_depth + 2``: each level of a valid text opens and
+#: closes) and the smaller of ``max_array_items`` and ``max_values`` (the
+#: text length from which commas are counted), then the scanner without the
+#: repeated-key check (or None).
+_Plan = tuple[_Scanner, int, int, int, int, "_Scanner | None"]
 
 
 def _plan(lim: Limits) -> _Plan:
     scan = _scanner(lim)
     assert scan is not None
-    return (scan, lim.max_string_bytes, lim.max_depth, min(lim.max_array_items, lim.max_values), _scanner(lim, False))
+    depth = lim.max_depth
+    counted = min(lim.max_array_items, lim.max_values)
+    return (scan, lim.max_string_bytes, depth, 2 * depth + 2, counted, _scanner(lim, False))
 
 
 _DEFAULT_PLAN: Final = _plan(DEFAULT_LIMITS)
@@ -284,17 +288,19 @@ def fast_path(text: str, size: int, lim: Limits, keyed: bool = True) -> Any:
     """The value of ``text`` (``size`` bytes of UTF-8, past the input checks
     of :func:`loads`) by the stdlib scanner, or one of :data:`FAST_MISSES`.
 
-    With ``keyed`` False (see :func:`unkeyed`), every check but the one for
-    repeated keys, for a text without ``\\u`` escapes (else a miss)."""
+    With ``keyed`` False (see :func:`~decisions._pure.envelope.unkeyed`),
+    every check but the one for repeated keys, for a text the caller found
+    without ``\\u`` escapes (which that check alone would judge); a miss
+    under limits that need the members counted."""
     if lim is DEFAULT_LIMITS:
         plan = _DEFAULT_PLAN
     else:
         last_lim, plan = _last  # ``_plan_for``'s first step, inlined: a stream parses under one ``Limits``
         if last_lim is not lim:
             plan = _plan_for(lim)
-    scan, max_string, max_depth, count_from, unchecked = plan
+    scan, max_string, max_depth, deep_from, count_from, unchecked = plan
     if not keyed:
-        if unchecked is None or "\\u" in text:
+        if unchecked is None:
             raise _Flag
         scan = unchecked
     start = WS.match(text).end() if text[:1] in WS_CHARS else 0  # type: ignore[union-attr]
@@ -309,7 +315,7 @@ def fast_path(text: str, size: int, lim: Limits, keyed: bool = True) -> Any:
     elif type(value) is dict or type(value) is list:
         # Each bound below counts characters of the text, so a text shorter
         # than the bound cannot break it: count only what could.
-        if n > max_depth and text.count("[") + text.count("{") > max_depth:
+        if n >= deep_from and text.count("[") + text.count("{") > max_depth:
             _walk(value, lim, False)
         elif n >= count_from:
             opens = text.count("[")

@@ -12,12 +12,12 @@ from __future__ import annotations
 import threading
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from json.encoder import encode_basestring_ascii as quoted
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Final, Protocol
 
 from .._payload import payload_text
 from ..errors import OutputError, new_error
 from ..limits import DEFAULT_LIMITS, Limits
-from ..providers import CANONICAL
+from ..providers import CANONICAL, DONE
 from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler
@@ -169,13 +169,17 @@ class Pipeline:
                         if delta is not None and more_delta(shape.key, delta, assembler):
                             continue
                     taken: bool | tuple[Any, str] = False
-                    if light_lim is not None and fast_event is not None:
-                        light = unkeyed(payload, light_lim)
-                        if light is not None:
-                            taken = fast_event(event, light[0], assembler, light[1])
-                    if not taken:
-                        decoded = decode_event(payload)
-                        taken = False if fast_event is None else fast_event(event, decoded, assembler)
+                    if payload == DONE:  # the marker decodes as itself
+                        decoded: Any = DONE
+                        taken = False if fast_event is None else fast_event(event, DONE, assembler)
+                    else:
+                        if light_lim is not None and fast_event is not None:
+                            light = unkeyed(payload, light_lim)
+                            if light is not None:
+                                taken = fast_event(event, light[0], assembler, light[1])
+                        if not taken:
+                            decoded = decode_event(payload)
+                            taken = False if fast_event is None else fast_event(event, decoded, assembler)
                     if not taken:
                         self._apply_all(map_event(event, decoded))
                     elif (
@@ -316,6 +320,24 @@ def _check_options(limits: Limits | None, choice: int | None) -> Limits:
     return DEFAULT_LIMITS if limits is None else limits
 
 
+def _body_readers() -> dict[str, Callable[..., NormalizedResponse | None]]:
+    """Provider id -> the ``fast_body`` of a mapper of that provider with no
+    choice given, for each mapper that ``PROVES_KEYS``: ``fast_body`` reads
+    the mapper's selected choice and nothing else of its state, so one
+    mapper serves every body."""
+    readers = {}
+    for provider in providers.PROVIDERS:
+        mapper = providers.mapper_for(provider)
+        fast = getattr(mapper, "fast_body", None)
+        if fast is not None and getattr(mapper, "PROVES_KEYS", False):
+            readers[provider] = fast
+    return readers
+
+
+_BODY_READERS: Final = _body_readers()
+_ENVELOPE_DEFAULT: Final = envelope_limits(DEFAULT_LIMITS)
+
+
 class StreamAssembler:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
@@ -419,6 +441,15 @@ def normalize(
     choice: int | None = None,
 ) -> NormalizedResponse:
     """A whole non-streaming response body -> :class:`NormalizedResponse`."""
+    if type(body) is bytes and limits is None and choice is None and type(provider) is str:
+        # the common call: ``normalize_text``'s first step, without a mapper of its own
+        read = _BODY_READERS.get(provider)
+        if read is not None:
+            light = unkeyed(body, _ENVELOPE_DEFAULT)
+            if light is not None:
+                found: NormalizedResponse | None = read(light[0], provider, DEFAULT_LIMITS, light[1])
+                if found is not None:
+                    return found
     checked = _check_options(limits, choice)
     provider = plain(provider) if isinstance(provider, str) else provider  # the TypeError names its type
     mapper = _mapper(provider, choice)

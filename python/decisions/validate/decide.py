@@ -492,7 +492,8 @@ def _plain_decision(
     if policy is None and run is None and not repaired:
         # the open policy (no rule, whatever the registry) allows every call
         # whose id is its own
-        if len(calls) > 1 and len(set(map(_call_id, calls))) < len(calls):
+        n = len(calls)
+        if n > 1 and (calls[0].call_id == calls[1].call_id if n == 2 else len(set(map(_call_id, calls))) < n):
             return None
         verdicts = _allowed(calls)
     else:

@@ -66,7 +66,7 @@ that says "done"):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from ...errors import OutputError, new_error
 from ...limits import Limits
@@ -290,9 +290,10 @@ def _read(payload: Any, selected: int, colons: int | None = None) -> tuple[Any, 
     if (
         type(choices) is not list
         or len(choices) != 1
-        or get("usage") is not None
-        or get("error") is not None
-        or get("prompt_filter_results") is not None
+        or (
+            not _TOP_VETOES.isdisjoint(payload)
+            and (get("usage") is not None or get("error") is not None or get("prompt_filter_results") is not None)
+        )
     ):
         return None
     rid, model = get("id"), get("model")
@@ -308,16 +309,9 @@ def _read(payload: Any, selected: int, colons: int | None = None) -> tuple[Any, 
     if delta is not None:
         if type(delta) is not dict:
             return None
-        d = delta.get
-        if (
-            d("refusal") is not None
-            or d("reasoning_content") is not None
-            or d("reasoning") is not None
-            or d("function_call") is not None
-            or d("audio") is not None
-        ):
+        if not _DELTA_VETOES.isdisjoint(delta) and _vetoed(delta):
             return None
-        content, calls = d("content"), d("tool_calls")
+        content, calls = delta.get("content"), delta.get("tool_calls")
     if colons is not None:  # what the members of the objects read leave to the strings
         colons -= len(payload) + len(choice) + (0 if delta is None else len(delta))
     if finish is not None:
@@ -362,7 +356,35 @@ def _read(payload: Any, selected: int, colons: int | None = None) -> tuple[Any, 
 def _colons(*values: Any) -> int:
     """The ``:`` characters of the strings among ``values`` (each one a
     different string of the text read)."""
-    return sum(value.count(":") for value in values if type(value) is str)
+    found = 0
+    for value in values:
+        if type(value) is str:
+            found += value.count(":")
+    return found
+
+
+#: members of a chunk or body that ``_read`` and ``fast_body`` leave to
+#: ``map_event`` / ``map_body`` unless null (absent: nothing to look up)
+_TOP_VETOES: Final = frozenset({"usage", "error", "prompt_filter_results"})
+_BODY_VETOES: Final = frozenset({"error", "prompt_filter_results"})  # a body's usage is read
+#: the same of a delta or message
+_DELTA_VETOES: Final = frozenset({"refusal", "reasoning_content", "reasoning", "function_call", "audio"})
+
+
+#: the item ids of the first tool calls of choice 0, made once
+_ITEM_IDS: Final = tuple(f"choice0.tool_calls[{k}]" for k in range(16))
+
+
+def _vetoed(delta: dict[str, Any]) -> bool:
+    """Whether a delta or message carries one of :data:`_DELTA_VETOES` (not null)."""
+    d = delta.get
+    return (
+        d("refusal") is not None
+        or d("reasoning_content") is not None
+        or d("reasoning") is not None
+        or d("function_call") is not None
+        or d("audio") is not None
+    )
 
 
 # ---------------------------------------------------------------- mapper
@@ -679,8 +701,10 @@ class OpenAIChatMapper:
             or (model is not None and type(model) is not str)
             or type(choices) is not list
             or len(choices) != 1
-            or get("error") is not None
-            or get("prompt_filter_results") is not None
+            or (
+                not _BODY_VETOES.isdisjoint(body)
+                and (get("error") is not None or get("prompt_filter_results") is not None)
+            )
         ):
             return None
         read_usage = None if usage is None else _fast_usage(usage)
@@ -701,16 +725,11 @@ class OpenAIChatMapper:
         reason = _FINISH.get(raw)
         if reason is None:
             return None
-        m = message.get
-        content, tool_calls = m("content"), m("tool_calls")
+        content, tool_calls = message.get("content"), message.get("tool_calls")
         if (
             (content is not None and type(content) is not str)
             or (tool_calls is not None and type(tool_calls) is not list)
-            or m("refusal") is not None
-            or m("reasoning_content") is not None
-            or m("reasoning") is not None
-            or m("function_call") is not None
-            or m("audio") is not None
+            or (not _DELTA_VETOES.isdisjoint(message) and _vetoed(message))
         ):
             return None
         events = 2  # response_started, response_finished
@@ -719,7 +738,7 @@ class OpenAIChatMapper:
             text = (f"choice{self._choice}.content", content)
             events += 2  # item_started, text_delta
         calls: list[BodyCall] = []
-        prefix = f"{rid}." if rid else ""
+        item_ids = _ITEM_IDS if self._choice == 0 else ()
         for k, call in enumerate(tool_calls or ()):
             if type(call) is not dict or call.get("type") not in (None, "", "function"):
                 return None
@@ -736,16 +755,11 @@ class OpenAIChatMapper:
             events += 2 if arguments else 1  # tool_call_started, tool_arguments_delta
             if colons is not None:
                 colons -= len(call) + len(fn) + (arguments.count(":") if arguments else 0)
-            generated = not call_id
-            calls.append(
-                (
-                    f"choice{self._choice}.tool_calls[{k}]",
-                    f"{prefix}call_{k}" if generated else call_id,  # type: ignore[arg-type]
-                    name,
-                    arguments or "",
-                    generated,
-                )
-            )
+            item_id = item_ids[k] if k < len(item_ids) else f"choice{self._choice}.tool_calls[{k}]"
+            if call_id:
+                calls.append((item_id, call_id, name, arguments or "", False))
+            else:
+                calls.append((item_id, f"{rid}.call_{k}" if rid else f"call_{k}", name, arguments or "", True))
         if text is None and not calls:
             return None  # read as nothing: whose body it is, is for ``normalize_text`` to say
         if colons is not None:
