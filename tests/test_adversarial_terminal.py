@@ -1042,6 +1042,53 @@ both(
     "EVENT_AFTER_TERMINAL",
 )
 both("no message_stop", ANTHROPIC, anthropic_stream()[:-1], None, "NO_TERMINAL_EVENT")
+# ``stop_details`` explains a stop: one of type ``refusal`` says the model
+# refused, whatever ``stop_reason`` beside it says.
+A_REFUSED = {"type": "refusal", "category": "cyber", "explanation": "declined"}
+
+
+def a_details(stop_reason: Any, details: Any) -> tuple[list[Any], dict[str, Any]]:
+    """(stream, body): the call with ``stop_details`` beside ``stop_reason``."""
+    stream = anthropic_stream(stop_reason)
+    stream[4] = edit(stream[4], lambda d: d["delta"].update(stop_details=details))
+    return stream, {**anthropic_body(stop_reason), "stop_details": details}
+
+
+for reason in ("tool_use", "end_turn", "stop_sequence", None):
+    both(f"stop_details refusal beside stop_reason {reason!r}", ANTHROPIC, *a_details(reason, A_REFUSED), "REFUSAL")
+both("stop_details null beside tool_use", ANTHROPIC, *a_details("tool_use", None), EXECUTABLE)
+both(
+    "stop_details of another type beside tool_use",
+    ANTHROPIC,
+    *a_details("tool_use", {"type": "other", "explanation": "x"}),
+    EXECUTABLE,
+)
+both(
+    "stop_details refusal beside max_tokens",
+    ANTHROPIC,
+    *a_details("max_tokens", A_REFUSED),
+    "INCOMPLETE_RESPONSE",
+)
+for label, details in [("not an object", "refusal"), ("a type not a string", {"type": 1})]:
+    both(f"stop_details {label}", ANTHROPIC, *a_details("tool_use", details), "MALFORMED_EVENT")
+both(
+    "stop_details refusal in message_start, message_delta tool_use",
+    ANTHROPIC,
+    edit(anthropic_stream(), lambda s: s[0]["message"].update(stop_details=A_REFUSED)),
+    None,
+    "REFUSAL",
+)
+both(
+    "message_delta tool_use, then one with refusal stop_details",
+    ANTHROPIC,
+    [
+        *anthropic_stream()[:-1],
+        {**message_delta(None), "delta": {"stop_reason": None, "stop_details": A_REFUSED}},
+        A_STOP,
+    ],
+    None,
+    "REFUSAL",
+)
 
 
 # ---------------------------------------------------------------- Gemini
