@@ -1434,6 +1434,41 @@ def test_a_filter_that_did_not_run_is_a_retryable_provider_error_at_its_path(
         assert "not screened" in error.message
 
 
+@pytest.mark.parametrize(
+    ("error", "retryable"),
+    [
+        ({"code": 502, "message": "Upstream error"}, True),  # OpenRouter's mid-stream error
+        ({"code": 429, "message": "Rate limited"}, True),
+        ({"code": "429", "message": "exceeded call rate limit"}, True),  # Azure OpenAI
+        ({"code": "503", "message": "unavailable", "type": "InternalServerError"}, True),
+        ({"code": "vector_store_timeout", "message": "timed out"}, True),
+        ({"code": "server_error", "message": "boom"}, True),
+        ({"code": 400, "message": "bad request"}, False),
+        ({"code": "invalid_prompt", "message": "no"}, False),
+        ({"code": "insufficient_quota", "message": "quota", "type": "insufficient_quota"}, False),
+    ],
+)
+def test_an_openai_error_object_is_retryable_by_its_code(impl: ModuleType, error: Any, retryable: bool) -> None:
+    """An error object's code that is a rate limit, a timeout or a server's
+    HTTP status says the request may be sent again; one about the request does not."""
+    sources = [
+        (CHAT, "stream", [chat_stream()[0], {"error": error}]),
+        (CHAT, "body", chat_body(error=error)),
+        (RESP, "stream", resp_stream("response.failed", "failed", error=error)),
+        (RESP, "body", resp_object("failed", error=error)),
+    ]
+    for provider, form, payload in sources:
+        with pytest.raises(OutputError) as caught:
+            if form == "stream":
+                assembler = impl.StreamAssembler(provider)
+                for event in payload:
+                    assembler.feed(frame(provider, event))
+                assembler.finish()
+            else:
+                impl.normalize(json.dumps(payload), provider=provider)
+        assert (caught.value.code, caught.value.retryable) == ("PROVIDER_ERROR", retryable), (provider, form)
+
+
 def test_a_filter_after_the_finish_names_its_category(impl: ModuleType) -> None:
     assembler = impl.StreamAssembler(CHAT)
     with pytest.raises(OutputError) as caught:
