@@ -1469,6 +1469,46 @@ def test_an_openai_error_object_is_retryable_by_its_code(impl: ModuleType, error
         assert (caught.value.code, caught.value.retryable) == ("PROVIDER_ERROR", retryable), (provider, form)
 
 
+@pytest.mark.parametrize(
+    ("case", "retryable"),
+    [
+        (Case("gemini stream cut before any finishReason", GEMINI, "stream", [g_chunk(candidate())], ""), True),
+        (Case("gemini body without finishReason", GEMINI, "body", g_chunk(candidate()), ""), True),
+        (
+            Case(
+                "anthropic message_stop without a stop_reason",
+                ANTHROPIC,
+                "stream",
+                [anthropic_start(), A_BLOCK_START, A_BLOCK_DELTA, A_BLOCK_STOP, A_STOP],
+                "",
+            ),
+            True,
+        ),
+        (Case("gemini finishReason OTHER", GEMINI, "body", gemini("OTHER")[1], ""), False),
+        (Case("anthropic stop_reason pause_turn", ANTHROPIC, "body", anthropic_body("pause_turn"), ""), False),
+    ],
+    ids=lambda value: value.name if isinstance(value, Case) else str(value),
+)
+def test_no_finish_reason_at_all_is_retryable(
+    impl: ModuleType, case: Case, retryable: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing ended the response (a Gemini stream ends with no finishReason,
+    an Anthropic message_stop follows no stop_reason): it may have been cut, as
+    a stream without its terminal event, so it may be asked for again; a
+    finish reason the package does not know is not retried blindly."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    with pytest.raises(OutputError) as caught:
+        if case.form == "stream":
+            assembler = impl.StreamAssembler(case.provider)
+            for event in case.payload:
+                assembler.feed(frame(case.provider, event))
+            response = assembler.finish()
+        else:
+            response = impl.normalize(json.dumps(case.payload), provider=case.provider)
+        decide(response, tools=TOOLS)
+    assert (caught.value.code, caught.value.retryable) == ("UNKNOWN_FINISH_REASON", retryable)
+
+
 def test_a_filter_after_the_finish_names_its_category(impl: ModuleType) -> None:
     assembler = impl.StreamAssembler(CHAT)
     with pytest.raises(OutputError) as caught:
