@@ -1509,6 +1509,41 @@ def test_no_finish_reason_at_all_is_retryable(
     assert (caught.value.code, caught.value.retryable) == ("UNKNOWN_FINISH_REASON", retryable)
 
 
+@pytest.mark.parametrize(
+    ("extra", "expect"),
+    [
+        ({"error_type": "overloaded"}, True),
+        ({"error_type": "validation"}, False),
+        ({"error_type": "generation"}, False),
+        ({}, False),
+        ({"error_type": None}, False),
+    ],
+)
+def test_a_tgi_string_error_is_typed_by_its_error_type(impl: ModuleType, extra: dict[str, Any], expect: bool) -> None:
+    """Hugging Face TGI streams ``{"error": "...", "error_type": "..."}``: an
+    overloaded server may be asked again, a request it found invalid not."""
+    for form in ("stream", "body"):
+        chunk = {"error": "Model is overloaded", **extra}
+        response = None
+        with pytest.raises(OutputError) as caught:
+            if form == "stream":
+                assembler = impl.StreamAssembler(CHAT)
+                assembler.feed(frame(CHAT, chunk))
+                response = assembler.finish()
+            else:
+                response = impl.normalize(json.dumps(chunk), provider=CHAT)
+        assert response is None
+        assert (caught.value.code, caught.value.retryable) == ("PROVIDER_ERROR", expect), form
+
+
+def test_a_tgi_error_type_not_a_string_is_malformed(impl: ModuleType) -> None:
+    assembler = impl.StreamAssembler(CHAT)
+    with pytest.raises(OutputError) as caught:
+        assembler.feed(frame(CHAT, {"error": "boom", "error_type": 3}))
+        assembler.finish()
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.error_type")
+
+
 def test_a_filter_after_the_finish_names_its_category(impl: ModuleType) -> None:
     assembler = impl.StreamAssembler(CHAT)
     with pytest.raises(OutputError) as caught:

@@ -21,6 +21,7 @@ RETRYABLE_ERRORS = frozenset(
         "overloaded_error",
         "service_unavailable",
         "vector_store_timeout",
+        "overloaded",  # TGI's error_type
         # an HTTP status as the code (OpenRouter's mid-stream errors, Azure's "429")
         "429",
         "500",
