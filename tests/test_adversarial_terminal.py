@@ -1042,6 +1042,53 @@ both(
     "EVENT_AFTER_TERMINAL",
 )
 both("no message_stop", ANTHROPIC, anthropic_stream()[:-1], None, "NO_TERMINAL_EVENT")
+# ``stop_details`` explains a stop: one of type ``refusal`` says the model
+# refused, whatever ``stop_reason`` beside it says.
+A_REFUSED = {"type": "refusal", "category": "cyber", "explanation": "declined"}
+
+
+def a_details(stop_reason: Any, details: Any) -> tuple[list[Any], dict[str, Any]]:
+    """(stream, body): the call with ``stop_details`` beside ``stop_reason``."""
+    stream = anthropic_stream(stop_reason)
+    stream[4] = edit(stream[4], lambda d: d["delta"].update(stop_details=details))
+    return stream, {**anthropic_body(stop_reason), "stop_details": details}
+
+
+for reason in ("tool_use", "end_turn", "stop_sequence", None):
+    both(f"stop_details refusal beside stop_reason {reason!r}", ANTHROPIC, *a_details(reason, A_REFUSED), "REFUSAL")
+both("stop_details null beside tool_use", ANTHROPIC, *a_details("tool_use", None), EXECUTABLE)
+both(
+    "stop_details of another type beside tool_use",
+    ANTHROPIC,
+    *a_details("tool_use", {"type": "other", "explanation": "x"}),
+    EXECUTABLE,
+)
+both(
+    "stop_details refusal beside max_tokens",
+    ANTHROPIC,
+    *a_details("max_tokens", A_REFUSED),
+    "INCOMPLETE_RESPONSE",
+)
+for label, details in [("not an object", "refusal"), ("a type not a string", {"type": 1})]:
+    both(f"stop_details {label}", ANTHROPIC, *a_details("tool_use", details), "MALFORMED_EVENT")
+both(
+    "stop_details refusal in message_start, message_delta tool_use",
+    ANTHROPIC,
+    edit(anthropic_stream(), lambda s: s[0]["message"].update(stop_details=A_REFUSED)),
+    None,
+    "REFUSAL",
+)
+both(
+    "message_delta tool_use, then one with refusal stop_details",
+    ANTHROPIC,
+    [
+        *anthropic_stream()[:-1],
+        {**message_delta(None), "delta": {"stop_reason": None, "stop_details": A_REFUSED}},
+        A_STOP,
+    ],
+    None,
+    "REFUSAL",
+)
 
 
 # ---------------------------------------------------------------- Gemini
@@ -1385,6 +1432,116 @@ def test_a_filter_that_did_not_run_is_a_retryable_provider_error_at_its_path(
         error = caught.value
         assert (error.code, error.path, error.retryable, error.layer) == ("PROVIDER_ERROR", path, True, "transport")
         assert "not screened" in error.message
+
+
+@pytest.mark.parametrize(
+    ("error", "retryable"),
+    [
+        ({"code": 502, "message": "Upstream error"}, True),  # OpenRouter's mid-stream error
+        ({"code": 429, "message": "Rate limited"}, True),
+        ({"code": "429", "message": "exceeded call rate limit"}, True),  # Azure OpenAI
+        ({"code": "503", "message": "unavailable", "type": "InternalServerError"}, True),
+        ({"code": "vector_store_timeout", "message": "timed out"}, True),
+        ({"code": "server_error", "message": "boom"}, True),
+        ({"code": 400, "message": "bad request"}, False),
+        ({"code": "invalid_prompt", "message": "no"}, False),
+        ({"code": "insufficient_quota", "message": "quota", "type": "insufficient_quota"}, False),
+    ],
+)
+def test_an_openai_error_object_is_retryable_by_its_code(impl: ModuleType, error: Any, retryable: bool) -> None:
+    """An error object's code that is a rate limit, a timeout or a server's
+    HTTP status says the request may be sent again; one about the request does not."""
+    sources = [
+        (CHAT, "stream", [chat_stream()[0], {"error": error}]),
+        (CHAT, "body", chat_body(error=error)),
+        (RESP, "stream", resp_stream("response.failed", "failed", error=error)),
+        (RESP, "body", resp_object("failed", error=error)),
+    ]
+    for provider, form, payload in sources:
+        with pytest.raises(OutputError) as caught:
+            if form == "stream":
+                assembler = impl.StreamAssembler(provider)
+                for event in payload:
+                    assembler.feed(frame(provider, event))
+                assembler.finish()
+            else:
+                impl.normalize(json.dumps(payload), provider=provider)
+        assert (caught.value.code, caught.value.retryable) == ("PROVIDER_ERROR", retryable), (provider, form)
+
+
+@pytest.mark.parametrize(
+    ("case", "retryable"),
+    [
+        (Case("gemini stream cut before any finishReason", GEMINI, "stream", [g_chunk(candidate())], ""), True),
+        (Case("gemini body without finishReason", GEMINI, "body", g_chunk(candidate()), ""), True),
+        (
+            Case(
+                "anthropic message_stop without a stop_reason",
+                ANTHROPIC,
+                "stream",
+                [anthropic_start(), A_BLOCK_START, A_BLOCK_DELTA, A_BLOCK_STOP, A_STOP],
+                "",
+            ),
+            True,
+        ),
+        (Case("gemini finishReason OTHER", GEMINI, "body", gemini("OTHER")[1], ""), False),
+        (Case("anthropic stop_reason pause_turn", ANTHROPIC, "body", anthropic_body("pause_turn"), ""), False),
+    ],
+    ids=lambda value: value.name if isinstance(value, Case) else str(value),
+)
+def test_no_finish_reason_at_all_is_retryable(
+    impl: ModuleType, case: Case, retryable: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing ended the response (a Gemini stream ends with no finishReason,
+    an Anthropic message_stop follows no stop_reason): it may have been cut, as
+    a stream without its terminal event, so it may be asked for again; a
+    finish reason the package does not know is not retried blindly."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    with pytest.raises(OutputError) as caught:
+        if case.form == "stream":
+            assembler = impl.StreamAssembler(case.provider)
+            for event in case.payload:
+                assembler.feed(frame(case.provider, event))
+            response = assembler.finish()
+        else:
+            response = impl.normalize(json.dumps(case.payload), provider=case.provider)
+        decide(response, tools=TOOLS)
+    assert (caught.value.code, caught.value.retryable) == ("UNKNOWN_FINISH_REASON", retryable)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expect"),
+    [
+        ({"error_type": "overloaded"}, True),
+        ({"error_type": "validation"}, False),
+        ({"error_type": "generation"}, False),
+        ({}, False),
+        ({"error_type": None}, False),
+    ],
+)
+def test_a_tgi_string_error_is_typed_by_its_error_type(impl: ModuleType, extra: dict[str, Any], expect: bool) -> None:
+    """Hugging Face TGI streams ``{"error": "...", "error_type": "..."}``: an
+    overloaded server may be asked again, a request it found invalid not."""
+    for form in ("stream", "body"):
+        chunk = {"error": "Model is overloaded", **extra}
+        response = None
+        with pytest.raises(OutputError) as caught:
+            if form == "stream":
+                assembler = impl.StreamAssembler(CHAT)
+                assembler.feed(frame(CHAT, chunk))
+                response = assembler.finish()
+            else:
+                response = impl.normalize(json.dumps(chunk), provider=CHAT)
+        assert response is None
+        assert (caught.value.code, caught.value.retryable) == ("PROVIDER_ERROR", expect), form
+
+
+def test_a_tgi_error_type_not_a_string_is_malformed(impl: ModuleType) -> None:
+    assembler = impl.StreamAssembler(CHAT)
+    with pytest.raises(OutputError) as caught:
+        assembler.feed(frame(CHAT, {"error": "boom", "error_type": 3}))
+        assembler.finish()
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.error_type")
 
 
 def test_a_filter_after_the_finish_names_its_category(impl: ModuleType) -> None:

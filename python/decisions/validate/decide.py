@@ -216,6 +216,7 @@ def _finish_error(response: NormalizedResponse) -> NoReturn:
             "UNKNOWN_FINISH_REASON",
             "the response ended with no finish reason, so nothing says it is complete",
             hint="the stream may have been cut; retry the request",
+            retryable=True,  # as NO_TERMINAL_EVENT: nothing ended it
         )
     code, hint = _FINISH_ERRORS[reason]
     raise StreamError(code, f"the response finished with {reason!r}{raw}", hint=hint)

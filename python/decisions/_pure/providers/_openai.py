@@ -14,7 +14,21 @@ __all__ = ["RETRYABLE_ERRORS", "failure"]
 
 #: provider error types/codes that say asking again may succeed
 RETRYABLE_ERRORS = frozenset(
-    {"server_error", "rate_limit_exceeded", "rate_limit_error", "overloaded_error", "service_unavailable"}
+    {
+        "server_error",
+        "rate_limit_exceeded",
+        "rate_limit_error",
+        "overloaded_error",
+        "service_unavailable",
+        "vector_store_timeout",
+        "overloaded",  # TGI's error_type
+        # an HTTP status as the code (OpenRouter's mid-stream errors, Azure's "429")
+        "429",
+        "500",
+        "502",
+        "503",
+        "504",
+    }
 )
 
 

@@ -19,6 +19,10 @@ over one that says "done"):
   ``pause_turn``, null, ``""`` or any unknown value -> unknown
   (``UNKNOWN_FINISH_REASON``). Only ``end_turn`` / ``stop_sequence`` /
   ``tool_use`` are done.
+- ``stop_details`` of type ``refusal`` (message, ``message_delta``'s delta,
+  body) -> refusal (``REFUSAL``), raw ``refusal``, whatever ``stop_reason``
+  beside it says; ``stop_details`` that is neither null nor an object, or
+  whose ``type`` is not a string -> ``MALFORMED_EVENT`` at its path.
 - a stop reason that differs from an earlier one: the not-done one wins
   whichever came first (the earlier of two not-done ones); two different
   done ones are ambiguous -> unknown, raw ``"<first>/<second>"``.
@@ -148,8 +152,16 @@ def finish_reason(raw: str | None) -> FinishReason:
     return "unknown" if raw is None else _STOP_REASONS.get(raw, "unknown")
 
 
+def _refused(owner: dict[str, Any], what: str, at: str) -> bool:
+    """Whether ``owner``'s ``stop_details`` (null, or an object with a
+    ``type``) is a refusal's: ``{"type": "refusal", "category", "explanation"}``."""
+    details = _opt_obj(owner, "stop_details", what, at)
+    return details is not None and _opt_str(details, "type", what, f"{at}.stop_details") == "refusal"
+
+
 _S = shape("anthropic")
 _malformed, _obj, _opt_str, _req_str, _opt_list = _S.malformed, _S.obj, _S.opt_str, _S.req_str, _S.opt_list
+_opt_obj = _S.opt_obj
 _req_index, _opt_count = _S.req_index, _S.opt_count
 
 
@@ -348,6 +360,7 @@ class AnthropicMapper:
                 raise new_error("DUPLICATE_START", "anthropic message_start after the message had started")
             content = _opt_list(message, "content", what, "$.message")
             stop_reason = _opt_str(message, "stop_reason", what, "$.message")
+            refused = _refused(message, what, "$.message")
             self._merge_usage(message.get("usage"), what, "$.message.usage")
             self._started = True
             out.append(ResponseStarted(response_id=response_id, model=model))
@@ -357,6 +370,8 @@ class AnthropicMapper:
                 self._close_block(index, out)
             if stop_reason is not None:
                 self._set_stop_reason(stop_reason)
+            if refused:
+                self._set_stop_reason("refusal")
             return out
         if event_type not in (
             "content_block_start",
@@ -389,9 +404,13 @@ class AnthropicMapper:
         elif event_type == "message_delta":
             delta = _obj(payload.get("delta"), what, "$.delta")
             stop_reason = _opt_str(delta, "stop_reason", what, "$.delta")
+            refused = _refused(delta, what, "$.delta")
             self._merge_usage(payload.get("usage"), what, "$.usage")
             if stop_reason is not None:
                 self._set_stop_reason(stop_reason)
+                self._stopped = True
+            if refused:
+                self._set_stop_reason("refusal")
                 self._stopped = True
         else:  # message_stop
             out.extend(self._finish())
@@ -516,6 +535,7 @@ class AnthropicMapper:
         if type(content) is not list:
             raise _malformed(what, "$.content")
         stop_reason = _opt_str(body, "stop_reason", what, "$")
+        refused = _refused(body, what, "$")
         self._merge_usage(body.get("usage"), what, "$.usage")
         self._started = True
         out: list[CanonicalEvent] = [ResponseStarted(response_id=response_id, model=model)]
@@ -523,5 +543,7 @@ class AnthropicMapper:
             self._open_block(index, block, what, f"$.content[{index}]", out)
             self._close_block(index, out)
         self._stop_reason = stop_reason
+        if refused:
+            self._set_stop_reason("refusal")
         out.extend(self._finish())
         return out

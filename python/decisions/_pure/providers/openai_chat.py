@@ -35,7 +35,8 @@ that says "done"):
 - ``error`` on a chunk or a body, beside choices and a ``finish_reason`` or
   alone -> response failed (``PROVIDER_ERROR``); after the finish_reason, an
   event after the terminal (``EVENT_AFTER_TERMINAL``). An ``error`` that is a
-  string (Hugging Face TGI) is the failure's message, code ``error``.
+  string (Hugging Face TGI) is the failure's message, code ``error``, and
+  the chunk's ``error_type`` beside it its type (``overloaded`` is retryable).
 - a chunk with none of ``choices``, ``usage``, ``error`` and
   ``prompt_filter_results`` (another server's error object:
   ``{"object": "error", ...}``, ``{"detail": ...}``) -> ``MALFORMED_EVENT`` at
@@ -89,7 +90,7 @@ from ...types import (
 )
 from ..assemble import Assembler, BodyCall, body_response
 from ..objects import new_usage
-from ._openai import failure
+from ._openai import RETRYABLE_ERRORS, failure
 from ._shape import U64_MAX, located, shape
 
 __all__ = ["OpenAIChatMapper"]
@@ -134,6 +135,10 @@ def _top(
     usage_event = None if usage is None else _usage(usage, what, "$.usage")
     err = d.get("error")
     failed = None if err is None else failure(_S, err, what, "$.error")
+    if type(err) is str:  # a string error (TGI) names its kind beside it: "error_type": "overloaded"
+        kind = _opt_str(d, "error_type", what, "$")
+        if kind is not None:
+            failed = ResponseFailed(code="error", message=err, retryable=kind in RETRYABLE_ERRORS, error_type=kind)
     prompt_filtered: _Annotation | None = None
     for position, entry in enumerate(_opt_list(d, "prompt_filter_results", what, "$") or []):
         at = f"$.prompt_filter_results[{position}]"

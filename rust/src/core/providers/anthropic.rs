@@ -6,7 +6,8 @@
 //! `message_delta` events gave) or `error` (fails). Nothing may follow either.
 //!
 //! Vetoes (the twin's docstring has the table): only `end_turn`,
-//! `stop_sequence` and `tool_use` are done; a stop reason that disagrees with
+//! `stop_sequence` and `tool_use` are done, and a `stop_details` of type
+//! `refusal` makes any of them a refusal; a stop reason that disagrees with
 //! an earlier one keeps the not-done one (two different done ones are
 //! ambiguous: unknown); no content block may start or grow after the
 //! `message_delta` that gave the stop reason. Content blocks start in
@@ -102,6 +103,8 @@ struct MessageRaw<'a> {
     #[serde(borrow)]
     stop_reason: Option<&'a RawValue>,
     #[serde(borrow)]
+    stop_details: Option<&'a RawValue>,
+    #[serde(borrow)]
     usage: Option<&'a RawValue>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
@@ -143,6 +146,26 @@ struct DeltaRaw<'a> {
     citation: Option<&'a RawValue>,
     #[serde(borrow)]
     stop_reason: Option<&'a RawValue>,
+    #[serde(borrow)]
+    stop_details: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct StopDetailsRaw<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<&'a RawValue>,
+}
+
+/// Whether the `stop_details` at `at` (null, or an object with a `type`) is
+/// a refusal's: `{"type": "refusal", "category", "explanation"}`.
+fn refusal_details(raw: Option<&RawValue>, what: &str, at: Path<'_>) -> Result<bool, CoreError> {
+    let details: Option<StopDetailsRaw<'_>> = SHAPE.opt_obj(raw, what, at)?;
+    Ok(match details {
+        None => false,
+        Some(details) => {
+            SHAPE.opt_str(details.ty, what, at.key("type"))?.as_deref() == Some("refusal")
+        }
+    })
 }
 
 #[derive(Deserialize)]
@@ -606,6 +629,7 @@ impl AnthropicMapper {
         let stop_reason = SHAPE
             .opt_str(message.stop_reason, what, at.key("stop_reason"))?
             .map(Cow::into_owned);
+        let refused = refusal_details(message.stop_details, what, at.key("stop_details"))?;
         self.merge_usage(message.usage, what, at.key("usage"))?;
         self.started = true;
         out.push(Event::ResponseStarted { response_id, model });
@@ -616,6 +640,9 @@ impl AnthropicMapper {
         }
         if let Some(raw) = stop_reason {
             self.set_stop_reason(raw);
+        }
+        if refused {
+            self.set_stop_reason("refusal".to_owned());
         }
         Ok(())
     }
@@ -906,9 +933,15 @@ impl Mapper for AnthropicMapper {
                         let stop_reason = SHAPE
                             .opt_str(delta.stop_reason, &what, at.key("stop_reason"))?
                             .map(Cow::into_owned);
+                        let refused =
+                            refusal_details(delta.stop_details, &what, at.key("stop_details"))?;
                         self.merge_usage(env.usage, &what, ROOT.key("usage"))?;
                         if let Some(raw) = stop_reason {
                             self.set_stop_reason(raw);
+                            self.stopped = true;
+                        }
+                        if refused {
+                            self.set_stop_reason("refusal".to_owned());
                             self.stopped = true;
                         }
                         Ok(())
@@ -973,6 +1006,7 @@ impl Mapper for AnthropicMapper {
         let stop_reason = SHAPE
             .opt_str(message.stop_reason, what, ROOT.key("stop_reason"))?
             .map(Cow::into_owned);
+        let refused = refusal_details(message.stop_details, what, ROOT.key("stop_details"))?;
         self.merge_usage(message.usage, what, ROOT.key("usage"))?;
         self.started = true;
         out.push(Event::ResponseStarted { response_id, model });
@@ -982,6 +1016,9 @@ impl Mapper for AnthropicMapper {
             self.close_block(index, out)?;
         }
         self.stop_reason = stop_reason;
+        if refused {
+            self.set_stop_reason("refusal".to_owned());
+        }
         self.finish(out);
         Ok(())
     }

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::openai_common::failure;
+use super::openai_common::{failure, RETRYABLE_ERRORS};
 use super::shape::{invalid, located, Path, Shape, ROOT};
 use super::DONE;
 use crate::core::assemble::{PlainBody, PlainCall};
@@ -46,6 +46,8 @@ struct TopRaw<'a> {
     usage: Option<&'a RawValue>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error_type: Option<&'a RawValue>,
     #[serde(borrow)]
     prompt_filter_results: Option<&'a RawValue>,
 }
@@ -378,7 +380,24 @@ fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
         None => None,
     };
     let failure = match raw.error {
-        Some(raw) => Some(failure(SHAPE, raw, what, ROOT.key("error"))?),
+        Some(error) => {
+            let mut failed = failure(SHAPE, error, what, ROOT.key("error"))?;
+            // a string error (TGI) names its kind beside it: `"error_type": "overloaded"`
+            if error.get().starts_with('"') {
+                if let Some(kind) = SHAPE.opt_str(raw.error_type, what, ROOT.key("error_type"))? {
+                    if let Event::ResponseFailed {
+                        retryable,
+                        error_type,
+                        ..
+                    } = &mut failed
+                    {
+                        *retryable = RETRYABLE_ERRORS.contains(&kind.as_ref());
+                        *error_type = Some(kind.into_owned());
+                    }
+                }
+            }
+            Some(failed)
+        }
         None => None,
     };
     let prompt_at = ROOT.key("prompt_filter_results");

@@ -17,6 +17,14 @@ pub(crate) const RETRYABLE_ERRORS: &[&str] = &[
     "rate_limit_error",
     "overloaded_error",
     "service_unavailable",
+    "vector_store_timeout",
+    "overloaded", // TGI's error_type
+    // an HTTP status as the code (OpenRouter's mid-stream errors, Azure's "429")
+    "429",
+    "500",
+    "502",
+    "503",
+    "504",
 ];
 
 #[derive(Deserialize)]
