@@ -152,9 +152,22 @@ impl<'t> Value<'t> {
 /// The tree of `text`, or None when it breaks the envelope rule (the
 /// envelope check then says how) or is longer than [`TREE_MAX_BYTES`].
 pub fn parse<'a>(text: &'a str, limits: &Limits) -> Option<Tree<'a>> {
-    // about one open item per 16 bytes of a small body
-    let mut buffers = Buffers::with_capacity((text.len() / 16).clamp(16, 1024), 16);
-    parse_in(text, limits, &mut buffers)
+    BODY_BUFFERS.with(|buffers| match buffers.try_borrow_mut() {
+        Ok(mut buffers) => parse_in(text, limits, &mut buffers),
+        // about one open item per 16 bytes of a small body
+        Err(_) => parse_in(
+            text,
+            limits,
+            &mut Buffers::with_capacity((text.len() / 16).clamp(16, 1024), 16),
+        ),
+    })
+}
+
+thread_local! {
+    /// The parser's working memory for [`parse`], kept from one body to the
+    /// next on this thread (the parser drops what is beyond a small reserve).
+    static BODY_BUFFERS: std::cell::RefCell<Buffers<Node>> =
+        std::cell::RefCell::new(Buffers::with_capacity(64, 16));
 }
 
 /// [`parse`] with the parser's working memory kept by the caller between
