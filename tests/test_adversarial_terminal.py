@@ -1509,6 +1509,22 @@ def test_no_finish_reason_at_all_is_retryable(
     assert (caught.value.code, caught.value.retryable) == ("UNKNOWN_FINISH_REASON", retryable)
 
 
+def test_a_paused_turn_says_how_to_continue(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Anthropic's documented ``pause_turn`` (a server-side turn paused, to be
+    continued by sending it back) was refused with the hint for a value the
+    package does not know; it is still refused, with what to do."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    response = impl.normalize(json.dumps(anthropic_body("pause_turn")), provider="anthropic")
+    with pytest.raises(OutputError) as caught:
+        decide(response, tools=TOOLS)
+    assert (caught.value.code, caught.value.retryable) == ("UNKNOWN_FINISH_REASON", False)
+    assert "send the response back" in (caught.value.hint or "")
+    unknown = impl.normalize(json.dumps(anthropic_body("some_new_reason")), provider="anthropic")
+    with pytest.raises(OutputError) as caught:
+        decide(unknown, tools=TOOLS)
+    assert "send the response back" not in (caught.value.hint or "")
+
+
 @pytest.mark.parametrize(
     ("extra", "expect"),
     [

@@ -115,6 +115,14 @@ _FINISH_ERRORS: Mapping[str, tuple[str, str]] = {
 }
 
 
+#: What to do about a provider's documented finish that is no canonical one
+#: (still ``UNKNOWN_FINISH_REASON``: nothing in such a response may run).
+_UNKNOWN_FINISH_HINTS: Mapping[str, str] = {
+    # Anthropic: a long-running turn paused by the server, resumed by sending it back
+    "pause_turn": "the provider paused a long-running turn; send the response back as the assistant turn to continue it",
+}
+
+
 def check_complete(response: object) -> NormalizedResponse:
     """The completeness gate: ``response`` itself if it may become a
     decision, else the ``StreamError`` that says why not."""
@@ -219,6 +227,8 @@ def _finish_error(response: NormalizedResponse) -> NoReturn:
             retryable=True,  # as NO_TERMINAL_EVENT: nothing ended it
         )
     code, hint = _FINISH_ERRORS[reason]
+    if reason == "unknown":
+        hint = _UNKNOWN_FINISH_HINTS.get(response.raw_finish_reason or "", hint)
     raise StreamError(code, f"the response finished with {reason!r}{raw}", hint=hint)
 
 
