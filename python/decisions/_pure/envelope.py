@@ -30,7 +30,7 @@ from typing import Any, Callable, Final
 from ..errors import OutputError, json_path, new_error
 from ..limits import Limits
 from ..providers import DONE
-from .json import FAST_MISSES, fast_path, parse_text, plain
+from .json import FAST_MISSES, fast_path, fast_unkeyed, parse_text, plain
 from .jsonexact import Fail
 
 __all__ = ["ENVELOPE_MAX_DEPTH", "ArgumentField", "decode", "decoder", "envelope_limits", "unkeyed", "utf8_text"]
@@ -208,10 +208,6 @@ def decoder(limits: Limits, fields: tuple[ArgumentField, ...]) -> Callable[[str 
 _last_decoder: tuple[Limits, tuple[ArgumentField, ...], Callable[[str | bytes], Any]] | None = None
 
 
-#: finds a ``\\u`` in a text (a regex finds it faster than ``in`` does)
-_U_ESCAPE: Final = re.compile(r"\\u").search
-
-
 def unkeyed(data: str | bytes, lim: Limits) -> tuple[Any, int] | None:
     """Event data or a body that :func:`decode` reads on the strict parser's
     fast path (an exact ``str`` of ASCII or ``bytes`` of UTF-8, within the
@@ -245,10 +241,10 @@ def unkeyed(data: str | bytes, lim: Limits) -> tuple[Any, int] | None:
             return None
     else:
         return None
-    if _U_ESCAPE(text) is not None or "\x00" in text[:2] or text[:1] == "\ufeff" or text == DONE:
+    if "\x00" in text[:2] or text[:1] == "\ufeff" or text == DONE:
         return None
     try:
-        return fast_path(text, len(data), lim, False), text.count(":")
+        return fast_unkeyed(text, len(data), lim)  # a miss for a text with a ``\\u`` escape
     except FAST_MISSES:
         return None
 

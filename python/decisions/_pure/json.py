@@ -77,7 +77,10 @@ common case (duplicate keys and member counts in ``object_pairs_hook``,
 number length and range in ``parse_int``/``parse_float``, NaN in
 ``parse_constant``; a regex for surrogate escapes; counting brackets and
 commas bounds depth, items and values, and an iterative walk runs only when
-those bounds are not enough). Whenever it fails or flags anything, the
+those bounds are not enough). For a caller that proves the keys itself
+(:func:`fast_unkeyed`), pydantic-core's ``from_json`` (a dependency through
+pydantic) parses a text whose numbers are all short: it takes the same
+grammar, and no number that short can break a number rule. Whenever it fails or flags anything, the
 exact parser (:mod:`~decisions._pure.jsonexact`, the twin of the Rust core, same algorithm) runs on the
 text to find the code and position, or the value when the stdlib cannot
 build it (nesting beyond the interpreter's recursion limit).
@@ -90,12 +93,14 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
+from pydantic_core import from_json
+
 from .._json_errors import parse_error, str_input_error, utf16_str
 from ..errors import ParseError
 from ..limits import DEFAULT_LIMITS, Limits
 from .jsonexact import INF, INT_MAX, INT_MIN, WS, WS_CHARS, Exact, Fail, utf8_len
 
-__all__ = ["FAST_MISSES", "fast_path", "loads", "parse_text", "plain"]
+__all__ = ["FAST_MISSES", "fast_path", "fast_unkeyed", "loads", "parse_text", "plain"]
 
 
 class _Flag(Exception):
@@ -206,8 +211,8 @@ def _scanner(lim: Limits, keyed: bool = True) -> _Scanner | None:
 #: can exceed it (``2 * max_depth + 2``: each level of a valid text opens and
 #: closes) and the smaller of ``max_array_items`` and ``max_values`` (the
 #: text length from which commas are counted), then the scanner without the
-#: repeated-key check (or None).
-_Plan = tuple[_Scanner, int, int, int, int, "_Scanner | None"]
+#: repeated-key check (or None) and the digit run of :func:`_long_run`.
+_Plan = tuple[_Scanner, int, int, int, int, "_Scanner | None", bytes]
 
 
 def _plan(lim: Limits) -> _Plan:
@@ -215,7 +220,17 @@ def _plan(lim: Limits) -> _Plan:
     assert scan is not None
     depth = lim.max_depth
     counted = min(lim.max_array_items, lim.max_values)
-    return (scan, lim.max_string_bytes, depth, 2 * depth + 2, counted, _scanner(lim, False))
+    return (scan, lim.max_string_bytes, depth, 2 * depth + 2, counted, _scanner(lim, False), _long_run(lim))
+
+
+def _long_run(lim: Limits) -> bytes:
+    """The run of digits (``1`` in :data:`_MARKS`) from which a text's
+    numbers may break ``lim``'s number rules. A literal is an optional sign,
+    then integer, fraction and exponent digits with at most four other
+    characters (sign, point, ``e``, exponent sign): with every digit run
+    shorter than ``(max_number_length - 1) // 3`` it is within the length
+    limit, and an integer of at most 18 digits lies within 64 bits."""
+    return b"1" * max(1, min(19, (lim.max_number_length - 1) // 3))
 
 
 _DEFAULT_PLAN: Final = _plan(DEFAULT_LIMITS)
@@ -226,7 +241,8 @@ _plans: dict[Limits, _Plan] = {}
 _last: tuple[Limits | None, _Plan] = (None, _DEFAULT_PLAN)
 
 
-def _plan_for(lim: Limits) -> _Plan:
+def _plan_of(lim: Limits) -> _Plan:
+    """The plan of ``lim`` (other than the defaults), kept as the last one used."""
     global _last
     last_lim, plan = _last
     if last_lim is lim:
@@ -284,31 +300,22 @@ def _walk(value: Any, lim: Limits, check_strings: bool) -> None:
 FAST_MISSES: Final = (ValueError, _Flag, RecursionError, StopIteration)
 
 
-def fast_path(text: str, size: int, lim: Limits, keyed: bool = True) -> Any:
+def fast_path(text: str, size: int, lim: Limits) -> Any:
     """The value of ``text`` (``size`` bytes of UTF-8, past the input checks
-    of :func:`loads`) by the stdlib scanner, or one of :data:`FAST_MISSES`.
-
-    With ``keyed`` False (see :func:`~decisions._pure.envelope.unkeyed`),
-    every check but the one for repeated keys, for a text the caller found
-    without ``\\u`` escapes (which that check alone would judge); a miss
-    under limits that need the members counted."""
+    of :func:`loads`) by the stdlib scanner, or one of :data:`FAST_MISSES`."""
     if lim is DEFAULT_LIMITS:
         plan = _DEFAULT_PLAN
     else:
-        last_lim, plan = _last  # ``_plan_for``'s first step, inlined: a stream parses under one ``Limits``
+        last_lim, plan = _last  # ``_plan_of``'s first step, inlined: a stream parses under one ``Limits``
         if last_lim is not lim:
-            plan = _plan_for(lim)
-    scan, max_string, max_depth, deep_from, count_from, unchecked = plan
-    if not keyed:
-        if unchecked is None:
-            raise _Flag
-        scan = unchecked
+            plan = _plan_of(lim)
+    scan, max_string, max_depth, deep_from, count_from, _, _ = plan
     start = WS.match(text).end() if text[:1] in WS_CHARS else 0  # type: ignore[union-attr]
     value, end = scan(text, start)
     n = len(text)
     if end != n and WS.match(text, end).end() != n:  # type: ignore[union-attr]
         raise _Flag
-    if keyed and "\\u" in text and not _surrogates_paired(text):
+    if "\\u" in text and not _surrogates_paired(text):
         raise _Flag
     if size > max_string:
         _walk(value, lim, True)
@@ -323,6 +330,62 @@ def fast_path(text: str, size: int, lim: Limits, keyed: bool = True) -> Any:
             if commas + 1 > lim.max_array_items or 1 + opens + commas + text.count(":") > lim.max_values:
                 _walk(value, lim, False)
     return value
+
+
+#: ``bytes.translate`` table of :func:`fast_unkeyed`: a digit becomes ``1``,
+#: ``e``, ``E`` and ``+`` become ``e``; ``\\``, ``u``, ``:``, ``[``, ``{`` and
+#: ``,`` stay; any other byte becomes a space
+_MARKS: Final = bytes(
+    0x31 if 0x30 <= b <= 0x39 else 0x65 if b in b"eE+" else b if b in b"\\u:[{," else 0x20 for b in range(256)
+)
+
+
+def fast_unkeyed(text: str, size: int, lim: Limits) -> tuple[Any, int]:
+    """The value of ``text`` as :func:`fast_path` gives it but for the
+    check of repeated keys, and the number of ``:`` in ``text``, for
+    :func:`~decisions._pure.envelope.unkeyed`; a miss (one of
+    :data:`FAST_MISSES`) for a text with a ``\\u`` escape (which that check
+    alone would judge) or under limits that need the members counted.
+
+    The text is first marked by :data:`_MARKS`. Where no digit run is as
+    long as :func:`_long_run`'s and no ``e`` (or ``+``) is followed by three
+    digits, every number literal is within the length limit, every integer
+    within 64 bits, and no float can overflow (with digit runs that short,
+    only an exponent of three digits reaches 10**308): pydantic-core's
+    ``from_json``, which takes the same grammar without NaN or Infinity,
+    parses it. Digits in strings count too: such a text, and any other, goes
+    to the stdlib scanner, which reads each number itself."""
+    if lim is DEFAULT_LIMITS:
+        plan = _DEFAULT_PLAN
+    else:
+        last_lim, plan = _last  # ``_plan_of``'s first step, inlined: a stream parses under one ``Limits``
+        if last_lim is not lim:
+            plan = _plan_of(lim)
+    _, max_string, max_depth, deep_from, count_from, scan, run = plan
+    marks = text.encode().translate(_MARKS)
+    if scan is None or marks.find(b"\\u") >= 0:
+        raise _Flag
+    n = len(text)
+    if marks.find(run) < 0 and marks.find(b"e111") < 0:
+        value = from_json(text, allow_inf_nan=False)  # a ValueError where the text is not JSON
+    else:
+        start = WS.match(text).end() if text[:1] in WS_CHARS else 0  # type: ignore[union-attr]
+        value, end = scan(text, start)
+        if end != n and WS.match(text, end).end() != n:  # type: ignore[union-attr]
+            raise _Flag
+    colons = marks.count(b":")
+    if size > max_string:
+        _walk(value, lim, True)
+    elif type(value) is dict or type(value) is list:
+        # as in ``fast_path``
+        if n >= deep_from and marks.count(b"[") + marks.count(b"{") > max_depth:
+            _walk(value, lim, False)
+        elif n >= count_from:
+            opens = marks.count(b"[")
+            commas = marks.count(b",")
+            if commas + 1 > lim.max_array_items or 1 + opens + commas + colons > lim.max_values:
+                _walk(value, lim, False)
+    return value, colons
 
 
 def plain(data: Any) -> Any:

@@ -1,0 +1,178 @@
+"""The pure twin parses event data and bodies whose keys its readers prove
+(``envelope.unkeyed``) with pydantic-core's ``from_json`` when no number in
+the text can break a number rule (``json.fast_unkeyed``), and with the
+stdlib scanner otherwise. Either way the value must be the strict parser's,
+and a text the strict parser refuses must never be answered: numbers at
+every edge of the length limit and of 64 bits, long fractions and
+exponents, exponents that overflow or underflow, under length limits from
+1 character up."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from decisions import DEFAULT_LIMITS, Limits, ParseError
+from decisions._pure import json as pure_json
+from decisions._pure.envelope import envelope_limits
+from decisions._pure.json import FAST_MISSES, fast_unkeyed, loads
+
+ENVELOPE = envelope_limits(DEFAULT_LIMITS)
+
+
+def under(max_number_length: int) -> Limits:
+    """The envelope limits (members bounded by the size, so ``fast_unkeyed``
+    answers) with this number length."""
+    return dataclasses.replace(ENVELOPE, max_number_length=max_number_length)
+
+
+def judged(text: str, lim: Limits) -> tuple[str, Any]:
+    """What the strict parser says of ``text``: its value, or its code."""
+    try:
+        return "value", loads(text, limits=lim)
+    except ParseError as error:
+        return "error", error.code
+
+
+def screened(text: str, lim: Limits) -> tuple[str, Any] | None:
+    """What ``fast_unkeyed`` says of ``text``: its value, or None for a miss."""
+    try:
+        value, colons = fast_unkeyed(text, len(text.encode()), lim)
+    except FAST_MISSES:
+        return None
+    assert colons == text.count(":")
+    return "value", value
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal values of the same types all the way down (``-0.0`` is not ``0.0``)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return math.copysign(1.0, a) == math.copysign(1.0, b) and a == b
+    if type(a) is dict:
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if type(a) is list:
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def check(text: str, lim: Limits) -> bool:
+    """The screen answers only with the strict parser's value; True when it answered."""
+    found = screened(text, lim)
+    if found is None:
+        return False
+    verdict = judged(text, lim)
+    assert verdict[0] == "value", (text, verdict)
+    assert same(found[1], verdict[1]), (text, found, verdict)
+    return True
+
+
+digits = st.text("0123456789", min_size=1, max_size=25)
+
+
+@st.composite
+def literals(draw: st.DrawFn) -> str:
+    """A number literal, valid or not: sign, integer digits (a leading zero
+    kept), fraction, exponent with either letter and sign."""
+    out = draw(st.sampled_from(["", "-"])) + draw(digits)
+    if draw(st.booleans()):
+        out += "." + draw(digits)
+    if draw(st.booleans()):
+        out += draw(st.sampled_from("eE")) + draw(st.sampled_from(["", "+", "-"])) + draw(digits)
+    return out
+
+
+@st.composite
+def texts(draw: st.DrawFn) -> str:
+    """A chunk-like object with number literals in value places, and digits in strings."""
+    numbers = draw(st.lists(literals(), min_size=1, max_size=4))
+    members = [f'"n{i}": {n}' for i, n in enumerate(numbers)]
+    if draw(st.booleans()):
+        members.append(f'"s": "{draw(literals())}"')
+    if draw(st.booleans()):
+        members.append(f'"a": [{", ".join(numbers)}]')
+    return "{" + ", ".join(members) + "}"
+
+
+@given(texts(), st.one_of(st.integers(1, 40), st.just(100), st.just(1000)))
+def test_screened_numbers_are_the_strict_ones(text: str, max_number_length: int) -> None:
+    check(text, under(max_number_length))
+
+
+EDGES = [
+    "18446744073709551615",  # 2**64 - 1: the largest count
+    "18446744073709551616",  # 2**64
+    "-9223372036854775808",  # -2**63
+    "-9223372036854775809",
+    "999999999999999999",  # 18 digits: the longest run taken
+    "-999999999999999999",
+    "9999999999999999999",  # 19 digits
+    "-9999999999999999999",
+    "-99999999999999999",  # 17 digits, negative
+    "123456789012345678901234567890",
+    "1e308",
+    "1e309",
+    "1E+309",
+    "-1e+0309",
+    "1.7976931348623157e308",
+    "1.7976931348623159e308",  # rounds past the largest double
+    "17976931348623157e292",
+    "1e-400",
+    "4.9e-324",
+    "-0",
+    "-0.0",
+    "0." + "0" * 16 + "1",
+    "1." + "0" * 120,
+    "1" * 17 + "." + "9" * 17 + "e+99",
+    "123.456e-789",
+]
+
+
+@pytest.mark.parametrize("literal", EDGES)
+@pytest.mark.parametrize("max_number_length", [1, 3, 10, 13, 19, 20, 21, 100])
+def test_number_edges(literal: str, max_number_length: int) -> None:
+    for text in (literal, f'{{"v": {literal}}}', f'{{"v": [1, {literal}]}}', f" {literal} "):
+        check(text, under(max_number_length))
+
+
+def test_a_literal_one_character_too_long_is_handed_on() -> None:
+    """Under a length limit of 10, the longest literal whose digit runs are
+    all shorter than the screen's run (3: at most 2 digits a run) is 10
+    characters; a literal of 13 (runs of 3) is too long and must reach the
+    strict parser."""
+    lim = under(10)
+    assert pure_json._long_run(lim) == b"111"
+    assert check('{"v": -12.34e-56}', lim)
+    assert judged('{"v": -123.456e-789}', lim) == ("error", "NUMBER_TOO_LONG")
+    assert not check('{"v": -123.456e-789}', lim)
+
+
+def test_common_texts_take_from_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The screen is not dead code: a chunk with short numbers goes to
+    ``from_json``; one with a long number, an overflowing exponent or an
+    escape does not."""
+    calls: list[str] = []
+
+    def counted(text: str, **options: Any) -> Any:
+        calls.append(text)
+        return json.loads(text)
+
+    monkeypatch.setattr(pure_json, "from_json", counted)
+    chunk = '{"id": "c-1", "created": 1718236123, "choices": [{"index": 0, "delta": {"content": "a: 1e5"}}]}'
+    assert check(chunk, ENVELOPE) and calls == [chunk]
+    for other in (
+        chunk.replace("1718236123", "17182361231718236123"),
+        chunk.replace("1e5", "1e500"),
+        chunk.replace("1e5", "1E+500"),
+        chunk.replace('"c-1"', '"c\\u002d1"'),
+    ):
+        calls.clear()
+        assert (screened(other, ENVELOPE) is None) if "\\u" in other else check(other, ENVELOPE)
+        assert calls == []
