@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from decisions import DEFAULT_LIMITS, Limits, ParseError
 from decisions._pure import json as pure_json
 from decisions._pure.envelope import envelope_limits
 from decisions._pure.json import FAST_MISSES, fast_unkeyed, loads
+from decisions._pure.jsonexact import Exact, Fail
 
 ENVELOPE = envelope_limits(DEFAULT_LIMITS)
 
@@ -33,7 +35,16 @@ def under(max_number_length: int) -> Limits:
 
 
 def judged(text: str, lim: Limits) -> tuple[str, Any]:
-    """What the strict parser says of ``text``: its value, or its code."""
+    """What the exact parser (the Rust core's algorithm, no fast path) says
+    of ``text``: its value, or its code."""
+    try:
+        return "value", Exact(text, lim).run()
+    except Fail as fail:
+        return "error", fail.code
+
+
+def loaded(text: str, lim: Limits) -> tuple[str, Any]:
+    """What ``loads`` (its fast paths first) says of ``text``."""
     try:
         return "value", loads(text, limits=lim)
     except ParseError as error:
@@ -64,11 +75,14 @@ def same(a: Any, b: Any) -> bool:
 
 
 def check(text: str, lim: Limits) -> bool:
-    """The screen answers only with the strict parser's value; True when it answered."""
+    """``loads`` says what the exact parser says, and the screen answers
+    only with its value; True when the screen answered."""
+    verdict = judged(text, lim)
+    strict = loaded(text, lim)
+    assert strict[0] == verdict[0] and (same(strict[1], verdict[1]) if strict[0] == "value" else strict == verdict)
     found = screened(text, lim)
     if found is None:
         return False
-    verdict = judged(text, lim)
     assert verdict[0] == "value", (text, verdict)
     assert same(found[1], verdict[1]), (text, found, verdict)
     return True
@@ -176,3 +190,16 @@ def test_common_texts_take_from_json(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.clear()
         assert (screened(other, ENVELOPE) is None) if "\\u" in other else check(other, ENVELOPE)
         assert calls == []
+
+
+@pytest.mark.parametrize("text", ["Zürich", "\u00ff\u0100", "渡辺", "a\U0001f600b", "mixed ü 渡 😀 " * 8])
+def test_non_ascii_strings_keep_their_narrowest_form(text: str) -> None:
+    """Strings ``from_json`` builds are those the stdlib scanner builds, in
+    the narrowest form that holds their characters, as value and as key (its
+    key cache would keep a UTF-8 copy beside a non-ASCII one)."""
+    doc = json.dumps([text, {text: 1}, {"k": text}], ensure_ascii=False)
+    found = screened(doc, ENVELOPE)
+    assert found is not None and found[1] == [text, {text: 1}, {"k": text}]
+    value = found[1]
+    sizes = [sys.getsizeof(value[0]), sys.getsizeof(next(iter(value[1]))), sys.getsizeof(value[2]["k"])]
+    assert sizes == [sys.getsizeof(text)] * 3
