@@ -80,10 +80,11 @@ commas bounds depth, items and values, and an iterative walk runs only when
 those bounds are not enough). For a caller that proves the keys itself
 (:func:`fast_unkeyed`), pydantic-core's ``from_json`` (a dependency through
 pydantic) parses a text whose numbers are all short: it takes the same
-grammar, and no number that short can break a number rule. Whenever it fails or flags anything, the
-exact parser (:mod:`~decisions._pure.jsonexact`, the twin of the Rust core, same algorithm) runs on the
-text to find the code and position, or the value when the stdlib cannot
-build it (nesting beyond the interpreter's recursion limit).
+grammar, and no number that short can break a number rule. Whenever either
+fails or flags anything, the exact parser (:mod:`~decisions._pure.jsonexact`,
+the twin of the Rust core, same algorithm) runs on the text to find the code
+and position, or the value when the stdlib cannot build it (nesting beyond
+the interpreter's recursion limit).
 """
 
 from __future__ import annotations
