@@ -159,3 +159,34 @@ def test_body_item_ids(impl: ModuleType, native: ModuleType, count: int, choice:
             data = _calls_body(ids, choice or 0, rid)
             options = {} if choice is None else {"choice": choice}
             assert _items(impl, data, **options) == _items(native, data, **options)
+
+
+@pytest.mark.parametrize("kind", ["array", "object"])
+@pytest.mark.parametrize("extra", [-1, 0, 1, 2])
+def test_unread_members_nested_to_the_envelope_depth(
+    impl: ModuleType, native: ModuleType, kind: str, extra: int
+) -> None:
+    """A member no reader looks at, nested to the envelope's depth bound
+    (100 levels with the body or chunk's own) and past it: the body and the
+    chunk read without the repeated-key check bound their depth as the strict
+    parser does, and a level too deep is refused on both backends."""
+    from decisions._pure.envelope import ENVELOPE_MAX_DEPTH
+
+    levels = ENVELOPE_MAX_DEPTH - 1 + extra  # the body's own object is the first level
+    nested = json.loads(_nested(levels, kind))
+    data = json.dumps(_body(extra=nested)).encode()
+    found = _outcome(impl, data)
+    assert found == _outcome(native, data)
+    assert isinstance(found, tuple) == (extra > 0), found
+    chunk = {"id": "c-1", "choices": [{"index": 0, "delta": {"role": "assistant"}}], "extra": nested}
+    stream = b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    outcomes = []
+    for backend in (impl, native):
+        assembler = backend.StreamAssembler(CHAT)
+        try:
+            assembler.feed(stream)
+            outcomes.append(None)
+        except OutputError as error:
+            outcomes.append((type(error).__name__, error.code, error.path))
+    assert outcomes[0] == outcomes[1]
+    assert (outcomes[0] is not None) == (extra > 0), outcomes

@@ -203,3 +203,44 @@ def test_non_ascii_strings_keep_their_narrowest_form(text: str) -> None:
     value = found[1]
     sizes = [sys.getsizeof(value[0]), sys.getsizeof(next(iter(value[1]))), sys.getsizeof(value[2]["k"])]
     assert sizes == [sys.getsizeof(text)] * 3
+
+
+@pytest.mark.parametrize("kind", ["[", "{"])
+@pytest.mark.parametrize("short_numbers", [True, False])
+def test_nesting_is_bounded_at_its_edge(kind: str, short_numbers: bool) -> None:
+    """A text nesting exactly ``max_depth`` levels (its only brackets) is
+    answered, one level more is handed on, on either parser: ``{`` and ``[``
+    both count a level. ``from_json`` alone nests 200 levels or more."""
+    number = "1" if short_numbers else "0." + "5" * 30  # a run of 30 digits: the stdlib scanner's
+
+    def nested(depth: int) -> str:
+        if kind == "[":
+            return "[" * depth + number + "]" * depth
+        return '{"a":' * depth + number + "}" * depth
+
+    depth = ENVELOPE.max_depth
+    assert check(nested(depth), ENVELOPE)
+    assert screened(nested(depth + 1), ENVELOPE) is None
+    assert judged(nested(depth + 1), ENVELOPE) == ("error", "DEPTH_EXCEEDED")
+
+
+def test_values_are_bounded_at_their_edge() -> None:
+    """Under a value bound the text could break (``max_values`` below the
+    text's length), arrays and objects alike count toward it: exactly
+    ``max_values`` values are answered, one more is handed on."""
+    lim = dataclasses.replace(ENVELOPE, max_values=7, max_array_items=7)
+    within = '[{"a": 1}, {"b": [2]}, 3]'  # 7 values: 2 arrays, 2 objects, 3 numbers
+    assert judged(within, lim)[0] == "value"
+    assert check(within, lim)
+    beyond = '[{"a": 1}, {"b": [2, 4]}, 3]'
+    assert judged(beyond, lim) == ("error", "TOO_MANY_VALUES")
+    assert screened(beyond, lim) is None
+    one = dataclasses.replace(ENVELOPE, max_values=1, max_array_items=1)
+    assert check("[]", one) and check("{}", one)
+    for two in ("[1]", "[[]]", '{"a": 1}', '{"a": {}}'):  # as many values as the bound counts
+        assert judged(two, one) == ("error", "TOO_MANY_VALUES")
+        assert screened(two, one) is None
+    single = dataclasses.replace(ENVELOPE, max_array_items=1)
+    assert check("[1]", single) and check('{"a": 1, "b": 2}', single)
+    assert judged("[1, 2]", single) == ("error", "TOO_MANY_ITEMS")
+    assert screened("[1, 2]", single) is None

@@ -338,10 +338,12 @@ def fast_path(text: str, size: int, lim: Limits) -> Any:
 _U_ESCAPE: Final = re.compile(rb"\\u")
 
 #: ``bytes.translate`` table of :func:`fast_unkeyed`: a digit becomes ``1``,
-#: ``e``, ``E`` and ``+`` become ``e``; ``\\``, ``u``, ``:``, ``[``, ``{`` and
-#: ``,`` stay; any other byte becomes a space
+#: ``e``, ``E`` and ``+`` become ``e``, ``{`` becomes ``[`` (both open a
+#: level); ``\\``, ``u``, ``:``, ``[`` and ``,`` stay; any other byte becomes
+#: a space
 _MARKS: Final = bytes(
-    0x31 if 0x30 <= b <= 0x39 else 0x65 if b in b"eE+" else b if b in b"\\u:[{," else 0x20 for b in range(256)
+    0x31 if 0x30 <= b <= 0x39 else 0x65 if b in b"eE+" else 0x5B if b == 0x7B else b if b in b"\\u:[," else 0x20
+    for b in range(256)
 )
 
 
@@ -385,14 +387,16 @@ def fast_unkeyed(text: str, size: int, lim: Limits) -> tuple[Any, int]:
     if size > max_string:
         _walk(value, lim, True)
     elif type(value) is dict or type(value) is list:
-        # as in ``fast_path``
-        if n >= deep_from and marks.count(b"[") + marks.count(b"{") > max_depth:
-            _walk(value, lim, False)
-        elif n >= count_from:
+        # as in ``fast_path``, with arrays and objects counted together: each
+        # holds no more values than its commas and colons, plus one
+        if n >= deep_from or n >= count_from:
             opens = marks.count(b"[")
-            commas = marks.count(b",")
-            if commas + 1 > lim.max_array_items or 1 + opens + commas + colons > lim.max_values:
+            if n >= deep_from and opens > max_depth:
                 _walk(value, lim, False)
+            elif n >= count_from:
+                commas = marks.count(b",")
+                if commas + 1 > lim.max_array_items or 1 + opens + commas + colons > lim.max_values:
+                    _walk(value, lim, False)
     return value, colons
 
 
