@@ -79,7 +79,9 @@ MODULES: dict[str, Module] = {
     "domain": Module("decisions/validate/domain.py", ("test_domain.py",), OTHER),
     "assemble": Module("decisions/_pure/assemble.py", ("test_assembler.py", "test_fidelity_responses.py"), OTHER),
     "sse": Module("decisions/_pure/sse.py", ("test_sse.py",), OTHER),
-    "json": Module("decisions/_pure/json.py", ("test_loads.py", "test_jsontestsuite.py"), OTHER),
+    "json": Module(
+        "decisions/_pure/json.py", ("test_loads.py", "test_jsontestsuite.py", "test_pure_number_screen.py"), OTHER
+    ),
     "jsonexact": Module("decisions/_pure/jsonexact.py", ("test_loads.py", "test_jsontestsuite.py"), OTHER),
 }
 

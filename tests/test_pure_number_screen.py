@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from decisions import DEFAULT_LIMITS, Limits, ParseError
@@ -26,6 +26,17 @@ from decisions._pure.json import FAST_MISSES, fast_unkeyed, loads
 from decisions._pure.jsonexact import Exact, Fail
 
 ENVELOPE = envelope_limits(DEFAULT_LIMITS)
+
+
+@pytest.fixture(autouse=True)
+def cold_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test builds the parser's plans afresh: a plan cached at import,
+    by an earlier test or by the process a mutation run forks from would hide
+    what building one does (the digit run of the screen among them)."""
+    default = pure_json._plan(DEFAULT_LIMITS)
+    monkeypatch.setattr(pure_json, "_plans", {})
+    monkeypatch.setattr(pure_json, "_DEFAULT_PLAN", default)
+    monkeypatch.setattr(pure_json, "_last", (None, default))
 
 
 def under(max_number_length: int) -> Limits:
@@ -115,6 +126,7 @@ def texts(draw: st.DrawFn) -> str:
     return "{" + ", ".join(members) + "}"
 
 
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # the plans are cold once a test
 @given(texts(), st.one_of(st.integers(1, 40), st.just(100), st.just(1000)))
 def test_screened_numbers_are_the_strict_ones(text: str, max_number_length: int) -> None:
     check(text, under(max_number_length))
@@ -198,11 +210,12 @@ def test_non_ascii_strings_keep_their_narrowest_form(text: str) -> None:
     the narrowest form that holds their characters, as value and as key (its
     key cache would keep a UTF-8 copy beside a non-ASCII one)."""
     doc = json.dumps([text, {text: 1}, {"k": text}], ensure_ascii=False)
-    found = screened(doc, ENVELOPE)
-    assert found is not None and found[1] == [text, {text: 1}, {"k": text}]
-    value = found[1]
-    sizes = [sys.getsizeof(value[0]), sys.getsizeof(next(iter(value[1]))), sys.getsizeof(value[2]["k"])]
-    assert sizes == [sys.getsizeof(text)] * 3
+    for _ in range(2):  # the second time, a cached key would come with the UTF-8 copy its first lookup made
+        found = screened(doc, ENVELOPE)
+        assert found is not None and found[1] == [text, {text: 1}, {"k": text}]
+        value = found[1]
+        sizes = [sys.getsizeof(value[0]), sys.getsizeof(next(iter(value[1]))), sys.getsizeof(value[2]["k"])]
+        assert sizes == [sys.getsizeof(text)] * 3
 
 
 @pytest.mark.parametrize("kind", ["[", "{"])
@@ -244,3 +257,74 @@ def test_values_are_bounded_at_their_edge() -> None:
     assert check("[1]", single) and check('{"a": 1, "b": 2}', single)
     assert judged("[1, 2]", single) == ("error", "TOO_MANY_ITEMS")
     assert screened("[1, 2]", single) is None
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("long_numbers", [False, True])
+def test_nan_and_infinity_are_handed_on(literal: str, long_numbers: bool) -> None:
+    """``from_json`` is asked for the strict grammar: NaN and Infinity are
+    refused, on either parser."""
+    other = "0." + "5" * 30 if long_numbers else "1"
+    for text in (literal, f'{{"a": {literal}, "b": {other}}}', f"[{other}, {literal}]"):
+        assert screened(text, ENVELOPE) is None
+        assert judged(text, ENVELOPE) == ("error", "NAN_OR_INFINITY")
+
+
+@pytest.mark.parametrize("long_numbers", [False, True])
+def test_whitespace_and_trailing_content(long_numbers: bool) -> None:
+    """Whitespace around the value is no content; anything else after it is,
+    on either parser."""
+    number = "0." + "5" * 30 if long_numbers else "1"
+    for value in (f'{{"a": {number}}}', f"[{number}]", number):
+        for pad in ("", " ", "\t\r\n "):
+            assert check(pad + value + pad, ENVELOPE)
+        for tail in (" x", "}", " 1", ","):
+            assert screened(value + tail, ENVELOPE) is None
+            assert judged(value + tail, ENVELOPE)[0] == "error"
+
+
+def test_limits_that_need_members_counted_are_a_miss() -> None:
+    """Under limits whose member bound a text could break (the defaults:
+    members are not bounded by the size), the unkeyed parse does not answer."""
+    for lim in (DEFAULT_LIMITS, dataclasses.replace(ENVELOPE, max_object_members=2)):
+        assert screened('{"a": 1}', lim) is None
+    assert screened('{"a": 1}', ENVELOPE) == ("value", {"a": 1})
+
+
+def test_each_limits_its_own_plan() -> None:
+    """Limits asked for one after the other, without ``loads`` between, each
+    screen by their own number length."""
+    long, short = under(100), under(10)
+    text = '{"v": 12345678901}'
+    assert screened(text, long) == ("value", {"v": 12345678901})
+    assert screened(text, short) is None
+    assert judged(text, short) == ("error", "NUMBER_TOO_LONG")
+    assert screened(text, long) == ("value", {"v": 12345678901})
+
+
+@pytest.mark.parametrize("long_numbers", [False, True])
+def test_string_bytes_are_bounded(long_numbers: bool) -> None:
+    """Under a string bound below the text's size, a longer string (value or
+    key, counted in UTF-8 bytes) is handed on; one at the bound is answered."""
+    lim = dataclasses.replace(ENVELOPE, max_string_bytes=6)
+    number = "0." + "5" * 30 if long_numbers else "1"
+    assert check(f'{{"abcdef": "ü€a", "n": {number}}}', lim)  # 6 bytes each
+    for text in (f'{{"abcdefg": {number}}}', f'{{"a": "üüüü", "n": {number}}}'):
+        assert screened(text, lim) is None
+        assert judged(text, lim) == ("error", "STRING_TOO_LONG")
+
+
+@pytest.mark.parametrize("max_number_length", range(1, 64))
+def test_every_run_length_under_every_length_limit(max_number_length: int) -> None:
+    """For each length limit, literals whose digit runs are all ``k`` long
+    (integers, and floats with a fraction and a one- or two-digit exponent,
+    the longest forms the screen can hand to ``from_json``), for every ``k``
+    up to 20: whatever either parser answers is the strict parser's value,
+    and from two characters of limit on, some literal is answered."""
+    lim = under(max_number_length)
+    answered = 0
+    for k in range(1, 21):
+        run = "9" * k
+        for literal in (f"-{run}", f"-{run}.{run}e-{run[:2]}", f"{run}.{run}E+{run[:1]}"):
+            answered += check(f'{{"v": {literal}}}', lim)
+    assert answered > 0 or max_number_length < 2
