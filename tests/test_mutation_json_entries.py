@@ -1,0 +1,90 @@
+"""The pure parser's other entry points, at their edges: ``parse_text`` (a
+caller that wants only the code and offset of an error) says what ``loads``
+says, and ``plain`` reads a str or bytes-like value by its characters or
+bytes, never by a subclass's own methods."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from decisions import DEFAULT_LIMITS, Limits, ParseError
+from decisions._pure.json import loads, parse_text, plain
+from decisions._pure.jsonexact import Fail
+
+SMALL = dataclasses.replace(DEFAULT_LIMITS, max_document_bytes=16, max_depth=2, max_string_bytes=8)
+
+
+def by_loads(text: str, lim: Limits) -> Any:
+    try:
+        return "value", loads(text, limits=lim)
+    except ParseError as error:
+        return "error", error.code, error.pos
+
+
+def by_parse_text(text: str, lim: Limits) -> Any:
+    try:
+        return "value", parse_text(text, lim)
+    except Fail as fail:
+        return "error", fail.code, fail.pos
+
+
+TEXTS = [
+    '{"a": [1, 2.5, "x"]}',
+    " [true, false, null] ",
+    '{"a": 1, "a": 2}',
+    "[[[1]]]",
+    '"' + "x" * 9 + '"',
+    "1" * 17,
+    "[1,]",
+    "",
+    "\x00[]",
+    " \x00",
+    "\ufeff[]",
+    '"\ud800"',
+    '["\\ud800"]',
+    '"Zürich"',
+    '"' + "ü" * 5 + '"',
+    "[" + "1," * 10 + "1]",
+    "NaN",
+    "\u00e9",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize("lim", [DEFAULT_LIMITS, SMALL], ids=["default", "small"])
+def test_parse_text_says_what_loads_says(text: str, lim: Limits) -> None:
+    assert by_parse_text(text, lim) == by_loads(text, lim)
+
+
+class _Str(str):
+    def __str__(self) -> str:
+        return "[1]"
+
+    def find(self, *args: Any) -> int:
+        return -1
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __hash__(self) -> int:
+        return 0
+
+
+class _Bytes(bytes):
+    def __bytes__(self) -> bytes:
+        return b"[1]"
+
+
+def test_plain_reads_the_value_itself() -> None:
+    assert type(plain(_Str("[2]"))) is str and plain(_Str("[2]")) == "[2]"
+    assert type(plain(_Bytes(b"[2]"))) is bytes and plain(_Bytes(b"[2]")) == b"[2]"
+    assert type(plain(bytearray(b"[3]"))) is bytes and plain(bytearray(b"[3]")) == b"[3]"
+    assert type(plain(memoryview(b"x[4]")[1:])) is bytes and plain(memoryview(b"x[4]")[1:]) == b"[4]"
+    same = "[5]"
+    assert plain(same) is same and plain(b"[5]") == b"[5]"
+    for other in (None, 5, [1], {"a": 1}):
+        assert plain(other) is other
+    assert loads(_Str("[2]")) == [2] and loads(_Bytes(b"[2]")) == [2]
