@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from typing import Any
 
 import pytest
 
@@ -118,6 +119,30 @@ def test_parse_record_shape_and_digest() -> None:
     assert json.loads(json.dumps(record)) == record
     _clean(record)  # the raw body is referenced by digest, never copied
     assert digest("é") == "sha256:" + hashlib.sha256("é".encode()).hexdigest()
+
+
+class _LyingBytes(bytes):
+    def __bytes__(self) -> bytes:
+        return b"other"
+
+
+class _LyingStr(str):
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:
+        return b"other"
+
+
+def test_digest_and_size_of_what_the_raw_response_holds() -> None:
+    """A bytes or str subclass is digested and measured by the bytes or
+    characters it holds, not by its own ``__bytes__`` or ``encode``."""
+    for raw, held in (
+        (_LyingBytes(b"body"), b"body"),
+        (_LyingStr("bodé"), "bodé".encode()),
+        (bytearray(b"body"), b"body"),
+        (memoryview(b"xbody")[1:], b"body"),
+    ):
+        assert digest(raw) == "sha256:" + hashlib.sha256(held).hexdigest()
+        record = parse_record(raw=raw)
+        assert record["raw_bytes"] == len(held) and record["raw_digest"] == digest(held)
 
 
 class _ToolDecision:

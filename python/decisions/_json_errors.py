@@ -28,8 +28,9 @@ def _doc(data: Any, code: str) -> str:
     if code in _NO_DOC:
         return ""
     if isinstance(data, str):
-        return data.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if code == "INVALID_UTF8" else data
-    return bytes(data).decode("utf-8", "replace")
+        text = str.__str__(data)  # the characters, not what a subclass's own methods say
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if code == "INVALID_UTF8" else text
+    return bytes(memoryview(data)).decode("utf-8", "replace")  # the bytes held, not a subclass's __bytes__
 
 
 def _snippet(doc: str, pos: int, length: int) -> str:

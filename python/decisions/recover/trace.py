@@ -171,8 +171,15 @@ def _fold(name: str) -> str:
 
 def digest(raw: bytes | bytearray | memoryview | str) -> str:
     """``sha256:<hex>`` of the raw response (text is hashed as UTF-8)."""
-    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw)
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    return "sha256:" + hashlib.sha256(_raw_bytes(raw)).hexdigest()
+
+
+def _raw_bytes(raw: bytes | bytearray | memoryview | str) -> bytes:
+    """The bytes of a raw response (text as UTF-8): what a str or bytes-like
+    value holds, not what a subclass's own ``encode`` or ``__bytes__`` says."""
+    if isinstance(raw, str):
+        return str.encode(raw, "utf-8", "surrogatepass")
+    return bytes(memoryview(raw))
 
 
 class Stopwatch:
@@ -246,7 +253,7 @@ def parse_record(
         schema_version = schema_version or getattr(request, "schema_version", None)
     raw_bytes = None
     if raw is not None:
-        raw_bytes = len(raw.encode("utf-8", "surrogatepass")) if isinstance(raw, str) else len(bytes(raw))
+        raw_bytes = len(_raw_bytes(raw))
     repaired_list = list(repaired) or list(getattr(decision, "repaired", ()) or ())
     record: dict[str, Any] = {
         "record_version": 1,
