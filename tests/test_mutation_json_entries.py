@@ -88,3 +88,60 @@ def test_plain_reads_the_value_itself() -> None:
     for other in (None, 5, [1], {"a": 1}):
         assert plain(other) is other
     assert loads(_Str("[2]")) == [2] and loads(_Bytes(b"[2]")) == [2]
+
+
+class _Bytes2(bytearray):
+    pass
+
+
+TINY = dataclasses.replace(DEFAULT_LIMITS, max_document_bytes=7)
+
+# (input, code, character offset): every pre-check of ``loads`` for each
+# kind of input, under a document limit of 7 bytes.
+PRE_CHECKS: list[tuple[Any, str, int]] = [
+    ("[1,2,3,4]", "DOCUMENT_TOO_LARGE", 0),
+    ("\x00[", "UTF16_INPUT", 0),
+    ("[\x00", "UTF16_INPUT", 0),
+    ("é" * 8, "DOCUMENT_TOO_LARGE", 0),  # too many characters
+    ('"éééé"', "DOCUMENT_TOO_LARGE", 0),  # 6 characters, 10 bytes
+    ("\x00é", "UTF16_INPUT", 0),
+    ("é\x00", "UNEXPECTED_CHARACTER", 0),  # no UTF-16 input: é is two bytes, the NUL not among the first two
+    ("\ufeff[1]", "BOM", 0),
+    ('["\ud800"]', "INVALID_UTF8", 2),
+    ('["\ud800\ud800"]', "DOCUMENT_TOO_LARGE", 0),  # each surrogate counted as 3 bytes
+    (_Str("[1,2,3,4]"), "DOCUMENT_TOO_LARGE", 0),
+    (_Str("\x00["), "UTF16_INPUT", 0),
+    (_Str("\ufeff1"), "BOM", 0),
+    (b"[1,2,3,4]", "DOCUMENT_TOO_LARGE", 0),
+    (b"\xfe\xff[]", "UTF16_INPUT", 0),
+    (b"\xff\xfe[]", "UTF16_INPUT", 0),
+    (b"[\x00", "UTF16_INPUT", 0),
+    (b"\xef\xbb\xbf[]", "BOM", 0),
+    (b'["\xc3\xa9\xff"]', "INVALID_UTF8", 3),
+    (_Bytes(b"\xef\xbb\xbf1"), "BOM", 0),
+    (bytearray(b"[1,2,3,4]"), "DOCUMENT_TOO_LARGE", 0),
+    (_Bytes2(b"\x00["), "UTF16_INPUT", 0),
+    (memoryview(b"x\xef\xbb\xbf1")[1:], "BOM", 0),
+    (memoryview(b'["\xff"]'), "INVALID_UTF8", 2),
+]
+
+
+@pytest.mark.parametrize(("data", "code", "pos"), PRE_CHECKS)
+def test_pre_checks_for_each_kind_of_input(data: Any, code: str, pos: int) -> None:
+    """The code, the offset, and the error itself (its text and hint, which
+    name the limits given) for each kind of input, as ``parse_error`` writes
+    it of the input's characters."""
+    from decisions._json_errors import parse_error
+
+    with pytest.raises(ParseError) as caught:
+        loads(data, limits=TINY)
+    error = caught.value
+    assert (error.code, error.pos) == (code, pos)
+    expected = parse_error(code, plain(data) if isinstance(data, str) else bytes(memoryview(data)), pos, TINY)
+    assert (str(error), error.hint, error.doc, error.lineno, error.colno) == (
+        str(expected),
+        expected.hint,
+        expected.doc,
+        expected.lineno,
+        expected.colno,
+    )
