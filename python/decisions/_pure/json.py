@@ -458,7 +458,7 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
                 # refused before its UTF-8 form is built, as the core does
                 raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
             try:
-                size = len(text.encode("utf-8"))  # within the limit: its characters' widest form was
+                size = len(text.encode("utf-8"))  # within the limit, as the check above found
             except UnicodeEncodeError:
                 raise str_input_error(text, limits) from None
         if "\x00" in text[:2] and utf16_str(text):
