@@ -145,3 +145,32 @@ def test_pre_checks_for_each_kind_of_input(data: Any, code: str, pos: int) -> No
         expected.lineno,
         expected.colno,
     )
+
+
+# (document, outcome): escapes of surrogates after runs of backslashes. An
+# even run before ``u`` is escaped backslashes and the letters ``ud800``; an
+# odd run ends in the escape itself. Each kind of escape is read on its own,
+# before and after the others.
+SURROGATES: list[tuple[str, Any]] = [
+    ('["\\\\ud800"]', ["\\ud800"]),
+    ('["\\\\\\\\ud800"]', ["\\\\ud800"]),
+    ('["\\\\\\ud800"]', ("LONE_SURROGATE", 4)),
+    ('["\\ud800"]', ("LONE_SURROGATE", 2)),
+    ('["\\\\ud800", "\\ud800"]', ("LONE_SURROGATE", 13)),
+    ('["\\\\ud800", "\\ud83d\\ude00"]', ["\\ud800", "\U0001f600"]),
+    ('["\\ud83d\\ude00", "\\\\udc00", "\\udc00"]', ("LONE_SURROGATE", 29)),
+    ('["\\ud83d\\ude00", "\\udc00"]', ("LONE_SURROGATE", 18)),
+    ('["\\ud83d\\\\ude00"]', ("LONE_SURROGATE", 2)),
+    ('["a\\\\\\\\\\\\ud800b"]', ["a\\\\\\ud800b"]),
+    ('["\\\\\\\\\\\\\\udfff"]', ("LONE_SURROGATE", 8)),
+    ('["\\ud800\\ud800\\udc00"]', ("LONE_SURROGATE", 2)),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SURROGATES)
+def test_surrogate_escapes_after_backslashes(impl: Any, text: str, expected: Any) -> None:
+    try:
+        found: Any = impl.loads(text)
+    except ParseError as error:
+        found = (error.code, error.pos)
+    assert found == expected
