@@ -88,6 +88,9 @@ def test_plain_reads_the_value_itself() -> None:
     for other in (None, 5, [1], {"a": 1}):
         assert plain(other) is other
     assert loads(_Str("[2]")) == [2] and loads(_Bytes(b"[2]")) == [2]
+    at_limit = dataclasses.replace(DEFAULT_LIMITS, max_document_bytes=7)
+    assert loads(_Str("[1,2,3]"), limits=at_limit) == [1, 2, 3]  # exactly the limit
+    assert loads(_Str('["éa"]'), limits=at_limit) == ["éa"]  # 6 characters, 7 bytes
 
 
 class _Bytes2(bytearray):

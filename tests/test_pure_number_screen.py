@@ -237,6 +237,17 @@ def test_nesting_is_bounded_at_its_edge(kind: str, short_numbers: bool) -> None:
     assert judged(nested(depth + 1), ENVELOPE) == ("error", "DEPTH_EXCEEDED")
 
 
+def test_nesting_in_the_shortest_text() -> None:
+    """The shortest text one level too deep (``2 * max_depth + 2``
+    characters, the length from which brackets are counted) is handed on;
+    one at the limit is answered."""
+    depth = ENVELOPE.max_depth
+    assert check("[" * depth + "]" * depth, ENVELOPE)
+    deeper = "[" * (depth + 1) + "]" * (depth + 1)
+    assert screened(deeper, ENVELOPE) is None
+    assert judged(deeper, ENVELOPE) == ("error", "DEPTH_EXCEEDED")
+
+
 def test_values_are_bounded_at_their_edge() -> None:
     """Under a value bound the text could break (``max_values`` below the
     text's length), arrays and objects alike count toward it: exactly
