@@ -177,3 +177,14 @@ def test_surrogate_escapes_after_backslashes(impl: Any, text: str, expected: Any
     except ParseError as error:
         found = (error.code, error.pos)
     assert found == expected
+
+
+def test_a_lone_surrogate_under_limits_above_the_defaults(impl: Any) -> None:
+    """A str with a lone surrogate, longer than the default document limit
+    but within the one given, is judged under the limits given: invalid
+    UTF-8 at the surrogate, not too large."""
+    size = DEFAULT_LIMITS.max_document_bytes + 1
+    text = '"' + "a" * size + '\ud800"'
+    with pytest.raises(ParseError) as caught:
+        impl.loads(text, limits=Limits(max_document_bytes=size + 16))
+    assert (caught.value.code, caught.value.pos) == ("INVALID_UTF8", size + 1)
