@@ -70,7 +70,16 @@ MODULES: dict[str, Module] = {
         GUARD,
     ),
     "textcalls": Module("decisions/request/textcalls.py", ("test_textcalls.py", "test_adversarial_text.py"), GUARD),
-    "envelope": Module("decisions/_pure/envelope.py", ("test_adversarial_boundary.py",), GUARD),
+    "envelope": Module(
+        "decisions/_pure/envelope.py",
+        (
+            "test_adversarial_boundary.py",
+            "test_pure_unkeyed.py",
+            "test_pure_fast_paths.py",
+            "test_pure_number_screen.py",
+        ),
+        GUARD,
+    ),
     "repair": Module("decisions/recover/repair.py", ("test_repair.py", "test_repair_targets.py"), OTHER),
     "schema": Module("decisions/validate/schema.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
     "schema_issues": Module("decisions/validate/_issues.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
