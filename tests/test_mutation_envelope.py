@@ -22,6 +22,7 @@ def _fresh_envelope_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     a process where earlier tests filled the cache)."""
     monkeypatch.setattr(_pure_envelope, "_limits", {})
     monkeypatch.setattr(_pure_envelope, "_last", (None, None))
+    monkeypatch.setattr(_pure_envelope, "_last_decoder", None)
 
 
 ANTHROPIC_START = '{"type":"message_start","message":{"id":"m","model":"c","content":[],"usage":{}}}'
@@ -126,6 +127,20 @@ def test_a_body_larger_than_one_event(impl: ModuleType) -> None:
     limits = Limits(max_sse_event_bytes=150)
     assert body(impl, "anthropic", text % ("x" * 30), limits) == ("ok",)
     assert body(impl, "anthropic", text % ("x" * 60), limits) == malformed("event data has more than 150 bytes", "$")
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_a_chat_body_larger_than_one_event(impl: ModuleType, as_bytes: bool) -> None:
+    """The same for a Chat body, whose reader takes it parsed without the
+    repeated-key check: the bound holds there too, for str and bytes."""
+    text = '{"id":"c","choices":[{"index":0,"message":{"content":"%s"},"finish_reason":"stop"}]}'
+    limits = Limits(max_sse_event_bytes=150)
+    at_bound = text % ("x" * (150 - len(text % "")))
+    for data, expected in (
+        (at_bound, ("ok",)),
+        (text % ("x" * 100), malformed("event data has more than 150 bytes", "$")),
+    ):
+        assert body(impl, "openai-chat", data.encode() if as_bytes else data, limits) == expected
 
 
 # ---------------------------------------------------------------- where: the path
@@ -259,3 +274,26 @@ def _message(extra: str) -> str:
         '{"type":"message","id":"m","model":"c","content":[{"type":"text","text":"hi"}],'
         '"stop_reason":"end_turn","usage":{},"extra":%s}' % extra
     )
+
+
+class _Text(str):
+    """A str subclass, read by its characters."""
+
+
+@pytest.mark.parametrize(("content", "expected"), [("é 渡", "é 渡"), ("\ud800", None)])
+def test_event_data_as_a_str_subclass(impl: ModuleType, content: str, expected: str | None) -> None:
+    """Event data given as a ``str`` subclass is checked as the exact ``str``
+    would be: non-ASCII text is read, a lone surrogate is not UTF-8."""
+    asm = impl.StreamAssembler("openai-chat")
+    data = _Text('{"id":"c","choices":[{"index":0,"delta":{"content":"%s"}}]}' % content)
+    if expected is None:
+        with pytest.raises(OutputError) as caught:
+            asm.feed_event(data)
+        assert (caught.value.code, caught.value.path, caught.value.message) == (
+            "MALFORMED_EVENT",
+            None,
+            "event data is not valid UTF-8",
+        )
+    else:
+        asm.feed_event(data)
+        assert asm.snapshot().text == expected
