@@ -18,8 +18,10 @@ Run: ``python benches/report.py -k test_bench_decide``.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +52,7 @@ class Grep(BaseModel):
 
 
 WORKSPACE = os.path.realpath(tempfile.mkdtemp(prefix="decide-bench-"))
+atexit.register(shutil.rmtree, WORKSPACE, ignore_errors=True)
 os.makedirs(os.path.join(WORKSPACE, "src"), exist_ok=True)
 TOOLS = ToolRegistry(
     [
