@@ -297,3 +297,22 @@ def test_event_data_as_a_str_subclass(impl: ModuleType, content: str, expected: 
     else:
         asm.feed_event(data)
         assert asm.snapshot().text == expected
+
+
+def test_limits_asked_for_one_after_the_other(impl: ModuleType) -> None:
+    """Streams and bodies under different limits, one after the other in one
+    process, each read under its own: a number of 150 characters in a chunk
+    passes a length bound of 200 and not the default one (100 for event
+    data), and a body passes an event bound of 300 bytes and not one of 150."""
+    number = "0." + "0" * 147 + "1"
+    chunk = '{"id":"c","choices":[{"index":0,"delta":{"content":"a"}}],"x":%s}' % number
+    long_numbers = Limits(max_number_length=200)
+    for limits, ok in ((long_numbers, True), (None, False), (long_numbers, True)):
+        found = outcome(impl, "openai-chat", chunk, limits)
+        assert (found == ("ok",)) == ok, found
+    text = '{"type":"message","id":"m","model":"c","content":[{"type":"text","text":"%s"}],"stop_reason":"end_turn","usage":{}}'
+    data = text % ("x" * 100)
+    wide, narrow = Limits(max_sse_event_bytes=300), Limits(max_sse_event_bytes=150)
+    for limits, ok in ((wide, True), (narrow, False), (wide, True), (narrow, False)):
+        found = body(impl, "anthropic", data, limits)
+        assert (found == ("ok",)) == ok, found
