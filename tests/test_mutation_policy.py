@@ -294,6 +294,34 @@ def test_approval_reasons() -> None:
     ]
 
 
+class _Reason:
+    """An approval answer that is not a str but reads as one."""
+
+    def __str__(self) -> str:
+        return "a reason object"
+
+
+class _ReasonText(str):
+    def __str__(self) -> str:
+        return "not this"
+
+
+class _Answer:
+    """A truthy answer whose ``str`` is a str subclass with its own ``__str__``."""
+
+    def __str__(self) -> str:
+        return _ReasonText("the reason itself")
+
+
+def test_approval_reasons_from_a_callback() -> None:
+    """A callback's truthy answer that is not a str gives its ``str`` as the
+    reason, as plain text (a str subclass's own ``__str__`` is not asked)."""
+    for answer, reason in ((_Reason(), "a reason object"), (_Answer(), "the reason itself")):
+        verdicts = apply_policy([tc()], Policy(approval=lambda call, answer=answer: answer))
+        assert [(v.status, v.reasons) for v in verdicts] == [("needs_approval", (reason,))]
+        assert type(verdicts[0].reasons[0]) is str
+
+
 def test_batch_rejected_in_full(ws: Path) -> None:
     """A refused call in a batch raises its own error, naming the call; the
     batch lists every call, the others ``not_run`` with ``BATCH_REJECTED``."""

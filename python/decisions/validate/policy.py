@@ -358,8 +358,7 @@ def _approval_reason(approval: ApprovalCheck, call: ToolCall) -> str | None:
             return str.__str__(outcome) or None  # the text itself, not a subclass's overrides
         if not outcome:
             return None
-        reason = str(outcome)
-        return str.__str__(reason) if isinstance(reason, str) else None
+        return str.__str__(str(outcome))  # ``str`` may give a subclass: its text itself
     except Exception as error:  # fail closed: a broken check asks for a human
         return f"the approval check raised {type(error).__name__}"
 
