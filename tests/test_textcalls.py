@@ -46,6 +46,8 @@ def test_exactly_one_value() -> None:
 def test_length_limit() -> None:
     error = _error(parse_json_text, json.dumps({"a": "x" * 100}), max_chars=50)
     assert error.code == "DOCUMENT_TOO_LARGE"
+    with pytest.raises(TypeError, match="^max_chars must be an int, not float$"):
+        parse_json_text('{"a": 1}', max_chars=50.0)  # type: ignore[arg-type]
     small = dataclasses.replace(DEFAULT_LIMITS, max_document_bytes=10)
     assert _error(parse_json_text, '{"a": "0123456789"}', limits=small).code == "DOCUMENT_TOO_LARGE"
 
@@ -211,6 +213,13 @@ def test_response_with_text_calls_becomes_tool_call_items() -> None:
     assert converted.text == "Let me read it."
     plain = _text_response("just an answer")
     assert tool_calls_response(plain) is plain
+
+
+@pytest.mark.parametrize(("response_id", "prefix"), [("r1", "r1:"), (None, ""), ("", "")])
+def test_generated_call_ids_carry_the_response_id_when_there_is_one(response_id: str | None, prefix: str) -> None:
+    response = dataclasses.replace(_text_response(_block("a", {}) + _block("b", {})), response_id=response_id)
+    converted = tool_calls_response(response)
+    assert [call.call_id for call in converted.tool_calls] == [f"{prefix}text_call_0", f"{prefix}text_call_1"]
 
 
 def test_cut_off_response_is_left_for_the_completeness_gate() -> None:
