@@ -66,7 +66,13 @@ MODULES: dict[str, Module] = {
     ),
     "decide": Module(
         "decisions/validate/decide.py",
-        ("test_decide.py", "test_decide_fixtures.py", "test_decide_properties.py", "test_responses_call_kinds.py"),
+        (
+            "test_decide.py",
+            "test_decide_fixtures.py",
+            "test_decide_properties.py",
+            "test_decide_plain.py",
+            "test_responses_call_kinds.py",
+        ),
         GUARD,
     ),
     "textcalls": Module("decisions/request/textcalls.py", ("test_textcalls.py", "test_adversarial_text.py"), GUARD),
