@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, settings
 
 from decisions import _pure
 from decisions._backend import native_module
+from decisions.validate import decide as decide_module
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -49,6 +50,16 @@ if _NATIVE is not None:
 def impl(request: pytest.FixtureRequest) -> ModuleType:
     """Each backend module in turn (ids ``native`` and ``pure``)."""
     return BACKENDS[request.param]
+
+
+@pytest.fixture(params=["plain path first", "general path only"])
+def decide_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs a test twice: with ``decide`` as it is (a plain response is
+    answered by ``_plain_decision``), then with that path declining every
+    response, so the general path decides each input alone. Every assertion
+    then holds of both paths (``decide_helpers.both_paths`` asks for it)."""
+    if request.param == "general path only":
+        monkeypatch.setattr(decide_module, "_plain_decision", lambda *args: None)
 
 
 @pytest.fixture(scope="session")

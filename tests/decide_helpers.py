@@ -11,6 +11,11 @@ from decisions.types import FinishReason, Item, NormalizedResponse, TextItem, To
 needs_loads = pytest.mark.skipif(not hasattr(_backend.impl, "loads"), reason="decisions.loads is not built yet")
 
 
+#: Each test of a module twice, once per path of ``decide`` (the
+#: ``decide_paths`` fixture of conftest.py).
+both_paths = pytest.mark.usefixtures("decide_paths")
+
+
 def call(
     name: str = "read_file",
     arguments: str = '{"path": "a.txt"}',

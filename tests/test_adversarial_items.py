@@ -18,9 +18,12 @@ from typing import Any
 
 import pytest
 
+from decide_helpers import both_paths
 from decisions import DomainError, Policy, Tool, ToolDecision, ToolRule, _backend, check_complete, decide
 from decisions.types import CallSnapshot, NormalizedResponse, ReasoningItem, TextItem, ToolCallItem
 from decisions.validate.decision import CallVerdict, ToolCall
+
+pytestmark = both_paths
 
 TOOLS = [Tool(name="read_file", parameters={"type": "object", "properties": {"path": {"type": "string"}}})]
 GOOD = {"item_id": "fc_1", "call_id": "call_1", "name": "read_file", "arguments": '{"path": "a.txt"}'}

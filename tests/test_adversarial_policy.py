@@ -32,7 +32,7 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
-from decide_helpers import call, needs_loads, response
+from decide_helpers import both_paths, call, needs_loads, response
 from decisions import (
     DomainError,
     PathArg,
@@ -51,7 +51,7 @@ from decisions import (
 )
 from decisions.validate.policy import apply_policy, parse_selector
 
-pytestmark = needs_loads
+pytestmark = [needs_loads, both_paths]
 
 
 @pytest.fixture(autouse=True)

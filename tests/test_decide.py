@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from decide_helpers import READ_FILE_SCHEMA, call, needs_loads, response, text
+from decide_helpers import READ_FILE_SCHEMA, both_paths, call, needs_loads, response, text
 from decisions import (
     DEFAULT_LIMITS,
     ERROR_CODES,
@@ -29,7 +29,7 @@ from decisions import (
 )
 from decisions.types import RefusalItem, ResponseSnapshot
 
-pytestmark = needs_loads
+pytestmark = [needs_loads, both_paths]
 
 REGISTRY = ToolRegistry([Tool(name="read_file", parameters=READ_FILE_SCHEMA, side_effects=False, version="2.0")])
 

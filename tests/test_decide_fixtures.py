@@ -9,10 +9,10 @@ import pytest
 
 import decisions
 from conftest import FIXTURES
-from decide_helpers import needs_loads
+from decide_helpers import both_paths, needs_loads
 from decisions import ResultBook, StreamError, Tool, ToolDecision, ToolRegistry, ToolResult, decide
 
-pytestmark = needs_loads
+pytestmark = [needs_loads, both_paths]
 
 ANTHROPIC_STREAMS = FIXTURES / "anthropic-sdk-python/tests/lib/streaming/fixtures"
 CHAT_BODIES = FIXTURES / "openai-python/extracted/tests/lib/chat/test_completions"

@@ -8,7 +8,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from decide_helpers import needs_loads
+from decide_helpers import both_paths, needs_loads
 from decisions import (
     ERROR_CODES,
     FinalDecision,
@@ -31,7 +31,7 @@ from decisions.types import (
     ToolCallItem,
 )
 
-pytestmark = needs_loads
+pytestmark = [needs_loads, both_paths]
 
 REGISTRY = ToolRegistry(
     [

@@ -11,14 +11,14 @@ from typing import Any, Callable
 import pytest
 from pydantic import BaseModel, Field
 
-from decide_helpers import READ_FILE_SCHEMA, call, needs_loads, response, text
+from decide_helpers import READ_FILE_SCHEMA, both_paths, call, needs_loads, response, text
 from decisions import Limits, OutputError, Run, Tool, ToolRegistry, decide
 from decisions.errors import ParseError
 from decisions.types import RefusalItem, ResponseSnapshot
 from decisions.validate.decide import check_complete, parse_arguments
 from decisions.validate.versions import SchemaRegistry
 
-pytestmark = needs_loads
+pytestmark = [needs_loads, both_paths]
 
 
 def failure(fn: Callable[[], Any]) -> OutputError:

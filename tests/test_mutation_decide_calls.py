@@ -10,12 +10,12 @@ from typing import Any, Callable
 import pytest
 from pydantic import BaseModel, model_serializer
 
-from decide_helpers import READ_FILE_SCHEMA, call, needs_loads, response, text
+from decide_helpers import READ_FILE_SCHEMA, both_paths, call, needs_loads, response, text
 from decisions import OutputError, Policy, Run, Tool, ToolRegistry, decide
 from decisions.types import FixedResponse
 from decisions.validate.policy import ToolRule
 
-pytestmark = needs_loads
+pytestmark = [needs_loads, both_paths]
 
 
 def failure(fn: Callable[[], Any]) -> OutputError:

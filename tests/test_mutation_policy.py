@@ -13,10 +13,13 @@ from typing import Any, Callable
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from decide_helpers import both_paths
 from decisions import PathArg, Policy, PolicyError, Run, Tool, ToolCall, ToolRegistry, ToolRule
 from decisions.errors import DomainError
 from decisions.validate import paths as paths_module
 from decisions.validate.policy import apply_policy, resolve_path
+
+pytestmark = both_paths
 
 EXPECTED_PATH = "a relative path inside the workspace"
 

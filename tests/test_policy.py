@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from decide_helpers import call, needs_loads, response, text
+from decide_helpers import both_paths, call, needs_loads, response, text
 from decisions import (
     PathArg,
     Policy,
@@ -28,6 +28,8 @@ from decisions import (
     resolve_path,
 )
 from decisions.validate import policy as policy_module
+
+pytestmark = both_paths
 
 
 @pytest.fixture

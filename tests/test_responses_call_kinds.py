@@ -15,10 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from decide_helpers import both_paths
 from decisions import Policy, Tool, ToolRegistry, ToolRule, decide, wire
 from decisions.errors import DomainError, OutputError, PolicyError, SchemaError, StreamError
 from decisions.types import NormalizedResponse, ToolCallStarted
 from openai_recordings import FIXTURES, lines, run, run_events, sse
+
+pytestmark = both_paths
 
 PROVIDER = "openai-responses"
 RESP = "vercel-ai/packages/openai/src/responses/__fixtures__/"
