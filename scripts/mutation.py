@@ -72,6 +72,7 @@ MODULES: dict[str, Module] = {
             "test_decide_properties.py",
             "test_decide_plain.py",
             "test_responses_call_kinds.py",
+            "test_adversarial_items.py",
         ),
         GUARD,
     ),

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from decide_helpers import needs_loads
 from decisions import Limits, OutputError, Policy, Tool, ToolDecision, ToolRegistry, ToolRule, decide
-from decisions.types import NormalizedResponse, ReasoningItem, TextItem, ToolCallItem
+from decisions.types import NormalizedResponse, ReasoningItem, RefusalItem, TextItem, ToolCallItem
 from decisions.validate import decide as decide_module
 from test_decide_properties import REGISTRY as JSON_SCHEMA_REGISTRY
 from test_decide_properties import responses
@@ -42,9 +44,27 @@ class Search(BaseModel):
     limit: int = 10
 
 
+class Stamp(BaseModel):
+    """Values whose JSON-mode dump differs from their Python one, and an aliased field."""
+
+    when: datetime
+    ident: UUID
+    tags: tuple[str, ...] = ()
+    file_name: str = Field(default="", alias="fileName")
+
+
+class Store(BaseModel):
+    data: Any
+
+
 WORKSPACE = os.path.realpath(os.path.dirname(__file__))
 PYDANTIC_REGISTRY = ToolRegistry(
-    [Tool(name="read_file", parameters=ReadFile, side_effects=False), Tool(name="search", parameters=Search)]
+    [
+        Tool(name="read_file", parameters=ReadFile, side_effects=False),
+        Tool(name="search", parameters=Search),
+        Tool(name="stamp", parameters=Stamp, side_effects=False),
+        Tool(name="store", parameters=Store, side_effects=False),
+    ]
 )
 POLICIES: list[Policy | None] = [
     None,
@@ -67,7 +87,8 @@ def _outcome(response: NormalizedResponse, **options: Any) -> object:
         verdicts = [
             (v.call_id, v.status, v.error and v.error.to_dict(), v.reasons, dict(v.paths)) for v in decision.verdicts
         ]
-        return (decision.calls, verdicts, decision.batch, decision.text, decision.provider, decision.response_id)
+        calls = [(call, call.arguments, call.validated) for call in decision.calls]
+        return (calls, verdicts, decision.batch, decision.text, decision.provider, decision.response_id, decision.model)
     return decision
 
 
@@ -112,18 +133,112 @@ CASES = {
     "a call id repeated among four": [_call(k % 3, "search", {"q": str(k)}) for k in range(4)],
     "four calls": [_call(k, "search", {"q": str(k)}) for k in range(4)],
     "a path outside the workspace": [_call(0, "read_file", {"path": "../../etc/passwd"})],
+    "an unknown field of a model that does not forbid them": [_call(0, "search", {"q": "x", "mode": "w"})],
+    "text between two calls": [
+        _call(0, "search", {"q": "a"}),
+        TextItem(item_id="t", text="and then"),
+        _call(1, "read_file", {"path": "a.txt"}),
+    ],
+    "reasoning between two calls": [
+        _call(0, "search", {"q": "a"}),
+        ReasoningItem(item_id="r", text="next"),
+        _call(1, "read_file", {"path": "a.txt"}),
+    ],
+    "a refusal beside a call": [RefusalItem(item_id="x", text="I can't."), _call(0, "read_file", {"path": "a.txt"})],
+    "a call after a refusal after a call": [
+        _call(0, "search", {}),
+        RefusalItem(item_id="x", text="no"),
+        _call(1, "search", {"q": "b"}),
+    ],
+    "arguments longer than validation's depth bound": [_call(0, "read_file", {"path": "d/" * 80 + "a.txt"})],
+    "a dump that is not the arguments (JSON-mode values, an alias)": [
+        _call(
+            0,
+            "stamp",
+            {"fileName": "a.txt", "ident": "12345678-1234-5678-1234-567812345678", "when": "2026-01-02T03:04:05Z"},
+        ),
+        _call(1, "stamp", {"when": "2026-01-02T03:04:05+01:00", "ident": "12345678123456781234567812345678"}),
+    ],
+    "the wrapper of parallel calls": [_call(0, "multi_tool_use.parallel", {"tool_uses": []})],
+    "a call id that is not a str": [
+        ToolCallItem(item_id="fc_0", call_id=7, name="search", arguments="{}")  # type: ignore[arg-type]
+    ],
+    "a name that is not a str": [
+        ToolCallItem(item_id="fc_0", call_id="call_0", name=b"search", arguments="{}")  # type: ignore[arg-type]
+    ],
+    "an item id that is not a str": [
+        ToolCallItem(item_id=None, call_id="call_0", name="search", arguments="{}")  # type: ignore[arg-type]
+    ],
+    "arguments that are not a str": [
+        ToolCallItem(item_id="fc_0", call_id="call_0", name="search", arguments=b"{}")  # type: ignore[arg-type]
+    ],
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("policy", range(len(POLICIES)))
-def test_cases_decide_alike(monkeypatch: pytest.MonkeyPatch, case: str, policy: int) -> None:
+@pytest.mark.parametrize("repaired", [False, True])
+def test_cases_decide_alike(monkeypatch: pytest.MonkeyPatch, case: str, policy: int, repaired: bool) -> None:
     response = NormalizedResponse(
         provider="openai-responses", response_id="resp_1", model="m", items=tuple(CASES[case]), finish_reason="stop"
     )
     for registry in REGISTRIES:
-        options = {"tools": registry, "policy": POLICIES[policy]}
+        options = {"tools": registry, "policy": POLICIES[policy], "repaired": repaired}
         assert _outcome(response, **options) == _general(monkeypatch, response, **options)
+
+
+def _nested(depth: int, key: str | None) -> object:
+    value: object = 1
+    for _ in range(depth - 1):
+        value = [value] if key is None else {key: value}
+    return value
+
+
+@pytest.mark.parametrize("key", [None, "k"])
+@pytest.mark.parametrize("depth", [128, 129, 130, 131])
+def test_arguments_at_validation_depth_decide_alike(
+    monkeypatch: pytest.MonkeyPatch, key: str | None, depth: int
+) -> None:
+    """Arguments nested in arrays or in objects alone, around validation's
+    depth bound (under limits that let the parser read them): a text of more
+    than 128 brackets is refused."""
+    response = NormalizedResponse(
+        provider="openai-chat",
+        response_id="r",
+        model="m",
+        items=(_call(0, "store", {"data": _nested(depth - 1, key)}),),
+        finish_reason="tool_calls",
+    )
+    options = {"tools": PYDANTIC_REGISTRY, "limits": Limits(max_depth=256)}
+    outcome = _outcome(response, **options)
+    assert outcome == _general(monkeypatch, response, **options)
+    assert (outcome[0] == "error") is (depth - 1 > 128)  # the brackets of the text
+
+
+def test_the_dump_is_json_mode_and_by_field_name() -> None:
+    response = NormalizedResponse(
+        provider="openai-chat",
+        response_id="r",
+        model="m",
+        items=tuple(CASES["a dump that is not the arguments (JSON-mode values, an alias)"]),
+        finish_reason="tool_calls",
+    )
+    decision = decide(response, tools=PYDANTIC_REGISTRY)
+    assert isinstance(decision, ToolDecision)
+    assert [call.arguments for call in decision.calls] == [
+        {
+            "when": "2026-01-02T03:04:05Z",
+            "ident": "12345678-1234-5678-1234-567812345678",
+            "tags": [],
+            "file_name": "a.txt",
+        },
+        {
+            "when": "2026-01-02T03:04:05+01:00",
+            "ident": "12345678-1234-5678-1234-567812345678",
+            "tags": [],
+            "file_name": "",
+        },
+    ]
 
 
 def test_a_plain_response_takes_the_plain_path() -> None:
@@ -141,3 +256,26 @@ def test_a_plain_response_takes_the_plain_path() -> None:
     assert plain is not None
     assert [call.arguments for call in plain.calls] == [{"path": "a.txt"}, {"q": "x", "limit": 10}]
     assert [verdict.status for verdict in plain.verdicts] == ["allowed", "allowed"]
+
+
+def _plain(items: tuple[Any, ...], limits: Limits | None = None) -> object:
+    response = NormalizedResponse(provider="openai-chat", response_id="r", model="m", items=items, finish_reason="stop")
+    return decide_module._plain_decision(response, PYDANTIC_REGISTRY, None, None, limits, None, False)
+
+
+def test_the_plain_path_answers_up_to_its_bounds() -> None:
+    """Plain responses at each bound the plain path checks are its own to
+    answer: as many calls as allowed, distinct ids among three, arguments
+    longer than validation's depth bound with few brackets, and exactly that
+    many brackets."""
+    three = tuple(_call(k, "search", {"q": str(k)}) for k in range(3))
+    assert isinstance(_plain(three), ToolDecision)
+    assert isinstance(_plain(three, Limits(max_calls_per_response=3)), ToolDecision)
+    assert _plain(three, Limits(max_calls_per_response=2)) is None
+    long = (_call(0, "read_file", {"path": "d/" * 80 + "a.txt"}),)
+    assert len(long[0].arguments) > 128 and isinstance(_plain(long), ToolDecision)
+    brackets = (_call(0, "store", {"data": _nested(128, None)}),)
+    assert brackets[0].arguments.count("[") + brackets[0].arguments.count("{") == 128
+    assert isinstance(_plain(brackets, Limits(max_depth=256)), ToolDecision)
+    deeper = (_call(0, "store", {"data": _nested(129, None)}),)
+    assert _plain(deeper, Limits(max_depth=256)) is None
