@@ -73,6 +73,7 @@ MODULES: dict[str, Module] = {
             "test_decide_plain.py",
             "test_responses_call_kinds.py",
             "test_adversarial_items.py",
+            "test_adversarial_policy.py",
         ),
         GUARD,
     ),
