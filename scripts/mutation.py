@@ -298,12 +298,40 @@ def report(name: str, seconds: float, show: bool) -> dict[str, object]:
     return row
 
 
+#: Collects the tests of the files given, then asks for each by its id, in
+#: one process as mutmut does (its runs call pytest in-process).
+_ASK_BY_ID = """
+import sys, pytest
+class Ids:
+    ids = []
+    def pytest_collection_modifyitems(self, items):
+        self.ids += [item.nodeid for item in items]
+ids = Ids()
+if pytest.main(["--collect-only", "-q", "-p", "no:randomly", *sys.argv[1:]], plugins=[ids]) != 0:
+    sys.exit("the tests were not collected")
+sys.exit(pytest.main(["--collect-only", "-q", "-p", "no:randomly", *ids.ids]))
+"""
+
+
+def check_test_ids(name: str, env: dict[str, str]) -> None:
+    """Exit unless every test of the module's selection can be asked for by
+    its id: mutmut runs a mutant's tests by id, and pytest's error for an id
+    it cannot find (an id holding a backslash) counts as a kill."""
+    found = subprocess.run(
+        [sys.executable, "-c", _ASK_BY_ID, *test_files(name)], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    if found.returncode != 0:
+        lost = [line for line in (found.stdout + found.stderr).splitlines() if "not found" in line]
+        sys.exit(f"{name}: tests that cannot be run by their id (give them ids without backslashes): {lost[:5]}")
+
+
 def run(name: str) -> float:
     """mutmut over one module, one worker, pure backend; the wall time."""
-    work = prepare(name)
     # the `mutation` hypothesis profile (tests/conftest.py): few examples, derandomized
     env = dict(os.environ, DECISIONS_PURE="1", PYTHONPATH="", HYPOTHESIS_PROFILE="mutation")
     env.pop("DECISIONS_REQUIRE_NATIVE", None)
+    check_test_ids(name, env)
+    work = prepare(name)
     mutmut = Path(sys.executable).parent / "mutmut"
     start = time.monotonic()
     subprocess.run([str(mutmut), "run", "--max-children", "1"], cwd=work, env=env, check=True)

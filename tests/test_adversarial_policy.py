@@ -338,8 +338,14 @@ CONTROL_PATHS = {
 }
 
 
+def _shown(path: str) -> str:
+    """A test id with each control character as its code point (an id with
+    a backslash in it cannot be asked for by name)."""
+    return "".join(c if " " <= c < "\x7f" else f"<U+{ord(c):04X}>" for c in path)
+
+
 @pytest.mark.parametrize("schema", [False, True], ids=["no schema", "pydantic"])
-@pytest.mark.parametrize("raw", list(CONTROL_PATHS), ids=[repr(p) for p in CONTROL_PATHS])
+@pytest.mark.parametrize("raw", list(CONTROL_PATHS), ids=[_shown(p) for p in CONTROL_PATHS])
 def test_a_path_holding_a_control_character_is_invalid(ws: Path, raw: str, schema: bool) -> None:
     """A path the model wrote with a newline or another control character in
     it names no file the model means: refused (repairable), never written as
