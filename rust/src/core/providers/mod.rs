@@ -24,6 +24,7 @@
 use std::collections::BTreeMap;
 
 pub mod anthropic;
+mod blake2b;
 pub mod gemini;
 pub mod jsontext;
 pub mod openai_chat;

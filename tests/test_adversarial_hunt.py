@@ -1,0 +1,182 @@
+"""Classes of mistakes at the boundary, one section each, on both backends.
+
+1. The Responses output check: what streamed and the final value (a ``.done``
+   event, the done output item, the terminal's output) are compared exactly.
+   Two texts of one length that a weak 64-bit running hash (FNV-1a) cannot
+   tell apart are still two texts: the streamed arguments never run when the
+   provider's final arguments differ, and both backends say
+   ``OUTPUT_MISMATCH``.
+"""
+
+from __future__ import annotations
+
+import json
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from decisions import ToolDecision, _backend, decide
+from decisions.errors import OutputError
+
+# ------------------------------------------------------------------ 1. Responses output check
+
+#: Two argument texts of one length with one FNV-1a-64 hash (0x04fff69630a65503):
+#: the hex strings collide from the state after ``{"p":"``, so any common suffix keeps them colliding.
+FNV_A = '{"p":"8d47caa71ea4e47d"'
+FNV_B = '{"p":"2f403b2c243d72c7"'
+#: a common suffix long enough to take the texts past a 128-byte block
+SUFFIX = ',"q":"' + "s" * 300 + '"}'
+
+
+def _fnv1a(data: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001B3) % 2**64
+    return h
+
+
+def test_the_colliding_texts_collide() -> None:
+    """The pair is what the section says: one length, one FNV-1a-64 hash, two texts."""
+    for suffix in ("}", SUFFIX):
+        a, b = (FNV_A + suffix).encode(), (FNV_B + suffix).encode()
+        assert a != b and len(a) == len(b) and _fnv1a(a) == _fnv1a(b)
+
+
+def _resp(status: str, output: list[Any]) -> dict[str, Any]:
+    return {"id": "resp_1", "object": "response", "status": status, "model": "m", "output": output}
+
+
+def _call_stream(deltas: list[str], done: str, item_done: str, final: str) -> list[dict[str, Any]]:
+    """A function call streamed as ``deltas``, with ``done`` in its
+    ``arguments.done``, ``item_done`` in its done item, ``final`` in the terminal's output."""
+    item = {
+        "id": "fc_1",
+        "type": "function_call",
+        "status": "in_progress",
+        "arguments": "",
+        "call_id": "call_1",
+        "name": "read_file",
+    }
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": _resp("in_progress", [])},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+    ]
+    events += [
+        {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": d}
+        for d in deltas
+    ]
+    events += [
+        {"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0, "arguments": done},
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": dict(item, status="completed", arguments=item_done),
+        },
+        {
+            "type": "response.completed",
+            "response": _resp("completed", [dict(item, status="completed", arguments=final)]),
+        },
+    ]
+    return events
+
+
+def _message_stream(deltas: list[str], done: str, final: str, kind: str = "output_text") -> list[dict[str, Any]]:
+    """A message whose one part (``output_text`` or ``refusal``) streams ``deltas``,
+    with ``done`` in its part's ``.done`` event and ``final`` in the done item."""
+    field = "text" if kind == "output_text" else "refusal"
+    event = "response.output_text" if kind == "output_text" else "response.refusal"
+    item = {"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    part = {"type": kind, field: ""} | ({"annotations": []} if kind == "output_text" else {})
+    ref = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+    final_item = dict(item, status="completed", content=[dict(part, **{field: final})])
+    return [
+        {"type": "response.created", "response": _resp("in_progress", [])},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.content_part.added", **ref, "part": part},
+        *({"type": f"{event}.delta", **ref, "delta": d} for d in deltas),
+        {"type": f"{event}.done", **ref, field: done},
+        {"type": "response.content_part.done", **ref, "part": dict(part, **{field: done})},
+        {"type": "response.output_item.done", "output_index": 0, "item": final_item},
+        {"type": "response.completed", "response": _resp("completed", [final_item])},
+    ]
+
+
+def _custom_stream(deltas: list[str], done: str) -> list[dict[str, Any]]:
+    """A custom tool call whose input streams as ``deltas`` and is ``done`` at the end."""
+    item = {"id": "ct_1", "type": "custom_tool_call", "status": "in_progress", "call_id": "call_1", "name": "patch"}
+    final_item = dict(item, status="completed", input=done)
+    ref = {"item_id": "ct_1", "output_index": 0}
+    return [
+        {"type": "response.created", "response": _resp("in_progress", [])},
+        {"type": "response.output_item.added", "output_index": 0, "item": dict(item, input="")},
+        *({"type": "response.custom_tool_call_input.delta", **ref, "delta": d} for d in deltas),
+        {"type": "response.custom_tool_call_input.done", **ref, "input": done},
+        {"type": "response.output_item.done", "output_index": 0, "item": final_item},
+        {"type": "response.completed", "response": _resp("completed", [final_item])},
+    ]
+
+
+def _sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"data: {json.dumps(dict(e, sequence_number=n))}\n\n".encode() for n, e in enumerate(events))
+
+
+def _outcome(impl: ModuleType, provider: str, data: bytes) -> Any:
+    """The decision's ``(kind, calls)`` or its final text, or the code of the first error."""
+    assembler = impl.StreamAssembler(provider)
+    try:
+        assembler.feed(data)
+        decision = decide(assembler.finish())
+    except OutputError as error:
+        return error.code
+    if isinstance(decision, ToolDecision):
+        return ("tool", [(c.call_id, c.name, c.arguments) for c in decision.executable_calls])
+    return ("final", decision.value)
+
+
+A, B = FNV_A + "}", FNV_B + "}"
+COLLISIONS = {
+    "arguments.done": _call_stream([A], B, B, B),
+    "arguments.done, split deltas": _call_stream([A[:3], A[3:17], A[17:]], B, B, B),
+    "arguments.done, long": _call_stream([FNV_A, SUFFIX], FNV_B + SUFFIX, FNV_B + SUFFIX, FNV_B + SUFFIX),
+    "output_item.done": _call_stream([A], A, B, B),
+    "terminal output": _call_stream([A], A, A, B),
+    "output_text.done": _message_stream([A], B, B),
+    "output item's text": _message_stream([A[:9], A[9:]], A, B),
+    "refusal.done": _message_stream([A], B, B, kind="refusal"),
+    "custom_tool_call_input.done": _custom_stream([A], B),
+}
+
+
+@pytest.mark.parametrize("events", list(COLLISIONS.values()), ids=list(COLLISIONS))
+def test_a_final_value_that_only_shares_a_weak_hash_is_a_mismatch(
+    impl: ModuleType, monkeypatch: pytest.MonkeyPatch, events: list[dict[str, Any]]
+) -> None:
+    monkeypatch.setattr(_backend, "impl", impl)
+    assert _outcome(impl, "openai-responses", _sse(events)) == "OUTPUT_MISMATCH"
+
+
+def test_the_same_streams_agreeing_run(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Controls: the final value equal to what streamed gives the decision."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    call = _outcome(impl, "openai-responses", _sse(_call_stream([A[:5], A[5:]], A, A, A)))
+    assert call == ("tool", [("call_1", "read_file", json.loads(A))])
+    assert _outcome(impl, "openai-responses", _sse(_message_stream([A], A, A))) == ("final", A)
+
+
+@given(cuts=st.lists(st.integers(min_value=0, max_value=len(FNV_A + SUFFIX)), max_size=8), agree=st.booleans())
+def test_streamed_arguments_are_compared_whole_however_split(impl: ModuleType, cuts: list[int], agree: bool) -> None:
+    """However the arguments are split into deltas (across hash blocks too),
+    a colliding final value is a mismatch and an equal one runs."""
+    text = FNV_A + SUFFIX
+    bounds = sorted({0, len(text), *cuts})
+    deltas = [text[i:j] for i, j in zip(bounds, bounds[1:])]
+    final = text if agree else FNV_B + SUFFIX
+    expected = ("tool", [("call_1", "read_file", json.loads(text))]) if agree else "OUTPUT_MISMATCH"
+    previous, _backend.impl = _backend.impl, impl
+    try:
+        assert _outcome(impl, "openai-responses", _sse(_call_stream(deltas, final, final, final))) == expected
+    finally:
+        _backend.impl = previous
