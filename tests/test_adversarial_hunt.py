@@ -6,11 +6,19 @@
    tell apart are still two texts: the streamed arguments never run when the
    provider's final arguments differ, and both backends say
    ``OUTPUT_MISMATCH``.
+2. ``StreamAssembler()`` (``provider="auto"``) before the provider is told
+   keeps the backend's state machine: an error (an undetectable first event,
+   bad SSE bytes, a finish with nothing received) fails the stream, so the
+   events fed after it never become a decision, and an ``abort()`` that comes
+   in while the first event is being read (from another thread) cancels the
+   assembler built for the provider.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -18,8 +26,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from decisions import ToolDecision, _backend, decide
+import decisions
+from decisions import StreamAssembler, ToolDecision, _backend, decide
 from decisions.errors import OutputError
+from decisions.examples import EXAMPLES, load
 
 # ------------------------------------------------------------------ 1. Responses output check
 
@@ -180,3 +190,118 @@ def test_streamed_arguments_are_compared_whole_however_split(impl: ModuleType, c
         assert _outcome(impl, "openai-responses", _sse(_call_stream(deltas, final, final, final))) == expected
     finally:
         _backend.impl = previous
+
+
+# ------------------------------------------------------------------ 2. auto detection keeps the state machine
+
+HEALTHY = load(next(e for e in EXAMPLES if e.name == "healthy"))
+HEALTHY_EVENTS = [line[6:] for line in HEALTHY.decode().splitlines() if line.startswith("data: ")]
+
+
+def _steps(assembler: Any, steps: list[Callable[[Any], Any]]) -> list[Any]:
+    """Each step's outcome: ``"ok"``, the error's code, or the decision's executable calls."""
+    out: list[Any] = []
+    for step in steps:
+        try:
+            result = step(assembler)
+        except OutputError as error:
+            out.append(error.code)
+        else:
+            out.append([c.name for c in decide(result).executable_calls] if result is not None else "ok")
+    return out + [assembler.state]
+
+
+#: first bytes that fail the stream before any provider is told
+BAD_FIRST = {
+    "two providers' keys": b'data: {"choices": [], "candidates": []}\n\n',
+    "chat chunk with a Gemini key": b'data: {"id": "c", "object": "chat.completion.chunk", "choices": [], "modelVersion": "m"}\n\n',
+    "DONE first": b"data: [DONE]\n\n",
+    "not JSON": b"data: {nope\n\n",
+    "invalid UTF-8": b"data: \xff\n\n",
+}
+
+
+@pytest.mark.parametrize("first", list(BAD_FIRST.values()), ids=list(BAD_FIRST))
+def test_bytes_fed_after_a_failed_first_event_never_decide(
+    impl: ModuleType, monkeypatch: pytest.MonkeyPatch, first: bytes
+) -> None:
+    monkeypatch.setattr(_backend, "impl", impl)
+    outcome = _steps(StreamAssembler(), [lambda a: a.feed(first), lambda a: a.feed(HEALTHY), lambda a: a.finish()])
+    assert outcome[1:] == ["STREAM_FAILED", "STREAM_FAILED", "failed"], outcome
+    assert outcome[0] in ("AMBIGUOUS_PROVIDER", "SSE_INVALID_UTF8")
+
+
+@pytest.mark.parametrize(
+    "first",
+    [{"choices": [], "candidates": []}, {"detail": "upstream timeout"}, "[DONE]"],
+    ids=["two providers' keys", "no provider's shape", "DONE"],
+)
+def test_events_fed_after_a_failed_first_event_never_decide(
+    impl: ModuleType, monkeypatch: pytest.MonkeyPatch, first: Any
+) -> None:
+    monkeypatch.setattr(_backend, "impl", impl)
+    steps: list[Callable[[Any], Any]] = [lambda a: a.feed_event(first)]
+    steps += [lambda a, e=event: a.feed_event(e) for event in HEALTHY_EVENTS]
+    outcome = _steps(StreamAssembler(), [*steps, lambda a: a.finish()])
+    assert outcome == ["AMBIGUOUS_PROVIDER"] + ["STREAM_FAILED"] * (len(HEALTHY_EVENTS) + 1) + ["failed"]
+
+
+@pytest.mark.parametrize("cut", [b"", b'data: {"choi'], ids=["nothing", "a cut first event"])
+def test_an_auto_finish_before_the_first_event_fails_as_a_named_one_does(
+    impl: ModuleType, monkeypatch: pytest.MonkeyPatch, cut: bytes
+) -> None:
+    monkeypatch.setattr(_backend, "impl", impl)
+    steps: list[Callable[[Any], Any]] = [lambda a: a.feed(cut), lambda a: a.finish(), lambda a: a.finish()]
+    steps += [lambda a: a.feed(HEALTHY)]
+    auto, named = _steps(StreamAssembler(), steps), _steps(impl.StreamAssembler("openai-chat"), steps)
+    assert auto == named
+    assert auto[2:] == ["STREAM_FAILED", "STREAM_FAILED", "failed"]
+
+
+def test_an_abort_while_the_first_event_is_read_cancels(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``abort()`` lands while the provider is told from the first bytes (the
+    detection step calls it, as a second thread would): the feed and the
+    finish are cancelled, nothing is decided."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    assembler = StreamAssembler()
+    told = decisions.detect.detect
+
+    def detect_and_abort(payload: object, *, stream: bool = True) -> str:
+        provider = told(payload, stream=stream)
+        assembler.abort()
+        return provider
+
+    monkeypatch.setattr(decisions.detect, "detect", detect_and_abort)
+    outcome = _steps(assembler, [lambda a: a.feed(HEALTHY), lambda a: a.finish(), lambda a: a.snapshot()])
+    assert outcome == ["STREAM_CANCELLED", "STREAM_CANCELLED", "STREAM_CANCELLED", "failed"]
+
+
+def test_an_abort_from_another_thread_while_the_first_event_is_read(
+    impl: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first event whose dict runs code while the provider is told from it:
+    there a second thread aborts; the event, every later one and the finish are cancelled."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    inside, aborted = threading.Event(), threading.Event()
+
+    class Payload(dict[str, Any]):
+        def get(self, key: str, default: Any = None) -> Any:
+            if not inside.is_set():
+                inside.set()
+                assert aborted.wait(30)
+            return super().get(key, default)
+
+    assembler = StreamAssembler()
+
+    def abort() -> None:
+        assert inside.wait(30)
+        assembler.abort()
+        aborted.set()
+
+    other = threading.Thread(target=abort)
+    other.start()
+    steps: list[Callable[[Any], Any]] = [lambda a: a.feed_event(Payload(json.loads(HEALTHY_EVENTS[0])))]
+    steps += [lambda a, e=event: a.feed_event(e) for event in HEALTHY_EVENTS[1:]]
+    outcome = _steps(assembler, [*steps, lambda a: a.finish()])
+    other.join()
+    assert outcome == ["STREAM_CANCELLED"] * (len(HEALTHY_EVENTS) + 1) + ["failed"]
