@@ -305,3 +305,107 @@ def test_an_abort_from_another_thread_while_the_first_event_is_read(
     outcome = _steps(assembler, [*steps, lambda a: a.finish()])
     other.join()
     assert outcome == ["STREAM_CANCELLED"] * (len(HEALTHY_EVENTS) + 1) + ["failed"]
+
+
+# ------------------------------------------------------------------ 3. Gemini streamed arguments are bounded as they come
+
+
+def _gemini(function_call: dict[str, Any], finish: str | None = None) -> bytes:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"functionCall": function_call}]}, "index": 0}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    chunk = {"candidates": [candidate], "responseId": "r", "modelVersion": "m"}
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+def _partial_stream(entries: list[list[dict[str, Any]]]) -> list[bytes]:
+    """A call named ``write_file`` streamed as one chunk per list of
+    ``partialArgs`` entries, closed by an empty part, with its finish."""
+    chunks = [_gemini({"name": "write_file", "willContinue": True})]
+    chunks += [_gemini({"partialArgs": part, "willContinue": True}) for part in entries]
+    return [*chunks, _gemini({}, finish="STOP")]
+
+
+def _feed_until_refused(impl: ModuleType, chunks: list[bytes], limits: decisions.Limits) -> tuple[int, Any]:
+    """How many chunks were fed when the stream was refused (``len(chunks)``
+    for a refusal at ``finish``), and the error's code and message or the response."""
+    assembler = impl.StreamAssembler("gemini", limits=limits)
+    fed = 0
+    try:
+        for fed, chunk in enumerate(chunks):  # noqa: B007 (the count is the result)
+            assembler.feed(chunk)
+        fed = len(chunks)
+        return fed, assembler.finish()
+    except OutputError as error:
+        return fed, (error.code, str(error))
+
+
+LIMIT = decisions.Limits(max_call_argument_bytes=64)
+TOO_LARGE = (
+    "ARGUMENTS_TOO_LARGE",
+    'ARGUMENTS_TOO_LARGE: the arguments of tool call "r:call_0" exceed max_call_argument_bytes (64)',
+)
+GROWING = {
+    "one string in pieces": [[{"jsonPath": "$.text", "stringValue": "x" * 20, "willContinue": True}]] * 8,
+    "many keys": [[{"jsonPath": f"$.k{i}", "numberValue": i}] for i in range(40)],
+    "many array items": [[{"jsonPath": f"$.items[{i}]", "boolValue": True}] for i in range(80)],
+    "many entries in one chunk": [[{"jsonPath": f"$.s{i}", "stringValue": "abc"} for i in range(30)]],
+    "multi-byte text": [[{"jsonPath": "$.t", "stringValue": "é" * 20, "willContinue": True}]] * 4,
+}
+
+
+@pytest.mark.parametrize("entries", list(GROWING.values()), ids=list(GROWING))
+def test_streamed_arguments_past_the_call_bound_are_refused_as_they_come(
+    impl: ModuleType, entries: list[list[dict[str, Any]]]
+) -> None:
+    """The chunk that takes the call past ``max_call_argument_bytes`` is
+    refused (the rest of the value is never held), with the error a call's
+    deltas past the bound give."""
+    chunks = _partial_stream(entries)
+    fed, outcome = _feed_until_refused(impl, chunks, LIMIT)
+    assert outcome == TOO_LARGE
+    assert fed < len(chunks) - 1
+
+
+def test_a_streamed_call_that_never_closes_is_refused_at_its_bound(impl: ModuleType) -> None:
+    """A call left open (the stream never closes it) is refused once it passes
+    the bound, not held until the stream ends."""
+    piece = [{"jsonPath": "$.text", "stringValue": "x" * 1000, "willContinue": True}]
+    chunks = _partial_stream([piece] * 20)[:-1]
+    assert _feed_until_refused(impl, chunks, decisions.Limits(max_call_argument_bytes=4096))[0] == 5
+
+
+def test_streamed_arguments_within_the_bound_run(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Control: the same call within the bound is the call."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    entries = [[{"jsonPath": "$.text", "stringValue": "x" * 20, "willContinue": True}]] * 2
+    fed, response = _feed_until_refused(impl, _partial_stream(entries), LIMIT)
+    calls = decide(response).executable_calls
+    assert [(c.name, c.arguments) for c in calls] == [("write_file", {"text": "x" * 40})]
+
+
+_PATHS = st.sampled_from(["$.a", "$.b", "$.a.b", "$['c d']", "$.é", "$.list[0]", "$.list[1]", "$.n[0].m"])
+_ENTRY = st.builds(
+    lambda path, kind, text, more: (
+        {"jsonPath": path, kind: text if kind == "stringValue" else 1} | ({"willContinue": True} if more else {})
+    ),
+    _PATHS,
+    st.sampled_from(["stringValue", "stringValue", "numberValue"]),
+    st.text(alphabet='xé\n"\\', max_size=12),
+    st.booleans(),
+)
+
+
+@given(entries=st.lists(st.lists(_ENTRY, min_size=1, max_size=3), max_size=8), bound=st.integers(1, 80))
+def test_streamed_arguments_are_refused_early_only_when_they_would_be_refused_whole(
+    impl: ModuleType, entries: list[list[dict[str, Any]]], bound: int
+) -> None:
+    """An early refusal is never wrong: whenever the bound refuses a streamed
+    call before it closes, the whole call read without that bound is larger
+    than the bound as JSON text (and so would be refused at its close)."""
+    chunks = _partial_stream(entries)
+    fed, outcome = _feed_until_refused(impl, chunks, decisions.Limits(max_call_argument_bytes=bound))
+    if fed < len(chunks) - 1 and outcome[0] == "ARGUMENTS_TOO_LARGE":
+        whole = _feed_until_refused(impl, chunks, decisions.Limits())[1]
+        if not isinstance(whole, tuple):  # (else the stream is refused for another reason too)
+            assert len(whole.tool_calls[0].arguments.encode()) > bound
