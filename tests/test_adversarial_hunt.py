@@ -12,6 +12,11 @@
    events fed after it never become a decision, and an ``abort()`` that comes
    in while the first event is being read (from another thread) cancels the
    assembler built for the provider.
+3. Gemini's streamed ``partialArgs`` are bounded by ``max_call_argument_bytes``
+   as they arrive, as a call's deltas are, not only once the call closes.
+4. The ``[DONE]`` marker is the raw text ``[DONE]`` only: event data that is
+   a JSON string spelling it (``"[DONE]"``, ``"\\u005bDONE]"``) is a
+   string, ``MALFORMED_EVENT`` at ``$`` like any other, on both backends.
 """
 
 from __future__ import annotations
@@ -409,3 +414,50 @@ def test_streamed_arguments_are_refused_early_only_when_they_would_be_refused_wh
         whole = _feed_until_refused(impl, chunks, decisions.Limits())[1]
         if not isinstance(whole, tuple):  # (else the stream is refused for another reason too)
             assert len(whole.tool_calls[0].arguments.encode()) > bound
+
+
+# ------------------------------------------------------------------ 4. the [DONE] marker is raw text only
+
+CHAT_EVENTS = [e for e in HEALTHY_EVENTS if e != "[DONE]"]
+SPELLINGS = ['"[DONE]"', '"\\u005bDONE]"', '"[DON\\u0045]"', '  "[DONE]"  ']
+
+
+def _chat_outcome(impl: ModuleType, events: list[str | bytes], form: str) -> Any:
+    assembler = impl.StreamAssembler("openai-chat")
+    try:
+        for event in events:
+            if form == "feed":
+                text = event if isinstance(event, str) else event.decode()
+                assembler.feed(f"data: {text}\n\n".encode())
+            else:
+                assembler.feed_event(event)
+        return ("ok", assembler.finish().finish_reason)
+    except OutputError as error:
+        return (error.code, error.path)
+
+
+@pytest.mark.parametrize("form", ["feed", "feed_event"])
+@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize("where", ["after the finish", "first", "in the middle"])
+def test_a_json_string_spelling_the_marker_is_no_marker(impl: ModuleType, form: str, spelling: str, where: str) -> None:
+    at = {"after the finish": len(CHAT_EVENTS), "first": 0, "in the middle": 2}[where]
+    events: list[str | bytes] = [*CHAT_EVENTS[:at], spelling, *CHAT_EVENTS[at:], "[DONE]"]
+    assert _chat_outcome(impl, events, form) == ("MALFORMED_EVENT", "$")
+    assert _chat_outcome(impl, [*events[:at], spelling.encode(), *events[at + 1 :]], "feed_event") == (
+        "MALFORMED_EVENT",
+        "$",
+    )
+
+
+def test_the_raw_marker_still_ends_the_framing(impl: ModuleType) -> None:
+    """Controls: the raw ``[DONE]`` after the finish, as text or bytes, ends the stream."""
+    for form in ("feed", "feed_event"):
+        assert _chat_outcome(impl, [*CHAT_EVENTS, "[DONE]"], form) == ("ok", "tool_calls")
+    assert _chat_outcome(impl, [*CHAT_EVENTS, b"[DONE]"], "feed_event") == ("ok", "tool_calls")
+
+
+@given(text=st.text(max_size=8) | st.just("[DONE]"), ascii_only=st.booleans())
+def test_any_json_string_event_is_malformed(impl: ModuleType, text: str, ascii_only: bool) -> None:
+    """Whatever a JSON string event says, the twins read it as a string."""
+    event = json.dumps(text, ensure_ascii=ascii_only)
+    assert _chat_outcome(impl, [*CHAT_EVENTS, event, "[DONE]"], "feed") == ("MALFORMED_EVENT", "$")
