@@ -664,7 +664,7 @@ struct Digest {
 }
 
 impl Digest {
-    const fn new() -> Digest {
+    fn new() -> Digest {
         Digest {
             length: 0,
             hash: Blake2b128::new(),
