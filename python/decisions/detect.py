@@ -12,6 +12,10 @@ assembler (native or pure): no wrapper on the hot path. With ``"auto"`` it is
 an :class:`AutoAssembler` that holds the bytes until the first event is
 decoded (bounded by the SSE limits, checked by the backend's own decoder),
 then builds the backend's assembler and hands every later call straight to it.
+Until then it keeps the backend's state machine itself: an error (an
+undetectable first event, bad SSE bytes) fails the stream, so later calls
+raise ``STREAM_FAILED``, and an ``abort()`` (from another thread too, while the
+provider is being told) cancels the assembler built after it.
 """
 
 from __future__ import annotations as _annotations
@@ -25,6 +29,7 @@ from typing import Final as _Final
 from . import _backend, _pure
 from . import providers as _providers
 from ._pure.envelope import envelope_limits as _envelope_limits
+from .errors import OutputError as _OutputError
 from .errors import StreamError as _StreamError
 from .limits import DEFAULT_LIMITS as _DEFAULT_LIMITS
 from .limits import Limits as _Limits
@@ -157,6 +162,8 @@ class AutoAssembler(StreamAssembler):
         self._probe: _Any = _backend.impl.SSEDecoder(limits=limits)
         self._held: list[bytes] = []
         self._aborted = False
+        #: the error that failed the stream before the provider was told (later calls: STREAM_FAILED)
+        self._error: _OutputError | None = None
 
     @property
     def provider(self) -> str:
@@ -166,33 +173,40 @@ class AutoAssembler(StreamAssembler):
     def state(self) -> str:
         if self._inner is not None:
             return str(self._inner.state)
-        return "failed" if self._aborted else "init"
+        return "failed" if self._aborted or self._error is not None else "init"
 
     def _start(self, provider: str) -> _Any:
         inner = _backend.impl.StreamAssembler(provider, **self._options)
         self._inner = inner
         for name in _DELEGATED:  # later calls go straight to the backend's methods
             setattr(self, name, getattr(inner, name))
+        if self._aborted:  # an abort() that came in while the provider was being told
+            inner.abort()
         return inner
 
     def _check_open(self) -> None:
         if self._aborted:
             raise _StreamError("STREAM_CANCELLED", "the stream was cancelled by the caller")
+        if self._error is not None:
+            raise _StreamError("STREAM_FAILED", f"the stream already failed ({self._error.code})")
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         self._check_open()
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"feed() takes bytes, not {type(data).__name__}")
         chunk = bytes(memoryview(data))  # the bytes held, as the backend reads them (not ``__bytes__``)
-        events = self._probe.feed(chunk)  # the SSE limits bound what is held here
-        self._held.append(chunk)
-        for sse in events:
-            if not sse.data.strip():
-                continue
-            provider = detect(_decode(sse.data, self._options["limits"]))
-            held, self._held, self._probe = b"".join(self._held), [], None
-            self._start(provider).feed(held)
-            return
+        try:
+            events = self._probe.feed(chunk)  # the SSE limits bound what is held here
+            self._held.append(chunk)
+            first = next((sse for sse in events if sse.data.strip()), None)
+            if first is None:
+                return
+            provider = detect(_decode(first.data, self._options["limits"]))
+        except _OutputError as error:  # the stream fails: later calls raise STREAM_FAILED
+            self._error = error
+            raise
+        held, self._held, self._probe = b"".join(self._held), [], None
+        self._start(provider).feed(held)
 
     def feed_event(self, payload: dict[str, _Any] | str | bytes | _CanonicalEvent, event: str | None = None) -> None:
         self._check_open()
@@ -203,22 +217,37 @@ class AutoAssembler(StreamAssembler):
         decoded: object = (
             payload.to_dict() if hasattr(payload, "to_dict") else _decode(payload, self._options["limits"])
         )
-        self._start(detect(decoded)).feed_event(payload, event)
+        try:
+            provider = detect(decoded)
+        except _OutputError as error:  # the stream fails: later calls raise STREAM_FAILED
+            self._error = error
+            raise
+        self._start(provider).feed_event(payload, event)
 
     def finish(self) -> _NormalizedResponse:
         self._check_open()
-        if self._held:
-            self._probe.finish()  # an event cut in the middle is SSE_UNTERMINATED_EVENT
-        raise _StreamError(
+        try:
+            if self._held:
+                self._probe.finish()  # an event cut in the middle is SSE_UNTERMINATED_EVENT
+        except _OutputError as error:  # the stream fails: later calls raise STREAM_FAILED
+            self._error = error
+            raise
+        self._error = _StreamError(
             "NO_TERMINAL_EVENT",
             "the stream ended before its first event, so nothing was received (the provider was not detected)",
         )
+        raise self._error
 
     def snapshot(self) -> _ResponseSnapshot:
+        if self._aborted:
+            raise _StreamError("STREAM_CANCELLED", "the stream was cancelled by the caller")
         return _ResponseSnapshot(provider=AUTO, response_id=None, model=None, text="", calls=(), state=self.state)
 
     def abort(self) -> None:
         self._aborted = True
+        inner = self._inner
+        if inner is not None:  # built while this call came in: the backend's abort() cancels it
+            inner.abort()
 
     def take_events(self) -> list[_CanonicalEvent]:
         if not self._options["keep_events"]:

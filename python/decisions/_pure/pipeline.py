@@ -104,6 +104,9 @@ class Pipeline:
     def __init__(self, provider: str, mapper: providers.Mapper, limits: Limits, keep_events: bool) -> None:
         self._limits = limits
         self._mapper = mapper
+        limit_arguments = getattr(mapper, "limit_arguments", None)
+        if limit_arguments is not None:  # a mapper that assembles arguments itself bounds them as they come
+            limit_arguments(limits.max_call_argument_bytes)
         self._fields = getattr(mapper, "ARGUMENT_FIELDS", ())
         self._decode = decoder(limits, self._fields)
         self._assembler = Assembler(provider, limits)

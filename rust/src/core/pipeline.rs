@@ -34,7 +34,8 @@ pub struct Pipeline {
 impl Pipeline {
     /// A pipeline for `mapper`'s provider; `keep_events` keeps a copy of each
     /// canonical event (see [`Pipeline::take_events`]).
-    pub fn new(mapper: Box<dyn Mapper>, limits: Limits, keep_events: bool) -> Pipeline {
+    pub fn new(mut mapper: Box<dyn Mapper>, limits: Limits, keep_events: bool) -> Pipeline {
+        mapper.limit_arguments(limits.max_call_argument_bytes);
         Pipeline {
             limits,
             mapper,

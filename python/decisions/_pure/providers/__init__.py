@@ -45,6 +45,11 @@ class Mapper(Protocol):
         ...
 
 
+# Optional: ``limit_arguments(max_bytes)``: ``max_call_argument_bytes``, for a
+# mapper that assembles a call's arguments itself before it emits them
+# (Gemini's streamed ``partialArgs``): it refuses them as soon as they pass
+# the bound, not once the whole value is held.
+#
 # Optional: ``ARGUMENT_FIELDS``: the fields of the provider's events and bodies
 # that carry a tool call's arguments as a JSON object (see ``_pure/envelope.py``).
 #

@@ -55,7 +55,11 @@ Mapping:
   ``partialArgs`` of ``{jsonPath, stringValue|numberValue|boolValue|nullValue,
   willContinue}``) are assembled into one object and emitted when a part
   without ``willContinue`` closes the call. A string whose partial has
-  ``willContinue`` continues in the next partial with the same path.
+  ``willContinue`` continues in the next partial with the same path. In a
+  stream the value is bounded as it comes: once a lower bound of its JSON
+  text (each string piece's UTF-8 bytes, one byte for any other value, each
+  key's bytes) passes ``max_call_argument_bytes``, the call is
+  ``ARGUMENTS_TOO_LARGE``, as its deltas would be, before the rest is held.
 - Gemini gives no call ids unless ``functionCall.id`` is set: the call id is
   ``<responseId>:call_<k>`` (``call_<k>`` without a response id), *k* counting
   the response's calls from 0, with ``call_id_generated`` set.
@@ -177,6 +181,11 @@ def _any_blocked(owner: dict[str, Any], what: str, at: str) -> bool:
     return blocked
 
 
+def _utf8_len(text: str) -> int:
+    """The bytes of ``text`` in UTF-8 (a lone surrogate's three too)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 def _canonical(value: Any, what: str, path: str) -> str:
     """``dumps`` of a provider object at ``path``; NaN or an infinite float is malformed."""
     try:
@@ -273,11 +282,15 @@ def _assign(root: dict[str, Any], segments: list[str | int], value: Any, append:
 
 
 class _StreamedCall:
-    __slots__ = ("item_id", "args", "continuing", "target", "pieces")
+    __slots__ = ("item_id", "call_id", "args", "continuing", "target", "pieces", "size")
 
-    def __init__(self, item_id: str, args: dict[str, Any]) -> None:
+    def __init__(self, item_id: str, call_id: str, args: dict[str, Any]) -> None:
         self.item_id = item_id
+        self.call_id = call_id
         self.args = args
+        # a lower bound of the bytes of ``args`` as JSON text: each string
+        # piece's bytes, each other value 1, each key's bytes
+        self.size = 0
         self.continuing: str | None = None  # the jsonPath of the string that continues
         # where that string is, and its pieces so far: joined once it ends
         # (adding each piece to the string would copy it again and again)
@@ -317,6 +330,8 @@ class GeminiMapper:
             None  # (kind, item_id) of the open text/reasoning item
         )
         self._call: _StreamedCall | None = None
+        #: ``max_call_argument_bytes``: a streamed call past it is refused at once
+        self._max_call_bytes: int | None = None
         self._usage: UsageReported | None = None
         # a whole body is being read: a shapeless one is the body's
         # NOT_A_RESPONSE_BODY to name, not a chunk's refusal
@@ -352,7 +367,11 @@ class GeminiMapper:
         self._open = (kind, item_id)
         return item_id
 
-    def _start_call(self, fc: dict[str, Any], name: str, at: str, out: list[CanonicalEvent]) -> str:
+    def limit_arguments(self, max_bytes: int) -> None:
+        """Refuse a call whose streamed arguments pass ``max_bytes`` as soon as they do."""
+        self._max_call_bytes = max_bytes
+
+    def _start_call(self, fc: dict[str, Any], name: str, at: str, out: list[CanonicalEvent]) -> tuple[str, str]:
         self._close_open(out)
         given = _opt_str(fc, "id", "functionCall", at)
         if given:
@@ -363,7 +382,7 @@ class GeminiMapper:
         self._calls += 1
         item_id = self._new_item()
         out.append(ToolCallStarted(item_id=item_id, call_id=call_id, name=name, call_id_generated=generated))
-        return item_id
+        return item_id, call_id
 
     @staticmethod
     def _read_usage(u: dict[str, Any]) -> UsageReported:
@@ -463,19 +482,25 @@ class GeminiMapper:
         if call is None:
             if not name:
                 raise located("MALFORMED_EVENT", "gemini functionCall without a name starts no call", f"{at}.name")
-            item_id = self._start_call(fc, name, at, out)
+            item_id, call_id = self._start_call(fc, name, at, out)
             text = _canonical({} if args is None else args, what, f"{at}.args")
             if not will_continue and not partial:
                 out.append(ToolArgumentsDelta(item_id=item_id, delta=text))
                 out.append(ItemEnded(item_id=item_id))
                 return
             # the caller's payload is not mutated: partial arguments build on a copy
-            call = self._call = _StreamedCall(item_id, {} if args is None else copy.deepcopy(args))
+            call = self._call = _StreamedCall(item_id, call_id, {} if args is None else copy.deepcopy(args))
         elif args is not None or name:
             raise located("MALFORMED_EVENT", "gemini functionCall starts a new call while another is streaming", at)
+        limit = self._max_call_bytes
         for k, entry in enumerate(partial or ()):
             entry_at = f"{at}.partialArgs[{k}]"
             self._partial(call, _obj(entry, "partialArgs entry", entry_at), entry_at)
+            if limit is not None and call.size > limit:
+                raise new_error(
+                    "ARGUMENTS_TOO_LARGE",
+                    f'the arguments of tool call "{call.call_id}" exceed max_call_argument_bytes ({limit})',
+                )
         if not will_continue:
             call.settle()
             out.append(ToolArgumentsDelta(item_id=call.item_id, delta=_canonical(call.args, what, f"{at}.args")))
@@ -510,16 +535,22 @@ class GeminiMapper:
         append = call.continuing == path
         if append and key != "stringValue":
             raise _malformed(what, value_at)
+        grown = _utf8_len(value) if key == "stringValue" else 1
         if append:  # the same path as the entry before: the string there goes on
             call.pieces.append(value)
         else:
             call.settle()
             try:
-                target = _assign(call.args, parse_path(path), value, append)
+                segments = parse_path(path)
+                target = _assign(call.args, segments, value, append)
             except OutputError as error:  # named at the entry's jsonPath, as every located error is
                 raise located(error.code, error.message, f"{at}.jsonPath") from None
+            last = segments[-1]
+            if isinstance(last, str):
+                grown += _utf8_len(last)
             if will_continue and key == "stringValue":
                 call.target, call.pieces = target, [value]
+        call.size += grown
         call.continuing = path if will_continue and key == "stringValue" else None
         if call.continuing is None:
             call.settle()

@@ -434,7 +434,7 @@ class OpenAIChatMapper:
         """One chunk (decoded), or the ``[DONE]`` marker."""
         if self._done:
             raise new_error("EVENT_AFTER_TERMINAL", "an event arrived after data: [DONE]")
-        if payload == DONE:
+        if payload is DONE:  # the marker (decoded as the constant), never a JSON string spelling it
             self._done = True
             return []
         out: list[CanonicalEvent] = []

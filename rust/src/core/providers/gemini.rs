@@ -14,6 +14,10 @@
 //! candidate, a `blockReason` over any `finishReason`, a `blocked` safety
 //! rating of the selected candidate or of `promptFeedback` turns `STOP` into
 //! content_filter, and two candidates with one `index` are `MULTIPLE_CHOICES`.
+//!
+//! A streamed call (`partialArgs`) is bounded as it comes: once a lower bound
+//! of its arguments' JSON text passes `max_call_argument_bytes` it is
+//! `ARGUMENTS_TOO_LARGE` (see [`Mapper::limit_arguments`]).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -357,8 +361,12 @@ fn assign(root: &mut Node, segments: &[Seg], value: Node, append: bool) -> Resul
 
 struct StreamedCall {
     item_id: String,
+    call_id: String,
     args: Node,
     continuing: Option<String>,
+    /// A lower bound of the bytes of `args` as JSON text: each string
+    /// piece's bytes, each other value 1, each key's bytes.
+    size: usize,
 }
 
 /// Maps Gemini response chunks and bodies to canonical events.
@@ -372,6 +380,8 @@ pub struct GeminiMapper {
     calls: u64,
     open: Option<(ItemKind, String)>,
     call: Option<StreamedCall>,
+    /// `max_call_argument_bytes`: a streamed call past it is refused at once.
+    max_call_bytes: usize,
     usage: Option<Usage>,
     /// A safety rating of the selected candidate or the prompt said "blocked".
     blocked: bool,
@@ -397,6 +407,7 @@ impl GeminiMapper {
             calls: 0,
             open: None,
             call: None,
+            max_call_bytes: usize::MAX,
             usage: None,
             blocked: false,
             finish_seen: None,
@@ -444,7 +455,7 @@ impl GeminiMapper {
         name: String,
         at: Path<'_>,
         out: &mut Vec<Event>,
-    ) -> Result<String, CoreError> {
+    ) -> Result<(String, String), CoreError> {
         self.close_open(out);
         let given = SHAPE
             .opt_str(fc.id, "functionCall", at.key("id"))?
@@ -460,12 +471,12 @@ impl GeminiMapper {
         let item_id = self.new_item();
         out.push(Event::ToolCallStarted {
             item_id: item_id.clone(),
-            call_id,
+            call_id: call_id.clone(),
             name,
             call_id_generated: generated,
             call_kind: crate::core::events::CallKind::Function,
         });
-        Ok(item_id)
+        Ok((item_id, call_id))
     }
 
     fn read_usage(raw: &RawValue) -> Result<Usage, CoreError> {
@@ -653,7 +664,7 @@ impl GeminiMapper {
                         at.key("name"),
                     ));
                 };
-                let item_id = self.start_call(fc, name.into_owned(), at, out)?;
+                let (item_id, call_id) = self.start_call(fc, name.into_owned(), at, out)?;
                 let args = args.unwrap_or_else(|| Node::Object(BTreeMap::new()));
                 if !will_continue && partial.as_ref().map_or(true, Vec::is_empty) {
                     out.push(Event::ToolArgumentsDelta {
@@ -665,8 +676,10 @@ impl GeminiMapper {
                 }
                 StreamedCall {
                     item_id,
+                    call_id,
                     args,
                     continuing: None,
+                    size: 0,
                 }
             }
             Some(call) => {
@@ -684,6 +697,15 @@ impl GeminiMapper {
         };
         for (k, entry) in partial.unwrap_or_default().into_iter().enumerate() {
             Self::partial(&mut call, entry, partial_at.index(k))?;
+            if call.size > self.max_call_bytes {
+                return Err(err(
+                    Code::ARGUMENTS_TOO_LARGE,
+                    format!(
+                        "the arguments of tool call \"{}\" exceed max_call_argument_bytes ({})",
+                        call.call_id, self.max_call_bytes
+                    ),
+                ));
+            }
         }
         if will_continue {
             self.call = Some(call);
@@ -743,7 +765,16 @@ impl GeminiMapper {
         }
         let path_at = at.key("jsonPath");
         let segments = parse_path(&path).map_err(|e| located(e, path_at))?;
+        let value_bytes = match &value {
+            Node::String(text) => text.len(),
+            _ => 1,
+        };
+        let key_bytes = match segments.last() {
+            Some(Seg::Key(key)) if !append => key.len(),
+            _ => 0,
+        };
         assign(&mut call.args, &segments, value, append).map_err(|e| located(e, path_at))?;
+        call.size = call.size.saturating_add(value_bytes + key_bytes);
         call.continuing = if will_continue && *key == "stringValue" {
             Some(path.into_owned())
         } else {
@@ -845,6 +876,10 @@ const ARGUMENT_FIELDS: &[&[Field]] = &[
 ];
 
 impl Mapper for GeminiMapper {
+    fn limit_arguments(&mut self, max_bytes: usize) {
+        self.max_call_bytes = max_bytes;
+    }
+
     fn array_framing(&self) -> bool {
         true // `streamGenerateContent` without `alt=sse`
     }

@@ -24,6 +24,7 @@
 use std::collections::BTreeMap;
 
 pub mod anthropic;
+mod blake2b;
 pub mod gemini;
 pub mod jsontext;
 pub mod openai_chat;
@@ -109,6 +110,14 @@ pub trait Mapper: Send + Sync {
 
     /// Provider event types seen but not known, with their counts.
     fn unknown_events(&self) -> &BTreeMap<String, u64>;
+
+    /// `max_call_argument_bytes`, for a mapper that assembles a call's
+    /// arguments itself before it emits them (Gemini's streamed
+    /// `partialArgs`): it refuses them as soon as they pass the bound, not
+    /// once the whole value is held.
+    fn limit_arguments(&mut self, max_bytes: usize) {
+        let _ = max_bytes;
+    }
 
     /// Items the mapper produced after later ones (a Responses reasoning item
     /// only `response.completed` carries), each with its position among the

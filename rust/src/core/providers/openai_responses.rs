@@ -21,8 +21,9 @@
 //! `tool_search_call`) is `UNSUPPORTED_ITEM` at its path, since the host
 //! might have to act on it.
 //!
-//! The output check keeps, per item, a running byte length and FNV-1a hash of
-//! the deltas; final values are hashed once when they arrive.
+//! The output check keeps, per item, a running byte length and BLAKE2b-128
+//! hash of the deltas (the pure twin's `hashlib.blake2b`); final values are
+//! hashed once when they arrive.
 //!
 //! Calls of every kind (function, custom, and the client-executed local_shell,
 //! computer, apply_patch and shell) share one path: a custom call's input is
@@ -37,6 +38,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::blake2b::Blake2b128;
 use super::jsontext::{self, Node};
 use super::openai_common::failure;
 use super::shape::{invalid, is_object, Path, Shape, Str, ROOT};
@@ -654,28 +656,23 @@ fn ref_event<'a>(
 
 // ------------------------------------------------------------ running hash
 
-/// FNV-1a 64 over the bytes, with their count.
-#[derive(Clone, Copy)]
+/// A running BLAKE2b-128 over the bytes, with their count.
+#[derive(Clone)]
 struct Digest {
     length: u64,
-    hash: u64,
+    hash: Blake2b128,
 }
 
 impl Digest {
-    const fn new() -> Digest {
+    fn new() -> Digest {
         Digest {
             length: 0,
-            hash: 0xcbf2_9ce4_8422_2325,
+            hash: Blake2b128::new(),
         }
     }
 
     fn add(&mut self, text: &str) {
-        let mut h = self.hash;
-        for &b in text.as_bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        self.hash = h;
+        self.hash.update(text.as_bytes());
         self.length += text.len() as u64;
     }
 
@@ -683,6 +680,11 @@ impl Digest {
         let mut d = Digest::new();
         d.add(text);
         d
+    }
+
+    /// Whether the two saw the same bytes.
+    fn same(&self, other: &Digest) -> bool {
+        self.length == other.length && self.hash.digest() == other.hash.digest()
     }
 }
 
@@ -790,8 +792,7 @@ fn check(acc: &mut Acc, text: &str, what: &str, out: &mut Vec<Event>) -> Result<
     if acc.digest.length == 0 && !text.is_empty() && !acc.ended {
         return delta_event(acc, text, out);
     }
-    let d = Digest::of(text);
-    if d.length != acc.digest.length || d.hash != acc.digest.hash {
+    if !Digest::of(text).same(&acc.digest) {
         return Err(CoreError::new(
             Code::OUTPUT_MISMATCH,
             format!(
@@ -810,8 +811,7 @@ fn mismatch(msg: String) -> CoreError {
 
 /// A streamed apply_patch diff against the operation's (nothing streamed: nothing to check).
 fn same_diff(acc: &Acc, diff: Option<&str>, what: &str) -> Result<(), CoreError> {
-    let d = Digest::of(diff.unwrap_or(""));
-    if acc.digest.length > 0 && (d.length != acc.digest.length || d.hash != acc.digest.hash) {
+    if acc.digest.length > 0 && !Digest::of(diff.unwrap_or("")).same(&acc.digest) {
         return Err(mismatch(format!(
             "{what}: the streamed diff of {} differs from the final value",
             acc.canon
@@ -1715,7 +1715,7 @@ mod tests {
         let mut d = Digest::new();
         d.add("ab");
         d.add("c");
-        let whole = Digest::of("abc");
-        assert_eq!((d.length, d.hash), (whole.length, whole.hash));
+        assert!(d.same(&Digest::of("abc")));
+        assert!(!d.same(&Digest::of("abd")));
     }
 }
