@@ -133,6 +133,15 @@ CASES = {
     "a call id repeated among four": [_call(k % 3, "search", {"q": str(k)}) for k in range(4)],
     "four calls": [_call(k, "search", {"q": str(k)}) for k in range(4)],
     "a path outside the workspace": [_call(0, "read_file", {"path": "../../etc/passwd"})],
+    "a path outside the workspace in the second of two calls": [
+        _call(0, "search", {"q": "a"}),
+        _call(1, "read_file", {"path": "../../etc/passwd"}),
+    ],
+    "a path outside the workspace in the first of three calls": [
+        _call(0, "read_file", {"path": "/etc/passwd"}),
+        _call(1, "search", {"q": "a"}),
+        _call(2, "read_file", {"path": "a.txt"}),
+    ],
     "an unknown field of a model that does not forbid them": [_call(0, "search", {"q": "x", "mode": "w"})],
     "text between two calls": [
         _call(0, "search", {"q": "a"}),
