@@ -11,6 +11,14 @@ from decisions.types import FinishReason, Item, NormalizedResponse, TextItem, To
 needs_loads = pytest.mark.skipif(not hasattr(_backend.impl, "loads"), reason="decisions.loads is not built yet")
 
 
+def plain_id(value: object) -> str:
+    """A test id for ``value`` (a str in quotes, anything else its repr) with
+    each character outside printable ASCII, and each backslash, written as
+    its code point: pytest cannot run a test by an id holding a backslash."""
+    text = repr(value)
+    return "".join(c if " " <= c < "\x7f" and c != "\\" else f"<U+{ord(c):04X}>" for c in text)
+
+
 #: Each test of a module twice, once per path of ``decide`` (the
 #: ``decide_paths`` fixture of conftest.py).
 both_paths = pytest.mark.usefixtures("decide_paths")

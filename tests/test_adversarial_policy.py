@@ -32,7 +32,7 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
-from decide_helpers import both_paths, call, needs_loads, response
+from decide_helpers import both_paths, call, needs_loads, plain_id, response
 from decisions import (
     DomainError,
     PathArg,
@@ -338,14 +338,8 @@ CONTROL_PATHS = {
 }
 
 
-def _shown(path: str) -> str:
-    """A test id with each control character as its code point (an id with
-    a backslash in it cannot be asked for by name)."""
-    return "".join(c if " " <= c < "\x7f" else f"<U+{ord(c):04X}>" for c in path)
-
-
 @pytest.mark.parametrize("schema", [False, True], ids=["no schema", "pydantic"])
-@pytest.mark.parametrize("raw", list(CONTROL_PATHS), ids=[_shown(p) for p in CONTROL_PATHS])
+@pytest.mark.parametrize("raw", list(CONTROL_PATHS), ids=plain_id)
 def test_a_path_holding_a_control_character_is_invalid(ws: Path, raw: str, schema: bool) -> None:
     """A path the model wrote with a newline or another control character in
     it names no file the model means: refused (repairable), never written as

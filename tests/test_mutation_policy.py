@@ -13,7 +13,7 @@ from typing import Any, Callable
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from decide_helpers import both_paths
+from decide_helpers import both_paths, plain_id
 from decisions import PathArg, Policy, PolicyError, Run, Tool, ToolCall, ToolRegistry, ToolRule
 from decisions.errors import DomainError
 from decisions.validate import paths as paths_module
@@ -153,7 +153,7 @@ def _expected(root: str, raw: Any) -> Any:
     return out
 
 
-@pytest.mark.parametrize("raw", RAW_PATHS, ids=repr)
+@pytest.mark.parametrize("raw", RAW_PATHS, ids=plain_id)
 def test_the_policy_resolves_like_resolve_path(ws: Path, raw: Any) -> None:
     (ws / "up").symlink_to("..")
     (ws / "in").symlink_to("src")
