@@ -6,13 +6,12 @@ shares (one call's row, the audit insert, expiring lost side-effect leases).
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
-from .._payload import canonical_json, strict_dumps
+from .._payload import canonical_json, strict_dumps, strict_loads
 from ..errors import DomainError, OutputError, ResultError, error_class
 from .results import Effect, ToolResult
 from .shapes import from_dict, to_dict
@@ -211,10 +210,6 @@ def unreadable(what: str) -> ResultError:
     )
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(name)
-
-
 def loads(text: str | None) -> Any:
     """A stored JSON column (None stays None); ``LEDGER_UNAVAILABLE`` for one
     that is not the strict JSON the ledger writes."""
@@ -223,7 +218,7 @@ def loads(text: str | None) -> Any:
     if type(text) is not str:
         raise unreadable(f"a JSON column of type {type(text).__name__}")
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return strict_loads(text)
     except (ValueError, RecursionError):
         raise unreadable("a JSON column that is not JSON") from None
 
