@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
+import random
+import string
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from decisions import (
     FinalDecision,
     Ledger,
     ResultError,
+    Run,
     ToolCall,
     ToolDecision,
     ToolResult,
@@ -25,6 +29,7 @@ from decisions import (
 )
 from decisions._payload import canonical_json, dumps, strict_loads
 from decisions.cli import main
+from decisions.ledger.ddl import MAX_ID_BYTES
 from ledger_helpers import BACKENDS, decision, new_run, url_for
 
 
@@ -128,3 +133,109 @@ def test_strict_loads_refuses_what_is_not_json_at_any_depth(text: str) -> None:
     for deep in (text, "[" * 5_000 + text + "]" * 5_000):
         with pytest.raises(ValueError):
             strict_loads(deep)
+
+
+# ---------------------------------------------------------------- ids both databases hold alike
+
+LONG = "é" * (MAX_ID_BYTES // 2 + 1)  # fewer characters than MAX_ID_BYTES, more bytes
+
+
+def _random_text(size: int) -> str:
+    """``size`` bytes of text PostgreSQL cannot compress."""
+    return "".join(random.choice(string.ascii_letters) for _ in range(size))
+
+
+@pytest.mark.parametrize(
+    ("step", "path"),
+    [
+        (
+            lambda ledger, run: ledger.record(decision(("a", "t", "allowed"), (LONG, "t", "allowed")), run_id=run),
+            "$.calls[1].call_id",
+        ),
+        (lambda ledger, run: ledger.record(decision(("a", "t", "allowed")), run_id=run + LONG), "$.run_id"),
+        (lambda ledger, run: ledger.cancel(run + LONG), "$.run_id"),
+        (lambda ledger, run: Run(run, ledger=ledger).claim(["b", LONG]), "$.call_ids[1]"),
+        (lambda ledger, run: ledger.claim(LONG, run_id=run, worker="w"), "$.call_id"),
+        (lambda ledger, run: ledger.claim_next(run + LONG, worker="w"), "$.run_id"),
+        (lambda ledger, run: ledger.approve(LONG, run_id=run, approver="x"), "$.call_id"),
+        (lambda ledger, run: ledger.entry(LONG, run_id=run), "$.call_id"),
+    ],
+    ids=["record-call-id", "record-run-id", "cancel", "reserve", "claim", "claim-next", "approve", "entry"],
+)
+def test_an_id_over_max_id_bytes_is_typed_alike_on_both_databases(
+    ledger: Ledger, step: Callable[[Ledger, str], Any], path: str
+) -> None:
+    run = new_run()
+    with pytest.raises(ResultError) as caught:
+        step(ledger, run)
+    assert (caught.value.code, caught.value.retryable, caught.value.path) == ("LEDGER_UNAVAILABLE", False, path)
+    assert [r for r, _, _ in ledger.runs() if r.startswith(run)] == []
+
+
+def test_ids_of_max_id_bytes_are_held(ledger: Ledger) -> None:
+    run, call_id = _random_text(MAX_ID_BYTES), _random_text(MAX_ID_BYTES)
+    ledger.record(decision((call_id, "t", "allowed")), run_id=run)
+    assert Run(run, ledger=ledger).claim([_random_text(MAX_ID_BYTES)]) == ()
+    claim = ledger.claim(call_id, run_id=run, worker="w")
+    assert ledger.commit(claim, ToolResult(call_id, "ok", "done")).state == "committed"
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        lambda ledger, run: ledger.claim(1, run_id=run, worker="w"),
+        lambda ledger, run: ledger.claim("1", run_id=run, worker=7),
+        lambda ledger, run: ledger.claim_next(run, worker=None),
+        lambda ledger, run: ledger.record(decision(("2", "t", "allowed")), run_id=None),
+        lambda ledger, run: ledger.record(decision(("2", "t", "allowed")), run_id=7),
+        lambda ledger, run: ledger.entry(b"1", run_id=run),
+        lambda ledger, run: ledger.entries(7),
+        lambda ledger, run: ledger.cancelled(None),
+        lambda ledger, run: ledger.approve("1", run_id=run, approver=7),
+        lambda ledger, run: ledger.cancel(run, actor=7),
+        lambda ledger, run: Run(run, ledger=ledger).claim([2]),
+        lambda ledger, run: ledger.reconcile(1, "retry", run_id=run),
+    ],
+    ids=[
+        "claim-call-id",
+        "claim-worker",
+        "claim-next-worker",
+        "record-none-run",
+        "record-int-run",
+        "entry-bytes",
+        "entries",
+        "cancelled",
+        "approver",
+        "actor",
+        "reserve",
+        "reconcile",
+    ],
+)
+def test_ids_and_names_that_are_not_text_are_a_type_error_on_both_databases(
+    ledger: Ledger, step: Callable[[Ledger, str], Any]
+) -> None:
+    run = new_run()
+    ledger.record(decision(("1", "t", "needs_approval")), run_id=run)
+    with pytest.raises(TypeError):
+        step(ledger, run)
+    assert [(e.call_id, e.state, e.attempt) for e in ledger.entries(run)] == [("1", "awaiting_approval", 0)]
+    assert not ledger.cancelled(run) and not ledger.decided("2", run_id=run)
+    assert [r for r, _, _ in ledger.runs() if r in ("7", "None")] == []
+
+
+def test_a_value_over_a_postgresql_limit_is_not_retryable() -> None:
+    """Tables someone else indexed on a column the ledger does not bound: the
+    server's limit on an index row is not a transient failure."""
+    url = url_for("postgres", Path())
+    import psycopg
+
+    schema = f"indexed_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    own = url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}"
+    open_ledger(own).close()
+    with psycopg.connect(own, autocommit=True) as conn:
+        conn.execute("CREATE INDEX ledger_calls_tool ON ledger_calls (tool)")
+    with open_ledger(own) as ledger, pytest.raises(ResultError) as caught:
+        ledger.record(decision(("a", _random_text(10_000), "allowed")), run_id=new_run())
+    assert (caught.value.code, caught.value.retryable) == ("LEDGER_UNAVAILABLE", False)
