@@ -17,6 +17,7 @@ import pytest
 
 from decisions import (
     CallVerdict,
+    CompletionError,
     FinalDecision,
     Ledger,
     ResultError,
@@ -239,3 +240,36 @@ def test_a_value_over_a_postgresql_limit_is_not_retryable() -> None:
     with open_ledger(own) as ledger, pytest.raises(ResultError) as caught:
         ledger.record(decision(("a", _random_text(10_000), "allowed")), run_id=new_run())
     assert (caught.value.code, caught.value.retryable) == ("LEDGER_UNAVAILABLE", False)
+
+
+# ---------------------------------------------------------------- an answer while a call may still run
+
+
+@pytest.mark.parametrize(
+    ("result", "runs_again"),
+    [
+        (ToolResult("a", "error", "timeout", retry_safe=True), True),
+        (ToolResult("a", "error", "timeout"), False),
+        (ToolResult("a", "partial", None, retry_safe=True), False),
+        (ToolResult("a", "ok", float("nan"), retry_safe=True), False),
+    ],
+    ids=["retry-safe-error", "error", "partial", "unstorable"],
+)
+def test_an_answer_is_not_complete_while_a_failed_call_may_be_claimed_again(
+    ledger: Ledger, result: ToolResult, runs_again: bool
+) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "deploy", "allowed")), run_id=run)
+    ledger.commit(ledger.claim("a", run_id=run, worker="w"), result)
+    final = FinalDecision(value="done", text="done")
+    if runs_again:
+        with pytest.raises(CompletionError) as caught:
+            check_completion(final, ledger=ledger, run_id=run)
+        assert (caught.value.code, caught.value.path) == ("SIDE_EFFECTS_PENDING", "$.calls[0]")
+    else:
+        assert check_completion(final, ledger=ledger, run_id=run)
+    retry = ledger.claim_next(run, worker="w2")
+    assert (retry is not None) == runs_again
+    if retry is not None:
+        ledger.commit(retry, ToolResult("a", "ok", "deployed"))
+        assert check_completion(final, ledger=ledger, run_id=run, evidence=["a"])
