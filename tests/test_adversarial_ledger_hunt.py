@@ -273,3 +273,56 @@ def test_an_answer_is_not_complete_while_a_failed_call_may_be_claimed_again(
     if retry is not None:
         ledger.commit(retry, ToolResult("a", "ok", "deployed"))
         assert check_completion(final, ledger=ledger, run_id=run, evidence=["a"])
+
+
+# ---------------------------------------------------------------- collections handed over as one-shot iterators
+
+
+def test_tool_names_given_as_an_iterator_mark_every_call(ledger: Ledger) -> None:
+    run = new_run()
+    specs = [("a", "login"), ("b", "login"), ("c", "fetch"), ("d", "fetch")]
+    calls = tuple(ToolCall(call_id=c, name=t, arguments={"secret": "pw"}, index=i) for i, (c, t) in enumerate(specs))
+    verdicts = tuple(CallVerdict(call_id=c, status="allowed") for c, _ in specs)
+    ledger.record(
+        ToolDecision(calls=calls, verdicts=verdicts),
+        run_id=run,
+        sensitive=(name for name in ["login"]),
+        idempotent=iter(["fetch"]),
+    )
+    assert [ledger.claim(c, run_id=run, worker="w").arguments for c, _ in specs] == [
+        None,
+        None,
+        {"secret": "pw"},
+        {"secret": "pw"},
+    ]
+    assert [e.idempotent for e in ledger.entries(run)] == [False, False, True, True]
+
+
+def test_call_ids_given_as_an_iterator_are_all_reserved(ledger: Ledger) -> None:
+    run = Run(new_run(), ledger=ledger)
+    assert run.claim(c for c in ["a", "b"]) == ()  # type: ignore[arg-type]
+    assert ledger.decided("a", run_id=run.run_id) and ledger.decided("b", run_id=run.run_id)
+    assert run.claim(iter(["c", "b"])) == ("b",)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        ledger.reserve(run.run_id, "cd")
+    assert not ledger.decided("c", run_id=run.run_id) and not ledger.decided("d", run_id=run.run_id)
+
+
+def test_result_messages_for_call_ids_given_as_an_iterator(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed")), run_id=run)
+    for call_id in "ab":
+        ledger.commit(ledger.claim(call_id, run_id=run, worker="w"), ToolResult(call_id, "ok", call_id * 2))
+    messages = ledger.result_messages("openai-chat", run_id=run, call_ids=(c for c in ["b"]))
+    assert messages == [{"role": "tool", "tool_call_id": "b", "content": "bb"}]
+
+
+@pytest.mark.parametrize("claimed", [["a.txt"], [123], [""]])
+def test_changed_files_given_as_an_iterator_are_all_checked(ledger: Ledger, claimed: list[Any]) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed")), run_id=run)
+    ledger.commit(ledger.claim("a", run_id=run, worker="w"), ToolResult("a", "ok", "done"))
+    final = FinalDecision(value="done", text="done")
+    with pytest.raises(CompletionError) as caught:
+        check_completion(final, ledger=ledger, run_id=run, changed_files=iter(claimed))  # type: ignore[arg-type]
+    assert caught.value.code == "CLAIM_NOT_BACKED"

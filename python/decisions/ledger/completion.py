@@ -105,6 +105,8 @@ def check_completion(
         raise TypeError("check_completion takes a FinalDecision")
     if isinstance(evidence, str) or isinstance(changed_files, str):
         raise TypeError("evidence and changed_files take a collection of call ids and of paths, not one string")
+    if changed_files is not None:  # read once: a generator would be spent by the first pass over it
+        changed_files = tuple(changed_files)
     entries = ledger.entries(run_id)
     by_id = {e.call_id: e for e in entries}
     issues: list[dict[str, str]] = []

@@ -160,6 +160,8 @@ class Ledger:
         for what, names in (("idempotent", idempotent), ("sensitive", sensitive)):
             if isinstance(names, str):  # `in` would match any part of it: "write" in "write_file"
                 raise ValueError(f"{what} must be a collection of tool names, not the string {names!r}")
+        # read once: `in` on a generator consumes it, and a later call of a sensitive tool would be stored
+        idempotent, sensitive = frozenset(idempotent), frozenset(sensitive)
         checked_id(run_id, "run id", "$.run_id")
         lookup = self._tool if tools is None else _lookup(tools)
         for i, c in enumerate(decision.calls):  # a call id the ledger cannot hold is named at its own path
@@ -458,6 +460,9 @@ class Ledger:
         decided before (recorded or reserved; then nothing is reserved), or
         None when the run was cancelled."""
         _ids(run_id)
+        if isinstance(call_ids, str):  # its letters would be reserved
+            raise ValueError(f"call_ids must be a collection of call ids, not the string {call_ids!r}")
+        call_ids = tuple(call_ids)  # read once: a generator would be spent by the first pass over it
         for index, call_id in enumerate(call_ids):
             checked_id(call_id, "call id", f"$.call_ids[{index}]")
 
@@ -607,8 +612,9 @@ class Ledger:
         ``max_result_bytes`` is ``RESULT_TOO_LARGE`` (no message is written)."""
         if isinstance(call_ids, str):  # `in` would match any part of it: "a" in "ab"
             raise ValueError(f"call_ids must be a collection of call ids, not the string {call_ids!r}")
+        wanted = None if call_ids is None else set(call_ids)  # read once: a generator is spent by one pass
         entries = self.entries(run_id)
-        unknown = sorted(set(call_ids or ()) - {e.call_id for e in entries})
+        unknown = sorted((wanted or set()) - {e.call_id for e in entries})
         if unknown:
             raise DomainError(
                 "UNKNOWN_CALL_ID",
@@ -620,7 +626,7 @@ class Ledger:
         pairs: list[tuple[ToolCall, Any]] = []
         notes: list[str] = []
         for entry in entries:
-            if call_ids is not None and entry.call_id not in call_ids:
+            if wanted is not None and entry.call_id not in wanted:
                 continue
             call = ToolCall(
                 call_id=entry.call_id,
