@@ -18,10 +18,13 @@ import pytest
 from decisions import (
     CallVerdict,
     CompletionError,
+    Effect,
+    FileEffects,
     FinalDecision,
     Ledger,
     ResultError,
     Run,
+    Tool,
     ToolCall,
     ToolDecision,
     ToolResult,
@@ -30,6 +33,7 @@ from decisions import (
 )
 from decisions._payload import canonical_json, dumps, strict_loads
 from decisions.cli import main
+from decisions.ledger import file_digest
 from decisions.ledger.ddl import MAX_ID_BYTES
 from ledger_helpers import BACKENDS, decision, new_run, url_for
 
@@ -326,3 +330,30 @@ def test_changed_files_given_as_an_iterator_are_all_checked(ledger: Ledger, clai
     with pytest.raises(CompletionError) as caught:
         check_completion(final, ledger=ledger, run_id=run, changed_files=iter(claimed))  # type: ignore[arg-type]
     assert caught.value.code == "CLAIM_NOT_BACKED"
+
+
+# ---------------------------------------------------------------- custom calls: their input is text
+
+
+def test_a_custom_call_is_handed_to_its_worker_as_its_text(url: str, tmp_path: Path) -> None:
+    tool = Tool(name="apply_patch", kind="custom", effects=FileEffects(str(tmp_path)))
+    patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
+    calls = tuple(
+        ToolCall(call_id=c, name="apply_patch", arguments=patch, index=i, call_kind="custom")
+        for i, c in enumerate("ab")
+    )
+    run = new_run()
+    with open_ledger(url, tools=[tool]) as ledger:
+        ledger.record(
+            ToolDecision(calls=calls, verdicts=tuple(CallVerdict(call_id=c, status="allowed") for c in "ab")),
+            run_id=run,
+        )
+        claim = ledger.claim("a", run_id=run, worker="w")
+        assert claim.granted and claim.arguments == patch
+        (tmp_path / "a.txt").write_text("hi\n")
+        effect = Effect("a.txt", file_digest(tmp_path / "a.txt"))
+        assert ledger.commit(claim, ToolResult("a", "ok", "done", effects=(effect,))).state == "committed"
+        following = ledger.claim_next(run, worker="w")
+        assert following is not None and (following.call_id, following.arguments) == ("b", patch)
+        failed = ledger.commit(following, ToolResult("b", "ok", "done", effects=(Effect("b.txt", effect.digest),)))
+        assert failed.state == "failed" and failed.error is not None and failed.error.code == "EFFECT_NOT_OBSERVED"

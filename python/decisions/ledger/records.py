@@ -105,7 +105,9 @@ class Claim:
     the call now; ``reason`` why not (and ``state`` the call's state, with
     ``result`` the stored result when there is one). A granted claim carries
     the fencing token ``attempt``, the ``idempotency_key`` and the lease end
-    (seconds since the epoch, by the database's clock)."""
+    (seconds since the epoch, by the database's clock). ``arguments`` are the
+    call's arguments: an object, the input text of a custom call, or None
+    for a call recorded as sensitive."""
 
     granted: bool
     reason: ClaimReason
@@ -116,7 +118,7 @@ class Claim:
     attempt: int
     idempotency_key: str
     tool: str
-    arguments: dict[str, Any] | None
+    arguments: dict[str, Any] | str | None
     side_effects: bool
     lease_until: float | None = None
     result: ToolResult | None = None
