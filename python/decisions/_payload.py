@@ -6,7 +6,7 @@
 :data:`_RECURSION_SAFE_DEPTH` (measured first, without recursion) is written
 by an explicit-stack writer that gives the same text. :func:`canonical_json`
 is the sorted, compact form used for digests and for arguments a provider
-sent as an object. :func:`payload_text` is the text of a payload handed over
+sent as an object. :func:`strict_loads` reads such text back at any depth. :func:`payload_text` is the text of a payload handed over
 as Python objects (``feed_event(dict)``, ``normalize(dict)``): both backends
 write it here and apply the envelope rule to the text, so a dict and the same
 JSON text give the same outcome.
@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from .errors import new_error
 
-__all__ = ["canonical_json", "dumps", "payload_text"]
+__all__ = ["canonical_json", "dumps", "payload_text", "strict_loads"]
 
 #: ``json.dumps`` is used for values at most this deep.
 _RECURSION_SAFE_DEPTH: Final = 200
@@ -118,3 +118,80 @@ def payload_text(value: Any) -> str:
         return dumps(value)
     except (TypeError, ValueError):
         raise new_error("MALFORMED_EVENT", "event payload is not JSON-serialisable") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _skip(text: str, at: int) -> int:
+    """The position of the first character from ``at`` that is not JSON whitespace."""
+    while text[at : at + 1] in (" ", "\t", "\n", "\r"):
+        at += 1
+    return at
+
+
+def _key(decode: Any, text: str, at: int) -> tuple[str, int]:
+    """The object key at ``at`` and where its value starts (after the colon)."""
+    if not text.startswith('"', at):
+        raise ValueError(f"expected a key at {at}")
+    key, end = decode(text, at)
+    end = _skip(text, end)
+    if not text.startswith(":", end):
+        raise ValueError(f"expected ':' at {end}")
+    return key, _skip(text, end + 1)
+
+
+def _read(text: str) -> Any:
+    """``json.loads`` of ``text`` with an explicit stack: containers are opened
+    and closed here, every scalar and key is read by ``json`` itself."""
+    decode = json.JSONDecoder(parse_constant=_no_constant).raw_decode
+    stack: list[tuple[Any, str | None]] = []  # each open container and, in an object, the key being read
+    at = _skip(text, 0)
+    value: Any
+    while True:
+        opener = text[at : at + 1]
+        if opener in ("[", "{"):
+            at = _skip(text, at + 1)
+            if text.startswith("]" if opener == "[" else "}", at):
+                value, at = ([] if opener == "[" else {}), at + 1
+            else:
+                key = None
+                if opener == "{":
+                    key, at = _key(decode, text, at)
+                stack.append(([] if opener == "[" else {}, key))
+                continue
+        else:
+            value, at = decode(text, at)
+        while True:  # the value goes into its container; every container that ends here is closed
+            at = _skip(text, at)
+            if not stack:
+                if at != len(text):
+                    raise ValueError(f"extra data at {at}")
+                return value
+            container, key = stack[-1]
+            if key is None:
+                container.append(value)
+            else:
+                container[key] = value
+            mark = text[at : at + 1]
+            if mark == ",":
+                at = _skip(text, at + 1)
+                if key is not None:
+                    key, at = _key(decode, text, at)
+                    stack[-1] = (container, key)
+                break
+            if mark != ("]" if key is None else "}"):
+                raise ValueError(f"expected ',' or a closing bracket at {at}")
+            value, at = stack.pop()[0], at + 1
+
+
+def strict_loads(text: str) -> Any:
+    """``json.loads(text)`` at any depth, refusing NaN and Infinity
+    (ValueError): the reader of what :func:`dumps` writes. ``json.loads``
+    recurses once per level, so text it cannot nest that deep is read again
+    with an explicit stack."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        return _read(text)

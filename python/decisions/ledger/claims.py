@@ -108,8 +108,8 @@ def granted(row: Any) -> Claim:
         raise unreadable(f"a lease_until of {lease_until!r}")
     if side_effects not in (0, 1) or type(side_effects) not in (int, bool):
         raise unreadable(f"a side_effects of {side_effects!r}")
-    arguments = loads(arguments)  # None: sensitive arguments are not stored
-    if arguments is not None and type(arguments) is not dict:
+    arguments = loads(arguments)  # None: sensitive arguments are not stored; a custom call's are its text
+    if arguments is not None and type(arguments) not in (dict, str):
         raise unreadable(f"arguments of type {type(arguments).__name__}")
     return Claim(
         granted=True,

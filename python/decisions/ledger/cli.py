@@ -11,6 +11,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from .._payload import dumps
 from ..errors import OutputError
 from . import open_ledger
 
@@ -82,14 +83,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             )
             return 1
     if args.json:
-        out.write(
-            json.dumps(
-                {"run_id": args.run, "cancelled": cancelled, "entries": [e.to_dict() for e in entries]},
-                indent=2,
-                ensure_ascii=False,
-            )
-            + "\n"
-        )
+        shown = {"run_id": args.run, "cancelled": cancelled, "entries": [e.to_dict() for e in entries]}
+        try:
+            text = json.dumps(shown, indent=2, ensure_ascii=False)
+        except RecursionError:  # a result nested deeper than json.dumps goes: the same JSON on one line
+            text = dumps(shown)
+        out.write(text + "\n")
         return 0 if entries else 1
     rows = [
         [

@@ -5,7 +5,8 @@ says the task is done. :func:`check_completion` holds the answer against the
 ledger: every cited evidence resolves to a committed call of this run, the
 files the answer says it changed are exactly those the committed calls'
 *checked* effects changed and are still as the last of those calls left them
-(looked at again under each :class:`FileEffects` root), no call of the run is still pending, and every
+(looked at again under each :class:`FileEffects` root), no call of the run is still pending
+(a retry-safe failure, which a worker may claim again, is pending too), and every
 acceptance criterion passes. Otherwise it raises one
 :class:`~decisions.errors.CompletionError` whose ``issues`` name each failed
 check (its ``code`` is the first of them).
@@ -44,6 +45,17 @@ def _criterion_name(criterion: Criterion, index: int) -> str:
     except Exception:  # a property that raises names nothing
         name = None
     return str.__str__(name) if isinstance(name, str) else f"criterion {index}"
+
+
+def _retried(entry: Entry) -> bool:
+    """A failed call the ledger grants again (``claim``, ``claim_next``): its
+    result said a retry is safe and the error that failed it is retryable."""
+    return (
+        entry.state == "failed"
+        and entry.result is not None
+        and entry.result.retry_safe
+        and (entry.error is None or entry.error.retryable)
+    )
 
 
 def _changed_since(ledger: Ledger, entries: Sequence[Entry]) -> list[str]:
@@ -93,6 +105,8 @@ def check_completion(
         raise TypeError("check_completion takes a FinalDecision")
     if isinstance(evidence, str) or isinstance(changed_files, str):
         raise TypeError("evidence and changed_files take a collection of call ids and of paths, not one string")
+    if changed_files is not None:  # read once: a generator would be spent by the first pass over it
+        changed_files = tuple(changed_files)
     entries = ledger.entries(run_id)
     by_id = {e.call_id: e for e in entries}
     issues: list[dict[str, str]] = []
@@ -139,13 +153,14 @@ def check_completion(
         for detail in _changed_since(ledger, entries):
             issues.append(_issue("$.changed_files", "CLAIM_NOT_BACKED", "the files as the run left them", detail))
     for entry in entries:
-        if entry.state in PENDING:
+        if entry.state in PENDING or _retried(entry):
+            again = " and may be claimed again (a retry-safe failure)" if entry.state == "failed" else ""
             issues.append(
                 _issue(
                     f"$.calls[{entry.seq}]",
                     "SIDE_EFFECTS_PENDING",
                     "every call ended",
-                    f"{entry.call_id!r} ({entry.tool}) is {entry.state}",
+                    f"{entry.call_id!r} ({entry.tool}) is {entry.state}{again}",
                 )
             )
     for index, criterion in enumerate(criteria):

@@ -26,6 +26,7 @@ from ..limits import DEFAULT_LIMITS, Limits, seconds
 from ..validate.decision import ToolCall, ToolDecision
 from ..validate.domain import Tool, ToolRegistry
 from . import claims
+from .ddl import checked_id
 from .messages import written
 from .records import (
     ARGUMENTS,
@@ -159,8 +160,12 @@ class Ledger:
         for what, names in (("idempotent", idempotent), ("sensitive", sensitive)):
             if isinstance(names, str):  # `in` would match any part of it: "write" in "write_file"
                 raise ValueError(f"{what} must be a collection of tool names, not the string {names!r}")
+        # read once: `in` on a generator consumes it, and a later call of a sensitive tool would be stored
+        idempotent, sensitive = frozenset(idempotent), frozenset(sensitive)
+        checked_id(run_id, "run id", "$.run_id")
         lookup = self._tool if tools is None else _lookup(tools)
-        for i, c in enumerate(decision.calls):  # a call id JSON cannot hold is named at its own path
+        for i, c in enumerate(decision.calls):  # a call id the ledger cannot hold is named at its own path
+            checked_id(c.call_id, "call id", f"$.calls[{i}].call_id")
             storable(c.call_id, "SCHEMA_MISMATCH", f"$.calls[{i}].call_id")
         batch_id = argument_digest({"calls": [c.call_id for c in decision.calls]}, path="$.calls")
         # checked before the transaction: a call the ledger cannot store records nothing of the decision
@@ -252,6 +257,8 @@ class Ledger:
         params: tuple[Any, ...] = (),
     ) -> Entry:
         """Apply one row of the state machine to a call, or ``INVALID_TRANSITION``."""
+        _ids(run_id, call_id)
+        _name(actor, "actor", optional=True)
 
         def work(cur: Cursor) -> Entry:
             expire(cur, run_id, call_id)
@@ -283,17 +290,21 @@ class Ledger:
     def approve(self, call_id: str, *, run_id: str, approver: str, policy: str | None = None) -> Entry:
         """A call waiting for approval may now run; the audit keeps who, when,
         the policy, the tool version and the argument digest."""
+        _name(approver, "approver")
         return self._move(run_id, call_id, "approve", approver, {"policy": policy}, ", approved_by = ?", (approver,))
 
     def reject(
         self, call_id: str, *, run_id: str, approver: str, reason: str | None = None, policy: str | None = None
     ) -> Entry:
         """A call waiting for approval is refused: ``denied``."""
+        _name(approver, "approver")
         return self._move(run_id, call_id, "reject", approver, {"policy": policy, "reason": reason})
 
     def cancel(self, run_id: str, *, actor: str | None = None) -> None:
         """Cancel the run: no call of it is granted again, and results that
         arrive from now on are late."""
+        _ids(run_id)
+        _name(actor, "actor", optional=True)
 
         def work(cur: Cursor) -> None:
             cur.execute(
@@ -307,6 +318,7 @@ class Ledger:
 
     def cancelled(self, run_id: str) -> bool:
         """True when the run was cancelled."""
+        _ids(run_id)
 
         def work(cur: Cursor) -> bool:
             cur.execute("SELECT cancelled FROM ledger_runs WHERE run_id = ?", (run_id,))
@@ -321,6 +333,8 @@ class Ledger:
     def claim(self, call_id: str, *, run_id: str, worker: str, lease_seconds: float = 60.0) -> Claim:
         """Try to win ``call_id`` for ``worker``: one conditional update in
         the database, so exactly one concurrent claimant is granted."""
+        _ids(run_id, call_id)
+        _name(worker, "worker")
         lease = _lease(lease_seconds)
 
         def work(cur: Cursor) -> Claim | None:
@@ -340,6 +354,8 @@ class Ledger:
         order), or None when there is none. Workers that share a run take
         different calls without contending on one row (``FOR UPDATE SKIP
         LOCKED`` on PostgreSQL)."""
+        _ids(run_id)
+        _name(worker, "worker")
         lease = _lease(lease_seconds)
         won: Claim | None = self._run(
             lambda cur: claims.claim_next(cur, self._dialect, run_id, worker, lease), single=True
@@ -443,6 +459,12 @@ class Ledger:
         :class:`~decisions.Run` does before a decision is recorded): the ids
         decided before (recorded or reserved; then nothing is reserved), or
         None when the run was cancelled."""
+        _ids(run_id)
+        if isinstance(call_ids, str):  # its letters would be reserved
+            raise ValueError(f"call_ids must be a collection of call ids, not the string {call_ids!r}")
+        call_ids = tuple(call_ids)  # read once: a generator would be spent by the first pass over it
+        for index, call_id in enumerate(call_ids):
+            checked_id(call_id, "call id", f"$.call_ids[{index}]")
 
         def work(cur: Cursor) -> tuple[str, ...] | None:
             # locks the run's row (PostgreSQL) as record does, so a concurrent record of these ids
@@ -478,6 +500,7 @@ class Ledger:
 
     def decided(self, call_id: str, *, run_id: str) -> bool:
         """True when ``call_id`` was recorded or reserved in the run."""
+        _ids(run_id, call_id)
         found: bool = self._run(lambda cur: _decided(cur, run_id, call_id))
         return found
 
@@ -491,6 +514,7 @@ class Ledger:
         claimed again. A result the ledger cannot keep (``RESULT_TOO_LARGE``,
         ``RESULT_SCHEMA_MISMATCH``) is raised and changes nothing: the call
         stays ``unknown``."""
+        _ids(run_id, call_id)
         if outcome == "retry":
             return self._move(run_id, call_id, "reconcile_retry", actor, {"outcome": "retry"}, ", lease_until = NULL")
         if not isinstance(outcome, ToolResult):
@@ -524,6 +548,7 @@ class Ledger:
     def entries(self, run_id: str) -> tuple[Entry, ...]:
         """Every call of the run, in the order recorded (expired leases on
         calls with side effects are turned ``unknown`` first)."""
+        _ids(run_id)
 
         def work(cur: Cursor) -> tuple[Entry, ...]:
             expire(cur, run_id)
@@ -535,6 +560,7 @@ class Ledger:
 
     def entry(self, call_id: str, *, run_id: str) -> Entry:
         """One call (``UNKNOWN_CALL_ID`` when it was never recorded)."""
+        _ids(run_id, call_id)
 
         def work(cur: Cursor) -> Entry:
             expire(cur, run_id, call_id)
@@ -558,6 +584,7 @@ class Ledger:
 
     def audit(self, run_id: str) -> tuple[AuditEvent, ...]:
         """The run's audit events, oldest first."""
+        _ids(run_id)
 
         def work(cur: Cursor) -> tuple[AuditEvent, ...]:
             cur.execute(
@@ -585,8 +612,9 @@ class Ledger:
         ``max_result_bytes`` is ``RESULT_TOO_LARGE`` (no message is written)."""
         if isinstance(call_ids, str):  # `in` would match any part of it: "a" in "ab"
             raise ValueError(f"call_ids must be a collection of call ids, not the string {call_ids!r}")
+        wanted = None if call_ids is None else set(call_ids)  # read once: a generator is spent by one pass
         entries = self.entries(run_id)
-        unknown = sorted(set(call_ids or ()) - {e.call_id for e in entries})
+        unknown = sorted((wanted or set()) - {e.call_id for e in entries})
         if unknown:
             raise DomainError(
                 "UNKNOWN_CALL_ID",
@@ -598,7 +626,7 @@ class Ledger:
         pairs: list[tuple[ToolCall, Any]] = []
         notes: list[str] = []
         for entry in entries:
-            if call_ids is not None and entry.call_id not in call_ids:
+            if wanted is not None and entry.call_id not in wanted:
                 continue
             call = ToolCall(
                 call_id=entry.call_id,
@@ -628,6 +656,20 @@ def _retry_safe(result: ToolResult, error: OutputError | None) -> int:
     """Whether a failed call may be claimed again: its result says so and the
     error that failed it is retryable (never a partial effect or a failed check)."""
     return int(result.retry_safe and (error is None or error.retryable))
+
+
+def _ids(run_id: object, *call_id: object) -> None:
+    """``run_id`` and the ``call_id`` if one is given as both databases hold them (see :func:`.ddl.checked_id`)."""
+    checked_id(run_id, "run id", "$.run_id")
+    for value in call_id:
+        checked_id(value, "call id", "$.call_id")
+
+
+def _name(value: object, what: str, *, optional: bool = False) -> None:
+    """TypeError unless ``value`` (a worker, an approver, an actor) is a str, or
+    None when ``optional``: SQLite would store ``5`` as ``"5"``, PostgreSQL refuse it."""
+    if not (isinstance(value, str) or (optional and value is None)):
+        raise TypeError(f"{what} must be a str{' or None' if optional else ''}, not {type(value).__name__}")
 
 
 def _lease(value: float) -> float:

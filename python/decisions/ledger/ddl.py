@@ -16,6 +16,11 @@ from .states import STATES
 
 __all__: list[str] = []  # internal to the package
 
+#: The most UTF-8 bytes a run id or a call id may have: they are the keys of
+#: PostgreSQL's indexes, whose rows hold at most 2704 bytes (both ids of a row
+#: fit with room), and SQLite is held to the same bound so both agree.
+MAX_ID_BYTES: Final = 1024
+
 #: Bumped when the tables change; a ledger of another version is refused.
 SCHEMA_VERSION: Final = "1"
 
@@ -108,3 +113,21 @@ def unencodable() -> ResultError:
         retryable=False,
         hint="ids, tool names and workers must be valid Unicode",
     )
+
+
+def checked_id(value: object, what: str, path: str) -> str:
+    """``value`` when it is a run id or call id both databases hold alike: a
+    ``str`` (TypeError otherwise: SQLite would compare ``1`` equal to ``"1"``,
+    PostgreSQL would refuse it) of at most :data:`MAX_ID_BYTES` UTF-8 bytes
+    (``LEDGER_UNAVAILABLE`` at ``path``, not retryable, otherwise)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    if len(value) > MAX_ID_BYTES // 4 and len(value.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+        raise ResultError(
+            "LEDGER_UNAVAILABLE",
+            f"the ledger cannot hold a {what} of more than {MAX_ID_BYTES} bytes",
+            path=path,
+            retryable=False,
+            hint=f"ids must have at most {MAX_ID_BYTES} bytes of UTF-8",
+        )
+    return value

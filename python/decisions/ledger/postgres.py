@@ -136,6 +136,8 @@ class PostgresDatabase:
                     raise ResultError(
                         "LEDGER_UNAVAILABLE", "PostgreSQL ledger: the transaction kept conflicting"
                     ) from None
+            except errors.ProgramLimitExceeded as error:  # a value over a limit of the server: retrying cannot help
+                raise _refused(error) from None
             except self._psycopg.OperationalError as error:
                 raise ResultError("LEDGER_UNAVAILABLE", f"PostgreSQL ledger: {type(error).__name__}") from None
             except self._psycopg.Error as error:  # tables of another shape, no privilege: not transient

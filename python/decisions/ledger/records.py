@@ -6,13 +6,12 @@ shares (one call's row, the audit insert, expiring lost side-effect leases).
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
-from .._payload import canonical_json, strict_dumps
+from .._payload import canonical_json, strict_dumps, strict_loads
 from ..errors import DomainError, OutputError, ResultError, error_class
 from .results import Effect, ToolResult
 from .shapes import from_dict, to_dict
@@ -106,7 +105,9 @@ class Claim:
     the call now; ``reason`` why not (and ``state`` the call's state, with
     ``result`` the stored result when there is one). A granted claim carries
     the fencing token ``attempt``, the ``idempotency_key`` and the lease end
-    (seconds since the epoch, by the database's clock)."""
+    (seconds since the epoch, by the database's clock). ``arguments`` are the
+    call's arguments: an object, the input text of a custom call, or None
+    for a call recorded as sensitive."""
 
     granted: bool
     reason: ClaimReason
@@ -117,7 +118,7 @@ class Claim:
     attempt: int
     idempotency_key: str
     tool: str
-    arguments: dict[str, Any] | None
+    arguments: dict[str, Any] | str | None
     side_effects: bool
     lease_until: float | None = None
     result: ToolResult | None = None
@@ -211,10 +212,6 @@ def unreadable(what: str) -> ResultError:
     )
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(name)
-
-
 def loads(text: str | None) -> Any:
     """A stored JSON column (None stays None); ``LEDGER_UNAVAILABLE`` for one
     that is not the strict JSON the ledger writes."""
@@ -223,7 +220,7 @@ def loads(text: str | None) -> Any:
     if type(text) is not str:
         raise unreadable(f"a JSON column of type {type(text).__name__}")
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return strict_loads(text)
     except (ValueError, RecursionError):
         raise unreadable("a JSON column that is not JSON") from None
 

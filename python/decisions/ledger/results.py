@@ -209,8 +209,9 @@ def check_result_size(result: ToolResult, limits: Limits = DEFAULT_LIMITS) -> No
 
 #: ``check(arguments, result)`` returns the effects it observed (each claimed
 #: effect it verified) or raises :class:`ResultError` (``EFFECT_NOT_OBSERVED``,
-#: ``PARTIAL_EFFECT``). ``arguments`` is None for a call recorded as sensitive.
-EffectCheck = Callable[[Mapping[str, Any] | None, ToolResult], Sequence[Effect]]
+#: ``PARTIAL_EFFECT``). ``arguments`` is None for a call recorded as sensitive,
+#: the input text for a custom call.
+EffectCheck = Callable[[Mapping[str, Any] | str | None, ToolResult], Sequence[Effect]]
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:
@@ -258,7 +259,7 @@ class FileEffects:
         if isinstance(self.paths, str):  # its letters would be the field names, and none would be checked
             raise ValueError(f"FileEffects.paths must be a tuple of field names, not the string {self.paths!r}")
 
-    def __call__(self, arguments: Mapping[str, Any] | None, result: ToolResult) -> Sequence[Effect]:
+    def __call__(self, arguments: Mapping[str, Any] | str | None, result: ToolResult) -> Sequence[Effect]:
         root = os.path.realpath(self.root)
         observed: list[Effect] = []
         claimed: set[str] = set()  # the resolved path of every observed effect
@@ -293,7 +294,7 @@ class FileEffects:
             claimed.add(target)
         expected: list[str] = []
         for name in self.paths:
-            value = (arguments or {}).get(name)
+            value = arguments.get(name) if isinstance(arguments, Mapping) else None  # a custom call names none
             items = value if isinstance(value, list) else [value]
             expected += [v for v in items if isinstance(v, str) and v]
         missing = [p for p in expected if _resolved(root, p) not in claimed]
@@ -304,7 +305,7 @@ class FileEffects:
 
 
 def check_result(
-    arguments: Mapping[str, Any] | None, result: ToolResult, tool: Tool | None
+    arguments: Mapping[str, Any] | str | None, result: ToolResult, tool: Tool | None
 ) -> tuple[OutputError | None, tuple[Effect, ...]]:
     """The error that fails ``result`` (None when it passes) and the effects
     the check observed. ``error`` is ``TOOL_ERROR``, ``partial``

@@ -118,7 +118,7 @@ class Tool:
     extra: Literal["forbid", "allow"] = "forbid"
     kind: CallKind = "function"
     returns: Any = None
-    effects: Callable[[Mapping[str, Any] | None, Any], Sequence[Any]] | None = None
+    effects: Callable[[Mapping[str, Any] | str | None, Any], Sequence[Any]] | None = None
     schema: Schema | None = field(init=False, repr=False, compare=False, default=None)
     result_schema: Schema | None = field(init=False, repr=False, compare=False, default=None)
 
