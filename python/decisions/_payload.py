@@ -6,10 +6,12 @@
 :data:`_RECURSION_SAFE_DEPTH` (measured first, without recursion) is written
 by an explicit-stack writer that gives the same text. :func:`canonical_json`
 is the sorted, compact form used for digests and for arguments a provider
-sent as an object. :func:`strict_loads` reads such text back at any depth. :func:`payload_text` is the text of a payload handed over
-as Python objects (``feed_event(dict)``, ``normalize(dict)``): both backends
-write it here and apply the envelope rule to the text, so a dict and the same
-JSON text give the same outcome.
+sent as an object. :func:`strict_loads` reads such text back at any depth
+(``json.loads``, and past its recursion an explicit-stack reader that leaves
+every scalar and key to ``json``). :func:`payload_text` is the text of a
+payload handed over as Python objects (``feed_event(dict)``,
+``normalize(dict)``): both backends write it here and apply the envelope rule
+to the text, so a dict and the same JSON text give the same outcome.
 """
 
 from __future__ import annotations
