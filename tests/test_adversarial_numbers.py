@@ -186,7 +186,8 @@ def test_a_row_this_version_never_writes_is_ledger_unavailable(
         ("arguments", "{bad"),
         ("arguments", '{"a": Infinity}'),
         ("arguments", "[1]"),
-        ("arguments", '"a"'),
+        ("arguments", "1"),
+        ("arguments", "true"),
         ("tool", b"read_file"),
         ("idem_key", b"k"),
         ("side_effects", 5),
@@ -195,8 +196,9 @@ def test_a_row_this_version_never_writes_is_ledger_unavailable(
 )
 def test_a_claim_is_never_granted_from_a_row_this_version_never_writes(tmp_path: Path, column: str, value: Any) -> None:
     """A claim was granted from the row as it was: a tool of bytes, arguments
-    that are a list, a flag of 5; now the claim is refused as a table the
-    ledger does not read (not retryable), and the call stays unclaimed."""
+    that are a list or a number, a flag of 5; now the claim is refused as a
+    table the ledger does not read (not retryable), and the call stays
+    unclaimed. (A JSON string is what a custom call's input text is stored as.)"""
     url = _tampered(tmp_path, column, value)
     with open_ledger(url) as ledger:
         for claim in (lambda: ledger.claim("a", run_id="r", worker="w"), lambda: ledger.claim_next("r", worker="w")):
