@@ -48,7 +48,9 @@ class Limits:
     max_number_length: int = 100
 
     # --- streams ---
-    #: 8 MiB of argument JSON per tool call (same as one document).
+    #: 8 MiB of argument JSON per tool call (same as one document); Gemini's
+    #: streamed ``partialArgs`` are refused as soon as a lower bound of their
+    #: JSON size passes it.
     max_call_argument_bytes: int = 8 * MiB
     #: 128 tool calls per response: parallel calls are a handful in practice.
     max_calls_per_response: int = 128
