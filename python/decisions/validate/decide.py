@@ -509,12 +509,9 @@ def _plain_decision(
         verdicts = _allowed(calls)
     else:
         plan = active.plan(registry)  # a rule that does not fit the registry: ValueError, as in the general path
-        try:
-            verdicts = _apply(calls, active, plan, registry=registry, run=run, repaired=repaired)
-        except OutputError as error:
-            if error.call_index is not None and len(calls) > 1 and not error.batch:
-                in_batch(error, _batch(calls, error.call_index, error.code))
-            raise
+        # the policy's errors are its own to raise: a denial lists its batch
+        # itself, and its other errors name no call
+        verdicts = _apply(calls, active, plan, registry=registry, run=run, repaired=repaired)
     return new_tool_decision(
         tuple(calls),
         verdicts,
@@ -527,7 +524,7 @@ def _plain_decision(
     )
 
 
-def _batch(items: Sequence[ToolCallItem | ToolCall], failed: int, code: str) -> list[dict[str, Any]]:
+def _batch(items: Sequence[ToolCallItem], failed: int, code: str) -> list[dict[str, Any]]:
     """The calls of a response one call's error stopped (see ``OutputError.batch``)."""
     return [
         {
