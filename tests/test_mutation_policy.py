@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, create_model
 
 from decide_helpers import both_paths, plain_id
 from decisions import PathArg, Policy, PolicyError, Run, Tool, ToolCall, ToolRegistry, ToolRule
 from decisions.errors import DomainError
 from decisions.validate import paths as paths_module
+from decisions.validate import policy as policy_module
 from decisions.validate.policy import apply_policy, resolve_path
 
 pytestmark = both_paths
@@ -514,3 +515,78 @@ def test_apply_policy_checks_names_against_the_registry() -> None:
     with pytest.raises(DomainError) as info:
         apply_policy([tc("READ_FILE")], Policy(), registry=registry)
     assert (info.value.code, info.value.path) == ("AMBIGUOUS_TOOL_NAME", "$.calls[0].name")
+
+
+# ---------------------------------------------------------------- what a verdict and a batch hold
+
+
+def test_a_denial_among_two_calls_lists_both(ws: Path) -> None:
+    policy = Policy(workspace=ws, tools={"read_file": ToolRule(paths={"path": "read"})})
+    calls = [tc(call_id="c1", path="src/main.py"), tc(call_id="c2", path="../outside")]
+    error = refusal(lambda: apply_policy(calls, policy))
+    assert (error.code, error.call_index, error.call_id) == ("PATH_OUTSIDE_WORKSPACE", 1, "c2")
+    assert error.batch == (
+        {"index": 0, "call_id": "c1", "tool": "read_file", "status": "not_run", "code": "BATCH_REJECTED"},
+        {"index": 1, "call_id": "c2", "tool": "read_file", "status": "denied", "code": "PATH_OUTSIDE_WORKSPACE"},
+    )
+
+
+def test_an_allowed_verdict_holds_its_resolved_and_its_empty_paths(ws: Path) -> None:
+    policy = Policy(workspace=ws, tools={"read_file": ToolRule(paths={"path": "read", "also": "read"})})
+    (verdict,) = apply_policy([tc(path="src/main.py")], policy)
+    assert verdict.status == "allowed"
+    assert dict(verdict.paths) == {"$.calls[0].arguments.path": str(ws / "src" / "main.py")}
+    assert verdict.empty_paths == ("$.calls[0].arguments.also",)
+
+
+# ---------------------------------------------------------------- compiled once per registry
+
+
+def _registry(field: str) -> ToolRegistry:
+    class Args(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    fields = {field: (str, ...)}
+    model = create_model("Args", __base__=Args, **fields)  # type: ignore[call-overload]
+    return ToolRegistry([Tool(name="read_file", parameters=model, side_effects=False)])
+
+
+def test_a_policy_is_compiled_once_per_registry(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled: list[object] = []
+    original = policy_module._Plan
+
+    def counting(*args: Any) -> Any:
+        compiled.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(policy_module, "_Plan", counting)
+    policy = Policy(workspace=ws, tools={"read_file": ToolRule(paths={"path": "read"})})
+    first, second = _registry("path"), _registry("path")
+    assert first.version == second.version
+    compiled.clear()  # the rules alone were compiled with the policy
+    plans = [policy.plan(r) for r in (first, first, second, first, second, first)]
+    assert len(compiled) == 2
+    assert plans[0] is plans[1] is plans[3] is plans[5] and plans[2] is plans[4] and plans[0] is not plans[2]
+
+
+def test_a_registry_a_rule_does_not_fit_is_refused_after_one_it_fits(ws: Path) -> None:
+    """A second registry of the same version is compiled on its own, not
+    handed the first one's plan."""
+    policy = Policy(workspace=ws, tools={"read_file": ToolRule(paths={"path": "read"})})
+    policy.plan(_registry("path"))
+    with pytest.raises(ValueError, match=r"^the policy's path rule 'path' for 'read_file' does not fit the tool"):
+        policy.plan(_registry("file"))
+
+
+def test_a_rule_for_a_look_alike_of_a_registered_tool_is_named() -> None:
+    policy = Policy(tools={"Read_File": ToolRule()})
+    with pytest.raises(ValueError) as info:
+        policy.plan(_registry("path"))
+    assert str(info.value) == "the policy has a rule for 'Read_File', but the tool is registered as 'read_file'"
+
+
+def test_a_two_step_selector_reads_the_inner_field(ws: Path) -> None:
+    policy = Policy(workspace=ws, tools={"cat": ToolRule(paths={"spec.file": "read"})})
+    call = ToolCall(call_id="c", name="cat", arguments={"spec": {"file": "src/main.py"}})
+    (verdict,) = apply_policy([call], policy)
+    assert dict(verdict.paths) == {"$.calls[0].arguments.spec.file": str(ws / "src" / "main.py")}
