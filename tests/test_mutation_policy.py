@@ -590,3 +590,21 @@ def test_a_two_step_selector_reads_the_inner_field(ws: Path) -> None:
     call = ToolCall(call_id="c", name="cat", arguments={"spec": {"file": "src/main.py"}})
     (verdict,) = apply_policy([call], policy)
     assert dict(verdict.paths) == {"$.calls[0].arguments.spec.file": str(ws / "src" / "main.py")}
+
+
+def test_a_verdict_that_needs_approval_holds_its_paths_too(ws: Path) -> None:
+    policy = Policy(
+        workspace=ws, tools={"read_file": ToolRule(paths={"path": "read", "also": "read"}, approval="a person looks")}
+    )
+    (verdict,) = apply_policy([tc(path="src/main.py")], policy)
+    assert (verdict.status, verdict.reasons) == ("needs_approval", ("a person looks",))
+    assert dict(verdict.paths) == {"$.calls[0].arguments.path": str(ws / "src" / "main.py")}
+    assert verdict.empty_paths == ("$.calls[0].arguments.also",)
+
+
+def test_path_rules_for_a_custom_tool_are_refused_by_name(ws: Path) -> None:
+    policy = Policy(workspace=ws, tools={"apply_patch": ToolRule(paths={"path": "write"})})
+    registry = ToolRegistry([Tool(name="apply_patch", kind="custom")])
+    with pytest.raises(ValueError) as info:
+        policy.plan(registry)
+    assert str(info.value) == "the policy has path rules for 'apply_patch', a custom tool whose input is text"
