@@ -10,15 +10,18 @@ build into a failure instead of a skip.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from decisions import _pure
+from decisions import Ledger, _pure, open_ledger
 from decisions._backend import native_module
 from decisions.validate import decide as decide_module
+from ledger_helpers import BACKENDS as BACKENDS_OF_LEDGER
+from ledger_helpers import url_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -60,6 +63,19 @@ def decide_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     then holds of both paths (``decide_helpers.both_paths`` asks for it)."""
     if request.param == "general path only":
         monkeypatch.setattr(decide_module, "_plain_decision", lambda *args: None)
+
+
+@pytest.fixture(params=BACKENDS_OF_LEDGER)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh ledger database on each store in turn (ids ``sqlite`` and ``postgres``)."""
+    return url_for(request.param, tmp_path)
+
+
+@pytest.fixture
+def ledger(url: str) -> Iterator[Ledger]:
+    """The ledger at :func:`url`, open for the test."""
+    with open_ledger(url) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="session")

@@ -33,14 +33,9 @@ from decisions import (
     open_ledger,
 )
 from decisions.ledger import file_digest
-from ledger_helpers import BACKENDS, decision, new_run, url_for
+from ledger_helpers import decision, new_run
 
 FINAL = FinalDecision(value="done", text="done")
-
-
-@pytest.fixture(params=BACKENDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return url_for(request.param, tmp_path)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import json
 import random
 import string
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +35,7 @@ from decisions._payload import canonical_json, dumps, strict_loads
 from decisions.cli import main
 from decisions.ledger import file_digest
 from decisions.ledger.ddl import MAX_ID_BYTES
-from ledger_helpers import BACKENDS, decision, new_run, url_for
-
-
-@pytest.fixture(params=BACKENDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return url_for(request.param, tmp_path)
-
-
-@pytest.fixture
-def ledger(url: str) -> Iterator[Ledger]:
-    with open_ledger(url) as opened:
-        yield opened
+from ledger_helpers import decision, new_run, url_for
 
 
 def _deep(levels: int, leaf: Any = 1) -> Any:

@@ -36,17 +36,6 @@ PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 SMALL = dataclasses.replace(Limits(), max_result_bytes=64)
 
 
-@pytest.fixture(params=BACKENDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return url_for(request.param, tmp_path)
-
-
-@pytest.fixture
-def ledger(url: str) -> Iterator[Ledger]:
-    with open_ledger(url) as opened:
-        yield opened
-
-
 def mixed() -> ToolDecision:
     """Calls with a provider's id and with ids the package generated, one denied."""
     calls = (

@@ -9,7 +9,6 @@ ledger, never by asserting a duration.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,22 +26,11 @@ from decisions import (
     open_ledger,
 )
 from decisions.ledger import STATES, TRANSITIONS, argument_digest, idempotency_key, transition_table
-from ledger_helpers import BACKENDS, decision, new_run, url_for
+from ledger_helpers import decision, new_run
 
 READ = Tool(name="read_file", side_effects=False)
 WRITE = Tool(name="write_file", side_effects=True)
 TOOLS = ToolRegistry([READ, WRITE])
-
-
-@pytest.fixture(params=BACKENDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return url_for(request.param, tmp_path)
-
-
-@pytest.fixture
-def ledger(url: str) -> Iterator[Ledger]:
-    with open_ledger(url) as opened:
-        yield opened
 
 
 def wait_until_expired(ledger: Ledger, run_id: str, call_id: str) -> None:

@@ -31,16 +31,11 @@ from decisions import (
 )
 from decisions.errors import new_error
 from decisions.ledger import file_digest, from_dict, to_dict
-from ledger_helpers import BACKENDS, decision, new_run, url_for
+from ledger_helpers import decision, new_run
 
 
 class Lines(BaseModel):
     lines: int
-
-
-@pytest.fixture(params=BACKENDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return url_for(request.param, tmp_path)
 
 
 @pytest.fixture

@@ -6,16 +6,9 @@ import io
 import json
 from pathlib import Path
 
-import pytest
-
 from decisions import ToolResult, open_ledger
 from decisions.cli import main
-from ledger_helpers import BACKENDS, decision, new_run, url_for
-
-
-@pytest.fixture(params=BACKENDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return url_for(request.param, tmp_path)
+from ledger_helpers import decision, new_run
 
 
 def cli(*argv: str) -> tuple[int, str]:

@@ -18,16 +18,11 @@ from pathlib import Path
 import pytest
 
 from decisions import Tool, ToolRegistry, open_ledger
-from ledger_helpers import BACKENDS, decision, new_run, url_for
+from ledger_helpers import decision, new_run
 from ledger_worker import race, race_next
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ToolRegistry([Tool(name="read_file", side_effects=False), Tool(name="write_file", side_effects=True)])
-
-
-@pytest.fixture(params=BACKENDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return url_for(request.param, tmp_path)
 
 
 def _race(url: str, tmp_path: Path, workers: int, calls: int, how: Callable[..., int] = race) -> None:
