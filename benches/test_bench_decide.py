@@ -35,6 +35,10 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 import decisions
 from decisions import Policy, Tool, ToolRegistry, ToolRule, _backend, _pure
 from decisions._backend import native_module
+from decisions.validate import decide as decide_module
+from decisions.validate import decision as decision_module
+from decisions.validate import policy as policy_module
+from decisions.validate.decision import CallVerdict, ToolCall, ToolDecision
 
 _NATIVE = native_module()
 BACKENDS: dict[str, ModuleType] = {"pure": _pure} if _NATIVE is None else {"native": _NATIVE, "pure": _pure}
@@ -165,15 +169,36 @@ def lean_stream(data: bytes, policy: bool = True) -> list[Any]:
 # ---------------------------------------------------------------- ours
 
 
+#: the modules that bind ``decide``'s object builders by name (each made by
+#: the backend's ``Constructor`` at import)
+_BUILDER_MODULES = (decision_module, decide_module, policy_module)
+_BUILDERS = ("new_tool_call", "new_verdict", "new_tool_decision")
+_CLASSES = {"new_tool_call": ToolCall, "new_verdict": CallVerdict, "new_tool_decision": ToolDecision}
+
+
 @contextmanager
 def backend(impl: ModuleType) -> Iterator[None]:
-    """``decide`` parses with ``impl``'s ``loads`` while the block runs."""
+    """``decide`` parses with ``impl``'s ``loads``, and builds its calls,
+    verdicts and decision with ``impl``'s ``Constructor``, while the block
+    runs: the pure contender is the pure twin throughout, as where no
+    wheel is installed."""
     saved = _backend.impl
+    bound = [
+        (module, name, getattr(module, name))
+        for module in _BUILDER_MODULES
+        for name in _BUILDERS
+        if hasattr(module, name)
+    ]
+    made = {name: impl.Constructor(cls) for name, cls in _CLASSES.items()}
     _backend.impl = impl  # type: ignore[assignment]
+    for module, name, _ in bound:
+        setattr(module, name, made[name])
     try:
         yield
     finally:
         _backend.impl = saved  # type: ignore[assignment]
+        for module, name, builder in bound:
+            setattr(module, name, builder)
 
 
 def ours_body(impl: ModuleType, data: bytes, policy: bool = True, tools: ToolRegistry = TOOLS) -> Any:

@@ -194,3 +194,27 @@ def test_decide_without_tools_or_policy() -> None:
     _same_as_init(decision)
     _same_as_init(call)
     _same_as_init(verdict)
+
+
+class _Meta(type):
+    """A metaclass of its own: the pure twin sets such a class's slots
+    through their setters instead of building it as its slotted twin."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Custom(metaclass=_Meta):
+    left: Any
+    right: Any
+
+
+@pytest.mark.parametrize(("cls", "values"), [(Pair, ([0], [1], "pair")), (Custom, ([0], [1]))])
+def test_builds_each_kind_of_class_alike(impl: ModuleType, cls: type, values: tuple[Any, ...]) -> None:
+    """A class of the plain metaclass and one of its own: each instance is
+    of the class itself, holds each value in its own field, and is frozen
+    and equal to what ``__init__`` builds."""
+    built = impl.Constructor(cls)(*values)
+    assert type(built) is cls and built.__class__ is cls
+    assert tuple(getattr(built, f.name) for f in dataclasses.fields(cls)) == values
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.left = 2
+    _same_as_init(built)

@@ -6,17 +6,20 @@ caller has established.
 
 Each constructor is an instance of a subclass made for its dataclass, whose
 ``__call__`` is a function written for that class's fields (the way
-``dataclasses`` writes ``__init__``): one frame, the slots' setters bound in
-advance, no loop and no keyword matching.
+``dataclasses`` writes ``__init__``): one frame, no loop and no keyword
+matching. For a class of the plain metaclass whose only base is ``object``
+(every class the package builds), the instance is made as one of a class with
+the same slots that is not frozen, its fields stored by plain attribute
+assignment, and then given its own class (``__class__`` assignment, which
+CPython allows between classes of the same layout): the same object, without
+a call through each slot's setter. Any other class has each slot set through
+its own setter, on an instance of the class itself.
 
 The pure pipeline builds a response's objects (``new_usage``,
 ``new_text_item``, ``new_tool_call_item``, ``new_response``: the fields in
-their classes' order) faster still (:func:`_slot_builder`): each is made
-as an instance of a class with the same slots that is not frozen, its
-fields stored by plain attribute assignment, and then given its own class
-(``__class__`` assignment, which CPython allows between classes of the
-same layout). None of these classes has a ``__post_init__``, so what they
-build is what their ``__init__`` builds.
+their classes' order) the same way without counting the values
+(:func:`_slot_builder`). None of these classes has a ``__post_init__``, so
+what they build is what their ``__init__`` builds.
 """
 
 from __future__ import annotations
@@ -32,29 +35,55 @@ __all__ = ["Constructor", "new_response", "new_text_item", "new_tool_call_item",
 _MISSING: Any = object()
 
 
+def _twin(cls: type, names: tuple[str, ...]) -> type | None:
+    """An unfrozen class with the slots ``names`` whose instances may take
+    ``cls`` as their class (``__class__`` assignment, which CPython allows
+    between classes of the same layout), or None where ``cls`` is not a
+    class of the plain metaclass whose only base is ``object``."""
+    if type(cls) is not type or cls.__bases__ != (object,):
+        return None
+    twin = type(f"_Unfrozen{cls.__name__}", (), {"__slots__": names})
+    probe = object.__new__(twin)
+    try:
+        probe.__class__ = cls
+    except TypeError:
+        return None
+    return twin
+
+
 def _builder(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     """A function of one positional parameter per field that builds an
     instance of ``cls``; any other number of values is a TypeError that
-    counts them."""
+    counts them. Each field is stored into an instance of :func:`_twin`'s
+    class, which then takes ``cls`` as its class; where there is no twin,
+    through the slot's own setter on an instance of ``cls``, as
+    ``object.__setattr__`` stores it."""
 
     def wrong_count(values: tuple[Any, ...], extra: tuple[Any, ...]) -> TypeError:
         given = sum(value is not _MISSING for value in values) + len(extra)
         return TypeError(f"{cls.__name__} takes {len(names)} field values, not {given}")
 
-    space: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_MISSING": _MISSING, "_wrong_count": wrong_count}
+    twin = _twin(cls, names)
+    space: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_twin": twin, "_MISSING": _MISSING}
+    space["_wrong_count"] = wrong_count
     params = [f"v{i}" for i in range(len(names))]
     listed = "".join(f"{p}, " for p in params)
     lines = [
         f"def build({''.join(f'{p}=_MISSING, ' for p in params)}*extra):",
         f"    if {params[-1] + ' is _MISSING or ' if params else ''}extra:",
         f"        raise _wrong_count(({listed}), extra)",
-        "    o = _new(_cls)",
     ]
-    for i, name in enumerate(names):
-        space[f"s{i}"] = cls.__dict__[name].__set__  # the slot's own setter, as object.__setattr__ finds it
-        lines.append(f"    s{i}(o, v{i})")
+    if twin is None:
+        lines.append("    o = _new(_cls)")
+        for i, name in enumerate(names):
+            space[f"s{i}"] = cls.__dict__[name].__set__  # the slot's own setter, as object.__setattr__ finds it
+            lines.append(f"    s{i}(o, v{i})")
+    else:
+        lines.append("    o = _new(_twin)")
+        lines += [f"    o.{name} = v{i}" for i, name in enumerate(names)]
+        lines.append("    o.__class__ = _cls")
     lines.append("    return o")
-    # the source names only indexes; the class, its setters and the rest come in through `space`
+    # the source names only indexes and fields; the classes and the rest come in through `space`
     exec("\n".join(lines), space)
     build: Callable[..., Any] = space["build"]
     return build
@@ -93,20 +122,17 @@ class Constructor:
 
 
 def _slot_builder(cls: type) -> Callable[..., Any]:
-    """A function of one positional parameter per field of ``cls`` (a frozen
-    dataclass of the plain metaclass whose only base is ``object``, its
-    slots its fields, without ``__post_init__``) that builds an instance:
-    the fields stored into an instance of an unfrozen class with the same
-    slots (so the same layout), which then takes ``cls`` as its class."""
+    """A function of exactly one positional parameter per field of ``cls``
+    (a frozen dataclass of the plain metaclass whose only base is
+    ``object``, its slots its fields, without ``__post_init__``) that builds
+    an instance as its ``__init__`` does: the fields stored into an instance
+    of :func:`_twin`'s class, which then takes ``cls`` as its class."""
     names = tuple(f.name for f in dataclasses.fields(cls))
-    if (
-        type(cls) is not type
-        or cls.__bases__ != (object,)
-        or tuple(getattr(cls, "__slots__", ())) != names
-        or hasattr(cls, "__post_init__")
-    ):
+    twin = None
+    if tuple(getattr(cls, "__slots__", ())) == names and not hasattr(cls, "__post_init__"):
+        twin = _twin(cls, names)
+    if twin is None:
         raise TypeError(f"{cls.__name__} is not a plain slotted dataclass")
-    twin = type(f"_Unfrozen{cls.__name__}", (), {"__slots__": names})
     params = ", ".join(f"v{i}" for i in range(len(names)))
     lines = [f"def build({params}):", "    o = _new(_twin)"]
     lines += [f"    o.{name} = v{i}" for i, name in enumerate(names)]
