@@ -43,7 +43,7 @@ def _twin(cls: type, names: tuple[str, ...]) -> type | None:
     if type(cls) is not type or cls.__bases__ != (object,):
         return None
     twin = type(f"_Unfrozen{cls.__name__}", (), {"__slots__": names})
-    probe = object.__new__(twin)
+    probe: Any = object.__new__(twin)
     try:
         probe.__class__ = cls
     except TypeError:
