@@ -50,7 +50,7 @@ from ..types import (
 from .objects import new_response, new_text_item, new_tool_call_item
 from .providers.canonical import ITEM_KINDS as _KINDS
 
-__all__ = ["Assembler", "BodyCall", "body_response"]
+__all__ = ["Assembler"]
 
 
 _INIT, _STARTED, _STREAMING, _COMPLETED, _FAILED = range(5)
@@ -566,58 +566,3 @@ def _build_item(item: _Item, cut: bool) -> Item:
         return RefusalItem(item_id=item.item_id, text=item.text())
     signature = None if item.signature is None else "".join(item.signature)
     return ReasoningItem(item_id=item.item_id, text=item.text(), signature=signature)
-
-
-#: a tool call of a whole body for :func:`body_response`: ``(item_id,
-#: call_id, name, arguments, call_id_generated)``, a ``function`` call
-BodyCall = tuple[str, str, str, str, bool]
-
-
-def body_response(
-    provider: str,
-    limits: Limits,
-    head: tuple[str | None, str | None],
-    text: tuple[str, str] | None,
-    calls: list[BodyCall],
-    finish: tuple[str, str | None],
-    usage: Usage | None,
-    events: int,
-) -> NormalizedResponse | None:
-    """What an :class:`Assembler` gives for a whole body's ``events`` canonical
-    events: ``response_started`` with ``head`` (response id, model), a text
-    item ``text`` (item id, its non-empty text) started with one delta, each
-    call started with one arguments delta (none when empty), ``usage`` (the
-    usage a ``usage`` event with these counts gives), each
-    item ended when the finish reason is ``stop`` or ``tool_calls``, then
-    ``response_finished`` with ``finish`` (reason, raw reason). The item ids
-    of the calls and the text are distinct (the caller numbers them). None
-    when the assembler would refuse them (a limit, a repeated call id, an
-    item never ended): the caller then applies the events themselves, which
-    raise."""
-    reason = finish[0]
-    ended = reason == "stop" or reason == "tool_calls"
-    if not ended and reason not in _TRUNCATING:
-        return None
-    n = len(calls)
-    if (
-        events > limits.max_stream_events
-        or n + (text is not None) > limits.max_items_per_response
-        or n > limits.max_calls_per_response
-        or (n > 1 and (calls[0][1] == calls[1][1] if n == 2 else len({call[1] for call in calls}) != n))
-    ):
-        return None
-    total = 0 if text is None else _utf8_len(text[1])
-    max_arguments = limits.max_call_argument_bytes
-    for call in calls:
-        arguments = call[3]
-        size = len(arguments) if arguments.isascii() else len(arguments.encode("utf-8", "surrogatepass"))
-        if size > max_arguments:
-            return None
-        total += size
-    if total > limits.max_response_bytes:
-        return None
-    complete = ended and reason not in _CUTS_CALLS
-    items: list[Item] = [] if text is None else [new_text_item(text[0], text[1])]
-    for item_id, call_id, name, arguments, generated in calls:
-        items.append(new_tool_call_item(item_id, call_id, name, arguments, complete, generated, "function"))
-    return new_response(provider, head[0], head[1], tuple(items), reason, finish[1], usage, {})

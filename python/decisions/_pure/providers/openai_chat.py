@@ -74,6 +74,7 @@ from ...limits import Limits
 from ...providers import DONE
 from ...types import (
     CanonicalEvent,
+    Item,
     ItemEnded,
     ItemStarted,
     NormalizedResponse,
@@ -85,11 +86,10 @@ from ...types import (
     TextDelta,
     ToolArgumentsDelta,
     ToolCallStarted,
-    Usage,
     UsageReported,
 )
-from ..assemble import Assembler, BodyCall, body_response
-from ..objects import new_usage
+from ..assemble import Assembler
+from ..objects import new_response, new_text_item, new_tool_call_item, new_usage
 from ._openai import RETRYABLE_ERRORS, failure
 from ._shape import U64_MAX, located, shape
 
@@ -211,32 +211,6 @@ def _usage(value: Any, what: str, at: str) -> UsageReported:
     return UsageReported(
         input_tokens=input_tokens, output_tokens=output_tokens, cached_tokens=cached, reasoning_tokens=reasoning
     )
-
-
-def _fast_usage(value: Any) -> Usage | None:
-    """The response's usage from a usage object that passes ``_usage``'s
-    checks (what its event gives the assembler), else None."""
-    if type(value) is not dict:
-        return None
-    prompt, completion = value.get("prompt_tokens_details"), value.get("completion_tokens_details")
-    if (prompt is not None and type(prompt) is not dict) or (completion is not None and type(completion) is not dict):
-        return None
-    input_tokens, output_tokens = value.get("prompt_tokens"), value.get("completion_tokens")
-    cached = None if prompt is None else prompt.get("cached_tokens")
-    reasoning = None if completion is None else completion.get("reasoning_tokens")
-    for count in (input_tokens, output_tokens, cached, reasoning):
-        if count is not None and (type(count) is not int or not 0 <= count <= U64_MAX):
-            return None
-    return new_usage(input_tokens, output_tokens, cached, reasoning)
-
-
-def _usage_members(usage: Any) -> int:
-    """The members of a usage object ``_fast_usage`` read (and of its
-    token details), 0 for none."""
-    if usage is None:
-        return 0
-    prompt, completion = usage.get("prompt_tokens_details"), usage.get("completion_tokens_details")
-    return len(usage) + (0 if prompt is None else len(prompt)) + (0 if completion is None else len(completion))
 
 
 def _call_strings(tool_calls: Iterable[Any]) -> list[Any]:
@@ -689,9 +663,9 @@ class OpenAIChatMapper:
         selected one) whose message has text and/or tool calls and nothing
         else the mapper reads, finished by ``stop``, ``tool_calls``,
         ``length`` or ``content_filter``, every field ``map_body`` checks of
-        the right type. Returns exactly what ``map_body`` and the assembler
-        give (``body_response`` checks the assembler's limits); None for any
-        other body, which then goes through them (and their errors).
+        the right type, within the assembler's limits. Returns exactly what
+        ``map_body`` and the assembler give; None for any other body, which
+        then goes through them (and their errors).
 
         With ``colons``, the body was parsed without the repeated-key check
         and holds that many ``:``: it is read only once its objects' members
@@ -712,9 +686,27 @@ class OpenAIChatMapper:
             )
         ):
             return None
-        read_usage = None if usage is None else _fast_usage(usage)
-        if read_usage is None and usage is not None:
-            return None
+        events = 2  # response_started, response_finished
+        read_usage = None
+        if usage is not None:  # what ``_usage`` reads of a usage object that passes its checks
+            if type(usage) is not dict:
+                return None
+            prompt, completion = usage.get("prompt_tokens_details"), usage.get("completion_tokens_details")
+            if (prompt is not None and type(prompt) is not dict) or (
+                completion is not None and type(completion) is not dict
+            ):
+                return None
+            input_tokens, output_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            cached = None if prompt is None else prompt.get("cached_tokens")
+            reasoning = None if completion is None else completion.get("reasoning_tokens")
+            for count in (input_tokens, output_tokens, cached, reasoning):
+                if count is not None and (type(count) is not int or not 0 <= count <= U64_MAX):
+                    return None
+            read_usage = new_usage(input_tokens, output_tokens, cached, reasoning)
+            events += 1
+            if colons is not None:
+                colons -= len(usage) + (0 if prompt is None else len(prompt))
+                colons -= 0 if completion is None else len(completion)
         choice = choices[0]
         if type(choice) is not dict:
             return None
@@ -730,6 +722,10 @@ class OpenAIChatMapper:
         reason = _FINISH.get(raw)
         if reason is None:
             return None
+        # the assembler ends every item at ``stop`` and ``tool_calls``; the
+        # others read here (``length``, ``content_filter``) cut the response
+        # and its calls
+        ended = reason == "stop" or reason == "tool_calls"
         content, tool_calls = message.get("content"), message.get("tool_calls")
         if (
             (content is not None and type(content) is not str)
@@ -737,13 +733,15 @@ class OpenAIChatMapper:
             or (not _DELTA_VETOES.isdisjoint(message) and _vetoed(message))
         ):
             return None
-        events = 2  # response_started, response_finished
-        text = None
+        items: list[Item] = []
+        total = 0  # the bytes of the response's text and arguments
         if content:
-            text = (f"choice{self._choice}.content", content)
-            events += 2  # item_started, text_delta
-        calls: list[BodyCall] = []
+            items.append(new_text_item(f"choice{self._choice}.content", content))
+            total = len(content) if content.isascii() else len(content.encode("utf-8", "surrogatepass"))
+            events += 3 if ended else 2  # item_started, text_delta (item_ended)
         item_ids = _ITEM_IDS if self._choice == 0 else ()
+        max_arguments = limits.max_call_argument_bytes
+        call_ids: list[str] = []
         for k, call in enumerate(tool_calls or ()):
             if type(call) is not dict or call.get("type") not in (None, "", "function"):
                 return None
@@ -757,28 +755,46 @@ class OpenAIChatMapper:
             name, arguments = fn.get("name"), fn.get("arguments")
             if type(name) is not str or not name or (arguments is not None and type(arguments) is not str):
                 return None
-            events += 2 if arguments else 1  # tool_call_started, tool_arguments_delta
-            if colons is not None:
-                colons -= len(call) + len(fn) + (arguments.count(":") if arguments else 0)
+            if arguments:
+                size = len(arguments) if arguments.isascii() else len(arguments.encode("utf-8", "surrogatepass"))
+                if size > max_arguments:
+                    return None
+                total += size
+                # tool_call_started, tool_arguments_delta (item_ended)
+                events += 3 if ended else 2
+                if colons is not None:
+                    colons -= len(call) + len(fn) + arguments.count(":")
+            else:
+                arguments = ""
+                events += 2 if ended else 1
+                if colons is not None:
+                    colons -= len(call) + len(fn)
             item_id = item_ids[k] if k < len(item_ids) else f"choice{self._choice}.tool_calls[{k}]"
             if call_id:
-                calls.append((item_id, call_id, name, arguments or "", False))
+                generated = False
             else:
-                calls.append((item_id, f"{rid}.call_{k}" if rid else f"call_{k}", name, arguments or "", True))
-        if text is None and not calls:
+                generated = True
+                call_id = f"{rid}.call_{k}" if rid else f"call_{k}"
+            call_ids.append(call_id)
+            items.append(new_tool_call_item(item_id, call_id, name, arguments, ended, generated, "function"))
+        n = len(call_ids)
+        if not items:
             return None  # read as nothing: whose body it is, is for ``normalize_text`` to say
         if colons is not None:
-            colons -= len(body) + len(choice) + len(message) + _usage_members(usage)
+            colons -= len(body) + len(choice) + len(message)
             if content:
                 colons -= content.count(":")
             if colons and colons != _colons(rid, model, raw, *_call_strings(tool_calls or ())):
                 return None
-        if reason == "stop" or reason == "tool_calls":
-            events += len(calls) + (text is not None)  # item_ended
-        if read_usage is not None:
-            events += 1
-        head = (rid or None, model or None)
-        return body_response(provider, limits, head, text, calls, (reason, raw), read_usage, events)
+        if (
+            events > limits.max_stream_events
+            or len(items) > limits.max_items_per_response
+            or n > limits.max_calls_per_response
+            or total > limits.max_response_bytes
+            or (n > 1 and (call_ids[0] == call_ids[1] if n == 2 else len(set(call_ids)) != n))
+        ):
+            return None  # the assembler refuses it: the events themselves raise
+        return new_response(provider, rid or None, model or None, tuple(items), reason, raw, read_usage, {})
 
     def map_body(self, body: Any) -> list[CanonicalEvent]:
         """A ``chat.completion`` object (or an ``{"error": ...}`` body)."""
