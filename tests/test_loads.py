@@ -562,3 +562,14 @@ def test_a_call_made_during_a_parse_gets_its_own_state(impl: ModuleType) -> None
     assert all(value == json.loads(inner) for value in seen)
     assert got == {"records": RECORDS}
     assert impl.loads(outer) == got
+
+
+@pytest.mark.parametrize(
+    ("text", "pos"),
+    [('["\ud800"]', 2), ('{"a": "x\udfff"}', 8), ('"\udc00"', 1), ("[1, " * 20 + '"\ud83d"' + "]" * 20, 81)],
+)
+def test_short_str_with_a_lone_surrogate_is_refused(impl: ModuleType, text: str, pos: int) -> None:
+    """A str holding a surrogate code point is not UTF-8, however short,
+    and however readily a JSON scanner would take it."""
+    err = fail(impl, text)
+    assert (err.code, err.pos) == ("INVALID_UTF8", pos)
