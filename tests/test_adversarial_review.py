@@ -1,0 +1,139 @@
+"""Classes of mistakes at the boundary, one section each, on both backends.
+
+1. Azure OpenAI's filter verdicts on a Responses response: an entry of its
+   ``content_filters`` with ``blocked: true`` (the prompt's or the
+   completion's) is a content filter whatever ``status`` says, as Azure's
+   ``filtered: true`` is for Chat Completions. The verdict was read nowhere,
+   so a blocked response's function call ran.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from decisions import OutputError, decide
+from decisions.types import NormalizedResponse
+
+FIXTURES = Path(__file__).parent / "fixtures"
+AZURE = FIXTURES / "vercel-ai" / "packages" / "azure" / "src" / "__fixtures__"
+
+
+def _stream(impl: ModuleType, provider: str, events: list[Any]) -> NormalizedResponse:
+    """``events`` (JSON values) fed one by one, then finished."""
+    assembler = impl.StreamAssembler(provider)
+    for event in events:
+        assembler.feed_event(json.dumps(event))
+    response: NormalizedResponse = assembler.finish()
+    return response
+
+
+def _decided_code(response: NormalizedResponse) -> str:
+    """The code ``decide`` refuses ``response`` with, or ``EXECUTABLE``."""
+    try:
+        decision = decide(response)
+    except OutputError as error:
+        return error.code
+    assert decision.kind == "tool" and decision.executable_calls
+    return "EXECUTABLE"
+
+
+# ------------------------------------------------------------------ 1. Azure content_filters on Responses
+
+#: a recorded Azure OpenAI Responses stream of one function call, and its body
+AZURE_EVENTS = [json.loads(line) for line in (AZURE / "azure-tool-call.1.chunks.txt").read_text().splitlines() if line]
+AZURE_BODY = json.loads((AZURE / "azure-tool-call.1.json").read_text())
+
+
+def _filters(response: dict[str, Any]) -> list[dict[str, Any]]:
+    filters: list[dict[str, Any]] = response["content_filters"]
+    assert [f["source_type"] for f in filters] == ["prompt", "completion"]
+    return filters
+
+
+@pytest.mark.parametrize("source", [0, 1], ids=["prompt", "completion"])
+@pytest.mark.parametrize("blocked", [True, False])
+def test_a_blocked_streamed_response_is_filtered(impl: ModuleType, source: int, blocked: bool) -> None:
+    events = copy.deepcopy(AZURE_EVENTS)
+    assert events[-1]["type"] == "response.completed" and events[-1]["response"]["status"] == "completed"
+    _filters(events[-1]["response"])[source]["blocked"] = blocked
+    response = _stream(impl, "openai-responses", events)
+    assert (response.finish_reason, response.raw_finish_reason) == (
+        "content_filter" if blocked else "tool_calls",
+        "completed",
+    )
+    assert _decided_code(response) == ("CONTENT_FILTERED" if blocked else "EXECUTABLE")
+
+
+@pytest.mark.parametrize("source", [0, 1], ids=["prompt", "completion"])
+@pytest.mark.parametrize("blocked", [True, False])
+def test_a_blocked_body_is_filtered(impl: ModuleType, source: int, blocked: bool) -> None:
+    body = copy.deepcopy(AZURE_BODY)
+    _filters(body)[source]["blocked"] = blocked
+    response = impl.normalize(json.dumps(body), provider="openai-responses")
+    assert response.finish_reason == ("content_filter" if blocked else "tool_calls")
+    assert _decided_code(response) == ("CONTENT_FILTERED" if blocked else "EXECUTABLE")
+
+
+@pytest.mark.parametrize("head", ["response.created", "response.in_progress"])
+def test_a_verdict_on_a_head_event_is_kept_for_the_finish(impl: ModuleType, head: str) -> None:
+    """A verdict that came early still holds when the terminal's list says nothing."""
+    events = copy.deepcopy(AZURE_EVENTS)
+    [event] = [e for e in events if e["type"] == head]
+    event["response"]["content_filters"] = [{"blocked": True, "source_type": "prompt"}]
+    events[-1]["response"]["content_filters"] = None
+    response = _stream(impl, "openai-responses", events)
+    assert response.finish_reason == "content_filter"
+    assert _decided_code(response) == "CONTENT_FILTERED"
+
+
+def test_a_blocked_response_with_an_unfinished_call_is_filtered(impl: ModuleType) -> None:
+    """The filter's verdict is the refusal, not the call it left unfinished."""
+    body = copy.deepcopy(AZURE_BODY)
+    [call] = [item for item in body["output"] if item["type"] == "function_call"]
+    call["status"] = "incomplete"
+    assert _decided_code_of_body(impl, body) == "ITEM_NOT_ENDED"
+    _filters(body)[1]["blocked"] = True
+    assert _decided_code_of_body(impl, body) == "CONTENT_FILTERED"
+
+
+def _decided_code_of_body(impl: ModuleType, body: dict[str, Any]) -> str:
+    try:
+        response = impl.normalize(json.dumps(body), provider="openai-responses")
+    except OutputError as error:
+        return error.code
+    return _decided_code(response)
+
+
+@pytest.mark.parametrize(
+    ("filters", "path"),
+    [
+        ({}, "$.content_filters"),
+        ("blocked", "$.content_filters"),
+        ([None], "$.content_filters[0]"),
+        ([{"blocked": False}, 1], "$.content_filters[1]"),
+        ([{"blocked": "true"}], "$.content_filters[0].blocked"),
+        ([{"blocked": True}, {"blocked": 1}], "$.content_filters[1].blocked"),
+    ],
+)
+def test_content_filters_of_another_shape_are_malformed(impl: ModuleType, filters: Any, path: str) -> None:
+    body = dict(copy.deepcopy(AZURE_BODY), content_filters=filters)
+    with pytest.raises(OutputError) as caught:
+        impl.normalize(json.dumps(body), provider="openai-responses")
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", path)
+    events = copy.deepcopy(AZURE_EVENTS)
+    events[-1]["response"]["content_filters"] = filters
+    with pytest.raises(OutputError) as caught:
+        _stream(impl, "openai-responses", events)
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.response" + path[1:])
+
+
+@pytest.mark.parametrize("filters", [None, [], [{}], [{"blocked": None}], [{"blocked": False, "source_type": "x"}]])
+def test_content_filters_that_block_nothing_change_nothing(impl: ModuleType, filters: Any) -> None:
+    body = dict(copy.deepcopy(AZURE_BODY), content_filters=filters)
+    assert _decided_code_of_body(impl, body) == "EXECUTABLE"
