@@ -5,6 +5,13 @@
    completion's) is a content filter whatever ``status`` says, as Azure's
    ``filtered: true`` is for Chat Completions. The verdict was read nowhere,
    so a blocked response's function call ran.
+2. Azure's filter results under the other names Azure has sent them by: the
+   top-level ``prompt_annotations`` (API versions before 2023-10-01, as
+   recorded from ``2023-07-01-preview``) and a choice's singular
+   ``content_filter_result`` (a stream chunk saying the filter did not run)
+   are read as ``prompt_filter_results`` and ``content_filter_results`` are:
+   a filter hit is ``CONTENT_FILTERED``, a filter that did not run
+   ``PROVIDER_ERROR`` at its path. Both were ignored, and the call ran.
 """
 
 from __future__ import annotations
@@ -137,3 +144,148 @@ def test_content_filters_of_another_shape_are_malformed(impl: ModuleType, filter
 def test_content_filters_that_block_nothing_change_nothing(impl: ModuleType, filters: Any) -> None:
     body = dict(copy.deepcopy(AZURE_BODY), content_filters=filters)
     assert _decided_code_of_body(impl, body) == "EXECUTABLE"
+
+
+# ------------------------------------------------------------------ 2. Azure's other names for filter results
+
+HIT = {"hate": {"filtered": False, "severity": "safe"}, "violence": {"filtered": True, "severity": "medium"}}
+CLEAN = {"hate": {"filtered": False, "severity": "safe"}, "violence": {"filtered": False, "severity": "safe"}}
+NOT_RUN = {"error": {"code": "content_filter_error", "message": "The contents are not filtered"}}
+
+
+def _chat_chunk(choices: list[dict[str, Any]], **top: Any) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4",
+        "choices": choices,
+        **top,
+    }
+
+
+def _azure_chat_stream(prompt: Any = None, choice: Any = None) -> list[Any]:
+    """An Azure OpenAI Chat stream of one call, as ``2023-07-01-preview`` sends
+    it: ``prompt_annotations`` (``prompt``) first in a chunk of its own, and
+    ``choice`` as the first choice's ``content_filter_result``."""
+    first: dict[str, Any] = {"index": 0, "finish_reason": None, "delta": {"role": "assistant"}}
+    if choice is not None:
+        first["content_filter_result"] = choice
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    events: list[Any] = []
+    if prompt is not None:
+        events.append(
+            {
+                "id": "",
+                "object": "",
+                "created": 0,
+                "model": "",
+                "prompt_annotations": [{"prompt_index": 0, "content_filter_results": prompt}],
+                "choices": [],
+                "usage": None,
+            }
+        )
+    events += [
+        _chat_chunk([first]),
+        _chat_chunk([{"index": 0, "finish_reason": None, "delta": {"tool_calls": [call]}}]),
+        _chat_chunk([{"index": 0, "finish_reason": "tool_calls", "delta": {}}]),
+        "[DONE]",
+    ]
+    return events
+
+
+def _outcome(impl: ModuleType, events: list[Any], form: str) -> tuple[str, str | None]:
+    """The code (and path) the stream is refused with, or ``EXECUTABLE``."""
+    try:
+        if form == "events":
+            response = _stream_text(impl, events)
+        else:
+            assembler = impl.StreamAssembler("openai-chat")
+            for event in events:
+                data = event if isinstance(event, str) else json.dumps(event)
+                assembler.feed(f"data: {data}\n\n".encode())
+            response = assembler.finish()
+    except OutputError as error:
+        return error.code, error.path
+    return _decided_code(response), None
+
+
+def _stream_text(impl: ModuleType, events: list[Any]) -> NormalizedResponse:
+    assembler = impl.StreamAssembler("openai-chat")
+    for event in events:
+        assembler.feed_event(event if isinstance(event, str) else json.dumps(event))
+    response: NormalizedResponse = assembler.finish()
+    return response
+
+
+@pytest.mark.parametrize("form", ["events", "sse"])
+@pytest.mark.parametrize(
+    ("prompt", "choice", "outcome"),
+    [
+        (CLEAN, None, ("EXECUTABLE", None)),
+        (HIT, None, ("CONTENT_FILTERED", None)),
+        (None, CLEAN, ("EXECUTABLE", None)),
+        (None, {}, ("EXECUTABLE", None)),
+        (None, HIT, ("CONTENT_FILTERED", None)),
+        (None, NOT_RUN, ("PROVIDER_ERROR", "$.choices[0].content_filter_result.error")),
+        (HIT, NOT_RUN, ("CONTENT_FILTERED", None)),  # a filter that withheld output wins
+    ],
+)
+def test_azure_filter_results_under_their_other_names(
+    impl: ModuleType, form: str, prompt: Any, choice: Any, outcome: tuple[str, str | None]
+) -> None:
+    assert _outcome(impl, _azure_chat_stream(prompt, choice), form) == outcome
+
+
+@pytest.mark.parametrize(
+    ("member", "results", "code"),
+    [
+        ("prompt_annotations", CLEAN, "EXECUTABLE"),
+        ("prompt_annotations", HIT, "CONTENT_FILTERED"),
+        ("prompt_filter_results", HIT, "CONTENT_FILTERED"),
+    ],
+)
+def test_a_body_with_prompt_annotations(impl: ModuleType, member: str, results: Any, code: str) -> None:
+    call = {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4",
+        member: [{"prompt_index": 0, "content_filter_results": results}],
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+            }
+        ],
+    }
+    assert _decided_code(impl.normalize(json.dumps(body), provider="openai-chat")) == code
+
+
+@pytest.mark.parametrize(
+    ("top", "choice", "path"),
+    [
+        ({"prompt_annotations": {}}, {}, "$.prompt_annotations"),
+        ({"prompt_annotations": [1]}, {}, "$.prompt_annotations[0]"),
+        (
+            {"prompt_annotations": [{"content_filter_results": []}]},
+            {},
+            "$.prompt_annotations[0].content_filter_results",
+        ),
+        ({}, {"content_filter_result": []}, "$.choices[0].content_filter_result"),
+        (
+            {},
+            {"content_filter_result": {"hate": {"filtered": "yes"}}},
+            "$.choices[0].content_filter_result.hate.filtered",
+        ),
+    ],
+)
+def test_other_names_of_another_shape_are_malformed(
+    impl: ModuleType, top: dict[str, Any], choice: dict[str, Any], path: str
+) -> None:
+    chunk = _chat_chunk([{"index": 0, "finish_reason": None, "delta": {"role": "assistant"}, **choice}], **top)
+    with pytest.raises(OutputError) as caught:
+        impl.StreamAssembler("openai-chat").feed_event(json.dumps(chunk))
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", path)
