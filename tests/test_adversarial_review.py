@@ -12,20 +12,29 @@
    are read as ``prompt_filter_results`` and ``content_filter_results`` are:
    a filter hit is ``CONTENT_FILTERED``, a filter that did not run
    ``PROVIDER_ERROR`` at its path. Both were ignored, and the call ran.
+3. A payload handed over as Python objects (``feed_event(dict)``,
+   ``normalize(dict or list)``, a canonical event object) is refused for
+   ``max_sse_event_bytes`` before its JSON text is written: both backends
+   wrote the whole text first (a text of 128 MiB against a limit of 1 MiB
+   grew the peak RSS by 128 to 322 MiB). A lower bound of the text's length
+   is walked instead, stopping at the limit, and a payload past it gets the
+   error its text gets.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from decisions import OutputError, decide
-from decisions.types import NormalizedResponse
+from decisions import Limits, OutputError, decide
+from decisions.types import NormalizedResponse, TextDelta
 
 FIXTURES = Path(__file__).parent / "fixtures"
 AZURE = FIXTURES / "vercel-ai" / "packages" / "azure" / "src" / "__fixtures__"
@@ -289,3 +298,133 @@ def test_other_names_of_another_shape_are_malformed(
     with pytest.raises(OutputError) as caught:
         impl.StreamAssembler("openai-chat").feed_event(json.dumps(chunk))
     assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", path)
+
+
+# ------------------------------------------------------------------ 3. object payloads bounded before they are written
+
+_PAYLOAD_RSS = r"""
+import json, resource, sys
+from decisions import Limits, _pure
+from decisions._backend import native_module
+from decisions.errors import OutputError
+from decisions.types import TextDelta
+impl = _pure if sys.argv[1] == "pure" else native_module()
+entry, shape = sys.argv[2], sys.argv[3]
+limits = Limits(max_sse_event_bytes=1 << 20)
+if shape == "string":  # 64 Mi characters, 128 MiB of UTF-8
+    inner = "\u00e9" * (64 << 20)
+elif shape == "shared":  # one 1 MiB list met 128 times: 128 MiB of text, 1 MiB of objects
+    inner = [["x" * 1000] * 1000] * 128
+else:  # the same, 300 levels down (past the recursive writer's depth)
+    inner = [["x" * 1000] * 1000] * 128
+    for _ in range(300):
+        inner = [inner]
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    if entry == "feed_event":
+        impl.StreamAssembler("anthropic", limits=limits).feed_event({"type": "ping", "x": inner}, "ping")
+    elif entry == "canonical":
+        text = inner if isinstance(inner, str) else json.dumps(inner[0][0])[:10]
+        impl.StreamAssembler("canonical", limits=limits).feed_event(TextDelta(item_id="t", delta=text))
+    else:
+        impl.normalize([{"x": inner}], provider="anthropic", limits=limits)
+    code = None
+except OutputError as error:
+    code = error.code
+print(json.dumps([code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("entry", "shape"),
+    [
+        ("feed_event", "string"),
+        ("feed_event", "shared"),
+        ("feed_event", "deep"),
+        ("normalize", "string"),
+        ("normalize", "shared"),
+        ("normalize", "deep"),
+        ("canonical", "string"),
+    ],
+)
+def test_an_object_payload_past_the_limit_is_refused_before_it_is_written(
+    impl: ModuleType, entry: str, shape: str
+) -> None:
+    """128 MiB of text against a limit of 1 MiB: refused, with the peak RSS
+    grown by a few MiB (writing the text grew it by 128 to 322)."""
+    name = "pure" if impl.__name__.endswith("_pure") else "native"
+    out = subprocess.run(
+        [sys.executable, "-c", _PAYLOAD_RSS, name, entry, shape], capture_output=True, text=True, check=True
+    )
+    code, growth_kib = json.loads(out.stdout)
+    assert code == "MALFORMED_EVENT"
+    assert growth_kib < 16 * 1024
+
+
+def _deep(value: Any, levels: int) -> Any:
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _fed(impl: ModuleType, payload: Any, limits: Limits) -> tuple[Any, ...]:
+    """What feeding ``payload`` does, and what the stream says after."""
+    assembler = impl.StreamAssembler("anthropic", limits=limits)
+    try:
+        assembler.feed_event(payload, "ping")
+        outcome: tuple[Any, ...] = ("fed",)
+    except OutputError as error:
+        outcome = (error.code, str(error), error.path)
+    try:
+        assembler.feed_event('{"type": "ping"}', "ping")
+    except OutputError as error:
+        return (*outcome, assembler.state, error.code)
+    return (*outcome, assembler.state)
+
+
+def _normalized(impl: ModuleType, body: Any, limits: Limits) -> tuple[Any, ...]:
+    try:
+        impl.normalize(body, provider="anthropic", limits=limits)
+    except OutputError as error:
+        return error.code, str(error), error.path
+    return ("normalized",)
+
+
+#: payloads (an Anthropic ping with a member ``x``) whose text is about 1 KiB:
+#: flat, with a shared list, nested past the recursive writer's depth, and
+#: with a lone surrogate last (not UTF-8 whatever its size: that comes first)
+PAYLOADS = {
+    "flat": {"type": "ping", "x": "y" * 1000},
+    "shared": {"type": "ping", "x": [["z" * 10] * 8] * 8},
+    "deep": {"type": "ping", "x": _deep("w" * 1000, 250)},
+    "surrogate": {"type": "ping", "x": "v" * 1000, "z": ["\ud800"]},
+}
+
+
+@pytest.mark.parametrize("name", list(PAYLOADS))
+def test_an_object_payload_gets_what_its_text_gets_at_and_past_the_limit(impl: ModuleType, name: str) -> None:
+    """The error (code, message, path) and the failed stream of the payload's
+    own text, at every limit from one byte under its size to one over."""
+    payload = PAYLOADS[name]
+    text = json.dumps(payload, ensure_ascii=False)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    refused = 0
+    for limit in range(size - 40, size + 2):
+        limits = Limits(max_sse_event_bytes=limit)
+        assert _fed(impl, payload, limits) == _fed(impl, text, limits), limit
+        body = {"content": [], "x": payload}
+        assert _normalized(impl, body, limits) == _normalized(impl, json.dumps(body, ensure_ascii=False), limits), limit
+        refused += "more than" in str(_fed(impl, payload, limits)[1])
+    # for its size: refused under it, not from it on (the deep one for its depth then)
+    assert refused == (0 if name == "surrogate" else 40)
+
+
+def test_a_canonical_event_object_is_bounded_as_its_wire_format(impl: ModuleType) -> None:
+    event = TextDelta(item_id="t", delta="d" * 500)
+    text = json.dumps(event.to_dict())
+    limits = Limits(max_sse_event_bytes=len(text) - 1)
+    assembler = impl.StreamAssembler("canonical", limits=limits)
+    with pytest.raises(OutputError) as caught:
+        assembler.feed_event(event)
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$")
+    assert assembler.state == "failed"
