@@ -146,9 +146,10 @@ def _over(value: Any, limit: int) -> bool | None:
             return None
         if isinstance(item, dict):
             total += 6 * len(item) - 2 if item else 0  # each key's quotes and ": "; ", " between members
-            for key, child in item.items():
+            for key in item:
                 if isinstance(key, str):
                     total += len(key)
+            for child in item.values():
                 if isinstance(child, str):
                     total += len(child) + 2
                 elif isinstance(child, (dict, list, tuple)):
