@@ -19,6 +19,9 @@
    grew the peak RSS by 128 to 322 MiB). A lower bound of the text's length
    is walked instead, stopping at the limit, and a payload past it gets the
    error its text gets.
+4. ``SSEDecoder`` after ``finish()``: the stream has ended, so bytes fed
+   after it are ``EVENT_AFTER_TERMINAL`` (and the decoder fails), as an
+   assembler's are; they were decoded into events as if the stream went on.
 """
 
 from __future__ import annotations
@@ -428,3 +431,29 @@ def test_a_canonical_event_object_is_bounded_as_its_wire_format(impl: ModuleType
         assembler.feed_event(event)
     assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$")
     assert assembler.state == "failed"
+
+
+# ------------------------------------------------------------------ 4. an SSE decoder after finish()
+
+
+@pytest.mark.parametrize("after", [b"data: b\n\n", b"x", b"\n"])
+def test_bytes_fed_to_a_finished_decoder_are_after_the_end(impl: ModuleType, after: bytes) -> None:
+    decoder = impl.SSEDecoder()
+    assert [e.data for e in decoder.feed(b"data: a\n\n")] == ["a"]
+    assert decoder.finish() == []
+    with pytest.raises(OutputError) as caught:
+        decoder.feed(after)
+    assert (caught.value.code, caught.value.offset) == ("EVENT_AFTER_TERMINAL", 9)
+    for call in (lambda: decoder.feed(b"data: c\n\n"), decoder.finish):
+        with pytest.raises(OutputError) as caught:
+            call()
+        assert caught.value.code == "STREAM_FAILED"
+
+
+def test_a_finished_decoder_takes_nothing_and_finishes_again(impl: ModuleType) -> None:
+    decoder = impl.SSEDecoder()
+    decoder.feed(b"data: a\n\n")
+    assert decoder.finish() == []
+    assert decoder.feed(b"") == []
+    assert decoder.feed(memoryview(b"")) == []
+    assert decoder.finish() == []
