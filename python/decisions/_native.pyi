@@ -68,7 +68,8 @@ class SSEDecoder:
         """Consume a chunk; return the events it completed. A chunk of 2 KiB
         or more is decoded with the GIL released."""
     def finish(self) -> list[SSEEvent]:
-        """End of stream: raises ``SSE_UNTERMINATED_EVENT`` if an event or line is unfinished."""
+        """End of stream: raises ``SSE_UNTERMINATED_EVENT`` if an event or line
+        is unfinished; bytes fed after it are ``EVENT_AFTER_TERMINAL``."""
 
 @final
 class StreamAssembler:

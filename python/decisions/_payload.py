@@ -11,13 +11,15 @@ sent as an object. :func:`strict_loads` reads such text back at any depth
 every scalar and key to ``json``). :func:`payload_text` is the text of a
 payload handed over as Python objects (``feed_event(dict)``,
 ``normalize(dict)``): both backends write it here and apply the envelope rule
-to the text, so a dict and the same JSON text give the same outcome.
+to the text, so a dict and the same JSON text give the same outcome; a
+payload whose text would pass the size limit is told before it is written.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+import re
+from typing import Any, Final, overload
 
 from .errors import new_error
 
@@ -43,10 +45,17 @@ def _deeper_than(value: Any, bound: int) -> bool:
     return False
 
 
-def _write(value: Any, sort_keys: bool, separators: tuple[str, str]) -> str:
-    """``json.dumps`` of ``value`` with an explicit stack."""
+@overload
+def _write(value: Any, sort_keys: bool, separators: tuple[str, str]) -> str: ...
+@overload
+def _write(value: Any, sort_keys: bool, separators: tuple[str, str], limit: int) -> str | None: ...
+def _write(value: Any, sort_keys: bool, separators: tuple[str, str], limit: int | None = None) -> str | None:
+    """``json.dumps`` of ``value`` with an explicit stack; with ``limit``,
+    None as soon as the text written has more than ``limit`` characters (so
+    more than ``limit`` bytes of UTF-8)."""
     item_sep, key_sep = separators
     out: list[str] = []
+    written = counted = 0  # the characters of out[:counted]
     # per open container: its id, an iterator of (separator, key or None, child), its closer
     frames: list[tuple[int, Any, str]] = [(0, iter([("", None, value)]), "")]
     open_ids: set[int] = set()
@@ -59,6 +68,12 @@ def _write(value: Any, sort_keys: bool, separators: tuple[str, str]) -> str:
             out.append(closer)
             continue
         separator, key, child = entry
+        if limit is not None:
+            while counted < len(out):
+                written += len(out[counted])
+                counted += 1
+            if written > limit:
+                return None
         out.append(separator)
         if key is not None:
             if not isinstance(key, str):
@@ -113,11 +128,98 @@ def canonical_json(value: Any) -> str:
     return dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def payload_text(value: Any) -> str:
+def _over(value: Any, limit: int) -> bool | None:
+    """Whether a lower bound of the length of the JSON text :func:`dumps`
+    writes for ``value`` passes ``limit`` (a string its characters and
+    quotes, any other scalar one character, a container its brackets and
+    separators), by a walk that stops once it does (so it visits at most
+    about ``limit`` values); None, the walk given up, once a container sits
+    deeper than :data:`_RECURSION_SAFE_DEPTH` (a cycle does: the explicit
+    writer refuses it)."""
+    if isinstance(value, str):
+        return len(value) + 2 > limit
+    total = 2  # a container's brackets are counted when it is met
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > _RECURSION_SAFE_DEPTH:
+            return None
+        if isinstance(item, dict):
+            total += 6 * len(item) - 2 if item else 0  # each key's quotes and ": "; ", " between members
+            for key in item:
+                if isinstance(key, str):
+                    total += len(key)
+            for child in item.values():
+                if isinstance(child, str):
+                    total += len(child) + 2
+                elif isinstance(child, (dict, list, tuple)):
+                    total += 2
+                    if total > limit:
+                        return True
+                    stack.append((child, depth + 1))
+                else:
+                    total += 1
+        elif isinstance(item, (list, tuple)):
+            total += 2 * len(item) - 2 if item else 0  # ", " between entries
+            for child in item:
+                if isinstance(child, str):
+                    total += len(child) + 2
+                elif isinstance(child, (dict, list, tuple)):
+                    total += 2
+                    if total > limit:
+                        return True
+                    stack.append((child, depth + 1))
+                else:
+                    total += 1
+        else:
+            return 1 > limit  # a scalar payload
+        if total > limit:
+            return True
+    return False
+
+
+#: a lone surrogate: a str holding one has no UTF-8 form
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate(value: Any) -> str | None:
+    """The first lone surrogate found in a string of ``value`` (a key or a
+    value), or None; a container met again is not walked again."""
+    seen: set[int] = set()
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            found = None if node.isascii() else _SURROGATE.search(node)
+            if found is not None:
+                return found.group()
+        elif isinstance(node, (dict, list, tuple)) and id(node) not in seen:
+            seen.add(id(node))
+            stack.extend(node)
+            if isinstance(node, dict):
+                stack.extend(node.values())
+    return None
+
+
+def payload_text(value: Any, limit: int | None = None) -> str | None:
     """The JSON text of a dict or list payload; ``MALFORMED_EVENT`` when it is
-    not JSON (a non-str key, NaN, a cycle, an object ``json`` cannot write)."""
+    not JSON (a non-str key, NaN, a cycle, an object ``json`` cannot write).
+    With ``limit``: None, before it is written whole, for a payload whose
+    text would have more than ``limit`` bytes (told by a lower bound of its
+    length, or as the explicit writer goes; a text within the bound is left
+    to the caller's size check), whatever else is wrong with it, but for a
+    lone surrogate in one of its strings: the UTF-8 check comes first, as for
+    text, so the surrogate alone is given as the text, which the caller
+    refuses as not UTF-8."""
     try:
-        return dumps(value)
+        if limit is None:
+            return dumps(value)
+        over = _over(value, limit)
+        if over:
+            return _surrogate(value)
+        if over is None:
+            return _write(value, False, (", ", ": "), limit)
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
         raise new_error("MALFORMED_EVENT", "event payload is not JSON-serialisable") from None
 

@@ -22,7 +22,7 @@ from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler
 from .body import body_error, foreign_body, shapeless_body
-from .envelope import decode, decoder, envelope_limits, unkeyed, utf8_text
+from .envelope import classify, decode, decoder, envelope_limits, unkeyed, utf8_text
 from .json import plain
 from .providers.canonical import CanonicalMapper
 from .sse import _Framer, exclusive
@@ -236,6 +236,18 @@ class Pipeline:
         """Fail the stream with ``error``; returns the error to raise."""
         return self._assembler.fail(error)
 
+    @property
+    def limits(self) -> Limits:
+        """The stream's limits."""
+        return self._limits
+
+    def event_too_large(self) -> OutputError:
+        """One event's data known (measured, not written) to be longer than
+        ``max_sse_event_bytes``: the error :meth:`feed_event` gives it, the
+        stream failed with it."""
+        self._assembler.check_usable()
+        return self._assembler.fail(classify("", "DOCUMENT_TOO_LARGE", 0, self._limits, self._fields))
+
     def finish(self) -> NormalizedResponse:
         """End of stream: the response, or the error that makes it incomplete."""
         assembler = self._assembler
@@ -405,9 +417,11 @@ class StreamAssembler:
             payload = payload.to_dict()
         if isinstance(payload, dict):
             try:
-                text = payload_text(payload)
+                text = payload_text(payload, pipeline.limits.max_sse_event_bytes)
             except OutputError as err:
                 raise pipeline.fail(err) from None
+            if text is None:  # too large: told before it was written
+                raise pipeline.event_too_large()
             pipeline.feed_event(event, text)
         else:
             pipeline.feed_event(event, payload)
@@ -457,7 +471,11 @@ def normalize(
     provider = plain(provider) if isinstance(provider, str) else provider  # the TypeError names its type
     mapper = _mapper(provider, choice)
     if isinstance(body, (dict, list)):
-        text: str | bytes | bytearray | memoryview = payload_text(body)
+        written = payload_text(body, checked.max_sse_event_bytes)
+        if written is None:  # too large: told before it was written
+            fields = getattr(mapper, "ARGUMENT_FIELDS", ())
+            raise body_error("", classify("", "DOCUMENT_TOO_LARGE", 0, checked, fields))
+        text: str | bytes | bytearray | memoryview = written
     elif isinstance(body, (bytearray, memoryview)):
         text = body  # measured where it lies, copied only within the limit
     elif isinstance(body, (str, bytes)):

@@ -82,6 +82,7 @@ class _Framer:
         "_without_data",
         "_counted_at",
         "_error",
+        "_finished",
         "_detect",
         "_array",
     )
@@ -111,6 +112,7 @@ class _Framer:
         # of its CRLF, arriving in the next chunk, is counted with it
         self._counted_at: int | None = None
         self._error: OutputError | None = None
+        self._finished = False  # finish_raw returned: the stream has ended, no more bytes may come
 
     # ------------------------------------------------------------ errors
 
@@ -137,6 +139,8 @@ class _Framer:
                 f"the stream is longer than max_stream_bytes ({limit})",
                 limit,
             )
+        if self._finished and size:
+            raise self._fail("EVENT_AFTER_TERMINAL", "bytes fed after finish(): the stream had ended", self._pos)
         data: bytes = plain(chunk)
         if not self._bom_done:
             data = self._bom_held + data
@@ -424,6 +428,7 @@ class _Framer:
 
     def finish_raw(self) -> list[RawEvent]:
         self._check()
+        self._finished = True
         if self._array is not None:
             try:
                 self._array.finish()
@@ -460,7 +465,8 @@ class SSEDecoder:
 
     @exclusive
     def finish(self) -> list[SSEEvent]:
-        """End of stream: raises ``SSE_UNTERMINATED_EVENT`` if an event or line is unfinished."""
+        """End of stream: raises ``SSE_UNTERMINATED_EVENT`` if an event or line
+        is unfinished; bytes fed after it are ``EVENT_AFTER_TERMINAL``."""
         return [_event(raw) for raw in self._framer.finish_raw()]
 
 

@@ -53,6 +53,8 @@ pub struct Decoder {
     /// LF of its CRLF, arriving in the next chunk, is counted with it.
     counted_at: Option<usize>,
     failed: Option<Code>,
+    /// `finish` returned: the stream has ended, and no more bytes may come.
+    finished: bool,
     /// A stream whose first byte other than whitespace is `[` may be one
     /// JSON array (Gemini without `alt=sse`), split by [`ArraySplitter`].
     detect: bool,
@@ -84,6 +86,7 @@ impl Decoder {
             without_data: 0,
             counted_at: None,
             failed: None,
+            finished: false,
             detect: array,
             array: None,
         }
@@ -125,6 +128,10 @@ impl Decoder {
         {
             let msg = format!("the stream is longer than max_stream_bytes ({limit})");
             return Err(self.fail(Code::SSE_STREAM_TOO_LARGE, msg, limit));
+        }
+        if self.finished && !chunk.is_empty() {
+            let msg = "bytes fed after finish(): the stream had ended".to_string();
+            return Err(self.fail(Code::EVENT_AFTER_TERMINAL, msg, self.pos));
         }
         let held;
         let mut data: &[u8] = chunk;
@@ -341,9 +348,11 @@ impl Decoder {
         Ok(())
     }
 
-    /// End of stream: an unfinished line or event is `SSE_UNTERMINATED_EVENT`.
+    /// End of stream: an unfinished line or event is `SSE_UNTERMINATED_EVENT`;
+    /// bytes fed after it are `EVENT_AFTER_TERMINAL`.
     pub fn finish(&mut self) -> Result<(), CoreError> {
         self.check()?;
+        self.finished = true;
         if let Some(splitter) = &self.array {
             return splitter.finish().inspect_err(|e| {
                 self.failed = Some(e.code);

@@ -90,17 +90,29 @@ fn malformed(message: &str) -> CoreError {
 /// JSON text of a dict/list payload (`decisions._payload.payload_text`, as
 /// in the pure twin): `MALFORMED_EVENT` when it is not JSON or the text is
 /// not UTF-8 (a lone surrogate); any other exception (raised by the
-/// payload's own code) propagates, as in the pure twin.
-fn dumps(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Result<String, CoreError>> {
+/// payload's own code) propagates, as in the pure twin. None, before any of
+/// it is written, for a payload whose text would pass `limit` bytes.
+fn dumps(
+    py: Python<'_>,
+    value: &Bound<'_, PyAny>,
+    limit: usize,
+) -> PyResult<Option<Result<String, CoreError>>> {
     let t = types(py)?;
-    let text = match t.payload_text.bind(py).call1((value,)) {
+    let text = match t.payload_text.bind(py).call1((value, limit)) {
         Ok(text) => text,
         Err(e) if e.is_instance(py, t.output_error.bind(py)) => {
-            return Ok(Err(malformed("event payload is not JSON-serialisable")))
+            return Ok(Some(Err(malformed(
+                "event payload is not JSON-serialisable",
+            ))))
         }
         Err(e) => return Err(e),
     };
-    Ok(text_of(text.downcast::<PyString>()?).map(str::to_owned))
+    if text.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(
+        text_of(text.downcast::<PyString>()?).map(str::to_owned),
+    ))
 }
 
 /// The UTF-8 text of a str, else `MALFORMED_EVENT` (a lone surrogate).
@@ -341,12 +353,19 @@ impl Inner {
                 }
             },
         };
+        let limit = self.limits.max_sse_event_bytes;
         let data = match kind {
-            Payload::Json(value) if value.is_instance(t.event_base.bind(py))? => {
-                let dict = value.call_method0("to_dict")?;
-                dumps(py, &dict)?
+            Payload::Json(value) => {
+                let dict = if value.is_instance(t.event_base.bind(py))? {
+                    value.call_method0("to_dict")?
+                } else {
+                    value.clone()
+                };
+                match dumps(py, &dict, limit)? {
+                    Some(text) => text,
+                    None => return Err(core_err(py, self.pipeline.event_too_large())),
+                }
             }
-            Payload::Json(value) => dumps(py, value)?,
             Payload::Text(text) if str_too_large(text, self.limits.max_sse_event_bytes) => {
                 return Err(core_err(py, self.pipeline.event_too_large()));
             }
@@ -355,7 +374,6 @@ impl Inner {
                 // read where it lies: an event past max_sse_event_bytes is
                 // refused by the core before any of it is copied
                 let pipeline = &mut self.pipeline;
-                let limit = self.limits.max_sse_event_bytes;
                 let result = with_bytes(payload, "feed_event()", limit, |b, free| match utf8(b) {
                     Ok(data) => {
                         let size = if free { data.len() } else { 0 };
@@ -579,6 +597,15 @@ pub fn normalize(
             return Err(core_err(py, pipeline::body_too_large(&*mapper, limits)));
         }
     }
+    let written = if body.is_instance_of::<PyDict>() || body.is_instance_of::<PyList>() {
+        match dumps(py, body, limits.max_sse_event_bytes)? {
+            Some(text) => Some(text),
+            // too large: told before it was written
+            None => return Err(core_err(py, pipeline::body_too_large(&*mapper, limits))),
+        }
+    } else {
+        None
+    };
     // The text is read where it lies (a str's UTF-8, the bytes themselves);
     // only a dict or list payload is written out first.
     let run = |text: Result<&str, CoreError>, free: bool| -> PyResult<Py<PyAny>> {
@@ -598,8 +625,8 @@ pub fn normalize(
             .map_err(|e| core_err(py, e))?;
         response_to_py(py, t, &provider, &response)
     };
-    if body.is_instance_of::<PyDict>() || body.is_instance_of::<PyList>() {
-        match dumps(py, body)? {
+    if let Some(written) = written {
+        match written {
             Ok(text) => run(Ok(&text), true),
             Err(e) => run(Err(e), true),
         }

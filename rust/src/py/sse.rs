@@ -139,7 +139,8 @@ impl SSEDecoder {
         self.events(py, result, out)
     }
 
-    /// End of stream: raises `SSE_UNTERMINATED_EVENT` if an event or line is unfinished.
+    /// End of stream: raises `SSE_UNTERMINATED_EVENT` if an event or line is
+    /// unfinished; bytes fed after it are `EVENT_AFTER_TERMINAL`.
     fn finish(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
         let result = self.decoder.finish();
         self.events(py, result, Vec::new())

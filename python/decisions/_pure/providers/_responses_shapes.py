@@ -204,20 +204,35 @@ def part_id(item_id: str, index: int) -> str:
     return item_id if index == 0 else f"{item_id}:{index}"
 
 
-def response_event(d: dict[str, Any], what: str) -> dict[str, Any]:
-    """The ``response`` head of a ``response.created`` / ``in_progress`` event."""
+def blocked(resp: dict[str, Any], what: str, at: str) -> str | None:
+    """The path of the first ``blocked: true`` in the ``content_filters`` of
+    the response object at ``at`` (Azure OpenAI's filter verdicts, on the
+    prompt or the completion), or None. The list, when not null, holds
+    objects whose ``blocked`` is a boolean when present."""
+    hit = None
+    for index, entry in enumerate(_S.opt_list(resp, "content_filters", what, at) or ()):
+        place = f"{at}.content_filters[{index}]"
+        if _S.opt_bool(_S.obj(entry, what, place), "blocked", what, place) and hit is None:
+            hit = f"{place}.blocked"
+    return hit
+
+
+def response_event(d: dict[str, Any], what: str) -> tuple[dict[str, Any], str | None]:
+    """The ``response`` head of a ``response.created`` / ``in_progress`` /
+    ``queued`` event, and where its ``content_filters`` say it was blocked."""
     resp = _S.obj(d.get("response"), what, "$.response")
     _S.opt_str(resp, "id", what, "$.response")
     _S.opt_str(resp, "model", what, "$.response")
-    return resp
+    return resp, blocked(resp, what, "$.response")
 
 
 class Final:
     """The ``response`` object of a terminal event (or a whole body) at ``at``,
     shape-checked: ``id``, ``model``, ``status``, ``output``, ``usage``,
-    ``error``, ``incomplete_details``."""
+    ``error``, ``incomplete_details``, ``content_filters`` (``blocked``: the
+    path of the first filter verdict that blocked it, or None)."""
 
-    __slots__ = ("id", "model", "status", "output", "usage", "error", "incomplete", "reason")
+    __slots__ = ("id", "model", "status", "output", "usage", "error", "incomplete", "reason", "blocked")
 
     def __init__(self, resp: dict[str, Any], what: str, at: str) -> None:
         self.id = _S.opt_str(resp, "id", what, at)
@@ -234,6 +249,7 @@ class Final:
         details = _S.opt_obj(resp, "incomplete_details", what, at)
         self.incomplete = details is not None
         self.reason = None if details is None else _S.opt_str(details, "reason", what, f"{at}.incomplete_details")
+        self.blocked = blocked(resp, what, at)
 
 
 #: the string fields a ``*.delta`` / ``*.done`` event may carry

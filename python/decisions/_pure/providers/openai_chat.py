@@ -53,6 +53,8 @@ that says "done"):
   choice's ``content_filter_results`` (any category; a list-form category
   such as ``custom_blocklists``, or a category's ``details``, counts each
   entry) or in a top-level ``prompt_filter_results[].content_filter_results``
+  (the choice's ``content_filter_result`` and the top-level
+  ``prompt_annotations``, as Azure has also named them, are read alike)
   -> the finish is ``content_filter`` whatever ``finish_reason`` says
   (``CONTENT_FILTERED``, the raw reason kept); after the finish_reason,
   ``CONTENT_FILTERED`` at once. ``filtered: false`` and no results at all
@@ -120,13 +122,23 @@ def _invalid(name: str, detail: str, path: str) -> OutputError:
 # ---------------------------------------------------------------- shape checks
 # In the Rust mapper's order, field by field (see its module doc).
 
+#: the members of a chunk or body holding Azure's filter results on the
+#: prompt: ``prompt_filter_results``, and ``prompt_annotations`` as API
+#: versions before 2023-10-01 name them
+_PROMPT_FILTERS: Final = ("prompt_filter_results", "prompt_annotations")
+#: the members of a choice holding Azure's filter results on its output:
+#: ``content_filter_results``, and ``content_filter_result`` as Azure has
+#: also spelt it in stream chunks
+_CHOICE_FILTERS: Final = ("content_filter_results", "content_filter_result")
+
 
 def _top(
     d: Any, what: str
 ) -> tuple[str | None, str | None, list[Any], UsageReported | None, ResponseFailed | None, _Annotation | None]:
     """The members a chunk and a body share, checked in this order: id,
     model, choices (an array), usage (and its event), error (and its
-    failure), prompt_filter_results (what they say: see :data:`_Annotation`)."""
+    failure), prompt_filter_results, then prompt_annotations (Azure's name for
+    them before API version 2023-10-01; what they say: see :data:`_Annotation`)."""
     d = _obj(d, what, "$")
     rid = _opt_str(d, "id", what, "$")
     model = _opt_str(d, "model", what, "$")
@@ -140,11 +152,12 @@ def _top(
         if kind is not None:
             failed = ResponseFailed(code="error", message=err, retryable=kind in RETRYABLE_ERRORS, error_type=kind)
     prompt_filtered: _Annotation | None = None
-    for position, entry in enumerate(_opt_list(d, "prompt_filter_results", what, "$") or []):
-        at = f"$.prompt_filter_results[{position}]"
-        results = _opt_obj(_obj(entry, what, at), "content_filter_results", what, at)
-        note = None if results is None else _filtered(results, what, f"{at}.content_filter_results")
-        prompt_filtered = _first(prompt_filtered, note)
+    for member in _PROMPT_FILTERS:
+        for position, entry in enumerate(_opt_list(d, member, what, "$") or []):
+            at = f"$.{member}[{position}]"
+            results = _opt_obj(_obj(entry, what, at), "content_filter_results", what, at)
+            note = None if results is None else _filtered(results, what, f"{at}.content_filter_results")
+            prompt_filtered = _first(prompt_filtered, note)
     return rid, model, choices, usage_event, failed, prompt_filtered
 
 
@@ -223,7 +236,7 @@ def _call_strings(tool_calls: Iterable[Any]) -> list[Any]:
 
 
 #: one checked choice: (position, index, parts, finish_reason, what its
-#: content_filter_results say or None)
+#: content filter results say or None)
 _ChoiceRead = tuple[int, "int | None", "_Parts | None", "str | None", "_Annotation | None"]
 
 
@@ -236,8 +249,10 @@ def _choice(raw: Any, position: int, body: bool, what: str) -> _ChoiceRead:
     key = "message" if body else "delta"
     delta = _opt_obj(choice, key, what, at)
     finish = _opt_str(choice, "finish_reason", what, at)
-    results = _opt_obj(choice, "content_filter_results", what, at)
-    filtered = None if results is None else _filtered(results, what, f"{at}.content_filter_results")
+    filtered = None
+    for member in _CHOICE_FILTERS:
+        results = _opt_obj(choice, member, what, at)
+        filtered = _first(filtered, None if results is None else _filtered(results, what, f"{at}.{member}"))
     parts = None if delta is None else _delta_parts(delta, what, f"{at}.{key}")
     return position, index, parts, finish, filtered
 
@@ -271,7 +286,12 @@ def _read(payload: Any, selected: int, colons: int | None = None) -> tuple[Any, 
         or len(choices) != 1
         or (
             not _TOP_VETOES.isdisjoint(payload)
-            and (get("usage") is not None or get("error") is not None or get("prompt_filter_results") is not None)
+            and (
+                get("usage") is not None
+                or get("error") is not None
+                or get("prompt_filter_results") is not None
+                or get("prompt_annotations") is not None
+            )
         )
     ):
         return None
@@ -279,7 +299,11 @@ def _read(payload: Any, selected: int, colons: int | None = None) -> tuple[Any, 
     if (rid is not None and type(rid) is not str) or (model is not None and type(model) is not str):
         return None
     choice = choices[0]
-    if type(choice) is not dict or choice.get("content_filter_results") is not None:
+    if (
+        type(choice) is not dict
+        or choice.get("content_filter_results") is not None
+        or choice.get("content_filter_result") is not None
+    ):
         return None
     index, delta, finish = choice.get("index"), choice.get("delta"), choice.get("finish_reason")
     if (0 if index is None else index) != selected or (index is not None and type(index) is not int):
@@ -344,8 +368,8 @@ def _colons(*values: Any) -> int:
 
 #: members of a chunk or body that ``_read`` and ``fast_body`` leave to
 #: ``map_event`` / ``map_body`` unless null (absent: nothing to look up)
-_TOP_VETOES: Final = frozenset({"usage", "error", "prompt_filter_results"})
-_BODY_VETOES: Final = frozenset({"error", "prompt_filter_results"})  # a body's usage is read
+_TOP_VETOES: Final = frozenset({"usage", "error", *_PROMPT_FILTERS})
+_BODY_VETOES: Final = frozenset({"error", *_PROMPT_FILTERS})  # a body's usage is read
 #: the same of a delta or message
 _DELTA_VETOES: Final = frozenset({"refusal", "reasoning_content", "reasoning", "function_call", "audio"})
 
@@ -483,7 +507,12 @@ class OpenAIChatMapper:
         # the whole chunk is shape-checked before any of it is acted on
         rid, model, raw_choices, usage, failed, prompt_filtered = _top(payload, _CHUNK)
         get = payload.get
-        if get("choices") is None and usage is None and failed is None and get("prompt_filter_results") is None:
+        if (
+            get("choices") is None
+            and usage is None
+            and failed is None
+            and all(get(member) is None for member in _PROMPT_FILTERS)
+        ):
             # another server's error object ({"object": "error", ...}, {"detail": ...}) is no chunk
             raise _invalid(_CHUNK, "the chunk has no choices, usage or error", "$.choices")
         choices = [_choice(raw, position, False, _CHUNK) for position, raw in enumerate(raw_choices)]
@@ -682,7 +711,11 @@ class OpenAIChatMapper:
             or len(choices) != 1
             or (
                 not _BODY_VETOES.isdisjoint(body)
-                and (get("error") is not None or get("prompt_filter_results") is not None)
+                and (
+                    get("error") is not None
+                    or get("prompt_filter_results") is not None
+                    or get("prompt_annotations") is not None
+                )
             )
         ):
             return None
@@ -717,6 +750,7 @@ class OpenAIChatMapper:
             or type(message) is not dict
             or type(raw) is not str
             or choice.get("content_filter_results") is not None
+            or choice.get("content_filter_result") is not None
         ):
             return None
         reason = _FINISH.get(raw)

@@ -36,6 +36,13 @@ response is not done whatever the event type says, and then that wins:
   terminal's output or a body leaves it unfinished, and a done response with
   an unfinished message or call is ``ITEM_NOT_ENDED`` (when the stream's done
   event and the final output disagree, the unfinished one wins).
+- Azure OpenAI's filter verdicts: an entry of a response object's
+  ``content_filters`` (on ``response.created`` / ``in_progress`` /
+  ``queued``, the terminal's ``response`` or a body) with ``blocked: true``,
+  the prompt's or the completion's, makes the finish ``content_filter``
+  (``CONTENT_FILTERED``, the raw status kept) whatever the status says, an
+  unfinished item too; ``blocked: false``, null and no list change nothing,
+  and a list of another shape is ``MALFORMED_EVENT`` at the field's path.
 - any event after the terminal (other than ``response.failed`` after
   ``error``) -> ``EVENT_AFTER_TERMINAL``.
 
@@ -178,6 +185,7 @@ class OpenAIResponsesMapper:
         self._refusals = 0
         self._terminal: str | None = None  # "finished" | "failed" | "error"
         self._unfinished: str | None = None  # a message / call some output said was not completed
+        self._blocked: str | None = None  # the first content_filters verdict that blocked the response
 
     def _count(self, key: str) -> None:
         count_unknown(self.unknown_events, key)
@@ -211,11 +219,17 @@ class OpenAIResponsesMapper:
         return []
 
     def _created(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        resp = response_event(d, what)
+        resp = self._head(d, what)
         out.append(ResponseStarted(response_id=resp.get("id"), model=resp.get("model")))
 
     def _in_progress(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        response_event(d, what)
+        self._head(d, what)
+
+    def _head(self, d: dict[str, Any], what: str) -> dict[str, Any]:
+        """A head event's ``response``; a filter verdict that blocked it is kept for the finish."""
+        resp, blocked = response_event(d, what)
+        self._blocked = self._blocked or blocked
+        return resp
 
     def _item_added(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         _S.opt_count(d, "output_index", what, "$")
@@ -506,6 +520,7 @@ class OpenAIResponsesMapper:
             out.append(final.usage)
         self._terminal = "finished"
         status = final.status
+        blocked = self._blocked or final.blocked
         if incomplete or status == "incomplete" or final.incomplete:
             raw = final.reason or "incomplete"
             reason = _INCOMPLETE.get(raw, "unknown")
@@ -514,12 +529,14 @@ class OpenAIResponsesMapper:
         elif status is None or status == "completed":
             raw = "completed"
             reason = "tool_calls" if self._calls else "refusal" if self._refusals else "stop"
-            if self._unfinished is not None:
+            if self._unfinished is not None and blocked is None:
                 raise new_error(
                     "ITEM_NOT_ENDED", f"the response completed, but output item {self._unfinished} was not completed"
                 )
         else:  # in_progress, queued or a status this package does not know: never "done"
             raw, reason = status, "unknown"
+        if blocked is not None:  # a filter that blocked the prompt or the output: whatever the status says
+            reason = "content_filter"
         out.append(ResponseFinished(finish_reason=reason, raw_finish_reason=raw))  # type: ignore[arg-type]
 
     def _error(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:

@@ -50,6 +50,9 @@ struct TopRaw<'a> {
     error_type: Option<&'a RawValue>,
     #[serde(borrow)]
     prompt_filter_results: Option<&'a RawValue>,
+    /// Azure's name for `prompt_filter_results` before API version 2023-10-01.
+    #[serde(borrow)]
+    prompt_annotations: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -64,9 +67,12 @@ struct ChoiceRaw<'a> {
     finish_reason: Option<&'a RawValue>,
     #[serde(borrow)]
     content_filter_results: Option<&'a RawValue>,
+    /// `content_filter_results` as Azure has also spelt it in stream chunks.
+    #[serde(borrow)]
+    content_filter_result: Option<&'a RawValue>,
 }
 
-/// One `prompt_filter_results` entry.
+/// One `prompt_filter_results` (or `prompt_annotations`) entry.
 #[derive(Deserialize)]
 struct PromptFilterRaw<'a> {
     #[serde(borrow)]
@@ -265,7 +271,10 @@ fn tree_read<'t>(body: Value<'t>, member: &str) -> Option<(Top<'t>, Vec<Choice<'
     if !body.is_object() {
         return None;
     }
-    if body.get("error").is_some() || body.get("prompt_filter_results").is_some() {
+    if body.get("error").is_some()
+        || body.get("prompt_filter_results").is_some()
+        || body.get("prompt_annotations").is_some()
+    {
         return None;
     }
     let usage = match body.get("usage") {
@@ -274,7 +283,7 @@ fn tree_read<'t>(body: Value<'t>, member: &str) -> Option<(Top<'t>, Vec<Choice<'
     };
     let mut choices = Vec::new();
     for (position, c) in tree_objects(body, "choices").ok()?.enumerate() {
-        if c.get("content_filter_results").is_some() {
+        if c.get("content_filter_results").is_some() || c.get("content_filter_result").is_some() {
             return None;
         }
         let parts = match tree_object(c, member).ok()? {
@@ -354,10 +363,11 @@ struct Top<'a> {
     choices: Vec<&'a RawValue>,
     usage: Option<Event>,
     failure: Option<Event>,
-    /// What `prompt_filter_results` say (see [`Annotation`]).
+    /// What `prompt_filter_results`, then `prompt_annotations`, say (see [`Annotation`]).
     prompt_filtered: Option<Annotation>,
-    /// None of `choices`, `usage`, `error` and `prompt_filter_results` is
-    /// there (or each is null): a chunk that says nothing a chunk says.
+    /// None of `choices`, `usage`, `error`, `prompt_filter_results` and
+    /// `prompt_annotations` is there (or each is null): a chunk that says
+    /// nothing a chunk says.
     bare: bool,
 }
 
@@ -369,7 +379,8 @@ fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
     let bare = raw.choices.is_none()
         && raw.usage.is_none()
         && raw.error.is_none()
-        && raw.prompt_filter_results.is_none();
+        && raw.prompt_filter_results.is_none()
+        && raw.prompt_annotations.is_none();
     let id = SHAPE.opt_str(raw.id, what, ROOT.key("id"))?;
     let model = SHAPE.opt_str(raw.model, what, ROOT.key("model"))?;
     let choices = SHAPE
@@ -400,16 +411,22 @@ fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
         }
         None => None,
     };
-    let prompt_at = ROOT.key("prompt_filter_results");
     let mut prompt_filtered = None;
-    let entries = SHAPE.opt_list(raw.prompt_filter_results, what, prompt_at)?;
-    for (position, entry) in entries.unwrap_or_default().into_iter().enumerate() {
-        let at = prompt_at.index(position);
-        let p: PromptFilterRaw<'_> = SHAPE.obj(entry, what, at)?;
-        let results_at = at.key("content_filter_results");
-        if let Some(results) = p.content_filter_results {
-            let note = filtered(results, what, results_at)?;
-            prompt_filtered = first(prompt_filtered, note);
+    let members = [
+        (raw.prompt_filter_results, "prompt_filter_results"),
+        (raw.prompt_annotations, "prompt_annotations"),
+    ];
+    for (member, name) in members {
+        let prompt_at = ROOT.key(name);
+        let entries = SHAPE.opt_list(member, what, prompt_at)?;
+        for (position, entry) in entries.unwrap_or_default().into_iter().enumerate() {
+            let at = prompt_at.index(position);
+            let p: PromptFilterRaw<'_> = SHAPE.obj(entry, what, at)?;
+            let results_at = at.key("content_filter_results");
+            if let Some(results) = p.content_filter_results {
+                let note = filtered(results, what, results_at)?;
+                prompt_filtered = first(prompt_filtered, note);
+            }
         }
     }
     Ok(Top {
@@ -550,7 +567,7 @@ struct Choice<'a> {
     index: Option<u64>,
     parts: Option<Parts<'a>>,
     finish: Option<Cow<'a, str>>,
-    /// What its `content_filter_results` say (see [`Annotation`]).
+    /// What its `content_filter_results`, then `content_filter_result`, say (see [`Annotation`]).
     filtered: Option<Annotation>,
 }
 
@@ -572,10 +589,17 @@ fn choice<'a>(
     let delta_at = at.key(name);
     let delta: Option<DeltaRaw<'a>> = SHAPE.opt_obj(field, what, delta_at)?;
     let finish = SHAPE.opt_str(c.finish_reason, what, at.key("finish_reason"))?;
-    let filtered = match c.content_filter_results {
-        Some(raw) => filtered(raw, what, at.key("content_filter_results"))?,
-        None => None,
-    };
+    let mut filtered_by = None;
+    let members = [
+        (c.content_filter_results, "content_filter_results"),
+        (c.content_filter_result, "content_filter_result"),
+    ];
+    for (member, name) in members {
+        if let Some(raw) = member {
+            filtered_by = first(filtered_by, filtered(raw, what, at.key(name))?);
+        }
+    }
+    let filtered = filtered_by;
     let parts = match delta {
         Some(d) => Some(parts(&d, what, delta_at)?),
         None => None,

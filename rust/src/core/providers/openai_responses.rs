@@ -7,9 +7,11 @@
 //! `queued`, `""` or an unknown status finish as unknown: only `completed`
 //! (or no status on `response.completed`) is done. An output item whose
 //! status is not `completed` (or absent) is unfinished, and a done response
-//! holding an unfinished message or call is `ITEM_NOT_ENDED`. A terminal
-//! output that lists the streamed items in another order (or one twice) is
-//! `OUTPUT_MISMATCH`.
+//! holding an unfinished message or call is `ITEM_NOT_ENDED`. An entry of
+//! a response object's `content_filters` (Azure OpenAI) with `blocked: true`,
+//! on a head event, the terminal or a body, makes the finish `content_filter`
+//! whatever the status says. A terminal output that lists the streamed items
+//! in another order (or one twice) is `OUTPUT_MISMATCH`.
 //!
 //! The template of [`super`]: an event is read once as raw members (every
 //! member any event type reads), each checked with the shape readers when it
@@ -96,6 +98,8 @@ struct HeadRaw<'a> {
     id: Option<&'a RawValue>,
     #[serde(borrow)]
     model: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content_filters: Option<&'a RawValue>,
 }
 
 /// The `response` of a terminal event, or a whole body.
@@ -115,12 +119,21 @@ struct FinalRaw<'a> {
     error: Option<&'a RawValue>,
     #[serde(borrow)]
     incomplete_details: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content_filters: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
 struct DetailsRaw<'a> {
     #[serde(borrow)]
     reason: Option<&'a RawValue>,
+}
+
+/// One entry of a response's `content_filters` (Azure OpenAI).
+#[derive(Deserialize)]
+struct FilterRaw<'a> {
+    #[serde(borrow)]
+    blocked: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -228,6 +241,24 @@ fn usage(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Event, CoreError> {
     }))
 }
 
+/// The path of the first `blocked: true` in the `content_filters` (at
+/// `at`) of a response object: Azure OpenAI's filter verdicts, on the prompt
+/// or the completion. The list, when not null, holds objects whose `blocked`
+/// is a boolean when present.
+fn blocked(raw: Option<&RawValue>, what: &str, at: Path<'_>) -> Result<Option<String>, CoreError> {
+    let mut hit = None;
+    let list = SHAPE.opt_list(raw, what, at)?.unwrap_or_default();
+    for (index, entry) in list.into_iter().enumerate() {
+        let place = at.index(index);
+        let filter: FilterRaw<'_> = SHAPE.obj(entry, what, place)?;
+        let place = place.key("blocked");
+        if SHAPE.opt_bool(filter.blocked, what, place)? && hit.is_none() {
+            hit = Some(place.render());
+        }
+    }
+    Ok(hit)
+}
+
 /// A terminal event's `response` (or a whole body), checked.
 struct Final<'a> {
     id: Option<Cow<'a, str>>,
@@ -238,10 +269,12 @@ struct Final<'a> {
     failure: Option<Event>,
     incomplete: bool,
     reason: Option<Cow<'a, str>>,
+    /// Where its `content_filters` say it was blocked.
+    blocked: Option<String>,
 }
 
 /// The members in order: `id`, `model`, `status`, `output`, `usage`,
-/// `error`, `incomplete_details`.
+/// `error`, `incomplete_details`, `content_filters`.
 fn read_final<'a>(r: FinalRaw<'a>, what: &str, at: Path<'_>) -> Result<Final<'a>, CoreError> {
     let id = SHAPE.opt_str(r.id, what, at.key("id"))?;
     let model = SHAPE.opt_str(r.model, what, at.key("model"))?;
@@ -268,6 +301,7 @@ fn read_final<'a>(r: FinalRaw<'a>, what: &str, at: Path<'_>) -> Result<Final<'a>
         Some(d) => SHAPE.opt_str(d.reason, what, details_at.key("reason"))?,
         None => None,
     };
+    let blocked = blocked(r.content_filters, what, at.key("content_filters"))?;
     Ok(Final {
         id,
         model,
@@ -277,6 +311,7 @@ fn read_final<'a>(r: FinalRaw<'a>, what: &str, at: Path<'_>) -> Result<Final<'a>
         failure,
         incomplete: details.is_some(),
         reason,
+        blocked,
     })
 }
 
@@ -754,6 +789,8 @@ pub struct OpenAIResponses {
     terminal: Option<Terminal>,
     /// A message / call some output said was not completed.
     unfinished: Option<String>,
+    /// The first `content_filters` verdict that blocked the response.
+    blocked: Option<String>,
     /// Completed-only reasoning items: (item id, position among the items).
     placements: Vec<(String, usize)>,
 }
@@ -832,6 +869,7 @@ impl OpenAIResponses {
             refusals: 0,
             terminal: None,
             unfinished: None,
+            blocked: None,
         }
     }
 
@@ -886,6 +924,11 @@ impl OpenAIResponses {
                 let head: HeadRaw<'_> = SHAPE.req_obj(ev.response, what, at)?;
                 let id = SHAPE.opt_str(head.id, what, at.key("id"))?;
                 let model = SHAPE.opt_str(head.model, what, at.key("model"))?;
+                let filters_at = at.key("content_filters");
+                let verdict = blocked(head.content_filters, what, filters_at)?;
+                if self.blocked.is_none() {
+                    self.blocked = verdict;
+                }
                 if kind == "response.created" {
                     out.push(Event::ResponseStarted {
                         response_id: id.map(Cow::into_owned),
@@ -1365,7 +1408,8 @@ impl OpenAIResponses {
         }
         self.terminal = Some(Terminal::Finished);
         let status = fin.status.as_deref();
-        let (reason, raw) = if incomplete || status == Some("incomplete") || fin.incomplete {
+        let blocked = self.blocked.is_some() || fin.blocked.is_some();
+        let (mut reason, raw) = if incomplete || status == Some("incomplete") || fin.incomplete {
             let raw = fin
                 .reason
                 .as_deref()
@@ -1387,7 +1431,7 @@ impl OpenAIResponses {
             } else {
                 FinishReason::Stop
             };
-            if let Some(id) = &self.unfinished {
+            if let Some(id) = self.unfinished.as_ref().filter(|_| !blocked) {
                 return Err(CoreError::new(
                     Code::ITEM_NOT_ENDED,
                     format!("the response completed, but output item {id} was not completed"),
@@ -1398,6 +1442,10 @@ impl OpenAIResponses {
             // in_progress, queued or a status this package does not know: never "done"
             (FinishReason::Unknown, status.unwrap_or(""))
         };
+        if blocked {
+            // a filter that blocked the prompt or the output: whatever the status says
+            reason = FinishReason::ContentFilter;
+        }
         out.push(Event::ResponseFinished {
             finish_reason: reason,
             raw_finish_reason: Some(raw.to_owned()),
