@@ -355,37 +355,74 @@ fn new_wide_str(value: &str) -> Result<Obj, Failed> {
                 std::slice::from_raw_parts_mut(data.cast::<u8>(), length),
                 bytes,
                 |c| c as u8,
+                |out, run| *out = *run,
             ),
             0xFFFF => decode_into(
                 std::slice::from_raw_parts_mut(data.cast::<u16>(), length),
                 bytes,
                 |c| c as u16,
+                widen_u16,
             ),
             _ => decode_into(
                 std::slice::from_raw_parts_mut(data.cast::<u32>(), length),
                 bytes,
                 |c| c,
+                |out, run| {
+                    for (slot, &b) in out.iter_mut().zip(run) {
+                        *slot = u32::from(b);
+                    }
+                },
             ),
         }
         Ok(obj)
     }
 }
 
-/// Decode valid UTF-8 `bytes` into `slots`, one code point each (as many
-/// slots as characters); runs of ASCII go eight bytes at a time.
+/// Eight ASCII bytes into eight two-byte slots (SSE2 on x86_64).
 #[cfg(not(feature = "abi3"))]
 #[inline(always)]
-fn decode_into<T: Copy>(slots: &mut [T], bytes: &[u8], narrow: impl Fn(u32) -> T) {
+fn widen_u16(out: &mut [u16; 8], run: &[u8; 8]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: an 8-byte load from `run` and a 16-byte store into `out`
+    // (eight u16), both unaligned; SSE2 is part of x86_64.
+    unsafe {
+        use std::arch::x86_64::*;
+        let v = _mm_loadl_epi64(run.as_ptr().cast());
+        _mm_storeu_si128(
+            out.as_mut_ptr().cast(),
+            _mm_unpacklo_epi8(v, _mm_setzero_si128()),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for (slot, &b) in out.iter_mut().zip(run) {
+        *slot = u16::from(b);
+    }
+}
+
+/// Decode valid UTF-8 `bytes` into `slots`, one code point each (as many
+/// slots as characters): `narrow` makes a slot of a code point, `widen`
+/// fills eight slots from a run of eight ASCII bytes.
+#[cfg(not(feature = "abi3"))]
+#[inline(always)]
+fn decode_into<T: Copy>(
+    slots: &mut [T],
+    bytes: &[u8],
+    narrow: impl Fn(u32) -> T,
+    widen: impl Fn(&mut [T; 8], &[u8; 8]),
+) {
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let byte = |i: usize| u32::from(bytes.get(i).copied().unwrap_or(0));
     let (mut i, mut k) = (0, 0);
     while k < slots.len() {
-        if let (Some(run), Some(out)) = (bytes.get(i..i + 8), slots.get_mut(k..k + 8)) {
-            let word = run.try_into().map_or(HIGHS, u64::from_le_bytes);
-            if word & HIGHS == 0 {
-                for (slot, &b) in out.iter_mut().zip(run) {
-                    *slot = narrow(u32::from(b));
-                }
+        let run = bytes
+            .get(i..i + 8)
+            .and_then(|r| <&[u8; 8]>::try_from(r).ok());
+        let out = slots
+            .get_mut(k..k + 8)
+            .and_then(|o| <&mut [T; 8]>::try_from(o).ok());
+        if let (Some(run), Some(out)) = (run, out) {
+            if u64::from_le_bytes(*run) & HIGHS == 0 {
+                widen(out, run);
                 i += 8;
                 k += 8;
                 continue;
