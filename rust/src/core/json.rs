@@ -283,6 +283,27 @@ static ESCAPES: [u8; 256] = {
     table
 };
 
+/// `vec.push(value)`, inlined: a capacity check and a write, the growth out
+/// of line (the standard `push` is not always inlined into the parse loop).
+#[inline(always)]
+fn push<T>(vec: &mut Vec<T>, value: T) {
+    if vec.len() == vec.capacity() {
+        grow(vec);
+    }
+    let len = vec.len();
+    if let Some(slot) = vec.spare_capacity_mut().first_mut() {
+        slot.write(value);
+        // SAFETY: the slot at `len` was just written.
+        unsafe { vec.set_len(len + 1) };
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn grow<T>(vec: &mut Vec<T>) {
+    vec.reserve(1);
+}
+
 /// Powers of ten that are exact doubles.
 const EXACT_POWERS_OF_TEN: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
@@ -445,35 +466,11 @@ impl Parser<'_, '_> {
             let Some(c) = self.peek() else {
                 return self.end_error();
             };
-            let container = match c {
-                b'{' | b'[' => true,
-                b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => false,
-                b'N' if self.starts_with(start, b"NaN") => {
-                    return fail(Code::NAN_OR_INFINITY, start)
-                }
-                b'I' if self.starts_with(start, b"Infinity") => {
-                    return fail(Code::NAN_OR_INFINITY, start)
-                }
-                b'+' | b'.' => return fail(Code::INVALID_NUMBER, start),
-                _ => return fail(self.classify(start, Code::UNEXPECTED_CHARACTER), start),
-            };
-            if let Some(top) = stack.last_mut() {
-                if !top.object {
-                    if top.count >= self.limits.max_array_items {
-                        return fail(Code::TOO_MANY_ITEMS, start);
-                    }
-                    top.count += 1;
-                }
-            }
-            if self.values >= self.limits.max_values {
-                return fail(Code::TOO_MANY_VALUES, start);
-            }
-            self.values += 1;
-            if container && stack.len() >= self.limits.max_depth {
-                return fail(Code::DEPTH_EXCEEDED, start);
-            }
+            // One dispatch on the first character: each kind of value is
+            // counted against the limits (`admit`), then read.
             let mut value = match c {
                 b'{' => {
+                    self.admit(stack, start, true)?;
                     self.pos += 1;
                     self.skip_ws();
                     match self.peek() {
@@ -488,12 +485,15 @@ impl Parser<'_, '_> {
                             )?
                         }
                         Some(b'"') => {
-                            stack.push(Frame {
-                                object: true,
-                                start: items.len(),
-                                keys: key_offsets.len(),
-                                count: 0,
-                            });
+                            push(
+                                stack,
+                                Frame {
+                                    object: true,
+                                    start: items.len(),
+                                    keys: key_offsets.len(),
+                                    count: 0,
+                                },
+                            );
                             self.member(b, stack, items, key_offsets)?;
                             continue 'value;
                         }
@@ -504,6 +504,7 @@ impl Parser<'_, '_> {
                     }
                 }
                 b'[' => {
+                    self.admit(stack, start, true)?;
                     self.pos += 1;
                     self.skip_ws();
                     match self.peek() {
@@ -514,33 +515,51 @@ impl Parser<'_, '_> {
                         }
                         None => return self.end_error(),
                         Some(_) => {
-                            stack.push(Frame {
-                                object: false,
-                                start: items.len(),
-                                keys: 0,
-                                count: 0,
-                            });
+                            push(
+                                stack,
+                                Frame {
+                                    object: false,
+                                    start: items.len(),
+                                    keys: 0,
+                                    count: 0,
+                                },
+                            );
                             continue 'value;
                         }
                     }
                 }
                 b'"' => {
+                    self.admit(stack, start, false)?;
                     let (s, ascii) = self.string(start)?;
                     b.string(s, ascii).map_err(Failure::Build)?
                 }
                 b't' => {
+                    self.admit(stack, start, false)?;
                     self.literal(b"true")?;
                     b.boolean(true).map_err(Failure::Build)?
                 }
                 b'f' => {
+                    self.admit(stack, start, false)?;
                     self.literal(b"false")?;
                     b.boolean(false).map_err(Failure::Build)?
                 }
                 b'n' => {
+                    self.admit(stack, start, false)?;
                     self.literal(b"null")?;
                     b.null().map_err(Failure::Build)?
                 }
-                _ => self.number(b)?,
+                b'-' | b'0'..=b'9' => {
+                    self.admit(stack, start, false)?;
+                    self.number(b)?
+                }
+                b'N' if self.starts_with(start, b"NaN") => {
+                    return fail(Code::NAN_OR_INFINITY, start)
+                }
+                b'I' if self.starts_with(start, b"Infinity") => {
+                    return fail(Code::NAN_OR_INFINITY, start)
+                }
+                b'+' | b'.' => return fail(Code::INVALID_NUMBER, start),
+                _ => return fail(self.classify(start, Code::UNEXPECTED_CHARACTER), start),
             };
             // A value is complete: attach it, closing containers as they end.
             loop {
@@ -551,7 +570,7 @@ impl Parser<'_, '_> {
                     }
                     return Ok(value);
                 };
-                items.push(value);
+                push(items, value);
                 if top.object {
                     self.skip_ws();
                     match self.peek() {
@@ -620,6 +639,34 @@ impl Parser<'_, '_> {
         }
     }
 
+    /// Count the value that starts at `start` against the limits: as an item
+    /// of the open array, as a value of the document and, for a container,
+    /// as a level of nesting.
+    #[inline(always)]
+    fn admit<E>(
+        &mut self,
+        stack: &mut [Frame],
+        start: usize,
+        container: bool,
+    ) -> Result<(), Failure<E>> {
+        if let Some(top) = stack.last_mut() {
+            if !top.object {
+                if top.count >= self.limits.max_array_items {
+                    return fail(Code::TOO_MANY_ITEMS, start);
+                }
+                top.count += 1;
+            }
+        }
+        if self.values >= self.limits.max_values {
+            return fail(Code::TOO_MANY_VALUES, start);
+        }
+        self.values += 1;
+        if container && stack.len() >= self.limits.max_depth {
+            return fail(Code::DEPTH_EXCEEDED, start);
+        }
+        Ok(())
+    }
+
     /// The object whose members start at `start` on the value stack and whose
     /// key offsets start at `keys` on the key stack; a key that repeats an
     /// earlier one is `DUPLICATE_KEY` at its opening quote.
@@ -663,8 +710,8 @@ impl Parser<'_, '_> {
         }
         top.count += 1;
         let (s, ascii) = self.string(key_pos)?;
-        items.push(b.key(s, ascii).map_err(Failure::Build)?);
-        key_offsets.push(key_pos);
+        push(items, b.key(s, ascii).map_err(Failure::Build)?);
+        push(key_offsets, key_pos);
         self.skip_ws();
         match self.peek() {
             Some(b':') => self.pos += 1,
@@ -728,6 +775,21 @@ impl Parser<'_, '_> {
         self.find_special(i + 8, ascii)
     }
 
+    /// [`Self::find_special`] with its first sixteen bytes inlined: most
+    /// strings (keys above all) end within them.
+    #[inline(always)]
+    fn find_special_first(&self, i: usize, ascii: &mut bool) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(chunk) = self.text.get(i..i + 16) {
+            let (mask, high) = special16(chunk);
+            return match first_hit(i, mask, high, ascii) {
+                Some(at) => at,
+                None => self.find_special(i + 16, ascii),
+            };
+        }
+        self.find_special(i, ascii)
+    }
+
     /// Index of the first `"`, `\` or control byte at or after `i`, or the end.
     #[inline]
     fn find_special(&self, mut i: usize, ascii: &mut bool) -> usize {
@@ -788,7 +850,7 @@ impl Parser<'_, '_> {
     #[inline(always)]
     fn string<E>(&mut self, quote: usize) -> Result<(&str, bool), Failure<E>> {
         let mut ascii = true;
-        let end = self.find_special(quote + 1, &mut ascii);
+        let end = self.find_special_first(quote + 1, &mut ascii);
         let bytes = if self.at(end) == Some(b'"') && end - quote - 1 <= self.limits.max_string_bytes
         {
             self.pos = end + 1;

@@ -89,7 +89,7 @@ const EMPTY_SET: KeySet = KeySet([Slot { tag: 0, obj: None }; 2]);
 /// working memory (empty between calls).
 struct State {
     keys: Vec<KeySet>,
-    limits: Option<(Py<PyAny>, Limits)>,
+    limits: Option<(Obj, Limits)>,
     buffers: Buffers<Obj>,
     untracked: Vec<NonNull<ffi::PyObject>>,
 }
@@ -140,7 +140,7 @@ fn take_state(_py: Python<'_>) -> Option<Taken> {
     Some(Taken(unsafe { &mut *STATE.state.get() }))
 }
 
-#[inline]
+#[inline(always)]
 fn u64_at(bytes: &[u8], at: usize) -> u64 {
     bytes
         .get(at..at + 8)
@@ -148,7 +148,7 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
-#[inline]
+#[inline(always)]
 fn u32_at(bytes: &[u8], at: usize) -> u64 {
     bytes
         .get(at..at + 4)
@@ -158,7 +158,7 @@ fn u32_at(bytes: &[u8], at: usize) -> u64 {
 
 /// A 64-bit hash of a key of at most `KEY_CACHE_MAX_LEN` bytes, from a few
 /// fixed-size (overlapping) loads: no loop, no copy.
-#[inline]
+#[inline(always)]
 fn key_hash(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let n = bytes.len();
@@ -182,7 +182,7 @@ fn key_hash(bytes: &[u8]) -> u64 {
 
 /// Whether `a` and `b` (at most `KEY_CACHE_MAX_LEN` bytes each) are equal,
 /// by fixed-size overlapping loads.
-#[inline]
+#[inline(always)]
 fn same_key(a: &[u8], b: &[u8]) -> bool {
     let n = b.len();
     if a.len() != n {
@@ -207,7 +207,7 @@ fn same_key(a: &[u8], b: &[u8]) -> bool {
 ///
 /// # Safety
 /// `obj` must be a live str; the slice must not outlive it.
-#[inline]
+#[inline(always)]
 unsafe fn cached_bytes<'a>(obj: NonNull<ffi::PyObject>) -> &'a [u8] {
     let ptr = obj.as_ptr();
     #[cfg(not(feature = "abi3"))]
@@ -231,8 +231,7 @@ unsafe fn cached_bytes<'a>(obj: NonNull<ffi::PyObject>) -> &'a [u8] {
 /// Containers of a document tracked by the collector as they are made (see the module docs).
 const TRACKED_AS_MADE: usize = 256;
 
-struct PyBuilder<'py, 'c> {
-    py: Python<'py>,
+struct PyBuilder<'c> {
     cache: Option<&'c mut Vec<KeySet>>,
     /// Containers made so far, up to `TRACKED_AS_MADE`.
     containers: usize,
@@ -241,7 +240,7 @@ struct PyBuilder<'py, 'c> {
     untracked: &'c mut Vec<NonNull<ffi::PyObject>>,
 }
 
-impl PyBuilder<'_, '_> {
+impl PyBuilder<'_> {
     /// Count a container just made; whether to hold it back (the document
     /// has already made `TRACKED_AS_MADE`).
     #[inline]
@@ -264,34 +263,25 @@ impl PyBuilder<'_, '_> {
         self.untracked.push(container);
     }
 
-    /// The Python outcome of a parse. On success every container held back
-    /// is in the returned tree, alive: the collector tracks them now. On
-    /// failure they are gone with the values that were dropped.
-    fn finish(
-        &mut self,
-        result: Result<Obj, Failure<Failed>>,
-        data: &Bound<'_, PyAny>,
-        limits: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyObject> {
+    /// The outcome of a parse. On success every container held back is in
+    /// the returned tree, alive: the collector tracks them now. On failure
+    /// they are gone with the values that were dropped.
+    #[inline]
+    fn finish(&mut self, result: Result<Obj, Failure<Failed>>) -> Result<Obj, Failure<Failed>> {
         let held_back = self.untracked.drain(..);
-        match result {
-            Ok(obj) => {
-                for container in held_back {
-                    // SAFETY: part of the tree we own (see above), GIL held.
-                    // Nothing tracks them meanwhile; the check is there
-                    // because tracking an object twice aborts the interpreter.
-                    unsafe {
-                        if ffi::PyObject_GC_IsTracked(container.as_ptr()) == 0 {
-                            ffi::PyObject_GC_Track(container.as_ptr().cast());
-                        }
+        if result.is_ok() {
+            for container in held_back {
+                // SAFETY: part of the tree we own (see above), GIL held.
+                // Nothing tracks them meanwhile; the check is there
+                // because tracking an object twice aborts the interpreter.
+                unsafe {
+                    if ffi::PyObject_GC_IsTracked(container.as_ptr()) == 0 {
+                        ffi::PyObject_GC_Track(container.as_ptr().cast());
                     }
                 }
-                // SAFETY: we own the reference and hand it over.
-                Ok(unsafe { PyObject::from_owned_ptr(self.py, obj.into_ptr()) })
             }
-            Err(Failure::Parse(err)) => Err(parse_error(self.py, err, data, limits)),
-            Err(Failure::Build(Failed)) => Err(PyErr::fetch(self.py)),
         }
+        result
     }
 }
 
@@ -365,37 +355,74 @@ fn new_wide_str(value: &str) -> Result<Obj, Failed> {
                 std::slice::from_raw_parts_mut(data.cast::<u8>(), length),
                 bytes,
                 |c| c as u8,
+                |out, run| *out = *run,
             ),
             0xFFFF => decode_into(
                 std::slice::from_raw_parts_mut(data.cast::<u16>(), length),
                 bytes,
                 |c| c as u16,
+                widen_u16,
             ),
             _ => decode_into(
                 std::slice::from_raw_parts_mut(data.cast::<u32>(), length),
                 bytes,
                 |c| c,
+                |out, run| {
+                    for (slot, &b) in out.iter_mut().zip(run) {
+                        *slot = u32::from(b);
+                    }
+                },
             ),
         }
         Ok(obj)
     }
 }
 
-/// Decode valid UTF-8 `bytes` into `slots`, one code point each (as many
-/// slots as characters); runs of ASCII go eight bytes at a time.
+/// Eight ASCII bytes into eight two-byte slots (SSE2 on x86_64).
 #[cfg(not(feature = "abi3"))]
 #[inline(always)]
-fn decode_into<T: Copy>(slots: &mut [T], bytes: &[u8], narrow: impl Fn(u32) -> T) {
+fn widen_u16(out: &mut [u16; 8], run: &[u8; 8]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: an 8-byte load from `run` and a 16-byte store into `out`
+    // (eight u16), both unaligned; SSE2 is part of x86_64.
+    unsafe {
+        use std::arch::x86_64::*;
+        let v = _mm_loadl_epi64(run.as_ptr().cast());
+        _mm_storeu_si128(
+            out.as_mut_ptr().cast(),
+            _mm_unpacklo_epi8(v, _mm_setzero_si128()),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for (slot, &b) in out.iter_mut().zip(run) {
+        *slot = u16::from(b);
+    }
+}
+
+/// Decode valid UTF-8 `bytes` into `slots`, one code point each (as many
+/// slots as characters): `narrow` makes a slot of a code point, `widen`
+/// fills eight slots from a run of eight ASCII bytes.
+#[cfg(not(feature = "abi3"))]
+#[inline(always)]
+fn decode_into<T: Copy>(
+    slots: &mut [T],
+    bytes: &[u8],
+    narrow: impl Fn(u32) -> T,
+    widen: impl Fn(&mut [T; 8], &[u8; 8]),
+) {
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let byte = |i: usize| u32::from(bytes.get(i).copied().unwrap_or(0));
     let (mut i, mut k) = (0, 0);
     while k < slots.len() {
-        if let (Some(run), Some(out)) = (bytes.get(i..i + 8), slots.get_mut(k..k + 8)) {
-            let word = run.try_into().map_or(HIGHS, u64::from_le_bytes);
-            if word & HIGHS == 0 {
-                for (slot, &b) in out.iter_mut().zip(run) {
-                    *slot = narrow(u32::from(b));
-                }
+        let run = bytes
+            .get(i..i + 8)
+            .and_then(|r| <&[u8; 8]>::try_from(r).ok());
+        let out = slots
+            .get_mut(k..k + 8)
+            .and_then(|o| <&mut [T; 8]>::try_from(o).ok());
+        if let (Some(run), Some(out)) = (run, out) {
+            if u64::from_le_bytes(*run) & HIGHS == 0 {
+                widen(out, run);
                 i += 8;
                 k += 8;
                 continue;
@@ -425,7 +452,7 @@ fn decode_into<T: Copy>(slots: &mut [T], bytes: &[u8], narrow: impl Fn(u32) -> T
     }
 }
 
-impl Builder for PyBuilder<'_, '_> {
+impl Builder for PyBuilder<'_> {
     type Value = Obj;
     type Error = Failed;
 
@@ -482,7 +509,7 @@ impl Builder for PyBuilder<'_, '_> {
         new_str(value, ascii)
     }
 
-    #[inline]
+    #[inline(always)]
     fn key(&mut self, value: &str, ascii: bool) -> Result<Obj, Failed> {
         let bytes = value.as_bytes();
         let Some(cache) = self
@@ -531,7 +558,7 @@ impl Builder for PyBuilder<'_, '_> {
         Ok(obj)
     }
 
-    #[inline]
+    #[inline(always)]
     fn array(&mut self, items: std::vec::Drain<'_, Obj>) -> Result<Obj, Failed> {
         // SAFETY: a new list of exactly `items.len()` slots, each set once
         // (PyList_SET_ITEM steals the reference we release with into_ptr).
@@ -550,7 +577,7 @@ impl Builder for PyBuilder<'_, '_> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn object(&mut self, mut members: std::vec::Drain<'_, Obj>) -> Result<Object<Obj>, Failed> {
         // SAFETY: a dict we create, sized once for its members; str keys; the
         // dict takes its own references. A key already present leaves the
@@ -642,44 +669,156 @@ fn parse_error(
     build().unwrap_or_else(|e| e)
 }
 
-/// loads(data, /, *, limits=None)
-/// --
+/// `loads`'s docstring, led by the signature CPython reads into `__text_signature__`.
+const LOADS_DOC: &std::ffi::CStr = c"loads(data, /, *, limits=None)
+--
+
+Parse one strict JSON document (RFC 8259 + I-JSON) into plain Python values.";
+
+/// Add `loads` to `module`: a plain `METH_FASTCALL | METH_KEYWORDS` function
+/// whose common call (`loads(data)` or `loads(data, limits=...)`) is read
+/// straight from the interpreter's argument vector; every other call shape
+/// is refused with CPython's own wording for `loads(data, /, *, limits=None)`.
+pub(crate) fn add_loads(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The interpreter keeps a pointer to the definition for as long as the
+    // function lives: it is made once per module and never freed.
+    let def = Box::leak(Box::new(ffi::PyMethodDef {
+        ml_name: c"loads".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer {
+            PyCFunctionFastWithKeywords: loads_entry,
+        },
+        ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+        ml_doc: LOADS_DOC.as_ptr(),
+    }));
+    let name = module.name()?;
+    // SAFETY: a static definition, the module and its name, live; a new
+    // reference (or null with the error set), which the Bound takes over.
+    let function = unsafe {
+        Bound::from_owned_ptr_or_err(
+            module.py(),
+            ffi::PyCFunction_NewEx(def, module.as_ptr(), name.as_ptr()),
+        )?
+    };
+    module.add("loads", function)
+}
+
+/// The C entry of `loads`. A panic (none is expected) must not unwind into
+/// the interpreter: it becomes PyO3's `PanicException`, as in a `#[pyfunction]`.
+unsafe extern "C" fn loads_entry(
+    _module: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: the interpreter calls this with the GIL held and an argument
+    // vector of `nargs` positional values followed by one per keyword name.
+    std::panic::catch_unwind(|| unsafe { loads_call(args, nargs, kwnames) })
+        .unwrap_or_else(|payload| raise_panic(payload.as_ref()))
+}
+
+#[cold]
+fn raise_panic(payload: &(dyn std::any::Any + Send)) -> *mut ffi::PyObject {
+    let message = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic from Rust code".to_owned());
+    Python::with_gil(|py| pyo3::panic::PanicException::new_err(message).restore(py));
+    std::ptr::null_mut()
+}
+
+/// How many keyword arguments a call has.
 ///
-/// Parse one strict JSON document (RFC 8259 + I-JSON) into plain Python values.
-#[pyfunction]
-#[pyo3(signature = (data, /, *, limits = None))]
-pub(crate) fn loads(
-    py: Python<'_>,
-    data: &Bound<'_, PyAny>,
-    limits: Option<&Bound<'_, PyAny>>,
-) -> PyResult<PyObject> {
+/// # Safety
+/// `kwnames` is null or a tuple of str (the interpreter's keyword names).
+#[inline]
+unsafe fn keyword_count(kwnames: *mut ffi::PyObject) -> usize {
+    if kwnames.is_null() {
+        return 0;
+    }
+    #[cfg(not(feature = "abi3"))]
+    let count = ffi::PyTuple_GET_SIZE(kwnames);
+    #[cfg(feature = "abi3")]
+    let count = ffi::PyTuple_Size(kwnames);
+    count.max(0) as usize
+}
+
+/// The `i`-th keyword name of a call (a borrowed str).
+///
+/// # Safety
+/// `kwnames` is a tuple of str with more than `i` items.
+#[inline]
+unsafe fn keyword_name(kwnames: *mut ffi::PyObject, i: usize) -> *mut ffi::PyObject {
+    #[cfg(not(feature = "abi3"))]
+    return ffi::PyTuple_GET_ITEM(kwnames, i as ffi::Py_ssize_t);
+    #[cfg(feature = "abi3")]
+    return ffi::PyTuple_GetItem(kwnames, i as ffi::Py_ssize_t);
+}
+
+/// Whether the str `name` is `expected`.
+///
+/// # Safety
+/// `name` is a live str and the GIL is held.
+#[inline]
+unsafe fn named(name: *mut ffi::PyObject, expected: &std::ffi::CStr) -> bool {
+    ffi::PyUnicode_CompareWithASCIIString(name, expected.as_ptr()) == 0
+}
+
+/// One call of `loads`: its arguments read, the document parsed, the value
+/// (a new reference) returned, or null with the error set.
+///
+/// # Safety
+/// As [`loads_entry`]: the GIL is held, `args` holds `nargs` values and one
+/// per name in `kwnames` (null or a tuple of str).
+#[inline(always)]
+unsafe fn loads_call(
+    args: *const *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    let keywords = keyword_count(kwnames);
+    let limits = match (nargs, keywords) {
+        (1, 0) => std::ptr::null_mut(),
+        (1, 1) if named(keyword_name(kwnames, 0), c"limits") => *args.add(1),
+        _ => return raise_argument_error(nargs, kwnames),
+    };
+    let data = *args;
+    // SAFETY (of the token): the interpreter holds the GIL for this thread.
+    let py = Python::assume_gil_acquired();
     // A call made while another is under way (a finalizer that the garbage
     // collector runs during a parse may call loads) finds the state taken:
     // it parses without the caches.
     let mut guard = take_state(py);
     let custom;
-    let lim: &Limits = match (limits, guard.as_mut().map(|taken| &mut *taken.0)) {
-        (Some(obj), _) if obj.is_none() => &DEFAULT_LIMITS,
-        (
-            Some(obj),
+    let lim: &Limits = if limits.is_null() || limits == ffi::Py_None() {
+        &DEFAULT_LIMITS
+    } else {
+        match guard.as_mut().map(|taken| &mut *taken.0) {
             Some(State {
                 limits: Some((last, values)),
                 ..
-            }),
-        ) if last.is(obj) => {
-            custom = *values;
-            &custom
-        }
-        (Some(obj), state) => {
-            custom = limits_from(py, Some(obj))?;
-            if let Some(state) = state {
-                state.limits = Some((obj.clone().unbind(), custom));
+            }) if last.0.as_ptr() == limits => {
+                custom = *values;
+                &custom
             }
-            &custom
+            state => {
+                let read = Python::with_gil(|py| {
+                    let obj = Bound::from_borrowed_ptr(py, limits);
+                    limits_from(py, Some(&obj)).map_err(|e| e.restore(py))
+                });
+                let Ok(values) = read else {
+                    return std::ptr::null_mut();
+                };
+                custom = values;
+                if let Some(state) = state {
+                    ffi::Py_INCREF(limits);
+                    state.limits = Some((Obj(NonNull::new_unchecked(limits)), custom));
+                }
+                &custom
+            }
         }
-        (None, _) => &DEFAULT_LIMITS,
     };
-    let (mut own_buffers, mut own_untracked) = (Buffers::new(), Vec::new());
+    let mut own: (Buffers<Obj>, Vec<NonNull<ffi::PyObject>>);
     let (cache, buffers, untracked) = match guard.as_mut().map(|taken| &mut *taken.0) {
         Some(State {
             keys,
@@ -696,91 +835,192 @@ pub(crate) fn loads(
             }
             (Some(keys), buffers, untracked)
         }
-        None => (None, &mut own_buffers, &mut own_untracked),
+        None => {
+            own = (Buffers::new(), Vec::new());
+            (None, &mut own.0, &mut own.1)
+        }
     };
     let mut builder = PyBuilder {
-        py,
         cache,
         containers: 0,
         untracked,
     };
-    let ptr = data.as_ptr();
-    // SAFETY: type checks and buffer access on a live object with the GIL held;
-    // the borrowed byte slices do not outlive `data` (or the buffer view).
-    unsafe {
-        if ffi::PyUnicode_Check(ptr) != 0 {
-            if ffi::PyUnicode_GetLength(ptr) as usize > lim.max_document_bytes {
-                return builder.finish(
-                    Err(Failure::Parse(JsonError {
-                        code: crate::core::errors::Code::DOCUMENT_TOO_LARGE,
-                        pos: 0,
-                    })),
-                    data,
-                    limits,
-                );
-            }
-            if utf8_over(ptr, lim.max_document_bytes) {
-                // refused before CPython builds (and caches) its UTF-8 form
-                return builder.finish(
-                    Err(Failure::Parse(JsonError {
-                        code: crate::core::errors::Code::DOCUMENT_TOO_LARGE,
-                        pos: 0,
-                    })),
-                    data,
-                    limits,
-                );
-            }
-            let mut size: ffi::Py_ssize_t = 0;
-            let utf8 = ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size);
-            if utf8.is_null() {
-                // Lone surrogates: a str that is not UTF-8 (shared rule, rendered in Python).
-                let _ = PyErr::fetch(py);
-                let render = helper(py, &STR_INPUT_ERROR, "str_input_error")?;
-                let exc = render.bind(py).call1((data, limits))?;
-                return Err(PyErr::from_value(exc));
-            }
-            let bytes = std::slice::from_raw_parts(utf8.cast::<u8>(), size as usize);
-            let text = std::str::from_utf8_unchecked(bytes);
-            let result = parse_str_in(text, lim, &mut builder, buffers);
-            return builder.finish(result, data, limits);
+    match parse_data(&mut builder, data, lim, buffers) {
+        Ok(obj) => obj.into_ptr(),
+        Err(stop) => {
+            drop(guard);
+            raise_stop(stop, data, limits)
         }
-        if ffi::PyBytes_Check(ptr) != 0 {
-            let bytes = std::slice::from_raw_parts(
-                ffi::PyBytes_AsString(ptr).cast::<u8>(),
-                ffi::PyBytes_Size(ptr) as usize,
-            );
-            let result = parse_bytes_in(bytes, lim, &mut builder, buffers);
-            return builder.finish(result, data, limits);
+    }
+}
+
+/// Why a call of `loads` returns no value.
+enum Stop {
+    /// The document breaks a rule.
+    Parse(JsonError),
+    /// A call into the interpreter failed; its error is set.
+    Raised,
+    /// A str that has no UTF-8 form (lone surrogates).
+    NotUtf8,
+    /// `data` is not a str or bytes-like.
+    WrongType,
+}
+
+impl From<Failure<Failed>> for Stop {
+    #[inline]
+    fn from(failure: Failure<Failed>) -> Stop {
+        match failure {
+            Failure::Parse(err) => Stop::Parse(err),
+            Failure::Build(Failed) => Stop::Raised,
         }
-        if ffi::PyByteArray_Check(ptr) != 0 || ffi::PyMemoryView_Check(ptr) != 0 {
-            let mut view = std::mem::MaybeUninit::<ffi::Py_buffer>::zeroed();
-            if ffi::PyObject_GetBuffer(ptr, view.as_mut_ptr(), ffi::PyBUF_CONTIG_RO) == 0 {
-                let mut view = view.assume_init();
-                let bytes = if view.len > 0 {
-                    std::slice::from_raw_parts(view.buf.cast::<u8>(), view.len as usize)
-                } else {
-                    &[]
-                };
-                let result = parse_bytes_in(bytes, lim, &mut builder, buffers);
-                ffi::PyBuffer_Release(&mut view);
-                return builder.finish(result, data, limits);
-            }
+    }
+}
+
+/// `data` parsed under `lim` by `builder` (see the module docs for the
+/// containers held back from the collector meanwhile).
+///
+/// # Safety
+/// The GIL is held and `data` is a live object.
+#[inline(always)]
+unsafe fn parse_data(
+    builder: &mut PyBuilder<'_>,
+    data: *mut ffi::PyObject,
+    lim: &Limits,
+    buffers: &mut Buffers<Obj>,
+) -> Result<Obj, Stop> {
+    let too_large = Stop::Parse(JsonError {
+        code: crate::core::errors::Code::DOCUMENT_TOO_LARGE,
+        pos: 0,
+    });
+    // The borrowed byte slices do not outlive `data` (or the buffer view).
+    let result = if ffi::PyUnicode_Check(data) != 0 {
+        if ffi::PyUnicode_GetLength(data) as usize > lim.max_document_bytes {
+            return Err(too_large);
+        }
+        if utf8_over(data, lim.max_document_bytes) {
+            // refused before CPython builds (and caches) its UTF-8 form
+            return Err(too_large);
+        }
+        let mut size: ffi::Py_ssize_t = 0;
+        let utf8 = ffi::PyUnicode_AsUTF8AndSize(data, &mut size);
+        if utf8.is_null() {
+            ffi::PyErr_Clear();
+            return Err(Stop::NotUtf8);
+        }
+        let bytes = std::slice::from_raw_parts(utf8.cast::<u8>(), size as usize);
+        parse_str_in(std::str::from_utf8_unchecked(bytes), lim, builder, buffers)
+    } else if ffi::PyBytes_Check(data) != 0 {
+        let bytes = std::slice::from_raw_parts(
+            ffi::PyBytes_AsString(data).cast::<u8>(),
+            ffi::PyBytes_Size(data) as usize,
+        );
+        parse_bytes_in(bytes, lim, builder, buffers)
+    } else if ffi::PyByteArray_Check(data) != 0 || ffi::PyMemoryView_Check(data) != 0 {
+        let mut view = std::mem::MaybeUninit::<ffi::Py_buffer>::zeroed();
+        if ffi::PyObject_GetBuffer(data, view.as_mut_ptr(), ffi::PyBUF_CONTIG_RO) == 0 {
+            let mut view = view.assume_init();
+            let bytes = if view.len > 0 {
+                std::slice::from_raw_parts(view.buf.cast::<u8>(), view.len as usize)
+            } else {
+                &[]
+            };
+            let result = parse_bytes_in(bytes, lim, builder, buffers);
+            ffi::PyBuffer_Release(&mut view);
+            result
+        } else {
             // Not contiguous: parse a copy.
-            let _ = PyErr::fetch(py);
-            let copy =
-                Obj::made(ffi::PyBytes_FromObject(ptr)).map_err(|Failed| PyErr::fetch(py))?;
+            ffi::PyErr_Clear();
+            let copy = Obj::made(ffi::PyBytes_FromObject(data)).map_err(|Failed| Stop::Raised)?;
             let bytes = std::slice::from_raw_parts(
                 ffi::PyBytes_AsString(copy.0.as_ptr()).cast::<u8>(),
                 ffi::PyBytes_Size(copy.0.as_ptr()) as usize,
             );
-            let result = parse_bytes_in(bytes, lim, &mut builder, buffers);
-            return builder.finish(result, data, limits);
+            parse_bytes_in(bytes, lim, builder, buffers)
         }
+    } else {
+        return Err(Stop::WrongType);
+    };
+    builder.finish(result).map_err(Stop::from)
+}
+
+/// Set the Python error for `stop` (a call of `loads` with `data` and
+/// `limits`, null when not given); null, for the entry to return.
+#[cold]
+#[inline(never)]
+fn raise_stop(
+    stop: Stop,
+    data: *mut ffi::PyObject,
+    limits: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    if let Stop::Raised = stop {
+        return std::ptr::null_mut();
     }
-    Err(PyTypeError::new_err(format!(
-        "loads() argument must be str, bytes, bytearray or memoryview, not {}",
-        data.get_type().name()?
-    )))
+    Python::with_gil(|py| {
+        // SAFETY: the call's arguments, alive for its duration (borrowed).
+        let data = unsafe { Bound::from_borrowed_ptr(py, data) };
+        let limits = unsafe { Bound::from_borrowed_ptr_or_opt(py, limits) };
+        let err = match stop {
+            Stop::Parse(err) => parse_error(py, err, &data, limits.as_ref()),
+            Stop::NotUtf8 => {
+                // Lone surrogates: a str that is not UTF-8 (shared rule, rendered in Python).
+                let render = || -> PyResult<PyErr> {
+                    let render = helper(py, &STR_INPUT_ERROR, "str_input_error")?;
+                    Ok(PyErr::from_value(render.bind(py).call1((&data, limits))?))
+                };
+                render().unwrap_or_else(|e| e)
+            }
+            Stop::WrongType => match data.get_type().name() {
+                Ok(name) => PyTypeError::new_err(format!(
+                    "loads() argument must be str, bytes, bytearray or memoryview, not {name}"
+                )),
+                Err(e) => e,
+            },
+            Stop::Raised => return,
+        };
+        err.restore(py);
+    });
+    std::ptr::null_mut()
+}
+
+/// Refuse a call that does not match `loads(data, /, *, limits=None)`, with
+/// the message CPython gives for a Python function of that signature (the
+/// pure twin's); null, for the entry to return.
+///
+/// # Safety
+/// As [`loads_call`].
+#[cold]
+#[inline(never)]
+unsafe fn raise_argument_error(
+    nargs: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    let names: Vec<*mut ffi::PyObject> = (0..keyword_count(kwnames))
+        .map(|i| keyword_name(kwnames, i))
+        .collect();
+    Python::with_gil(|py| {
+        let unexpected = names.iter().find(|&&name| !named(name, c"limits"));
+        let message = if let Some(&name) = unexpected {
+            if names.iter().any(|&name| named(name, c"data")) {
+                "loads() got some positional-only arguments passed as keyword arguments: 'data'"
+                    .to_owned()
+            } else {
+                let name = Bound::from_borrowed_ptr(py, name);
+                format!("loads() got an unexpected keyword argument '{name}'")
+            }
+        } else if nargs > 1 {
+            match names.len() {
+                0 => format!("loads() takes 1 positional argument but {nargs} were given"),
+                _ => format!(
+                    "loads() takes 1 positional argument but {nargs} positional arguments \
+                     (and 1 keyword-only argument) were given"
+                ),
+            }
+        } else {
+            "loads() missing 1 required positional argument: 'data'".to_owned()
+        };
+        PyTypeError::new_err(message).restore(py);
+    });
+    std::ptr::null_mut()
 }
 
 /// Whether a str's UTF-8 form (a surrogate counted as its 3 bytes) is longer

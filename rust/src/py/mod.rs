@@ -34,7 +34,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(default_limits, m)?)?;
-    m.add_function(wrap_pyfunction!(json::loads, m)?)?;
+    json::add_loads(m)?;
     m.add(
         "PROVIDERS",
         pyo3::types::PyTuple::new(m.py(), crate::core::providers::PROVIDERS)?,
