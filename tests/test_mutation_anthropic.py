@@ -149,3 +149,59 @@ def test_an_error_event_of_another_shape(impl: ModuleType, error: Any, path: str
         None,
         False,
     )
+
+
+# ---------------------------------------------------------------- the stream
+
+START = (
+    "message_start",
+    {"type": "message_start", "message": {"id": "msg_1", "model": "claude-sonnet-4-5", "content": []}},
+)
+TEXT_BLOCK = (
+    "content_block_start",
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+)
+
+
+def delta(value: Any, index: Any = 0) -> tuple[str, dict[str, Any]]:
+    payload: dict[str, Any] = {"type": "content_block_delta", "delta": value}
+    if index is not None:
+        payload["index"] = index
+    return ("content_block_delta", payload)
+
+
+def delta_shape(path: str) -> tuple[Any, ...]:
+    return (
+        "stream",
+        "MALFORMED_EVENT",
+        "anthropic content_block_delta event does not have the documented shape",
+        path,
+        None,
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("sent", "expected"),
+    [
+        (delta({"type": "text_delta", "text": "Hi"}, index=None), delta_shape("$.index")),
+        (delta({"type": "text_delta", "text": "Hi"}, index=-1), delta_shape("$.index")),
+        (delta("Hi"), delta_shape("$.delta")),
+        (delta({"text": "Hi"}), delta_shape("$.delta.type")),
+        (delta({"type": "text_delta", "text": 5}), delta_shape("$.delta.text")),
+        (delta({"type": "citations_delta", "citation": "a source"}), delta_shape("$.delta.citation")),
+        (
+            delta({"type": "text_delta", "text": "Hi"}, index=1),
+            (
+                "stream",
+                "DELTA_BEFORE_START",
+                "anthropic text_delta for content block 1 before its start",
+                None,
+                None,
+                False,
+            ),
+        ),
+    ],
+)
+def test_deltas_of_another_shape(impl: ModuleType, sent: Any, expected: tuple[Any, ...]) -> None:
+    assert stream(impl, P, [START, TEXT_BLOCK, sent]) == expected

@@ -629,3 +629,55 @@ def test_a_body_at_its_event_limit(impl: ModuleType, message: dict[str, Any], fi
             None,
             False,
         )
+
+
+# ---------------------------------------------------------------- the common chunks, read at once
+
+
+def unnumbered(delta: dict[str, Any] | None = None, finish: str | None = None) -> dict[str, Any]:
+    """A chunk whose one choice has no ``index`` (choice 0, as some servers send it)."""
+    return {"id": "chatcmpl-1", "model": "gpt-4o", "choices": [{"delta": delta or {}, "finish_reason": finish}]}
+
+
+def test_chunks_without_an_index_are_choice_0(impl: ModuleType) -> None:
+    sent = [unnumbered({"content": "a"}), unnumbered({"content": "b"}), unnumbered(finish="stop"), "[DONE]"]
+    assert stream(impl, P, sent) == done("ab")
+    # choice 1 selected: choice 0's chunks are passed over, and choice 1 never finishes
+    assert stream(impl, P, sent, choice=1) == (
+        "stream",
+        "NO_TERMINAL_EVENT",
+        "the stream ended without a terminal event",
+        None,
+        None,
+        True,
+    )
+
+
+@pytest.mark.parametrize(("index", "options"), [(0.0, {}), (True, {"choice": 1}), ("0", {})])
+def test_a_chunk_index_of_another_type(impl: ModuleType, index: Any, options: dict[str, Any]) -> None:
+    odd = {"id": "chatcmpl-1", "choices": [{"index": index, "delta": {"content": "b"}, "finish_reason": None}]}
+    assert stream(impl, P, [chunk({"content": "a"}), odd], **options) == (
+        "stream",
+        "MALFORMED_EVENT",
+        SHAPE,
+        "$.choices[0].index",
+        None,
+        False,
+    )
+
+
+def test_another_choice_without_choice_given(impl: ModuleType) -> None:
+    assert stream(impl, P, [chunk({"content": "a"}), chunk({"content": "b"}, index=1)]) == (
+        "stream",
+        "MULTIPLE_CHOICES",
+        "the stream has choice 1 besides choice 0; pass choice= to select one",
+        None,
+        None,
+        False,
+    )
+
+
+def test_a_prompt_filter_hit_beside_text(impl: ModuleType) -> None:
+    flagged = {**chunk({"content": "b"}), "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": HIT}]}
+    sent = [chunk({"content": "a"}), flagged, chunk(finish="stop"), "[DONE]"]
+    assert stream(impl, P, sent) == {**done("ab"), "finish": ("content_filter", "stop")}
