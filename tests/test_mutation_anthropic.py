@@ -205,3 +205,99 @@ def delta_shape(path: str) -> tuple[Any, ...]:
 )
 def test_deltas_of_another_shape(impl: ModuleType, sent: Any, expected: tuple[Any, ...]) -> None:
     assert stream(impl, P, [START, TEXT_BLOCK, sent]) == expected
+
+
+TOOL_WITH_INPUT = (
+    "content_block_start",
+    {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}},
+    },
+)
+THINKING_BLOCK = (
+    "content_block_start",
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
+)
+END = [
+    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}),
+    ("message_stop", {"type": "message_stop"}),
+]
+PING = ("ping", {"type": "ping"})
+
+
+def refused(code: str, message_text: str, path: str | None = None) -> tuple[Any, ...]:
+    return ("stream", code, message_text, path, None, False)
+
+
+@pytest.mark.parametrize(
+    ("sent", "expected"),
+    [
+        (
+            [("message_start", "3")],
+            refused("MALFORMED_EVENT", "anthropic event does not have the documented shape", "$"),
+        ),
+        (
+            [("message_start", {"message": {}})],
+            refused("MALFORMED_EVENT", "anthropic event does not have the documented shape", "$.type"),
+        ),
+        (
+            [("message_delta", {"type": "ping"})],
+            refused("MALFORMED_EVENT", "anthropic SSE event message_delta carries data of type ping", "$.type"),
+        ),
+        (
+            [START, TEXT_BLOCK, *END, PING],
+            refused("EVENT_AFTER_TERMINAL", "anthropic ping event after the end of the message"),
+        ),
+        # an error event ends the message as message_stop does: nothing may follow it
+        (
+            [START, ("error", {"type": "error", "error": {"type": "api_error", "message": "x"}}), PING],
+            refused("EVENT_AFTER_TERMINAL", "anthropic ping event after the end of the message"),
+        ),
+        (
+            [("error", {"type": "error", "error": {"type": "api_error", "message": "x"}}), START],
+            refused("EVENT_AFTER_TERMINAL", "anthropic message_start event after the end of the message"),
+        ),
+        (
+            [("message_start", {"type": "message_start", "message": []})],
+            refused("MALFORMED_EVENT", "anthropic message_start event does not have the documented shape", "$.message"),
+        ),
+        (
+            [("message_start", {"type": "message_start", "message": {"id": 1}})],
+            refused(
+                "MALFORMED_EVENT", "anthropic message_start event does not have the documented shape", "$.message.id"
+            ),
+        ),
+        (
+            [("message_start", {"type": "message_start", "message": {"model": 1}})],
+            refused(
+                "MALFORMED_EVENT", "anthropic message_start event does not have the documented shape", "$.message.model"
+            ),
+        ),
+        (
+            [START, TOOL_WITH_INPUT, delta({"type": "input_json_delta", "partial_json": "{}"})],
+            refused(
+                "MALFORMED_EVENT",
+                "anthropic tool_use block 0 has both an input object and input_json_delta text",
+                "$.delta.partial_json",
+            ),
+        ),
+        (
+            [START, TEXT_BLOCK, delta({"type": "input_json_delta", "partial_json": "{}"})],
+            refused(
+                "MALFORMED_EVENT",
+                "anthropic input_json_delta for content block 0, which is not a tool_use block",
+                "$.delta.type",
+            ),
+        ),
+        (
+            [START, THINKING_BLOCK, delta({"type": "text_delta", "text": "x"})],
+            refused(
+                "MALFORMED_EVENT", "anthropic text_delta for content block 0, which is not a text block", "$.delta.type"
+            ),
+        ),
+    ],
+)
+def test_events_refused(impl: ModuleType, sent: list[Any], expected: tuple[Any, ...]) -> None:
+    assert stream(impl, P, sent) == expected
