@@ -681,3 +681,155 @@ def test_a_prompt_filter_hit_beside_text(impl: ModuleType) -> None:
     flagged = {**chunk({"content": "b"}), "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": HIT}]}
     sent = [chunk({"content": "a"}), flagged, chunk(finish="stop"), "[DONE]"]
     assert stream(impl, P, sent) == {**done("ab"), "finish": ("content_filter", "stop")}
+
+
+# ---------------------------------------------------------------- every field's shape
+
+
+def _top_chunk(choice: Any = None, **top: Any) -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "model": "gpt-4o", "choices": [] if choice is None else [choice], **top}
+
+
+@pytest.mark.parametrize(
+    ("sent", "path"),
+    [
+        ([1], "$"),
+        (_top_chunk(id=1), "$.id"),
+        (_top_chunk(model=1), "$.model"),
+        ({"id": "chatcmpl-1", "choices": {}}, "$.choices"),
+        ({"id": "chatcmpl-1", "error": 3}, "$.error"),
+        ({"id": "chatcmpl-1", "error": {"code": 1.5}}, "$.error.code"),
+        ({"id": "chatcmpl-1", "error": {"message": 1}}, "$.error.message"),
+        ({"id": "chatcmpl-1", "error": {"type": 1}}, "$.error.type"),
+        ({"id": "chatcmpl-1", "error": "boom", "error_type": 1}, "$.error_type"),
+        (_top_chunk(prompt_filter_results={}), "$.prompt_filter_results"),
+        (_top_chunk(prompt_filter_results=[3]), "$.prompt_filter_results[0]"),
+        (
+            _top_chunk(prompt_filter_results=[{"content_filter_results": 3}]),
+            "$.prompt_filter_results[0].content_filter_results",
+        ),
+        (_top_chunk(3), "$.choices[0]"),
+        (_top_chunk({"index": -1}), "$.choices[0].index"),
+        (_top_chunk({"index": 0, "delta": 3}), "$.choices[0].delta"),
+        (_top_chunk({"index": 0, "delta": {}, "finish_reason": 3}), "$.choices[0].finish_reason"),
+        (_top_chunk({"index": 0, "delta": {}, "content_filter_results": 3}), "$.choices[0].content_filter_results"),
+    ],
+)
+def test_chunks_of_another_shape(impl: ModuleType, sent: Any, path: str) -> None:
+    assert stream(impl, P, [sent]) == ("stream", "MALFORMED_EVENT", SHAPE, path, None, False)
+
+
+THINKING = {"type": "thinking", "thinking": [{"text": "hm"}]}
+
+
+@pytest.mark.parametrize(
+    ("delta", "path"),
+    [
+        ({"content": 3}, ".content"),
+        ({"content": [3]}, ".content[0]"),
+        ({"content": [{"text": "x"}]}, ".content[0].type"),
+        ({"content": [{"type": "text", "text": 3}]}, ".content[0].text"),
+        ({"content": [{"type": "text"}]}, ".content[0].text"),
+        ({"content": [{"type": "thinking", "thinking": 3}]}, ".content[0].thinking"),
+        ({"content": [THINKING, {"type": "thinking", "thinking": [3]}]}, ".content[1].thinking[0]"),
+        ({"content": [{"type": "thinking", "thinking": [{"text": "a"}, {"text": 3}]}]}, ".content[0].thinking[1].text"),
+        ({"refusal": 3}, ".refusal"),
+        ({"reasoning_content": 3}, ".reasoning_content"),
+        ({"reasoning": 3}, ".reasoning"),
+        ({"tool_calls": {}}, ".tool_calls"),
+        ({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f"}}, 3]}, ".tool_calls[1]"),
+        ({"tool_calls": [{"index": "0"}]}, ".tool_calls[0].index"),
+        ({"tool_calls": [{"index": 0, "function": 3}]}, ".tool_calls[0].function"),
+        ({"tool_calls": [{"index": 0, "id": 3}]}, ".tool_calls[0].id"),
+        ({"tool_calls": [{"index": 0, "type": 3}]}, ".tool_calls[0].type"),
+        ({"tool_calls": [{"index": 0, "function": {"name": 3}}]}, ".tool_calls[0].function.name"),
+        (
+            {"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": {}}}]},
+            ".tool_calls[0].function.arguments",
+        ),
+        ({"function_call": 3}, ".function_call"),
+        ({"function_call": {"name": 3}}, ".function_call.name"),
+        ({"function_call": {"name": "f", "arguments": 3}}, ".function_call.arguments"),
+    ],
+)
+def test_deltas_and_messages_of_another_shape(impl: ModuleType, delta: dict[str, Any], path: str) -> None:
+    sent = _top_chunk({"index": 0, "delta": delta, "finish_reason": None})
+    assert stream(impl, P, [sent]) == ("stream", "MALFORMED_EVENT", SHAPE, "$.choices[0].delta" + path, None, False)
+    found = body(impl, P, message_body(delta, "stop"))
+    assert found == ("stream", "MALFORMED_EVENT", BODY_SHAPE, "$.choices[0].message" + path, None, False)
+
+
+@pytest.mark.parametrize(
+    ("delta", "expected"),
+    [
+        (
+            {"content": [THINKING, {"type": "image_url"}]},
+            ("MALFORMED_EVENT", 'content part type "image_url" is not known', ".content[1].type"),
+        ),
+        (
+            {"reasoning": "a", "reasoning_content": "b"},
+            ("MALFORMED_EVENT", "reasoning and reasoning_content disagree", ".reasoning"),
+        ),
+        (
+            {
+                "tool_calls": [
+                    {"index": 0, "id": "c", "type": "function", "function": {"name": "f"}},
+                    {"type": "custom"},
+                ]
+            },
+            (
+                "UNSUPPORTED_ITEM",
+                'a tool call of type "custom" is not one the package can represent; '
+                "it may be a call the host must handle, so nothing in the response is decided",
+                ".tool_calls[1]",
+            ),
+        ),
+        (
+            {"content": "Hi", "audio": {"id": "audio_1"}},
+            (
+                "UNSUPPORTED_ITEM",
+                "an audio answer is not one the package can represent; "
+                "the answer would be cut, so nothing in the response is decided",
+                ".audio",
+            ),
+        ),
+    ],
+)
+def test_deltas_and_messages_refused(impl: ModuleType, delta: dict[str, Any], expected: tuple[str, str, str]) -> None:
+    code, text, path = expected
+    sent = _top_chunk({"index": 0, "delta": delta, "finish_reason": None})
+    assert stream(impl, P, [sent]) == (
+        "stream",
+        code,
+        f"chat.completion.chunk: {text}",
+        "$.choices[0].delta" + path,
+        None,
+        False,
+    )
+    assert body(impl, P, message_body(delta, "stop")) == (
+        "stream",
+        code,
+        f"chat.completion: {text}",
+        "$.choices[0].message" + path,
+        None,
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        ({"error": "boom", "error_type": "overloaded"}, ("error: boom", True)),
+        ({"error": "boom", "error_type": "validation"}, ("error: boom", False)),
+        ({"error": "boom"}, ("error: boom", False)),
+        ({"error": {"code": 429, "message": "slow down"}}, ("429: slow down", True)),
+        ({"error": {"code": "invalid_prompt", "message": "no", "type": "server_error"}}, ("invalid_prompt: no", True)),
+        ({"error": {"message": "no", "type": "invalid_request_error"}}, ("invalid_request_error: no", False)),
+        ({"error": {"message": "no"}}, ("error: no", False)),
+    ],
+)
+def test_errors_in_a_stream_and_a_body(impl: ModuleType, error: dict[str, Any], expected: tuple[str, bool]) -> None:
+    text, retryable = expected
+    failed = ("transport", "PROVIDER_ERROR", text, None, None, retryable)
+    assert stream(impl, P, [chunk({"content": "Hi"}), {"id": "chatcmpl-1", **error}]) == failed
+    assert body(impl, P, {"id": "chatcmpl-1", "model": "gpt-4o", **error}) == failed
