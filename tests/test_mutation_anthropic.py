@@ -301,3 +301,155 @@ def refused(code: str, message_text: str, path: str | None = None) -> tuple[Any,
 )
 def test_events_refused(impl: ModuleType, sent: list[Any], expected: tuple[Any, ...]) -> None:
     assert stream(impl, P, sent) == expected
+
+
+def message_start(**fields: Any) -> tuple[str, dict[str, Any]]:
+    message = {"id": "msg_1", "model": "claude-sonnet-4-5", "content": [], **fields}
+    return ("message_start", {"type": "message_start", "message": message})
+
+
+def message_delta(value: Any = None, **top: Any) -> tuple[str, dict[str, Any]]:
+    given = {"stop_reason": "end_turn"} if value is None else value
+    return ("message_delta", {"type": "message_delta", "delta": given, **top})
+
+
+def block_start(block: Any, index: int = 0) -> tuple[str, dict[str, Any]]:
+    return ("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
+
+
+MESSAGE_STOP = ("message_stop", {"type": "message_stop"})
+BLOCK_STOP = ("content_block_stop", {"type": "content_block_stop", "index": 0})
+HI = [TEXT_BLOCK, delta({"type": "text_delta", "text": "Hi"}), BLOCK_STOP]
+
+
+def test_usage_from_message_start_and_message_delta(impl: ModuleType) -> None:
+    # input counts come with message_start, the output count with message_delta
+    usage = {"input_tokens": 10, "cache_read_input_tokens": 4, "cache_creation_input_tokens": 2, "output_tokens": 1}
+    sent = [message_start(usage=usage), *HI, message_delta(usage={"output_tokens": 3}), MESSAGE_STOP]
+    assert stream(impl, P, sent) == answer()
+
+
+def test_a_message_start_with_whole_blocks(impl: ModuleType) -> None:
+    blocks = [{"type": "text", "text": "Hi"}, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}}]
+    assert stream(impl, P, [message_start(content=blocks, stop_reason="tool_use"), MESSAGE_STOP]) == answer(
+        finish=("tool_calls", "tool_use"),
+        items=[("text", "block_0", "Hi"), ("call", "block_1", "toolu_1", "f", '{"a":1}', True, False, "function")],
+        usage=None,
+    )
+
+
+def test_a_refusal_in_message_delta(impl: ModuleType) -> None:
+    sent = [message_start(), *HI, message_delta({"stop_reason": "end_turn", "stop_details": {"type": "refusal"}})]
+    assert stream(impl, P, [*sent, MESSAGE_STOP]) == answer(finish=("refusal", "refusal"), usage=None)
+
+
+def shaped(event: str, path: str) -> tuple[Any, ...]:
+    return refused("MALFORMED_EVENT", f"anthropic {event} event does not have the documented shape", path)
+
+
+@pytest.mark.parametrize(
+    ("sent", "expected"),
+    [
+        (
+            [message_start(), message_start()],
+            refused("DUPLICATE_START", "anthropic message_start after the message had started"),
+        ),
+        ([message_start(content={})], shaped("message_start", "$.message.content")),
+        ([message_start(stop_reason=1)], shaped("message_start", "$.message.stop_reason")),
+        ([message_start(stop_details=1)], shaped("message_start", "$.message.stop_details")),
+        ([message_start(usage=1)], shaped("message_start", "$.message.usage")),
+        ([message_start(usage={"input_tokens": "1"})], shaped("message_start", "$.message.usage.input_tokens")),
+        ([message_start(content=[1])], shaped("message_start", "$.message.content[0]")),
+        ([message_start(content=[{"type": "text", "text": 1}])], shaped("message_start", "$.message.content[0].text")),
+        ([message_start(), message_delta(3)], shaped("message_delta", "$.delta")),
+        ([message_start(), message_delta({"stop_reason": 1})], shaped("message_delta", "$.delta.stop_reason")),
+        ([message_start(), message_delta({"stop_details": 1})], shaped("message_delta", "$.delta.stop_details")),
+        (
+            [message_start(), message_delta({"stop_details": {"type": 1}})],
+            shaped("message_delta", "$.delta.stop_details.type"),
+        ),
+        ([message_start(), message_delta(usage=1)], shaped("message_delta", "$.usage")),
+        (
+            [
+                message_start(),
+                ("content_block_start", {"type": "content_block_start", "content_block": {"type": "text"}}),
+            ],
+            shaped("content_block_start", "$.index"),
+        ),
+        (
+            [message_start(), block_start({"type": "text"}, 1)],
+            refused(
+                "MALFORMED_EVENT", "anthropic content block 1 started before block 0: an event was lost", "$.index"
+            ),
+        ),
+        ([message_start(), block_start(3)], shaped("content_block_start", "$.content_block")),
+        ([message_start(), block_start({"text": ""})], shaped("content_block_start", "$.content_block.type")),
+        (
+            [message_start(), block_start({"type": "text"}), block_start({"type": "text"})],
+            refused("DUPLICATE_ITEM_ID", "anthropic content block 0 was started twice"),
+        ),
+        (
+            [message_start(), block_start({"type": "tool_use", "id": "", "name": "f"})],
+            shaped("content_block_start", "$.content_block.id"),
+        ),
+        (
+            [message_start(), block_start({"type": "tool_use", "id": 1, "name": "f"})],
+            shaped("content_block_start", "$.content_block.id"),
+        ),
+        (
+            [message_start(), block_start({"type": "tool_use", "id": "t", "name": 1})],
+            shaped("content_block_start", "$.content_block.name"),
+        ),
+        (
+            [message_start(), block_start({"type": "tool_use", "id": "t", "name": "f", "input": []})],
+            shaped("content_block_start", "$.content_block.input"),
+        ),
+        (
+            [message_start(), block_start({"type": "thinking", "thinking": 1})],
+            shaped("content_block_start", "$.content_block.thinking"),
+        ),
+        (
+            [message_start(), block_start({"type": "thinking", "thinking": "", "signature": 1})],
+            shaped("content_block_start", "$.content_block.signature"),
+        ),
+        (
+            [message_start(), block_start({"type": "redacted_thinking"})],
+            shaped("content_block_start", "$.content_block.data"),
+        ),
+        (
+            [message_start(), block_start({"type": "image"})],
+            refused(
+                "UNSUPPORTED_ITEM",
+                'content block of type "image" is not one the package can represent; '
+                "it may be a call the host must handle, so nothing in the response is decided",
+                "$.content_block",
+            ),
+        ),
+        (
+            [message_start(), ("content_block_stop", {"type": "content_block_stop", "index": 3})],
+            refused("UNKNOWN_ITEM", "anthropic content_block_stop names block 3, which never started"),
+        ),
+        (
+            [message_start(), *HI, BLOCK_STOP],
+            refused("DELTA_AFTER_END", "anthropic content block 0 was stopped twice"),
+        ),
+        (
+            [message_start(), ("content_block_stop", {"type": "content_block_stop"})],
+            shaped("content_block_stop", "$.index"),
+        ),
+        (
+            [message_start(), *HI, delta({"type": "text_delta", "text": "x"})],
+            refused("DELTA_AFTER_END", "anthropic text_delta for content block 0 after its stop"),
+        ),
+        ([message_delta()], refused("EVENT_BEFORE_START", "anthropic message_delta event before message_start")),
+        (
+            [message_start(), message_delta(), TEXT_BLOCK],
+            refused(
+                "EVENT_AFTER_TERMINAL",
+                "anthropic content_block_start event after the message_delta that stopped the message",
+            ),
+        ),
+    ],
+)
+def test_message_and_block_events_refused(impl: ModuleType, sent: list[Any], expected: tuple[Any, ...]) -> None:
+    assert stream(impl, P, sent) == expected
