@@ -453,3 +453,15 @@ def shaped(event: str, path: str) -> tuple[Any, ...]:
 )
 def test_message_and_block_events_refused(impl: ModuleType, sent: list[Any], expected: tuple[Any, ...]) -> None:
     assert stream(impl, P, sent) == expected
+
+
+def test_a_refusal_alone_stops_the_message(impl: ModuleType) -> None:
+    # stop_details saying refusal, with no stop_reason beside it, ends the content as a stop_reason does
+    refusal = message_delta({"stop_reason": None, "stop_details": {"type": "refusal", "category": "cyber"}})
+    assert stream(impl, P, [message_start(), *HI, refusal, MESSAGE_STOP]) == answer(
+        finish=("refusal", "refusal"), usage=None
+    )
+    assert stream(impl, P, [message_start(), refusal, TEXT_BLOCK]) == refused(
+        "EVENT_AFTER_TERMINAL",
+        "anthropic content_block_start event after the message_delta that stopped the message",
+    )
