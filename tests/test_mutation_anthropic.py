@@ -465,3 +465,20 @@ def test_a_refusal_alone_stops_the_message(impl: ModuleType) -> None:
         "EVENT_AFTER_TERMINAL",
         "anthropic content_block_start event after the message_delta that stopped the message",
     )
+
+
+def test_thinking_blocks_in_a_body(impl: ModuleType) -> None:
+    blocks = [
+        {"type": "thinking", "thinking": "The user wants the weather.", "signature": "EqQBCgIYAh"},
+        {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"},
+        {"type": "thinking", "thinking": "", "signature": "EqQBCgIYAi"},
+        {"type": "text", "text": "Hi"},
+    ]
+    assert body(impl, P, message(content=blocks)) == answer(
+        items=[
+            ("reasoning", "block_0", "The user wants the weather.", "EqQBCgIYAh"),
+            ("reasoning", "block_1", "", "EmwKAhgBEgy3va3pzix"),
+            ("reasoning", "block_2", "", "EqQBCgIYAi"),
+            ("text", "block_3", "Hi"),
+        ]
+    )
