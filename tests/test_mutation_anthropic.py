@@ -482,3 +482,31 @@ def test_thinking_blocks_in_a_body(impl: ModuleType) -> None:
             ("text", "block_3", "Hi"),
         ]
     )
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_the_bound_on_blocks_run_by_the_provider(impl: ModuleType, extra: int) -> None:
+    # blocks of tools Anthropic runs itself are counted; 4096 of them are kept, one more is refused
+    server = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    found = body(impl, P, message(content=[server] * (4096 + extra) + [{"type": "text", "text": "Hi"}]))
+    if extra:
+        assert found == refused("TOO_MANY_ITEMS_IN_RESPONSE", "the response has more unknown content blocks than 4096")
+    else:
+        assert found == answer(items=[("text", "block_4096", "Hi")], unknown={"content_block:server_tool_use": 4096})
+
+
+def test_a_tool_use_block_without_input_has_no_arguments(impl: ModuleType) -> None:
+    # no input object and no input_json_delta: no arguments event at all (decide refuses the empty text)
+    sent = [message_start(), block_start({"type": "tool_use", "id": "toolu_1", "name": "f"}), BLOCK_STOP]
+    assert events(impl, P, sent) == [
+        {"type": "response_started", "response_id": "msg_1", "model": "claude-sonnet-4-5"},
+        {
+            "type": "tool_call_started",
+            "item_id": "block_0",
+            "call_id": "toolu_1",
+            "name": "f",
+            "call_id_generated": False,
+            "call_kind": "function",
+        },
+        {"type": "item_ended", "item_id": "block_0"},
+    ]
