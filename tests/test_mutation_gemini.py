@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mapper_outcomes import body, events
+from mapper_outcomes import body, events, stream
 
 P = "gemini"
 HI = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi"}]}}]}
@@ -76,3 +76,115 @@ def test_an_error_of_another_shape(impl: ModuleType, error: dict[str, Any], path
         None,
         False,
     )
+
+
+# ---------------------------------------------------------------- streamed arguments
+
+
+def chunk(parts: list[dict[str, Any]], finish: str | None = None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate], "responseId": "r1", "modelVersion": "gemini-2.5-pro"}
+
+
+def streamed(*entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A call named ``f`` whose arguments come as ``partialArgs``, one chunk per list of entries."""
+    out = [chunk([{"functionCall": {"name": "f", "willContinue": True}}])]
+    for i, given in enumerate(entries):
+        call: dict[str, Any] = {"partialArgs": given}
+        if i < len(entries) - 1:
+            call["willContinue"] = True
+        out.append(chunk([{"functionCall": call}]))
+    return [*out, chunk([], "STOP")]
+
+
+def entry(path: str, **value: Any) -> dict[str, Any]:
+    return {"jsonPath": path, **(value or {"stringValue": "x"})}
+
+
+@pytest.mark.parametrize(
+    ("entries", "arguments"),
+    [
+        ([[entry("$.a")]], '{"a":"x"}'),
+        ([[entry("$.a.b"), entry("$.a.c", numberValue=2)]], '{"a":{"b":"x","c":2}}'),
+        ([[entry("$['a b']"), entry('$["c.d"]', boolValue=True)]], '{"a b":"x","c.d":true}'),
+        (
+            [[entry("$.a[0]"), entry("$.a[1]", nullValue=None), entry("$.a[2].b", numberValue=1.5)]],
+            '{"a":["x",null,{"b":1.5}]}',
+        ),
+        ([[entry("$.a[0][0]"), entry("$.a[0][1]")]], '{"a":[["x","x"]]}'),
+        ([[entry("$.a", nullValue="NULL_VALUE")]], '{"a":null}'),
+        # 128 levels are the most a path may have
+        ([[entry("$" + ".a" * 128)]], '{"a":' * 128 + '"x"' + "}" * 128),
+        # a string whose entry says willContinue goes on in the next entry of the same path
+        (
+            [
+                [{"jsonPath": "$.a", "stringValue": "he", "willContinue": True}],
+                [{"jsonPath": "$.a", "stringValue": "llo"}],
+            ],
+            '{"a":"hello"}',
+        ),
+        (
+            [
+                [{"jsonPath": "$.a[0]", "stringValue": "he", "willContinue": True}],
+                [{"jsonPath": "$.a[0]", "stringValue": "llo"}, entry("$.b")],
+            ],
+            '{"a":["hello"],"b":"x"}',
+        ),
+    ],
+)
+def test_streamed_arguments_assembled(impl: ModuleType, entries: list[Any], arguments: str) -> None:
+    found = stream(impl, P, streamed(*entries))
+    assert found["items"] == [("call", "item_0", "r1:call_0", "f", arguments, True, True, "function")]
+    assert found["finish"] == ("tool_calls", "STOP")
+
+
+UNSUPPORTED = "gemini partialArgs jsonPath {} is not a supported path"
+CONFLICT = "gemini partialArgs assign a path that conflicts with an earlier one"
+ENTRY = "gemini partialArgs entry does not have the documented shape"
+
+
+@pytest.mark.parametrize(
+    ("entries", "message", "at"),
+    [
+        ([[entry("a")]], UNSUPPORTED.format("a"), "[0].jsonPath"),
+        ([[entry("$")]], UNSUPPORTED.format("$"), "[0].jsonPath"),
+        ([[entry("$.")]], UNSUPPORTED.format("$."), "[0].jsonPath"),
+        ([[entry("$..a")]], UNSUPPORTED.format("$..a"), "[0].jsonPath"),
+        ([[entry("$.a[")]], UNSUPPORTED.format("$.a["), "[0].jsonPath"),
+        ([[entry("$.a[x]")]], UNSUPPORTED.format("$.a[x]"), "[0].jsonPath"),
+        ([[entry("$.a[]")]], UNSUPPORTED.format("$.a[]"), "[0].jsonPath"),
+        ([[entry("$.a[1234567890]")]], UNSUPPORTED.format("$.a[1234567890]"), "[0].jsonPath"),
+        ([[entry("$[0]")]], UNSUPPORTED.format("$[0]"), "[0].jsonPath"),
+        ([[entry("$['a")]], UNSUPPORTED.format("$['a"), "[0].jsonPath"),
+        ([[entry("$a")]], UNSUPPORTED.format("$a"), "[0].jsonPath"),
+        ([[entry("$" + ".a" * 129)]], "gemini partialArgs jsonPath is deeper than 128 levels", "[0].jsonPath"),
+        # an index is the array's next slot, never past it
+        ([[entry("$.a[123456789]")]], CONFLICT, "[0].jsonPath"),
+        ([[entry("$.a[0]"), entry("$.a[2]")]], CONFLICT, "[1].jsonPath"),
+        ([[entry("$.a[1].b")]], CONFLICT, "[0].jsonPath"),
+        ([[entry("$.a.b"), entry("$.a[0]")]], CONFLICT, "[1].jsonPath"),
+        ([[entry("$.a[0]"), entry("$.a.b")]], CONFLICT, "[1].jsonPath"),
+        ([[entry("$.a"), entry("$.a")]], CONFLICT, "[1].jsonPath"),
+        ([[entry("$.a[0]"), entry("$.a[0]")]], CONFLICT, "[1].jsonPath"),
+        ([[entry("$.a"), entry("$.a.b")]], CONFLICT, "[1].jsonPath"),
+        ([[entry("$.a"), entry("$.a[0]")]], CONFLICT, "[1].jsonPath"),
+        (
+            [[{"jsonPath": "$.a", "stringValue": "he", "willContinue": True}], [{"jsonPath": "$.a", "numberValue": 1}]],
+            ENTRY,
+            "[0].numberValue",
+        ),
+        ([[{"stringValue": "x"}]], ENTRY, "[0].jsonPath"),
+        ([[{"jsonPath": "$.a", "stringValue": "x", "numberValue": 1}]], ENTRY, "[0]"),
+        ([[{"jsonPath": "$.a", "stringValue": 1}]], ENTRY, "[0].stringValue"),
+        ([[{"jsonPath": "$.a", "numberValue": "1"}]], ENTRY, "[0].numberValue"),
+        ([[{"jsonPath": "$.a", "numberValue": True}]], ENTRY, "[0].numberValue"),
+        ([[{"jsonPath": "$.a", "boolValue": 1}]], ENTRY, "[0].boolValue"),
+        ([[{"jsonPath": "$.a", "nullValue": 0}]], ENTRY, "[0].nullValue"),
+        ([[{"jsonPath": "$.a", "stringValue": "x", "willContinue": 1}]], ENTRY, "[0].willContinue"),
+    ],
+)
+def test_streamed_arguments_refused(impl: ModuleType, entries: list[Any], message: str, at: str) -> None:
+    path = "$.candidates[0].content.parts[0].functionCall.partialArgs" + at
+    assert stream(impl, P, streamed(*entries)) == ("stream", "MALFORMED_EVENT", message, path, None, False)
