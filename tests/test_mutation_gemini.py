@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from decisions import Limits
 from mapper_outcomes import body, events, stream
 
 P = "gemini"
@@ -188,3 +189,58 @@ ENTRY = "gemini partialArgs entry does not have the documented shape"
 def test_streamed_arguments_refused(impl: ModuleType, entries: list[Any], message: str, at: str) -> None:
     path = "$.candidates[0].content.parts[0].functionCall.partialArgs" + at
     assert stream(impl, P, streamed(*entries)) == ("stream", "MALFORMED_EVENT", message, path, None, False)
+
+
+def _open_call(*entries: dict[str, Any]) -> list[dict[str, Any]]:
+    """A streamed call that never closes: each entry in a chunk of its own."""
+    first = chunk([{"functionCall": {"name": "f", "willContinue": True}}])
+    return [first, *(chunk([{"functionCall": {"partialArgs": [e], "willContinue": True}}]) for e in entries)]
+
+
+@pytest.mark.parametrize(
+    ("entries", "bound"),
+    [
+        # the key's byte and the string's eight (four two-byte characters)
+        ([{"jsonPath": "$.a", "stringValue": "éééé", "willContinue": True}], 9),
+        # each key's bytes and one byte for each other value
+        ([{"jsonPath": "$.a", "numberValue": 1}, {"jsonPath": "$.bb", "boolValue": True}], 5),
+    ],
+)
+def test_streamed_arguments_are_bounded_as_they_come(impl: ModuleType, entries: list[Any], bound: int) -> None:
+    sent = _open_call(*entries)
+    assert stream(impl, P, sent, limits=Limits(max_call_argument_bytes=bound - 1)) == (
+        "stream",
+        "ARGUMENTS_TOO_LARGE",
+        f'the arguments of tool call "r1:call_0" exceed max_call_argument_bytes ({bound - 1})',
+        None,
+        None,
+        False,
+    )
+    # within the bound the call is held, and the stream that ends with it open is refused for that
+    assert stream(impl, P, sent, limits=Limits(max_call_argument_bytes=bound)) == (
+        "stream",
+        "ITEM_NOT_ENDED",
+        'item "item_0" was never ended',
+        None,
+        None,
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("sent", "items"),
+    [
+        ([chunk([{"text": "Hel"}, {"text": "lo"}]), chunk([{"text": "!"}], "STOP")], [("text", "item_0", "Hello!")]),
+        (
+            [chunk([{"text": "a"}, {"text": "hm", "thought": True}, {"text": "b"}], "STOP")],
+            [("text", "item_0", "a"), ("reasoning", "item_1", "hm", None), ("text", "item_2", "b")],
+        ),
+        (
+            [chunk([{"text": "hm", "thought": True}]), chunk([{"text": "b"}], "STOP")],
+            [("reasoning", "item_0", "hm", None), ("text", "item_1", "b")],
+        ),
+    ],
+)
+def test_consecutive_parts_of_a_kind_are_one_item(impl: ModuleType, sent: list[Any], items: list[Any]) -> None:
+    found = stream(impl, P, sent)
+    assert (found["items"], found["finish"]) == (items, ("stop", "STOP"))
