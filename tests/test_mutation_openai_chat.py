@@ -833,3 +833,73 @@ def test_errors_in_a_stream_and_a_body(impl: ModuleType, error: dict[str, Any], 
     failed = ("transport", "PROVIDER_ERROR", text, None, None, retryable)
     assert stream(impl, P, [chunk({"content": "Hi"}), {"id": "chatcmpl-1", **error}]) == failed
     assert body(impl, P, {"id": "chatcmpl-1", "model": "gpt-4o", **error}) == failed
+
+
+@pytest.mark.parametrize(
+    ("sent", "path"),
+    [
+        # a repeated key is refused in a first chunk and in a finish chunk whose delta is null
+        (
+            [
+                '{"id":"chatcmpl-1","model":"gpt-4o","model":"gpt-4o",'
+                '"choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}',
+                chunk({"content": "Hi"}),
+                chunk(finish="stop"),
+                "[DONE]",
+            ],
+            "$.model",
+        ),
+        (
+            [
+                chunk({"content": "Hi"}),
+                '{"id":"chatcmpl-1","id":"chatcmpl-1","choices":[{"index":0,"delta":null,"finish_reason":"stop"}]}',
+                "[DONE]",
+            ],
+            "$.id",
+        ),
+    ],
+)
+def test_a_repeated_key_in_a_chunk(impl: ModuleType, sent: list[Any], path: str) -> None:
+    assert stream(impl, P, sent) == ("stream", "MALFORMED_EVENT", "event data has a repeated key", path, None, False)
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (
+            {"index": 0, "id": "call_1", "type": "custom", "function": {"name": "f", "arguments": "{}"}},
+            (
+                "UNSUPPORTED_ITEM",
+                'chat.completion.chunk: a tool call of type "custom" is not one the package can represent; '
+                "it may be a call the host must handle, so nothing in the response is decided",
+            ),
+        ),
+        (3, ("MALFORMED_EVENT", SHAPE)),
+    ],
+)
+def test_a_chunk_of_one_call_of_another_kind(impl: ModuleType, call: Any, expected: tuple[str, str]) -> None:
+    sent = [chunk({"content": "Hi"}), chunk({"tool_calls": [call]})]
+    assert stream(impl, P, sent) == ("stream", *expected, "$.choices[0].delta.tool_calls[0]", None, False)
+
+
+def test_a_call_renamed_without_its_id(impl: ModuleType) -> None:
+    # a continuation names the call's index alone: another name there is still a renaming
+    events = [
+        chunk({"tool_calls": [tool_call(0, "call_1", "read", "{")]}),
+        chunk({"tool_calls": [tool_call(0, None, "delete", "}")]}),
+        chunk(finish="tool_calls"),
+    ]
+    assert stream(impl, P, events) == (
+        "stream",
+        "CALL_NAME_CHANGED",
+        'tool call call_1 was named "read", then "delete"',
+        None,
+        None,
+        False,
+    )
+
+
+def test_empty_text_chunks_add_no_events(impl: ModuleType) -> None:
+    # five chunks, five events (started, item started, text, item ended, finished): the empty ones add none
+    sent = [chunk({"content": "Hi"}), *[chunk({"content": ""})] * 3, chunk(finish="stop")]
+    assert stream(impl, P, sent, limits=Limits(max_stream_events=5)) == done()
