@@ -244,3 +244,70 @@ def test_streamed_arguments_are_bounded_as_they_come(impl: ModuleType, entries: 
 def test_consecutive_parts_of_a_kind_are_one_item(impl: ModuleType, sent: list[Any], items: list[Any]) -> None:
     found = stream(impl, P, sent)
     assert (found["items"], found["finish"]) == (items, ("stop", "STOP"))
+
+
+def call_chunk(call: dict[str, Any]) -> dict[str, Any]:
+    return chunk([{"functionCall": call}])
+
+
+STREAMING = call_chunk({"name": "f", "willContinue": True})
+FUNCTION_CALL = "$.candidates[0].content.parts[0].functionCall"
+
+
+@pytest.mark.parametrize(
+    ("sent", "message", "at"),
+    [
+        ([call_chunk({"name": 1})], "gemini functionCall does not have the documented shape", ".name"),
+        ([call_chunk({"name": "f", "args": []})], "gemini functionCall does not have the documented shape", ".args"),
+        (
+            [call_chunk({"name": "f", "partialArgs": {}})],
+            "gemini functionCall does not have the documented shape",
+            ".partialArgs",
+        ),
+        (
+            [call_chunk({"name": "f", "willContinue": "yes"})],
+            "gemini functionCall does not have the documented shape",
+            ".willContinue",
+        ),
+        ([call_chunk({"args": {}})], "gemini functionCall without a name starts no call", ".name"),
+        (
+            [STREAMING, call_chunk({"partialArgs": [3], "willContinue": True})],
+            "gemini partialArgs entry does not have the documented shape",
+            ".partialArgs[0]",
+        ),
+        # while a call streams, a part that names a call or gives whole arguments starts another: refused
+        (
+            [STREAMING, call_chunk({"name": "g"})],
+            "gemini functionCall starts a new call while another is streaming",
+            "",
+        ),
+        (
+            [STREAMING, call_chunk({"args": {"a": 1}})],
+            "gemini functionCall starts a new call while another is streaming",
+            "",
+        ),
+    ],
+)
+def test_function_calls_refused(impl: ModuleType, sent: list[Any], message: str, at: str) -> None:
+    assert stream(impl, P, sent) == ("stream", "MALFORMED_EVENT", message, FUNCTION_CALL + at, None, False)
+
+
+@pytest.mark.parametrize(
+    "field", ["promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "cachedContentTokenCount"]
+)
+def test_usage_of_another_shape(impl: ModuleType, field: str) -> None:
+    assert stream(impl, P, [{"candidates": [], "usageMetadata": {field: -1}}]) == (
+        "stream",
+        "MALFORMED_EVENT",
+        "gemini usageMetadata does not have the documented shape",
+        f"$.usageMetadata.{field}",
+        None,
+        False,
+    )
+
+
+def test_usage_in_full(impl: ModuleType) -> None:
+    # output counts the thoughts' tokens beside the candidates'
+    usage = {"promptTokenCount": 10, "candidatesTokenCount": 3, "thoughtsTokenCount": 2, "cachedContentTokenCount": 4}
+    found = stream(impl, P, [{**chunk([{"text": "Hi"}], "STOP"), "usageMetadata": usage}])
+    assert (found["items"], found["usage"]) == ([("text", "item_0", "Hi")], (10, 5, 4, 2))
