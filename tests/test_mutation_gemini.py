@@ -311,3 +311,78 @@ def test_usage_in_full(impl: ModuleType) -> None:
     usage = {"promptTokenCount": 10, "candidatesTokenCount": 3, "thoughtsTokenCount": 2, "cachedContentTokenCount": 4}
     found = stream(impl, P, [{**chunk([{"text": "Hi"}], "STOP"), "usageMetadata": usage}])
     assert (found["items"], found["usage"]) == ([("text", "item_0", "Hi")], (10, 5, 4, 2))
+
+
+PART = "$.candidates[0].content.parts[0]"
+INTERRUPTS = "gemini part interrupts a function call whose arguments are still streaming"
+
+
+@pytest.mark.parametrize(
+    ("sent", "message", "path"),
+    [
+        ([chunk([{"text": 1}])], "gemini part does not have the documented shape", PART + ".text"),
+        ([chunk([{"text": "x", "thought": "y"}])], "gemini part does not have the documented shape", PART + ".thought"),
+        (
+            [chunk([{"text": "x", "thoughtSignature": 1}])],
+            "gemini part does not have the documented shape",
+            PART + ".thoughtSignature",
+        ),
+        ([chunk([{"functionCall": 1}])], "gemini part does not have the documented shape", PART + ".functionCall"),
+        # while a call's arguments stream, no other part may come between
+        ([STREAMING, chunk([{"text": "x"}])], INTERRUPTS, PART),
+        ([STREAMING, chunk([{"thought": True}])], INTERRUPTS, PART),
+        ([STREAMING, chunk([{"thoughtSignature": "EiYKJGUyNjE"}])], INTERRUPTS, PART),
+        (
+            [{"candidates": [{"content": {"parts": [{"text": "Hi"}]}, "safetyRatings": [{"blocked": False}, 3]}]}],
+            "gemini safetyRating does not have the documented shape",
+            "$.candidates[0].safetyRatings[1]",
+        ),
+        (
+            [{"candidates": [{"content": {"parts": [{"text": "Hi"}]}, "safetyRatings": [{"blocked": "no"}]}]}],
+            "gemini safetyRating does not have the documented shape",
+            "$.candidates[0].safetyRatings[0].blocked",
+        ),
+        (
+            [{"candidates": [{"content": {"parts": [{"text": "Hi"}]}, "safetyRatings": {}}]}],
+            "gemini candidate does not have the documented shape",
+            "$.candidates[0].safetyRatings",
+        ),
+    ],
+)
+def test_parts_and_ratings_refused(impl: ModuleType, sent: list[Any], message: str, path: str) -> None:
+    assert stream(impl, P, sent) == ("stream", "MALFORMED_EVENT", message, path, None, False)
+
+
+@pytest.mark.parametrize(
+    ("parts", "items", "finish"),
+    [
+        # a thought's signature is its own; on any other part it is a reasoning item of its own before the part
+        (
+            [{"text": "hm", "thought": True, "thoughtSignature": "s1"}, {"text": "Hi", "thoughtSignature": "s2"}],
+            [("reasoning", "item_0", "hm", "s1"), ("reasoning", "item_1", "", "s2"), ("text", "item_2", "Hi")],
+            ("stop", "STOP"),
+        ),
+        (
+            [{"functionCall": {"name": "f", "args": {}}, "thoughtSignature": "s3"}],
+            [("reasoning", "item_0", "", "s3"), ("call", "item_1", "r1:call_0", "f", "{}", True, True, "function")],
+            ("tool_calls", "STOP"),
+        ),
+    ],
+)
+def test_thought_signatures(impl: ModuleType, parts: list[Any], items: list[Any], finish: Any) -> None:
+    found = stream(impl, P, [chunk(parts, "STOP")])
+    assert (found["items"], found["finish"]) == (items, finish)
+
+
+def test_one_blocked_rating_among_others_filters(impl: ModuleType) -> None:
+    ratings = [{"category": "HARM_CATEGORY_HATE_SPEECH", "blocked": True}, {"category": "HARM_CATEGORY_HARASSMENT"}]
+    sent = [
+        {"candidates": [{"content": {"parts": [{"text": "Hi"}]}, "finishReason": "STOP", "safetyRatings": ratings}]}
+    ]
+    found = stream(impl, P, sent)
+    assert (found["items"], found["finish"]) == ([("text", "item_0", "Hi")], ("content_filter", "SAFETY"))
+
+
+def test_a_stream_without_a_finish_reason(impl: ModuleType) -> None:
+    found = stream(impl, P, [chunk([{"text": "Hi"}])])
+    assert (found["items"], found["finish"]) == ([("text", "item_0", "Hi")], ("unknown", None))
