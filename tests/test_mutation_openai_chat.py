@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from decisions import Limits
-from mapper_outcomes import body, stream
+from mapper_outcomes import body, events, stream
 
 P = "openai-chat"
 SHAPE = "openai-chat chat.completion.chunk does not have the documented shape"
@@ -903,3 +903,38 @@ def test_empty_text_chunks_add_no_events(impl: ModuleType) -> None:
     # five chunks, five events (started, item started, text, item ended, finished): the empty ones add none
     sent = [chunk({"content": "Hi"}), *[chunk({"content": ""})] * 3, chunk(finish="stop")]
     assert stream(impl, P, sent, limits=Limits(max_stream_events=5)) == done()
+
+
+def test_a_string_error_names_its_type(impl: ModuleType) -> None:
+    sent = [chunk({"content": "Hi"}), {"id": "chatcmpl-1", "error": "boom", "error_type": "overloaded"}]
+    assert events(impl, P, sent)[-1] == {
+        "type": "response_failed",
+        "code": "error",
+        "message": "boom",
+        "retryable": True,
+        "error_type": "overloaded",
+    }
+
+
+def test_prompt_filter_results_of_another_shape(impl: ModuleType) -> None:
+    assert stream(impl, P, [prompt_filter({"hate": 1}), chunk({"content": "Hi"})]) == (
+        "stream",
+        "MALFORMED_EVENT",
+        SHAPE,
+        "$.prompt_filter_results[0].content_filter_results.hate",
+        None,
+        False,
+    )
+
+
+def test_content_parts_after_an_empty_one(impl: ModuleType) -> None:
+    # an empty part adds nothing, and the parts after it are read
+    parts = [
+        {"type": "text", "text": ""},
+        {"type": "thinking", "thinking": [{"text": ""}, {"text": "hm"}]},
+        {"type": "text", "text": "Hi"},
+    ]
+    assert stream(impl, P, [chunk({"content": parts}), chunk(finish="stop")]) == {
+        **done(),
+        "items": [("reasoning", "choice0.reasoning", "hm", None), ("text", "choice0.content", "Hi")],
+    }
