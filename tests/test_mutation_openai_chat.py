@@ -938,3 +938,23 @@ def test_content_parts_after_an_empty_one(impl: ModuleType) -> None:
         **done(),
         "items": [("reasoning", "choice0.reasoning", "hm", None), ("text", "choice0.content", "Hi")],
     }
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("", "chat.completion.chunk: a tool call starts without a function name"),
+        (5, SHAPE),
+    ],
+)
+def test_a_call_without_an_id_must_have_a_name(impl: ModuleType, name: Any, message: str) -> None:
+    first = {"index": 0, "type": "function", "function": {"name": name, "arguments": "{}"}}
+    sent = [chunk({"role": "assistant"}), chunk({"tool_calls": [first]}), chunk(finish="tool_calls")]
+    assert stream(impl, P, sent) == (
+        "stream",
+        "MALFORMED_EVENT",
+        message,
+        "$.choices[0].delta.tool_calls[0].function.name",
+        None,
+        False,
+    )
