@@ -109,7 +109,7 @@ test-long: build ## the native-vs-pure differential tests: long hypothesis profi
 
 MUTATION_MODULES ?=
 .PHONY: mutation
-mutation: venv ## mutation testing (mutmut, pure backend, one worker) of the guard modules against their own tests (MUTATION_MODULES= to pick; 5-25 min a module on a shared machine; equivalents in scripts/mutation-equivalent.txt); not part of `make test`
+mutation: venv ## mutation testing (mutmut, pure backend, one worker) of the guard modules against their own tests (MUTATION_MODULES= to pick; 5-25 min a module on a shared machine, about an hour for openai_chat; equivalents in scripts/mutation-equivalent.txt); not part of `make test`
 	$(PIP) install --quiet "mutmut>=3.8,<4"
 	$(PY) scripts/mutation.py $(MUTATION_MODULES)
 
