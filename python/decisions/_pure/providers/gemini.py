@@ -106,7 +106,7 @@ from ...types import (
     UsageReported,
 )
 from ._shape import U64_MAX as _U64
-from ._shape import located, shape
+from ._shape import located, model_role, shape
 from ._unknown import count_unknown
 from .jsontext import dumps
 
@@ -614,6 +614,8 @@ class GeminiMapper:
                 self._blocked = True
             parts_at = f"{at}.content.parts"
             parts = [] if content is None else (_opt_list(content, "parts", "content", f"{at}.content") or [])
+            if content is not None:
+                model_role(content, "model", "gemini content", f"{at}.content")
             for k, part in enumerate(parts):
                 part_at = f"{parts_at}[{k}]"
                 self._part(_obj(part, "part", part_at), part_at, out)
