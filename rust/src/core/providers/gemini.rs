@@ -655,6 +655,16 @@ impl GeminiMapper {
         let partial_at = at.key("partialArgs");
         let partial = SHAPE.opt_list(fc.partial_args, what, partial_at)?;
         let will_continue = SHAPE.opt_bool(fc.will_continue, what, at.key("willContinue"))?;
+        if args.is_some() && partial.is_some() {
+            // whole arguments and streamed ones: which are the call's is not said
+            return Err(located(
+                err(
+                    Code::MALFORMED_EVENT,
+                    "gemini functionCall holds both args and partialArgs",
+                ),
+                at,
+            ));
+        }
         let mut call = match self.call.take() {
             None => {
                 let Some(name) = name.filter(|n| !n.is_empty()) else {
