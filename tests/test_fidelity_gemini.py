@@ -230,3 +230,52 @@ def test_a_call_still_streaming_at_the_end_is_not_a_call(impl: ModuleType) -> No
     assert open_call
     got = outcome(impl, [as_sse(lines[: lines.index(open_call[0]) + 1])])
     assert isinstance(got, tuple)
+
+
+# ---------------------------------------------------------------- whole and streamed arguments in one part
+
+PARTIAL = [{"jsonPath": "$.unit", "stringValue": "celsius"}]
+
+
+def _first_call(lines: list[str], **members: Any) -> list[str]:
+    """The lines with ``members`` set in the first part's functionCall."""
+    first = json.loads(lines[0])
+    first["candidates"][0]["content"]["parts"][0]["functionCall"].update(members)
+    return [json.dumps(first), *lines[1:]]
+
+
+@pytest.mark.parametrize("will_continue", [True, False], ids=["streamed call", "whole call"])
+@pytest.mark.parametrize("partial", [PARTIAL, []], ids=["partialArgs", "empty partialArgs"])
+def test_a_function_call_with_args_and_partial_args_is_refused(
+    impl: ModuleType, will_continue: bool, partial: list[Any]
+) -> None:
+    lines = _first_call(
+        lines_of("google-stream-tool-call-arguments"),
+        args={"location": "Paris"},
+        partialArgs=partial,
+        willContinue=will_continue,
+    )
+    with pytest.raises(OutputError) as caught:
+        feed(impl, [as_sse(lines)])
+    error = caught.value
+    assert (error.code, error.path) == ("MALFORMED_EVENT", "$.candidates[0].content.parts[0].functionCall")
+    assert error.message == "gemini functionCall holds both args and partialArgs"
+
+
+def test_a_body_function_call_with_args_and_partial_args_is_refused(impl: ModuleType) -> None:
+    body = json.loads((GOOGLE / "google-tool-call.json").read_text())
+    body["candidates"][0]["content"]["parts"][0]["functionCall"]["partialArgs"] = PARTIAL
+    with pytest.raises(OutputError) as caught:
+        impl.normalize(json.dumps(body), provider="gemini")
+    assert (caught.value.code, caught.value.path) == (
+        "MALFORMED_EVENT",
+        "$.candidates[0].content.parts[0].functionCall",
+    )
+    assert caught.value.message == "gemini functionCall holds both args and partialArgs"
+
+
+def test_args_beside_null_partial_args_is_a_whole_call(impl: ModuleType) -> None:
+    lines = lines_of("google-stream-tool-call-arguments")
+    recorded = feed(impl, [as_sse(lines)])
+    whole = _first_call(lines, args={}, partialArgs=None)
+    assert feed(impl, [as_sse(whole)]) == recorded

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...types import UsageReported
 from ._openai import failure
-from ._shape import located, shape
+from ._shape import located, model_role, shape
 from .jsontext import dumps
 
 __all__ = [
@@ -109,6 +109,7 @@ class Out:
                         f"{what}: a {part_kind} part needs its text",
                         f"{at}.content[{index}].{value_field(part_kind)}",
                     )
+            model_role(item, "assistant", what, at)
         #: a reasoning item's text: summary parts joined by a blank line, then its content
         self.reasoning = "\n\n".join(summary) + "".join(text or "" for _, text in self.parts)
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, NamedTuple
 
 from ...errors import OutputError, new_error
 
-__all__ = ["Shape", "shape", "located", "U64_MAX"]
+__all__ = ["Shape", "shape", "located", "model_role", "U64_MAX"]
 
 #: the largest token count or index (u64 in the Rust twin)
 U64_MAX = 0xFFFF_FFFF_FFFF_FFFF
@@ -27,6 +27,22 @@ U64_MAX = 0xFFFF_FFFF_FFFF_FFFF
 def located(code: str, message: str, path: str) -> OutputError:
     """The error ``code`` with ``message`` about the field at ``path``."""
     return new_error(code, message, path=path)
+
+
+def model_role(d: dict[str, Any], model: str, what: str, at: str) -> None:
+    """Refuse a message whose ``role`` (in ``d``, at ``at``) is present, not
+    null and not ``model``, the model's role for the provider: another
+    party's message (``user``, ``tool``, ``system``, ...) is never the
+    model's answer, so nothing in it is decided. ``MALFORMED_EVENT`` at
+    ``{at}.role``."""
+    role = d.get("role")
+    if role is None or role == model:
+        return
+    if type(role) is str:
+        detail = f'a message of role "{role}" is not the model\'s answer'
+    else:
+        detail = "a message whose role is not a string is not the model's answer"
+    raise located("MALFORMED_EVENT", f"{what}: {detail}", f"{at}.role")
 
 
 class Shape(NamedTuple):

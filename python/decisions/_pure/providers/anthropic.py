@@ -92,7 +92,7 @@ from ...types import (
     UsageReported,
 )
 from ..assemble import Assembler
-from ._shape import U64_MAX, located, shape
+from ._shape import U64_MAX, located, model_role, shape
 from ._unknown import MAX_RECORDED_ITEMS, count_unknown
 from .jsontext import dumps
 
@@ -356,6 +356,7 @@ class AnthropicMapper:
             message = _obj(payload.get("message"), what, "$.message")
             response_id = _opt_str(message, "id", what, "$.message")
             model = _opt_str(message, "model", what, "$.message")
+            model_role(message, "assistant", what, "$.message")
             if self._started:
                 raise new_error("DUPLICATE_START", "anthropic message_start after the message had started")
             content = _opt_list(message, "content", what, "$.message")
@@ -531,6 +532,7 @@ class AnthropicMapper:
         what = "message body"
         response_id = _opt_str(body, "id", what, "$")
         model = _opt_str(body, "model", what, "$")
+        model_role(body, "assistant", what, "$")
         content = body.get("content")
         if type(content) is not list:
             raise _malformed(what, "$.content")

@@ -60,6 +60,11 @@ Mapping:
   text (each string piece's UTF-8 bytes, one byte for any other value, each
   key's bytes) passes ``max_call_argument_bytes``, the call is
   ``ARGUMENTS_TOO_LARGE``, as its deltas would be, before the rest is held.
+  A ``functionCall`` carrying both ``args`` and ``partialArgs`` says two
+  things of its arguments: ``MALFORMED_EVENT`` at the ``functionCall``, never
+  the two merged.
+- a candidate's ``content.role`` other than ``model`` (null and absent are
+  the model's) is another party's message: ``MALFORMED_EVENT`` at its path.
 - Gemini gives no call ids unless ``functionCall.id`` is set: the call id is
   ``<responseId>:call_<k>`` (``call_<k>`` without a response id), *k* counting
   the response's calls from 0, with ``call_id_generated`` set.
@@ -106,7 +111,7 @@ from ...types import (
     UsageReported,
 )
 from ._shape import U64_MAX as _U64
-from ._shape import located, shape
+from ._shape import located, model_role, shape
 from ._unknown import count_unknown
 from .jsontext import dumps
 
@@ -478,6 +483,8 @@ class GeminiMapper:
         args = _opt_obj(fc, "args", what, at)
         partial = _opt_list(fc, "partialArgs", what, at)
         will_continue = _opt_bool(fc, "willContinue", what, at)
+        if args is not None and partial is not None:  # whole and streamed arguments: which are the call's is not said
+            raise located("MALFORMED_EVENT", "gemini functionCall holds both args and partialArgs", at)
         call = self._call
         if call is None:
             if not name:
@@ -614,6 +621,8 @@ class GeminiMapper:
                 self._blocked = True
             parts_at = f"{at}.content.parts"
             parts = [] if content is None else (_opt_list(content, "parts", "content", f"{at}.content") or [])
+            if content is not None:
+                model_role(content, "model", "gemini content", f"{at}.content")
             for k, part in enumerate(parts):
                 part_at = f"{parts_at}[{k}]"
                 self._part(_obj(part, "part", part_at), part_at, out)

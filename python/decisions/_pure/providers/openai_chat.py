@@ -49,6 +49,10 @@ that says "done"):
   ``EVENT_AFTER_TERMINAL``.
 - two entries for one choice index in a chunk, or for the selected choice in
   a body -> ``MULTIPLE_CHOICES``; a finish on another choice finishes nothing.
+- a delta's or message's ``role`` other than ``assistant`` (``user``,
+  ``tool``, ``system``, a non-string; null and absent are the model's, as
+  in every chunk after the first) -> ``MALFORMED_EVENT`` at its path: another
+  party's message is never the model's answer.
 - Azure OpenAI's filter annotations: ``filtered: true`` in the selected
   choice's ``content_filter_results`` (any category; a list-form category
   such as ``custom_blocklists``, or a category's ``details``, counts each
@@ -93,7 +97,7 @@ from ...types import (
 from ..assemble import Assembler
 from ..objects import new_response, new_text_item, new_tool_call_item, new_usage
 from ._openai import RETRYABLE_ERRORS, failure
-from ._shape import U64_MAX, located, shape
+from ._shape import U64_MAX, located, model_role, shape
 
 __all__ = ["OpenAIChatMapper"]
 
@@ -313,6 +317,9 @@ def _read(payload: Any, selected: int, colons: int | None = None) -> tuple[Any, 
         if type(delta) is not dict:
             return None
         if not _DELTA_VETOES.isdisjoint(delta) and _vetoed(delta):
+            return None
+        role = delta.get("role")
+        if role is not None and role != "assistant":
             return None
         content, calls = delta.get("content"), delta.get("tool_calls")
     if colons is not None:  # what the members of the objects read leave to the strings
@@ -765,6 +772,7 @@ class OpenAIChatMapper:
             (content is not None and type(content) is not str)
             or (tool_calls is not None and type(tool_calls) is not list)
             or (not _DELTA_VETOES.isdisjoint(message) and _vetoed(message))
+            or message.get("role") not in (None, "assistant")
         ):
             return None
         items: list[Item] = []
@@ -902,8 +910,9 @@ class _Parts:
 
 
 def _delta_parts(delta: dict[str, Any], what: str, at: str) -> _Parts:
-    """A delta's members in order: content, refusal, reasoning_content,
+    """A delta's members in order: role (the model's, when not null), content, refusal, reasoning_content,
     reasoning, tool_calls, function_call."""
+    model_role(delta, "assistant", what, at)
     parts = _Parts()
     content = delta.get("content")
     if type(content) is list:

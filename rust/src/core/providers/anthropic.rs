@@ -21,7 +21,7 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::shape::{is_array, located, Path, Shape, Str, ROOT};
+use super::shape::{is_array, located, model_role, Path, Shape, Str, ROOT};
 use super::unknown::MAX_RECORDED_ITEMS;
 use super::{jsontext, Mapper};
 use crate::core::envelope::Seg;
@@ -98,6 +98,8 @@ struct MessageRaw<'a> {
     id: Option<&'a RawValue>,
     #[serde(borrow)]
     model: Option<&'a RawValue>,
+    #[serde(borrow)]
+    role: Option<&'a RawValue>,
     #[serde(borrow)]
     content: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -616,6 +618,7 @@ impl AnthropicMapper {
         let model = SHAPE
             .opt_str(message.model, what, at.key("model"))?
             .map(Cow::into_owned);
+        model_role(message.role, "assistant", what, at.key("role"))?;
         if self.started {
             return Err(CoreError::new(
                 Code::DUPLICATE_START,
@@ -996,6 +999,7 @@ impl Mapper for AnthropicMapper {
         let model = SHAPE
             .opt_str(message.model, what, ROOT.key("model"))?
             .map(Cow::into_owned);
+        model_role(message.role, "assistant", what, ROOT.key("role"))?;
         let content_at = ROOT.key("content");
         let content = match message.content {
             Some(raw) if is_array(raw) => SHAPE

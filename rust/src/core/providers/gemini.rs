@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 
 use super::jsontext::Node;
 
-use super::shape::{located, Path, Shape, ROOT};
+use super::shape::{located, model_role, Path, Shape, ROOT};
 use super::{jsontext, Mapper};
 use crate::core::envelope::Seg as Field;
 use crate::core::errors::{Code, CoreError};
@@ -134,6 +134,8 @@ struct RatingRaw<'a> {
 struct ContentRaw<'a> {
     #[serde(borrow)]
     parts: Option<&'a RawValue>,
+    #[serde(borrow)]
+    role: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -653,6 +655,16 @@ impl GeminiMapper {
         let partial_at = at.key("partialArgs");
         let partial = SHAPE.opt_list(fc.partial_args, what, partial_at)?;
         let will_continue = SHAPE.opt_bool(fc.will_continue, what, at.key("willContinue"))?;
+        if args.is_some() && partial.is_some() {
+            // whole arguments and streamed ones: which are the call's is not said
+            return Err(located(
+                err(
+                    Code::MALFORMED_EVENT,
+                    "gemini functionCall holds both args and partialArgs",
+                ),
+                at,
+            ));
+        }
         let mut call = match self.call.take() {
             None => {
                 let Some(name) = name.filter(|n| !n.is_empty()) else {
@@ -993,9 +1005,18 @@ impl Mapper for GeminiMapper {
             )?;
             let parts_at = content_at.key("parts");
             let parts = match content {
-                Some(content) => SHAPE
-                    .opt_list(content.parts, "content", parts_at)?
-                    .unwrap_or_default(),
+                Some(content) => {
+                    let parts = SHAPE
+                        .opt_list(content.parts, "content", parts_at)?
+                        .unwrap_or_default();
+                    model_role(
+                        content.role,
+                        "model",
+                        "gemini content",
+                        content_at.key("role"),
+                    )?;
+                    parts
+                }
                 None => Vec::new(),
             };
             for (k, part) in parts.into_iter().enumerate() {

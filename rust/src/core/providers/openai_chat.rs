@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::openai_common::{failure, RETRYABLE_ERRORS};
-use super::shape::{invalid, located, Path, Shape, ROOT};
+use super::shape::{invalid, located, model_role, Path, Shape, ROOT};
 use super::DONE;
 use crate::core::assemble::{PlainBody, PlainCall};
 use crate::core::errors::{Code, CoreError};
@@ -113,6 +113,8 @@ fn first(one: Option<Annotation>, other: Option<Annotation>) -> Option<Annotatio
 /// A chunk's `delta`, or a body's `message`.
 #[derive(Deserialize)]
 struct DeltaRaw<'a> {
+    #[serde(borrow)]
+    role: Option<&'a RawValue>,
     #[serde(borrow)]
     content: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -290,6 +292,13 @@ fn tree_read<'t>(body: Value<'t>, member: &str) -> Option<(Top<'t>, Vec<Choice<'
             None => None,
             Some(m) => {
                 if m.get("function_call").is_some() || m.get("audio").is_some() {
+                    return None;
+                }
+                // another party's message: the checked way refuses it
+                if !matches!(
+                    tree_str(m, "role").ok()?.as_deref(),
+                    None | Some("assistant")
+                ) {
                     return None;
                 }
                 let rc = tree_str(m, "reasoning_content")
@@ -693,9 +702,11 @@ fn content<'a>(
     Ok(())
 }
 
-/// A delta's members in order: `content`, `refusal`, `reasoning_content`,
-/// `reasoning`, `tool_calls`, `function_call`.
+/// A delta's members in order: `role` (the model's, when not null),
+/// `content`, `refusal`, `reasoning_content`, `reasoning`, `tool_calls`,
+/// `function_call`.
 fn parts<'a>(d: &DeltaRaw<'a>, what: &str, at: Path<'_>) -> Result<Parts<'a>, CoreError> {
+    model_role(d.role, "assistant", what, at.key("role"))?;
     let mut parts = Parts::default();
     if let Some(raw) = d.content {
         content(raw, what, at.key("content"), &mut parts.content)?;
@@ -1509,6 +1520,9 @@ mod tests {
             r#"{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}"#;
         let mut bodies: Vec<String> = [
             r#"{"content":"hi \u00e9","refusal":null,"tool_calls":null}"#,
+            r#"{"role":"user","content":"hi"}"#,
+            r#"{"role":null,"content":"hi"}"#,
+            r#"{"role":7,"content":"hi"}"#,
             r#"{"content":null,"reasoning_content":"r","reasoning":"r"}"#,
             r#"{"content":null,"reasoning_content":"r","reasoning":"s"}"#,
             r#"{"content":null,"reasoning_content":"","reasoning":"s"}"#,
@@ -1640,6 +1654,19 @@ mod tests {
             })
             .map_err(|e| format!("{e:?}"));
         (plain, events)
+    }
+
+    #[test]
+    fn a_message_of_another_role_is_never_a_plain_body() {
+        let body = r#"{"id":"r","model":"m","choices":[{"index":0,"message":{"role":"user","content":"hi"},"finish_reason":"stop"}]}"#;
+        let (plain, events) = plain_and_events(body, Limits::default());
+        assert_eq!(plain, None);
+        let error = events.expect_err("refused");
+        assert!(error.contains("MALFORMED_EVENT"), "{error}");
+        assert!(error.contains("$.choices[0].message.role"), "{error}");
+        for got in both_ways(body) {
+            assert_eq!(got.expect_err("refused"), error);
+        }
     }
 
     #[test]
@@ -1812,6 +1839,8 @@ mod tests {
             chunk(r#"{"reasoning_content":"r","reasoning":"s"}"#, "null"),
             chunk(r#"{"function_call":{"name":"f"}}"#, "null"),
             chunk(r#"{"audio":{}}"#, "null"),
+            chunk(r#"{"role":"tool","content":"text"}"#, "null"),
+            chunk(r#"{"role":null,"content":"text"}"#, "null"),
             chunk("{}", r#""stop""#),
             chunk("null", "null"),
             chunk("[]", "null"),

@@ -43,7 +43,7 @@ use serde_json::value::RawValue;
 use super::blake2b::Blake2b128;
 use super::jsontext::{self, Node};
 use super::openai_common::failure;
-use super::shape::{invalid, is_object, Path, Shape, Str, ROOT};
+use super::shape::{invalid, is_object, model_role, Path, Shape, Str, ROOT};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{CallKind, Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
@@ -164,6 +164,8 @@ struct OutDetailsRaw<'a> {
 struct ItemRaw<'a> {
     #[serde(borrow, rename = "type")]
     kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    role: Option<&'a RawValue>,
     #[serde(borrow)]
     environment: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -565,6 +567,7 @@ fn out_item<'a>(raw: &'a RawValue, what: &str, at: Path<'_>) -> Result<Out<'a>, 
                 ));
             }
         }
+        model_role(raw_item.role, "assistant", what, at.key("role"))?;
     }
     Ok(Out::Known(
         kind,

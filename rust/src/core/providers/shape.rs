@@ -100,6 +100,43 @@ pub(crate) fn invalid(what: &str, detail: impl std::fmt::Display, at: Path<'_>) 
     )
 }
 
+/// Refuses a message whose `role` (`raw`, at `at`) is present, not null and
+/// not `model`, the model's role for the provider: another party's message
+/// (`user`, `tool`, `system`, ...) is never the model's answer, so nothing in
+/// it is decided. `MALFORMED_EVENT` at `at`, as the pure twin's `model_role`.
+pub(crate) fn model_role(
+    raw: Option<&RawValue>,
+    model: &str,
+    what: &str,
+    at: Path<'_>,
+) -> Result<(), CoreError> {
+    let Some(raw) = raw else {
+        return Ok(());
+    };
+    let text = raw.get().trim();
+    if text == "null" {
+        return Ok(());
+    }
+    let detail = if text.starts_with('"') {
+        let role: Cow<'_, str> = serde_json::from_str::<Str<'_>>(text)
+            .map_err(|_| {
+                invalid(
+                    what,
+                    "a message whose role is not a string is not the model's answer",
+                    at,
+                )
+            })?
+            .0;
+        if role == model {
+            return Ok(());
+        }
+        format!("a message of role \"{role}\" is not the model's answer")
+    } else {
+        String::from("a message whose role is not a string is not the model's answer")
+    };
+    Err(invalid(what, detail, at))
+}
+
 /// The shape readers of one provider, named in their errors.
 #[derive(Clone, Copy)]
 pub(crate) struct Shape(pub(crate) &'static str);
