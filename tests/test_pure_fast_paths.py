@@ -165,9 +165,33 @@ EDGES: list[tuple[dict[str, Any], dict[str, int], int | None]] = [
     (_chat({"tool_calls": [_call("c", arguments="")]}, "length"), {"max_stream_events": 3}, None),
     (_chat({"tool_calls": [_call("c", arguments="")]}, "length"), {"max_stream_events": 4}, None),
     (TWO_CALLS, {"max_call_argument_bytes": 12}, None),
+    # a repeated call id beyond the first two calls; the bytes of text and every call together
+    (_chat({"tool_calls": [_call("a"), _call("b"), _call("a")]}), {}, None),
+    (_chat({"tool_calls": [_call("a"), _call("b"), _call("b")]}), {}, None),
+    (_chat({"tool_calls": [_call("a"), _call("b"), _call("c")]}), {}, None),
+    (_chat({"content": "hello", "tool_calls": [_call("a"), _call("b")]}), {"max_response_bytes": 30}, None),
+    (_chat({"content": "hello", "tool_calls": [_call("a"), _call("b")]}), {"max_response_bytes": 31}, None),
+    # Azure's filter verdicts under their other names
+    (
+        _chat(
+            {"content": "x"},
+            "stop",
+            prompt_annotations=[{"prompt_index": 0, "content_filter_results": {"hate": {"filtered": True}}}],
+        ),
+        {},
+        None,
+    ),
+    (
+        {**TWO_CALLS, "choices": [{**TWO_CALLS["choices"][0], "content_filter_result": {"hate": {"filtered": True}}}]},
+        {},
+        None,
+    ),
     (TWO_CALLS, {"max_call_argument_bytes": 13}, None),
     (TWO_CALLS, {"max_response_bytes": 12}, None),
+    (_chat({"content": "héllo", "tool_calls": [_call("c", arguments='{"p": "é"}')]}), {"max_response_bytes": 16}, None),
     (_chat({"content": "héllo", "tool_calls": [_call("c", arguments='{"p": "é"}')]}), {"max_response_bytes": 17}, None),
+    (_chat({"tool_calls": [_call("c", arguments='{"p": "é"}')]}), {"max_call_argument_bytes": 10}, None),
+    (_chat({"tool_calls": [_call("c", arguments='{"p": "é"}')]}), {"max_call_argument_bytes": 11}, None),
     (_chat({"content": "héllo", "tool_calls": [_call("c", arguments='{"p": "é"}')]}), {"max_response_bytes": 18}, None),
     (TWO_CALLS, {}, 0),
     (TWO_CALLS, {}, 1),
@@ -528,3 +552,25 @@ def test_anthropic_delta_shapes_are_learnt() -> None:
     assembler.feed(_anthropic_stream(['"{\\"a\\""', '": 1"', '"}"'], False))
     assert assembler._pipeline._delta_text is not None
     assert assembler.finish().items[0].arguments == '{"a": 1}'  # type: ignore[union-attr]
+
+
+def test_a_repeated_key_is_not_hidden_by_a_later_call_without_arguments() -> None:
+    """The key proof counts every call's members: a call without arguments
+    whose members make up the body's own count must not hide a repeated key
+    in an earlier call."""
+    from decisions import _pure
+
+    first = '{"id": "c1", "type": "function", "function": {"name": "f", "name": "evil", "arguments": "{}"}}'
+    second = (
+        '{"id": "c2", "type": "function", "a": 1, "b": 2, "c": 3, "d": 4, "function": {"name": "g", "arguments": ""}}'
+    )
+    text = (
+        '{"id": "x", "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": null, '
+        f'"tool_calls": [{first}, {second}]}}, "finish_reason": "tool_calls"}}]}}'
+    ).encode()
+    expected = _outcome(text, DEFAULT_LIMITS, None, fast=False)
+    assert expected[:2] == ("StreamError", "MALFORMED_EVENT") and "repeated key" in expected[2]
+    assert _outcome(text, DEFAULT_LIMITS, None, fast=True) == expected
+    with pytest.raises(OutputError) as info:
+        _pure.normalize(text, provider=CHAT)
+    assert (type(info.value).__name__, info.value.code, info.value.message, info.value.path) == expected[:4]
