@@ -144,35 +144,28 @@ def _over(value: Any, limit: int) -> bool | None:
         item, depth = stack.pop()
         if depth > _RECURSION_SAFE_DEPTH:
             return None
+        children: Any
         if isinstance(item, dict):
             total += 6 * len(item) - 2 if item else 0  # each key's quotes and ": "; ", " between members
             for key in item:
                 if isinstance(key, str):
                     total += len(key)
-            for child in item.values():
-                if isinstance(child, str):
-                    total += len(child) + 2
-                elif isinstance(child, (dict, list, tuple)):
-                    total += 2
-                    if total > limit:
-                        return True
-                    stack.append((child, depth + 1))
-                else:
-                    total += 1
+            children = item.values()
         elif isinstance(item, (list, tuple)):
             total += 2 * len(item) - 2 if item else 0  # ", " between entries
-            for child in item:
-                if isinstance(child, str):
-                    total += len(child) + 2
-                elif isinstance(child, (dict, list, tuple)):
-                    total += 2
-                    if total > limit:
-                        return True
-                    stack.append((child, depth + 1))
-                else:
-                    total += 1
+            children = item
         else:
             return 1 > limit  # a scalar payload
+        for child in children:
+            if isinstance(child, str):
+                total += len(child) + 2
+            elif isinstance(child, (dict, list, tuple)):
+                total += 2
+                if total > limit:
+                    return True
+                stack.append((child, depth + 1))
+            else:
+                total += 1
         if total > limit:
             return True
     return False
