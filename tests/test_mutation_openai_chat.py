@@ -444,10 +444,12 @@ def test_a_call_without_a_name(impl: ModuleType) -> None:
     )
 
 
-def test_a_call_renamed(impl: ModuleType) -> None:
+@pytest.mark.parametrize("again", ["call_1", None], ids=["with-its-id", "without-its-id"])
+def test_a_call_renamed(impl: ModuleType, again: str | None) -> None:
+    # a continuation may name the call's index alone: another name there is still a renaming
     events = [
         chunk({"tool_calls": [tool_call(0, "call_1", "read", "{")]}),
-        chunk({"tool_calls": [tool_call(0, "call_1", "delete", "}")]}),
+        chunk({"tool_calls": [tool_call(0, again, "delete", "}")]}),
         chunk(finish="tool_calls"),
     ]
     assert stream(impl, P, events) == (
@@ -880,23 +882,6 @@ def test_a_repeated_key_in_a_chunk(impl: ModuleType, sent: list[Any], path: str)
 def test_a_chunk_of_one_call_of_another_kind(impl: ModuleType, call: Any, expected: tuple[str, str]) -> None:
     sent = [chunk({"content": "Hi"}), chunk({"tool_calls": [call]})]
     assert stream(impl, P, sent) == ("stream", *expected, "$.choices[0].delta.tool_calls[0]", None, False)
-
-
-def test_a_call_renamed_without_its_id(impl: ModuleType) -> None:
-    # a continuation names the call's index alone: another name there is still a renaming
-    events = [
-        chunk({"tool_calls": [tool_call(0, "call_1", "read", "{")]}),
-        chunk({"tool_calls": [tool_call(0, None, "delete", "}")]}),
-        chunk(finish="tool_calls"),
-    ]
-    assert stream(impl, P, events) == (
-        "stream",
-        "CALL_NAME_CHANGED",
-        'tool call call_1 was named "read", then "delete"',
-        None,
-        None,
-        False,
-    )
 
 
 def test_empty_text_chunks_add_no_events(impl: ModuleType) -> None:
