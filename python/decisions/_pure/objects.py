@@ -79,7 +79,7 @@ def _builder(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
             space[f"s{i}"] = cls.__dict__[name].__set__  # the slot's own setter, as object.__setattr__ finds it
             lines.append(f"    s{i}(o, v{i})")
     else:
-        lines.append("    o = _new(_twin)")
+        lines.append("    o = _twin()")  # a twin has no __init__ of its own: calling it is cheaper than object.__new__
         lines += [f"    o.{name} = v{i}" for i, name in enumerate(names)]
         lines.append("    o.__class__ = _cls")
     lines.append("    return o")
@@ -134,10 +134,10 @@ def _slot_builder(cls: type) -> Callable[..., Any]:
     if twin is None:
         raise TypeError(f"{cls.__name__} is not a plain slotted dataclass")
     params = ", ".join(f"v{i}" for i in range(len(names)))
-    lines = [f"def build({params}):", "    o = _new(_twin)"]
+    lines = [f"def build({params}):", "    o = _twin()"]
     lines += [f"    o.{name} = v{i}" for i, name in enumerate(names)]
     lines += ["    o.__class__ = _cls", "    return o"]
-    space: dict[str, Any] = {"_new": object.__new__, "_twin": twin, "_cls": cls}
+    space: dict[str, Any] = {"_twin": twin, "_cls": cls}
     # the source names only the fields; the classes come in through `space`
     exec("\n".join(lines), space)
     build: Callable[..., Any] = space["build"]
