@@ -632,6 +632,73 @@ fn first_hit(i: usize, mask: u32, high: u32, ascii: &mut bool) -> Option<usize> 
     (mask != 0).then(|| i + mask.trailing_zeros() as usize)
 }
 
+/// The code for a character that cannot stand at `i` of `text`: comments,
+/// fences and single quotes get their own codes, anything else `default`.
+/// (A free function: a method would take the parser's address, which keeps
+/// its position out of registers in the parse loop.)
+fn classify(text: &[u8], i: usize, default: Code) -> Code {
+    match text.get(i) {
+        Some(b'/') if matches!(text.get(i + 1), Some(b'/' | b'*')) => Code::COMMENT,
+        Some(b'`') if text.get(i..).is_some_and(|rest| rest.starts_with(b"```")) => {
+            Code::MARKDOWN_FENCE
+        }
+        Some(b'\'') => Code::SINGLE_QUOTES,
+        _ => default,
+    }
+}
+
+/// Index of the first `"`, `\` or control byte of `text` at or after `i`, or the end.
+#[inline]
+fn find_special(text: &[u8], mut i: usize, ascii: &mut bool) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        while let Some(chunk) = text.get(i..i + 16) {
+            let (mask, high) = special16(chunk);
+            if let Some(at) = first_hit(i, mask, high, ascii) {
+                return at;
+            }
+            i += 16;
+        }
+        // Fewer than 16 bytes left: the text's last 16, less those before `i`.
+        if let Some(chunk) = text
+            .len()
+            .checked_sub(16)
+            .and_then(|start| text.get(start..))
+        {
+            let skip = i + 16 - text.len();
+            let (mask, high) = special16(chunk);
+            return first_hit(i, mask >> skip, high >> skip, ascii).unwrap_or(text.len());
+        }
+    }
+    while let Some(chunk) = text.get(i..i + 8) {
+        let mut word_bytes = [0u8; 8];
+        word_bytes.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word_bytes);
+        let mask = special_mask(word);
+        if mask != 0 {
+            let k = (mask.trailing_zeros() / 8) as usize;
+            if *ascii && chunk.iter().take(k).any(|&b| b >= 0x80) {
+                *ascii = false;
+            }
+            return i + k;
+        }
+        if word & HIGHS != 0 {
+            *ascii = false;
+        }
+        i += 8;
+    }
+    while let Some(&byte) = text.get(i) {
+        if byte == b'"' || byte == b'\\' || byte < 0x20 {
+            return i;
+        }
+        if byte >= 0x80 {
+            *ascii = false;
+        }
+        i += 1;
+    }
+    i
+}
+
 impl Parser<'_, '_> {
     #[inline]
     fn peek(&self) -> Option<u8> {
@@ -659,17 +726,6 @@ impl Parser<'_, '_> {
 
     fn starts_with(&self, i: usize, lit: &[u8]) -> bool {
         self.text.get(i..).is_some_and(|rest| rest.starts_with(lit))
-    }
-
-    /// The code for a character that cannot stand at `i`: comments, fences
-    /// and single quotes get their own codes, anything else `default`.
-    fn classify(&self, i: usize, default: Code) -> Code {
-        match self.at(i) {
-            Some(b'/') if matches!(self.at(i + 1), Some(b'/' | b'*')) => Code::COMMENT,
-            Some(b'`') if self.starts_with(i, b"```") => Code::MARKDOWN_FENCE,
-            Some(b'\'') => Code::SINGLE_QUOTES,
-            _ => default,
-        }
     }
 
     fn end_error<T, E>(&self) -> Result<T, Failure<E>> {
@@ -726,7 +782,10 @@ impl Parser<'_, '_> {
                         }
                         None => return self.end_error(),
                         Some(_) => {
-                            return fail(self.classify(self.pos, Code::KEY_NOT_STRING), self.pos)
+                            return fail(
+                                classify(self.text, self.pos, Code::KEY_NOT_STRING),
+                                self.pos,
+                            )
                         }
                     }
                 }
@@ -786,14 +845,22 @@ impl Parser<'_, '_> {
                     return fail(Code::NAN_OR_INFINITY, start)
                 }
                 b'+' | b'.' => return fail(Code::INVALID_NUMBER, start),
-                _ => return fail(self.classify(start, Code::UNEXPECTED_CHARACTER), start),
+                _ => {
+                    return fail(
+                        classify(self.text, start, Code::UNEXPECTED_CHARACTER),
+                        start,
+                    )
+                }
             };
             // A value is complete: attach it, closing containers as they end.
             loop {
                 let Some(top) = stack.last_mut() else {
                     self.skip_ws();
                     if self.pos < self.text.len() {
-                        return fail(self.classify(self.pos, Code::TRAILING_CONTENT), self.pos);
+                        return fail(
+                            classify(self.text, self.pos, Code::TRAILING_CONTENT),
+                            self.pos,
+                        );
                     }
                     return Ok(value);
                 };
@@ -814,7 +881,7 @@ impl Parser<'_, '_> {
                                 None => return self.end_error(),
                                 Some(_) => {
                                     return fail(
-                                        self.classify(self.pos, Code::KEY_NOT_STRING),
+                                        classify(self.text, self.pos, Code::KEY_NOT_STRING),
                                         self.pos,
                                     )
                                 }
@@ -829,7 +896,7 @@ impl Parser<'_, '_> {
                         None => return self.end_error(),
                         Some(_) => {
                             return fail(
-                                self.classify(self.pos, Code::UNEXPECTED_CHARACTER),
+                                classify(self.text, self.pos, Code::UNEXPECTED_CHARACTER),
                                 self.pos,
                             )
                         }
@@ -856,7 +923,7 @@ impl Parser<'_, '_> {
                         None => return self.end_error(),
                         Some(_) => {
                             return fail(
-                                self.classify(self.pos, Code::UNEXPECTED_CHARACTER),
+                                classify(self.text, self.pos, Code::UNEXPECTED_CHARACTER),
                                 self.pos,
                             )
                         }
@@ -945,7 +1012,7 @@ impl Parser<'_, '_> {
             None => return self.end_error(),
             Some(_) => {
                 return fail(
-                    self.classify(self.pos, Code::UNEXPECTED_CHARACTER),
+                    classify(self.text, self.pos, Code::UNEXPECTED_CHARACTER),
                     self.pos,
                 )
             }
@@ -980,63 +1047,10 @@ impl Parser<'_, '_> {
             let (mask, high) = special16(chunk);
             return match first_hit(i, mask, high, ascii) {
                 Some(at) => at,
-                None => self.find_special(i + 16, ascii),
+                None => find_special(self.text, i + 16, ascii),
             };
         }
-        self.find_special(i, ascii)
-    }
-
-    /// Index of the first `"`, `\` or control byte at or after `i`, or the end.
-    #[inline]
-    fn find_special(&self, mut i: usize, ascii: &mut bool) -> usize {
-        let text = self.text;
-        #[cfg(target_arch = "x86_64")]
-        {
-            while let Some(chunk) = text.get(i..i + 16) {
-                let (mask, high) = special16(chunk);
-                if let Some(at) = first_hit(i, mask, high, ascii) {
-                    return at;
-                }
-                i += 16;
-            }
-            // Fewer than 16 bytes left: the text's last 16, less those before `i`.
-            if let Some(chunk) = text
-                .len()
-                .checked_sub(16)
-                .and_then(|start| text.get(start..))
-            {
-                let skip = i + 16 - text.len();
-                let (mask, high) = special16(chunk);
-                return first_hit(i, mask >> skip, high >> skip, ascii).unwrap_or(text.len());
-            }
-        }
-        while let Some(chunk) = text.get(i..i + 8) {
-            let mut word_bytes = [0u8; 8];
-            word_bytes.copy_from_slice(chunk);
-            let word = u64::from_le_bytes(word_bytes);
-            let mask = special_mask(word);
-            if mask != 0 {
-                let k = (mask.trailing_zeros() / 8) as usize;
-                if *ascii && chunk.iter().take(k).any(|&b| b >= 0x80) {
-                    *ascii = false;
-                }
-                return i + k;
-            }
-            if word & HIGHS != 0 {
-                *ascii = false;
-            }
-            i += 8;
-        }
-        while let Some(&byte) = text.get(i) {
-            if byte == b'"' || byte == b'\\' || byte < 0x20 {
-                return i;
-            }
-            if byte >= 0x80 {
-                *ascii = false;
-            }
-            i += 1;
-        }
-        i
+        find_special(self.text, i, ascii)
     }
 
     /// The string whose opening quote is at `quote`: its decoded text
@@ -1067,7 +1081,7 @@ impl Parser<'_, '_> {
     /// whether the bytes before it are ASCII. Decoded by [`decode_escaped`]
     /// into the scratch buffer, taken out of the parser meanwhile so that
     /// the compiler keeps the buffer's pointer and length in registers.
-    #[inline]
+    #[inline(always)]
     fn string_bytes<E>(
         &mut self,
         quote: usize,
@@ -1109,7 +1123,7 @@ impl Parser<'_, '_> {
     /// rounding (Clinger's fast path: the quotient of two exact doubles, which
     /// IEEE division rounds correctly). `None`: anything else, or anything
     /// wrong, which the general reading judges.
-    #[inline]
+    #[inline(always)]
     fn short_number(&self, start: usize) -> Option<(Short, usize)> {
         let negative = self.at(start) == Some(b'-');
         let mut end = start + usize::from(negative);
