@@ -201,20 +201,22 @@ fn parse_valid<B: Builder>(
     builder: &mut B,
     buffers: &mut Buffers<B::Value>,
 ) -> Result<B::Value, Failure<B::Error>> {
-    let Buffers {
-        stack,
-        items,
-        key_offsets,
-        scratch,
-    } = buffers;
+    // The stacks are taken out of `buffers` for the parse and put back
+    // after: as locals, their pointers and lengths need no load through it.
+    let mut stack = std::mem::take(&mut buffers.stack);
+    let mut items = std::mem::take(&mut buffers.items);
+    let mut key_offsets = std::mem::take(&mut buffers.key_offsets);
     let mut parser = Parser {
         text,
         pos: 0,
         values: 0,
         limits,
-        scratch,
+        scratch: &mut buffers.scratch,
     };
-    let result = parser.run(builder, stack, items, key_offsets);
+    let result = parser.run(builder, &mut stack, &mut items, &mut key_offsets);
+    buffers.stack = stack;
+    buffers.items = items;
+    buffers.key_offsets = key_offsets;
     buffers.reset();
     result.map_err(|f| match f {
         Failure::Parse(JsonError { code, pos }) => Failure::Parse(JsonError {
@@ -289,7 +291,7 @@ static ESCAPES: [u8; 256] = {
 #[inline(always)]
 fn push<T>(vec: &mut Vec<T>, value: T) {
     if vec.len() == vec.capacity() {
-        grow(vec);
+        *vec = grow(std::mem::take(vec));
     }
     let len = vec.len();
     if let Some(slot) = vec.spare_capacity_mut().first_mut() {
@@ -301,8 +303,10 @@ fn push<T>(vec: &mut Vec<T>, value: T) {
 
 #[cold]
 #[inline(never)]
-fn grow<T>(vec: &mut Vec<T>) {
+fn grow<T>(mut vec: Vec<T>) -> Vec<T> {
+    // By value: a `&mut` would take the address of the caller's vector.
     vec.reserve(1);
+    vec
 }
 
 /// Powers of ten that are exact doubles.
