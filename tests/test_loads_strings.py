@@ -116,6 +116,31 @@ def test_string_limit_with_escapes_at_every_length(impl: ModuleType, limit: int)
         assert info.value.code == "UNEXPECTED_END"
 
 
+@pytest.mark.parametrize("fill", ["a", "\u00e9", "\u6e21"])
+def test_text_ending_inside_an_escaped_string(impl: ModuleType, fill: str) -> None:
+    """A string with an escape that the text ends inside, at every offset
+    around the 16-byte steps (mid-run, right after an escape, after a lone
+    backslash): UNEXPECTED_END at the end of the text, never the end taken for
+    a closing quote."""
+    for run in range(0, 40):
+        for tail in ("", "\\", "\\u00", "\\ud83d"):
+            doc = '["\\n' + fill * run + tail
+            with pytest.raises(ParseError) as info:
+                impl.loads(doc)
+            assert (info.value.code, info.value.pos) == ("UNEXPECTED_END", len(doc)), doc
+
+
+def test_escaped_strings_one_after_another(impl: ModuleType) -> None:
+    """A short escaped string after a long one, in one document and in the
+    next: nothing of the longer one's text is left in the shorter."""
+    long = "x" * 100 + "\\n" + "y" * 100
+    doc = f'["{long}", "\\nab", {{"\\t": "\\u00e9"}}]'
+    expected = [json.loads(f'"{long}"'), "\nab", {"\t": "\u00e9"}]
+    assert impl.loads(doc) == expected
+    assert impl.loads('"\\nab"') == "\nab"
+    assert impl.loads('"\\u6e21"') == "\u6e21"
+
+
 def test_control_characters_after_escapes(impl: ModuleType) -> None:
     for offset in range(0, 34):
         doc = '["' + "\\n" + "a" * offset + "\t" + '"]'

@@ -167,12 +167,13 @@ impl<V> Buffers<V> {
     }
 
     /// Drop what a failed parse left behind, and memory beyond a small reserve.
+    /// The scratch buffer keeps its (initialized) bytes: see
+    /// [`Parser::string_bytes`].
     fn reset(&mut self) {
         const KEEP: usize = 64 * 1024;
         self.stack.clear();
         self.items.clear();
         self.key_offsets.clear();
-        self.scratch.clear();
         if self.scratch.capacity() > KEEP {
             self.scratch = Vec::new();
         }
@@ -200,20 +201,22 @@ fn parse_valid<B: Builder>(
     builder: &mut B,
     buffers: &mut Buffers<B::Value>,
 ) -> Result<B::Value, Failure<B::Error>> {
-    let Buffers {
-        stack,
-        items,
-        key_offsets,
-        scratch,
-    } = buffers;
+    // The stacks are taken out of `buffers` for the parse and put back
+    // after: as locals, their pointers and lengths need no load through it.
+    let mut stack = std::mem::take(&mut buffers.stack);
+    let mut items = std::mem::take(&mut buffers.items);
+    let mut key_offsets = std::mem::take(&mut buffers.key_offsets);
     let mut parser = Parser {
         text,
         pos: 0,
         values: 0,
         limits,
-        scratch,
+        scratch: &mut buffers.scratch,
     };
-    let result = parser.run(builder, stack, items, key_offsets);
+    let result = parser.run(builder, &mut stack, &mut items, &mut key_offsets);
+    buffers.stack = stack;
+    buffers.items = items;
+    buffers.key_offsets = key_offsets;
     buffers.reset();
     result.map_err(|f| match f {
         Failure::Parse(JsonError { code, pos }) => Failure::Parse(JsonError {
@@ -288,7 +291,7 @@ static ESCAPES: [u8; 256] = {
 #[inline(always)]
 fn push<T>(vec: &mut Vec<T>, value: T) {
     if vec.len() == vec.capacity() {
-        grow(vec);
+        *vec = grow(std::mem::take(vec));
     }
     let len = vec.len();
     if let Some(slot) = vec.spare_capacity_mut().first_mut() {
@@ -300,8 +303,10 @@ fn push<T>(vec: &mut Vec<T>, value: T) {
 
 #[cold]
 #[inline(never)]
-fn grow<T>(vec: &mut Vec<T>) {
+fn grow<T>(mut vec: Vec<T>) -> Vec<T> {
+    // By value: a `&mut` would take the address of the caller's vector.
     vec.reserve(1);
+    vec
 }
 
 /// Powers of ten that are exact doubles.
@@ -350,6 +355,232 @@ fn special16(chunk: &[u8]) -> (u32, u32) {
         let hits = _mm_or_si128(_mm_or_si128(quote, backslash), control);
         (_mm_movemask_epi8(hits) as u32, _mm_movemask_epi8(v) as u32)
     }
+}
+
+/// Grow the scratch buffer (zero-filled) to at least 32 bytes past `o`.
+#[cold]
+#[inline(never)]
+fn grow_scratch(out: &mut Vec<u8>, o: usize) {
+    let len = (o + 32).max(out.len() * 2).max(256);
+    out.resize(len, 0);
+}
+
+/// The sixteen bytes of `text` from `i`, padded with quotes past its end
+/// (so a scan that reaches the end stops there, at a quote that is not in
+/// the text).
+#[inline(always)]
+fn chunk16(text: &[u8], i: usize) -> [u8; 16] {
+    if let Some(chunk) = text.get(i..).and_then(|rest| rest.first_chunk::<16>()) {
+        return *chunk;
+    }
+    let mut padded = [b'"'; 16];
+    let rest = text.get(i..).unwrap_or_default();
+    if let Some(slot) = padded.get_mut(..rest.len()) {
+        slot.copy_from_slice(rest);
+    }
+    padded
+}
+
+/// [`special16`] of a 16-byte array, on any target.
+#[inline(always)]
+fn special16_of(chunk: &[u8; 16]) -> (u32, u32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        special16(chunk)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let (mut mask, mut high) = (0u32, 0u32);
+        for (k, &b) in chunk.iter().enumerate() {
+            mask |= u32::from(b == b'"' || b == b'\\' || b < 0x20) << k;
+            high |= u32::from(b >= 0x80) << k;
+        }
+        (mask, high)
+    }
+}
+
+/// The string whose opening quote is at `quote`, with escapes (or breaking a
+/// rule): `first` is its first quote, backslash or control byte, `ascii`
+/// whether the bytes before it are ASCII. Decodes it into `out` and returns
+/// the decoded length, the offset after the closing quote and whether the
+/// text is ASCII.
+///
+/// One pass: at each step sixteen bytes are copied to the end of the output
+/// whatever they hold, and the output then advances only to the first
+/// special byte among them (the bytes past it are overwritten by what
+/// follows). So `out` keeps 32 bytes of room past the output; its bytes are
+/// initialized once and kept between strings (it is never truncated).
+#[inline(never)]
+fn decode_escaped(
+    text: &[u8],
+    quote: usize,
+    first: usize,
+    mut ascii: bool,
+    limits: &Limits,
+    out: &mut Vec<u8>,
+) -> Result<(usize, usize, bool), JsonError> {
+    let max = limits.max_string_bytes;
+    let too_long = JsonError {
+        code: Code::STRING_TOO_LONG,
+        pos: quote,
+    };
+    let run = text.get(quote + 1..first).unwrap_or_default();
+    // The output so far: its length is the decoded byte count.
+    let mut o = run.len();
+    if o > max {
+        return Err(too_long);
+    }
+    if out.len() < o + 32 {
+        grow_scratch(out, o);
+    }
+    if let Some(slot) = out.get_mut(..o) {
+        slot.copy_from_slice(run);
+    }
+    let mut cur = first;
+    loop {
+        // The byte at `cur` is special; the output has 32 bytes of room.
+        let here = text.get(cur).copied();
+        if o > max {
+            return Err(too_long);
+        }
+        if here != Some(b'\\') {
+            return match here {
+                Some(b'"') => Ok((o, cur + 1, ascii)),
+                None => Err(JsonError {
+                    code: Code::UNEXPECTED_END,
+                    pos: text.len(),
+                }),
+                Some(_) => Err(JsonError {
+                    code: Code::CONTROL_CHARACTER,
+                    pos: cur,
+                }),
+            };
+        }
+        let Some(&e) = text.get(cur + 1) else {
+            return Err(JsonError {
+                code: Code::UNEXPECTED_END,
+                pos: text.len(),
+            });
+        };
+        // A table, not a match: mixed escapes would mispredict a jump table.
+        match ESCAPES.get(usize::from(e)).copied().unwrap_or(0) {
+            0 => {
+                return Err(JsonError {
+                    code: Code::INVALID_ESCAPE,
+                    pos: cur,
+                })
+            }
+            b'u' => {
+                let (ch, next) = unicode_escape(text, cur)?;
+                let mut buf = [0u8; 4];
+                let width = ch.encode_utf8(&mut buf).len();
+                ascii &= width == 1;
+                if let Some(slot) = out.get_mut(o..o + 4) {
+                    slot.copy_from_slice(&buf);
+                }
+                o += width;
+                cur = next;
+            }
+            byte => {
+                if let Some(slot) = out.get_mut(o) {
+                    *slot = byte;
+                }
+                o += 1;
+                cur += 2;
+            }
+        }
+        // The run up to the next special byte, sixteen bytes a step.
+        loop {
+            let room = out.get_mut(o..).and_then(|rest| rest.get_mut(..32));
+            let Some(slot) = room.and_then(|r| r.first_chunk_mut::<16>()) else {
+                // Past the limit the string fails at its next special byte
+                // whatever that is: it may as well fail here, before growing.
+                if o > max {
+                    return Err(too_long);
+                }
+                grow_scratch(out, o);
+                continue;
+            };
+            let chunk = chunk16(text, cur);
+            *slot = chunk;
+            let (mask, high) = special16_of(&chunk);
+            if mask == 0 {
+                ascii &= high == 0;
+                cur += 16;
+                o += 16;
+                continue;
+            }
+            let k = mask.trailing_zeros();
+            ascii &= high & ((1u32 << k) - 1) == 0;
+            cur += k as usize;
+            o += k as usize;
+            break;
+        }
+    }
+}
+
+/// The character of the `\u` escape whose backslash is at `j` (two escapes
+/// for a surrogate pair), and the offset after it.
+#[inline]
+fn unicode_escape(text: &[u8], j: usize) -> Result<(char, usize), JsonError> {
+    let end = JsonError {
+        code: Code::UNEXPECTED_END,
+        pos: text.len(),
+    };
+    let lone = JsonError {
+        code: Code::LONE_SURROGATE,
+        pos: j,
+    };
+    let first = hex4(text, j)?;
+    let (code, next) = match first {
+        0xD800..=0xDBFF => {
+            let m = j + 6;
+            match (text.get(m), text.get(m + 1)) {
+                (None, _) | (Some(b'\\'), None) => return Err(end),
+                (Some(b'\\'), Some(b'u')) => {}
+                _ => return Err(lone),
+            }
+            let second = hex4(text, m)?;
+            if !(0xDC00..=0xDFFF).contains(&second) {
+                return Err(lone);
+            }
+            (
+                0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00),
+                m + 6,
+            )
+        }
+        0xDC00..=0xDFFF => return Err(lone),
+        cp => (cp, j + 6),
+    };
+    char::from_u32(code).map(|ch| (ch, next)).ok_or(lone)
+}
+
+/// The four hex digits of the `\u` escape whose backslash is at `j`.
+fn hex4(text: &[u8], j: usize) -> Result<u32, JsonError> {
+    if let Some(&[a, b, c, d]) = text.get(j + 2..j + 6) {
+        if let (Some(a), Some(b), Some(c), Some(d)) =
+            (hex_value(a), hex_value(b), hex_value(c), hex_value(d))
+        {
+            return Ok((a << 12) | (b << 8) | (c << 4) | d);
+        }
+    }
+    let mut value = 0u32;
+    for k in 0..4 {
+        let Some(&byte) = text.get(j + 2 + k) else {
+            return Err(JsonError {
+                code: Code::UNEXPECTED_END,
+                pos: text.len(),
+            });
+        };
+        let Some(digit) = hex_value(byte) else {
+            return Err(JsonError {
+                code: Code::INVALID_UNICODE_ESCAPE,
+                pos: j,
+            });
+        };
+        value = value * 16 + digit;
+    }
+    Ok(value)
 }
 
 /// Index of the first byte at or after `i` that is not JSON whitespace (or the end).
@@ -405,6 +636,73 @@ fn first_hit(i: usize, mask: u32, high: u32, ascii: &mut bool) -> Option<usize> 
     (mask != 0).then(|| i + mask.trailing_zeros() as usize)
 }
 
+/// The code for a character that cannot stand at `i` of `text`: comments,
+/// fences and single quotes get their own codes, anything else `default`.
+/// (A free function: a method would take the parser's address, which keeps
+/// its position out of registers in the parse loop.)
+fn classify(text: &[u8], i: usize, default: Code) -> Code {
+    match text.get(i) {
+        Some(b'/') if matches!(text.get(i + 1), Some(b'/' | b'*')) => Code::COMMENT,
+        Some(b'`') if text.get(i..).is_some_and(|rest| rest.starts_with(b"```")) => {
+            Code::MARKDOWN_FENCE
+        }
+        Some(b'\'') => Code::SINGLE_QUOTES,
+        _ => default,
+    }
+}
+
+/// Index of the first `"`, `\` or control byte of `text` at or after `i`, or the end.
+#[inline]
+fn find_special(text: &[u8], mut i: usize, ascii: &mut bool) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        while let Some(chunk) = text.get(i..i + 16) {
+            let (mask, high) = special16(chunk);
+            if let Some(at) = first_hit(i, mask, high, ascii) {
+                return at;
+            }
+            i += 16;
+        }
+        // Fewer than 16 bytes left: the text's last 16, less those before `i`.
+        if let Some(chunk) = text
+            .len()
+            .checked_sub(16)
+            .and_then(|start| text.get(start..))
+        {
+            let skip = i + 16 - text.len();
+            let (mask, high) = special16(chunk);
+            return first_hit(i, mask >> skip, high >> skip, ascii).unwrap_or(text.len());
+        }
+    }
+    while let Some(chunk) = text.get(i..i + 8) {
+        let mut word_bytes = [0u8; 8];
+        word_bytes.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word_bytes);
+        let mask = special_mask(word);
+        if mask != 0 {
+            let k = (mask.trailing_zeros() / 8) as usize;
+            if *ascii && chunk.iter().take(k).any(|&b| b >= 0x80) {
+                *ascii = false;
+            }
+            return i + k;
+        }
+        if word & HIGHS != 0 {
+            *ascii = false;
+        }
+        i += 8;
+    }
+    while let Some(&byte) = text.get(i) {
+        if byte == b'"' || byte == b'\\' || byte < 0x20 {
+            return i;
+        }
+        if byte >= 0x80 {
+            *ascii = false;
+        }
+        i += 1;
+    }
+    i
+}
+
 impl Parser<'_, '_> {
     #[inline]
     fn peek(&self) -> Option<u8> {
@@ -432,17 +730,6 @@ impl Parser<'_, '_> {
 
     fn starts_with(&self, i: usize, lit: &[u8]) -> bool {
         self.text.get(i..).is_some_and(|rest| rest.starts_with(lit))
-    }
-
-    /// The code for a character that cannot stand at `i`: comments, fences
-    /// and single quotes get their own codes, anything else `default`.
-    fn classify(&self, i: usize, default: Code) -> Code {
-        match self.at(i) {
-            Some(b'/') if matches!(self.at(i + 1), Some(b'/' | b'*')) => Code::COMMENT,
-            Some(b'`') if self.starts_with(i, b"```") => Code::MARKDOWN_FENCE,
-            Some(b'\'') => Code::SINGLE_QUOTES,
-            _ => default,
-        }
     }
 
     fn end_error<T, E>(&self) -> Result<T, Failure<E>> {
@@ -499,7 +786,10 @@ impl Parser<'_, '_> {
                         }
                         None => return self.end_error(),
                         Some(_) => {
-                            return fail(self.classify(self.pos, Code::KEY_NOT_STRING), self.pos)
+                            return fail(
+                                classify(self.text, self.pos, Code::KEY_NOT_STRING),
+                                self.pos,
+                            )
                         }
                     }
                 }
@@ -559,14 +849,22 @@ impl Parser<'_, '_> {
                     return fail(Code::NAN_OR_INFINITY, start)
                 }
                 b'+' | b'.' => return fail(Code::INVALID_NUMBER, start),
-                _ => return fail(self.classify(start, Code::UNEXPECTED_CHARACTER), start),
+                _ => {
+                    return fail(
+                        classify(self.text, start, Code::UNEXPECTED_CHARACTER),
+                        start,
+                    )
+                }
             };
             // A value is complete: attach it, closing containers as they end.
             loop {
                 let Some(top) = stack.last_mut() else {
                     self.skip_ws();
                     if self.pos < self.text.len() {
-                        return fail(self.classify(self.pos, Code::TRAILING_CONTENT), self.pos);
+                        return fail(
+                            classify(self.text, self.pos, Code::TRAILING_CONTENT),
+                            self.pos,
+                        );
                     }
                     return Ok(value);
                 };
@@ -587,7 +885,7 @@ impl Parser<'_, '_> {
                                 None => return self.end_error(),
                                 Some(_) => {
                                     return fail(
-                                        self.classify(self.pos, Code::KEY_NOT_STRING),
+                                        classify(self.text, self.pos, Code::KEY_NOT_STRING),
                                         self.pos,
                                     )
                                 }
@@ -602,7 +900,7 @@ impl Parser<'_, '_> {
                         None => return self.end_error(),
                         Some(_) => {
                             return fail(
-                                self.classify(self.pos, Code::UNEXPECTED_CHARACTER),
+                                classify(self.text, self.pos, Code::UNEXPECTED_CHARACTER),
                                 self.pos,
                             )
                         }
@@ -629,7 +927,7 @@ impl Parser<'_, '_> {
                         None => return self.end_error(),
                         Some(_) => {
                             return fail(
-                                self.classify(self.pos, Code::UNEXPECTED_CHARACTER),
+                                classify(self.text, self.pos, Code::UNEXPECTED_CHARACTER),
                                 self.pos,
                             )
                         }
@@ -718,7 +1016,7 @@ impl Parser<'_, '_> {
             None => return self.end_error(),
             Some(_) => {
                 return fail(
-                    self.classify(self.pos, Code::UNEXPECTED_CHARACTER),
+                    classify(self.text, self.pos, Code::UNEXPECTED_CHARACTER),
                     self.pos,
                 )
             }
@@ -744,37 +1042,6 @@ impl Parser<'_, '_> {
         Ok(())
     }
 
-    /// [`Self::find_special`] for the runs between escapes, which are often
-    /// short (or empty, as in `\n\t`): the first byte alone, then one
-    /// eight-byte word, then the vector scan.
-    #[inline]
-    fn find_special_near(&self, i: usize, ascii: &mut bool) -> usize {
-        match self.at(i) {
-            Some(byte) if byte >= 0x20 && byte != b'"' && byte != b'\\' => {}
-            _ => return i,
-        }
-        let Some(word) = self
-            .text
-            .get(i..i + 8)
-            .and_then(|c| c.try_into().ok())
-            .map(u64::from_le_bytes)
-        else {
-            return self.find_special(i, ascii);
-        };
-        let mask = special_mask(word);
-        if mask != 0 {
-            let k = mask.trailing_zeros() / 8;
-            if word & HIGHS & ((1u64 << (8 * k)) - 1) != 0 {
-                *ascii = false;
-            }
-            return i + k as usize;
-        }
-        if word & HIGHS != 0 {
-            *ascii = false;
-        }
-        self.find_special(i + 8, ascii)
-    }
-
     /// [`Self::find_special`] with its first sixteen bytes inlined: most
     /// strings (keys above all) end within them.
     #[inline(always)]
@@ -784,63 +1051,10 @@ impl Parser<'_, '_> {
             let (mask, high) = special16(chunk);
             return match first_hit(i, mask, high, ascii) {
                 Some(at) => at,
-                None => self.find_special(i + 16, ascii),
+                None => find_special(self.text, i + 16, ascii),
             };
         }
-        self.find_special(i, ascii)
-    }
-
-    /// Index of the first `"`, `\` or control byte at or after `i`, or the end.
-    #[inline]
-    fn find_special(&self, mut i: usize, ascii: &mut bool) -> usize {
-        let text = self.text;
-        #[cfg(target_arch = "x86_64")]
-        {
-            while let Some(chunk) = text.get(i..i + 16) {
-                let (mask, high) = special16(chunk);
-                if let Some(at) = first_hit(i, mask, high, ascii) {
-                    return at;
-                }
-                i += 16;
-            }
-            // Fewer than 16 bytes left: the text's last 16, less those before `i`.
-            if let Some(chunk) = text
-                .len()
-                .checked_sub(16)
-                .and_then(|start| text.get(start..))
-            {
-                let skip = i + 16 - text.len();
-                let (mask, high) = special16(chunk);
-                return first_hit(i, mask >> skip, high >> skip, ascii).unwrap_or(text.len());
-            }
-        }
-        while let Some(chunk) = text.get(i..i + 8) {
-            let mut word_bytes = [0u8; 8];
-            word_bytes.copy_from_slice(chunk);
-            let word = u64::from_le_bytes(word_bytes);
-            let mask = special_mask(word);
-            if mask != 0 {
-                let k = (mask.trailing_zeros() / 8) as usize;
-                if *ascii && chunk.iter().take(k).any(|&b| b >= 0x80) {
-                    *ascii = false;
-                }
-                return i + k;
-            }
-            if word & HIGHS != 0 {
-                *ascii = false;
-            }
-            i += 8;
-        }
-        while let Some(&byte) = text.get(i) {
-            if byte == b'"' || byte == b'\\' || byte < 0x20 {
-                return i;
-            }
-            if byte >= 0x80 {
-                *ascii = false;
-            }
-            i += 1;
-        }
-        i
+        find_special(self.text, i, ascii)
     }
 
     /// The string whose opening quote is at `quote`: its decoded text
@@ -868,124 +1082,22 @@ impl Parser<'_, '_> {
 
     /// A string with escapes, or one that breaks a rule; `first` is the first
     /// quote, backslash or control byte after the opening quote, and `ascii`
-    /// whether the bytes before it are ASCII.
-    #[inline]
+    /// whether the bytes before it are ASCII. Decoded by [`decode_escaped`]
+    /// into the scratch buffer, taken out of the parser meanwhile so that
+    /// the compiler keeps the buffer's pointer and length in registers.
+    #[inline(always)]
     fn string_bytes<E>(
         &mut self,
         quote: usize,
         first: usize,
-        mut ascii: bool,
+        ascii: bool,
     ) -> Result<(&[u8], bool), Failure<E>> {
-        let max = self.limits.max_string_bytes;
-        let mut cur = quote + 1;
-        let mut decoded = 0usize;
-        let mut found = Some(first);
-        self.scratch.clear();
-        loop {
-            // After an escape: the next run is often short (or empty, as in `\n\t`).
-            let j = match found.take() {
-                Some(j) => j,
-                None => self.find_special_near(cur, &mut ascii),
-            };
-            decoded += j - cur;
-            if decoded > max {
-                return fail(Code::STRING_TOO_LONG, quote);
-            }
-            let Some(c) = self.at(j) else {
-                return self.end_error();
-            };
-            match c {
-                b'"' => {
-                    self.pos = j + 1;
-                    if j > cur {
-                        self.scratch
-                            .extend_from_slice(self.text.get(cur..j).unwrap_or_default());
-                    }
-                    return Ok((self.scratch.as_slice(), ascii));
-                }
-                b'\\' => {
-                    if j > cur {
-                        self.scratch
-                            .extend_from_slice(self.text.get(cur..j).unwrap_or_default());
-                    }
-                    let Some(e) = self.at(j + 1) else {
-                        return self.end_error();
-                    };
-                    // A table, not a match: mixed escapes would mispredict a jump table.
-                    match ESCAPES.get(usize::from(e)).copied().unwrap_or(0) {
-                        0 => return fail(Code::INVALID_ESCAPE, j),
-                        b'u' => {}
-                        byte => {
-                            self.scratch.push(byte);
-                            decoded += 1;
-                            cur = j + 2;
-                            continue;
-                        }
-                    }
-                    let first = self.hex4(j)?;
-                    let (ch, next) = match first {
-                        0xD800..=0xDBFF => {
-                            let m = j + 6;
-                            match (self.at(m), self.at(m + 1)) {
-                                (None, _) | (Some(b'\\'), None) => return self.end_error(),
-                                (Some(b'\\'), Some(b'u')) => {}
-                                _ => return fail(Code::LONE_SURROGATE, j),
-                            }
-                            let second = self.hex4(m)?;
-                            if !(0xDC00..=0xDFFF).contains(&second) {
-                                return fail(Code::LONE_SURROGATE, j);
-                            }
-                            (
-                                0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00),
-                                m + 6,
-                            )
-                        }
-                        0xDC00..=0xDFFF => return fail(Code::LONE_SURROGATE, j),
-                        cp => (cp, j + 6),
-                    };
-                    let Some(ch) = char::from_u32(ch) else {
-                        return fail(Code::LONE_SURROGATE, j);
-                    };
-                    if (ch as u32) < 0x80 {
-                        self.scratch.push(ch as u8);
-                        decoded += 1;
-                    } else {
-                        ascii = false;
-                        let mut buf = [0u8; 4];
-                        let encoded = ch.encode_utf8(&mut buf).as_bytes();
-                        self.scratch.reserve(encoded.len());
-                        for &byte in encoded {
-                            self.scratch.push(byte);
-                        }
-                        decoded += encoded.len();
-                    }
-                    cur = next;
-                }
-                _ => return fail(Code::CONTROL_CHARACTER, j),
-            }
-        }
-    }
-
-    /// The four hex digits of the `\u` escape whose backslash is at `j`.
-    fn hex4<E>(&self, j: usize) -> Result<u32, Failure<E>> {
-        if let Some(&[a, b, c, d]) = self.text.get(j + 2..j + 6) {
-            if let (Some(a), Some(b), Some(c), Some(d)) =
-                (hex_value(a), hex_value(b), hex_value(c), hex_value(d))
-            {
-                return Ok((a << 12) | (b << 8) | (c << 4) | d);
-            }
-        }
-        let mut value = 0u32;
-        for k in 0..4 {
-            let Some(byte) = self.at(j + 2 + k) else {
-                return self.end_error();
-            };
-            let Some(digit) = hex_value(byte) else {
-                return fail(Code::INVALID_UNICODE_ESCAPE, j);
-            };
-            value = value * 16 + digit;
-        }
-        Ok(value)
+        let mut out = std::mem::take(self.scratch);
+        let decoded = decode_escaped(self.text, quote, first, ascii, self.limits, &mut out);
+        *self.scratch = out;
+        let (len, end, ascii) = decoded?;
+        self.pos = end;
+        Ok((self.scratch.get(..len).unwrap_or_default(), ascii))
     }
 
     fn digits(&mut self) {
@@ -1015,7 +1127,7 @@ impl Parser<'_, '_> {
     /// rounding (Clinger's fast path: the quotient of two exact doubles, which
     /// IEEE division rounds correctly). `None`: anything else, or anything
     /// wrong, which the general reading judges.
-    #[inline]
+    #[inline(always)]
     fn short_number(&self, start: usize) -> Option<(Short, usize)> {
         let negative = self.at(start) == Some(b'-');
         let mut end = start + usize::from(negative);
