@@ -10,7 +10,7 @@ import hashlib
 from typing import Any
 
 from ...types import UsageReported
-from ._openai import failure
+from ._openai import failure, filtered
 from ._shape import located, model_role, shape
 from .jsontext import dumps
 
@@ -206,15 +206,24 @@ def part_id(item_id: str, index: int) -> str:
 
 
 def blocked(resp: dict[str, Any], what: str, at: str) -> str | None:
-    """The path of the first ``blocked: true`` in the ``content_filters`` of
-    the response object at ``at`` (Azure OpenAI's filter verdicts, on the
-    prompt or the completion), or None. The list, when not null, holds
-    objects whose ``blocked`` is a boolean when present."""
+    """The path of the first verdict in the ``content_filters`` of the
+    response object at ``at`` that withheld it (Azure OpenAI's filter
+    verdicts, on the prompt or the completion): a ``blocked: true``, or a
+    ``filtered: true`` in the entry's ``content_filter_results`` (read as
+    Chat's are, categories in sorted order; an entry's ``blocked`` first), or
+    None. The list, when not null, holds objects whose ``blocked`` is a
+    boolean when present and whose ``content_filter_results`` is null or
+    Chat's shape."""
     hit = None
     for index, entry in enumerate(_S.opt_list(resp, "content_filters", what, at) or ()):
         place = f"{at}.content_filters[{index}]"
-        if _S.opt_bool(_S.obj(entry, what, place), "blocked", what, place) and hit is None:
+        entry = _S.obj(entry, what, place)
+        if _S.opt_bool(entry, "blocked", what, place) and hit is None:
             hit = f"{place}.blocked"
+        results = _S.opt_obj(entry, "content_filter_results", what, place)
+        note = None if results is None else filtered(_S, results, what, f"{place}.content_filter_results")
+        if note is not None and note[1] and hit is None:
+            hit = note[0]
     return hit
 
 

@@ -38,11 +38,14 @@ response is not done whatever the event type says, and then that wins:
   event and the final output disagree, the unfinished one wins).
 - Azure OpenAI's filter verdicts: an entry of a response object's
   ``content_filters`` (on ``response.created`` / ``in_progress`` /
-  ``queued``, the terminal's ``response`` or a body) with ``blocked: true``,
-  the prompt's or the completion's, makes the finish ``content_filter``
-  (``CONTENT_FILTERED``, the raw status kept) whatever the status says, an
-  unfinished item too; ``blocked: false``, null and no list change nothing,
-  and a list of another shape is ``MALFORMED_EVENT`` at the field's path.
+  ``queued``, the terminal's ``response`` or a body) with ``blocked: true``
+  or with ``filtered: true`` in its ``content_filter_results`` (read as
+  Chat's are), the prompt's or the completion's, makes the finish
+  ``content_filter`` (``CONTENT_FILTERED``, the raw status kept) whatever the
+  status says, an unfinished item too; ``blocked: false``, ``filtered:
+  false``, null and no list change nothing, and a list or results of another
+  shape are ``MALFORMED_EVENT`` at the field's path. (An ``error`` in the
+  results, a filter that did not run, is not read here.)
 - any event after the terminal (other than ``response.failed`` after
   ``error``) -> ``EVENT_AFTER_TERMINAL``.
 

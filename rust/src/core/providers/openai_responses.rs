@@ -8,8 +8,9 @@
 //! (or no status on `response.completed`) is done. An output item whose
 //! status is not `completed` (or absent) is unfinished, and a done response
 //! holding an unfinished message or call is `ITEM_NOT_ENDED`. An entry of
-//! a response object's `content_filters` (Azure OpenAI) with `blocked: true`,
-//! on a head event, the terminal or a body, makes the finish `content_filter`
+//! a response object's `content_filters` (Azure OpenAI) with `blocked: true`
+//! or a `filtered: true` in its `content_filter_results` (read as Chat's
+//! are), on a head event, the terminal or a body, makes the finish `content_filter`
 //! whatever the status says. A terminal output that lists the streamed items
 //! in another order (or one twice) is `OUTPUT_MISMATCH`.
 //!
@@ -134,6 +135,8 @@ struct DetailsRaw<'a> {
 struct FilterRaw<'a> {
     #[serde(borrow)]
     blocked: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content_filter_results: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -243,19 +246,29 @@ fn usage(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Event, CoreError> {
     }))
 }
 
-/// The path of the first `blocked: true` in the `content_filters` (at
-/// `at`) of a response object: Azure OpenAI's filter verdicts, on the prompt
-/// or the completion. The list, when not null, holds objects whose `blocked`
-/// is a boolean when present.
+/// The path of the first verdict in the `content_filters` (at `at`) of a
+/// response object that withheld it: Azure OpenAI's filter verdicts, on the
+/// prompt or the completion, each a `blocked: true` or a `filtered: true` in
+/// its `content_filter_results` (read as Chat's are, categories in sorted
+/// order; an entry's `blocked` first). The list, when not null, holds
+/// objects whose `blocked` is a boolean when present and whose
+/// `content_filter_results` is null or Chat's shape.
 fn blocked(raw: Option<&RawValue>, what: &str, at: Path<'_>) -> Result<Option<String>, CoreError> {
     let mut hit = None;
     let list = SHAPE.opt_list(raw, what, at)?.unwrap_or_default();
     for (index, entry) in list.into_iter().enumerate() {
         let place = at.index(index);
         let filter: FilterRaw<'_> = SHAPE.obj(entry, what, place)?;
-        let place = place.key("blocked");
-        if SHAPE.opt_bool(filter.blocked, what, place)? && hit.is_none() {
-            hit = Some(place.render());
+        let verdict = place.key("blocked");
+        if SHAPE.opt_bool(filter.blocked, what, verdict)? && hit.is_none() {
+            hit = Some(verdict.render());
+        }
+        if let Some(results) = filter.content_filter_results {
+            let at = place.key("content_filter_results");
+            let note = super::openai_chat::filtered(SHAPE, results, what, at)?;
+            if let Some(note) = note.filter(|note| note.ran) {
+                hit.get_or_insert(note.path);
+            }
         }
     }
     Ok(hit)
