@@ -24,8 +24,11 @@ assembler, one section each, on both backends.
    and a ``filtered: true`` there (a category, a list entry, a ``details``
    entry) withholds the response as ``blocked: true`` does, on the prompt or
    the completion, whatever ``blocked`` says: only ``blocked`` was read, so a
-   filtered response's call ran. Results of another shape are
-   ``MALFORMED_EVENT`` at their path, with the Responses mapper's message.
+   filtered response's call ran. An ``error`` there says the filter did not
+   run: unless a verdict withheld the response, it is refused with
+   ``PROVIDER_ERROR`` (retryable) at the error's path, as Chat's is; it was
+   ignored. Results of another shape are ``MALFORMED_EVENT`` at their path,
+   with the Responses mapper's message.
 5. Gemini: an empty ``functionCall.id`` is no id. Gemini's ids are optional
    (most responses carry none), so it is treated as absent and a call id is
    generated (``call_id_generated``), as Chat's empty or absent id is; the
@@ -318,6 +321,59 @@ def test_the_recorded_filter_results_change_nothing(impl: ModuleType) -> None:
     """The control: the recordings (every category ``filtered: false``) are decided."""
     assert _decided_code(_stream(impl, "openai-responses", AZURE_EVENTS)) == "EXECUTABLE"
     assert _decided_code(impl.normalize(json.dumps(AZURE_BODY), provider="openai-responses")) == "EXECUTABLE"
+
+
+#: Azure's answer when a filter could not screen the output
+NOT_RUN = {"code": "content_filter_error", "message": "The contents are not filtered"}
+
+
+@pytest.mark.parametrize(
+    ("results", "where"),
+    [
+        ({"error": NOT_RUN}, "error"),
+        ({"hate": {"filtered": False, "error": NOT_RUN}}, "hate.error"),
+        ({"custom_blocklists": [{"filtered": False, "error": NOT_RUN}]}, "custom_blocklists[0].error"),
+    ],
+)
+@pytest.mark.parametrize("how", ["body", "stream"])
+def test_a_filter_that_did_not_run_is_a_provider_error(impl: ModuleType, how: str, results: Any, where: str) -> None:
+    body = json.loads(json.dumps(AZURE_BODY))
+    body["content_filters"][1]["content_filter_results"] = results
+    base = "$" if how == "body" else "$.response"
+    with pytest.raises(OutputError) as caught:
+        if how == "body":
+            impl.normalize(json.dumps(body), provider="openai-responses")
+        else:
+            events = json.loads(json.dumps(AZURE_EVENTS))
+            events[-1]["response"]["content_filters"] = body["content_filters"]
+            _stream(impl, "openai-responses", events)
+    error = caught.value
+    assert (error.code, error.path, error.retryable) == (
+        "PROVIDER_ERROR",
+        f"{base}.content_filters[1].content_filter_results.{where}",
+        True,
+    )
+
+
+def test_a_filter_that_did_not_run_on_a_head_event_is_refused_at_once(impl: ModuleType) -> None:
+    events = json.loads(json.dumps(AZURE_EVENTS))
+    assert events[0]["type"] == "response.created"
+    events[0]["response"]["content_filters"] = [{"blocked": False, "content_filter_results": {"error": NOT_RUN}}]
+    assembler = impl.StreamAssembler("openai-responses")
+    with pytest.raises(OutputError) as caught:
+        assembler.feed_event(json.dumps(events[0]))
+    assert (caught.value.code, caught.value.path) == (
+        "PROVIDER_ERROR",
+        "$.response.content_filters[0].content_filter_results.error",
+    )
+
+
+def test_a_verdict_that_withheld_the_response_wins_over_a_filter_that_did_not_run(impl: ModuleType) -> None:
+    body = json.loads(json.dumps(AZURE_BODY))
+    body["content_filters"][0]["content_filter_results"] = {"error": NOT_RUN}
+    body["content_filters"][1]["blocked"] = True
+    response = impl.normalize(json.dumps(body), provider="openai-responses")
+    assert response.finish_reason == "content_filter"
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...errors import OutputError, new_error
 from ...types import ResponseFailed
 from ._shape import U64_MAX, Shape
 
-__all__ = ["RETRYABLE_ERRORS", "Annotation", "failure", "filtered"]
+__all__ = ["RETRYABLE_ERRORS", "Annotation", "failure", "filtered", "first", "unscreened"]
 
 #: what one content-filter annotation says: ``(path, True)`` for the first
 #: ``filtered: true``, ``(path, False)`` for the first ``error`` (the filter
@@ -86,3 +87,19 @@ def filtered(s: Shape, results: dict[str, Any], what: str, at: str) -> Annotatio
     if hit is not None:
         return hit, True
     return None if unscreened is None else (unscreened, False)
+
+
+def first(one: Annotation | None, other: Annotation | None) -> Annotation | None:
+    """The annotation that wins of two: a filter hit over a filter that did
+    not run, else the earlier."""
+    if one is None or (other is not None and other[1] and not one[1]):
+        return other
+    return one
+
+
+def unscreened(at: str) -> OutputError:
+    """The error of a filter that did not run (an ``error`` at ``at``): the
+    output was not screened, and asking again may get it screened."""
+    return new_error(
+        "PROVIDER_ERROR", "the content filter did not run, so the output was not screened", path=at, retryable=True
+    )

@@ -96,9 +96,10 @@ from ...types import (
 )
 from ..assemble import Assembler
 from ..objects import new_response, new_text_item, new_tool_call_item, new_usage
-from ._openai import RETRYABLE_ERRORS, failure
+from ._openai import RETRYABLE_ERRORS, failure, unscreened
 from ._openai import Annotation as _Annotation
 from ._openai import filtered as _filtered
+from ._openai import first as _first
 from ._shape import U64_MAX, located, model_role, shape
 
 __all__ = ["OpenAIChatMapper"]
@@ -165,14 +166,6 @@ def _top(
             note = None if results is None else _filtered(_S, results, what, f"{at}.content_filter_results")
             prompt_filtered = _first(prompt_filtered, note)
     return rid, model, choices, usage_event, failed, prompt_filtered
-
-
-def _first(one: _Annotation | None, other: _Annotation | None) -> _Annotation | None:
-    """The annotation that wins of two: a filter hit over a filter that did
-    not run, else the earlier."""
-    if one is None or (other is not None and other[1] and not one[1]):
-        return other
-    return one
 
 
 def _usage(value: Any, what: str, at: str) -> UsageReported:
@@ -524,12 +517,7 @@ class OpenAIChatMapper:
         if not ran:
             if self._filtered is not None:
                 return
-            raise new_error(
-                "PROVIDER_ERROR",
-                "the content filter did not run, so the output was not screened",
-                path=at,
-                retryable=True,
-            )
+            raise unscreened(at)
         if self._finished:
             raise located("CONTENT_FILTERED", "the content filter withheld output after the finish_reason", at)
         if self._filtered is None:

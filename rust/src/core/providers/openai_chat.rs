@@ -102,7 +102,7 @@ pub(super) struct Annotation {
 
 /// The annotation that wins of two: a filter hit over a filter that did
 /// not run, else the earlier.
-fn first(one: Option<Annotation>, other: Option<Annotation>) -> Option<Annotation> {
+pub(super) fn first(one: Option<Annotation>, other: Option<Annotation>) -> Option<Annotation> {
     match (&one, &other) {
         (None, _) => other,
         (Some(a), Some(b)) if b.ran && !a.ran => other,
@@ -521,6 +521,18 @@ pub(super) fn filtered(
         (None, Some(path)) => Some(Annotation { path, ran: false }),
         (None, None) => None,
     })
+}
+
+/// The error of a filter that did not run (an `error` at `place`): the
+/// output was not screened, and asking again may get it screened.
+pub(super) fn unscreened(place: &str) -> CoreError {
+    let mut error = CoreError::new(
+        Code::PROVIDER_ERROR,
+        "the content filter did not run, so the output was not screened",
+    );
+    error.path = Some(place.to_owned());
+    error.retryable = Some(true);
+    error
 }
 
 /// One content-filter entry, an object, at the rendered path `place`.
@@ -1118,13 +1130,7 @@ impl OpenAIChat {
             if self.filtered.is_some() {
                 return Ok(());
             }
-            let mut error = CoreError::new(
-                Code::PROVIDER_ERROR,
-                "the content filter did not run, so the output was not screened",
-            );
-            error.path = Some(place.to_owned());
-            error.retryable = Some(true);
-            return Err(error);
+            return Err(unscreened(place));
         }
         if self.finished {
             let mut error = CoreError::new(
