@@ -35,6 +35,12 @@ assembler, one section each, on both backends.
    providers whose ids are required (Anthropic's ``tool_use.id``, a
    Responses ``call_id``) refuse an empty one. This pins both backends, body
    and stream, to that choice.
+6. OpenAI Responses: an event's ``output_index`` is a count when present on
+   every event that carries one. Only ``response.output_item.added`` /
+   ``done`` checked it; a ``*.delta`` / ``*.done`` event or a content or
+   summary part event with ``"output_index": "0"`` (or ``true``, ``-1``, a
+   list) was taken as if it were well formed, while the same event's
+   ``content_index`` was refused.
 """
 
 from __future__ import annotations
@@ -421,3 +427,35 @@ def test_an_empty_gemini_call_id_is_no_id(impl: ModuleType, how: str, given: str
         response = _stream(impl, "gemini", [body])
     (item,) = response.items
     assert (item.call_id, item.call_id_generated) == ("resp_1:call_0", True)
+
+
+# ------------------------------------------------------------------ 6. Responses output_index on every event
+
+
+def _first_response(name: str) -> list[dict[str, Any]]:
+    """The recorded stream ``name`` up to its first terminal (a recording may hold several turns)."""
+    events = _events(AZURE / f"{name}.chunks.txt")
+    end = next(i for i, event in enumerate(events) if event["type"] == "response.completed")
+    return events[: end + 1]
+
+
+#: every recorded event that carries an ``output_index``, by fixture and line
+OUTPUT_INDEXED = [
+    (name, line)
+    for name in ("azure-tool-call.1", "azure-text.1", "azure-reasoning-encrypted-content.1")
+    for line, event in enumerate(_first_response(name))
+    if "output_index" in event
+]
+
+
+@pytest.mark.parametrize("value", ["0", True, -1, [0]], ids=["string", "bool", "negative", "list"])
+@pytest.mark.parametrize(("name", "line"), OUTPUT_INDEXED, ids=[f"{n}:{i}" for n, i in OUTPUT_INDEXED])
+def test_an_output_index_that_is_not_a_count_is_malformed(impl: ModuleType, name: str, line: int, value: Any) -> None:
+    events = _first_response(name)
+    events[line]["output_index"] = value
+    assembler = impl.StreamAssembler("openai-responses")
+    for event in events[:line]:
+        assembler.feed_event(json.dumps(event))
+    with pytest.raises(OutputError) as caught:
+        assembler.feed_event(json.dumps(events[line]))
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.output_index")

@@ -268,9 +268,11 @@ _REF_FIELDS = ("delta", "text", "refusal", "arguments", "input", "diff")
 def ref_event(d: dict[str, Any], what: str, field: str | None = None) -> tuple[str, int, str]:
     """A ``*.delta`` / ``*.done`` event: its item id, content index and (when
     ``field`` is given) that required string field. Every field such events
-    may carry is shape-checked, whichever one the type uses."""
+    may carry (``output_index`` too) is shape-checked, whichever one the type
+    uses."""
     item_id = _S.req_str(d, "item_id", what, "$")
     index = _S.opt_count(d, "content_index", what, "$") or 0
+    _S.opt_count(d, "output_index", what, "$")
     value = None
     for key in _REF_FIELDS:
         read = _S.opt_str(d, key, what, "$")

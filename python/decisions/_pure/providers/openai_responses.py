@@ -291,6 +291,7 @@ class OpenAIResponsesMapper:
     def _part_event(self, d: dict[str, Any], what: str) -> tuple[str, int, str, str | None]:
         item_id = _S.req_str(d, "item_id", what, "$")
         index = _S.opt_count(d, "content_index", what, "$") or 0
+        _S.opt_count(d, "output_index", what, "$")
         kind, text = read_part(d.get("part"), what, "$.part")
         return item_id, index, kind, text
 

@@ -676,7 +676,7 @@ struct Ref<'a> {
     value: Cow<'a, str>,
 }
 
-/// `item_id`, `content_index`, then every string field such events may carry
+/// `item_id`, `content_index`, `output_index`, then every string field such events may carry
 /// (`delta`, `text`, `refusal`, `arguments`, `input`, `diff`), whichever one
 /// the type uses; `field` (when given) is required.
 fn ref_event<'a>(
@@ -688,6 +688,7 @@ fn ref_event<'a>(
     let index = SHAPE
         .opt_count(ev.content_index, what, ROOT.key("content_index"))?
         .unwrap_or(0);
+    SHAPE.opt_count(ev.output_index, what, ROOT.key("output_index"))?;
     let mut value = None;
     for (key, raw) in [
         ("delta", ev.delta),
@@ -991,6 +992,7 @@ impl OpenAIResponses {
                 let index = SHAPE
                     .opt_count(ev.content_index, what, ROOT.key("content_index"))?
                     .unwrap_or(0);
+                SHAPE.opt_count(ev.output_index, what, ROOT.key("output_index"))?;
                 let at = ROOT.key("part");
                 let Some(raw) = ev.part else {
                     return Err(SHAPE.malformed(what, at));
