@@ -41,6 +41,12 @@ assembler, one section each, on both backends.
    summary part event with ``"output_index": "0"`` (or ``true``, ``-1``, a
    list) was taken as if it were well formed, while the same event's
    ``content_index`` was refused.
+7. Gemini: a streamed string whose ``partialArgs`` entry says
+   ``willContinue: true`` goes on in the next entry of the same path (the
+   recordings end it with an entry of ``stringValue: ""``). A part that
+   closed the call while the string waited (the chunk ending it was lost)
+   was decided with the string cut short (``"Boston"`` for whatever it was
+   to become); it is ``MALFORMED_EVENT`` at the closing ``functionCall``.
 """
 
 from __future__ import annotations
@@ -459,3 +465,48 @@ def test_an_output_index_that_is_not_a_count_is_malformed(impl: ModuleType, name
     with pytest.raises(OutputError) as caught:
         assembler.feed_event(json.dumps(events[line]))
     assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.output_index")
+
+
+# ------------------------------------------------------------------ 7. Gemini string cut by the call's close
+
+#: a recorded Gemini stream of one call whose arguments stream as partialArgs
+GEMINI_PARTIAL = _events(GOOGLE / "google-stream-tool-call-arguments.chunks.txt")
+
+
+def _function_call(chunk: dict[str, Any]) -> dict[str, Any]:
+    call: dict[str, Any] = chunk["candidates"][0]["content"]["parts"][0]["functionCall"]
+    return call
+
+
+def test_a_call_closed_while_its_string_continues_is_malformed(impl: ModuleType) -> None:
+    events = json.loads(json.dumps(GEMINI_PARTIAL))
+    # the chunk that ends the string "Boston" (an empty piece without willContinue) is lost
+    assert _function_call(events[2])["partialArgs"] == [{"jsonPath": "$.location", "stringValue": ""}]
+    assert _function_call(events[3]) == {}
+    del events[2]
+    assembler = impl.StreamAssembler("gemini")
+    for event in events[:2]:
+        assembler.feed_event(json.dumps(event))
+    with pytest.raises(OutputError) as caught:
+        assembler.feed_event(json.dumps(events[2]))
+    path = "$.candidates[0].content.parts[0].functionCall"
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", path)
+    assert "$.location" in str(caught.value)
+
+
+def test_a_closing_part_that_continues_its_own_string_is_malformed(impl: ModuleType) -> None:
+    events = json.loads(json.dumps(GEMINI_PARTIAL))
+    closing = _function_call(events[1])
+    del closing["willContinue"]  # the part says the string goes on, and closes the call
+    with pytest.raises(OutputError) as caught:
+        _stream(impl, "gemini", events[:2])
+    assert (caught.value.code, caught.value.path) == (
+        "MALFORMED_EVENT",
+        "$.candidates[0].content.parts[0].functionCall",
+    )
+
+
+def test_a_string_ended_before_the_call_closes_is_decided(impl: ModuleType) -> None:
+    """The control: the recording, each string ended by its empty piece, is the call."""
+    response = _stream(impl, "gemini", GEMINI_PARTIAL)
+    assert [json.loads(call.arguments) for call in response.tool_calls][0]["location"] == "Boston"
