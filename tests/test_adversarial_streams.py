@@ -18,7 +18,10 @@ assembler, one section each, on both backends.
    response, the provider's failure, or an error) changes nothing: it failed
    the assembler, so a second ``finish()`` of a delivered response raised
    ``STREAM_CANCELLED`` and ``state`` said ``failed``. Before the outcome is
-   given, ``abort()`` cancels as before.
+   given, ``abort()`` cancels as before. ``StreamAssembler("auto")`` that
+   failed before it told the provider likewise keeps its failure
+   (``STREAM_FAILED``), where ``abort()`` turned it into
+   ``STREAM_CANCELLED``.
 4. Azure OpenAI's filter verdicts on a Responses response: each entry of
    ``content_filters`` carries ``content_filter_results`` of Chat's shape,
    and a ``filtered: true`` there (a category, a list entry, a ``details``
@@ -58,6 +61,7 @@ from typing import Any
 
 import pytest
 
+import decisions
 from conftest import FIXTURES
 from decisions import OutputError, decide
 from decisions.types import NormalizedResponse
@@ -254,6 +258,29 @@ def test_abort_after_an_error_keeps_the_error(impl: ModuleType) -> None:
     with pytest.raises(OutputError) as caught:
         assembler.finish()
     assert caught.value.code == "STREAM_FAILED"
+
+
+def test_abort_after_an_auto_assembler_failed_before_detection_keeps_the_error() -> None:
+    """``StreamAssembler("auto")`` (over the backend the suite selects) that failed before it told
+    the provider (here: a stream with no event) keeps that failure: later calls are
+    ``STREAM_FAILED``, not ``STREAM_CANCELLED``."""
+    assembler = decisions.StreamAssembler("auto")
+    with pytest.raises(OutputError) as caught:
+        assembler.finish()
+    assert caught.value.code == "NO_TERMINAL_EVENT"
+    assembler.abort()
+    with pytest.raises(OutputError) as caught:
+        assembler.finish()
+    assert caught.value.code == "STREAM_FAILED"
+
+
+def test_abort_after_an_auto_assembler_finished_changes_nothing() -> None:
+    assembler = decisions.StreamAssembler("auto")
+    for event in THINKING:
+        assembler.feed_event(json.dumps(event))
+    response = assembler.finish()
+    assembler.abort()
+    assert (assembler.state, assembler.finish()) == ("completed", response)
 
 
 @pytest.mark.parametrize("fed", [0, 1, len(THINKING)], ids=["nothing", "message_start", "every event"])
