@@ -384,6 +384,7 @@ def test_streamed_arguments_within_the_bound_run(impl: ModuleType, monkeypatch: 
     """Control: the same call within the bound is the call."""
     monkeypatch.setattr(_backend, "impl", impl)
     entries = [[{"jsonPath": "$.text", "stringValue": "x" * 20, "willContinue": True}]] * 2
+    entries.append([{"jsonPath": "$.text", "stringValue": ""}])  # the string's end, as recorded streams send it
     fed, response = _feed_until_refused(impl, _partial_stream(entries), LIMIT)
     calls = decide(response).executable_calls
     assert [(c.name, c.arguments) for c in calls] == [("write_file", {"text": "x" * 40})]

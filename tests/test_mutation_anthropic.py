@@ -512,9 +512,14 @@ def test_a_tool_use_block_without_input_has_no_arguments(impl: ModuleType) -> No
     ]
 
 
-def test_a_redacted_thinking_block_takes_a_thinking_blocks_deltas(impl: ModuleType) -> None:
+def test_a_redacted_thinking_block_takes_no_thinking_delta(impl: ModuleType) -> None:
     redacted = block_start({"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"})
     sent = [message_start(), redacted, delta({"type": "thinking_delta", "thinking": "more"}), BLOCK_STOP]
-    assert stream(impl, P, [*sent, message_delta(), MESSAGE_STOP]) == answer(
-        items=[("reasoning", "block_0", "more", "EmwKAhgBEgy3va3pzix")], usage=None
+    assert stream(impl, P, [*sent, message_delta(), MESSAGE_STOP]) == (
+        "stream",
+        "MALFORMED_EVENT",
+        "anthropic thinking_delta for content block 0, which is not a thinking block",
+        "$.delta.type",
+        None,
+        False,
     )

@@ -14,7 +14,8 @@ decoded (bounded by the SSE limits, checked by the backend's own decoder),
 then builds the backend's assembler and hands every later call straight to it.
 Until then it keeps the backend's state machine itself: an error (an
 undetectable first event, bad SSE bytes) fails the stream, so later calls
-raise ``STREAM_FAILED``, and an ``abort()`` (from another thread too, while the
+raise ``STREAM_FAILED`` (an ``abort()`` after it changes nothing, as on the
+backend's assemblers), and an ``abort()`` (from another thread too, while the
 provider is being told) cancels the assembler built after it.
 """
 
@@ -244,6 +245,8 @@ class AutoAssembler(StreamAssembler):
         return _ResponseSnapshot(provider=AUTO, response_id=None, model=None, text="", calls=(), state=self.state)
 
     def abort(self) -> None:
+        if self._error is not None and self._inner is None:  # the outcome (that error) was given: kept
+            return
         self._aborted = True
         inner = self._inner
         if inner is not None:  # built while this call came in: the backend's abort() cancels it

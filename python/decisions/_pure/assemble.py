@@ -119,6 +119,7 @@ class Assembler:
         "_state",
         "_error",
         "_cancelled",
+        "_settled",
         "_provider_failure",
         "_items",
         "_placed",
@@ -141,6 +142,7 @@ class Assembler:
         self._state = _INIT
         self._error: OutputError | None = None
         self._cancelled = False
+        self._settled = False  # the outcome was given (``finish()`` or an error): ``abort()`` changes nothing
         self._provider_failure: ResponseFailed | None = None
         self._items: list[_Item] = []
         self._placed: list[tuple[str, int]] = []
@@ -171,6 +173,7 @@ class Assembler:
         """Record a failure (from here or an earlier stage); later use raises ``STREAM_FAILED``."""
         if self._error is None:
             self._error = err
+        self._settled = True
         self._state = _FAILED
         return err
 
@@ -178,7 +181,11 @@ class Assembler:
         return self.fail(StreamError(code, message))
 
     def cancel(self) -> None:
-        """``abort()``: every later call raises ``STREAM_CANCELLED``."""
+        """``abort()``: every later call raises ``STREAM_CANCELLED``, unless the
+        stream's outcome was already given (a ``finish()`` or an error), which
+        it does not change."""
+        if self._settled:
+            return
         self._cancelled = True
         self._state = _FAILED
 
@@ -440,6 +447,7 @@ class Assembler:
     def finish(self, unknown_events: Mapping[str, int] | None = None) -> NormalizedResponse:
         """The response, if a legal terminal event and complete items were seen."""
         self.check_usable()
+        self._settled = True
         failure = self._provider_failure
         if failure is not None:
             message = f"{failure.code}: {failure.message}" if failure.message else failure.code

@@ -17,7 +17,7 @@ use std::hash::BuildHasher;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 use serde::Deserialize;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -66,8 +66,13 @@ impl State {
 #[derive(Debug, Default)]
 pub struct Status {
     state: AtomicU8,
-    cancelled: AtomicBool,
+    /// `LIVE`, `CANCELLED` or `SETTLED`: the first of `cancel` and `settle` wins.
+    end: AtomicU8,
 }
+
+const LIVE: u8 = 0;
+const CANCELLED: u8 = 1;
+const SETTLED: u8 = 2;
 
 impl Status {
     /// `failed` once cancelled, else the assembler's last state.
@@ -81,14 +86,36 @@ impl Status {
             .unwrap_or(State::Failed)
     }
 
-    /// `abort()`: the assembler fails with `STREAM_CANCELLED` at its next event or call.
+    /// `abort()`: the assembler fails with `STREAM_CANCELLED` at its next
+    /// event or call, unless its outcome was already given (see `settle`).
     pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Relaxed);
+        let _ = self
+            .end
+            .compare_exchange(LIVE, CANCELLED, Ordering::Relaxed, Ordering::Relaxed);
     }
 
     pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Relaxed)
+        self.end.load(Ordering::Relaxed) == CANCELLED
     }
+
+    /// The stream's outcome (its response, the provider's failure or an
+    /// error) is given to the caller: a later `cancel` changes nothing.
+    /// False if a `cancel` came first.
+    fn settle(&self) -> bool {
+        matches!(
+            self.end
+                .compare_exchange(LIVE, SETTLED, Ordering::Relaxed, Ordering::Relaxed),
+            Ok(_) | Err(SETTLED)
+        )
+    }
+}
+
+/// The error of every call after `abort()`.
+fn cancelled() -> CoreError {
+    err(
+        Code::STREAM_CANCELLED,
+        "the stream was cancelled by the caller".into(),
+    )
 }
 
 /// What an item holds.
@@ -364,6 +391,7 @@ impl Assembler {
         if self.error.is_none() {
             self.error = Some(error.code);
         }
+        self.status.settle();
         self.set_state(State::Failed);
         error
     }
@@ -375,7 +403,9 @@ impl Assembler {
     /// `abort()`: every later call raises `STREAM_CANCELLED`.
     pub fn cancel(&mut self) {
         self.status.cancel();
-        self.set_state(State::Failed);
+        if self.status.is_cancelled() {
+            self.set_state(State::Failed);
+        }
     }
 
     pub fn is_cancelled(&self) -> bool {
@@ -390,10 +420,7 @@ impl Assembler {
     /// Err if the stream was cancelled or already failed.
     pub fn check_usable(&self) -> Result<(), CoreError> {
         if self.status.is_cancelled() {
-            return Err(err(
-                Code::STREAM_CANCELLED,
-                "the stream was cancelled by the caller".into(),
-            ));
+            return Err(cancelled());
         }
         if let Some(code) = self.error {
             return Err(err(
@@ -712,6 +739,9 @@ impl Assembler {
         unknown_events: &BTreeMap<String, u64>,
     ) -> Result<&Response, CoreError> {
         self.check_usable()?;
+        if !self.status.settle() {
+            return Err(cancelled());
+        }
         if let Some(failure) = &self.provider_failure {
             let message = if failure.message.is_empty() {
                 failure.code.clone()

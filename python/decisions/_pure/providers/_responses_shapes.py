@@ -10,7 +10,7 @@ import hashlib
 from typing import Any
 
 from ...types import UsageReported
-from ._openai import failure
+from ._openai import Annotation, failure, filtered, first
 from ._shape import located, model_role, shape
 from .jsontext import dumps
 
@@ -205,22 +205,30 @@ def part_id(item_id: str, index: int) -> str:
     return item_id if index == 0 else f"{item_id}:{index}"
 
 
-def blocked(resp: dict[str, Any], what: str, at: str) -> str | None:
-    """The path of the first ``blocked: true`` in the ``content_filters`` of
-    the response object at ``at`` (Azure OpenAI's filter verdicts, on the
-    prompt or the completion), or None. The list, when not null, holds
-    objects whose ``blocked`` is a boolean when present."""
-    hit = None
+def blocked(resp: dict[str, Any], what: str, at: str) -> Annotation | None:
+    """What the ``content_filters`` of the response object at ``at`` say
+    (Azure OpenAI's verdicts on the prompt and the completion; see
+    :data:`Annotation`): a verdict that withheld it, a ``blocked: true`` or a
+    ``filtered: true`` in an entry's ``content_filter_results`` (read as
+    Chat's are; an entry's ``blocked`` first), else an ``error`` in those
+    results (the filter did not run), else None. The list, when not null,
+    holds objects whose ``blocked`` is a boolean when present and whose
+    ``content_filter_results`` is null or Chat's shape."""
+    note = None
     for index, entry in enumerate(_S.opt_list(resp, "content_filters", what, at) or ()):
         place = f"{at}.content_filters[{index}]"
-        if _S.opt_bool(_S.obj(entry, what, place), "blocked", what, place) and hit is None:
-            hit = f"{place}.blocked"
-    return hit
+        entry = _S.obj(entry, what, place)
+        if _S.opt_bool(entry, "blocked", what, place):
+            note = first(note, (f"{place}.blocked", True))
+        results = _S.opt_obj(entry, "content_filter_results", what, place)
+        if results is not None:
+            note = first(note, filtered(_S, results, what, f"{place}.content_filter_results"))
+    return note
 
 
-def response_event(d: dict[str, Any], what: str) -> tuple[dict[str, Any], str | None]:
+def response_event(d: dict[str, Any], what: str) -> tuple[dict[str, Any], Annotation | None]:
     """The ``response`` head of a ``response.created`` / ``in_progress`` /
-    ``queued`` event, and where its ``content_filters`` say it was blocked."""
+    ``queued`` event, and what its ``content_filters`` say (see :func:`blocked`)."""
     resp = _S.obj(d.get("response"), what, "$.response")
     _S.opt_str(resp, "id", what, "$.response")
     _S.opt_str(resp, "model", what, "$.response")
@@ -230,8 +238,8 @@ def response_event(d: dict[str, Any], what: str) -> tuple[dict[str, Any], str | 
 class Final:
     """The ``response`` object of a terminal event (or a whole body) at ``at``,
     shape-checked: ``id``, ``model``, ``status``, ``output``, ``usage``,
-    ``error``, ``incomplete_details``, ``content_filters`` (``blocked``: the
-    path of the first filter verdict that blocked it, or None)."""
+    ``error``, ``incomplete_details``, ``content_filters`` (``blocked``: what
+    they say, see :func:`blocked`)."""
 
     __slots__ = ("id", "model", "status", "output", "usage", "error", "incomplete", "reason", "blocked")
 
@@ -260,9 +268,11 @@ _REF_FIELDS = ("delta", "text", "refusal", "arguments", "input", "diff")
 def ref_event(d: dict[str, Any], what: str, field: str | None = None) -> tuple[str, int, str]:
     """A ``*.delta`` / ``*.done`` event: its item id, content index and (when
     ``field`` is given) that required string field. Every field such events
-    may carry is shape-checked, whichever one the type uses."""
+    may carry (``output_index`` too) is shape-checked, whichever one the type
+    uses."""
     item_id = _S.req_str(d, "item_id", what, "$")
     index = _S.opt_count(d, "content_index", what, "$") or 0
+    _S.opt_count(d, "output_index", what, "$")
     value = None
     for key in _REF_FIELDS:
         read = _S.opt_str(d, key, what, "$")

@@ -54,10 +54,19 @@ Mapping:
 - ``citations_delta`` is counted as ``content_block_delta:<type>``, and so
   is an unknown delta type of a thinking block; one of a text or tool_use
   block is ``MALFORMED_EVENT`` (it may carry the answer or the arguments, so
-  the block would be incomplete). Unknown event types are counted by their
-  type.
+  the block would be incomplete). A delta of a known type in a block that
+  does not take it is ``MALFORMED_EVENT`` at ``$.delta.type``: a
+  ``thinking_delta`` or ``signature_delta`` in a ``redacted_thinking`` block
+  (which takes no delta), a ``text_delta``, ``citations_delta``,
+  ``thinking_delta`` or ``signature_delta`` in a block the provider runs
+  (whose ``input_json_delta`` and own deltas are not mapped). Unknown event
+  types are counted by their type.
 - a ``message_start`` whose message already holds content blocks (and a stop
-  reason) maps them as a whole body would.
+  reason) maps them as a whole body would. Its stop reason speaks of that
+  content only: once a ``content_block_start`` streams more, the message
+  needs a ``message_delta``'s stop reason, and a ``message_stop`` without
+  one leaves the stop reason unknown (raw null, ``UNKNOWN_FINISH_REASON``)
+  unless it was a not-done one, which still wins.
 - stop reasons: ``end_turn``/``stop_sequence`` → stop, ``tool_use`` →
   tool_calls, ``max_tokens``/``model_context_window_exceeded`` → length,
   ``refusal`` → refusal; anything else (``pause_turn``: the server paused a
@@ -131,7 +140,7 @@ _INFORMATIONAL_BLOCKS = frozenset(
 )
 
 # block kinds
-_TEXT, _TOOL, _THINKING, _RECORDED = "text", "tool_use", "thinking", "recorded"
+_TEXT, _TOOL, _THINKING, _REDACTED, _RECORDED = "text", "tool_use", "thinking", "redacted_thinking", "recorded"
 
 #: delta type -> (its text field, the block kind it belongs to)
 _DELTAS: dict[str, tuple[str | None, str]] = {
@@ -197,6 +206,7 @@ class AnthropicMapper:
         self._recorded = 0  # blocks of an unknown type kept in ``_blocks``
         self._stop_reason: str | None = None
         self._stopped = False  # a message_delta gave the stop reason: no content may follow
+        self._streamed = False  # a content_block_start came: only a message_delta's stop reason covers it
         self._usage: dict[str, int | None] = {}
 
     # ------------------------------------------------------------ helpers
@@ -299,7 +309,7 @@ class AnthropicMapper:
                 out.append(ReasoningDelta(item_id=item_id, delta=thinking or "", signature=signature or None))
         elif block_type == "redacted_thinking":
             data = _req_str(block, "data", what, at)
-            state = _Block(_THINKING, item_id)
+            state = _Block(_REDACTED, item_id)
             out.append(ItemStarted(item_id=item_id, kind="reasoning"))
             out.append(ReasoningDelta(item_id=item_id, delta="", signature=data))
         elif block_type not in _INFORMATIONAL_BLOCKS:
@@ -399,6 +409,7 @@ class AnthropicMapper:
                     f"anthropic content block {index} started before block {len(self._blocks)}: an event was lost",
                     "$.index",
                 )
+            self._streamed = True
             self._open_block(index, payload.get("content_block"), what, "$.content_block", out)
         elif event_type == "content_block_stop":
             self._close_block(_req_index(payload, what, "$"), out)
@@ -414,6 +425,10 @@ class AnthropicMapper:
                 self._set_stop_reason("refusal")
                 self._stopped = True
         else:  # message_stop
+            if self._streamed and not self._stopped and finish_reason(self._stop_reason) in _DONE:
+                # message_start's done stop reason spoke of its own content only, not of blocks
+                # streamed after it, whose stop reason (in the message_delta) never came
+                self._stop_reason = None
             out.extend(self._finish())
         return out
 
@@ -432,8 +447,10 @@ class AnthropicMapper:
             raise new_error("DELTA_BEFORE_START", f"anthropic {delta_type} for content block {index} before its start")
         if state.ended:
             raise new_error("DELTA_AFTER_END", f"anthropic {delta_type} for content block {index} after its stop")
-        if state.kind == _RECORDED:
-            return  # part of a block that runs on the provider's side (counted at its start)
+        if state.kind == _RECORDED and wanted not in (_TEXT, _THINKING):
+            # part of a block that runs on the provider's side (counted at its start); a text or
+            # thinking delta in it is not, and is refused below
+            return
         if wanted is not None and state.kind != wanted:
             raise located(
                 "MALFORMED_EVENT",

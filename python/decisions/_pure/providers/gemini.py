@@ -55,7 +55,9 @@ Mapping:
   ``partialArgs`` of ``{jsonPath, stringValue|numberValue|boolValue|nullValue,
   willContinue}``) are assembled into one object and emitted when a part
   without ``willContinue`` closes the call. A string whose partial has
-  ``willContinue`` continues in the next partial with the same path. In a
+  ``willContinue`` continues in the next partial with the same path; a part
+  that closes the call while such a string waits for its continuation is
+  ``MALFORMED_EVENT`` at the ``functionCall`` (the string would be cut). In a
   stream the value is bounded as it comes: once a lower bound of its JSON
   text (each string piece's UTF-8 bytes, one byte for any other value, each
   key's bytes) passes ``max_call_argument_bytes``, the call is
@@ -509,6 +511,12 @@ class GeminiMapper:
                     f'the arguments of tool call "{call.call_id}" exceed max_call_argument_bytes ({limit})',
                 )
         if not will_continue:
+            if call.continuing is not None:  # the rest of that string was lost: the arguments would be cut
+                raise located(
+                    "MALFORMED_EVENT",
+                    f"gemini functionCall ends the call while its string at {call.continuing} was to continue",
+                    at,
+                )
             call.settle()
             out.append(ToolArgumentsDelta(item_id=call.item_id, delta=_canonical(call.args, what, f"{at}.args")))
             out.append(ItemEnded(item_id=call.item_id))

@@ -96,7 +96,10 @@ from ...types import (
 )
 from ..assemble import Assembler
 from ..objects import new_response, new_text_item, new_tool_call_item, new_usage
-from ._openai import RETRYABLE_ERRORS, failure
+from ._openai import RETRYABLE_ERRORS, failure, unscreened
+from ._openai import Annotation as _Annotation
+from ._openai import filtered as _filtered
+from ._openai import first as _first
 from ._shape import U64_MAX, located, model_role, shape
 
 __all__ = ["OpenAIChatMapper"]
@@ -160,56 +163,9 @@ def _top(
         for position, entry in enumerate(_opt_list(d, member, what, "$") or []):
             at = f"$.{member}[{position}]"
             results = _opt_obj(_obj(entry, what, at), "content_filter_results", what, at)
-            note = None if results is None else _filtered(results, what, f"{at}.content_filter_results")
+            note = None if results is None else _filtered(_S, results, what, f"{at}.content_filter_results")
             prompt_filtered = _first(prompt_filtered, note)
     return rid, model, choices, usage_event, failed, prompt_filtered
-
-
-#: what one content-filter annotation says: ``(path, True)`` for the first
-#: ``filtered: true``, ``(path, False)`` for the first ``error`` (the filter
-#: did not run); a filter that withheld output wins over one that did not run
-_Annotation = tuple[str, bool]
-
-
-def _first(one: _Annotation | None, other: _Annotation | None) -> _Annotation | None:
-    """The annotation that wins of two: a filter hit over a filter that did
-    not run, else the earlier."""
-    if one is None or (other is not None and other[1] and not one[1]):
-        return other
-    return one
-
-
-def _filtered(results: dict[str, Any], what: str, at: str) -> _Annotation | None:
-    """What Azure's ``content_filter_results`` at ``at`` says (see
-    :data:`_Annotation`; categories in sorted order), or None. Every
-    category is an object (its ``details`` entries too) or a list of
-    objects, whose ``filtered`` is a boolean when present; the results'
-    own ``error``, when not null, is an object."""
-    hit = None
-    unscreened = None
-    for category in sorted(results):
-        where = f"{at}.{category}"
-        value = results[category]
-        if category == "error":
-            if value is not None:
-                _obj(value, what, where)
-                unscreened = unscreened or where
-            continue
-        if type(value) is list:
-            entries = [(f"{where}[{i}]", entry) for i, entry in enumerate(value)]
-        else:
-            entries = [(where, _obj(value, what, where))]
-            details = _opt_list(value, "details", what, where) or []
-            entries += [(f"{where}.details[{i}]", entry) for i, entry in enumerate(details)]
-        for place, entry in entries:
-            entry = _obj(entry, what, place)
-            if _opt_bool(entry, "filtered", what, place):
-                hit = hit or place
-            if entry.get("error") is not None:
-                unscreened = unscreened or f"{place}.error"
-    if hit is not None:
-        return hit, True
-    return None if unscreened is None else (unscreened, False)
 
 
 def _usage(value: Any, what: str, at: str) -> UsageReported:
@@ -256,7 +212,7 @@ def _choice(raw: Any, position: int, body: bool, what: str) -> _ChoiceRead:
     filtered = None
     for member in _CHOICE_FILTERS:
         results = _opt_obj(choice, member, what, at)
-        filtered = _first(filtered, None if results is None else _filtered(results, what, f"{at}.{member}"))
+        filtered = _first(filtered, None if results is None else _filtered(_S, results, what, f"{at}.{member}"))
     parts = None if delta is None else _delta_parts(delta, what, f"{at}.{key}")
     return position, index, parts, finish, filtered
 
@@ -561,12 +517,7 @@ class OpenAIChatMapper:
         if not ran:
             if self._filtered is not None:
                 return
-            raise new_error(
-                "PROVIDER_ERROR",
-                "the content filter did not run, so the output was not screened",
-                path=at,
-                retryable=True,
-            )
+            raise unscreened(at)
         if self._finished:
             raise located("CONTENT_FILTERED", "the content filter withheld output after the finish_reason", at)
         if self._filtered is None:

@@ -38,11 +38,16 @@ response is not done whatever the event type says, and then that wins:
   event and the final output disagree, the unfinished one wins).
 - Azure OpenAI's filter verdicts: an entry of a response object's
   ``content_filters`` (on ``response.created`` / ``in_progress`` /
-  ``queued``, the terminal's ``response`` or a body) with ``blocked: true``,
-  the prompt's or the completion's, makes the finish ``content_filter``
-  (``CONTENT_FILTERED``, the raw status kept) whatever the status says, an
-  unfinished item too; ``blocked: false``, null and no list change nothing,
-  and a list of another shape is ``MALFORMED_EVENT`` at the field's path.
+  ``queued``, the terminal's ``response`` or a body) with ``blocked: true``
+  or with ``filtered: true`` in its ``content_filter_results`` (read as
+  Chat's are), the prompt's or the completion's, makes the finish
+  ``content_filter`` (``CONTENT_FILTERED``, the raw status kept) whatever the
+  status says, an unfinished item too; ``blocked: false``, ``filtered:
+  false``, null and no list change nothing, and a list or results of another
+  shape are ``MALFORMED_EVENT`` at the field's path. An ``error`` in the
+  results says the filter did not run: unless a verdict withheld the
+  response, it is refused with ``PROVIDER_ERROR`` (retryable) at the error's
+  path, at the head event that says so or at the finish, as Chat's is.
 - any event after the terminal (other than ``response.failed`` after
   ``error``) -> ``EVENT_AFTER_TERMINAL``.
 
@@ -116,7 +121,7 @@ from ...types import (
     ToolArgumentsDelta,
     ToolCallStarted,
 )
-from ._openai import failure
+from ._openai import Annotation, failure, first, unscreened
 from ._responses_shapes import (
     CALL_KINDS,
     CLIENT_FIELDS,
@@ -185,7 +190,7 @@ class OpenAIResponsesMapper:
         self._refusals = 0
         self._terminal: str | None = None  # "finished" | "failed" | "error"
         self._unfinished: str | None = None  # a message / call some output said was not completed
-        self._blocked: str | None = None  # the first content_filters verdict that blocked the response
+        self._blocked: Annotation | None = None  # what the head events' content_filters said
 
     def _count(self, key: str) -> None:
         count_unknown(self.unknown_events, key)
@@ -226,9 +231,12 @@ class OpenAIResponsesMapper:
         self._head(d, what)
 
     def _head(self, d: dict[str, Any], what: str) -> dict[str, Any]:
-        """A head event's ``response``; a filter verdict that blocked it is kept for the finish."""
+        """A head event's ``response``; what its ``content_filters`` say is kept for the finish
+        (a filter that did not run, with no verdict that withheld the response, is refused now)."""
         resp, blocked = response_event(d, what)
-        self._blocked = self._blocked or blocked
+        self._blocked = first(self._blocked, blocked)
+        if self._blocked is not None and not self._blocked[1]:
+            raise unscreened(self._blocked[0])
         return resp
 
     def _item_added(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
@@ -283,6 +291,7 @@ class OpenAIResponsesMapper:
     def _part_event(self, d: dict[str, Any], what: str) -> tuple[str, int, str, str | None]:
         item_id = _S.req_str(d, "item_id", what, "$")
         index = _S.opt_count(d, "content_index", what, "$") or 0
+        _S.opt_count(d, "output_index", what, "$")
         kind, text = read_part(d.get("part"), what, "$.part")
         return item_id, index, kind, text
 
@@ -516,11 +525,14 @@ class OpenAIResponsesMapper:
         self._finish(final, what == "response.incomplete", out)
 
     def _finish(self, final: Final, incomplete: bool, out: list[CanonicalEvent]) -> None:
+        # a filter that did not run, unless one withheld the response: refused, whatever else it says
+        blocked = first(self._blocked, final.blocked)
+        if blocked is not None and not blocked[1]:
+            raise unscreened(blocked[0])
         if final.usage is not None:
             out.append(final.usage)
         self._terminal = "finished"
         status = final.status
-        blocked = self._blocked or final.blocked
         if incomplete or status == "incomplete" or final.incomplete:
             raw = final.reason or "incomplete"
             reason = _INCOMPLETE.get(raw, "unknown")

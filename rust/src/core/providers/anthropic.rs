@@ -265,6 +265,8 @@ enum Kind {
     Text,
     Tool,
     Thinking,
+    /// A `redacted_thinking` block: it takes no delta the package maps.
+    Redacted,
     Recorded,
 }
 
@@ -274,6 +276,7 @@ impl Kind {
             Kind::Text => "text",
             Kind::Tool => "tool_use",
             Kind::Thinking => "thinking",
+            Kind::Redacted => "redacted_thinking",
             Kind::Recorded => "recorded",
         }
     }
@@ -310,6 +313,8 @@ pub struct AnthropicMapper {
     stop_reason: Option<String>,
     /// A `message_delta` gave the stop reason: no content may follow.
     stopped: bool,
+    /// A `content_block_start` came: only a `message_delta`'s stop reason covers it.
+    streamed: bool,
     usage: UsageAcc,
 }
 
@@ -532,7 +537,7 @@ impl AnthropicMapper {
                 let data = SHAPE
                     .req_str(block.data, what, at.key("data"))?
                     .into_owned();
-                state.kind = Kind::Thinking;
+                state.kind = Kind::Redacted;
                 out.push(Event::ItemStarted {
                     item_id: item_id.clone(),
                     kind: ItemKind::Reasoning,
@@ -747,8 +752,10 @@ impl AnthropicMapper {
                 format!("anthropic {delta_type} for content block {index} after its stop"),
             ));
         }
-        if state.kind == Kind::Recorded {
-            return Ok(()); // part of a block that runs on the provider's side (counted at its start)
+        if state.kind == Kind::Recorded && !matches!(wanted, Some(Kind::Text | Kind::Thinking)) {
+            // part of a block that runs on the provider's side (counted at its start); a text or
+            // thinking delta in it is not, and is refused below
+            return Ok(());
         }
         if let Some(wanted) = wanted {
             if state.kind != wanted {
@@ -918,6 +925,7 @@ impl Mapper for AnthropicMapper {
                             let error = CoreError::new(Code::MALFORMED_EVENT, message);
                             return Err(located(error, ROOT.key("index")));
                         }
+                        self.streamed = true;
                         self.open_block(
                             index,
                             env.content_block,
@@ -950,6 +958,15 @@ impl Mapper for AnthropicMapper {
                         Ok(())
                     }
                     _ => {
+                        let done = matches!(
+                            finish_reason(self.stop_reason.as_deref()),
+                            FinishReason::Stop | FinishReason::ToolCalls
+                        );
+                        if self.streamed && !self.stopped && done {
+                            // message_start's done stop reason spoke of its own content only, not
+                            // of blocks streamed after it, whose stop reason never came
+                            self.stop_reason = None;
+                        }
                         self.finish(out);
                         Ok(())
                     }

@@ -721,6 +721,12 @@ impl GeminiMapper {
         }
         if will_continue {
             self.call = Some(call);
+        } else if let Some(path) = &call.continuing {
+            // the rest of that string was lost: the arguments would be cut
+            let message = format!(
+                "gemini functionCall ends the call while its string at {path} was to continue"
+            );
+            return Err(located(err(Code::MALFORMED_EVENT, message), at));
         } else {
             out.push(Event::ToolArgumentsDelta {
                 item_id: call.item_id.clone(),

@@ -95,14 +95,14 @@ struct FilterEntryRaw<'a> {
 /// (`ran`), or an `error` at `path`, the filter did not run. A filter that
 /// withheld output wins over one that did not run.
 #[derive(Clone)]
-struct Annotation {
-    path: String,
-    ran: bool,
+pub(super) struct Annotation {
+    pub(super) path: String,
+    pub(super) ran: bool,
 }
 
 /// The annotation that wins of two: a filter hit over a filter that did
 /// not run, else the earlier.
-fn first(one: Option<Annotation>, other: Option<Annotation>) -> Option<Annotation> {
+pub(super) fn first(one: Option<Annotation>, other: Option<Annotation>) -> Option<Annotation> {
     match (&one, &other) {
         (None, _) => other,
         (Some(a), Some(b)) if b.ran && !a.ran => other,
@@ -433,7 +433,7 @@ fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
             let p: PromptFilterRaw<'_> = SHAPE.obj(entry, what, at)?;
             let results_at = at.key("content_filter_results");
             if let Some(results) = p.content_filter_results {
-                let note = filtered(results, what, results_at)?;
+                let note = filtered(SHAPE, results, what, results_at)?;
                 prompt_filtered = first(prompt_filtered, note);
             }
         }
@@ -455,12 +455,17 @@ fn top<'a>(data: &'a str, what: &str) -> Result<Top<'a>, CoreError> {
 /// [`Annotation`]). Every category is an object (its `details` entries too)
 /// or a list of objects, whose `filtered` is a boolean when present; the
 /// results' own `error`, when not null, is an object.
-fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<Annotation>, CoreError> {
+pub(super) fn filtered(
+    shape: Shape,
+    raw: &RawValue,
+    what: &str,
+    at: Path<'_>,
+) -> Result<Option<Annotation>, CoreError> {
     if !super::shape::is_object(raw) {
-        return Err(SHAPE.malformed(what, at));
+        return Err(shape.malformed(what, at));
     }
     let results: BTreeMap<String, &RawValue> =
-        serde_json::from_str(raw.get()).map_err(|_| SHAPE.malformed(what, at))?;
+        serde_json::from_str(raw.get()).map_err(|_| shape.malformed(what, at))?;
     let base = at.render();
     let mut hit = None;
     let mut unscreened = None;
@@ -469,7 +474,7 @@ fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<Annotatio
         if category == "error" {
             if value.get() != "null" {
                 if !super::shape::is_object(value) {
-                    return Err(malformed_at(what, &where_));
+                    return Err(malformed_at(shape, what, &where_));
                 }
                 unscreened.get_or_insert(where_);
             }
@@ -477,31 +482,31 @@ fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<Annotatio
         }
         let mut entries: Vec<(String, &RawValue)> = Vec::new();
         if super::shape::is_array(value) {
-            let list: Vec<&RawValue> =
-                serde_json::from_str(value.get()).map_err(|_| malformed_at(what, &where_))?;
+            let list: Vec<&RawValue> = serde_json::from_str(value.get())
+                .map_err(|_| malformed_at(shape, what, &where_))?;
             for (i, entry) in list.into_iter().enumerate() {
                 entries.push((format!("{where_}[{i}]"), entry));
             }
         } else {
-            let e = filter_entry(value, what, &where_)?;
+            let e = filter_entry(shape, value, what, &where_)?;
             entries.push((where_.clone(), value));
             if let Some(details) = e.details {
                 if !super::shape::is_array(details) {
-                    return Err(malformed_at(what, &format!("{where_}.details")));
+                    return Err(malformed_at(shape, what, &format!("{where_}.details")));
                 }
                 let list: Vec<&RawValue> = serde_json::from_str(details.get())
-                    .map_err(|_| malformed_at(what, &format!("{where_}.details")))?;
+                    .map_err(|_| malformed_at(shape, what, &format!("{where_}.details")))?;
                 for (i, entry) in list.into_iter().enumerate() {
                     entries.push((format!("{where_}.details[{i}]"), entry));
                 }
             }
         }
         for (place, entry) in entries {
-            let e = filter_entry(entry, what, &place)?;
+            let e = filter_entry(shape, entry, what, &place)?;
             let yes = match e.filtered {
                 None => false,
                 Some(f) => serde_json::from_str::<bool>(f.get())
-                    .map_err(|_| malformed_at(what, &format!("{place}.filtered")))?,
+                    .map_err(|_| malformed_at(shape, what, &format!("{place}.filtered")))?,
             };
             if e.error.is_some() && unscreened.is_none() {
                 unscreened = Some(format!("{place}.error"));
@@ -518,21 +523,34 @@ fn filtered(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Option<Annotatio
     })
 }
 
+/// The error of a filter that did not run (an `error` at `place`): the
+/// output was not screened, and asking again may get it screened.
+pub(super) fn unscreened(place: &str) -> CoreError {
+    let mut error = CoreError::new(
+        Code::PROVIDER_ERROR,
+        "the content filter did not run, so the output was not screened",
+    );
+    error.path = Some(place.to_owned());
+    error.retryable = Some(true);
+    error
+}
+
 /// One content-filter entry, an object, at the rendered path `place`.
 fn filter_entry<'a>(
+    shape: Shape,
     raw: &'a RawValue,
     what: &str,
     place: &str,
 ) -> Result<FilterEntryRaw<'a>, CoreError> {
     if !super::shape::is_object(raw) {
-        return Err(malformed_at(what, place));
+        return Err(malformed_at(shape, what, place));
     }
-    serde_json::from_str(raw.get()).map_err(|_| malformed_at(what, place))
+    serde_json::from_str(raw.get()).map_err(|_| malformed_at(shape, what, place))
 }
 
 /// The shape error of the field at the rendered path `place`.
-fn malformed_at(what: &str, place: &str) -> CoreError {
-    let mut error = SHAPE.malformed(what, ROOT);
+fn malformed_at(shape: Shape, what: &str, place: &str) -> CoreError {
+    let mut error = shape.malformed(what, ROOT);
     error.path = Some(place.to_owned());
     error
 }
@@ -605,7 +623,7 @@ fn choice<'a>(
     ];
     for (member, name) in members {
         if let Some(raw) = member {
-            filtered_by = first(filtered_by, filtered(raw, what, at.key(name))?);
+            filtered_by = first(filtered_by, filtered(SHAPE, raw, what, at.key(name))?);
         }
     }
     let filtered = filtered_by;
@@ -1112,13 +1130,7 @@ impl OpenAIChat {
             if self.filtered.is_some() {
                 return Ok(());
             }
-            let mut error = CoreError::new(
-                Code::PROVIDER_ERROR,
-                "the content filter did not run, so the output was not screened",
-            );
-            error.path = Some(place.to_owned());
-            error.retryable = Some(true);
-            return Err(error);
+            return Err(unscreened(place));
         }
         if self.finished {
             let mut error = CoreError::new(

@@ -8,10 +8,13 @@
 //! (or no status on `response.completed`) is done. An output item whose
 //! status is not `completed` (or absent) is unfinished, and a done response
 //! holding an unfinished message or call is `ITEM_NOT_ENDED`. An entry of
-//! a response object's `content_filters` (Azure OpenAI) with `blocked: true`,
-//! on a head event, the terminal or a body, makes the finish `content_filter`
-//! whatever the status says. A terminal output that lists the streamed items
-//! in another order (or one twice) is `OUTPUT_MISMATCH`.
+//! a response object's `content_filters` (Azure OpenAI) with `blocked: true`
+//! or a `filtered: true` in its `content_filter_results` (read as Chat's
+//! are), on a head event, the terminal or a body, makes the finish
+//! `content_filter` whatever the status says; an `error` there (the filter
+//! did not run) is `PROVIDER_ERROR` unless a verdict withheld it. A terminal
+//! output that lists the streamed items in another order (or one twice) is
+//! `OUTPUT_MISMATCH`.
 //!
 //! The template of [`super`]: an event is read once as raw members (every
 //! member any event type reads), each checked with the shape readers when it
@@ -42,6 +45,7 @@ use serde_json::value::RawValue;
 
 use super::blake2b::Blake2b128;
 use super::jsontext::{self, Node};
+use super::openai_chat::{filtered, first, unscreened, Annotation};
 use super::openai_common::failure;
 use super::shape::{invalid, is_object, model_role, Path, Shape, Str, ROOT};
 use crate::core::errors::{Code, CoreError};
@@ -134,6 +138,8 @@ struct DetailsRaw<'a> {
 struct FilterRaw<'a> {
     #[serde(borrow)]
     blocked: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content_filter_results: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -243,22 +249,38 @@ fn usage(raw: &RawValue, what: &str, at: Path<'_>) -> Result<Event, CoreError> {
     }))
 }
 
-/// The path of the first `blocked: true` in the `content_filters` (at
-/// `at`) of a response object: Azure OpenAI's filter verdicts, on the prompt
-/// or the completion. The list, when not null, holds objects whose `blocked`
-/// is a boolean when present.
-fn blocked(raw: Option<&RawValue>, what: &str, at: Path<'_>) -> Result<Option<String>, CoreError> {
-    let mut hit = None;
+/// What the `content_filters` (at `at`) of a response object say (Azure
+/// OpenAI's verdicts on the prompt and the completion; see Chat's
+/// [`Annotation`]): a verdict that withheld it, a `blocked: true` or a
+/// `filtered: true` in an entry's `content_filter_results` (read as Chat's
+/// are; an entry's `blocked` first), else an `error` in those results (the
+/// filter did not run), else None. The list, when not null, holds objects
+/// whose `blocked` is a boolean when present and whose
+/// `content_filter_results` is null or Chat's shape.
+fn blocked(
+    raw: Option<&RawValue>,
+    what: &str,
+    at: Path<'_>,
+) -> Result<Option<Annotation>, CoreError> {
+    let mut note = None;
     let list = SHAPE.opt_list(raw, what, at)?.unwrap_or_default();
     for (index, entry) in list.into_iter().enumerate() {
         let place = at.index(index);
         let filter: FilterRaw<'_> = SHAPE.obj(entry, what, place)?;
-        let place = place.key("blocked");
-        if SHAPE.opt_bool(filter.blocked, what, place)? && hit.is_none() {
-            hit = Some(place.render());
+        let verdict = place.key("blocked");
+        if SHAPE.opt_bool(filter.blocked, what, verdict)? {
+            let hit = Annotation {
+                path: verdict.render(),
+                ran: true,
+            };
+            note = first(note, Some(hit));
+        }
+        if let Some(results) = filter.content_filter_results {
+            let at = place.key("content_filter_results");
+            note = first(note, filtered(SHAPE, results, what, at)?);
         }
     }
-    Ok(hit)
+    Ok(note)
 }
 
 /// A terminal event's `response` (or a whole body), checked.
@@ -271,8 +293,8 @@ struct Final<'a> {
     failure: Option<Event>,
     incomplete: bool,
     reason: Option<Cow<'a, str>>,
-    /// Where its `content_filters` say it was blocked.
-    blocked: Option<String>,
+    /// What its `content_filters` say.
+    blocked: Option<Annotation>,
 }
 
 /// The members in order: `id`, `model`, `status`, `output`, `usage`,
@@ -654,7 +676,7 @@ struct Ref<'a> {
     value: Cow<'a, str>,
 }
 
-/// `item_id`, `content_index`, then every string field such events may carry
+/// `item_id`, `content_index`, `output_index`, then every string field such events may carry
 /// (`delta`, `text`, `refusal`, `arguments`, `input`, `diff`), whichever one
 /// the type uses; `field` (when given) is required.
 fn ref_event<'a>(
@@ -666,6 +688,7 @@ fn ref_event<'a>(
     let index = SHAPE
         .opt_count(ev.content_index, what, ROOT.key("content_index"))?
         .unwrap_or(0);
+    SHAPE.opt_count(ev.output_index, what, ROOT.key("output_index"))?;
     let mut value = None;
     for (key, raw) in [
         ("delta", ev.delta),
@@ -792,8 +815,8 @@ pub struct OpenAIResponses {
     terminal: Option<Terminal>,
     /// A message / call some output said was not completed.
     unfinished: Option<String>,
-    /// The first `content_filters` verdict that blocked the response.
-    blocked: Option<String>,
+    /// What the head events' `content_filters` said.
+    blocked: Option<Annotation>,
     /// Completed-only reasoning items: (item id, position among the items).
     placements: Vec<(String, usize)>,
 }
@@ -929,8 +952,9 @@ impl OpenAIResponses {
                 let model = SHAPE.opt_str(head.model, what, at.key("model"))?;
                 let filters_at = at.key("content_filters");
                 let verdict = blocked(head.content_filters, what, filters_at)?;
-                if self.blocked.is_none() {
-                    self.blocked = verdict;
+                self.blocked = first(self.blocked.take(), verdict);
+                if let Some(note) = self.blocked.as_ref().filter(|note| !note.ran) {
+                    return Err(unscreened(&note.path));
                 }
                 if kind == "response.created" {
                     out.push(Event::ResponseStarted {
@@ -968,6 +992,7 @@ impl OpenAIResponses {
                 let index = SHAPE
                     .opt_count(ev.content_index, what, ROOT.key("content_index"))?
                     .unwrap_or(0);
+                SHAPE.opt_count(ev.output_index, what, ROOT.key("output_index"))?;
                 let at = ROOT.key("part");
                 let Some(raw) = ev.part else {
                     return Err(SHAPE.malformed(what, at));
@@ -1406,12 +1431,16 @@ impl OpenAIResponses {
         incomplete: bool,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
+        // a filter that did not run, unless one withheld the response: refused, whatever else it says
+        let blocked = match first(self.blocked.clone(), fin.blocked.clone()) {
+            Some(note) if !note.ran => return Err(unscreened(&note.path)),
+            note => note.is_some(),
+        };
         if let Some(u) = &fin.usage {
             out.push(u.clone());
         }
         self.terminal = Some(Terminal::Finished);
         let status = fin.status.as_deref();
-        let blocked = self.blocked.is_some() || fin.blocked.is_some();
         let (mut reason, raw) = if incomplete || status == Some("incomplete") || fin.incomplete {
             let raw = fin
                 .reason
