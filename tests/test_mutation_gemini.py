@@ -547,3 +547,22 @@ def test_streamed_arguments_leave_the_callers_payload_alone(impl: ModuleType) ->
         assembler.feed_event(payload)
     assert assembler.finish().items[0].arguments == '{"a":{"b":"x","c":"x"}}'
     assert sent == before
+
+
+@pytest.mark.parametrize(
+    ("role", "detail"),
+    [
+        ("user", 'a message of role "user" is not the model\'s answer'),
+        (1, "a message whose role is not a string is not the model's answer"),
+    ],
+)
+def test_content_of_another_role(impl: ModuleType, role: Any, detail: str) -> None:
+    sent = {"candidates": [{"content": {"role": role, "parts": [{"text": "Hi"}]}}]}
+    assert stream(impl, P, [sent]) == (
+        "stream",
+        "MALFORMED_EVENT",
+        f"gemini content: {detail}",
+        "$.candidates[0].content.role",
+        None,
+        False,
+    )
