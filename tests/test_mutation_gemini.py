@@ -4,6 +4,7 @@ with its message and path."""
 
 from __future__ import annotations
 
+import copy
 from types import ModuleType
 from typing import Any
 
@@ -386,3 +387,182 @@ def test_one_blocked_rating_among_others_filters(impl: ModuleType) -> None:
 def test_a_stream_without_a_finish_reason(impl: ModuleType) -> None:
     found = stream(impl, P, [chunk([{"text": "Hi"}])])
     assert (found["items"], found["finish"]) == ([("text", "item_0", "Hi")], ("unknown", None))
+
+
+@pytest.mark.parametrize(
+    ("path", "arguments"),
+    [
+        # a quoted key may be empty, and is read from just past its opening quote
+        ("$['']", '{"":"x"}'),
+        # a quoted key ends at its own closing quote, and the path goes on after it
+        ("$['a']['b']", '{"a":{"b":"x"}}'),
+        ("$['a'].b", '{"a":{"b":"x"}}'),
+        ('$["a"][0]', '{"a":["x"]}'),
+    ],
+)
+def test_quoted_keys_in_a_path(impl: ModuleType, path: str, arguments: str) -> None:
+    found = stream(impl, P, streamed([entry(path)]))
+    assert found["items"] == [("call", "item_0", "r1:call_0", "f", arguments, True, True, "function")]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        # an empty path is no path (nor the continuation of one)
+        "",
+        # an index that is never closed, at the deepest level a path may have
+        "$" + ".a" * 127 + "[12",
+    ],
+)
+def test_paths_refused(impl: ModuleType, path: str) -> None:
+    at = "$.candidates[0].content.parts[0].functionCall.partialArgs[0].jsonPath"
+    assert stream(impl, P, streamed([entry(path)])) == (
+        "stream",
+        "MALFORMED_EVENT",
+        UNSUPPORTED.format(path),
+        at,
+        None,
+        False,
+    )
+
+
+def _shape(what: str) -> str:
+    return f"gemini {what} does not have the documented shape"
+
+
+@pytest.mark.parametrize(
+    ("sent", "what", "path"),
+    [
+        ({"error": 3}, "error", "$.error"),
+        ({"candidates": {}}, "chunk", "$.candidates"),
+        ({"candidates": [], "responseId": 1}, "chunk", "$.responseId"),
+        ({"candidates": [], "modelVersion": 1}, "chunk", "$.modelVersion"),
+        ({"candidates": [], "usageMetadata": 3}, "usageMetadata", "$.usageMetadata"),
+        ({"candidates": [], "promptFeedback": 3}, "promptFeedback", "$.promptFeedback"),
+        ({"promptFeedback": {"blockReason": 1}}, "promptFeedback", "$.promptFeedback.blockReason"),
+        ({"promptFeedback": {"safetyRatings": {}}}, "promptFeedback", "$.promptFeedback.safetyRatings"),
+        ({"candidates": [3]}, "candidate", "$.candidates[0]"),
+        ({"candidates": [{"index": -1}]}, "candidate", "$.candidates[0].index"),
+        ({"candidates": [{"content": 3}]}, "candidate", "$.candidates[0].content"),
+        ({"candidates": [{"finishReason": 1}]}, "candidate", "$.candidates[0].finishReason"),
+        ({"candidates": [{"content": {"parts": {}}}]}, "content", "$.candidates[0].content.parts"),
+        ({"candidates": [{"content": {"parts": [3]}}]}, "part", "$.candidates[0].content.parts[0]"),
+        (call_chunk({"name": "f", "id": 1}), "functionCall", FUNCTION_CALL + ".id"),
+    ],
+)
+def test_chunks_of_another_shape(impl: ModuleType, sent: dict[str, Any], what: str, path: str) -> None:
+    assert stream(impl, P, [sent]) == ("stream", "MALFORMED_EVENT", _shape(what), path, None, False)
+
+
+def test_a_body_whose_chunk_is_no_object(impl: ModuleType) -> None:
+    assert body(impl, P, [HI, 3]) == ("stream", "MALFORMED_EVENT", _shape("chunk"), "$", None, False)
+
+
+@pytest.mark.parametrize(
+    ("sent", "code", "message", "path", "choice"),
+    [
+        (
+            [chunk([{"text": "a"}]), {"candidates": [], "responseId": "r2"}],
+            "DUPLICATE_START",
+            "gemini chunk of response r2 inside response r1",
+            None,
+            None,
+        ),
+        (
+            [{"error": {"code": 500}}, HI],
+            "EVENT_AFTER_TERMINAL",
+            "gemini chunk after the error that ended the response",
+            None,
+            None,
+        ),
+        (
+            [{"candidates": [{"index": 0}, {"index": 0}]}],
+            "MULTIPLE_CHOICES",
+            "gemini response has candidate 0 more than once",
+            None,
+            0,
+        ),
+        (
+            [{"candidates": [{}, {}]}],
+            "MULTIPLE_CHOICES",
+            "gemini response has several candidates; select one with choice=",
+            None,
+            None,
+        ),
+        (
+            [chunk([{"text": "a"}], "STOP"), chunk([{"text": "b"}])],
+            "EVENT_AFTER_TERMINAL",
+            "gemini content arrived in a chunk without a finishReason after the chunk that gave one",
+            PART,
+            None,
+        ),
+        (
+            [chunk([{"text": "a", "functionCall": {"name": "f"}}])],
+            "MALFORMED_EVENT",
+            "gemini part holds both a functionCall and text",
+            PART,
+            None,
+        ),
+    ],
+)
+def test_stream_refusals_in_full(
+    impl: ModuleType, sent: list[Any], code: str, message: str, path: str | None, choice: int | None
+) -> None:
+    assert stream(impl, P, sent, choice=choice) == ("stream", code, message, path, None, False)
+
+
+@pytest.mark.parametrize(
+    ("usage", "counts"),
+    [
+        # no output count without the candidates' or the thoughts' tokens
+        ({"promptTokenCount": 10}, (10, None, None, None)),
+        ({"thoughtsTokenCount": 2}, (None, 2, None, 2)),
+        ({"candidatesTokenCount": 0, "thoughtsTokenCount": 2}, (None, 2, None, 2)),
+    ],
+)
+def test_usage_with_counts_missing(impl: ModuleType, usage: dict[str, int], counts: tuple[Any, ...]) -> None:
+    found = stream(impl, P, [{**chunk([{"text": "Hi"}], "STOP"), "usageMetadata": usage}])
+    assert found["usage"] == counts
+
+
+def test_text_then_a_call_in_one_chunk(impl: ModuleType) -> None:
+    found = stream(impl, P, [chunk([{"text": "a"}, {"functionCall": {"name": "f", "args": {}}}], "STOP")])
+    assert found["items"] == [
+        ("text", "item_0", "a"),
+        ("call", "item_1", "r1:call_0", "f", "{}", True, True, "function"),
+    ]
+
+
+def test_a_candidate_without_content(impl: ModuleType) -> None:
+    found = stream(impl, P, [{"candidates": [{"finishReason": "STOP"}]}])
+    assert (found["items"], found["finish"]) == ([], ("stop", "STOP"))
+
+
+def test_streamed_arguments_leave_the_callers_payload_alone(impl: ModuleType) -> None:
+    first = call_chunk({"name": "f", "args": {"a": {"b": "x"}}, "willContinue": True})
+    sent = [first, chunk([{"functionCall": {"partialArgs": [entry("$.a.c")]}}], "STOP")]
+    before = copy.deepcopy(sent)
+    assembler = impl.StreamAssembler(P)
+    for payload in sent:
+        assembler.feed_event(payload)
+    assert assembler.finish().items[0].arguments == '{"a":{"b":"x","c":"x"}}'
+    assert sent == before
+
+
+@pytest.mark.parametrize(
+    ("role", "detail"),
+    [
+        ("user", 'a message of role "user" is not the model\'s answer'),
+        (1, "a message whose role is not a string is not the model's answer"),
+    ],
+)
+def test_content_of_another_role(impl: ModuleType, role: Any, detail: str) -> None:
+    sent = {"candidates": [{"content": {"role": role, "parts": [{"text": "Hi"}]}}]}
+    assert stream(impl, P, [sent]) == (
+        "stream",
+        "MALFORMED_EVENT",
+        f"gemini content: {detail}",
+        "$.candidates[0].content.role",
+        None,
+        False,
+    )

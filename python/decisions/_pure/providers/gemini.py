@@ -94,7 +94,6 @@ Mapping:
 from __future__ import annotations
 
 import copy
-import math
 from typing import Any, Final, Literal
 
 from ...errors import OutputError, new_error
@@ -193,14 +192,6 @@ def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
-def _canonical(value: Any, what: str, path: str) -> str:
-    """``dumps`` of a provider object at ``path``; NaN or an infinite float is malformed."""
-    try:
-        return dumps(value)
-    except ValueError:
-        raise _malformed(what, path) from None
-
-
 def parse_path(path: str) -> list[str | int]:
     """The segments of a ``partialArgs`` jsonPath: ``$``, then ``.key``,
     ``[n]``, ``['key']`` or ``["key"]``."""
@@ -243,9 +234,10 @@ def parse_path(path: str) -> list[str | int]:
     return segments
 
 
-def _assign(root: dict[str, Any], segments: list[str | int], value: Any, append: bool) -> tuple[Any, str | int]:
-    """Set ``value`` at ``segments`` under ``root`` (or append to the string
-    there); returns where it is (the container and its key or index)."""
+def _assign(root: dict[str, Any], segments: list[str | int], value: Any) -> tuple[Any, str | int]:
+    """Set ``value`` at ``segments`` under ``root``, where nothing is yet;
+    returns where it is (the container and its key or index). A string that
+    continues is not appended here: its pieces are joined once it ends."""
     conflict = new_error("MALFORMED_EVENT", "gemini partialArgs assign a path that conflicts with an earlier one")
     node: Any = root
     for seg, nxt in zip(segments, segments[1:]):
@@ -264,27 +256,13 @@ def _assign(root: dict[str, Any], segments: list[str | int], value: Any, append:
             node = node[seg]
     last = segments[-1]
     if isinstance(last, str):
-        if type(node) is not dict:
+        if type(node) is not dict or last in node:
             raise conflict
-        if append:
-            if type(node.get(last)) is not str:
-                raise conflict
-            node[last] += value
-        elif last in node:
-            raise conflict
-        else:
-            node[last] = value
+        node[last] = value
     else:
-        if type(node) is not list:
+        if type(node) is not list or last != len(node):
             raise conflict
-        if append:
-            if last >= len(node) or type(node[last]) is not str:
-                raise conflict
-            node[last] += value
-        elif last != len(node):
-            raise conflict
-        else:
-            node.append(value)
+        node.append(value)
     return node, last
 
 
@@ -492,9 +470,9 @@ class GeminiMapper:
             if not name:
                 raise located("MALFORMED_EVENT", "gemini functionCall without a name starts no call", f"{at}.name")
             item_id, call_id = self._start_call(fc, name, at, out)
-            text = _canonical({} if args is None else args, what, f"{at}.args")
             if not will_continue and not partial:
-                out.append(ToolArgumentsDelta(item_id=item_id, delta=text))
+                # (a payload holding NaN or an infinite float is refused before any mapper reads it)
+                out.append(ToolArgumentsDelta(item_id=item_id, delta=dumps({} if args is None else args)))
                 out.append(ItemEnded(item_id=item_id))
                 return
             # the caller's payload is not mutated: partial arguments build on a copy
@@ -518,7 +496,7 @@ class GeminiMapper:
                     at,
                 )
             call.settle()
-            out.append(ToolArgumentsDelta(item_id=call.item_id, delta=_canonical(call.args, what, f"{at}.args")))
+            out.append(ToolArgumentsDelta(item_id=call.item_id, delta=dumps(call.args)))
             out.append(ItemEnded(item_id=call.item_id))
             self._call = None
 
@@ -536,9 +514,7 @@ class GeminiMapper:
         value_at = f"{at}.{key}"
         if key == "stringValue" and type(value) is not str:
             raise _malformed(what, value_at)
-        if key == "numberValue" and (
-            type(value) not in (int, float) or (type(value) is float and not math.isfinite(value))
-        ):
+        if key == "numberValue" and type(value) not in (int, float):
             raise _malformed(what, value_at)
         if key == "boolValue" and type(value) is not bool:
             raise _malformed(what, value_at)
@@ -557,7 +533,7 @@ class GeminiMapper:
             call.settle()
             try:
                 segments = parse_path(path)
-                target = _assign(call.args, segments, value, append)
+                target = _assign(call.args, segments, value)
             except OutputError as error:  # named at the entry's jsonPath, as every located error is
                 raise located(error.code, error.message, f"{at}.jsonPath") from None
             last = segments[-1]
