@@ -16,6 +16,12 @@
    cancelled and ``incomplete`` (or an ``incomplete_details`` object)
    incomplete. Only ``id``, ``model`` and ``content_filters`` were read, so
    a head that said failed followed by a completed call was executable.
+3. Anthropic: a complete ``tool_use`` block under ``end_turn`` /
+   ``stop_sequence`` (both the canonical ``stop``) is decided as calls, as a
+   Chat ``finish_reason: "stop"`` with whole calls is (Anthropic-compatible
+   servers say so; the API itself says ``tool_use``), and arguments that do
+   not parse under them are ``FINISH_REASON_MISMATCH``, as under Chat's
+   ``stop``: these tests pin that choice on both backends, body and stream.
 """
 
 from __future__ import annotations
@@ -193,3 +199,45 @@ def test_a_wrongly_typed_head_field_is_malformed_at_its_path(
 @pytest.mark.parametrize("status", ["queued", "in_progress", "completed", None])
 def test_a_head_that_says_not_over_changes_nothing(impl: ModuleType, kind: str, status: str | None) -> None:
     assert _outcome(impl, "openai-responses", _head_says(kind, status=status)) == ("EXECUTABLE", None)
+
+
+# ------------------------------------------------------------------ 3. Anthropic tool_use under a stop reason of stop
+
+
+def _stopped_with(stop_reason: str, *, cut: bool = False) -> list[dict[str, Any]]:
+    """The recorded tool_use stream with ``stop_reason`` in its message_delta (its last
+    arguments delta, the closing brace, dropped when ``cut``)."""
+    events = json.loads(json.dumps(TOOL_USE))
+    assert events[5]["delta"] == {"type": "input_json_delta", "partial_json": "}"}
+    assert events[7]["type"] == "message_delta" and events[7]["delta"]["stop_reason"] == "tool_use"
+    events[7]["delta"]["stop_reason"] = stop_reason
+    return [*events[:5], *events[6:]] if cut else events
+
+
+@pytest.mark.parametrize("stop_reason", ["end_turn", "stop_sequence", "tool_use"])
+def test_a_complete_tool_use_under_a_done_stop_reason_is_executable(impl: ModuleType, stop_reason: str) -> None:
+    """As a Chat ``finish_reason: "stop"`` with whole calls is: the finish reason is canonical
+    (``end_turn`` / ``stop_sequence`` are ``stop``), and Anthropic-compatible servers say so."""
+    assert _outcome(impl, "anthropic", _stopped_with(stop_reason)) == ("EXECUTABLE", None)
+    body = {
+        "type": "message",
+        "id": "m",
+        "model": "c",
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "json", "input": {"a": 1}}],
+        "stop_reason": stop_reason,
+    }
+    decision = decide(impl.normalize(json.dumps(body), provider="anthropic"))
+    assert decision.kind == "tool"
+
+
+@pytest.mark.parametrize("stop_reason", ["end_turn", "stop_sequence"])
+def test_cut_tool_use_arguments_under_a_stop_stop_reason_are_a_finish_mismatch(
+    impl: ModuleType, stop_reason: str
+) -> None:
+    """A stop reason of stop is not trusted to say the call was finished: arguments that do not
+    parse are ``FINISH_REASON_MISMATCH`` at the call's arguments, as under Chat's ``stop``."""
+    code, path = _outcome(impl, "anthropic", _stopped_with(stop_reason, cut=True))
+    assert (code, path) == ("FINISH_REASON_MISMATCH", "$.calls[0].arguments")
+    code, path = _outcome(impl, "anthropic", _stopped_with("tool_use", cut=True))
+    assert code != "FINISH_REASON_MISMATCH" and path == "$.calls[0].arguments"
