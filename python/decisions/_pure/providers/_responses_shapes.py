@@ -26,7 +26,6 @@ __all__ = [
     "part_id",
     "read_part",
     "ref_event",
-    "response_event",
     "responses_usage",
     "value_field",
 ]
@@ -226,17 +225,8 @@ def blocked(resp: dict[str, Any], what: str, at: str) -> Annotation | None:
     return note
 
 
-def response_event(d: dict[str, Any], what: str) -> tuple[dict[str, Any], Annotation | None]:
-    """The ``response`` head of a ``response.created`` / ``in_progress`` /
-    ``queued`` event, and what its ``content_filters`` say (see :func:`blocked`)."""
-    resp = _S.obj(d.get("response"), what, "$.response")
-    _S.opt_str(resp, "id", what, "$.response")
-    _S.opt_str(resp, "model", what, "$.response")
-    return resp, blocked(resp, what, "$.response")
-
-
 class Final:
-    """The ``response`` object of a terminal event (or a whole body) at ``at``,
+    """The ``response`` object of a head or terminal event (or a whole body) at ``at``,
     shape-checked: ``id``, ``model``, ``status``, ``output``, ``usage``,
     ``error``, ``incomplete_details``, ``content_filters`` (``blocked``: what
     they say, see :func:`blocked`)."""

@@ -61,6 +61,9 @@ Mapping:
   ``thinking_delta`` or ``signature_delta`` in a block the provider runs
   (whose ``input_json_delta`` and own deltas are not mapped). Unknown event
   types are counted by their type.
+- ``message_start.message.type``, when present, is ``"message"`` (any other
+  value is ``MALFORMED_EVENT`` at ``$.message.type``, as a body's ``$.type``
+  is); absent, the event's own type names the object.
 - a ``message_start`` whose message already holds content blocks (and a stop
   reason) maps them as a whole body would. Its stop reason speaks of that
   content only: once a ``content_block_start`` streams more, the message
@@ -364,6 +367,9 @@ class AnthropicMapper:
             return self._start_failed(failed)
         if event_type == "message_start":
             message = _obj(payload.get("message"), what, "$.message")
+            # the event's own type names the object, so the message's may be absent; present, it must agree
+            if _opt_str(message, "type", what, "$.message") not in (None, "message"):
+                raise _malformed(what, "$.message.type")
             response_id = _opt_str(message, "id", what, "$.message")
             model = _opt_str(message, "model", what, "$.message")
             model_role(message, "assistant", what, "$.message")

@@ -31,6 +31,14 @@ response is not done whatever the event type says, and then that wins:
   ``RESPONSE_NOT_FINISHED``, naming its id; one without status has no finish:
   ``BODY_NOT_FINISHED``). Only ``completed``
   (or, on ``response.completed``, no status) is done.
+- a head event's ``response`` (``response.created`` / ``in_progress`` /
+  ``queued``) is shape-checked as a terminal's is (a wrongly typed field is
+  ``MALFORMED_EVENT`` at its path), and a head that already says the
+  response is over decides it, whatever later events say: an ``error`` or a
+  ``failed`` / ``error`` status fails it (a ``response.failed`` that follows
+  confirms it, any other event is ``EVENT_AFTER_TERMINAL``); ``cancelled``,
+  ``incomplete`` or an ``incomplete_details`` object finishes it as the
+  terminal would. Other statuses there change nothing.
 - an output item's ``status``: only ``completed`` (or none) finishes a message
   or call; ``incomplete``, ``in_progress`` or unknown in a done event, the
   terminal's output or a body leaves it unfinished, and a done response with
@@ -134,7 +142,6 @@ from ._responses_shapes import (
     part_id,
     read_part,
     ref_event,
-    response_event,
     value_field,
 )
 from ._shape import located, shape
@@ -224,20 +231,33 @@ class OpenAIResponsesMapper:
         return []
 
     def _created(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        resp = self._head(d, what)
-        out.append(ResponseStarted(response_id=resp.get("id"), model=resp.get("model")))
+        head = self._head(d, what)
+        out.append(ResponseStarted(response_id=head.id, model=head.model))
+        self._head_verdict(head, out)
 
     def _in_progress(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
-        self._head(d, what)
+        self._head_verdict(self._head(d, what), out)
 
-    def _head(self, d: dict[str, Any], what: str) -> dict[str, Any]:
-        """A head event's ``response``; what its ``content_filters`` say is kept for the finish
-        (a filter that did not run, with no verdict that withheld the response, is refused now)."""
-        resp, blocked = response_event(d, what)
-        self._blocked = first(self._blocked, blocked)
+    def _head(self, d: dict[str, Any], what: str) -> Final:
+        """A head event's ``response``, shape-checked as a terminal's; what its ``content_filters``
+        say is kept for the finish (a filter that did not run, with no verdict that withheld the
+        response, is refused now)."""
+        head = Final(_S.obj(d.get("response"), what, "$.response"), what, "$.response")
+        self._blocked = first(self._blocked, head.blocked)
         if self._blocked is not None and not self._blocked[1]:
             raise unscreened(self._blocked[0])
-        return resp
+        return head
+
+    def _head_verdict(self, head: Final, out: list[CanonicalEvent]) -> None:
+        """A head whose ``response`` already says it is over decides the response now, whatever
+        later events say: an ``error`` or a ``failed`` / ``error`` status fails it (a
+        ``response.failed`` that follows confirms it), a ``cancelled`` / ``incomplete`` status or an
+        ``incomplete_details`` object finishes it as the terminal's would."""
+        if head.error is not None or head.status in _FAILED:
+            self._terminal = "error"
+            out.append(head.error or ResponseFailed(code="failed", message=""))
+        elif head.incomplete or head.status in ("cancelled", "incomplete"):
+            self._finish(head, False, out)
 
     def _item_added(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         _S.opt_count(d, "output_index", what, "$")

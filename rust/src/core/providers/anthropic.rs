@@ -617,6 +617,14 @@ impl AnthropicMapper {
     ) -> Result<(), CoreError> {
         let at = ROOT.key("message");
         let message: MessageRaw<'_> = SHAPE.req_obj(env.message, what, at)?;
+        // the event's own type names the object, so the message's may be absent; present, it must agree
+        let ty_at = at.key("type");
+        if SHAPE
+            .opt_str(message.ty, what, ty_at)?
+            .is_some_and(|ty| ty != "message")
+        {
+            return Err(SHAPE.malformed(what, ty_at));
+        }
         let response_id = SHAPE
             .opt_str(message.id, what, at.key("id"))?
             .map(Cow::into_owned);

@@ -5,7 +5,9 @@
 //! `failed`/`error` fail, `incomplete` or any `incomplete_details` object
 //! give the incomplete reason, `cancelled` cancels, and `in_progress`,
 //! `queued`, `""` or an unknown status finish as unknown: only `completed`
-//! (or no status on `response.completed`) is done. An output item whose
+//! (or no status on `response.completed`) is done; a head event's
+//! `response` is read as a terminal's, and one that already says failed,
+//! cancelled or incomplete decides the response then. An output item whose
 //! status is not `completed` (or absent) is unfinished, and a done response
 //! holding an unfinished message or call is `ITEM_NOT_ENDED`. An entry of
 //! a response object's `content_filters` (Azure OpenAI) with `blocked: true`
@@ -95,18 +97,8 @@ struct EventRaw<'a> {
     error: Option<&'a RawValue>,
 }
 
-/// The `response` of `response.created` / `in_progress` / `queued`.
-#[derive(Deserialize)]
-struct HeadRaw<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    model: Option<&'a RawValue>,
-    #[serde(borrow)]
-    content_filters: Option<&'a RawValue>,
-}
-
-/// The `response` of a terminal event, or a whole body.
+/// The `response` of a head event (`response.created` / `in_progress` /
+/// `queued`), of a terminal event, or a whole body.
 #[derive(Deserialize)]
 struct FinalRaw<'a> {
     #[serde(borrow)]
@@ -947,21 +939,19 @@ impl OpenAIResponses {
         match kind {
             "response.created" | "response.in_progress" | "response.queued" => {
                 let at = ROOT.key("response");
-                let head: HeadRaw<'_> = SHAPE.req_obj(ev.response, what, at)?;
-                let id = SHAPE.opt_str(head.id, what, at.key("id"))?;
-                let model = SHAPE.opt_str(head.model, what, at.key("model"))?;
-                let filters_at = at.key("content_filters");
-                let verdict = blocked(head.content_filters, what, filters_at)?;
-                self.blocked = first(self.blocked.take(), verdict);
+                let raw: FinalRaw<'_> = SHAPE.req_obj(ev.response, what, at)?;
+                let head = read_final(raw, what, at)?;
+                self.blocked = first(self.blocked.take(), head.blocked.clone());
                 if let Some(note) = self.blocked.as_ref().filter(|note| !note.ran) {
                     return Err(unscreened(&note.path));
                 }
                 if kind == "response.created" {
                     out.push(Event::ResponseStarted {
-                        response_id: id.map(Cow::into_owned),
-                        model: model.map(Cow::into_owned),
+                        response_id: head.id.clone().map(Cow::into_owned),
+                        model: head.model.clone().map(Cow::into_owned),
                     });
                 }
+                self.head_verdict(&head, out)?;
             }
             "response.output_item.added" | "response.output_item.done" => {
                 SHAPE.opt_count(ev.output_index, what, ROOT.key("output_index"))?;
@@ -1351,6 +1341,24 @@ impl OpenAIResponses {
             }
         }
         Ok(())
+    }
+
+    /// A head whose `response` already says it is over decides the response
+    /// now, whatever later events say: an `error` or a `failed` / `error`
+    /// status fails it (a `response.failed` that follows confirms it), a
+    /// `cancelled` / `incomplete` status or an `incomplete_details` object
+    /// finishes it as the terminal's would.
+    fn head_verdict(&mut self, head: &Final<'_>, out: &mut Vec<Event>) -> Result<(), CoreError> {
+        let status = head.status.as_deref();
+        if head.failure.is_some() || matches!(status, Some("failed" | "error")) {
+            self.terminal = Some(Terminal::Error);
+            out.push(head.failure.clone().unwrap_or_else(default_failure));
+            Ok(())
+        } else if head.incomplete || matches!(status, Some("cancelled" | "incomplete")) {
+            self.finish(head, false, out)
+        } else {
+            Ok(())
+        }
     }
 
     fn terminal_event(
