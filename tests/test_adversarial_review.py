@@ -38,18 +38,10 @@ import pytest
 
 from decisions import Limits, OutputError, decide
 from decisions.types import NormalizedResponse, TextDelta
+from stream_events import fed_events
 
 FIXTURES = Path(__file__).parent / "fixtures"
 AZURE = FIXTURES / "vercel-ai" / "packages" / "azure" / "src" / "__fixtures__"
-
-
-def _stream(impl: ModuleType, provider: str, events: list[Any]) -> NormalizedResponse:
-    """``events`` (JSON values) fed one by one, then finished."""
-    assembler = impl.StreamAssembler(provider)
-    for event in events:
-        assembler.feed_event(json.dumps(event))
-    response: NormalizedResponse = assembler.finish()
-    return response
 
 
 def _decided_code(response: NormalizedResponse) -> str:
@@ -81,7 +73,7 @@ def test_a_blocked_streamed_response_is_filtered(impl: ModuleType, source: int, 
     events = copy.deepcopy(AZURE_EVENTS)
     assert events[-1]["type"] == "response.completed" and events[-1]["response"]["status"] == "completed"
     _filters(events[-1]["response"])[source]["blocked"] = blocked
-    response = _stream(impl, "openai-responses", events)
+    response = fed_events(impl, "openai-responses", events)
     assert (response.finish_reason, response.raw_finish_reason) == (
         "content_filter" if blocked else "tool_calls",
         "completed",
@@ -106,7 +98,7 @@ def test_a_verdict_on_a_head_event_is_kept_for_the_finish(impl: ModuleType, head
     [event] = [e for e in events if e["type"] == head]
     event["response"]["content_filters"] = [{"blocked": True, "source_type": "prompt"}]
     events[-1]["response"]["content_filters"] = None
-    response = _stream(impl, "openai-responses", events)
+    response = fed_events(impl, "openai-responses", events)
     assert response.finish_reason == "content_filter"
     assert _decided_code(response) == "CONTENT_FILTERED"
 
@@ -148,7 +140,7 @@ def test_content_filters_of_another_shape_are_malformed(impl: ModuleType, filter
     events = copy.deepcopy(AZURE_EVENTS)
     events[-1]["response"]["content_filters"] = filters
     with pytest.raises(OutputError) as caught:
-        _stream(impl, "openai-responses", events)
+        fed_events(impl, "openai-responses", events)
     assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.response" + path[1:])
 
 

@@ -65,6 +65,7 @@ import decisions
 from conftest import FIXTURES
 from decisions import OutputError, decide
 from decisions.types import NormalizedResponse
+from stream_events import fed_events
 
 ANTHROPIC = FIXTURES / "vercel-ai" / "packages" / "anthropic" / "src" / "__fixtures__"
 AZURE = FIXTURES / "vercel-ai" / "packages" / "azure" / "src" / "__fixtures__"
@@ -74,15 +75,6 @@ GOOGLE = FIXTURES / "vercel-ai" / "packages" / "google" / "src" / "__fixtures__"
 def _events(path: Path) -> list[dict[str, Any]]:
     """The recorded stream at ``path``, one JSON event a line."""
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _stream(impl: ModuleType, provider: str, events: list[dict[str, Any]]) -> NormalizedResponse:
-    """``events`` fed one by one, then finished."""
-    assembler = impl.StreamAssembler(provider)
-    for event in events:
-        assembler.feed_event(json.dumps(event))
-    response: NormalizedResponse = assembler.finish()
-    return response
 
 
 def _decided_code(response: NormalizedResponse) -> str:
@@ -153,7 +145,7 @@ def test_a_delta_in_a_block_that_does_not_take_it_is_malformed(
 ) -> None:
     events = _one_block(BLOCKS[block_type], DELTAS[delta_type])
     if delta_type in TAKES[block_type]:
-        _stream(impl, "anthropic", events)
+        fed_events(impl, "anthropic", events)
         return
     assembler = impl.StreamAssembler("anthropic")
     for event in events[:2]:
@@ -169,7 +161,7 @@ def test_a_redacted_thinking_block_keeps_its_data_as_the_signature(impl: ModuleT
     block = BLOCKS["redacted_thinking"]
     events = _one_block(block, DELTAS["thinking_delta"])
     del events[2]
-    response = _stream(impl, "anthropic", events)
+    response = fed_events(impl, "anthropic", events)
     (item,) = response.items
     assert (item.kind, item.text, item.signature) == ("reasoning", "", block["data"])
 
@@ -186,14 +178,14 @@ def _start_says(stop_reason: str | None) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("stop_reason", ["end_turn", "stop_sequence", "tool_use", None])
 def test_streamed_blocks_without_a_message_delta_have_no_stop_reason(impl: ModuleType, stop_reason: str | None) -> None:
-    response = _stream(impl, "anthropic", _start_says(stop_reason))
+    response = fed_events(impl, "anthropic", _start_says(stop_reason))
     assert (response.finish_reason, response.raw_finish_reason) == ("unknown", None)
     assert _decided_code(response) == "UNKNOWN_FINISH_REASON"
 
 
 @pytest.mark.parametrize("stop_reason", ["max_tokens", "refusal"])
 def test_a_not_done_stop_reason_in_message_start_still_wins(impl: ModuleType, stop_reason: str) -> None:
-    response = _stream(impl, "anthropic", _start_says(stop_reason))
+    response = fed_events(impl, "anthropic", _start_says(stop_reason))
     assert response.raw_finish_reason == stop_reason
     assert response.finish_reason in ("length", "refusal")
 
@@ -205,7 +197,7 @@ def test_a_whole_message_in_message_start_keeps_its_stop_reason(impl: ModuleType
     turn = events[167:169]
     assert [e["type"] for e in turn] == ["message_start", "message_stop"]
     assert turn[0]["message"]["stop_reason"] == "tool_use" and turn[0]["message"]["content"]
-    response = _stream(impl, "anthropic", turn)
+    response = fed_events(impl, "anthropic", turn)
     assert (response.finish_reason, response.raw_finish_reason) == ("tool_calls", "tool_use")
     assert _decided_code(response) == "EXECUTABLE"
 
@@ -214,7 +206,7 @@ def test_a_message_delta_after_message_start_gives_the_stop_reason(impl: ModuleT
     """The control: the same stream with its message_delta is decided."""
     events = _start_says("end_turn")
     events.insert(-1, THINKING[-2])
-    response = _stream(impl, "anthropic", events)
+    response = fed_events(impl, "anthropic", events)
     assert (response.finish_reason, response.raw_finish_reason) == ("stop", "end_turn")
     assert _decided_code(response) == "FINAL"
 
@@ -332,7 +324,7 @@ def test_a_filtered_streamed_response_is_filtered(impl: ModuleType, source: int,
     final = json.loads(json.dumps(events[-1]))
     assert final["type"] == "response.completed"
     _filter_hit(final["response"], source, where)
-    response = _stream(impl, "openai-responses", [*events[:-1], final])
+    response = fed_events(impl, "openai-responses", [*events[:-1], final])
     assert (response.finish_reason, response.raw_finish_reason) == ("content_filter", "completed")
     assert _decided_code(response) == "CONTENT_FILTERED"
 
@@ -352,13 +344,13 @@ def test_a_filter_result_on_a_head_event_is_kept_for_the_finish(impl: ModuleType
     [head] = [e for e in events if e["type"] == "response.created"]
     head["response"]["content_filters"] = [{"blocked": False, "content_filter_results": {"hate": {"filtered": True}}}]
     events[-1]["response"]["content_filters"] = None
-    response = _stream(impl, "openai-responses", events)
+    response = fed_events(impl, "openai-responses", events)
     assert response.finish_reason == "content_filter"
 
 
 def test_the_recorded_filter_results_change_nothing(impl: ModuleType) -> None:
     """The control: the recordings (every category ``filtered: false``) are decided."""
-    assert _decided_code(_stream(impl, "openai-responses", AZURE_EVENTS)) == "EXECUTABLE"
+    assert _decided_code(fed_events(impl, "openai-responses", AZURE_EVENTS)) == "EXECUTABLE"
     assert _decided_code(impl.normalize(json.dumps(AZURE_BODY), provider="openai-responses")) == "EXECUTABLE"
 
 
@@ -385,7 +377,7 @@ def test_a_filter_that_did_not_run_is_a_provider_error(impl: ModuleType, how: st
         else:
             events = json.loads(json.dumps(AZURE_EVENTS))
             events[-1]["response"]["content_filters"] = body["content_filters"]
-            _stream(impl, "openai-responses", events)
+            fed_events(impl, "openai-responses", events)
     error = caught.value
     assert (error.code, error.path, error.retryable) == (
         "PROVIDER_ERROR",
@@ -457,7 +449,7 @@ def test_an_empty_gemini_call_id_is_no_id(impl: ModuleType, how: str, given: str
     if how == "body":
         response = impl.normalize(json.dumps(body), provider="gemini")
     else:
-        response = _stream(impl, "gemini", [body])
+        response = fed_events(impl, "gemini", [body])
     (item,) = response.items
     assert (item.call_id, item.call_id_generated) == ("resp_1:call_0", True)
 
@@ -526,7 +518,7 @@ def test_a_closing_part_that_continues_its_own_string_is_malformed(impl: ModuleT
     closing = _function_call(events[1])
     del closing["willContinue"]  # the part says the string goes on, and closes the call
     with pytest.raises(OutputError) as caught:
-        _stream(impl, "gemini", events[:2])
+        fed_events(impl, "gemini", events[:2])
     assert (caught.value.code, caught.value.path) == (
         "MALFORMED_EVENT",
         "$.candidates[0].content.parts[0].functionCall",
@@ -535,5 +527,5 @@ def test_a_closing_part_that_continues_its_own_string_is_malformed(impl: ModuleT
 
 def test_a_string_ended_before_the_call_closes_is_decided(impl: ModuleType) -> None:
     """The control: the recording, each string ended by its empty piece, is the call."""
-    response = _stream(impl, "gemini", GEMINI_PARTIAL)
+    response = fed_events(impl, "gemini", GEMINI_PARTIAL)
     assert [json.loads(call.arguments) for call in response.tool_calls][0]["location"] == "Boston"
