@@ -86,7 +86,8 @@ class RequestPlan:
           calls, or twice, it is ``AMBIGUOUS_DECISION``;
         - arguments and answers written for a converted schema are restored
           (:meth:`RequestRecord.restore`): the root wrapper removed, the nulls
-          strict mode forced removed;
+          strict mode forced removed; a value without the wrapper is
+          ``SCHEMA_MISMATCH`` (never read as the value it should have wrapped);
         - under the JSON-text strategy the answer must be exactly one JSON
           value within ``max_output_chars`` (``ParseError`` otherwise).
 
@@ -146,17 +147,17 @@ class RequestPlan:
 
 def _restored_text(text: str, record: RequestRecord, limits: Limits) -> str:
     """``text`` restored through ``record`` as canonical JSON, or unchanged
-    when it does not parse (the decision layer reports that error)."""
+    when it does not parse (the decision layer reports that error). A value
+    without the root wrapper the sent schema asked for is ``SCHEMA_MISMATCH``
+    here: read as it stands, it would be checked as if it were the wrapped
+    value, which the model did not write."""
     impl = _backend.impl
 
     try:
         value = impl.loads(text, limits=limits)
     except ParseError:
         return text
-    try:
-        return canonical_json(record.restore(value))
-    except SchemaError:
-        return text
+    return canonical_json(record.restore(value))
 
 
 def _tools_param(caps: Capabilities, fragments: list[dict[str, Any]]) -> dict[str, Any]:
