@@ -56,6 +56,10 @@ class Restorer:
             if found is not None and found[1] in self.defs:
                 def_path, body = self.defs[found[1]]
                 value = self.value(value, body, def_path, depth + 1)
+        members = node.get("allOf")
+        if isinstance(members, list):  # a one-member allOf is merged into its parent when sent
+            for index, member in enumerate(members):
+                value = self.value(value, member, _pointer(path, "allOf", index), depth + 1)
         for key in ("anyOf", "oneOf"):
             branches = node.get(key)
             if isinstance(branches, list):
@@ -74,7 +78,9 @@ class Restorer:
             prefix = node.get("prefixItems")
             if isinstance(prefix, list):
                 value = [
-                    self.value(v, prefix[i], _pointer(path, "prefixItems", i), depth + 1) if i < len(prefix) else v
+                    self.value(v, prefix[i], _pointer(path, "prefixItems", i), depth + 1)
+                    if i < len(prefix)
+                    else self.value(v, items, _pointer(path, "items"), depth + 1)  # the items after the prefix
                     for i, v in enumerate(value)
                 ]
             elif isinstance(items, Mapping):
