@@ -13,7 +13,10 @@ for: classes of mistakes at the adapters, on both backends.
    ``type`` field said ``text`` or ``content.delta`` was dropped, so a chunk
    carrying part of a call's arguments vanished and the call ran with the
    rest (``{"a": "safe", "b": "x"}`` became ``{"a": "safe"}``).
-3. An HTTP stream whose reading stops for another reason than a transport
+3. Event data an SDK stream cannot decode as JSON (a server's ``data: {bad``)
+   is ``MALFORMED_EVENT``, as the same bytes fed to an assembler are; the
+   SDK's ``json.JSONDecodeError`` escaped untyped.
+4. An HTTP stream whose reading stops for another reason than a transport
    error (a cancelled task, a closed iterator) is ``STREAM_CANCELLED`` on
    every later ``finish()``; it was a ``RuntimeError`` saying the stream
    "was not read to its end".
@@ -175,7 +178,51 @@ def test_the_helper_streams_derived_events_are_still_skipped() -> None:
     assert integrations.assemble_sdk_stream(events) == _direct(chunks)
 
 
-# ---------------------------------------------------------------- 3. an interrupted HTTP stream
+# ---------------------------------------------------------------- 3. event data the SDK cannot decode
+
+_ANTHROPIC_START = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
+    b'"role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+)
+
+
+def _raw_stream(sdk_name: str, body: bytes) -> Any:
+    """The raw stream ``sdk_name``'s client makes of ``body``."""
+    sdk = pytest.importorskip(sdk_name)
+    base = importlib.import_module(f"{sdk_name}._base_client")
+    http = getattr(base, "httpx2", None) or base.httpx
+
+    def handler(request: Any) -> Any:
+        return http.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    client = http.Client(transport=http.MockTransport(handler))
+    if sdk_name == "anthropic":
+        api = sdk.Anthropic(api_key="sk-ant-test", base_url="http://test.invalid", http_client=client, max_retries=0)
+        return api.messages.create(model="m", max_tokens=10, messages=_MESSAGES, stream=True)
+    return _sdk_client(body, "text/event-stream").chat.completions.create(model="m", messages=_MESSAGES, stream=True)
+
+
+@pytest.mark.parametrize("given", [True, False], ids=["provider given", "detected"])
+@pytest.mark.parametrize(
+    "provider,sdk_name,body",
+    [
+        ("openai-chat", "openai", _sse([_chunk({"content": "hi"})])[: -len(b"data: [DONE]\n\n")] + b"data: {bad\n\n"),
+        ("anthropic", "anthropic", _ANTHROPIC_START + b"event: content_block_delta\ndata: {bad\n\n"),
+    ],
+    ids=["openai", "anthropic"],
+)
+def test_event_data_the_sdk_cannot_decode_is_malformed(provider: str, sdk_name: str, body: bytes, given: bool) -> None:
+    direct = decisions.StreamAssembler(provider)
+    with pytest.raises(StreamError) as expected:
+        direct.feed(body)
+        direct.finish()
+    with pytest.raises(StreamError) as info:
+        integrations.assemble_sdk_stream(_raw_stream(sdk_name, body), provider=provider if given else None)
+    assert info.value.code == expected.value.code == "MALFORMED_EVENT"
+    assert info.value.retryable == expected.value.retryable
+
+
+# ---------------------------------------------------------------- 4. an interrupted HTTP stream
 
 _HTTP_NAMES = ["httpx"] + (["httpx2"] if importlib.util.find_spec("httpx2") is not None else [])
 _HEAD = _sse([_chunk({"role": "assistant", "content": "partial"})])[: -len(b"data: [DONE]\n\n")]

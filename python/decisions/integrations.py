@@ -250,7 +250,11 @@ def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
     sent in the stream, which the SDK raises as its ``APIError``, is fed to
     the assembler as the wire event it came from (its ``body``), so it is
     refused as the same event read from bytes is (``PROVIDER_ERROR``, retryable
-    as the provider's error type says); failing that, ``PROVIDER_ERROR``."""
+    as the provider's error type says); failing that, ``PROVIDER_ERROR``.
+    Event data the SDK could not decode as JSON (it raises the ``json``
+    module's error) is ``MALFORMED_EVENT``, as the same bytes are."""
+    if isinstance(error, _json.JSONDecodeError):
+        return _StreamError("MALFORMED_EVENT", f"event data is not valid JSON (the SDK could not decode it: {error})")
     root = _module(error).split(".")[0]
     if root in ("httpx", "httpx2"):
         return _dropped(error) if isinstance(error, _importlib.import_module(root).RequestError) else None
