@@ -16,7 +16,12 @@ for: classes of mistakes at the adapters, on both backends.
 3. Event data an SDK stream cannot decode as JSON (a server's ``data: {bad``)
    is ``MALFORMED_EVENT``, as the same bytes fed to an assembler are; the
    SDK's ``json.JSONDecodeError`` escaped untyped.
-4. An HTTP stream whose reading stops for another reason than a transport
+4. The OpenAI SDK's helper stream, given strict tools (as
+   ``build_request`` makes them), raises its own ``LengthFinishReasonError``
+   / ``ContentFilterFinishReasonError`` at a ``length`` / ``content_filter``
+   finish; they escaped untyped. They are the ``INCOMPLETE_RESPONSE`` /
+   ``CONTENT_FILTERED`` the same stream's bytes give.
+5. An HTTP stream whose reading stops for another reason than a transport
    error (a cancelled task, a closed iterator) is ``STREAM_CANCELLED`` on
    every later ``finish()``; it was a ``RuntimeError`` saying the stream
    "was not read to its end".
@@ -25,6 +30,7 @@ for: classes of mistakes at the adapters, on both backends.
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import importlib.util
 import json
@@ -186,6 +192,12 @@ _ANTHROPIC_START = (
 )
 
 
+def _collect_abandoned() -> None:
+    """Finalise here the SDK's event generator a raised error left suspended
+    (held by the error's traceback), not in whichever test runs next."""
+    gc.collect()
+
+
 def _raw_stream(sdk_name: str, body: bytes) -> Any:
     """The raw stream ``sdk_name``'s client makes of ``body``."""
     sdk = pytest.importorskip(sdk_name)
@@ -216,13 +228,36 @@ def test_event_data_the_sdk_cannot_decode_is_malformed(provider: str, sdk_name: 
     with pytest.raises(StreamError) as expected:
         direct.feed(body)
         direct.finish()
-    with pytest.raises(StreamError) as info:
-        integrations.assemble_sdk_stream(_raw_stream(sdk_name, body), provider=provider if given else None)
+    with _raw_stream(sdk_name, body) as stream, pytest.raises(StreamError) as info:
+        integrations.assemble_sdk_stream(stream, provider=provider if given else None)
+    _collect_abandoned()
     assert info.value.code == expected.value.code == "MALFORMED_EVENT"
     assert info.value.retryable == expected.value.retryable
 
 
-# ---------------------------------------------------------------- 4. an interrupted HTTP stream
+# ---------------------------------------------------------------- 4. the helper stream's own finish errors
+
+
+@pytest.mark.parametrize("finish", ["length", "content_filter"])
+def test_the_helper_streams_finish_errors_are_the_finishes_refusal(finish: str) -> None:
+    from decisions import build_request, decide
+    from decisions.request.definitions import ToolDefinition
+
+    plan = build_request("openai-chat", tools=[ToolDefinition("run", {"type": "object", "properties": {}})])
+    chunks = [_chunk(_arguments('{"a": "x', first=True)), _chunk({}, finish)]
+    with pytest.raises(StreamError) as expected:
+        decide(_direct(chunks))
+    client = _sdk_client(_sse(chunks), "text/event-stream")
+    with client.chat.completions.stream(model="m", messages=_MESSAGES, tools=plan.params["tools"]) as stream:
+        with pytest.raises(StreamError) as info:
+            integrations.assemble_sdk_stream(stream)
+    _collect_abandoned()
+    assert isinstance(info.value.__cause__, openai.OpenAIError)  # the helper's own error, typed
+    got, want = info.value, expected.value
+    assert (got.code, got.layer, got.retryable) == (want.code, want.layer, want.retryable)
+
+
+# ---------------------------------------------------------------- 5. an interrupted HTTP stream
 
 _HTTP_NAMES = ["httpx"] + (["httpx2"] if importlib.util.find_spec("httpx2") is not None else [])
 _HEAD = _sse([_chunk({"role": "assistant", "content": "partial"})])[: -len(b"data: [DONE]\n\n")]

@@ -240,6 +240,15 @@ def assemble_sdk_stream(
     return response
 
 
+#: The errors the OpenAI SDK's helper streams raise at a finish reason that
+#: cuts parseable output (strict tools, a Pydantic ``response_format``), and
+#: the refusal the same finish is when the stream is read from its bytes.
+_HELPER_FINISHES: _Final = {
+    "LengthFinishReasonError": "INCOMPLETE_RESPONSE",
+    "ContentFilterFinishReasonError": "CONTENT_FILTERED",
+}
+
+
 def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
     """The typed error for an exception an SDK stream raised while it was
     read (``assembler``: the stream's so far, None before its provider is
@@ -251,7 +260,9 @@ def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
     the assembler as the wire event it came from (its ``body``), so it is
     refused as the same event read from bytes is (``PROVIDER_ERROR``, retryable
     as the provider's error type says); failing that, ``PROVIDER_ERROR``.
-    Event data the SDK could not decode as JSON (it raises the ``json``
+    A helper stream's refusal of a cut-off or filtered finish is the
+    ``INCOMPLETE_RESPONSE`` or ``CONTENT_FILTERED`` that finish is when read
+    from the bytes. Event data the SDK could not decode as JSON (it raises the ``json``
     module's error) is ``MALFORMED_EVENT``, as the same bytes are."""
     if isinstance(error, _json.JSONDecodeError):
         return _StreamError("MALFORMED_EVENT", f"event data is not valid JSON (the SDK could not decode it: {error})")
@@ -263,6 +274,9 @@ def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
     names = {cls.__name__ for cls in type(error).__mro__}
     if "APIConnectionError" in names:
         return _dropped(error)
+    for name, code in _HELPER_FINISHES.items():  # the helper stream stops at the finish it parses
+        if name in names:
+            return _StreamError(code, f"the SDK's helper stream stopped at the finish reason ({name})")
     if "APIError" not in names:
         return None
     body = getattr(error, "body", None)
