@@ -29,11 +29,22 @@ model wrote before ``decide`` checks it against the ORIGINAL schema.
    nothing was dropped (``needs_recheck`` False; ``on_unsupported="reject"``
    let it through). It is recorded as a dropped constraint, and refused
    under ``reject``.
+5. The restore gave up silently after 128 schema steps (references,
+   properties, items), about 43 levels of a recursive tree, so a valid
+   answer nested deeper (within ``max_depth`` and validation's 128 levels)
+   kept the nulls of its deep levels and was ``SCHEMA_MISMATCH`` there. Only
+   schema steps that do not descend the value are bounded now (a cycle of
+   references), and values as deep as validation goes are restored; a
+   caller whose stack is too deep for the walk gets ``SCHEMA_MISMATCH``
+   (``too_deep``), not a ``RecursionError``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
+import sys
 from types import ModuleType
 from typing import Annotated, Any, Literal, Union
 
@@ -41,9 +52,11 @@ import pytest
 from pydantic import BaseModel, Field
 
 from decisions import SchemaError, Tool, ToolRegistry, _backend, build_request, capabilities, decide
+from decisions.limits import DEFAULT_LIMITS
 from decisions.request.conversion import convert_schema
 from decisions.request.definitions import OutputDefinition, ToolDefinition
 from decisions.types import NormalizedResponse, TextItem, ToolCallItem
+from decisions.validate._issues import MAX_VALIDATION_DEPTH
 
 
 @pytest.fixture(autouse=True)
@@ -246,3 +259,55 @@ def test_a_sibling_that_agrees_or_only_describes_drops_nothing() -> None:
         "minimum": 10,
         "description": "the score",
     }
+
+
+# ---------------------------------------------------------------- 5. deep values are restored to the end
+
+_NODE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "note": {"type": "string"},
+        "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+    },
+    "required": ["name", "children"],
+}
+_TREE = {**_NODE, "$defs": {"Node": _NODE}}
+_DEEP = dataclasses.replace(DEFAULT_LIMITS, max_depth=MAX_VALIDATION_DEPTH)
+
+
+def _tree(levels: int) -> dict[str, Any]:
+    """``levels`` nodes deep (two JSON levels each), every note null."""
+    node: dict[str, Any] = {"name": "leaf", "note": None, "children": []}
+    for index in range(levels - 1):
+        node = {"name": str(index), "note": None, "children": [node]}
+    return node
+
+
+def _tree_answer(levels: int) -> NormalizedResponse:
+    return _response(TextItem(item_id="t", text=json.dumps(_tree(levels))), finish="stop")
+
+
+@pytest.mark.parametrize("levels", [10, 44, 63])
+def test_a_deep_recursive_answer_is_restored_to_its_last_level(levels: int) -> None:
+    plan = build_request("openai-chat", output=_TREE)
+    assert plan.strategy == "native_structured_output"
+    value = decide(plan.prepare(_tree_answer(levels), limits=_DEEP), output=_TREE, limits=_DEEP).value
+    depth = 0
+    while value["children"]:
+        assert "note" not in value
+        value, depth = value["children"][0], depth + 1
+    assert depth == levels - 1 and "note" not in value
+
+
+def test_a_restore_too_deep_for_the_callers_stack_is_typed() -> None:
+    plan = build_request("openai-chat", output=_TREE)
+    answer = _tree_answer(63)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 60)
+    try:
+        with pytest.raises(SchemaError) as info:
+            plan.prepare(answer, limits=_DEEP)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert (info.value.code, info.value.path, info.value.issues[0]["code"]) == ("SCHEMA_MISMATCH", "$", "too_deep")
