@@ -37,6 +37,12 @@ model wrote before ``decide`` checks it against the ORIGINAL schema.
    references), and values as deep as validation goes are restored; a
    caller whose stack is too deep for the walk gets ``SCHEMA_MISMATCH``
    (``too_deep``), not a ``RecursionError``.
+6. ``prepare`` turned any call named like the ``submit_*`` control tool
+   into the final answer: one not complete (its arguments happening to
+   parse) and one of another kind (a Responses custom tool call a server
+   named ``submit_Address``) both became a decided answer. They are left
+   where they are, and ``decide`` refuses them as it does without
+   ``prepare``.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ from typing import Annotated, Any, Literal, Union
 import pytest
 from pydantic import BaseModel, Field
 
-from decisions import SchemaError, Tool, ToolRegistry, _backend, build_request, capabilities, decide
+from decisions import OutputError, SchemaError, Tool, ToolRegistry, _backend, build_request, capabilities, decide
 from decisions.limits import DEFAULT_LIMITS
 from decisions.request.conversion import convert_schema
 from decisions.request.definitions import OutputDefinition, ToolDefinition
@@ -311,3 +317,31 @@ def test_a_restore_too_deep_for_the_callers_stack_is_typed() -> None:
     finally:
         sys.setrecursionlimit(limit)
     assert (info.value.code, info.value.path, info.value.issues[0]["code"]) == ("SCHEMA_MISMATCH", "$", "too_deep")
+
+
+# ---------------------------------------------------------------- 6. only a whole function call submits the answer
+
+
+class Address(BaseModel):
+    street: str
+    city: str
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"complete": False}, {"call_kind": "custom"}],
+    ids=["not complete", "a custom call"],
+)
+def test_only_a_whole_function_call_to_the_submit_tool_is_the_answer(change: dict[str, Any]) -> None:
+    plan = build_request(capabilities("openai-chat", native_structured_output=False), output=Address)
+    assert plan.submit_tool == "submit_Address"
+    call = ToolCallItem(item_id="c1", call_id="c1", name="submit_Address", arguments='{"street": "s", "city": "c"}')
+    response = _response(dataclasses.replace(call, **change))
+    with pytest.raises(OutputError) as expected:
+        decide(response, output=Address)
+    assert plan.prepare(response) is response
+    with pytest.raises(OutputError) as info:
+        decide(plan.prepare(response), output=Address)
+    assert info.value.to_dict() == expected.value.to_dict()
+    # the whole function call is the answer
+    assert decide(plan.prepare(_response(call)), output=Address).value == Address(street="s", city="c")

@@ -83,7 +83,9 @@ class RequestPlan:
         - a call to the ``submit_*`` control tool becomes the final answer
           text (it is a control protocol, never a tool to execute; text the
           model wrote beside it is not part of the answer); beside other tool
-          calls, or twice, it is ``AMBIGUOUS_DECISION``;
+          calls, or twice, it is ``AMBIGUOUS_DECISION``; a call to it that is
+          not complete, or not a function call, is left where it is for
+          ``decide`` to refuse;
         - arguments and answers written for a converted schema are restored
           (:meth:`RequestRecord.restore`): the root wrapper removed, the nulls
           strict mode forced removed; a value without the wrapper is
@@ -128,6 +130,8 @@ class RequestPlan:
                     hint=f"either call tools or call {self.submit_tool} once, alone",
                 )
             assert output is not None
+            if not submitted[0].complete or submitted[0].call_kind != "function":
+                return response  # an unfinished call, or one of another kind: decide refuses it where it is
             text = _restored_text(submitted[0].arguments, output, limits)
             items = [item for item in items if not isinstance(item, TextItem)]
             items.append(TextItem(item_id=submitted[0].item_id, text=text))
