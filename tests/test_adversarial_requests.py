@@ -42,7 +42,9 @@ model wrote before ``decide`` checks it against the ORIGINAL schema.
    parse) and one of another kind (a Responses custom tool call a server
    named ``submit_Address``) both became a decided answer. They are left
    where they are, and ``decide`` refuses them as it does without
-   ``prepare``.
+   ``prepare``. Likewise a custom call named like a function tool had its
+   free-form input parsed and rewritten as that tool's arguments; it is
+   left verbatim.
 """
 
 from __future__ import annotations
@@ -345,3 +347,15 @@ def test_only_a_whole_function_call_to_the_submit_tool_is_the_answer(change: dic
     assert info.value.to_dict() == expected.value.to_dict()
     # the whole function call is the answer
     assert decide(plan.prepare(_response(call)), output=Address).value == Address(street="s", city="c")
+
+
+def test_a_call_of_another_kind_is_left_verbatim() -> None:
+    """A custom call's input is free-form text: never parsed and rewritten
+    as the function tool of the same name's arguments would be."""
+    schema = {"type": "object", "properties": {"street": {"type": "string"}, "floor": {"type": "integer"}}}
+    plan = build_request("openai-chat", tools=[ToolDefinition("addr", {**schema, "required": ["street"]})])
+    text = '{"street": "s",  "floor": null}'
+    custom = ToolCallItem(item_id="c1", call_id="c1", name="addr", arguments=text, call_kind="custom")
+    assert plan.prepare(_response(custom)).tool_calls[0].arguments == text
+    function = dataclasses.replace(custom, call_kind="function")
+    assert json.loads(plan.prepare(_response(function)).tool_calls[0].arguments) == {"street": "s"}

@@ -88,7 +88,8 @@ class RequestPlan:
           ``decide`` to refuse;
         - arguments and answers written for a converted schema are restored
           (:meth:`RequestRecord.restore`): the root wrapper removed, the nulls
-          strict mode forced removed; a value without the wrapper is
+          strict mode forced removed (a call of another kind than
+          ``function`` is left verbatim); a value without the wrapper is
           ``SCHEMA_MISMATCH`` (never read as the value it should have wrapped);
         - under the JSON-text strategy the answer must be exactly one JSON
           value within ``max_output_chars`` (``ParseError`` otherwise).
@@ -116,7 +117,7 @@ class RequestPlan:
                     continue
                 others += 1
                 record = by_name.get(item.name)
-                if record is not None and record.nullable_added:
+                if record is not None and record.nullable_added and item.call_kind == "function":
                     item = replace(item, arguments=_restored_text(item.arguments, record, limits))
             items.append(item)
         output = self.output_record
