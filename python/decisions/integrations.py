@@ -80,6 +80,30 @@ def _wire_fields(obj: _Any) -> set[str] | None:
     return set()
 
 
+def _helper(obj: object) -> bool:
+    """Whether ``obj`` is an SDK helper-stream object (its class defined
+    outside ``<sdk>.types``), not a wire type. Only a helper's ``type`` says
+    what it is: a wire type's ``type`` may be a field the server made up
+    (the SDKs keep unknown fields), and is the mapper's to read."""
+    root = _sdk_of(obj)
+    return root is not None and not _module(obj).startswith(f"{root}.types")
+
+
+#: The OpenAI SDK's type packages, and the API whose objects they hold.
+_OPENAI_APIS: _Final = (("openai.types.chat", "openai-chat"), ("openai.types.responses", "openai-responses"))
+
+
+def _openai_api(obj: object) -> str | None:
+    """The API an OpenAI SDK object belongs to, told by its class (or the
+    nearest wire class it derives from), never by its fields."""
+    for cls in type(obj).__mro__:
+        module = cls.__module__ or ""
+        for package, provider in _OPENAI_APIS:
+            if module == package or module.startswith(package + "."):
+                return provider
+    return None
+
+
 def _standard_base64(data: _Any, raw: _Any) -> None:
     """Where ``raw`` (a python-mode dump) holds bytes, put their standard
     base64 text at the same place in ``data`` (its JSON-mode twin)."""
@@ -111,7 +135,7 @@ def to_payload(obj: _Any) -> dict[str, _Any] | str | bytes | None:
     if isinstance(obj, _Mapping):
         return dict(obj)
     event_type = getattr(obj, "type", None)
-    if isinstance(event_type, str) and _sdk_of(obj) in ("openai", "anthropic"):
+    if isinstance(event_type, str) and _sdk_of(obj) in ("openai", "anthropic") and _helper(obj):
         if event_type == "chunk" and hasattr(obj, "chunk"):
             return to_payload(obj.chunk)
         if event_type in _DERIVED_TYPES or event_type.startswith(_DERIVED_PREFIXES):
@@ -135,12 +159,21 @@ def to_payload(obj: _Any) -> dict[str, _Any] | str | bytes | None:
 
 def detect_provider(obj: _Any) -> str | None:
     """The provider id for an SDK object or a decoded wire payload (an event
-    or a whole body), or None when it cannot tell."""
+    or a whole body), or None when it cannot tell. An SDK object is told by
+    its class where that names the API (the caller's own type, not fields
+    the server sent); a payload by its shape, and only when that is one
+    provider's."""
     root = _sdk_of(obj)
     if root == "google.genai":
         return "gemini"
     if root == "anthropic":
         return "anthropic"
+    if root == "openai":
+        if _helper(obj) and getattr(obj, "type", None) == "chunk" and hasattr(obj, "chunk"):
+            return detect_provider(obj.chunk)
+        api = _openai_api(obj)
+        if api is not None:
+            return api
     try:
         payload: _Any = obj if isinstance(obj, _Mapping) else to_payload(obj)
         if isinstance(payload, (str, bytes)):
@@ -152,11 +185,7 @@ def detect_provider(obj: _Any) -> str | None:
     if not isinstance(payload, _Mapping):
         return None
     found = _candidates(payload, stream=False)
-    if len(found) == 1:
-        return found[0]
-    if root == "openai":
-        return "openai-responses" if "output" in payload else None
-    return None
+    return found[0] if len(found) == 1 else None
 
 
 def feed_sdk_event(assembler: _Any, obj: _Any) -> None:
@@ -211,6 +240,15 @@ def assemble_sdk_stream(
     return response
 
 
+#: The errors the OpenAI SDK's helper streams raise at a finish reason that
+#: cuts parseable output (strict tools, a Pydantic ``response_format``), and
+#: the refusal the same finish is when the stream is read from its bytes.
+_HELPER_FINISHES: _Final = {
+    "LengthFinishReasonError": "INCOMPLETE_RESPONSE",
+    "ContentFilterFinishReasonError": "CONTENT_FILTERED",
+}
+
+
 def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
     """The typed error for an exception an SDK stream raised while it was
     read (``assembler``: the stream's so far, None before its provider is
@@ -221,7 +259,13 @@ def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
     sent in the stream, which the SDK raises as its ``APIError``, is fed to
     the assembler as the wire event it came from (its ``body``), so it is
     refused as the same event read from bytes is (``PROVIDER_ERROR``, retryable
-    as the provider's error type says); failing that, ``PROVIDER_ERROR``."""
+    as the provider's error type says); failing that, ``PROVIDER_ERROR``.
+    A helper stream's refusal of a cut-off or filtered finish is the
+    ``INCOMPLETE_RESPONSE`` or ``CONTENT_FILTERED`` that finish is when read
+    from the bytes. Event data the SDK could not decode as JSON (it raises the ``json``
+    module's error) is ``MALFORMED_EVENT``, as the same bytes are."""
+    if isinstance(error, _json.JSONDecodeError):
+        return _StreamError("MALFORMED_EVENT", f"event data is not valid JSON (the SDK could not decode it: {error})")
     root = _module(error).split(".")[0]
     if root in ("httpx", "httpx2"):
         return _dropped(error) if isinstance(error, _importlib.import_module(root).RequestError) else None
@@ -230,6 +274,9 @@ def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
     names = {cls.__name__ for cls in type(error).__mro__}
     if "APIConnectionError" in names:
         return _dropped(error)
+    for name, code in _HELPER_FINISHES.items():  # the helper stream stops at the finish it parses
+        if name in names:
+            return _StreamError(code, f"the SDK's helper stream stopped at the finish reason ({name})")
     if "APIError" not in names:
         return None
     body = getattr(error, "body", None)
@@ -339,6 +386,18 @@ class _EventStreamBase:
         self._failure = failure
         return failure
 
+    def _interrupted(self, error: BaseException) -> None:
+        """Reading stopped for another reason (a cancelled task, a closed
+        iterator, an error of the HTTP client's own use): the stream is
+        cancelled, so every later :meth:`finish` raises ``STREAM_CANCELLED``
+        rather than return or guess at what was not read."""
+        if self._failure is None and self._result is None:
+            self._assembler.abort()
+            self._failure = _StreamError(
+                "STREAM_CANCELLED",
+                f"reading the stream was interrupted ({type(error).__name__}); no response was produced",
+            )
+
     def _done(self) -> _NormalizedResponse:
         if self._failure is not None:
             raise self._failure
@@ -369,6 +428,9 @@ class HttpxEventStream(_EventStreamBase):
                 yield from self._feed(chunk)
         except self._transport_error as error:
             raise self._fail(error) from error
+        except BaseException as error:
+            self._interrupted(error)
+            raise
         yield from self._end()
 
     def _error_head(self) -> bytes:
@@ -407,6 +469,9 @@ class AsyncHttpxEventStream(_EventStreamBase):
                     yield event
         except self._transport_error as error:
             raise self._fail(error) from error
+        except BaseException as error:
+            self._interrupted(error)
+            raise
         for event in self._end():
             yield event
 

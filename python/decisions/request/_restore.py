@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..validate._issues import MAX_VALIDATION_DEPTH
 from .conversion import _DEFS_KEYS, _MAX_SCHEMA_DEPTH, _def_name, _pointer
 
 __all__ = ["Restorer"]
@@ -36,30 +37,40 @@ class Restorer:
                 for name, body in block.items():
                     self.defs[name] = (_pointer("#", key, name), body)
 
-    def value(self, value: Any, node: Any, path: str, depth: int = 0) -> Any:
-        if not isinstance(node, Mapping) or depth > _MAX_SCHEMA_DEPTH:
+    def value(self, value: Any, node: Any, path: str, hops: int = 0, level: int = 0) -> Any:
+        """``value`` (``level`` deep in the whole value) restored along
+        ``node``; ``hops`` counts the schema steps (references, ``allOf`` /
+        ``anyOf`` / ``oneOf`` members) taken since the value was last
+        descended, which only a cycle of references could make unbounded.
+        A value nested deeper than validation goes is left as written
+        (validation refuses it)."""
+        if not isinstance(node, Mapping) or hops > _MAX_SCHEMA_DEPTH or level > MAX_VALIDATION_DEPTH:
             return value
         if not isinstance(value, (dict, list)):
-            return self._restored(value, node, path, depth)
+            return self._restored(value, node, path, hops, level)
         key = (id(value), path)
         done = self._done.get(key)
         if done is not None and done[0] is value:
             return done[1]
-        restored = self._restored(value, node, path, depth)
+        restored = self._restored(value, node, path, hops, level)
         self._done[key] = (value, restored)
         return restored
 
-    def _restored(self, value: Any, node: Mapping[str, Any], path: str, depth: int) -> Any:
+    def _restored(self, value: Any, node: Mapping[str, Any], path: str, hops: int, level: int) -> Any:
         ref = node.get("$ref")
         if isinstance(ref, str):
             found = _def_name(ref)
             if found is not None and found[1] in self.defs:
                 def_path, body = self.defs[found[1]]
-                value = self.value(value, body, def_path, depth + 1)
+                value = self.value(value, body, def_path, hops + 1, level)
+        members = node.get("allOf")
+        if isinstance(members, list):  # a one-member allOf is merged into its parent when sent
+            for index, member in enumerate(members):
+                value = self.value(value, member, _pointer(path, "allOf", index), hops + 1, level)
         for key in ("anyOf", "oneOf"):
             branches = node.get(key)
             if isinstance(branches, list):
-                value = self.union(value, branches, _pointer(path, key), depth)
+                value = self.union(value, branches, _pointer(path, key), hops, level)
         if isinstance(value, dict) and isinstance(node.get("properties"), Mapping):
             props = node["properties"]
             out = {}
@@ -67,21 +78,23 @@ class Restorer:
                 prop_path = _pointer(path, "properties", name)
                 if item is None and prop_path in self.nullable:
                     continue
-                out[name] = self.value(item, props.get(name), prop_path, depth + 1) if name in props else item
+                out[name] = self.value(item, props.get(name), prop_path, 0, level + 1) if name in props else item
             value = out
         if isinstance(value, list):
             items = node.get("items")
             prefix = node.get("prefixItems")
             if isinstance(prefix, list):
                 value = [
-                    self.value(v, prefix[i], _pointer(path, "prefixItems", i), depth + 1) if i < len(prefix) else v
+                    self.value(v, prefix[i], _pointer(path, "prefixItems", i), 0, level + 1)
+                    if i < len(prefix)
+                    else self.value(v, items, _pointer(path, "items"), 0, level + 1)  # the items after the prefix
                     for i, v in enumerate(value)
                 ]
             elif isinstance(items, Mapping):
-                value = [self.value(v, items, _pointer(path, "items"), depth + 1) for v in value]
+                value = [self.value(v, items, _pointer(path, "items"), 0, level + 1) for v in value]
         return value
 
-    def union(self, value: Any, branches: list[Any], path: str, depth: int) -> Any:
+    def union(self, value: Any, branches: list[Any], path: str, hops: int, level: int) -> Any:
         """``value`` restored along the first branch it then fits; ``value``
         itself when it already fits a branch as written (a null some branch
         of the original allows is the model's, not the conversion's)."""
@@ -99,7 +112,7 @@ class Restorer:
         if any(validator(probe).is_valid(value) for probe in probes):
             return value
         for index, branch in enumerate(branches):
-            candidate = self.value(value, branch, _pointer(path, index), depth + 1)
+            candidate = self.value(value, branch, _pointer(path, index), hops + 1, level)
             if candidate is value:
                 continue
             if validator(probes[index]).is_valid(candidate):

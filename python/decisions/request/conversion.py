@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Iterable, Literal, Mapping
 
+from jsonschema import Draft202012Validator, validators
+
 from .._payload import canonical_json
 from ..errors import SchemaError
 from .capabilities import ANNOTATION_KEYWORDS, Capabilities, capabilities
@@ -148,25 +150,6 @@ def _is_object_schema(node: Mapping[str, Any]) -> bool:
     return kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node
 
 
-def _accepts_null(node: Mapping[str, Any], defs: Mapping[str, Any], seen: frozenset[str] = frozenset()) -> bool:
-    kind = node.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
-    if "const" in node:
-        return node["const"] is None
-    if "enum" in node:
-        return None in node["enum"]
-    for key in ("anyOf", "oneOf"):
-        if any(isinstance(sub, Mapping) and _accepts_null(sub, defs, seen) for sub in node.get(key, ())):
-            return True
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref not in seen:
-        target = _def_name(ref)
-        if target is not None and target[1] in defs:
-            return _accepts_null(defs[target[1]], defs, seen | {ref})
-    return False
-
-
 def _def_name(ref: str) -> tuple[str, str] | None:
     for key in _DEFS_KEYS:
         prefix = f"#/{key}/"
@@ -227,6 +210,8 @@ class _Converter:
                     self.defs[name] = body
                     self.def_key[name] = key
         self.recursive = _recursive_defs(self.defs)
+        self.root_defs = {key: root[key] for key in _DEFS_KEYS if key in root}
+        self.validator_class = validators.validator_for(root, default=Draft202012Validator)
         self.dropped: list[DroppedKeyword] = []
         self.nullable: set[str] = set()
         self.needed: list[str] = []
@@ -244,6 +229,17 @@ class _Converter:
             self.needed.append(name)
         return "#/$defs/" + name.replace("~", "~0").replace("/", "~1")
 
+    def merged(self, name: str, siblings: Mapping[str, Any], def_path: str) -> dict[str, Any]:
+        """Definition ``name`` inlined with the keywords beside its ``$ref``.
+        Where a sibling and the definition both say a constraint differently,
+        only the sibling's is sent: the definition's is dropped and recorded
+        (the original, which applies both, is still checked locally)."""
+        body = self.defs[name]
+        for keyword, value in siblings.items():
+            if keyword in body and keyword not in ANNOTATION_KEYWORDS and body[keyword] != value:
+                self.drop(def_path, keyword, body[keyword], "replaced by the keyword beside its $ref when inlined")
+        return {**body, **siblings}
+
     # -- the walk
     def convert(self, root: dict[str, Any], path: str = "#") -> dict[str, Any]:
         body = {k: v for k, v in root.items() if k not in _DEFS_KEYS}
@@ -255,8 +251,8 @@ class _Converter:
             if found is None or found[1] not in self.defs:
                 raise _unsupported(f"$ref {ref!r} is not a local definition", path)
             siblings = {k: v for k, v in body.items() if k != "$ref"}
-            merged = {**self.defs[found[1]], **siblings}
-            out = self.node(merged, _pointer("#", found[0], found[1]), 0)
+            def_path = _pointer("#", found[0], found[1])
+            out = self.node(self.merged(found[1], siblings, def_path), def_path, 0)
         else:
             out = self.node(body, path, 0)
         while self.needed:
@@ -372,8 +368,7 @@ class _Converter:
         siblings = {k: v for k, v in node.items() if k != "$ref"}
         def_path = _pointer("#", found[0], name)
         if (not self.caps.refs or (siblings and not self.caps.ref_siblings)) and not recursive:
-            merged = {**self.defs[name], **siblings}
-            return self.node(merged, def_path, depth + 1)
+            return self.node(self.merged(name, siblings, def_path), def_path, depth + 1)
         if not self.caps.refs:
             raise _unsupported(f"{self.caps.provider} cannot take the recursive definition {name}", path)
         out: dict[str, Any] = {"$ref": self.keep_ref(name)}
@@ -409,8 +404,7 @@ class _Converter:
             for name in sent_props:
                 if name in required:
                     continue
-                original = props.get(name, {})
-                if not (isinstance(original, Mapping) and _accepts_null(original, self.defs)):
+                if not self.accepts_null(props.get(name, {})):
                     sent_props[name] = _nullable(sent_props[name])
                     self.nullable.add(_pointer(path, "properties", name))
                 if isinstance(sent_props[name], dict):
@@ -418,6 +412,14 @@ class _Converter:
             required = list(sent_props)  # every property, in the order the model writes them
         if required and caps.supports("required"):
             out["required"] = required
+
+    def accepts_null(self, schema: Any) -> bool:
+        """Whether the ORIGINAL ``schema`` of a property takes ``null`` as a
+        value, as a validator of the root's draft says (whatever keywords say
+        it: ``allOf``, ``not``, a reference, no type at all). Such a null is
+        the model's, so strict mode must not make it stand for "absent"."""
+        probe = {**self.root_defs, **schema} if isinstance(schema, Mapping) else schema
+        return bool(self.validator_class(probe).is_valid(None))
 
 
 class _DropType:

@@ -123,7 +123,8 @@ class RequestRecord:
         schema: unwrap the root wrapper, and remove the ``null`` written for
         an optional property that strict mode made required (a null the
         original schema allows is kept). The result is what to validate
-        against ``original_schema``."""
+        against ``original_schema``. A value the caller's stack is too deep
+        to walk is ``SCHEMA_MISMATCH`` (issue ``too_deep``)."""
         if self.root_key is not None:
             if not (isinstance(value, dict) and set(value) == {self.root_key}):
                 raise SchemaError(
@@ -135,7 +136,15 @@ class RequestRecord:
             value = value[self.root_key]
         if not self.nullable_added:
             return value
-        return Restorer(self.original_schema, self.nullable_added).value(value, self.original_schema, "#")
+        try:
+            return Restorer(self.original_schema, self.nullable_added).value(value, self.original_schema, "#")
+        except RecursionError:  # the caller's own stack was already deep
+            raise SchemaError(
+                "SCHEMA_MISMATCH",
+                "the value nests too deep to be restored on this stack",
+                path="$",
+                issues=({"path": "$", "code": "too_deep", "expected": "a value restorable on the caller's stack"},),
+            ) from None
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-serialisable view (the documented record shape)."""

@@ -83,10 +83,14 @@ class RequestPlan:
         - a call to the ``submit_*`` control tool becomes the final answer
           text (it is a control protocol, never a tool to execute; text the
           model wrote beside it is not part of the answer); beside other tool
-          calls, or twice, it is ``AMBIGUOUS_DECISION``;
+          calls, or twice, it is ``AMBIGUOUS_DECISION``; a call to it that is
+          not complete, or not a function call, is left where it is for
+          ``decide`` to refuse;
         - arguments and answers written for a converted schema are restored
           (:meth:`RequestRecord.restore`): the root wrapper removed, the nulls
-          strict mode forced removed;
+          strict mode forced removed (a call of another kind than
+          ``function`` is left verbatim); a value without the wrapper is
+          ``SCHEMA_MISMATCH`` (never read as the value it should have wrapped);
         - under the JSON-text strategy the answer must be exactly one JSON
           value within ``max_output_chars`` (``ParseError`` otherwise).
 
@@ -113,7 +117,7 @@ class RequestPlan:
                     continue
                 others += 1
                 record = by_name.get(item.name)
-                if record is not None and record.nullable_added:
+                if record is not None and record.nullable_added and item.call_kind == "function":
                     item = replace(item, arguments=_restored_text(item.arguments, record, limits))
             items.append(item)
         output = self.output_record
@@ -127,6 +131,8 @@ class RequestPlan:
                     hint=f"either call tools or call {self.submit_tool} once, alone",
                 )
             assert output is not None
+            if not submitted[0].complete or submitted[0].call_kind != "function":
+                return response  # an unfinished call, or one of another kind: decide refuses it where it is
             text = _restored_text(submitted[0].arguments, output, limits)
             items = [item for item in items if not isinstance(item, TextItem)]
             items.append(TextItem(item_id=submitted[0].item_id, text=text))
@@ -146,17 +152,17 @@ class RequestPlan:
 
 def _restored_text(text: str, record: RequestRecord, limits: Limits) -> str:
     """``text`` restored through ``record`` as canonical JSON, or unchanged
-    when it does not parse (the decision layer reports that error)."""
+    when it does not parse (the decision layer reports that error). A value
+    without the root wrapper the sent schema asked for is ``SCHEMA_MISMATCH``
+    here: read as it stands, it would be checked as if it were the wrapped
+    value, which the model did not write."""
     impl = _backend.impl
 
     try:
         value = impl.loads(text, limits=limits)
     except ParseError:
         return text
-    try:
-        return canonical_json(record.restore(value))
-    except SchemaError:
-        return text
+    return canonical_json(record.restore(value))
 
 
 def _tools_param(caps: Capabilities, fragments: list[dict[str, Any]]) -> dict[str, Any]:
