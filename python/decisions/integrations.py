@@ -12,6 +12,10 @@ as canonical events, then give the :class:`~decisions.types.NormalizedResponse`.
 connection ends in :class:`~decisions.TransportError` ``CONNECTION_CLOSED``, a
 body that stops before the provider's terminal event in
 :class:`~decisions.StreamError` ``NO_TERMINAL_EVENT``: never a half answer.
+A body that is no event stream (told by its first bytes, whatever its
+content type) is refused once read: a JSON error body as the
+``PROVIDER_ERROR`` it is when given to ``normalize``, anything else as
+``NOT_A_RESPONSE_BODY``.
 """
 
 from __future__ import annotations as _annotations
@@ -30,8 +34,10 @@ from typing import Final as _Final
 
 from . import _backend
 from .detect import candidates as _candidates
+from .errors import OutputError as _OutputError
 from .errors import StreamError as _StreamError
 from .errors import TransportError as _TransportError
+from .limits import DEFAULT_LIMITS as _DEFAULT_LIMITS
 from .limits import Limits as _Limits
 from .types import CanonicalEvent as _CanonicalEvent
 from .types import NormalizedResponse as _NormalizedResponse
@@ -343,15 +349,105 @@ def _dropped(error: Exception) -> _TransportError:
     )
 
 
+#: The field names an event stream's first line can start with (``b""``: a comment).
+_SSE_FIELDS: _Final = frozenset({b"", b"data", b"event", b"id", b"retry"})
+#: Enough of a first line to tell its field name (``retry:`` is the longest).
+_SSE_HEAD: _Final = len(b"retry:")
+
+
 class _EventStreamBase:
     def __init__(self, response: _Any, *, provider: str, limits: _Limits | None, choice: int | None) -> None:
         # a transport failure, or a body its Content-Encoding cannot decode (DecodingError)
         self._transport_error: type[Exception] = _http_module(response).RequestError
         self.http_response = response
         self.provider = provider
+        self._limits = limits
+        self._choice = choice
         self._assembler: _Any = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice, keep_events=True)
         self._result: _NormalizedResponse | None = None
         self._failure: BaseException | None = None
+        #: the body's first bytes, until they tell whether it is an event stream
+        self._head: bytes | None = b""
+        #: the body read so far, once it is known not to be an event stream
+        self._other: bytearray | None = None
+        self._json = False
+
+    def _take(self, chunk: bytes) -> list[_CanonicalEvent]:
+        """The events ``chunk`` completes, once the body's first bytes show
+        an event stream; before that the bytes are held (a few), and after
+        they show something else, kept up to what :meth:`_not_a_stream`
+        reads."""
+        if self._other is not None:
+            self._other += chunk[: self._other_limit() - len(self._other)]
+            return []
+        if self._head is None:
+            return self._feed(chunk)
+        head = self._head + chunk
+        start = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")  # a byte order mark, blank lines
+        if not start:  # an event stream may start with blank lines: they are not held
+            self._head = b""
+            return self._feed(head)
+        if start[:1] in (b"{", b"["):
+            self._json = True
+        elif len(start) < _SSE_HEAD and not any(end in start for end in (b":", b"\r", b"\n")):
+            self._head = head  # too few bytes yet to tell
+            return []
+        elif start.split(b"\n", 1)[0].split(b"\r", 1)[0].split(b":", 1)[0] in _SSE_FIELDS:
+            self._head = None
+            return self._feed(head)
+        self._head = None
+        self._other = bytearray()
+        return self._take(start)
+
+    def _other_limit(self) -> int:
+        """How much of a body that is no event stream is read: a JSON body
+        whole, up to ``max_document_bytes`` and one byte more (so that
+        ``normalize`` refuses it as too large); of anything else an excerpt."""
+        if self._json:
+            return (self._limits or _DEFAULT_LIMITS).max_document_bytes + 1
+        return _ERROR_EXCERPT
+
+    def _read_enough(self) -> bool:
+        """Whether nothing more of the body is needed."""
+        return self._other is not None and len(self._other) >= self._other_limit()
+
+    def _finished(self) -> list[_CanonicalEvent]:
+        """The stream's last events at the end of the body, or the error of
+        a body that was no event stream."""
+        if self._head is not None:  # too short to tell: read as an event stream
+            events = self._feed(self._head)
+            self._head = None
+            return events + self._end()
+        if self._other is None:
+            return self._end()
+        self._assembler.abort()
+        failure = self._not_a_stream(bytes(self._other))
+        self._failure = failure
+        raise failure
+
+    def _not_a_stream(self, body: bytes) -> _OutputError:
+        """The error of a successful response whose ``body`` is no event
+        stream: the ``PROVIDER_ERROR`` a JSON error body is when given to
+        ``normalize`` (its code, retryable and message), else
+        ``NOT_A_RESPONSE_BODY``."""
+        kind = self.http_response.headers.get("content-type", "no content type")
+        if self._json:
+            try:
+                _backend.impl.normalize(body, provider=self.provider, limits=self._limits, choice=self._choice)
+            except _TransportError as error:
+                if error.code == "PROVIDER_ERROR":
+                    return error
+            except _OutputError:
+                pass
+            what = "a JSON document (a whole response body is read with normalize)"
+        else:
+            what = "not an event stream"
+        excerpt = body[:_ERROR_EXCERPT].decode("utf-8", "replace")
+        return _StreamError(
+            "NOT_A_RESPONSE_BODY",
+            f"the provider answered HTTP {self.http_response.status_code} ({kind}) with {what}, "
+            f"not an event stream: {excerpt}",
+        )
 
     def _feed(self, chunk: bytes) -> list[_CanonicalEvent]:
         try:
@@ -425,13 +521,15 @@ class HttpxEventStream(_EventStreamBase):
             self._refuse_status(self._error_head())
         try:
             for chunk in self.http_response.iter_bytes():
-                yield from self._feed(chunk)
+                yield from self._take(chunk)
+                if self._read_enough():
+                    break
         except self._transport_error as error:
             raise self._fail(error) from error
         except BaseException as error:
             self._interrupted(error)
             raise
-        yield from self._end()
+        yield from self._finished()
 
     def _error_head(self) -> bytes:
         """The start of an error status's body, for its excerpt: the rest is
@@ -464,15 +562,18 @@ class AsyncHttpxEventStream(_EventStreamBase):
         if not self.http_response.is_success:
             self._refuse_status(await self._error_head())
         try:
-            async for chunk in self.http_response.aiter_bytes():
-                for event in self._feed(chunk):
-                    yield event
+            async with _aclosing(self.http_response.aiter_bytes()) as chunks:
+                async for chunk in chunks:
+                    for event in self._take(chunk):
+                        yield event
+                    if self._read_enough():
+                        break
         except self._transport_error as error:
             raise self._fail(error) from error
         except BaseException as error:
             self._interrupted(error)
             raise
-        for event in self._end():
+        for event in self._finished():
             yield event
 
     async def _error_head(self) -> bytes:
