@@ -32,15 +32,23 @@ for: classes of mistakes at the adapters, on both backends.
    event stream served as ``text/plain`` is still one); a JSON error body is
    the ``PROVIDER_ERROR`` ``normalize`` gives for it, anything else
    ``NOT_A_RESPONSE_BODY``, and no more of it is read than that needs.
+7. A google-genai object was dumped twice (JSON mode, then python mode for
+   its bytes) and its base64 written again, about four times its inline
+   data in memory, before ``max_sse_event_bytes`` refused it. Its bytes are
+   measured first: an object they alone make too large is refused with the
+   ``MALFORMED_EVENT`` its payload gets, before any dump; one within the
+   limit is dumped to JSON once, its base64 turned standard where it lies.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import gc
 import importlib
 import importlib.util
 import json
+import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
@@ -463,3 +471,71 @@ def test_an_event_stream_is_read_whatever_its_content_type(
     for pieces in ([start + _STREAM], _bytewise(start + _STREAM)):
         got = _read(http, _pieces(http, pieces), content_type, "openai-chat", asynchronous)
         assert isinstance(got, decisions.types.NormalizedResponse) and got.text == "hi"
+
+
+# ---------------------------------------------------------------- 7. google-genai bytes are measured first
+
+
+def _genai_image(data: bytes, signature: bytes = b"\xfb\xff") -> Any:
+    genai = pytest.importorskip("google.genai.types")
+    blob = genai.Blob(mime_type="image/png", data=data)
+    part = genai.Part(inline_data=blob, thought_signature=signature)
+    content = genai.Content(role="model", parts=[part, genai.Part(text="done")])
+    return genai.GenerateContentResponse(candidates=[genai.Candidate(content=content, finish_reason="STOP")])
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 4, 1000])
+def test_genai_bytes_are_written_as_standard_base64(size: int) -> None:
+    data = bytes((251 + i) % 256 for i in range(size))  # 0xfb 0xff: "-" and "_" in URL-safe base64
+    payload = integrations.to_payload(_genai_image(data))
+    assert isinstance(payload, dict)
+    part = payload["candidates"][0]["content"]["parts"][0]
+    assert part == {
+        "inlineData": {"mimeType": "image/png", "data": base64.b64encode(data).decode()},
+        "thoughtSignature": "+/8=",
+    }
+
+
+def _limited(limit: int) -> decisions.Limits:
+    return decisions.Limits(max_sse_event_bytes=limit)
+
+
+@pytest.mark.parametrize("over", [1, 1000])
+def test_genai_bytes_over_the_limit_are_refused_as_the_payload_is(impl: ModuleType, over: int) -> None:
+    data = bytes(3000)  # 4000 bytes of base64
+    obj = _genai_image(data)
+    payload = integrations.to_payload(obj)
+    limits = _limited(4000 - over)
+    with pytest.raises(StreamError) as expected:
+        impl.StreamAssembler("gemini", limits=limits).feed_event(payload)
+    with pytest.raises(StreamError) as streamed:
+        integrations.assemble_sdk_stream([obj], limits=limits)
+    with pytest.raises(StreamError) as whole:
+        integrations.normalize_sdk(obj, limits=limits)
+    assert streamed.value.to_dict() == whole.value.to_dict() == expected.value.to_dict()
+    assert expected.value.code == "MALFORMED_EVENT"
+
+
+def _peak(call: Any) -> int:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_genai_bytes_cost_no_more_than_their_text_twice() -> None:
+    size = 3 * 1024 * 1024
+    obj = _genai_image(bytes(size))
+    encoded = size * 4 // 3
+    # the JSON dump's text and its standard copy (it was 3 texts: the base64 written again, as bytes and text)
+    assert _peak(lambda: integrations.to_payload(obj)) < 2.5 * encoded
+    assert _peak(lambda: integrations.to_payload(obj, limits=_limited(2 * encoded))) < 2.5 * encoded
+
+    def refused() -> None:
+        with pytest.raises(StreamError, match="MALFORMED_EVENT"):
+            integrations.to_payload(obj, limits=_limited(encoded - 1))
+
+    assert _peak(refused) < encoded / 10  # refused before any dump

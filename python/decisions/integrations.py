@@ -110,31 +110,69 @@ def _openai_api(obj: object) -> str | None:
     return None
 
 
-def _standard_base64(data: _Any, raw: _Any) -> None:
-    """Where ``raw`` (a python-mode dump) holds bytes, put their standard
-    base64 text at the same place in ``data`` (its JSON-mode twin)."""
-    stack = [(data, raw)]
+#: URL-safe base64 to standard: the same text but for these two characters.
+_STANDARD_ALPHABET: _Final = str.maketrans("-_", "+/")
+
+
+def _bytes_fields(raw: _Any) -> _Iterator[tuple[list[_Any], bytes]]:
+    """The places in ``raw`` (a python-mode dump) that hold bytes: the keys
+    from the root to each, and its bytes."""
+    stack: list[tuple[list[_Any], _Any]] = [([], raw)]
     while stack:
-        target, source = stack.pop()
-        if isinstance(target, dict) and isinstance(source, dict):
-            pairs: _Iterable[tuple[_Any, _Any]] = ((key, source.get(key)) for key in list(target))
-        elif isinstance(target, list) and isinstance(source, list):
-            pairs = enumerate(source)
+        keys, node = stack.pop()
+        pairs: _Iterable[tuple[_Any, _Any]]
+        if isinstance(node, dict):
+            pairs = node.items()
+        elif isinstance(node, list):
+            pairs = enumerate(node)
         else:
             continue
         for key, value in pairs:
             if isinstance(value, bytes):
-                target[key] = _base64.b64encode(value).decode("ascii")
+                yield [*keys, key], value
             elif isinstance(value, (dict, list)):
-                stack.append((target[key], value))
+                stack.append(([*keys, key], value))
 
 
-def to_payload(obj: _Any) -> dict[str, _Any] | str | bytes | None:
+def _genai_payload(dump: _Any, limits: _Limits | None) -> dict[str, _Any]:
+    """A google-genai object's wire payload. It sets every field (None when
+    absent) and names them in snake case; its JSON mode writes bytes (inline
+    data, thought signatures) as URL-safe base64, where the API sends
+    standard base64. The python-mode dump (which shares the object's bytes)
+    says where bytes are and how long: with ``limits``, a payload whose
+    base64 alone is longer than ``max_sse_event_bytes`` is refused as the
+    payload itself would be, before it is written; otherwise each URL-safe
+    text is turned into standard base64 where it lies."""
+    fields = list(_bytes_fields(dump(mode="python", by_alias=True, exclude_none=True)))
+    if limits is not None:
+        encoded = sum(4 * -(-len(value) // 3) for _, value in fields)
+        if encoded > limits.max_sse_event_bytes:
+            raise _StreamError(
+                "MALFORMED_EVENT", f"event data has more than {limits.max_sse_event_bytes} bytes", path="$"
+            )
+    data: dict[str, _Any] = dump(mode="json", by_alias=True, exclude_none=True)
+    for keys, value in fields:
+        target: _Any = data
+        for key in keys[:-1]:
+            target = target[key]
+        text = target[keys[-1]]
+        head = _base64.urlsafe_b64encode(value[:3]).decode("ascii")
+        if isinstance(text, str) and len(text) == 4 * -(-len(value) // 3) and text.startswith(head):
+            target[keys[-1]] = text.translate(_STANDARD_ALPHABET)
+        else:  # not written as base64 by this SDK version
+            target[keys[-1]] = _base64.b64encode(value).decode("ascii")
+    return data
+
+
+def to_payload(obj: _Any, *, limits: _Limits | None = None) -> dict[str, _Any] | str | bytes | None:
     """The provider's wire payload for one SDK object, dict, JSON text or bytes.
 
     Returns None for an event an SDK helper stream synthesises from the wire
     events (``text``, ``input_json``, ``content.delta``, ...): it carries nothing
     the wire events did not. A helper's ``chunk`` event gives its chunk.
+    With ``limits``, a google-genai object whose bytes (inline data) alone
+    make its payload longer than ``max_sse_event_bytes`` is refused before
+    it is written out, with the ``MALFORMED_EVENT`` the payload would get.
     """
     if isinstance(obj, (str, bytes, bytearray, memoryview)):
         return bytes(obj) if isinstance(obj, (bytearray, memoryview)) else obj
@@ -143,18 +181,14 @@ def to_payload(obj: _Any) -> dict[str, _Any] | str | bytes | None:
     event_type = getattr(obj, "type", None)
     if isinstance(event_type, str) and _sdk_of(obj) in ("openai", "anthropic") and _helper(obj):
         if event_type == "chunk" and hasattr(obj, "chunk"):
-            return to_payload(obj.chunk)
+            return to_payload(obj.chunk, limits=limits)
         if event_type in _DERIVED_TYPES or event_type.startswith(_DERIVED_PREFIXES):
             return None
     dump = getattr(obj, "model_dump", None)
     if not callable(dump):
         raise TypeError(f"cannot read a provider payload from {type(obj).__name__}: not a dict, text or pydantic model")
     if _sdk_of(obj) == "google.genai":
-        # google-genai sets every field (None when absent) and names them in
-        # snake case; its JSON mode writes bytes (thought signatures) as
-        # URL-safe base64, where the API sends standard base64.
-        data: dict[str, _Any] = dump(mode="json", by_alias=True, exclude_none=True)
-        _standard_base64(data, dump(mode="python", by_alias=True, exclude_none=True))
+        data = _genai_payload(dump, limits)
     else:
         data = dump(mode="json", by_alias=True, exclude_unset=True)
     keep = _wire_fields(obj)
@@ -229,7 +263,7 @@ def assemble_sdk_stream(
             if failure is None:
                 raise
             raise failure from error
-        payload = to_payload(obj)
+        payload = to_payload(obj, limits=limits or _DEFAULT_LIMITS)
         if payload is None:
             continue
         if assembler is None:
@@ -307,7 +341,7 @@ def normalize_sdk(
 ) -> _NormalizedResponse:
     """``normalize`` for a whole SDK response object (``ChatCompletion``,
     ``Response``, ``Message``, ``GenerateContentResponse``) or a dict."""
-    payload = to_payload(obj)
+    payload = to_payload(obj, limits=limits or _DEFAULT_LIMITS)
     chosen = provider or detect_provider(obj)
     if payload is None or chosen is None:
         raise ValueError(f"cannot tell the provider of {type(obj).__name__}; pass provider=")
