@@ -473,14 +473,13 @@ class _EventStreamBase:
                     return error
             except _OutputError:
                 pass
-            what = "a JSON document (a whole response body is read with normalize)"
+            what = "a JSON document, not an event stream (a whole response body is read with normalize)"
         else:
-            what = "not an event stream"
+            what = "a body that is not an event stream"
         excerpt = body[:_ERROR_EXCERPT].decode("utf-8", "replace")
         return _StreamError(
             "NOT_A_RESPONSE_BODY",
-            f"the provider answered HTTP {self.http_response.status_code} ({kind}) with {what}, "
-            f"not an event stream: {excerpt}",
+            f"the provider answered HTTP {self.http_response.status_code} ({kind}) with {what}: {excerpt}",
         )
 
     def _feed(self, chunk: bytes) -> list[_CanonicalEvent]:
