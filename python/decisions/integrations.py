@@ -404,7 +404,7 @@ class _EventStreamBase:
         self._head: bytes | None = b""
         #: the body read so far, once it is known not to be an event stream
         self._other: bytearray | None = None
-        self._json = False
+        self._json_body = False
 
     def _take(self, chunk: bytes) -> list[_CanonicalEvent]:
         """The events ``chunk`` completes, once the body's first bytes show
@@ -422,7 +422,7 @@ class _EventStreamBase:
             self._head = b""
             return self._feed(head)
         if start[:1] in (b"{", b"["):
-            self._json = True
+            self._json_body = True
         elif len(start) < _SSE_HEAD and not any(end in start for end in (b":", b"\r", b"\n")):
             self._head = head  # too few bytes yet to tell
             return []
@@ -437,7 +437,7 @@ class _EventStreamBase:
         """How much of a body that is no event stream is read: a JSON body
         whole, up to ``max_document_bytes`` and one byte more (so that
         ``normalize`` refuses it as too large); of anything else an excerpt."""
-        if self._json:
+        if self._json_body:
             return (self._limits or _DEFAULT_LIMITS).max_document_bytes + 1
         return _ERROR_EXCERPT
 
@@ -465,7 +465,7 @@ class _EventStreamBase:
         ``normalize`` (its code, retryable and message), else
         ``NOT_A_RESPONSE_BODY``."""
         kind = self.http_response.headers.get("content-type", "no content type")
-        if self._json:
+        if self._json_body:
             try:
                 _backend.impl.normalize(body, provider=self.provider, limits=self._limits, choice=self._choice)
             except _TransportError as error:
