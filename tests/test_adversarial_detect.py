@@ -25,15 +25,30 @@ for: classes of mistakes at the adapters, on both backends.
    error (a cancelled task, a closed iterator) is ``STREAM_CANCELLED`` on
    every later ``finish()``; it was a ``RuntimeError`` saying the stream
    "was not read to its end".
+6. A successful HTTP response whose body is no event stream (a provider's
+   JSON error, a whole non-streamed body, a proxy's HTML page) was read as
+   an empty stream: ``NO_TERMINAL_EVENT`` (retryable), the server's message
+   lost. The body's first bytes tell (its content type may be anything: an
+   event stream served as ``text/plain`` is still one); a JSON error body is
+   the ``PROVIDER_ERROR`` ``normalize`` gives for it, anything else
+   ``NOT_A_RESPONSE_BODY``, and no more of it is read than that needs.
+7. A google-genai object was dumped twice (JSON mode, then python mode for
+   its bytes) and its base64 written again, about four times its inline
+   data in memory, before ``max_sse_event_bytes`` refused it. Its bytes are
+   measured first: an object they alone make too large is refused with the
+   ``MALFORMED_EVENT`` its payload gets, before any dump; one within the
+   limit is dumped to JSON once, its base64 turned standard where it lies.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import gc
 import importlib
 import importlib.util
 import json
+import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
@@ -316,3 +331,211 @@ def test_a_closed_sync_iterator_is_stream_cancelled(http: ModuleType) -> None:
         with pytest.raises(StreamError) as info:
             stream.finish()
         assert (info.value.code, "GeneratorExit" in info.value.message) == ("STREAM_CANCELLED", True)
+
+
+# ---------------------------------------------------------------- 6. a body that is no event stream
+
+_ERROR_BODIES = {
+    "openai-chat": {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}},
+    "anthropic": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    "gemini": {"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}},
+}
+_CONTENT_TYPES = ["application/json", "text/plain", "text/event-stream"]
+
+
+def _pieces(http: ModuleType, pieces: Iterator[bytes] | list[bytes]) -> Any:
+    """A body sent as ``pieces``, one network chunk each."""
+    chunks = list(pieces) if isinstance(pieces, list) else None
+
+    class Body(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __iter__(self) -> Iterator[bytes]:
+            yield from chunks if chunks is not None else pieces
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for chunk in chunks if chunks is not None else pieces:
+                yield chunk
+
+    return Body()
+
+
+def _read(http: ModuleType, body: Any, content_type: str, provider: str, asynchronous: bool, **kw: Any) -> Any:
+    """What ``stream_httpx`` (or ``astream_httpx``) gives for a 200 response
+    with ``body``: the response, or the error ``finish`` raises (twice alike)."""
+
+    def respond(request: Any) -> Any:
+        return http.Response(200, stream=body, headers={"content-type": content_type})
+
+    if not asynchronous:
+        with http.Client(transport=http.MockTransport(respond)) as client, client.stream("POST", URL) as response:
+            stream = integrations.stream_httpx(response, provider=provider, **kw)
+            try:
+                return stream.finish()
+            except decisions.OutputError as error:
+                with pytest.raises(decisions.OutputError) as again:
+                    stream.finish()
+                assert again.value is error
+                return error
+
+    async def run() -> Any:
+        async def arespond(request: Any) -> Any:
+            return respond(request)
+
+        async with http.AsyncClient(transport=http.MockTransport(arespond)) as client:
+            async with client.stream("POST", URL) as response:
+                stream = integrations.astream_httpx(response, provider=provider, **kw)
+                try:
+                    return await stream.finish()
+                except decisions.OutputError as error:
+                    with pytest.raises(decisions.OutputError) as again:
+                        await stream.finish()
+                    assert again.value is error
+                    return error
+
+    return asyncio.run(run())
+
+
+def _bytewise(data: bytes) -> list[bytes]:
+    return [data[i : i + 1] for i in range(len(data))]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("content_type", _CONTENT_TYPES)
+@pytest.mark.parametrize("provider", list(_ERROR_BODIES))
+def test_a_json_error_body_is_the_providers_error(
+    http: ModuleType, provider: str, content_type: str, asynchronous: bool
+) -> None:
+    body = b"\n  " + json.dumps(_ERROR_BODIES[provider], indent=1).encode()
+    with pytest.raises(decisions.TransportError) as expected:
+        decisions.normalize(body, provider=provider)
+    for pieces in ([body], _bytewise(body)):
+        got = _read(http, _pieces(http, pieces), content_type, provider, asynchronous)
+        assert isinstance(got, decisions.TransportError)
+        assert (got.code, got.retryable, got.message) == ("PROVIDER_ERROR", True, expected.value.message)
+
+
+_NOT_STREAMS = {
+    "a whole response body": json.dumps(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        }
+    ).encode(),
+    "a JSON array": b"[1, 2]",
+    "an HTML page": b"<html><body>Service temporarily unavailable</body></html>",
+    "plain text": b"upstream connect error or disconnect/reset before headers",
+}
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("body", list(_NOT_STREAMS.values()), ids=list(_NOT_STREAMS))
+def test_a_body_that_is_no_event_stream_is_refused_as_such(http: ModuleType, body: bytes, asynchronous: bool) -> None:
+    for pieces in ([body], _bytewise(body)):
+        got = _read(http, _pieces(http, pieces), "text/html", "openai-chat", asynchronous)
+        assert isinstance(got, StreamError)
+        assert (got.code, got.retryable) == ("NOT_A_RESPONSE_BODY", False)
+        assert "not an event stream" in got.message and body[:20].decode() in got.message
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("first", [b"{", b"<"], ids=["JSON", "other"])
+def test_an_endless_body_that_is_no_event_stream_is_read_only_as_far_as_needed(
+    http: ModuleType, first: bytes, asynchronous: bool
+) -> None:
+    sent = 0
+
+    def endless() -> Iterator[bytes]:
+        nonlocal sent
+        yield first
+        while True:
+            sent += 1
+            yield b"x" * 1024
+
+    limits = decisions.Limits(max_document_bytes=64 * 1024)
+    got = _read(http, _pieces(http, endless()), "application/json", "openai-chat", asynchronous, limits=limits)
+    assert (type(got), got.code) == (StreamError, "NOT_A_RESPONSE_BODY")
+    assert sent <= 65
+
+
+_STREAM = _sse([_chunk({"role": "assistant", "content": "hi"}), _chunk({}, "stop")])
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("content_type", _CONTENT_TYPES)
+@pytest.mark.parametrize("start", [b"", b"\xef\xbb\xbf", b"\r\n\n", b": keep-alive\n\n", b"event: x\n"], ids=repr)
+def test_an_event_stream_is_read_whatever_its_content_type(
+    http: ModuleType, content_type: str, start: bytes, asynchronous: bool
+) -> None:
+    for pieces in ([start + _STREAM], _bytewise(start + _STREAM)):
+        got = _read(http, _pieces(http, pieces), content_type, "openai-chat", asynchronous)
+        assert isinstance(got, decisions.types.NormalizedResponse) and got.text == "hi"
+
+
+# ---------------------------------------------------------------- 7. google-genai bytes are measured first
+
+
+def _genai_image(data: bytes, signature: bytes = b"\xfb\xff") -> Any:
+    genai = pytest.importorskip("google.genai.types")
+    blob = genai.Blob(mime_type="image/png", data=data)
+    part = genai.Part(inline_data=blob, thought_signature=signature)
+    content = genai.Content(role="model", parts=[part, genai.Part(text="done")])
+    return genai.GenerateContentResponse(candidates=[genai.Candidate(content=content, finish_reason="STOP")])
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 4, 1000])
+def test_genai_bytes_are_written_as_standard_base64(size: int) -> None:
+    data = bytes((251 + i) % 256 for i in range(size))  # 0xfb 0xff: "-" and "_" in URL-safe base64
+    payload = integrations.to_payload(_genai_image(data))
+    assert isinstance(payload, dict)
+    part = payload["candidates"][0]["content"]["parts"][0]
+    assert part == {
+        "inlineData": {"mimeType": "image/png", "data": base64.b64encode(data).decode()},
+        "thoughtSignature": "+/8=",
+    }
+
+
+def _limited(limit: int) -> decisions.Limits:
+    return decisions.Limits(max_sse_event_bytes=limit)
+
+
+@pytest.mark.parametrize("over", [1, 1000])
+def test_genai_bytes_over_the_limit_are_refused_as_the_payload_is(impl: ModuleType, over: int) -> None:
+    data = bytes(3000)  # 4000 bytes of base64
+    obj = _genai_image(data)
+    payload = integrations.to_payload(obj)
+    limits = _limited(4000 - over)
+    with pytest.raises(StreamError) as expected:
+        impl.StreamAssembler("gemini", limits=limits).feed_event(payload)
+    with pytest.raises(StreamError) as streamed:
+        integrations.assemble_sdk_stream([obj], limits=limits)
+    with pytest.raises(StreamError) as whole:
+        integrations.normalize_sdk(obj, limits=limits)
+    assert streamed.value.to_dict() == whole.value.to_dict() == expected.value.to_dict()
+    assert expected.value.code == "MALFORMED_EVENT"
+
+
+def _peak(call: Any) -> int:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_genai_bytes_cost_no_more_than_their_text_twice() -> None:
+    size = 3 * 1024 * 1024
+    obj = _genai_image(bytes(size))
+    encoded = size * 4 // 3
+    # the JSON dump's text and its standard copy (it was 3 texts: the base64 written again, as bytes and text)
+    assert _peak(lambda: integrations.to_payload(obj)) < 2.5 * encoded
+    assert _peak(lambda: integrations.to_payload(obj, limits=_limited(2 * encoded))) < 2.5 * encoded
+
+    def refused() -> None:
+        with pytest.raises(StreamError, match="MALFORMED_EVENT"):
+            integrations.to_payload(obj, limits=_limited(encoded - 1))
+
+    assert _peak(refused) < encoded / 10  # refused before any dump

@@ -45,6 +45,13 @@ model wrote before ``decide`` checks it against the ORIGINAL schema.
    ``prepare``. Likewise a custom call named like a function tool had its
    free-form input parsed and rewritten as that tool's arguments; it is
    left verbatim.
+7. Whether a value already fits a union's branch as written was asked with
+   integers loose (``1.0`` an integer) and objects open (a member no
+   branch declares allowed), while ``decide`` validates with strict
+   integers and closed objects. A strict model's ``null`` for an absent
+   member was then kept because the value fitted another branch only by
+   those looser rules, and the valid answer was ``SCHEMA_MISMATCH``. The
+   fit is now asked as validation asks it.
 """
 
 from __future__ import annotations
@@ -359,3 +366,47 @@ def test_a_call_of_another_kind_is_left_verbatim() -> None:
     assert plan.prepare(_response(custom)).tool_calls[0].arguments == text
     function = dataclasses.replace(custom, call_kind="function")
     assert json.loads(plan.prepare(_response(function)).tool_calls[0].arguments) == {"street": "s"}
+
+
+# ---------------------------------------------------------------- 7. a branch fits as validation says
+
+
+#: ``t`` is optional in ``Loose``: strict mode makes it nullable, and its
+#: null means "absent". ``Exact`` fits ``{"n": 1.0, "t": null}`` only with
+#: loose integers, ``Short`` fits ``{"n": 1, "t": null}`` only when open.
+_BRANCHES = {
+    "loose integer": (
+        [
+            {"type": "object", "properties": {"n": {"type": "number"}, "t": {"type": "string"}}, "required": ["n"]},
+            {"type": "object", "properties": {"n": {"type": "integer"}, "t": {"type": "null"}}, "required": ["n", "t"]},
+        ],
+        {"n": 1.0, "t": None},
+        {"n": 1.0},
+    ),
+    "open object": (
+        [
+            {"type": "object", "properties": {"n": {"type": "integer"}, "t": {"type": "string"}}, "required": ["n"]},
+            {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        ],
+        {"n": 1, "t": None},
+        {"n": 1},
+    ),
+}
+
+
+@pytest.mark.parametrize(("branches", "written", "restored"), list(_BRANCHES.values()), ids=list(_BRANCHES))
+def test_a_value_that_fits_a_branch_only_loosely_is_restored(
+    branches: list[dict[str, Any]], written: dict[str, Any], restored: dict[str, Any]
+) -> None:
+    schema = {"type": "object", "properties": {"x": {"anyOf": branches}}, "required": ["x"]}
+    arguments, record = _decided(schema, {"x": written})
+    assert "#/properties/x/anyOf/0/properties/t" in record.nullable_added
+    assert arguments == {"x": restored}
+
+
+def test_a_null_a_branch_takes_as_validated_is_still_kept() -> None:
+    """The stricter fit keeps what validation accepts as written: the
+    ``null`` of the branch that declares it is the model's value."""
+    branches, _, _ = _BRANCHES["loose integer"]
+    schema = {"type": "object", "properties": {"x": {"anyOf": branches}}, "required": ["x"]}
+    assert _decided(schema, {"x": {"n": 1, "t": None}})[0] == {"x": {"n": 1, "t": None}}

@@ -12,6 +12,10 @@ as canonical events, then give the :class:`~decisions.types.NormalizedResponse`.
 connection ends in :class:`~decisions.TransportError` ``CONNECTION_CLOSED``, a
 body that stops before the provider's terminal event in
 :class:`~decisions.StreamError` ``NO_TERMINAL_EVENT``: never a half answer.
+A body that is no event stream (told by its first bytes, whatever its
+content type) is refused once read: a JSON error body as the
+``PROVIDER_ERROR`` it is when given to ``normalize``, anything else as
+``NOT_A_RESPONSE_BODY``.
 """
 
 from __future__ import annotations as _annotations
@@ -30,8 +34,10 @@ from typing import Final as _Final
 
 from . import _backend
 from .detect import candidates as _candidates
+from .errors import OutputError as _OutputError
 from .errors import StreamError as _StreamError
 from .errors import TransportError as _TransportError
+from .limits import DEFAULT_LIMITS as _DEFAULT_LIMITS
 from .limits import Limits as _Limits
 from .types import CanonicalEvent as _CanonicalEvent
 from .types import NormalizedResponse as _NormalizedResponse
@@ -104,31 +110,69 @@ def _openai_api(obj: object) -> str | None:
     return None
 
 
-def _standard_base64(data: _Any, raw: _Any) -> None:
-    """Where ``raw`` (a python-mode dump) holds bytes, put their standard
-    base64 text at the same place in ``data`` (its JSON-mode twin)."""
-    stack = [(data, raw)]
+#: URL-safe base64 to standard: the same text but for these two characters.
+_STANDARD_ALPHABET: _Final = str.maketrans("-_", "+/")
+
+
+def _bytes_fields(raw: _Any) -> _Iterator[tuple[list[_Any], bytes]]:
+    """The places in ``raw`` (a python-mode dump) that hold bytes: the keys
+    from the root to each, and its bytes."""
+    stack: list[tuple[list[_Any], _Any]] = [([], raw)]
     while stack:
-        target, source = stack.pop()
-        if isinstance(target, dict) and isinstance(source, dict):
-            pairs: _Iterable[tuple[_Any, _Any]] = ((key, source.get(key)) for key in list(target))
-        elif isinstance(target, list) and isinstance(source, list):
-            pairs = enumerate(source)
+        keys, node = stack.pop()
+        pairs: _Iterable[tuple[_Any, _Any]]
+        if isinstance(node, dict):
+            pairs = node.items()
+        elif isinstance(node, list):
+            pairs = enumerate(node)
         else:
             continue
         for key, value in pairs:
             if isinstance(value, bytes):
-                target[key] = _base64.b64encode(value).decode("ascii")
+                yield [*keys, key], value
             elif isinstance(value, (dict, list)):
-                stack.append((target[key], value))
+                stack.append(([*keys, key], value))
 
 
-def to_payload(obj: _Any) -> dict[str, _Any] | str | bytes | None:
+def _genai_payload(dump: _Any, limits: _Limits | None) -> dict[str, _Any]:
+    """A google-genai object's wire payload. It sets every field (None when
+    absent) and names them in snake case; its JSON mode writes bytes (inline
+    data, thought signatures) as URL-safe base64, where the API sends
+    standard base64. The python-mode dump (which shares the object's bytes)
+    says where bytes are and how long: with ``limits``, a payload whose
+    base64 alone is longer than ``max_sse_event_bytes`` is refused as the
+    payload itself would be, before it is written; otherwise each URL-safe
+    text is turned into standard base64 where it lies."""
+    fields = list(_bytes_fields(dump(mode="python", by_alias=True, exclude_none=True)))
+    if limits is not None:
+        encoded = sum(4 * -(-len(value) // 3) for _, value in fields)
+        if encoded > limits.max_sse_event_bytes:
+            raise _StreamError(
+                "MALFORMED_EVENT", f"event data has more than {limits.max_sse_event_bytes} bytes", path="$"
+            )
+    data: dict[str, _Any] = dump(mode="json", by_alias=True, exclude_none=True)
+    for keys, value in fields:
+        target: _Any = data
+        for key in keys[:-1]:
+            target = target[key]
+        text = target[keys[-1]]
+        head = _base64.urlsafe_b64encode(value[:3]).decode("ascii")
+        if isinstance(text, str) and len(text) == 4 * -(-len(value) // 3) and text.startswith(head):
+            target[keys[-1]] = text.translate(_STANDARD_ALPHABET)
+        else:  # not written as base64 by this SDK version
+            target[keys[-1]] = _base64.b64encode(value).decode("ascii")
+    return data
+
+
+def to_payload(obj: _Any, *, limits: _Limits | None = None) -> dict[str, _Any] | str | bytes | None:
     """The provider's wire payload for one SDK object, dict, JSON text or bytes.
 
     Returns None for an event an SDK helper stream synthesises from the wire
     events (``text``, ``input_json``, ``content.delta``, ...): it carries nothing
     the wire events did not. A helper's ``chunk`` event gives its chunk.
+    With ``limits``, a google-genai object whose bytes (inline data) alone
+    make its payload longer than ``max_sse_event_bytes`` is refused before
+    it is written out, with the ``MALFORMED_EVENT`` the payload would get.
     """
     if isinstance(obj, (str, bytes, bytearray, memoryview)):
         return bytes(obj) if isinstance(obj, (bytearray, memoryview)) else obj
@@ -137,18 +181,14 @@ def to_payload(obj: _Any) -> dict[str, _Any] | str | bytes | None:
     event_type = getattr(obj, "type", None)
     if isinstance(event_type, str) and _sdk_of(obj) in ("openai", "anthropic") and _helper(obj):
         if event_type == "chunk" and hasattr(obj, "chunk"):
-            return to_payload(obj.chunk)
+            return to_payload(obj.chunk, limits=limits)
         if event_type in _DERIVED_TYPES or event_type.startswith(_DERIVED_PREFIXES):
             return None
     dump = getattr(obj, "model_dump", None)
     if not callable(dump):
         raise TypeError(f"cannot read a provider payload from {type(obj).__name__}: not a dict, text or pydantic model")
     if _sdk_of(obj) == "google.genai":
-        # google-genai sets every field (None when absent) and names them in
-        # snake case; its JSON mode writes bytes (thought signatures) as
-        # URL-safe base64, where the API sends standard base64.
-        data: dict[str, _Any] = dump(mode="json", by_alias=True, exclude_none=True)
-        _standard_base64(data, dump(mode="python", by_alias=True, exclude_none=True))
+        data = _genai_payload(dump, limits)
     else:
         data = dump(mode="json", by_alias=True, exclude_unset=True)
     keep = _wire_fields(obj)
@@ -223,7 +263,7 @@ def assemble_sdk_stream(
             if failure is None:
                 raise
             raise failure from error
-        payload = to_payload(obj)
+        payload = to_payload(obj, limits=limits or _DEFAULT_LIMITS)
         if payload is None:
             continue
         if assembler is None:
@@ -301,7 +341,7 @@ def normalize_sdk(
 ) -> _NormalizedResponse:
     """``normalize`` for a whole SDK response object (``ChatCompletion``,
     ``Response``, ``Message``, ``GenerateContentResponse``) or a dict."""
-    payload = to_payload(obj)
+    payload = to_payload(obj, limits=limits or _DEFAULT_LIMITS)
     chosen = provider or detect_provider(obj)
     if payload is None or chosen is None:
         raise ValueError(f"cannot tell the provider of {type(obj).__name__}; pass provider=")
@@ -343,15 +383,104 @@ def _dropped(error: Exception) -> _TransportError:
     )
 
 
+#: The field names an event stream's first line can start with (``b""``: a comment).
+_SSE_FIELDS: _Final = frozenset({b"", b"data", b"event", b"id", b"retry"})
+#: Enough of a first line to tell its field name (``retry:`` is the longest).
+_SSE_HEAD: _Final = len(b"retry:")
+
+
 class _EventStreamBase:
     def __init__(self, response: _Any, *, provider: str, limits: _Limits | None, choice: int | None) -> None:
         # a transport failure, or a body its Content-Encoding cannot decode (DecodingError)
         self._transport_error: type[Exception] = _http_module(response).RequestError
         self.http_response = response
         self.provider = provider
+        self._limits = limits
+        self._choice = choice
         self._assembler: _Any = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice, keep_events=True)
         self._result: _NormalizedResponse | None = None
         self._failure: BaseException | None = None
+        #: the body's first bytes, until they tell whether it is an event stream
+        self._head: bytes | None = b""
+        #: the body read so far, once it is known not to be an event stream
+        self._other: bytearray | None = None
+        self._json_body = False
+
+    def _take(self, chunk: bytes) -> list[_CanonicalEvent]:
+        """The events ``chunk`` completes, once the body's first bytes show
+        an event stream; before that the bytes are held (a few), and after
+        they show something else, kept up to what :meth:`_not_a_stream`
+        reads."""
+        if self._other is not None:
+            self._other += chunk[: self._other_limit() - len(self._other)]
+            return []
+        if self._head is None:
+            return self._feed(chunk)
+        head = self._head + chunk
+        start = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")  # a byte order mark, blank lines
+        if not start:  # an event stream may start with blank lines: they are not held
+            self._head = b""
+            return self._feed(head)
+        if start[:1] in (b"{", b"["):
+            self._json_body = True
+        elif len(start) < _SSE_HEAD and not any(end in start for end in (b":", b"\r", b"\n")):
+            self._head = head  # too few bytes yet to tell
+            return []
+        elif start.split(b"\n", 1)[0].split(b"\r", 1)[0].split(b":", 1)[0] in _SSE_FIELDS:
+            self._head = None
+            return self._feed(head)
+        self._head = None
+        self._other = bytearray()
+        return self._take(start)
+
+    def _other_limit(self) -> int:
+        """How much of a body that is no event stream is read: a JSON body
+        whole, up to ``max_document_bytes`` and one byte more (so that
+        ``normalize`` refuses it as too large); of anything else an excerpt."""
+        if self._json_body:
+            return (self._limits or _DEFAULT_LIMITS).max_document_bytes + 1
+        return _ERROR_EXCERPT
+
+    def _read_enough(self) -> bool:
+        """Whether nothing more of the body is needed."""
+        return self._other is not None and len(self._other) >= self._other_limit()
+
+    def _finished(self) -> list[_CanonicalEvent]:
+        """The stream's last events at the end of the body, or the error of
+        a body that was no event stream."""
+        if self._head is not None:  # too short to tell: read as an event stream
+            events = self._feed(self._head)
+            self._head = None
+            return events + self._end()
+        if self._other is None:
+            return self._end()
+        self._assembler.abort()
+        failure = self._not_a_stream(bytes(self._other))
+        self._failure = failure
+        raise failure
+
+    def _not_a_stream(self, body: bytes) -> _OutputError:
+        """The error of a successful response whose ``body`` is no event
+        stream: the ``PROVIDER_ERROR`` a JSON error body is when given to
+        ``normalize`` (its code, retryable and message), else
+        ``NOT_A_RESPONSE_BODY``."""
+        kind = self.http_response.headers.get("content-type", "no content type")
+        if self._json_body:
+            try:
+                _backend.impl.normalize(body, provider=self.provider, limits=self._limits, choice=self._choice)
+            except _TransportError as error:
+                if error.code == "PROVIDER_ERROR":
+                    return error
+            except _OutputError:
+                pass
+            what = "a JSON document, not an event stream (a whole response body is read with normalize)"
+        else:
+            what = "a body that is not an event stream"
+        excerpt = body[:_ERROR_EXCERPT].decode("utf-8", "replace")
+        return _StreamError(
+            "NOT_A_RESPONSE_BODY",
+            f"the provider answered HTTP {self.http_response.status_code} ({kind}) with {what}: {excerpt}",
+        )
 
     def _feed(self, chunk: bytes) -> list[_CanonicalEvent]:
         try:
@@ -425,13 +554,15 @@ class HttpxEventStream(_EventStreamBase):
             self._refuse_status(self._error_head())
         try:
             for chunk in self.http_response.iter_bytes():
-                yield from self._feed(chunk)
+                yield from self._take(chunk)
+                if self._read_enough():
+                    break
         except self._transport_error as error:
             raise self._fail(error) from error
         except BaseException as error:
             self._interrupted(error)
             raise
-        yield from self._end()
+        yield from self._finished()
 
     def _error_head(self) -> bytes:
         """The start of an error status's body, for its excerpt: the rest is
@@ -464,15 +595,18 @@ class AsyncHttpxEventStream(_EventStreamBase):
         if not self.http_response.is_success:
             self._refuse_status(await self._error_head())
         try:
-            async for chunk in self.http_response.aiter_bytes():
-                for event in self._feed(chunk):
-                    yield event
+            async with _aclosing(self.http_response.aiter_bytes()) as chunks:
+                async for chunk in chunks:
+                    for event in self._take(chunk):
+                        yield event
+                    if self._read_enough():
+                        break
         except self._transport_error as error:
             raise self._fail(error) from error
         except BaseException as error:
             self._interrupted(error)
             raise
-        for event in self._end():
+        for event in self._finished():
             yield event
 
     async def _error_head(self) -> bytes:

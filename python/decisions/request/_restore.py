@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..validate._issues import MAX_VALIDATION_DEPTH
+from ..validate._shapes import close_json_schema
 from .conversion import _DEFS_KEYS, _MAX_SCHEMA_DEPTH, _def_name, _pointer
 
 __all__ = ["Restorer"]
@@ -30,6 +31,8 @@ class Restorer:
         #: value nested d deep in a recursive union of k branches was walked
         #: k**d times. The value is held so its id is not reused meanwhile.
         self._done: dict[tuple[int, str], tuple[Any, Any]] = {}
+        #: a union's path -> each branch as validation applies it, see :meth:`union`
+        self._probes: dict[str, list[Any]] = {}
         self.defs: dict[str, tuple[str, Any]] = {}
         for key in _DEFS_KEYS:
             block = original.get(key)
@@ -97,18 +100,26 @@ class Restorer:
     def union(self, value: Any, branches: list[Any], path: str, hops: int, level: int) -> Any:
         """``value`` restored along the first branch it then fits; ``value``
         itself when it already fits a branch as written (a null some branch
-        of the original allows is the model's, not the conversion's)."""
+        of the original allows is the model's, not the conversion's).
+
+        "Fits" is what the decision layer accepts: integers strict (``1.0``
+        is no integer) and objects closed (a member the branch does not
+        declare is refused), so a value that fits only a looser reading is
+        restored rather than passed on to be refused. A value restored to
+        fit closed objects fits open ones too."""
         from jsonschema import Draft202012Validator
 
         from ..validate._engines import union_validator_class
 
-        probes = [
-            {**{k: v for k, v in self.original.items() if k in _DEFS_KEYS}, **branch}
-            if isinstance(branch, Mapping)
-            else branch
-            for branch in branches
-        ]
-        validator = union_validator_class(Draft202012Validator, self.original, strict=False)
+        probes = self._probes.get(path)
+        if probes is None:
+            defs = {k: v for k, v in self.original.items() if k in _DEFS_KEYS}
+            probes = [
+                close_json_schema({**defs, **branch}, True) if isinstance(branch, Mapping) else branch
+                for branch in branches
+            ]
+            self._probes[path] = probes
+        validator = union_validator_class(Draft202012Validator, self.original, strict=True)
         if any(validator(probe).is_valid(value) for probe in probes):
             return value
         for index, branch in enumerate(branches):
