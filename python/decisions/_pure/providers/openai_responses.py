@@ -487,8 +487,8 @@ class OpenAIResponsesMapper:
         elif entry.type == "message":
             seen = 0
             for index, (kind, text) in enumerate(item.parts):
-                if kind not in PART_KINDS:
-                    continue
+                if kind not in PART_KINDS:  # a part the stream never carried: the answer would be cut
+                    raise _unsupported_part(kind, item.id, f"{at}.content[{index}]")
                 acc = entry.parts.get(index)
                 if acc is None:
                     raise new_error("OUTPUT_MISMATCH", f"{what}: content part {index} of {item.id} never streamed")
