@@ -193,8 +193,8 @@ class OpenAIResponsesMapper:
         self._items: dict[str, _Item] = {}
         self._order: list[str] = []  # message / function_call ids, in stream order
         self.placements: list[tuple[str, int]] = []  # completed-only reasoning: (item id, position)
-        self._calls = 0
-        self._refusals = 0
+        self._calls = False  # whether the output holds a call
+        self._refusals = False  # whether it holds a refusal
         self._terminal: str | None = None  # "finished" | "failed" | "error"
         self._unfinished: str | None = None  # a message / call some output said was not completed
         self._blocked: Annotation | None = None  # what the head events' content_filters said
@@ -275,7 +275,7 @@ class OpenAIResponsesMapper:
             self._order.append(item.id)
             entry.call_id, entry.name = item.call_id, item.name
             entry.acc = Acc(item.id, "arguments")
-            self._calls += 1
+            self._calls = True
             out.append(
                 ToolCallStarted(
                     item_id=item.id,
@@ -329,7 +329,7 @@ class OpenAIResponsesMapper:
         acc = entry.parts[index] = Acc(part_id(item_id, index), canon_kind)
         out.append(ItemStarted(item_id=acc.canon, kind=canon_kind))  # type: ignore[arg-type]
         if canon_kind == "refusal":
-            self._refusals += 1
+            self._refusals = True
         if text:
             self._delta(acc, text, out)
 
@@ -506,7 +506,7 @@ class OpenAIResponsesMapper:
                 self._delta(acc, item.reasoning, out)
             if end and not acc.ended:
                 if item.signature:
-                    out.append(ReasoningDelta(item_id=item.id, delta="", signature=item.signature))
+                    out.append(ReasoningDelta(item_id=item.id, signature=item.signature))
                 acc.ended = True
                 out.append(ItemEnded(item_id=item.id))
 
@@ -608,7 +608,7 @@ class OpenAIResponsesMapper:
         if item.type in CALL_KINDS:
             assert item.call_id is not None and item.name is not None
             arguments = final_arguments(item, what, at)
-            self._calls += 1
+            self._calls = True
             out.append(
                 ToolCallStarted(
                     item_id=item.id,
@@ -629,7 +629,7 @@ class OpenAIResponsesMapper:
                 canon = part_id(item.id, index)
                 out.append(ItemStarted(item_id=canon, kind=canon_kind))  # type: ignore[arg-type]
                 if canon_kind == "refusal":
-                    self._refusals += 1
+                    self._refusals = True
                     if text:
                         out.append(RefusalDelta(item_id=canon, delta=text))
                 elif text:
@@ -641,7 +641,7 @@ class OpenAIResponsesMapper:
             if item.reasoning:
                 out.append(ReasoningDelta(item_id=item.id, delta=item.reasoning))
             if item.signature:
-                out.append(ReasoningDelta(item_id=item.id, delta="", signature=item.signature))
+                out.append(ReasoningDelta(item_id=item.id, signature=item.signature))
             out.append(ItemEnded(item_id=item.id))
 
 
