@@ -271,7 +271,8 @@ class OpenAIResponsesMapper:
         if item.type == "message":
             self._order.append(item.id)
         elif item.type in CALL_KINDS:
-            assert item.call_id is not None and item.name is not None
+            assert item.call_id is not None
+            assert item.name is not None
             self._order.append(item.id)
             entry.call_id, entry.name = item.call_id, item.name
             entry.acc = Acc(item.id, "arguments")
@@ -423,7 +424,8 @@ class OpenAIResponsesMapper:
     def _diff_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         item_id, _, delta = ref_event(d, what, "delta")
         entry = self._item(item_id, what, "apply_patch_call")
-        assert entry.diff is not None and entry.acc is not None
+        assert entry.diff is not None
+        assert entry.acc is not None
         if entry.acc.ended:
             raise new_error("DELTA_AFTER_END", f"a delta for {item_id} after it ended")
         entry.diff.add(delta)
@@ -606,7 +608,8 @@ class OpenAIResponsesMapper:
 
     def _body_item(self, item: Out, out: list[CanonicalEvent], what: str, at: str) -> None:
         if item.type in CALL_KINDS:
-            assert item.call_id is not None and item.name is not None
+            assert item.call_id is not None
+            assert item.name is not None
             arguments = final_arguments(item, what, at)
             self._calls = True
             out.append(
