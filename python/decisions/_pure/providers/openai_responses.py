@@ -158,6 +158,9 @@ _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"
 
 _FAILED = ("failed", "error")
 
+#: the failure a ``failed`` / ``error`` status stands for (no error object to name it)
+_STATUS_FAILED = ResponseFailed(code="failed")
+
 
 def _unsupported_part(kind: str, item_id: str, at: str) -> OutputError:
     """A message content part of a type the mapper cannot represent: the
@@ -255,7 +258,7 @@ class OpenAIResponsesMapper:
         ``incomplete_details`` object finishes it as the terminal's would."""
         if head.error is not None or head.status in _FAILED:
             self._terminal = "error"
-            out.append(head.error or ResponseFailed(code="failed", message=""))
+            out.append(head.error or _STATUS_FAILED)
         elif head.incomplete or head.status in ("cancelled", "incomplete"):
             self._finish(head, False, out)
 
@@ -516,7 +519,7 @@ class OpenAIResponsesMapper:
         final = Final(_S.obj(d.get("response"), what, "$.response"), what, "$.response")
         if final.error is not None or what == "response.failed" or final.status in _FAILED:
             self._terminal = "failed"
-            out.append(final.error or ResponseFailed(code="failed", message=""))
+            out.append(final.error or _STATUS_FAILED)
             return
         seen: set[str] = set()
         position = 0  # how many canonical items the output items before this one make
@@ -527,7 +530,7 @@ class OpenAIResponsesMapper:
             entry = self._items.get(item.id)
             if entry is None and item.type == "reasoning":  # never streamed (OpenRouter): taken from here
                 self._count("completed_only:reasoning")
-                self._body_item(item, out, what, at)
+                _reasoning_item(item, out)
                 self.placements.append((item.id, position))
                 position += 1
                 continue
@@ -589,7 +592,7 @@ class OpenAIResponsesMapper:
             out.append(final.error)
             return out
         if final.status in _FAILED:
-            out.append(ResponseFailed(code="failed", message=""))
+            out.append(_STATUS_FAILED)
             return out
         for index, item in enumerate(final.output):
             if isinstance(item, str):
@@ -640,12 +643,17 @@ class OpenAIResponsesMapper:
                 if item.complete:
                     out.append(ItemEnded(item_id=canon))
         else:
-            out.append(ItemStarted(item_id=item.id, kind="reasoning"))
-            if item.reasoning:
-                out.append(ReasoningDelta(item_id=item.id, delta=item.reasoning))
-            if item.signature:
-                out.append(ReasoningDelta(item_id=item.id, signature=item.signature))
-            out.append(ItemEnded(item_id=item.id))
+            _reasoning_item(item, out)
+
+
+def _reasoning_item(item: Out, out: list[CanonicalEvent]) -> None:
+    """A whole reasoning item: a body's, or one only the final output of a stream carries."""
+    out.append(ItemStarted(item_id=item.id, kind="reasoning"))
+    if item.reasoning:
+        out.append(ReasoningDelta(item_id=item.id, delta=item.reasoning))
+    if item.signature:
+        out.append(ReasoningDelta(item_id=item.id, signature=item.signature))
+    out.append(ItemEnded(item_id=item.id))
 
 
 _HANDLERS = {
