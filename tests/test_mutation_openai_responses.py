@@ -2504,6 +2504,54 @@ BODIES = [
         id="computer-call",
     ),
     pytest.param(
+        resp([{"type": "shell_call", "id": "sh_1", "call_id": "c", "action": {"commands": ["ls"]}}]),
+        {
+            "finish": ("tool_calls", "completed"),
+            "id": "resp_1",
+            "items": [("call", "sh_1", "c", "shell", '{"commands":["ls"]}', True, False, "shell")],
+            "model": "gpt-5",
+            "unknown": {},
+            "usage": None,
+        },
+        id="shell-call",
+    ),
+    pytest.param(
+        resp(
+            [
+                {
+                    "type": "shell_call",
+                    "id": "sh_1",
+                    "call_id": "c",
+                    "action": {"commands": ["ls"]},
+                    "environment": {"type": "local"},
+                }
+            ]
+        ),
+        {
+            "finish": ("tool_calls", "completed"),
+            "id": "resp_1",
+            "items": [("call", "sh_1", "c", "shell", '{"commands":["ls"]}', True, False, "shell")],
+            "model": "gpt-5",
+            "unknown": {},
+            "usage": None,
+        },
+        id="local-shell-call",
+    ),
+    pytest.param(
+        resp(
+            [{"type": "shell_call", "id": "sh_1", "call_id": "c", "action": {"commands": ["ls"]}, "environment": "x"}]
+        ),
+        {
+            "finish": ("stop", "completed"),
+            "id": "resp_1",
+            "items": [],
+            "model": "gpt-5",
+            "unknown": {"output_item:shell_call": 1},
+            "usage": None,
+        },
+        id="shell-call-elsewhere",
+    ),
+    pytest.param(
         resp(
             [
                 {
@@ -2783,3 +2831,423 @@ def test_a_stream_in_full(impl: ModuleType, sent: list[Any], expected: Any) -> N
 @pytest.mark.parametrize(("sent", "expected"), BODIES)
 def test_a_body_in_full(impl: ModuleType, sent: Any, expected: Any) -> None:
     assert body(impl, P, sent) == expected
+
+
+def without(item: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k != key}
+
+
+#: output items of another shape: (the item, where in it), each as a body's output and as a streamed item
+ITEMS = [
+    pytest.param(
+        dict(fc(), id=1),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].id",
+            None,
+            False,
+        ),
+        id="id",
+    ),
+    pytest.param(
+        without(fc(), "id"),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].id",
+            None,
+            False,
+        ),
+        id="no-id",
+    ),
+    pytest.param(
+        dict(fc(), status=1),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].status",
+            None,
+            False,
+        ),
+        id="status",
+    ),
+    pytest.param(
+        dict(fc(), call_id=1),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].call_id",
+            None,
+            False,
+        ),
+        id="call-id",
+    ),
+    pytest.param(
+        without(fc(), "call_id"),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "response: a function_call item needs call_id and name",
+            "$.output[0].call_id",
+            None,
+            False,
+        ),
+        id="no-call-id",
+    ),
+    pytest.param(
+        dict(fc(), call_id=""),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "response: a function_call item needs call_id and name",
+            "$.output[0].call_id",
+            None,
+            False,
+        ),
+        id="empty-call-id",
+    ),
+    pytest.param(
+        dict(fc(), name=1),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].name",
+            None,
+            False,
+        ),
+        id="name",
+    ),
+    pytest.param(
+        without(fc(), "name"),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "response: a function_call item needs call_id and name",
+            "$.output[0].name",
+            None,
+            False,
+        ),
+        id="no-name",
+    ),
+    pytest.param(
+        dict(fc(), arguments=1),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].arguments",
+            None,
+            False,
+        ),
+        id="arguments",
+    ),
+    pytest.param(
+        dict(CT, input=1),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].input",
+            None,
+            False,
+        ),
+        id="input",
+    ),
+    pytest.param(
+        dict(AP, operation="x"),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].operation",
+            None,
+            False,
+        ),
+        id="operation",
+    ),
+    pytest.param(
+        dict(AP, operation={"type": "update_file", "diff": 1}),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].operation.diff",
+            None,
+            False,
+        ),
+        id="operation-diff",
+    ),
+    pytest.param(
+        dict(RS, encrypted_content=1),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].encrypted_content",
+            None,
+            False,
+        ),
+        id="encrypted-content",
+    ),
+    pytest.param(
+        dict(RS, summary="x"),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].summary",
+            None,
+            False,
+        ),
+        id="summary",
+    ),
+    pytest.param(
+        dict(RS, summary=[1]),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].summary[0]",
+            None,
+            False,
+        ),
+        id="summary-entry",
+    ),
+    pytest.param(
+        dict(RS, summary=[{"type": "summary_text"}]),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].summary[0].text",
+            None,
+            False,
+        ),
+        id="summary-without-text",
+    ),
+    pytest.param(
+        dict(msg(), content="x"),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].content",
+            None,
+            False,
+        ),
+        id="content",
+    ),
+    pytest.param(
+        dict(msg(), content=[1]),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].content[0]",
+            None,
+            False,
+        ),
+        id="content-entry",
+    ),
+    pytest.param(
+        dict(msg(), content=[{"text": "Hi"}]),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].content[0].type",
+            None,
+            False,
+        ),
+        id="content-without-type",
+    ),
+    pytest.param(
+        dict(msg(), content=[{"type": "output_text", "text": 1}]),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].content[0].text",
+            None,
+            False,
+        ),
+        id="content-text",
+    ),
+    pytest.param(
+        dict(msg(), content=[{"type": "output_text"}]),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "response: a output_text part needs its text",
+            "$.output[0].content[0].text",
+            None,
+            False,
+        ),
+        id="content-without-text",
+    ),
+    pytest.param(
+        dict(msg(), content=[{"type": "refusal", "refusal": 1}]),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].content[0].refusal",
+            None,
+            False,
+        ),
+        id="content-refusal",
+    ),
+    pytest.param(
+        dict(msg(), content=[{"type": "refusal", "text": "No"}]),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "response: a refusal part needs its text",
+            "$.output[0].content[0].refusal",
+            None,
+            False,
+        ),
+        id="content-without-refusal",
+    ),
+    pytest.param(
+        dict(msg(), role="user"),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            'response: a message of role "user" is not the model\'s answer',
+            "$.output[0].role",
+            None,
+            False,
+        ),
+        id="role",
+    ),
+]
+
+
+@pytest.mark.parametrize(("item", "expected"), ITEMS)
+def test_an_output_item_of_another_shape(impl: ModuleType, item: dict[str, Any], expected: Any) -> None:
+    """The item in a body's output, then added to a stream: the same error at the item's path there."""
+    layer, code, message, path, offset, retryable = expected
+    assert body(impl, P, resp([item])) == expected
+    added_what = "response.output_item.added"
+    in_stream = message.replace(" response ", f" {added_what} ").replace("response: ", f"{added_what}: ")
+    assert stream(impl, P, [H, added(item)]) == (
+        layer,
+        code,
+        in_stream,
+        path.replace("$.output[0]", "$.item"),
+        offset,
+        retryable,
+    )
+
+
+#: usage of another shape in a body
+USAGES = [
+    pytest.param(
+        1,
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.usage",
+            None,
+            False,
+        ),
+        id="not-an-object",
+    ),
+    pytest.param(
+        {"input_tokens": -1},
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.usage.input_tokens",
+            None,
+            False,
+        ),
+        id="input-tokens",
+    ),
+    pytest.param(
+        {"output_tokens": "1"},
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.usage.output_tokens",
+            None,
+            False,
+        ),
+        id="output-tokens",
+    ),
+    pytest.param(
+        {"input_tokens_details": "x"},
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.usage.input_tokens_details",
+            None,
+            False,
+        ),
+        id="input-details",
+    ),
+    pytest.param(
+        {"output_tokens_details": "x"},
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.usage.output_tokens_details",
+            None,
+            False,
+        ),
+        id="output-details",
+    ),
+    pytest.param(
+        {"input_tokens_details": {"cached_tokens": "1"}},
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.usage.input_tokens_details.cached_tokens",
+            None,
+            False,
+        ),
+        id="cached-tokens",
+    ),
+    pytest.param(
+        {"output_tokens_details": {"reasoning_tokens": 1.5}},
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.usage.output_tokens_details.reasoning_tokens",
+            None,
+            False,
+        ),
+        id="reasoning-tokens",
+    ),
+    pytest.param(
+        {"input_tokens_details": {}, "output_tokens_details": {}},
+        {
+            "finish": ("stop", "completed"),
+            "id": "resp_1",
+            "items": [("text", "msg_1", "Hi")],
+            "model": "gpt-5",
+            "unknown": {},
+            "usage": (None, None, None, None),
+        },
+        id="empty-details",
+    ),
+]
+
+
+@pytest.mark.parametrize(("usage", "expected"), USAGES)
+def test_usage_of_another_shape(impl: ModuleType, usage: Any, expected: Any) -> None:
+    assert body(impl, P, resp([msg("msg_1", ("output_text", "Hi"))], usage=usage)) == expected
