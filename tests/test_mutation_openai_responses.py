@@ -1644,6 +1644,24 @@ STREAMS = [
         ),
         id="arguments-done-without-arguments",
     ),
+    pytest.param(
+        [
+            H,
+            added(msg()),
+            text_part(),
+            done(msg("msg_1", ("output_text", "Hi"))),
+            terminal([msg("msg_1", ("output_text", "Hi"))]),
+        ],
+        {
+            "finish": ("stop", "completed"),
+            "id": "resp_1",
+            "items": [("text", "msg_1", "Hi")],
+            "model": "gpt-5",
+            "unknown": {},
+            "usage": None,
+        },
+        id="text-only-in-item-done",
+    ),
     # ---- reasoning
     pytest.param(
         [
@@ -1801,6 +1819,30 @@ STREAMS = [
             False,
         ),
         id="reasoning-done-without-item-id",
+    ),
+    pytest.param(
+        [H, added(reasoning()), ev("response.reasoning_summary_text.delta", item_id="rs_1")],
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response.reasoning_summary_text.delta does not have the documented shape",
+            "$.delta",
+            None,
+            False,
+        ),
+        id="reasoning-delta-without-delta",
+    ),
+    pytest.param(
+        [H, added(reasoning()), ev("response.reasoning_summary_part.added", summary_index=0)],
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response.reasoning_summary_part.added does not have the documented shape",
+            "$.item_id",
+            None,
+            False,
+        ),
+        id="summary-part-without-item-id",
     ),
     # ---- items done and the final output
     pytest.param(
@@ -2015,6 +2057,31 @@ STREAMS = [
         ("stream", "EVENT_AFTER_TERMINAL", "response.foo after the response ended", None, None, False),
         id="event-after-failed",
     ),
+    pytest.param(
+        [H, added(fc()), ev("response.output_item.done", item={"type": 1, "id": "fc_1"})],
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response.output_item.done does not have the documented shape",
+            "$.item.type",
+            None,
+            False,
+        ),
+        id="done-type-of-another-type",
+    ),
+    pytest.param(
+        [H, added(fc()), done({"type": "mcp_approval_request", "id": "fc_1"})],
+        (
+            "stream",
+            "UNSUPPORTED_ITEM",
+            'output item of type "mcp_approval_request" is not one the package can represent; it may be a '
+            "call the host must handle, so nothing in the response is decided",
+            "$.item",
+            None,
+            False,
+        ),
+        id="done-of-an-unsupported-type",
+    ),
     # ---- terminals
     pytest.param(
         [
@@ -2202,6 +2269,42 @@ NOT_RUN = [
 
 #: Azure OpenAI's filter verdicts on a stream
 FILTER_STREAMS = [
+    pytest.param(
+        [created(content_filters=[1])],
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response.created does not have the documented shape",
+            "$.response.content_filters[0]",
+            None,
+            False,
+        ),
+        id="filter-entry-not-an-object",
+    ),
+    pytest.param(
+        [created(content_filters=[{"content_filter_results": "x"}])],
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response.created does not have the documented shape",
+            "$.response.content_filters[0].content_filter_results",
+            None,
+            False,
+        ),
+        id="filter-results-not-an-object",
+    ),
+    pytest.param(
+        [created(content_filters=[{"content_filter_results": {"hate": 1}}])],
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response.created does not have the documented shape",
+            "$.response.content_filters[0].content_filter_results.hate",
+            None,
+            False,
+        ),
+        id="filter-category-not-an-object",
+    ),
     pytest.param(
         [created(content_filters=BLOCKED), terminal([])],
         {
@@ -2395,6 +2498,30 @@ FILTER_STREAMS = [
 
 #: whole bodies (``object: "response"`` makes any of them one)
 BODIES = [
+    pytest.param(
+        resp([], id=1),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.id",
+            None,
+            False,
+        ),
+        id="id-of-another-type",
+    ),
+    pytest.param(
+        resp([], model=1),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.model",
+            None,
+            False,
+        ),
+        id="model-of-another-type",
+    ),
     pytest.param(
         resp([], status=1),
         (
@@ -2839,6 +2966,18 @@ def without(item: dict[str, Any], key: str) -> dict[str, Any]:
 
 #: output items of another shape: (the item, where in it), each as a body's output and as a streamed item
 ITEMS = [
+    pytest.param(
+        {"type": 1, "id": "x"},
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.output[0].type",
+            None,
+            False,
+        ),
+        id="type",
+    ),
     pytest.param(
         dict(fc(), id=1),
         (
