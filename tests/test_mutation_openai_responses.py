@@ -2499,6 +2499,42 @@ FILTER_STREAMS = [
 #: whole bodies (``object: "response"`` makes any of them one)
 BODIES = [
     pytest.param(
+        resp([], incomplete_details="x"),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.incomplete_details",
+            None,
+            False,
+        ),
+        id="incomplete-details-of-another-type",
+    ),
+    pytest.param(
+        resp([], incomplete_details={"reason": 1}),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.incomplete_details.reason",
+            None,
+            False,
+        ),
+        id="incomplete-reason-of-another-type",
+    ),
+    pytest.param(
+        resp([], error={"code": [1]}),
+        (
+            "stream",
+            "MALFORMED_EVENT",
+            "openai-responses response does not have the documented shape",
+            "$.error.code",
+            None,
+            False,
+        ),
+        id="error-of-another-shape",
+    ),
+    pytest.param(
         resp([], id=1),
         (
             "stream",
