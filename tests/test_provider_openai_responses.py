@@ -404,6 +404,22 @@ def test_delta_for_an_item_never_added(impl: ModuleType) -> None:
     assert error_code(impl, s.events) == "DELTA_BEFORE_START"
 
 
+@pytest.mark.parametrize("where", ["item done", "output"])
+def test_a_final_part_the_stream_never_carried_is_unsupported(impl: ModuleType, where: str) -> None:
+    """A content part of a kind the mapper cannot represent (``output_audio``) in the final
+    message, never announced by the stream, would cut the answer: refused as the body's is."""
+    text_only = message_item("msg_1", "output_text", "Hi")
+    with_audio = dict(text_only, content=[*text_only["content"], {"type": "output_audio", "transcript": "Hi"}])
+    s = Stream().created().message("msg_1", "output_text", ["Hi"])
+    if where == "item done":
+        s.events[-1]["item"] = with_audio
+    s.end(output=[with_audio])
+    with pytest.raises(OutputError) as info:
+        feed(impl, s.events)
+    at = "$.item.content[1]" if where == "item done" else "$.response.output[0].content[1]"
+    assert (info.value.code, info.value.path) == ("UNSUPPORTED_ITEM", at)
+
+
 # ---------------------------------------------------------------- differential
 
 _BASES = [

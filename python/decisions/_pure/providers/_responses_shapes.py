@@ -263,13 +263,10 @@ def ref_event(d: dict[str, Any], what: str, field: str | None = None) -> tuple[s
     item_id = _S.req_str(d, "item_id", what, "$")
     index = _S.opt_count(d, "content_index", what, "$") or 0
     _S.opt_count(d, "output_index", what, "$")
-    value = None
-    for key in _REF_FIELDS:
-        read = _S.opt_str(d, key, what, "$")
-        if key == field:
-            value = read
+    values = {key: _S.opt_str(d, key, what, "$") for key in _REF_FIELDS}
     if field is None:
         return item_id, index, ""
+    value = values[field]
     if value is None:
         raise _S.malformed(what, f"$.{field}")
     return item_id, index, value

@@ -158,6 +158,9 @@ _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"
 
 _FAILED = ("failed", "error")
 
+#: the failure a ``failed`` / ``error`` status stands for (no error object to name it)
+_STATUS_FAILED = ResponseFailed(code="failed")
+
 
 def _unsupported_part(kind: str, item_id: str, at: str) -> OutputError:
     """A message content part of a type the mapper cannot represent: the
@@ -193,8 +196,8 @@ class OpenAIResponsesMapper:
         self._items: dict[str, _Item] = {}
         self._order: list[str] = []  # message / function_call ids, in stream order
         self.placements: list[tuple[str, int]] = []  # completed-only reasoning: (item id, position)
-        self._calls = 0
-        self._refusals = 0
+        self._calls = False  # whether the output holds a call
+        self._refusals = False  # whether it holds a refusal
         self._terminal: str | None = None  # "finished" | "failed" | "error"
         self._unfinished: str | None = None  # a message / call some output said was not completed
         self._blocked: Annotation | None = None  # what the head events' content_filters said
@@ -255,7 +258,7 @@ class OpenAIResponsesMapper:
         ``incomplete_details`` object finishes it as the terminal's would."""
         if head.error is not None or head.status in _FAILED:
             self._terminal = "error"
-            out.append(head.error or ResponseFailed(code="failed", message=""))
+            out.append(head.error or _STATUS_FAILED)
         elif head.incomplete or head.status in ("cancelled", "incomplete"):
             self._finish(head, False, out)
 
@@ -271,11 +274,12 @@ class OpenAIResponsesMapper:
         if item.type == "message":
             self._order.append(item.id)
         elif item.type in CALL_KINDS:
-            assert item.call_id is not None and item.name is not None
+            assert item.call_id is not None
+            assert item.name is not None
             self._order.append(item.id)
             entry.call_id, entry.name = item.call_id, item.name
             entry.acc = Acc(item.id, "arguments")
-            self._calls += 1
+            self._calls = True
             out.append(
                 ToolCallStarted(
                     item_id=item.id,
@@ -329,7 +333,7 @@ class OpenAIResponsesMapper:
         acc = entry.parts[index] = Acc(part_id(item_id, index), canon_kind)
         out.append(ItemStarted(item_id=acc.canon, kind=canon_kind))  # type: ignore[arg-type]
         if canon_kind == "refusal":
-            self._refusals += 1
+            self._refusals = True
         if text:
             self._delta(acc, text, out)
 
@@ -423,7 +427,8 @@ class OpenAIResponsesMapper:
     def _diff_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         item_id, _, delta = ref_event(d, what, "delta")
         entry = self._item(item_id, what, "apply_patch_call")
-        assert entry.diff is not None and entry.acc is not None
+        assert entry.diff is not None
+        assert entry.acc is not None
         if entry.acc.ended:
             raise new_error("DELTA_AFTER_END", f"a delta for {item_id} after it ended")
         entry.diff.add(delta)
@@ -487,8 +492,8 @@ class OpenAIResponsesMapper:
         elif entry.type == "message":
             seen = 0
             for index, (kind, text) in enumerate(item.parts):
-                if kind not in PART_KINDS:
-                    continue
+                if kind not in PART_KINDS:  # a part the stream never carried: the answer would be cut
+                    raise _unsupported_part(kind, item.id, f"{at}.content[{index}]")
                 acc = entry.parts.get(index)
                 if acc is None:
                     raise new_error("OUTPUT_MISMATCH", f"{what}: content part {index} of {item.id} never streamed")
@@ -506,7 +511,7 @@ class OpenAIResponsesMapper:
                 self._delta(acc, item.reasoning, out)
             if end and not acc.ended:
                 if item.signature:
-                    out.append(ReasoningDelta(item_id=item.id, delta="", signature=item.signature))
+                    out.append(ReasoningDelta(item_id=item.id, signature=item.signature))
                 acc.ended = True
                 out.append(ItemEnded(item_id=item.id))
 
@@ -514,7 +519,7 @@ class OpenAIResponsesMapper:
         final = Final(_S.obj(d.get("response"), what, "$.response"), what, "$.response")
         if final.error is not None or what == "response.failed" or final.status in _FAILED:
             self._terminal = "failed"
-            out.append(final.error or ResponseFailed(code="failed", message=""))
+            out.append(final.error or _STATUS_FAILED)
             return
         seen: set[str] = set()
         position = 0  # how many canonical items the output items before this one make
@@ -525,7 +530,7 @@ class OpenAIResponsesMapper:
             entry = self._items.get(item.id)
             if entry is None and item.type == "reasoning":  # never streamed (OpenRouter): taken from here
                 self._count("completed_only:reasoning")
-                self._body_item(item, out, what, at)
+                _reasoning_item(item, out)
                 self.placements.append((item.id, position))
                 position += 1
                 continue
@@ -587,7 +592,7 @@ class OpenAIResponsesMapper:
             out.append(final.error)
             return out
         if final.status in _FAILED:
-            out.append(ResponseFailed(code="failed", message=""))
+            out.append(_STATUS_FAILED)
             return out
         for index, item in enumerate(final.output):
             if isinstance(item, str):
@@ -606,9 +611,10 @@ class OpenAIResponsesMapper:
 
     def _body_item(self, item: Out, out: list[CanonicalEvent], what: str, at: str) -> None:
         if item.type in CALL_KINDS:
-            assert item.call_id is not None and item.name is not None
+            assert item.call_id is not None
+            assert item.name is not None
             arguments = final_arguments(item, what, at)
-            self._calls += 1
+            self._calls = True
             out.append(
                 ToolCallStarted(
                     item_id=item.id,
@@ -629,7 +635,7 @@ class OpenAIResponsesMapper:
                 canon = part_id(item.id, index)
                 out.append(ItemStarted(item_id=canon, kind=canon_kind))  # type: ignore[arg-type]
                 if canon_kind == "refusal":
-                    self._refusals += 1
+                    self._refusals = True
                     if text:
                         out.append(RefusalDelta(item_id=canon, delta=text))
                 elif text:
@@ -637,12 +643,17 @@ class OpenAIResponsesMapper:
                 if item.complete:
                     out.append(ItemEnded(item_id=canon))
         else:
-            out.append(ItemStarted(item_id=item.id, kind="reasoning"))
-            if item.reasoning:
-                out.append(ReasoningDelta(item_id=item.id, delta=item.reasoning))
-            if item.signature:
-                out.append(ReasoningDelta(item_id=item.id, delta="", signature=item.signature))
-            out.append(ItemEnded(item_id=item.id))
+            _reasoning_item(item, out)
+
+
+def _reasoning_item(item: Out, out: list[CanonicalEvent]) -> None:
+    """A whole reasoning item: a body's, or one only the final output of a stream carries."""
+    out.append(ItemStarted(item_id=item.id, kind="reasoning"))
+    if item.reasoning:
+        out.append(ReasoningDelta(item_id=item.id, delta=item.reasoning))
+    if item.signature:
+        out.append(ReasoningDelta(item_id=item.id, signature=item.signature))
+    out.append(ItemEnded(item_id=item.id))
 
 
 _HANDLERS = {

@@ -1294,7 +1294,8 @@ impl OpenAIResponses {
                 let mut seen = 0usize;
                 for (index, (part, value)) in item.parts.iter().enumerate() {
                     if part_kind(part).is_none() {
-                        continue;
+                        // a part the stream never carried: the answer would be cut
+                        return Err(unsupported_part(part, id, at.key("content").index(index)));
                     }
                     let Some(acc) = entry.parts.get_mut(&(index as u64)) else {
                         return Err(mismatch(format!(
