@@ -73,8 +73,8 @@ def _changed_since(ledger: Ledger, entries: Sequence[Entry]) -> list[str]:
     out: list[str] = []
     for (root, path), (_, call_id, effect) in sorted(last.items()):
         base = os.path.realpath(root)
-        target = os.path.realpath(os.path.join(base, path))
-        try:
+        try:  # a path that cannot be looked up (a NUL a check without a workspace let through) is missing
+            target = os.path.realpath(os.path.join(base, path))
             inside = os.path.commonpath([base, target]) == base
             if not inside or not os.path.lexists(target):
                 actual = None
