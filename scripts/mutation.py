@@ -123,6 +123,26 @@ MODULES: dict[str, Module] = {
         ),
         GUARD,
     ),
+    "ledger_completion": Module(
+        "decisions/ledger/completion.py",
+        ("test_ledger.py", "test_ledger_checks.py", "test_adversarial_ledger.py"),
+        GUARD,
+    ),
+    "ledger_claims": Module(
+        "decisions/ledger/claims.py",
+        (
+            "test_ledger.py",
+            "test_adversarial_ledger.py",
+            "test_adversarial_ledger_claims.py",
+            "test_adversarial_ledger_results.py",
+        ),
+        GUARD,
+    ),
+    "ledger_results": Module(
+        "decisions/ledger/results.py",
+        ("test_ledger.py", "test_ledger_checks.py", "test_adversarial_ledger_results.py"),
+        GUARD,
+    ),
     "repair": Module("decisions/recover/repair.py", ("test_repair.py", "test_repair_targets.py"), OTHER),
     "schema": Module("decisions/validate/schema.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
     "schema_issues": Module("decisions/validate/_issues.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
