@@ -109,7 +109,8 @@ def test_a_run_with_every_kind_of_open_work_names_each(ledger: Ledger, workspace
         ),
         run_id=run,
     )
-    assert ran(ledger, run, ToolResult("ok", "ok", 1)).state == "committed"
+    # a committed result that would have been safe to retry is over all the same
+    assert ran(ledger, run, ToolResult("ok", "ok", 1, retry_safe=True)).state == "committed"
     # a tool error the result says is safe to retry: a worker may claim it again
     assert ran(ledger, run, ToolResult("again", "error", "busy", retry_safe=True)).state == "failed"
     assert ran(ledger, run, ToolResult("final", "error", "no such file")).state == "failed"
@@ -121,6 +122,7 @@ def test_a_run_with_every_kind_of_open_work_names_each(ledger: Ledger, workspace
     half = Effect("half.txt", file_digest(workspace / "half.txt"))
     entry = ran(ledger, run, ToolResult("half", "partial", "", effects=(half,)))
     assert (entry.state, entry.effects) == ("failed", (half,))
+    (workspace / "half.txt").write_text("changed by someone else")  # not a file the answer is held to
 
     error = refused(
         ledger=ledger,
@@ -337,3 +339,16 @@ def test_the_run_is_read_as_of_the_check(ledger: Ledger) -> None:
     assert [i["detail"] for i in error.issues] == ["'a': executing, not committed", "'a' (count) is executing"]
     ledger.commit(claim, ToolResult("a", "ok", 1))
     assert [e.state for e in check_completion(FINAL, ledger=ledger, run_id=run, evidence=["a"])] == ["committed"]
+
+
+@pytest.mark.parametrize(
+    ("final", "kwargs", "message"),
+    [
+        (decision(("a", "count", "allowed")), {}, "check_completion takes a FinalDecision"),
+        (FINAL, {"evidence": "a"}, "evidence and changed_files take a collection of call ids and of paths"),
+        (FINAL, {"changed_files": "a.txt"}, "evidence and changed_files take a collection of call ids and of paths"),
+    ],
+)
+def test_what_check_completion_takes(ledger: Ledger, final: Any, kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        check_completion(final, ledger=ledger, run_id=new_run(), **kwargs)
