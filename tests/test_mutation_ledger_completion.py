@@ -25,6 +25,7 @@ from decisions import (
     open_ledger,
 )
 from decisions.ledger import Entry, file_digest
+from decisions.ledger import sqlite as sqlite_module
 from ledger_helpers import decision, new_run
 
 FINAL = FinalDecision(value={"status": "completed"}, text="{}")
@@ -352,3 +353,20 @@ def test_the_run_is_read_as_of_the_check(ledger: Ledger) -> None:
 def test_what_check_completion_takes(ledger: Ledger, final: Any, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(TypeError, match=message):
         check_completion(final, ledger=ledger, run_id=new_run(), **kwargs)
+
+
+def test_writes_that_finish_at_one_instant_count_in_recorded_order(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database's clock may give two commits one time: the call recorded
+    later is then the last write of the file."""
+    monkeypatch.setattr(sqlite_module.time, "time", lambda: 1_800_000_000.0)
+    run = new_run()
+    with open_ledger(f"sqlite:///{tmp_path / 'still.db'}", tools=tools(workspace)) as ledger:
+        first = wrote(ledger, workspace, run, "a", "a.txt", "first")
+        second = wrote(ledger, workspace, run, "b", "a.txt", "second")
+        assert first.finished_at == second.finished_at
+        check_completion(FINAL, ledger=ledger, run_id=run, changed_files=["a.txt"])
+        (workspace / "a.txt").write_text("first")
+        error = refused(ledger=ledger, run_id=run, changed_files=["a.txt"])
+        assert [i["detail"].split("what ")[1] for i in error.issues] == [f"'b' left it ({second.effects[0].digest})"]
