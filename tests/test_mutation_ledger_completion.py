@@ -7,6 +7,7 @@ complete, changes one of these outcomes."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -202,6 +203,8 @@ def test_changed_files_may_be_a_generator(ledger: Ledger, workspace: Path) -> No
 @pytest.mark.parametrize("change", ["edited", "deleted", "replaced by a directory", "linked outside"])
 def test_a_file_changed_after_its_result_is_named(ledger: Ledger, workspace: Path, tmp_path: Path, change: str) -> None:
     run = new_run()
+    ledger.record(decision(("n", "count", "allowed")), run_id=run)  # calls that wrote nothing come first
+    ran(ledger, run, ToolResult("n", "ok", 1))
     wrote(ledger, workspace, run, "a", "a.txt", "hello")
     digest = file_digest(workspace / "a.txt")
     target = workspace / "a.txt"
@@ -370,3 +373,21 @@ def test_writes_that_finish_at_one_instant_count_in_recorded_order(
         (workspace / "a.txt").write_text("first")
         error = refused(ledger=ledger, run_id=run, changed_files=["a.txt"])
         assert [i["detail"].split("what ")[1] for i in error.issues] == [f"'b' left it ({second.effects[0].digest})"]
+
+
+def test_the_write_that_finished_last_counts_not_the_one_recorded_last(ledger: Ledger, workspace: Path) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "write_file", "allowed"), ("b", "write_file", "allowed"), path="f.txt"), run_id=run)
+    first, second = (ledger.claim(c, run_id=run, worker=c) for c in ("a", "b"))
+    for claim, text in ((second, "from b"), (first, "from a")):  # b finishes first, a overwrites it
+        (workspace / "f.txt").write_text(text)
+        effect = Effect("f.txt", file_digest(workspace / "f.txt"))
+        assert ledger.commit(claim, ToolResult(claim.call_id, "ok", "", effects=(effect,))).state == "committed"
+    check_completion(FINAL, ledger=ledger, run_id=run, evidence=["a", "b"], changed_files=["f.txt"])
+
+
+def test_a_criterion_with_no_name_is_named_by_its_place(ledger: Ledger) -> None:
+    error = refused(ledger=ledger, run_id=new_run(), criteria=[lambda v, e: None, functools.partial(suite_passes)])
+    assert error.issues == (
+        issue("$.criteria[1]", "ACCEPTANCE_FAILED", "criterion 1 to pass", "criterion 1: tests did not run"),
+    )

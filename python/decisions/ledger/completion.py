@@ -41,8 +41,8 @@ def _criterion_name(criterion: Criterion, index: int) -> str:
     """The name a criterion is reported by: its ``__name__`` when that is
     text, else its position (reading a broken name never escapes)."""
     try:
-        name = getattr(criterion, "__name__", None)
-    except Exception:  # a property that raises names nothing
+        name = criterion.__name__
+    except Exception:  # none (a partial, a callable object), or a property that raises: no name
         name = None
     return str.__str__(name) if isinstance(name, str) else f"criterion {index}"
 
