@@ -7,7 +7,10 @@ changes one of these outcomes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import tracemalloc
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,6 +60,8 @@ CONTENTS = [
     {"long key " * 3: "v" * 20, "ü": "ü"},
     Report(lines=3, note="naïve"),
 ]
+SHARED = ["one list", {"in": "two places"}]
+CONTENTS.append([SHARED, {"again": SHARED}, SHARED])  # written in full each time it appears
 
 
 @pytest.mark.parametrize("content", CONTENTS, ids=[f"content{i}" for i in range(len(CONTENTS))])
@@ -172,6 +177,21 @@ def test_a_result_of_every_status_is_made() -> None:
     assert [(r.status, r.retry_safe, r.effects) for r in made] == [
         (s, True, effects) for s in ("ok", "error", "partial")
     ]
+
+
+def test_a_file_digest_is_sha256_of_its_bytes_read_in_bounded_blocks(tmp_path: Path) -> None:
+    (tmp_path / "small").write_bytes(b"hello")
+    assert file_digest(tmp_path / "small") == "sha256:" + hashlib.sha256(b"hello").hexdigest()
+    data = os.urandom(16 << 20)
+    (tmp_path / "large").write_bytes(data)
+    tracemalloc.start()
+    try:
+        digest = file_digest(tmp_path / "large")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert digest == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert peak < 3 << 20  # 1 MiB blocks, not the file at once
 
 
 # ---------------------------------------------------------------- check_result
