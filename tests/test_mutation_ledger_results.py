@@ -94,6 +94,17 @@ def test_content_is_refused_once_a_prefix_reaches_the_limit(content: Any) -> Non
     check_result_size(ToolResult("a", "ok", content), Limits(max_result_bytes=size))
 
 
+def test_every_key_counts_even_of_a_value_json_cannot_write() -> None:
+    """A value JSON cannot write counts nothing, but its key does: such a
+    result over the limit is refused as too large before it is written."""
+    content = {"a": b"x", "b": b"y"}  # {"a": , "b": } has 14 bytes without the values
+    for limit in range(1, 14):
+        with pytest.raises(ResultError) as caught:
+            check_result_size(ToolResult("a", "ok", content), Limits(max_result_bytes=limit))
+        assert caught.value.code == "RESULT_TOO_LARGE"
+    check_result_size(ToolResult("a", "ok", content), Limits(max_result_bytes=14))
+
+
 def test_content_json_cannot_write_is_left_to_the_writer() -> None:
     """A cycle or a number too long to write counts nothing past it: ``text`` refuses it."""
     cycle: list[Any] = []
