@@ -94,6 +94,19 @@ def test_content_is_refused_once_a_prefix_reaches_the_limit(content: Any) -> Non
     check_result_size(ToolResult("a", "ok", content), Limits(max_result_bytes=size))
 
 
+@pytest.mark.parametrize("content", ["é" * (4 << 20), ["é" * (4 << 20)]], ids=["text", "json"])
+def test_text_longer_than_the_limit_is_refused_before_it_is_encoded(content: Any) -> None:
+    tracemalloc.start()
+    try:
+        with pytest.raises(ResultError) as caught:
+            check_result_size(ToolResult("a", "ok", content), Limits(max_result_bytes=1 << 20))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.code == "RESULT_TOO_LARGE"
+    assert peak < 1 << 20  # its 8 MiB of UTF-8 were never written
+
+
 def test_every_key_counts_even_of_a_value_json_cannot_write() -> None:
     """A value JSON cannot write counts nothing, but its key does: such a
     result over the limit is refused as too large before it is written."""
