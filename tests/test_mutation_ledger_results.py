@@ -7,10 +7,13 @@ changes one of these outcomes."""
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import hashlib
 import json
 import os
 import tracemalloc
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,14 @@ from ledger_helpers import decision, new_run
 class Report(BaseModel):
     lines: int
     note: str
+
+
+class Stamped(BaseModel):
+    """Fields JSON writes as text: measured as written, not as Python holds them."""
+
+    at: datetime.datetime
+    id: uuid.UUID
+    amount: decimal.Decimal
 
 
 def written_size(content: Any) -> int:
@@ -59,6 +70,7 @@ CONTENTS = [
     {"": ""},
     {"long key " * 3: "v" * 20, "ü": "ü"},
     Report(lines=3, note="naïve"),
+    Stamped(at=datetime.datetime(2026, 12, 4, 12, 0), id=uuid.UUID(int=7), amount=decimal.Decimal("1.50")),
 ]
 SHARED = ["one list", {"in": "two places"}]
 CONTENTS.append([SHARED, {"again": SHARED}, SHARED])  # written in full each time it appears
