@@ -19,7 +19,7 @@ import pytest
 
 from decisions import Ledger, ResultError, ToolResult, open_ledger
 from decisions.ledger import Claim, to_dict
-from ledger_helpers import decision, new_run
+from ledger_helpers import decision, new_run, url_for
 
 
 @pytest.fixture
@@ -329,3 +329,111 @@ def test_what_this_version_writes_is_handed_out(tmp_path: Path, sql: str, argume
         claim = ledger.claim("a", run_id=run, worker="w")
     assert (claim.granted, claim.attempt, claim.arguments, claim.side_effects) == (True, 1, arguments, side_effects)
     assert type(claim.side_effects) is bool
+
+
+def test_a_late_result_settles_its_own_lapsed_lease_only(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed")), run_id=run)
+    lost_a = ledger.claim("a", run_id=run, worker="w1", lease_seconds=0.05)
+    ledger.claim("b", run_id=run, worker="w2", lease_seconds=0.05)
+    time.sleep(0.1)
+    # the first step after the lease lapsed is the lost worker's own result: it finds the call unknown
+    assert refusal(lambda: ledger.commit(lost_a, ToolResult("a", "ok", "x")))[:2] == (
+        "LATE_RESULT",
+        "the lease on 'a' expired or the run was cancelled (call is unknown)",
+    )
+    refused = ledger.claim("a", run_id=run, worker="w3")
+    assert (refused.reason, refused.state) == ("unknown", "unknown")
+    assert [(c, k) for c, k, _, _ in events(ledger, run)][4:] == [("a", "lease_expired"), ("a", "late_result")]
+    assert ledger.entry("b", run_id=run).state == "unknown"  # read: its lease is settled now
+    assert [(c, k) for c, k, _, _ in events(ledger, run)][6:] == [("b", "lease_expired")]
+
+
+def test_a_refused_claim_settles_its_own_lapsed_lease_only(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed")), run_id=run)
+    ledger.claim("a", run_id=run, worker="w1", lease_seconds=0.05)
+    ledger.claim("b", run_id=run, worker="w2", lease_seconds=0.05)
+    time.sleep(0.1)
+    refused = ledger.claim("a", run_id=run, worker="w3")
+    assert (refused.granted, refused.reason, refused.state) == (False, "unknown", "unknown")
+    assert [(c, k) for c, k, _, _ in events(ledger, run)][4:] == [("a", "lease_expired")]
+
+
+def _refuse_audit(url: str, run: str, kinds: tuple[str, ...]) -> Any:
+    """Make the database refuse the audit events ``kinds`` of ``run``; call the result to allow them again."""
+    tag = run.replace("-", "_")
+    condition = f"NEW.run_id = '{run}' AND NEW.kind IN ({', '.join(repr(k) for k in kinds)})"
+    if url.startswith("sqlite:"):
+        raw: Any = sqlite3.connect(url[len("sqlite:///") :], isolation_level=None)
+        raw.execute(
+            f"CREATE TRIGGER refuse_{tag} BEFORE INSERT ON ledger_events WHEN {condition} "
+            "BEGIN SELECT RAISE(ABORT, 'no audit'); END"
+        )
+        drop = [f"DROP TRIGGER refuse_{tag}"]
+    else:
+        import psycopg
+
+        raw = psycopg.connect(url, autocommit=True)
+        raw.execute(
+            f"CREATE FUNCTION refuse_{tag}() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'no audit'; END $$ "
+            "LANGUAGE plpgsql"
+        )
+        raw.execute(
+            f"CREATE TRIGGER refuse_{tag} BEFORE INSERT ON ledger_events FOR EACH ROW WHEN ({condition}) "
+            f"EXECUTE FUNCTION refuse_{tag}()"
+        )
+        drop = [f"DROP TRIGGER refuse_{tag} ON ledger_events", f"DROP FUNCTION refuse_{tag}()"]
+
+    def allow() -> None:
+        for sql in drop:
+            raw.execute(sql)
+        raw.close()
+
+    return allow
+
+
+def test_a_step_whose_audit_event_cannot_be_written_does_not_happen(ledger: Ledger) -> None:
+    """A claim or a commit and its audit event are one: the step is undone with its event."""
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed")), run_id=run)
+    allow = _refuse_audit(ledger.url, run, ("claimed", "committed"))
+    try:
+        for step in (
+            lambda: ledger.claim("a", run_id=run, worker="w"),
+            lambda: ledger.claim_next(run, worker="w"),
+        ):
+            with pytest.raises(ResultError) as caught:
+                step()
+            assert (caught.value.code, caught.value.retryable) == ("LEDGER_UNAVAILABLE", False)
+        assert [(e.state, e.attempt) for e in ledger.entries(run)] == [("decided", 0), ("decided", 0)]
+    finally:
+        allow()
+    claim = ledger.claim("a", run_id=run, worker="w")
+    assert (claim.granted, claim.attempt) == (True, 1)
+    allow = _refuse_audit(ledger.url, run, ("committed",))
+    try:
+        with pytest.raises(ResultError) as caught:
+            ledger.commit(claim, ToolResult("a", "ok", "done"))
+        assert caught.value.code == "LEDGER_UNAVAILABLE"
+        assert (ledger.entry("a", run_id=run).state, ledger.entry("a", run_id=run).result) == ("executing", None)
+    finally:
+        allow()
+    assert ledger.commit(claim, ToolResult("a", "ok", "done")).state == "committed"
+
+
+def test_claim_next_passes_over_a_call_another_transaction_holds(tmp_path: Path) -> None:
+    """PostgreSQL: a worker is not kept waiting behind a row another worker is claiming."""
+    url = url_for("postgres", tmp_path)
+    import psycopg
+
+    run = new_run()
+    with open_ledger(url, timeout=2) as ledger:
+        ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed")), run_id=run)
+        with psycopg.connect(url) as holder:
+            holder.execute("SELECT 1 FROM ledger_calls WHERE run_id = %s AND call_id = 'a' FOR UPDATE", (run,))
+            taken = ledger.claim_next(run, worker="w1")
+            holder.rollback()
+        assert taken is not None and (taken.call_id, taken.granted) == ("b", True)
+        after = ledger.claim_next(run, worker="w2")
+        assert after is not None and after.call_id == "a"
