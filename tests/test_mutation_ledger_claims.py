@@ -179,9 +179,15 @@ def test_a_stale_attempt_and_a_forged_worker_are_told_apart(ledger: Ledger) -> N
     time.sleep(0.1)  # an idempotent call whose lease ran out is granted again
     second = ledger.claim("a", run_id=run, worker="w2", lease_seconds=30)
     assert (second.granted, second.attempt) == (True, 2)
-    stale = ("STALE_ATTEMPT", "attempt 1 of 'a' is stale; attempt 2 is current", "$.attempt")
-    assert refusal(lambda: ledger.commit(first, ToolResult("a", "ok", "x")))[:3] == stale
-    assert refusal(lambda: ledger.renew(first))[:3] == stale
+    stale = (
+        "STALE_ATTEMPT",
+        "attempt 1 of 'a' is stale; attempt 2 is current",
+        "$.attempt",
+        "drop this result: another attempt owns the call",
+        False,
+    )
+    assert refusal(lambda: ledger.commit(first, ToolResult("a", "ok", "x"))) == stale
+    assert refusal(lambda: ledger.renew(first)) == stale
     forged = dataclasses.replace(second, worker="w1")
     assert refusal(lambda: ledger.commit(forged, ToolResult("a", "ok", "x"))) == (
         "NOT_CLAIMED",
