@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -443,3 +444,32 @@ def test_claim_next_passes_over_a_call_another_transaction_holds(tmp_path: Path)
         assert taken is not None and (taken.call_id, taken.granted) == ("b", True)
         after = ledger.claim_next(run, worker="w2")
         assert after is not None and after.call_id == "a"
+
+
+def test_a_claim_waits_for_a_cancel_in_flight(ledger: Ledger) -> None:
+    """A claim sent while another connection is cancelling the run sees the
+    cancel once it commits, and is refused (PostgreSQL reads the run's row
+    under a lock for it; SQLite takes one writer at a time)."""
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed")), run_id=run)
+    with open_ledger(ledger.url) as other:
+        hold = threading.Event()
+        release = threading.Event()
+
+        def cancel_slowly(cur: Any) -> None:
+            cur.execute("UPDATE ledger_runs SET cancelled = 1 WHERE run_id = ?", (run,))
+            hold.set()
+            release.wait(10)
+
+        canceller = threading.Thread(target=lambda: other._run(cancel_slowly))
+        canceller.start()
+        assert hold.wait(10)
+        outcome: list[Claim] = []
+        claimer = threading.Thread(target=lambda: outcome.append(ledger.claim("a", run_id=run, worker="w")))
+        claimer.start()
+        time.sleep(0.3)
+        release.set()
+        canceller.join(10)
+        claimer.join(10)
+    assert [(c.granted, c.reason, c.state) for c in outcome] == [(False, "cancelled", "decided")]
+    assert ledger.entry("a", run_id=run).state == "decided"
