@@ -20,6 +20,7 @@ import pytest
 
 from decisions import Ledger, ResultError, ToolResult, open_ledger
 from decisions.ledger import Claim, to_dict
+from decisions.ledger import sqlite as sqlite_module
 from ledger_helpers import decision, new_run, url_for
 
 
@@ -473,3 +474,23 @@ def test_a_claim_waits_for_a_cancel_in_flight(ledger: Ledger) -> None:
         claimer.join(10)
     assert [(c.granted, c.reason, c.state) for c in outcome] == [(False, "cancelled", "decided")]
     assert ledger.entry("a", run_id=run).state == "decided"
+
+
+def test_a_clock_at_infinity_grants_no_lease(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite's clock is the process's; one that gives infinity would give a
+    lease that never ends: nothing is handed out under it."""
+    url = f"sqlite:///{tmp_path / 'clock.db'}"
+    run = new_run()
+    with open_ledger(url) as ledger:
+        ledger.record(decision(("a", "t", "allowed")), run_id=run)
+    monkeypatch.setattr(sqlite_module.time, "time", lambda: float("inf"))
+    with open_ledger(url) as broken, pytest.raises(ResultError) as caught:
+        broken.claim("a", run_id=run, worker="w")
+    assert (caught.value.code, caught.value.retryable) == ("LEDGER_UNAVAILABLE", False)
+    assert caught.value.message == "the ledger holds a lease_until of inf, which this version never writes"
+    monkeypatch.undo()
+    with open_ledger(url) as ledger:
+        assert (ledger.entry("a", run_id=run).state, ledger.claim("a", run_id=run, worker="w").attempt) == (
+            "decided",
+            1,
+        )
