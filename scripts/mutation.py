@@ -53,6 +53,9 @@ class Module:
     path: str  # inside python/
     tests: tuple[str, ...]  # inside tests/; tests/test_mutation_<name>*.py are added
     bar: float  # the share of behaviour-changing, non-equivalent mutants to kill
+    #: run under a throwaway PostgreSQL server (``scripts/postgres.sh run``), so the
+    #: tests' PostgreSQL half runs too: the module has code only that database reaches
+    postgres: bool = False
 
 
 GUARD = 1.0
@@ -146,6 +149,27 @@ MODULES: dict[str, Module] = {
             "test_adversarial_streams.py",
             "test_mutation_openai_responses.py",
         ),
+        GUARD,
+    ),
+    "ledger_completion": Module(
+        "decisions/ledger/completion.py",
+        ("test_ledger.py", "test_ledger_checks.py", "test_adversarial_ledger.py"),
+        GUARD,
+    ),
+    "ledger_claims": Module(
+        "decisions/ledger/claims.py",
+        (
+            "test_ledger.py",
+            "test_adversarial_ledger.py",
+            "test_adversarial_ledger_claims.py",
+            "test_adversarial_ledger_results.py",
+        ),
+        GUARD,
+        postgres=True,
+    ),
+    "ledger_results": Module(
+        "decisions/ledger/results.py",
+        ("test_ledger.py", "test_ledger_checks.py", "test_adversarial_ledger_results.py"),
         GUARD,
     ),
     "repair": Module("decisions/recover/repair.py", ("test_repair.py", "test_repair_targets.py"), OTHER),
@@ -386,7 +410,8 @@ def check_test_ids(name: str, env: dict[str, str]) -> None:
 
 
 def run(name: str) -> float:
-    """mutmut over one module, one worker, pure backend; the wall time."""
+    """mutmut over one module, one worker, pure backend (and a PostgreSQL
+    server when the module asks for one); the wall time."""
     # the `mutation` hypothesis profile (tests/conftest.py): few examples, derandomized
     env = dict(os.environ, DECISIONS_PURE="1", PYTHONPATH="", HYPOTHESIS_PROFILE="mutation")
     env.pop("DECISIONS_REQUIRE_NATIVE", None)
@@ -394,7 +419,10 @@ def run(name: str) -> float:
     work = prepare(name)
     mutmut = Path(sys.executable).parent / "mutmut"
     start = time.monotonic()
-    subprocess.run([str(mutmut), "run", "--max-children", "1"], cwd=work, env=env, check=True)
+    command = [str(mutmut), "run", "--max-children", "1"]
+    if MODULES[name].postgres:
+        command = [str(ROOT / "scripts" / "postgres.sh"), "run", *command]
+    subprocess.run(command, cwd=work, env=env, check=True)
     return time.monotonic() - start
 
 

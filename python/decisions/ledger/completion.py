@@ -41,8 +41,8 @@ def _criterion_name(criterion: Criterion, index: int) -> str:
     """The name a criterion is reported by: its ``__name__`` when that is
     text, else its position (reading a broken name never escapes)."""
     try:
-        name = getattr(criterion, "__name__", None)
-    except Exception:  # a property that raises names nothing
+        name = criterion.__name__
+    except Exception:  # none (a partial, a callable object), or a property that raises: no name
         name = None
     return str.__str__(name) if isinstance(name, str) else f"criterion {index}"
 
@@ -73,8 +73,8 @@ def _changed_since(ledger: Ledger, entries: Sequence[Entry]) -> list[str]:
     out: list[str] = []
     for (root, path), (_, call_id, effect) in sorted(last.items()):
         base = os.path.realpath(root)
-        target = os.path.realpath(os.path.join(base, path))
-        try:
+        try:  # a path that cannot be looked up (a NUL a check without a workspace let through) is missing
+            target = os.path.realpath(os.path.join(base, path))
             inside = os.path.commonpath([base, target]) == base
             if not inside or not os.path.lexists(target):
                 actual = None
