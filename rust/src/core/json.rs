@@ -210,6 +210,7 @@ fn parse_valid<B: Builder>(
         text,
         pos: 0,
         values_left: limits.max_values,
+        member_items: limits.max_object_members.saturating_mul(2),
         limits,
         scratch: &mut buffers.scratch,
     };
@@ -261,6 +262,9 @@ struct Parser<'a, 'b> {
     pos: usize,
     /// Values the document may still hold (counts down from `max_values`).
     values_left: usize,
+    /// Items an open object may hold before a new member is refused: a key
+    /// and a value for each of `max_object_members`.
+    member_items: usize,
     limits: &'a Limits,
     scratch: &'b mut Vec<u8>,
 }
@@ -996,8 +1000,9 @@ impl Parser<'_, '_> {
         let Some(&top) = stack.last() else {
             return self.end_error();
         };
-        // The members so far: a key and a value each on the value stack.
-        if (items.len() - top.start()) / 2 >= self.limits.max_object_members {
+        // The members so far: a key and a value each on the value stack (a
+        // limit past half of `usize` saturates, and no object reaches it).
+        if items.len() - top.start() >= self.member_items {
             return fail(Code::TOO_MANY_MEMBERS, key_pos);
         }
         let (s, ascii) = self.string(key_pos)?;
