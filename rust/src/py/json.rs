@@ -209,7 +209,8 @@ fn short_tag(bytes: &[u8]) -> u64 {
     packed | 1u64.wrapping_shl(8 * last + 7)
 }
 
-/// The set of the key cache a tag belongs to (from its top bits, mixed).
+/// The set of the key cache a short key's tag belongs to (its bits mixed,
+/// the top ones taken).
 #[inline(always)]
 fn key_set(tag: u64) -> usize {
     (tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - KEY_CACHE_SET_BITS)) as usize
@@ -280,11 +281,9 @@ impl PyBuilder<'_> {
     /// has already made `TRACKED_AS_MADE`).
     #[inline]
     fn should_hold_back(&mut self) -> bool {
-        if self.containers < TRACKED_AS_MADE {
-            self.containers += 1;
-            return false;
-        }
-        true
+        let hold = self.containers >= TRACKED_AS_MADE;
+        self.containers += usize::from(!hold);
+        hold
     }
 
     /// Keep `container`, just made (and tracked), out of the collector until
@@ -618,12 +617,15 @@ impl Builder for PyBuilder<'_> {
             return new_str(value, ascii);
         };
         let short = bytes.len().wrapping_sub(1) < SHORT_KEY_MAX_LEN;
-        let tag = if short {
-            short_tag(bytes)
+        let (tag, index) = if short {
+            let tag = short_tag(bytes);
+            (tag, key_set(tag))
         } else {
-            key_hash(bytes) | LONG_TAG
+            // The set from the hash's top bits, clear of `LONG_TAG`.
+            let hash = key_hash(bytes);
+            (hash | LONG_TAG, (hash >> 40) as usize % KEY_CACHE_SETS)
         };
-        let Some(set) = cache.get_mut(key_set(tag)) else {
+        let Some(set) = cache.get_mut(index) else {
             return new_str(value, ascii);
         };
         for slot in &set.0 {
