@@ -175,6 +175,24 @@ def test_key_cache_never_returns_another_key(impl: ModuleType) -> None:
             assert got == obj
 
 
+def test_key_cache_tells_keys_padded_with_nul_apart(impl: ModuleType) -> None:
+    """Short keys that are the same bytes but for NUL (``\\u0000``) bytes
+    before or after them, or for their length, in separate documents and in
+    one: each comes back itself (a key packed into a word with its zero
+    bytes must keep its length)."""
+    keys = [
+        pad + core + tail
+        for core in ("", "a", "ab", "abc")
+        for pad in ("", "\0", "\0\0")
+        for tail in ("", "\0", "\0" * 5)
+    ]
+    keys = sorted({k for k in keys if 0 < len(k) <= 10}, key=lambda k: (len(k), k))
+    for key in keys + keys[::-1]:
+        assert impl.loads(json.dumps({key: 1})) == {key: 1}
+    obj = {k: i for i, k in enumerate(keys)}
+    assert impl.loads(json.dumps(obj)) == obj
+
+
 def test_key_cache_across_documents_and_spellings(impl: ModuleType) -> None:
     """The same key text spelt raw or with escapes is the same key (and a
     duplicate); a key seen before in another document with another value is

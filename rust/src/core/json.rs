@@ -209,7 +209,8 @@ fn parse_valid<B: Builder>(
     let mut parser = Parser {
         text,
         pos: 0,
-        values: 0,
+        values_left: limits.max_values,
+        member_items: limits.max_object_members.saturating_mul(2),
         limits,
         scratch: &mut buffers.scratch,
     };
@@ -227,24 +228,43 @@ fn parse_valid<B: Builder>(
     })
 }
 
-/// An open array or object. Its items (an object's keys and values, in
-/// turn) wait on the value stack until it closes; an object's key offsets
-/// wait on the key stack.
-struct Frame {
-    object: bool,
+/// An open array or object, in one word: the index of its first item (or
+/// key) on the value stack, shifted left by one, and 1 for an object. Its
+/// items (an object's keys and values, in turn) wait on the value stack
+/// until it closes, so their count is the stack's length less that index;
+/// an object's key offsets wait on the key stack, one per member. (The
+/// shift cannot overflow: every item takes at least one byte of the text,
+/// whose length is at most `isize::MAX`.)
+#[derive(Clone, Copy)]
+struct Frame(usize);
+
+impl Frame {
+    #[inline(always)]
+    fn new(start: usize, object: bool) -> Frame {
+        Frame(start << 1 | usize::from(object))
+    }
+
+    #[inline(always)]
+    fn is_object(self) -> bool {
+        self.0 & 1 != 0
+    }
+
     /// Index of the first item or key on the value stack.
-    start: usize,
-    /// Index of the first key's offset on the key stack.
-    keys: usize,
-    /// Items or members so far.
-    count: usize,
+    #[inline(always)]
+    fn start(self) -> usize {
+        self.0 >> 1
+    }
 }
 
 struct Parser<'a, 'b> {
     text: &'a [u8],
     /// Byte offset (converted to characters only when an error is reported).
     pos: usize,
-    values: usize,
+    /// Values the document may still hold (counts down from `max_values`).
+    values_left: usize,
+    /// Items an open object may hold before a new member is refused: a key
+    /// and a value for each of `max_object_members`.
+    member_items: usize,
     limits: &'a Limits,
     scratch: &'b mut Vec<u8>,
 }
@@ -757,30 +777,16 @@ impl Parser<'_, '_> {
             // counted against the limits (`admit`), then read.
             let mut value = match c {
                 b'{' => {
-                    self.admit(stack, start, true)?;
+                    self.admit(stack, items.len(), start, true)?;
                     self.pos += 1;
                     self.skip_ws();
                     match self.peek() {
                         Some(b'}') => {
                             self.pos += 1;
-                            self.close_object(
-                                b,
-                                items,
-                                key_offsets,
-                                items.len(),
-                                key_offsets.len(),
-                            )?
+                            self.close_object(b, items, key_offsets, items.len())?
                         }
                         Some(b'"') => {
-                            push(
-                                stack,
-                                Frame {
-                                    object: true,
-                                    start: items.len(),
-                                    keys: key_offsets.len(),
-                                    count: 0,
-                                },
-                            );
+                            push(stack, Frame::new(items.len(), true));
                             self.member(b, stack, items, key_offsets)?;
                             continue 'value;
                         }
@@ -794,7 +800,7 @@ impl Parser<'_, '_> {
                     }
                 }
                 b'[' => {
-                    self.admit(stack, start, true)?;
+                    self.admit(stack, items.len(), start, true)?;
                     self.pos += 1;
                     self.skip_ws();
                     match self.peek() {
@@ -805,41 +811,33 @@ impl Parser<'_, '_> {
                         }
                         None => return self.end_error(),
                         Some(_) => {
-                            push(
-                                stack,
-                                Frame {
-                                    object: false,
-                                    start: items.len(),
-                                    keys: 0,
-                                    count: 0,
-                                },
-                            );
+                            push(stack, Frame::new(items.len(), false));
                             continue 'value;
                         }
                     }
                 }
                 b'"' => {
-                    self.admit(stack, start, false)?;
+                    self.admit(stack, items.len(), start, false)?;
                     let (s, ascii) = self.string(start)?;
                     b.string(s, ascii).map_err(Failure::Build)?
                 }
                 b't' => {
-                    self.admit(stack, start, false)?;
+                    self.admit(stack, items.len(), start, false)?;
                     self.literal(b"true")?;
                     b.boolean(true).map_err(Failure::Build)?
                 }
                 b'f' => {
-                    self.admit(stack, start, false)?;
+                    self.admit(stack, items.len(), start, false)?;
                     self.literal(b"false")?;
                     b.boolean(false).map_err(Failure::Build)?
                 }
                 b'n' => {
-                    self.admit(stack, start, false)?;
+                    self.admit(stack, items.len(), start, false)?;
                     self.literal(b"null")?;
                     b.null().map_err(Failure::Build)?
                 }
                 b'-' | b'0'..=b'9' => {
-                    self.admit(stack, start, false)?;
+                    self.admit(stack, items.len(), start, false)?;
                     self.number(b)?
                 }
                 b'N' if self.starts_with(start, b"NaN") => {
@@ -858,7 +856,7 @@ impl Parser<'_, '_> {
             };
             // A value is complete: attach it, closing containers as they end.
             loop {
-                let Some(top) = stack.last_mut() else {
+                let Some(&top) = stack.last() else {
                     self.skip_ws();
                     if self.pos < self.text.len() {
                         return fail(
@@ -869,7 +867,7 @@ impl Parser<'_, '_> {
                     return Ok(value);
                 };
                 push(items, value);
-                if top.object {
+                if top.is_object() {
                     self.skip_ws();
                     match self.peek() {
                         Some(b',') => {
@@ -893,9 +891,8 @@ impl Parser<'_, '_> {
                         }
                         Some(b'}') => {
                             self.pos += 1;
-                            let (start, keys) = (top.start, top.keys);
                             stack.pop();
-                            value = self.close_object(b, items, key_offsets, start, keys)?;
+                            value = self.close_object(b, items, key_offsets, top.start())?;
                         }
                         None => return self.end_error(),
                         Some(_) => {
@@ -920,9 +917,10 @@ impl Parser<'_, '_> {
                         }
                         Some(b']') => {
                             self.pos += 1;
-                            let start = top.start;
                             stack.pop();
-                            value = b.array(items.drain(start..)).map_err(Failure::Build)?;
+                            value = b
+                                .array(items.drain(top.start()..))
+                                .map_err(Failure::Build)?;
                         }
                         None => return self.end_error(),
                         Some(_) => {
@@ -938,36 +936,35 @@ impl Parser<'_, '_> {
     }
 
     /// Count the value that starts at `start` against the limits: as an item
-    /// of the open array, as a value of the document and, for a container,
+    /// of the open array (whose items so far are on the value stack, of
+    /// length `items`), as a value of the document and, for a container,
     /// as a level of nesting.
     #[inline(always)]
     fn admit<E>(
         &mut self,
-        stack: &mut [Frame],
+        stack: &[Frame],
+        items: usize,
         start: usize,
         container: bool,
     ) -> Result<(), Failure<E>> {
-        if let Some(top) = stack.last_mut() {
-            if !top.object {
-                if top.count >= self.limits.max_array_items {
-                    return fail(Code::TOO_MANY_ITEMS, start);
-                }
-                top.count += 1;
+        if let Some(&top) = stack.last() {
+            if !top.is_object() && items - top.start() >= self.limits.max_array_items {
+                return fail(Code::TOO_MANY_ITEMS, start);
             }
         }
-        if self.values >= self.limits.max_values {
+        if self.values_left == 0 {
             return fail(Code::TOO_MANY_VALUES, start);
         }
-        self.values += 1;
+        self.values_left -= 1;
         if container && stack.len() >= self.limits.max_depth {
             return fail(Code::DEPTH_EXCEEDED, start);
         }
         Ok(())
     }
 
-    /// The object whose members start at `start` on the value stack and whose
-    /// key offsets start at `keys` on the key stack; a key that repeats an
-    /// earlier one is `DUPLICATE_KEY` at its opening quote.
+    /// The object whose members start at `start` on the value stack (their
+    /// key offsets are the last of the key stack, one per member); a key that
+    /// repeats an earlier one is `DUPLICATE_KEY` at its opening quote.
     #[inline(always)]
     fn close_object<B: Builder>(
         &self,
@@ -975,8 +972,8 @@ impl Parser<'_, '_> {
         items: &mut Vec<B::Value>,
         key_offsets: &mut Vec<usize>,
         start: usize,
-        keys: usize,
     ) -> Result<B::Value, Failure<B::Error>> {
+        let keys = key_offsets.len() - (items.len() - start) / 2;
         match b.object(items.drain(start..)).map_err(Failure::Build)? {
             Object::Built(object) => {
                 key_offsets.truncate(keys);
@@ -995,18 +992,19 @@ impl Parser<'_, '_> {
     fn member<B: Builder>(
         &mut self,
         b: &mut B,
-        stack: &mut [Frame],
+        stack: &[Frame],
         items: &mut Vec<B::Value>,
         key_offsets: &mut Vec<usize>,
     ) -> Result<(), Failure<B::Error>> {
         let key_pos = self.pos;
-        let Some(top) = stack.last_mut() else {
+        let Some(&top) = stack.last() else {
             return self.end_error();
         };
-        if top.count >= self.limits.max_object_members {
+        // The members so far: a key and a value each on the value stack (a
+        // limit past half of `usize` saturates, and no object reaches it).
+        if items.len() - top.start() >= self.member_items {
             return fail(Code::TOO_MANY_MEMBERS, key_pos);
         }
-        top.count += 1;
         let (s, ascii) = self.string(key_pos)?;
         push(items, b.key(s, ascii).map_err(Failure::Build)?);
         push(key_offsets, key_pos);
@@ -1441,6 +1439,17 @@ mod tests {
             ("{\"a\": 1, 2: 3}", KEY_NOT_STRING, 9),
             ("{\"a\": 1, \"a\": 2}", DUPLICATE_KEY, 9),
             ("{\"é\": 1, \"é\": 2}", DUPLICATE_KEY, 9),
+            (
+                "{\"x\": {\"a\": 1}, \"y\": {\"b\": 1, \"b\": 2}}",
+                DUPLICATE_KEY,
+                30,
+            ),
+            ("{\"a\": {\"a\": 1}, \"a\": 2}", DUPLICATE_KEY, 16),
+            (
+                "[{\"a\": 1}, {\"b\": [{}], \"c\": 2, \"b\": 3}]",
+                DUPLICATE_KEY,
+                31,
+            ),
             ("-", UNEXPECTED_END, 1),
             ("[-x]", INVALID_NUMBER, 1),
             ("[1.]", INVALID_NUMBER, 1),
@@ -1572,6 +1581,28 @@ mod tests {
             "{\"a\":1,\"b\":2}",
             Code::TOO_MANY_MEMBERS,
             7,
+        );
+        // An open array or object counts only its own items, each nested
+        // container once, however many items that container holds.
+        check(
+            Limits {
+                max_array_items: 2,
+                ..base
+            },
+            "[[1,2],{\"a\":[3,4],\"b\":5}]",
+            "[[1,2],[[3,4]],6]",
+            Code::TOO_MANY_ITEMS,
+            15,
+        );
+        check(
+            Limits {
+                max_object_members: 2,
+                ..base
+            },
+            "{\"a\":{\"x\":1,\"y\":[2,3]},\"b\":[{\"z\":4,\"w\":5}]}",
+            "{\"a\":{\"x\":1,\"y\":2},\"b\":[],\"c\":3}",
+            Code::TOO_MANY_MEMBERS,
+            26,
         );
         check(
             Limits {

@@ -62,12 +62,20 @@ impl Drop for Obj {
 
 /// ASCII keys of at most this many bytes are cached.
 const KEY_CACHE_MAX_LEN: usize = 32;
-/// Sets of the key cache; each holds two keys (the most recent first), so
-/// two keys landing in one set do not evict each other on every document.
-const KEY_CACHE_SETS: usize = 2048;
+/// Keys of at most this many bytes are told by their tag alone (see [`short_tag`]).
+const SHORT_KEY_MAX_LEN: usize = 8;
+/// The key cache has `1 << KEY_CACHE_SET_BITS` sets; each holds two keys
+/// (the most recent first), so two keys landing in one set do not evict
+/// each other on every document.
+const KEY_CACHE_SET_BITS: u32 = 11;
+const KEY_CACHE_SETS: usize = 1 << KEY_CACHE_SET_BITS;
+/// Set in the tag of every key longer than `SHORT_KEY_MAX_LEN`: the high
+/// bits of its two lowest bytes, which no short key's tag has both of.
+const LONG_TAG: u64 = 0x8080;
 
-/// One cached key: its 64-bit hash (checked first, so a miss touches
-/// nothing else) and the str itself, whose own bytes confirm a hit.
+/// One cached key: its tag (checked first, so a miss touches nothing
+/// else) and the str itself. A short key's tag is the key; a longer key's
+/// is a hash, and the str's own bytes confirm a hit.
 #[derive(Clone, Copy)]
 struct Slot {
     tag: u64,
@@ -180,6 +188,34 @@ fn key_hash(bytes: &[u8]) -> u64 {
     (h ^ (h >> 31)).wrapping_mul(K)
 }
 
+/// The tag of an ASCII key of 1 to `SHORT_KEY_MAX_LEN` bytes: its bytes
+/// packed little-endian into a word (by overlapping loads), with the high
+/// bit of its last byte set. ASCII leaves every other high bit clear, so
+/// the tag is the key and its length: two keys with the same tag are the
+/// same key. (No tag of a longer key has a single high bit set.)
+#[inline(always)]
+fn short_tag(bytes: &[u8]) -> u64 {
+    // Shifts of at most 63 for the lengths taken (wrapping: never a panic).
+    let last = bytes.len().saturating_sub(1) as u32;
+    let packed = if last >= 3 {
+        // The two loads overlap on equal bytes in equal places.
+        u32_at(bytes, 0) | u32_at(bytes, last as usize - 3).wrapping_shl(8 * (last - 3))
+    } else {
+        // Up to three bytes: the first, second and last cover them all.
+        let byte = |i: u32| u64::from(bytes.get(i as usize).copied().unwrap_or(0));
+        let second = last.min(1);
+        byte(0) | byte(second).wrapping_shl(8 * second) | byte(last).wrapping_shl(8 * last)
+    };
+    packed | 1u64.wrapping_shl(8 * last + 7)
+}
+
+/// The set of the key cache a short key's tag belongs to (its bits mixed,
+/// the top ones taken).
+#[inline(always)]
+fn key_set(tag: u64) -> usize {
+    (tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - KEY_CACHE_SET_BITS)) as usize
+}
+
 /// Whether `a` and `b` (at most `KEY_CACHE_MAX_LEN` bytes each) are equal,
 /// by fixed-size overlapping loads.
 #[inline(always)]
@@ -245,11 +281,9 @@ impl PyBuilder<'_> {
     /// has already made `TRACKED_AS_MADE`).
     #[inline]
     fn should_hold_back(&mut self) -> bool {
-        if self.containers < TRACKED_AS_MADE {
-            self.containers += 1;
-            return false;
-        }
-        true
+        let hold = self.containers >= TRACKED_AS_MADE;
+        self.containers += usize::from(!hold);
+        hold
     }
 
     /// Keep `container`, just made (and tracked), out of the collector until
@@ -582,15 +616,24 @@ impl Builder for PyBuilder<'_> {
         else {
             return new_str(value, ascii);
         };
-        let tag = key_hash(bytes);
-        let Some(set) = cache.get_mut((tag >> 40) as usize % KEY_CACHE_SETS) else {
+        let short = bytes.len().wrapping_sub(1) < SHORT_KEY_MAX_LEN;
+        let (tag, index) = if short {
+            let tag = short_tag(bytes);
+            (tag, key_set(tag))
+        } else {
+            // The set from the hash's top bits, clear of `LONG_TAG`.
+            let hash = key_hash(bytes);
+            (hash | LONG_TAG, (hash >> 40) as usize % KEY_CACHE_SETS)
+        };
+        let Some(set) = cache.get_mut(index) else {
             return new_str(value, ascii);
         };
         for slot in &set.0 {
             if slot.tag == tag {
                 if let Some(obj) = slot.obj {
+                    // A short key's tag is the key; a longer key's bytes are compared.
                     // SAFETY: the cache holds a reference to this str.
-                    if same_key(unsafe { cached_bytes(obj) }, bytes) {
+                    if short || same_key(unsafe { cached_bytes(obj) }, bytes) {
                         // SAFETY: the cache holds a reference; we hand out a new one.
                         unsafe { ffi::Py_INCREF(obj.as_ptr()) };
                         return Obj::made(obj.as_ptr());
