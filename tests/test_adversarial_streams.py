@@ -50,14 +50,6 @@ assembler, one section each, on both backends.
    closed the call while the string waited (the chunk ending it was lost)
    was decided with the string cut short (``"Boston"`` for whatever it was
    to become); it is ``MALFORMED_EVENT`` at the closing ``functionCall``.
-8. Anthropic: a ``tool_use`` block starts with its ``input`` object (``{}``
-   when the arguments are streamed after it). A block without one, or with
-   ``null``, and no ``input_json_delta`` was a complete call with empty
-   arguments, which ``decide`` then refused as the model's ``EMPTY_INPUT``
-   (a parse error with a hint to the model, for a shape the provider sent).
-   It is ``MALFORMED_EVENT`` at the block's ``input``, in a body, in a
-   stream's ``content_block_start`` and in a whole message carried by
-   ``message_start``, with or without deltas after it.
 """
 
 from __future__ import annotations
@@ -537,77 +529,3 @@ def test_a_string_ended_before_the_call_closes_is_decided(impl: ModuleType) -> N
     """The control: the recording, each string ended by its empty piece, is the call."""
     response = fed_events(impl, "gemini", GEMINI_PARTIAL)
     assert [json.loads(call.arguments) for call in response.tool_calls][0]["location"] == "Boston"
-
-
-# ------------------------------------------------------------------ 8. Anthropic tool_use without its input object
-
-#: a recorded tool-use body (no thinking, one ``tool_use`` block)
-TOOL_BODY = {
-    "id": "msg_01",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-sonnet-4-5",
-    "content": [{"type": "tool_use", "id": "toolu_01", "name": "lookup", "input": {"q": "weather"}}],
-    "stop_reason": "tool_use",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 10, "output_tokens": 5},
-}
-
-#: absent, or null: no input object
-NO_INPUT = {"absent": ..., "null": None}
-
-
-def _without_input(block: dict[str, Any], how: Any) -> dict[str, Any]:
-    block = dict(block)
-    if how is ...:
-        del block["input"]
-    else:
-        block["input"] = how
-    return block
-
-
-@pytest.mark.parametrize("how", list(NO_INPUT.values()), ids=list(NO_INPUT))
-def test_a_tool_use_block_without_its_input_in_a_body_is_malformed(impl: ModuleType, how: Any) -> None:
-    body = dict(TOOL_BODY, content=[_without_input(TOOL_BODY["content"][0], how)])
-    with pytest.raises(OutputError) as caught:
-        impl.normalize(json.dumps(body).encode(), provider="anthropic")
-    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.content[0].input")
-
-
-@pytest.mark.parametrize("streamed", [None, "", '{"q": "weather"}'], ids=["no delta", "empty delta", "delta"])
-@pytest.mark.parametrize("how", list(NO_INPUT.values()), ids=list(NO_INPUT))
-def test_a_tool_use_block_start_without_its_input_is_malformed(impl: ModuleType, how: Any, streamed: Any) -> None:
-    start, stop = THINKING[0], THINKING[-2:]
-    block = _without_input({"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}, how)
-    events = [start, {"type": "content_block_start", "index": 0, "content_block": block}]
-    if streamed is not None:
-        delta = {"type": "input_json_delta", "partial_json": streamed}
-        events.append({"type": "content_block_delta", "index": 0, "delta": delta})
-    events += [{"type": "content_block_stop", "index": 0}, *stop]
-    with pytest.raises(OutputError) as caught:
-        fed_events(impl, "anthropic", events)
-    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.content_block.input")
-
-
-@pytest.mark.parametrize("how", list(NO_INPUT.values()), ids=list(NO_INPUT))
-def test_a_whole_message_in_message_start_without_a_tool_input_is_malformed(impl: ModuleType, how: Any) -> None:
-    message = dict(TOOL_BODY, content=[_without_input(TOOL_BODY["content"][0], how)])
-    with pytest.raises(OutputError) as caught:
-        fed_events(impl, "anthropic", [{"type": "message_start", "message": message}, {"type": "message_stop"}])
-    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.message.content[0].input")
-
-
-@pytest.mark.parametrize("streamed", [None, '{"q": "weather"}'], ids=["input only", "streamed"])
-def test_a_tool_use_block_with_its_input_object_is_the_call(impl: ModuleType, streamed: Any) -> None:
-    """The control: an empty input object then the streamed arguments, or the input alone, is the call."""
-    start, stop = THINKING[0], THINKING[-2:]
-    block = {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {} if streamed else {"q": "weather"}}
-    events = [start, {"type": "content_block_start", "index": 0, "content_block": block}]
-    if streamed is not None:
-        delta = {"type": "input_json_delta", "partial_json": streamed}
-        events.append({"type": "content_block_delta", "index": 0, "delta": delta})
-    events += [{"type": "content_block_stop", "index": 0}, *stop]
-    response = fed_events(impl, "anthropic", events)
-    assert [(call.name, json.loads(call.arguments), call.complete) for call in response.tool_calls] == [
-        ("lookup", {"q": "weather"}, True)
-    ]

@@ -295,15 +295,12 @@ class AnthropicMapper:
                 raise _malformed(what, f"{at}.id")
             name = _req_str(block, "name", what, at)
             tool_input = block.get("input")
-            # every tool_use block starts with its input object (``{}`` when its
-            # arguments are streamed): one without it, or with null, holds no
-            # arguments a call could run with
-            if tool_input is None:
-                raise _malformed(what, f"{at}.input")
-            try:
-                text = dumps(_obj(tool_input, what, f"{at}.input"))
-            except ValueError:  # NaN or an infinite float
-                raise _malformed(what, f"{at}.input") from None
+            text = None
+            if tool_input is not None:
+                try:
+                    text = dumps(_obj(tool_input, what, f"{at}.input"))
+                except ValueError:  # NaN or an infinite float
+                    raise _malformed(what, f"{at}.input") from None
             state = _Block(_TOOL, item_id, text, bool(tool_input))
             out.append(ToolCallStarted(item_id=item_id, call_id=call_id, name=name))
         elif block_type == "thinking":

@@ -499,16 +499,13 @@ impl AnthropicMapper {
                 let name = SHAPE
                     .req_str(block.name, what, at.key("name"))?
                     .into_owned();
-                // every tool_use block starts with its input object (`{}` when
-                // its arguments are streamed): one without it, or with null,
-                // holds no arguments a call could run with
-                let Some(Ok(jsontext::Node::Object(members))) =
-                    block.input.map(|input| jsontext::parse(input.get()))
-                else {
-                    return Err(SHAPE.malformed(what, at.key("input")));
-                };
-                state.input_nonempty = !members.is_empty();
-                state.input = Some(jsontext::dumps(&jsontext::Node::Object(members)));
+                if let Some(input) = block.input {
+                    let Ok(jsontext::Node::Object(members)) = jsontext::parse(input.get()) else {
+                        return Err(SHAPE.malformed(what, at.key("input")));
+                    };
+                    state.input_nonempty = !members.is_empty();
+                    state.input = Some(jsontext::dumps(&jsontext::Node::Object(members)));
+                }
                 state.kind = Kind::Tool;
                 out.push(Event::ToolCallStarted {
                     item_id,
@@ -598,7 +595,7 @@ impl AnthropicMapper {
             return Ok(());
         }
         if state.kind == Kind::Tool && !state.saw_json {
-            // no input_json_delta: the arguments are the start's input object
+            // no input object and no input_json_delta: no arguments (never `{}`)
             if let Some(text) = state.input.take() {
                 out.push(Event::ToolArgumentsDelta {
                     item_id: state.item_id.clone(),
