@@ -60,6 +60,16 @@ class Module:
 
 GUARD = 1.0
 OTHER = 0.9
+#: The Responses mapper's and its shapes' own test files.
+_RESPONSES_TESTS: tuple[str, ...] = (
+    "test_provider_openai_responses.py",
+    "test_fidelity_responses.py",
+    "test_fidelity_bodies.py",
+    "test_boundary_heads.py",
+    "test_adversarial_terminal.py",
+    "test_adversarial_streams.py",
+)
+
 MODULES: dict[str, Module] = {
     "policy": Module("decisions/validate/policy.py", ("test_policy.py", "test_adversarial_policy.py"), GUARD),
     "paths": Module(
@@ -128,27 +138,12 @@ MODULES: dict[str, Module] = {
     ),
     "openai_responses": Module(
         "decisions/_pure/providers/openai_responses.py",
-        (
-            "test_provider_openai_responses.py",
-            "test_fidelity_responses.py",
-            "test_fidelity_bodies.py",
-            "test_boundary_heads.py",
-            "test_adversarial_terminal.py",
-            "test_adversarial_streams.py",
-        ),
+        _RESPONSES_TESTS,
         GUARD,
     ),
     "responses_shapes": Module(
         "decisions/_pure/providers/_responses_shapes.py",
-        (
-            "test_provider_openai_responses.py",
-            "test_fidelity_responses.py",
-            "test_fidelity_bodies.py",
-            "test_boundary_heads.py",
-            "test_adversarial_terminal.py",
-            "test_adversarial_streams.py",
-            "test_mutation_openai_responses.py",
-        ),
+        (*_RESPONSES_TESTS, "test_mutation_openai_responses.py"),
         GUARD,
     ),
     "ledger_completion": Module(
