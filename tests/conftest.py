@@ -65,6 +65,15 @@ def decide_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         monkeypatch.setattr(decide_module, "_plain_decision", lambda *args: None)
 
 
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty workspace directory (the ledger's tools write in it); a module
+    that needs files in it from the start defines its own."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
 @pytest.fixture(params=BACKENDS_OF_LEDGER)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh ledger database on each store in turn (ids ``sqlite`` and ``postgres``)."""

@@ -39,13 +39,6 @@ class Lines(BaseModel):
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def ledger(url: str, workspace: Path) -> Iterator[Ledger]:
     tools = [
         Tool(name="count", returns=Lines, side_effects=False),

@@ -47,13 +47,6 @@ def tools(root: Path) -> list[Tool]:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def ledger(url: str, workspace: Path) -> Iterator[Ledger]:
     with open_ledger(url, tools=tools(workspace)) as opened:
         yield opened
