@@ -53,6 +53,10 @@ that says "done"):
   ``tool``, ``system``, a non-string; null and absent are the model's, as
   in every chunk after the first) -> ``MALFORMED_EVENT`` at its path: another
   party's message is never the model's answer.
+- a chunk's choice carrying a ``message`` (not null), or a body's choice a
+  ``delta`` -> ``MALFORMED_EVENT`` at its path: the other mode's member is
+  never read, so what it carries (a body sent as one event: its text, its
+  calls) would be lost.
 - Azure OpenAI's filter annotations: ``filtered: true`` in the selected
   choice's ``content_filter_results`` (any category; a list-form category
   such as ``custom_blocklists``, or a category's ``details``, counts each
@@ -206,7 +210,9 @@ def _choice(raw: Any, position: int, body: bool, what: str) -> _ChoiceRead:
     at = f"$.choices[{position}]"
     choice = _obj(raw, what, at)
     index = _opt_count(choice, "index", what, at)
-    key = "message" if body else "delta"
+    key, other = ("message", "delta") if body else ("delta", "message")
+    if choice.get(other) is not None:  # what it would carry is never read: refused, not dropped
+        raise _invalid(what, _OTHER_MODE[body], f"{at}.{other}")
     delta = _opt_obj(choice, key, what, at)
     finish = _opt_str(choice, "finish_reason", what, at)
     filtered = None
@@ -215,6 +221,13 @@ def _choice(raw: Any, position: int, body: bool, what: str) -> _ChoiceRead:
         filtered = _first(filtered, None if results is None else _filtered(_S, results, what, f"{at}.{member}"))
     parts = None if delta is None else _delta_parts(delta, what, f"{at}.{key}")
     return position, index, parts, finish, filtered
+
+
+#: why a choice carrying the other mode's member is refused (by ``body``)
+_OTHER_MODE: Final = {
+    False: "a chunk's choice carries a whole message, which only a response body has, not a delta",
+    True: "a response body's choice carries a delta, which only a stream chunk has, not its message",
+}
 
 
 # ---------------------------------------------------------------- the common chunks
@@ -263,6 +276,7 @@ def _read(payload: Any, selected: int, colons: int | None = None) -> tuple[Any, 
         type(choice) is not dict
         or choice.get("content_filter_results") is not None
         or choice.get("content_filter_result") is not None
+        or choice.get("message") is not None
     ):
         return None
     index, delta, finish = choice.get("index"), choice.get("delta"), choice.get("finish_reason")
@@ -709,6 +723,7 @@ class OpenAIChatMapper:
             or type(raw) is not str
             or choice.get("content_filter_results") is not None
             or choice.get("content_filter_result") is not None
+            or choice.get("delta") is not None
         ):
             return None
         reason = _FINISH.get(raw)

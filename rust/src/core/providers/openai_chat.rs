@@ -288,6 +288,15 @@ fn tree_read<'t>(body: Value<'t>, member: &str) -> Option<(Top<'t>, Vec<Choice<'
         if c.get("content_filter_results").is_some() || c.get("content_filter_result").is_some() {
             return None;
         }
+        // the other mode's member: the checked way refuses it
+        let other = if member == "delta" {
+            "message"
+        } else {
+            "delta"
+        };
+        if c.get(other).is_some() {
+            return None;
+        }
         let parts = match tree_object(c, member).ok()? {
             None => None,
             Some(m) => {
@@ -598,6 +607,16 @@ struct Choice<'a> {
     filtered: Option<Annotation>,
 }
 
+/// Why a choice carrying the other mode's member is refused (a chunk's
+/// `message`, a body's `delta`).
+fn other_mode(body: bool) -> &'static str {
+    if body {
+        "a response body's choice carries a delta, which only a stream chunk has, not its message"
+    } else {
+        "a chunk's choice carries a whole message, which only a response body has, not a delta"
+    }
+}
+
 fn choice<'a>(
     raw: &'a RawValue,
     position: usize,
@@ -608,11 +627,15 @@ fn choice<'a>(
     let at = choices_at.index(position);
     let c: ChoiceRaw<'a> = SHAPE.obj(raw, what, at)?;
     let index = SHAPE.opt_count(c.index, what, at.key("index"))?;
-    let (field, name) = if body {
-        (c.message, "message")
+    let (field, name, other, other_name) = if body {
+        (c.message, "message", c.delta, "delta")
     } else {
-        (c.delta, "delta")
+        (c.delta, "delta", c.message, "message")
     };
+    // what the other mode's member would carry is never read: refused, not dropped
+    if other.is_some_and(|raw| raw.get().trim() != "null") {
+        return Err(invalid(what, other_mode(body), at.key(other_name)));
+    }
     let delta_at = at.key(name);
     let delta: Option<DeltaRaw<'a>> = SHAPE.opt_obj(field, what, delta_at)?;
     let finish = SHAPE.opt_str(c.finish_reason, what, at.key("finish_reason"))?;
