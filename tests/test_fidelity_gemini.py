@@ -89,12 +89,12 @@ def test_array_framing_is_chosen_by_the_first_byte(impl: ModuleType) -> None:
     assert feed(impl, [b" \r\n\t", b"\n", compact, b"\r\n "]) == expected
     # SSE after leading blank lines is still SSE
     assert feed(impl, [b"\r\n\r\n", as_sse(lines)]) == expected
-    # only Gemini streams may be arrays: elsewhere "[" starts an SSE field line
+    # only Gemini streams may be arrays: elsewhere "[" starts a JSON document, no event stream
     chat = impl.StreamAssembler("openai-chat")
     chat.feed(compact)
     with pytest.raises(StreamError) as caught:
         chat.finish()
-    assert caught.value.code == "SSE_UNTERMINATED_EVENT"
+    assert (caught.value.code, caught.value.offset) == ("NOT_A_RESPONSE_BODY", 0)
 
 
 #: the smallest chunk: an element the framing errors below are found after

@@ -50,7 +50,7 @@ pub fn body<T>(
 ) -> Result<T, Code> {
     pipeline::normalize(
         provider,
-        new_mapper(provider, choice),
+        &mut *new_mapper(provider, choice),
         text,
         limits,
         inspect,

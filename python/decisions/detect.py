@@ -30,6 +30,8 @@ from typing import Final as _Final
 from . import _backend, _pure
 from . import providers as _providers
 from ._pure.envelope import envelope_limits as _envelope_limits
+from ._pure.jsonarray import WHITESPACE as _WHITESPACE
+from ._pure.sse import NOT_AN_EVENT_STREAM as _NOT_AN_EVENT_STREAM
 from .errors import OutputError as _OutputError
 from .errors import StreamError as _StreamError
 from .limits import DEFAULT_LIMITS as _DEFAULT_LIMITS
@@ -43,6 +45,9 @@ __all__ = ["AUTO", "candidates", "detect", "StreamAssembler", "AutoAssembler", "
 
 #: The provider id that asks for detection.
 AUTO: _Final = "auto"
+
+#: The UTF-8 byte order mark an event stream may start with.
+_BOM: _Final = b"\xef\xbb\xbf"
 
 #: The rule that tells the provider from a payload (see :func:`decisions.providers.candidates`).
 candidates = _providers.candidates
@@ -162,6 +167,11 @@ class AutoAssembler(StreamAssembler):
         self._inner: _Any = None
         self._probe: _Any = _backend.impl.SSEDecoder(limits=limits)
         self._held: list[bytes] = []
+        #: whether only whitespace (and a byte order mark) came yet: the first
+        #: other byte tells an event stream from a JSON document or array
+        self._lead = True
+        #: a stream that is one JSON document: all of it, held whole
+        self._document: bytearray | None = None
         self._aborted = False
         #: the error that failed the stream before the provider was told (later calls: STREAM_FAILED)
         self._error: _OutputError | None = None
@@ -196,6 +206,8 @@ class AutoAssembler(StreamAssembler):
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"feed() takes bytes, not {type(data).__name__}")
         chunk = bytes(memoryview(data))  # the bytes held, as the backend reads them (not ``__bytes__``)
+        if (self._lead or self._document is not None) and self._framed(chunk):
+            return
         try:
             events = self._probe.feed(chunk)  # the SSE limits bound what is held here
             self._held.append(chunk)
@@ -209,9 +221,58 @@ class AutoAssembler(StreamAssembler):
         held, self._held, self._probe = b"".join(self._held), [], None
         self._start(provider).feed(held)
 
+    def _framed(self, chunk: bytes) -> bool:
+        """Whether ``chunk``, after the whitespace held, is no event stream:
+        ``[``, Gemini's array of chunks (its stream without ``alt=sse``),
+        goes to a Gemini assembler; ``{``, a JSON document, is held whole (up
+        to ``max_sse_event_bytes``, as a named provider's assembler holds it)
+        and read at :meth:`finish`. False, with nothing done, for anything
+        else."""
+        if self._document is not None:
+            limit = (self._options["limits"] or _DEFAULT_LIMITS).max_sse_event_bytes
+            if len(self._document) + len(chunk) > limit:
+                self._error = _StreamError(
+                    "NOT_A_RESPONSE_BODY", f"{_NOT_AN_EVENT_STREAM}, longer than max_sse_event_bytes ({limit})"
+                )
+                raise self._error
+            self._document += chunk
+            return True
+        lead = b"".join(self._held) + chunk
+        if len(lead) < 3 and _BOM.startswith(lead):
+            return False
+        first = lead.removeprefix(_BOM).lstrip(_WHITESPACE)[:1]
+        if not first:
+            return False
+        self._lead = False
+        if first == b"[":
+            self._held, self._probe = [], None
+            self._start(_providers.GEMINI).feed(lead)
+            return True
+        if first == b"{":
+            self._held, self._probe = [], None
+            self._document = bytearray()
+            return self._framed(lead)
+        return False
+
+    def _finish_document(self, document: bytes) -> _NormalizedResponse:
+        """The outcome of a stream that was one JSON document: its provider's
+        assembler reads it (the provider's error object as its
+        ``PROVIDER_ERROR``, anything else ``NOT_A_RESPONSE_BODY``); one whose
+        provider cannot be told from it as a body is ``NOT_A_RESPONSE_BODY``."""
+        parsed = _decode(document.removeprefix(_BOM), self._options["limits"])
+        found = [] if parsed is None else candidates(parsed, stream=False)
+        if len(found) != 1:
+            at = len(document) - len(document.removeprefix(_BOM).lstrip(_WHITESPACE))
+            self._error = _StreamError("NOT_A_RESPONSE_BODY", _NOT_AN_EVENT_STREAM, offset=at)
+            raise self._error
+        inner = self._start(found[0])
+        inner.feed(document)
+        response: _NormalizedResponse = inner.finish()
+        return response
+
     def feed_event(self, payload: dict[str, _Any] | str | bytes | _CanonicalEvent, event: str | None = None) -> None:
         self._check_open()
-        if self._held:
+        if self._held or not self._lead:
             raise ValueError("this assembler was fed raw bytes; keep to feed()")
         if not isinstance(payload, (dict, str, bytes, bytearray, memoryview, _Event)):
             raise TypeError(f"feed_event() takes a dict, str or bytes, not {type(payload).__name__}")
@@ -227,6 +288,8 @@ class AutoAssembler(StreamAssembler):
 
     def finish(self) -> _NormalizedResponse:
         self._check_open()
+        if self._document is not None:
+            return self._finish_document(bytes(self._document))
         try:
             if self._held:
                 self._probe.finish()  # an event cut in the middle is SSE_UNTERMINATED_EVENT

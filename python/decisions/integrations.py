@@ -15,7 +15,8 @@ body that stops before the provider's terminal event in
 A body that is no event stream (told by its first bytes, whatever its
 content type) is refused once read: a JSON error body as the
 ``PROVIDER_ERROR`` it is when given to ``normalize``, anything else as
-``NOT_A_RESPONSE_BODY``.
+``NOT_A_RESPONSE_BODY`` (Gemini's JSON array of chunks, its stream without
+``alt=sse``, is a stream).
 """
 
 from __future__ import annotations as _annotations
@@ -39,6 +40,7 @@ from .errors import StreamError as _StreamError
 from .errors import TransportError as _TransportError
 from .limits import DEFAULT_LIMITS as _DEFAULT_LIMITS
 from .limits import Limits as _Limits
+from .providers import GEMINI as _GEMINI
 from .types import CanonicalEvent as _CanonicalEvent
 from .types import NormalizedResponse as _NormalizedResponse
 
@@ -420,6 +422,9 @@ class _EventStreamBase:
         start = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")  # a byte order mark, blank lines
         if not start:  # an event stream may start with blank lines: they are not held
             self._head = b""
+            return self._feed(head)
+        if start[:1] == b"[" and self.provider == _GEMINI:  # Gemini without ``alt=sse``: one array of chunks
+            self._head = None
             return self._feed(head)
         if start[:1] in (b"{", b"["):
             self._json_body = True

@@ -15,7 +15,7 @@ from json.encoder import encode_basestring_ascii as quoted
 from typing import Any, Callable, Final, Protocol
 
 from .._payload import payload_text
-from ..errors import OutputError, new_error
+from ..errors import OutputError, StreamError, new_error
 from ..limits import DEFAULT_LIMITS, Limits
 from ..providers import CANONICAL, DONE
 from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
@@ -25,7 +25,7 @@ from .body import body_error, foreign_body, shapeless_body
 from .envelope import classify, decode, decoder, envelope_limits, unkeyed, utf8_text
 from .json import plain
 from .providers.canonical import CanonicalMapper
-from .sse import _Framer, exclusive
+from .sse import NOT_AN_EVENT_STREAM, _Framer, exclusive
 
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
 
@@ -156,7 +156,7 @@ class Pipeline:
         self._assembler.check_usable()
         framer = self._framer
         if framer is None:
-            framer = self._framer = _Framer(self._limits, getattr(self._mapper, "ARRAY_FRAMING", False))
+            framer = self._framer = _Framer(self._limits, getattr(self._mapper, "ARRAY_FRAMING", False), True)
         try:
             raws = framer.feed_raw(data)
             decode_event = self._decode
@@ -256,10 +256,25 @@ class Pipeline:
             try:
                 if self._framer is not None:
                     self._framer.finish_raw()
+                    document = self._framer.document
+                    if document is not None:
+                        raise self._not_an_event_stream(*document)
                 self._apply_all(self._mapper.end())
             except OutputError as err:
                 raise assembler.fail(err) from None
         return assembler.finish(self._mapper.unknown_events)
+
+    def _not_an_event_stream(self, document: bytes, at: int) -> OutputError:
+        """The error of a stream that was one JSON ``document`` (from offset
+        ``at``): the ``PROVIDER_ERROR`` it is as a whole body (a provider's
+        error object: its code, retryable and message), else
+        ``NOT_A_RESPONSE_BODY``."""
+        try:
+            normalize_text(self._assembler.provider, self._mapper, document, self._limits)
+        except OutputError as err:
+            if err.code == "PROVIDER_ERROR":
+                return err
+        return StreamError("NOT_A_RESPONSE_BODY", NOT_AN_EVENT_STREAM, offset=at)
 
     def cancel(self) -> None:
         """Cancel: later calls raise ``StreamError(STREAM_CANCELLED)``."""

@@ -30,6 +30,11 @@ __all__ = ["SSEDecoder", "RawEvent", "exclusive"]
 _BOM = b"\xef\xbb\xbf"
 _U64_MAX = (1 << 64) - 1
 
+#: What a stream that is one JSON document is (``NOT_A_RESPONSE_BODY``).
+NOT_AN_EVENT_STREAM = (
+    "the stream is a JSON document, not an event stream (a whole response body is read with normalize)"
+)
+
 #: ``(event or None, data, id, retry)``: an event before it becomes an ``SSEEvent``.
 RawEvent = tuple["str | None", str, "str | None", "int | None"]
 
@@ -85,15 +90,24 @@ class _Framer:
         "_finished",
         "_detect",
         "_array",
+        "_arrays",
+        "_document",
+        "_document_at",
     )
 
-    def __init__(self, limits: Limits, array: bool = False) -> None:
+    def __init__(self, limits: Limits, array: bool = False, documents: bool = False) -> None:
         self._limits = limits
         # with ``array``, a stream whose first byte other than whitespace is
         # ``[`` is one JSON array (Gemini without ``alt=sse``), split by
-        # ``ArraySplitter`` into events' data; any other stream is SSE
-        self._detect = array
+        # ``ArraySplitter`` into events' data; with ``documents``, one whose
+        # first such byte is ``{`` (or ``[`` without ``array``) is a JSON
+        # document, no event stream: held whole (see ``document``); any other
+        # stream is SSE
+        self._detect = array or documents
+        self._arrays = array
         self._array: ArraySplitter | None = None
+        self._document: bytearray | None = None
+        self._document_at = 0
         self._line = bytearray()  # the current unterminated line
         self._line_start = 0  # stream offset of its first byte
         self._pos = 0  # stream bytes consumed
@@ -154,7 +168,7 @@ class _Framer:
                 self._pos = 3
                 self._line_start = 3
         out: list[RawEvent] = []
-        if self._array is not None or self._detect:
+        if self._array is not None or self._detect or self._document is not None:
             try:
                 return self._split(data, out)
             except StreamError as err:
@@ -164,22 +178,51 @@ class _Framer:
 
     def _split(self, data: bytes, out: list[RawEvent]) -> list[RawEvent]:
         """The framing is chosen by the first byte other than whitespace."""
+        if self._document is not None:
+            self._hold(self._document, data)
+            return out
         if self._array is None:
             start = len(data) - len(data.lstrip(WHITESPACE))
             if start == len(data):
                 return self._lines(data, out)
             self._detect = False
-            if data[start] != 0x5B:  # not [
+            first = data[start]
+            if first != 0x5B and first != 0x7B:  # neither [ nor {
                 return self._lines(data, out)
             self._lines(data[:start], out)  # whitespace: counted, never an event
             self._line.clear()
             self._skip_lf = False
+            if first == 0x7B or not self._arrays:
+                self._document = bytearray()
+                self._document_at = self._pos
+                self._hold(self._document, data[start:])
+                return out
             self._array = ArraySplitter(self._limits, self._pos)
             data = data[start:]
         elements = self._array.feed(data)
         self._pos += len(data)
         out.extend((None, text, None, None) for text in elements)
         return out
+
+    def _hold(self, document: bytearray, data: bytes) -> None:
+        """More of the JSON ``document``, held whole up to
+        ``max_sse_event_bytes`` (a whole body's bound): past it
+        ``NOT_A_RESPONSE_BODY`` at once."""
+        limit = self._limits.max_sse_event_bytes
+        if len(document) + len(data) > limit:
+            raise self._fail(
+                "NOT_A_RESPONSE_BODY",
+                f"{NOT_AN_EVENT_STREAM}, longer than max_sse_event_bytes ({limit})",
+                self._document_at,
+            )
+        document += data
+        self._pos += len(data)
+
+    @property
+    def document(self) -> tuple[bytes, int] | None:
+        """A stream that is one JSON document (see ``documents``): its bytes
+        and the offset of its first one; None for an event stream."""
+        return None if self._document is None else (bytes(self._document), self._document_at)
 
     def _lines(self, data: bytes, out: list[RawEvent]) -> list[RawEvent]:
         if not data:

@@ -7,12 +7,12 @@
 use crate::core::assemble::{body_response, Assembler, Response};
 use crate::core::body::{body_error, foreign_body, shapeless_body};
 use crate::core::envelope::Envelope;
-use crate::core::errors::CoreError;
+use crate::core::errors::{Code, CoreError};
 use crate::core::events::Event;
 use crate::core::json::Buffers;
 use crate::core::limits::Limits;
 use crate::core::providers::Mapper;
-use crate::core::sse::{Decoder, SseEvent};
+use crate::core::sse::{Decoder, SseEvent, NOT_AN_EVENT_STREAM};
 use crate::core::tree::{self, Node, TREE_MAX_BYTES};
 
 /// One provider stream in, one checked [`Response`] out.
@@ -61,7 +61,7 @@ impl Pipeline {
         let framing = self.mapper.array_framing();
         let decoder = self
             .decoder
-            .get_or_insert_with(|| Decoder::framing(self.limits, framing));
+            .get_or_insert_with(|| Decoder::framing(self.limits, framing, true));
         let mut sse = std::mem::take(&mut self.sse);
         let mut result = decoder.feed(bytes, &mut sse);
         if result.is_ok() {
@@ -92,6 +92,17 @@ impl Pipeline {
                 Some(decoder) => decoder.finish(),
                 None => Ok(()),
             }
+            .and_then(
+                |()| match self.decoder.as_ref().and_then(Decoder::document) {
+                    Some((document, at)) => Err(not_an_event_stream(
+                        &mut *self.mapper,
+                        document,
+                        at,
+                        self.limits,
+                    )),
+                    None => Ok(()),
+                },
+            )
             .and_then(|()| self.mapper.end(&mut self.mapped))
             .and_then(|()| self.apply_mapped());
             self.mapped.clear();
@@ -164,6 +175,24 @@ impl Pipeline {
     }
 }
 
+/// The error of a stream that was one JSON `document` (from offset `at`):
+/// the `PROVIDER_ERROR` it is as a whole body given to `mapper` (a provider's
+/// error object: its code, retryable and message), else `NOT_A_RESPONSE_BODY`.
+fn not_an_event_stream(
+    mapper: &mut dyn Mapper,
+    document: &[u8],
+    at: usize,
+    limits: Limits,
+) -> CoreError {
+    let read = std::str::from_utf8(document)
+        .map_err(|_| CoreError::new(Code::NOT_A_RESPONSE_BODY, ""))
+        .and_then(|body| normalize("", mapper, body, limits, |_| ()));
+    match read {
+        Err(error) if error.code == Code::PROVIDER_ERROR => error,
+        _ => CoreError::at(Code::NOT_A_RESPONSE_BODY, NOT_AN_EVENT_STREAM, at),
+    }
+}
+
 /// Whether `event` starts an item.
 const fn starts_item(event: &Event) -> bool {
     matches!(
@@ -191,7 +220,7 @@ pub fn body_too_large(mapper: &dyn Mapper, limits: Limits) -> CoreError {
 /// `NOT_A_RESPONSE_BODY` (see [`body_error`]).
 pub fn normalize<T>(
     provider: &str,
-    mut mapper: Box<dyn Mapper>,
+    mapper: &mut dyn Mapper,
     body: &str,
     limits: Limits,
     read: impl FnOnce(&Response) -> T,

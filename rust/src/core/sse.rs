@@ -55,20 +55,32 @@ pub struct Decoder {
     failed: Option<Code>,
     /// `finish` returned: the stream has ended, and no more bytes may come.
     finished: bool,
-    /// A stream whose first byte other than whitespace is `[` may be one
-    /// JSON array (Gemini without `alt=sse`), split by [`ArraySplitter`].
+    /// The first byte other than whitespace is still to choose the framing
+    /// (see [`Decoder::framing`]).
     detect: bool,
+    /// Whether a stream starting with `[` is one JSON array.
+    arrays: bool,
     array: Option<ArraySplitter>,
+    /// A stream that is one JSON document: its bytes, held whole.
+    document: Option<Vec<u8>>,
+    /// The offset of the document's first byte.
+    document_at: usize,
 }
+
+/// What a stream that is one JSON document is (`NOT_A_RESPONSE_BODY`).
+pub const NOT_AN_EVENT_STREAM: &str = "the stream is a JSON document, not an event stream (a whole response body is read with normalize)";
 
 impl Decoder {
     pub fn new(limits: Limits) -> Decoder {
-        Decoder::framing(limits, false)
+        Decoder::framing(limits, false, false)
     }
 
     /// A decoder that, with `array`, also takes a stream that is one JSON
-    /// array: its elements are dispatched as events without a name.
-    pub fn framing(limits: Limits, array: bool) -> Decoder {
+    /// array (Gemini without `alt=sse`): its elements are dispatched as
+    /// events without a name. With `documents`, a stream whose first byte
+    /// other than whitespace is `{` (or `[` without `array`) is one JSON
+    /// document, no event stream: held whole (see [`Decoder::document`]).
+    pub fn framing(limits: Limits, array: bool, documents: bool) -> Decoder {
         Decoder {
             limits,
             line: Vec::new(),
@@ -87,8 +99,11 @@ impl Decoder {
             counted_at: None,
             failed: None,
             finished: false,
-            detect: array,
+            detect: array || documents,
+            arrays: array,
             array: None,
+            document: None,
+            document_at: 0,
         }
     }
 
@@ -151,7 +166,7 @@ impl Decoder {
                 self.line_start = 3;
             }
         }
-        if self.detect || self.array.is_some() {
+        if self.detect || self.array.is_some() || self.document.is_some() {
             return self.split(data, out);
         }
         self.lines(data, out)
@@ -159,18 +174,27 @@ impl Decoder {
 
     /// The framing is chosen by the first byte other than whitespace.
     fn split(&mut self, mut data: &[u8], out: &mut Vec<SseEvent>) -> Result<(), CoreError> {
+        if self.document.is_some() {
+            return self.hold(data);
+        }
         if self.array.is_none() {
             let Some(start) = data.iter().position(|&b| !is_whitespace(b)) else {
                 return self.lines(data, out);
             };
             self.detect = false;
-            if data.get(start) != Some(&b'[') {
+            let first = data.get(start).copied();
+            if first != Some(b'[') && first != Some(b'{') {
                 return self.lines(data, out);
             }
             let (blank, rest) = data.split_at(start);
             self.lines(blank, out)?; // whitespace: counted, never an event
             self.line.clear();
             self.skip_lf = false;
+            if first == Some(b'{') || !self.arrays {
+                self.document = Some(Vec::new());
+                self.document_at = self.pos;
+                return self.hold(rest);
+            }
             data = rest;
         }
         let pos = self.pos;
@@ -190,6 +214,28 @@ impl Decoder {
         result.inspect_err(|e| {
             self.failed = Some(e.code);
         })
+    }
+
+    /// More of the JSON document, held whole up to `max_sse_event_bytes` (a
+    /// whole body's bound): past it `NOT_A_RESPONSE_BODY` at once.
+    fn hold(&mut self, data: &[u8]) -> Result<(), CoreError> {
+        let limit = self.limits.max_sse_event_bytes;
+        let held = self.document.as_ref().map_or(0, Vec::len);
+        if held.saturating_add(data.len()) > limit {
+            let msg = format!("{NOT_AN_EVENT_STREAM}, longer than max_sse_event_bytes ({limit})");
+            return Err(self.fail(Code::NOT_A_RESPONSE_BODY, msg, self.document_at));
+        }
+        if let Some(document) = self.document.as_mut() {
+            document.extend_from_slice(data);
+        }
+        self.pos += data.len();
+        Ok(())
+    }
+
+    /// A stream that is one JSON document (see [`Decoder::framing`]): its
+    /// bytes and the offset of its first one; None for an event stream.
+    pub fn document(&self) -> Option<(&[u8], usize)> {
+        self.document.as_deref().map(|d| (d, self.document_at))
     }
 
     fn lines(&mut self, mut data: &[u8], out: &mut Vec<SseEvent>) -> Result<(), CoreError> {
@@ -417,5 +463,42 @@ mod tests {
         assert_eq!(err, Some((Code::SSE_INVALID_UTF8, Some(6))));
         let err = decode(&[b"data: x\n"]).err().map(|e| e.code);
         assert_eq!(err, Some(Code::SSE_UNTERMINATED_EVENT));
+    }
+
+    #[test]
+    fn a_json_document_is_held_whole_in_any_chunking() {
+        let text: &[u8] = b"\r\n  {\"error\": {\"message\": \"x\"}}\n";
+        for piece in 1..=text.len() {
+            let mut d = Decoder::framing(Limits::default(), false, true);
+            let mut out = Vec::new();
+            for chunk in text.chunks(piece) {
+                assert!(d.feed(chunk, &mut out).is_ok());
+            }
+            assert!(d.finish().is_ok());
+            assert!(out.is_empty());
+            assert_eq!(d.document(), Some((&text[4..], 4)));
+        }
+        // `[` is a document unless arrays are read; the plain decoder reads lines
+        let mut d = Decoder::framing(Limits::default(), false, true);
+        assert!(d.feed(b"[1]", &mut Vec::new()).is_ok());
+        assert_eq!(d.document(), Some((&b"[1]"[..], 0)));
+        let mut d = Decoder::new(Limits::default());
+        assert!(d.feed(b"{\"a\": 1}\ndata: x\n\n", &mut Vec::new()).is_ok());
+        assert_eq!(d.document(), None);
+    }
+
+    #[test]
+    fn a_json_document_past_the_event_bound_is_refused_at_once() {
+        let limits = Limits {
+            max_sse_event_bytes: 8,
+            ..Limits::default()
+        };
+        let mut d = Decoder::framing(limits, true, true);
+        assert!(d.feed(b" {\"a\":", &mut Vec::new()).is_ok());
+        let err = d.feed(b" 12345}", &mut Vec::new()).err();
+        assert_eq!(
+            err.map(|e| (e.code, e.offset)),
+            Some((Code::NOT_A_RESPONSE_BODY, Some(1)))
+        );
     }
 }

@@ -609,10 +609,11 @@ pub fn normalize(
     // The text is read where it lies (a str's UTF-8, the bytes themselves);
     // only a dict or list payload is written out first.
     let run = |text: Result<&str, CoreError>, free: bool| -> PyResult<Py<PyAny>> {
+        let mut mapper = mapper;
         let t = types(py)?;
         let text = text.map_err(|e| core_err(py, e))?;
         if !free || text.len() < RELEASE_AT {
-            return pipeline::normalize(&provider, mapper, text, limits, |response| {
+            return pipeline::normalize(&provider, &mut *mapper, text, limits, |response| {
                 response_to_py(py, t, &provider, response)
             })
             .map_err(|e| core_err(py, e))?;
@@ -621,7 +622,9 @@ pub fn normalize(
         // the response is copied out (a few memcpys, a small part of the work)
         // to be built into Python objects once the GIL is back.
         let response = py
-            .allow_threads(|| pipeline::normalize(&provider, mapper, text, limits, Response::clone))
+            .allow_threads(|| {
+                pipeline::normalize(&provider, &mut *mapper, text, limits, Response::clone)
+            })
             .map_err(|e| core_err(py, e))?;
         response_to_py(py, t, &provider, &response)
     };
