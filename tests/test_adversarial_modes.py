@@ -151,6 +151,20 @@ def test_a_null_delta_in_a_body_changes_nothing(impl: ModuleType) -> None:
     assert expected.text.startswith("**Holiday Name:**")
 
 
+def test_sdk_objects_of_the_other_mode_are_malformed(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OpenAI SDK's chunk given as a body, its completion given as a chunk."""
+    chat = pytest.importorskip("openai.types.chat")
+    monkeypatch.setattr(_backend, "impl", impl)
+    completion = chat.ChatCompletion.model_validate(json.loads(CHAT_BODY))
+    chunk = chat.ChatCompletionChunk.model_validate(_chunks(CHAT_CALL)[0])
+    with pytest.raises(OutputError) as caught:
+        integrations.normalize_sdk(chunk)
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.choices[0].delta")
+    with pytest.raises(OutputError) as caught:
+        integrations.assemble_sdk_stream([completion])
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.choices[0].message")
+
+
 # ------------------------------------------------------------------ 2. a JSON document where an event stream is read
 
 PACKAGES = FIXTURES / "vercel-ai" / "packages"
