@@ -28,6 +28,8 @@ whole response is read, on both backends.
    tell; and it reads Gemini's array of chunks, which it never detected.
 3. ``stream_httpx`` refused Gemini's stream without ``alt=sse`` (one JSON
    array of chunks, which the assembler reads) as a JSON document.
+4. ``normalize`` given an event stream: ``NOT_A_RESPONSE_BODY`` as before,
+   now saying it is an event stream, which ``StreamAssembler`` reads.
 """
 
 from __future__ import annotations
@@ -369,3 +371,22 @@ def test_stream_httpx_reads_geminis_array_of_chunks(live: ModuleType, content_ty
         stream = integrations.stream_httpx(r, provider="gemini")
         list(stream)
         assert stream.finish() == expected
+
+
+# ------------------------------------------------------------------ 4. an event stream where a body is read
+
+
+@pytest.mark.parametrize("lead", [b"", b"event: message_start\n", b": ping\n", b"id: 1\n", b"retry: 10\n"])
+def test_an_event_stream_given_as_a_body_is_named(impl: ModuleType, lead: bytes) -> None:
+    with pytest.raises(OutputError) as caught:
+        impl.normalize(b"\n" + lead + CHAT_CALL, provider="openai-chat")
+    assert caught.value.code == "NOT_A_RESPONSE_BODY"
+    assert "not JSON but an event stream (a stream is read with StreamAssembler)" in str(caught.value)
+
+
+@pytest.mark.parametrize("text", [b"Service Unavailable: try later", b"datum: x", b"data\n: x"])
+def test_other_text_is_still_text(impl: ModuleType, text: bytes) -> None:
+    with pytest.raises(OutputError) as caught:
+        impl.normalize(text, provider="openai-chat")
+    assert caught.value.code == "NOT_A_RESPONSE_BODY"
+    assert "not JSON but text" in str(caught.value)

@@ -16,6 +16,16 @@ _UNREAD: Final = frozenset({"MALFORMED_EVENT", "NO_TERMINAL_EVENT"})
 #: how many characters of a body that is not JSON an error quotes
 QUOTE_CHARS: Final = 60
 
+#: The field names an event stream's first line starts with (``""``: a comment).
+_SSE_FIELDS: Final = frozenset({"", "data", "event", "id", "retry"})
+
+
+def _event_stream(start: str) -> bool:
+    """Whether ``start`` (a body's first characters) begins as an event
+    stream does: a ``data``, ``event``, ``id`` or ``retry`` field, or a comment."""
+    name, colon, _ = start.partition(":")
+    return bool(colon) and name in _SSE_FIELDS
+
 
 def foreign_body(provider: str, decoded: object) -> OutputError | None:
     """``NOT_A_RESPONSE_BODY`` when the decoded body given to ``provider`` is
@@ -62,6 +72,11 @@ def body_error(
     if error.code == "MALFORMED_EVENT" and error.path is None and error.message == "event data is not valid JSON":
         text = body if isinstance(body, str) else bytes(body).decode("utf-8", "replace")
         start = text.lstrip()[:QUOTE_CHARS]
-        what = "an HTML or XML page" if start.startswith("<") else "text"
+        if start.startswith("<"):
+            what = "an HTML or XML page"
+        elif _event_stream(start):
+            what = "an event stream (a stream is read with StreamAssembler)"
+        else:
+            what = "text"
         return StreamError("NOT_A_RESPONSE_BODY", f'the body is not JSON but {what}: "{start}"')
     return error

@@ -14,6 +14,14 @@ use crate::core::errors::{Code, CoreError};
 /// How many characters of a body that is not JSON an error quotes.
 pub const QUOTE_CHARS: usize = 60;
 
+/// Whether `start` (a body's first characters) begins as an event stream
+/// does: a `data`, `event`, `id` or `retry` field, or a comment.
+fn event_stream(start: &str) -> bool {
+    start
+        .split_once(':')
+        .is_some_and(|(name, _)| matches!(name, "" | "data" | "event" | "id" | "retry"))
+}
+
 /// The provider ids in `PROVIDERS` order, then `"canonical"`, with the
 /// title each is called by in messages.
 const TITLES: [(&str, &str); 5] = [
@@ -220,6 +228,8 @@ pub fn body_error(provider: Option<&str>, body: &str, error: CoreError) -> CoreE
             let start: String = body.trim_start().chars().take(QUOTE_CHARS).collect();
             let what = if start.starts_with('<') {
                 "an HTML or XML page"
+            } else if event_stream(&start) {
+                "an event stream (a stream is read with StreamAssembler)"
             } else {
                 "text"
             };
