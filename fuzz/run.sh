@@ -29,8 +29,11 @@ for t in "${targets[@]}"; do
     # Regression inputs (once crashes, now fixed) are replayed first, as seeds.
     extra=()
     [ -d "fuzz/regressions/$t" ] && extra+=("fuzz/regressions/$t")
+    # -timeout: a hang's bound. A structured plan may build a stream of tens of
+    # MiB, which AddressSanitizer on a shared 2-core machine reads in 15 s
+    # (half a second without it): a 10 s bound reported such plans as hangs.
     cargo fuzz run "$t" "fuzz/corpus/$t" "${extra[@]}" -- \
-        -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        -max_total_time="$SECONDS_EACH" -timeout=60 -rss_limit_mb=2048 -max_len=65536 \
         -print_final_stats=1 "${flags[@]}" >"$LOGS/$t.log" 2>&1
     rc=$?
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$LOGS/$t.log" | grep -o '[0-9]*$' | tail -1)
