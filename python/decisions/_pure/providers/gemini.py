@@ -64,7 +64,10 @@ Mapping:
   ``ARGUMENTS_TOO_LARGE``, as its deltas would be, before the rest is held.
   A ``functionCall`` carrying both ``args`` and ``partialArgs`` says two
   things of its arguments: ``MALFORMED_EVENT`` at the ``functionCall``, never
-  the two merged.
+  the two merged. A part continuing a streamed call that gives an ``id``
+  (not empty) other than the one its first part gave, or any when the first
+  gave none, names another call than the one streaming: ``MALFORMED_EVENT``
+  at its ``functionCall.id`` (the result would be paired with another id).
 - a candidate's ``content.role`` other than ``model`` (null and absent are
   the model's) is another party's message: ``MALFORMED_EVENT`` at its path.
 - Gemini gives no call ids unless ``functionCall.id`` is set: the call id is

@@ -65,7 +65,16 @@ finished output items and the output of the terminal ``response`` are compared
 against them: texts and function-call arguments per item, plus each call's
 name and ``call_id``; an item in the final output the stream never carried,
 or a streamed message or call missing from it, listed twice or in another
-order than the stream's, is ``OUTPUT_MISMATCH``, except
+order than the stream's, is ``OUTPUT_MISMATCH``; so is a message content
+part restated (``response.content_part.done``, a done item, the final
+output) as another type than it streamed as, at its ``type`` (a refusal
+would become the answer, or the answer a refusal), a
+``response.function_call_arguments.done`` whose ``name`` is not the call's,
+at ``$.name``, and an event whose ``output_index`` is not the one its item
+(named by ``item_id``, or the done item's ``id``) was added at, at
+``$.output_index`` (a client reading the index would apply the event to
+another item; an event or an added item without one is taken by its id),
+except
 a reasoning item the stream never announced (OpenRouter sends some only in
 ``response.completed``): it is taken from the output, placed among the streamed
 items at its position in the output, and counted in ``unknown_events`` as

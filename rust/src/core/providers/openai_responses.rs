@@ -16,7 +16,9 @@
 //! `content_filter` whatever the status says; an `error` there (the filter
 //! did not run) is `PROVIDER_ERROR` unless a verdict withheld it. A terminal
 //! output that lists the streamed items in another order (or one twice) is
-//! `OUTPUT_MISMATCH`.
+//! `OUTPUT_MISMATCH`, as is a restatement that contradicts the stream: a
+//! content part of another type, an `arguments.done` of another `name`, an
+//! event at another `output_index` than its item's.
 //!
 //! The template of [`super`]: an event is read once as raw members (every
 //! member any event type reads), each checked with the shape readers when it
