@@ -64,7 +64,10 @@ Mapping:
   ``ARGUMENTS_TOO_LARGE``, as its deltas would be, before the rest is held.
   A ``functionCall`` carrying both ``args`` and ``partialArgs`` says two
   things of its arguments: ``MALFORMED_EVENT`` at the ``functionCall``, never
-  the two merged.
+  the two merged. A part continuing a streamed call that gives an ``id``
+  (not empty) other than the one its first part gave, or any when the first
+  gave none, names another call than the one streaming: ``MALFORMED_EVENT``
+  at its ``functionCall.id`` (the result would be paired with another id).
 - a candidate's ``content.role`` other than ``model`` (null and absent are
   the model's) is another party's message: ``MALFORMED_EVENT`` at its path.
 - Gemini gives no call ids unless ``functionCall.id`` is set: the call id is
@@ -267,11 +270,12 @@ def _assign(root: dict[str, Any], segments: list[str | int], value: Any) -> tupl
 
 
 class _StreamedCall:
-    __slots__ = ("item_id", "call_id", "args", "continuing", "target", "pieces", "size")
+    __slots__ = ("item_id", "call_id", "given", "args", "continuing", "target", "pieces", "size")
 
-    def __init__(self, item_id: str, call_id: str, args: dict[str, Any]) -> None:
+    def __init__(self, item_id: str, call_id: str, given: str | None, args: dict[str, Any]) -> None:
         self.item_id = item_id
         self.call_id = call_id
+        self.given = given  # the id the first part gave (None: the call id was generated)
         self.args = args
         # a lower bound of the bytes of ``args`` as JSON text: each string
         # piece's bytes, each other value 1, each key's bytes
@@ -476,9 +480,18 @@ class GeminiMapper:
                 out.append(ItemEnded(item_id=item_id))
                 return
             # the caller's payload is not mutated: partial arguments build on a copy
-            call = self._call = _StreamedCall(item_id, call_id, {} if args is None else copy.deepcopy(args))
+            given = _opt_str(fc, "id", what, at) or None
+            call = self._call = _StreamedCall(item_id, call_id, given, {} if args is None else copy.deepcopy(args))
         elif args is not None or name:
             raise located("MALFORMED_EVENT", "gemini functionCall starts a new call while another is streaming", at)
+        else:
+            again = _opt_str(fc, "id", what, at)
+            if again and again != call.given:  # the result would be paired with another id than the provider's
+                raise located(
+                    "MALFORMED_EVENT",
+                    f'gemini functionCall names call id "{again}" while {call.call_id} streams',
+                    f"{at}.id",
+                )
         limit = self._max_call_bytes
         for k, entry in enumerate(partial or ()):
             entry_at = f"{at}.partialArgs[{k}]"

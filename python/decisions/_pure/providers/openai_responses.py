@@ -65,7 +65,16 @@ finished output items and the output of the terminal ``response`` are compared
 against them: texts and function-call arguments per item, plus each call's
 name and ``call_id``; an item in the final output the stream never carried,
 or a streamed message or call missing from it, listed twice or in another
-order than the stream's, is ``OUTPUT_MISMATCH``, except
+order than the stream's, is ``OUTPUT_MISMATCH``; so is a message content
+part restated (``response.content_part.done``, a done item, the final
+output) as another type than it streamed as, at its ``type`` (a refusal
+would become the answer, or the answer a refusal), a
+``response.function_call_arguments.done`` whose ``name`` is not the call's,
+at ``$.name``, and an event whose ``output_index`` is not the one its item
+(named by ``item_id``, or the done item's ``id``) was added at, at
+``$.output_index`` (a client reading the index would apply the event to
+another item; an event or an added item without one is taken by its id),
+except
 a reasoning item the stream never announced (OpenRouter sends some only in
 ``response.completed``): it is taken from the output, placed among the streamed
 items at its position in the output, and counted in ``unknown_events`` as
@@ -162,6 +171,17 @@ _FAILED = ("failed", "error")
 _STATUS_FAILED = ResponseFailed(code="failed")
 
 
+def _same_part_kind(acc: Acc, kind: str, what: str, at: str) -> None:
+    """A content part restated (at ``at``) as another type than it streamed as
+    (a refusal as text, or the reverse) changes the answer: ``OUTPUT_MISMATCH``
+    at its ``type``."""
+    streamed = "refusal" if acc.kind == "refusal" else "output_text"
+    if kind != streamed:
+        raise located(
+            "OUTPUT_MISMATCH", f'{what}: {acc.canon} streamed as part type "{streamed}", not "{kind}"', f"{at}.type"
+        )
+
+
 def _unsupported_part(kind: str, item_id: str, at: str) -> OutputError:
     """A message content part of a type the mapper cannot represent: the
     answer would be cut, so it is ``UNSUPPORTED_ITEM`` at ``at``."""
@@ -174,10 +194,11 @@ def _unsupported_part(kind: str, item_id: str, at: str) -> OutputError:
 
 
 class _Item:
-    __slots__ = ("type", "parts", "acc", "diff", "call_id", "name", "summaries")
+    __slots__ = ("type", "place", "parts", "acc", "diff", "call_id", "name", "summaries")
 
-    def __init__(self, type_: str) -> None:
+    def __init__(self, type_: str, place: int | None) -> None:
         self.type = type_
+        self.place = place  # the output_index it was added at (None: not given)
         self.parts: dict[int, Acc] = {}  # message: content_index -> part
         self.acc: Acc | None = None  # a call's arguments / reasoning text
         self.diff: Acc | None = None  # apply_patch_call: the streamed operation diff
@@ -201,6 +222,7 @@ class OpenAIResponsesMapper:
         self._terminal: str | None = None  # "finished" | "failed" | "error"
         self._unfinished: str | None = None  # a message / call some output said was not completed
         self._blocked: Annotation | None = None  # what the head events' content_filters said
+        self._place: int | None = None  # the output_index of the event being mapped (None: not a count)
 
     def _count(self, key: str) -> None:
         count_unknown(self.unknown_events, key)
@@ -225,6 +247,8 @@ class OpenAIResponsesMapper:
         if handler is None:
             self._count(kind)
             return []
+        place = data.get("output_index")  # a handler refuses one that is not a count
+        self._place = place if type(place) is int else None
         out: list[CanonicalEvent] = []
         handler(self, data, kind, out)
         return out
@@ -270,7 +294,7 @@ class OpenAIResponsesMapper:
             return
         if item.id in self._items:
             raise new_error("DUPLICATE_ITEM_ID", f"output item {item.id} was added twice")
-        entry = self._items[item.id] = _Item(item.type)
+        entry = self._items[item.id] = _Item(item.type, self._place)
         if item.type == "message":
             self._order.append(item.id)
         elif item.type in CALL_KINDS:
@@ -303,7 +327,18 @@ class OpenAIResponsesMapper:
             raise new_error("DELTA_BEFORE_START", f"{what} for item {item_id}, which was never added")
         if entry.type != kind:
             raise new_error("UNKNOWN_ITEM", f"{what} for item {item_id}, which is a {entry.type}")
+        self._same_place(entry, item_id, what)
         return entry
+
+    def _same_place(self, entry: _Item, item_id: str, what: str) -> None:
+        """An event whose ``output_index`` is not the one its item was added at names two items
+        (a client that reads the index would apply it to the other): ``OUTPUT_MISMATCH`` there."""
+        if self._place is not None and entry.place is not None and self._place != entry.place:
+            raise located(
+                "OUTPUT_MISMATCH",
+                f"{what}: output_index {self._place} is not that of {item_id}, added at {entry.place}",
+                "$.output_index",
+            )
 
     def _part(self, item_id: str, index: int, what: str) -> Acc:
         entry = self._item(item_id, what, "message")
@@ -348,6 +383,7 @@ class OpenAIResponsesMapper:
             if kind in PART_KINDS:
                 raise new_error("DELTA_BEFORE_START", f"{what} for content part {index} of {item_id}, never added")
             raise _unsupported_part(kind, item_id, "$.part")
+        _same_part_kind(acc, kind, what, "$.part")
         if text is None:
             raise located("MALFORMED_EVENT", f"{what}: a {kind} part needs its text", f"$.part.{value_field(kind)}")
         self._check(acc, text, what, out)
@@ -408,9 +444,14 @@ class OpenAIResponsesMapper:
 
     def _args_done(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         item_id, _, arguments = ref_event(d, what, "arguments")
-        acc = self._item(item_id, what, "function_call").acc
-        assert acc is not None
-        self._check(acc, arguments, what, out)
+        name = _S.opt_str(d, "name", what, "$")
+        entry = self._item(item_id, what, "function_call")
+        if name is not None and name != entry.name:  # the call would run as another tool
+            raise located(
+                "OUTPUT_MISMATCH", f'{what}: call {item_id} was added as "{entry.name}", not "{name}"', "$.name"
+            )
+        assert entry.acc is not None
+        self._check(entry.acc, arguments, what, out)
 
     def _input_delta(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         item_id, _, delta = ref_event(d, what, "delta")
@@ -470,6 +511,7 @@ class OpenAIResponsesMapper:
         entry = self._items.get(item.id)
         if entry is None or entry.type != item.type:
             raise new_error("OUTPUT_MISMATCH", f"{what}: {item.type} {item.id} was never added to the stream")
+        self._same_place(entry, item.id, what)
         self._compare(item, entry, what, out, end=True, at="$.item")
         self._note_status(item)
 
@@ -498,6 +540,7 @@ class OpenAIResponsesMapper:
                 if acc is None:
                     raise new_error("OUTPUT_MISMATCH", f"{what}: content part {index} of {item.id} never streamed")
                 seen += 1
+                _same_part_kind(acc, kind, what, f"{at}.content[{index}]")
                 self._check(acc, text or "", what, out)
                 if end and item.complete and not acc.ended:
                     acc.ended = True

@@ -364,6 +364,8 @@ fn assign(root: &mut Node, segments: &[Seg], value: Node, append: bool) -> Resul
 struct StreamedCall {
     item_id: String,
     call_id: String,
+    /// The id the first part gave (None: the call id was generated).
+    given: Option<String>,
     args: Node,
     continuing: Option<String>,
     /// A lower bound of the bytes of `args` as JSON text: each string
@@ -677,6 +679,10 @@ impl GeminiMapper {
                     ));
                 };
                 let (item_id, call_id) = self.start_call(fc, name.into_owned(), at, out)?;
+                let given = SHAPE
+                    .opt_str(fc.id, what, at.key("id"))?
+                    .filter(|id| !id.is_empty())
+                    .map(|id| id.into_owned());
                 let args = args.unwrap_or_else(|| Node::Object(BTreeMap::new()));
                 if !will_continue && partial.as_ref().map_or(true, Vec::is_empty) {
                     out.push(Event::ToolArgumentsDelta {
@@ -689,6 +695,7 @@ impl GeminiMapper {
                 StreamedCall {
                     item_id,
                     call_id,
+                    given,
                     args,
                     continuing: None,
                     size: 0,
@@ -703,6 +710,22 @@ impl GeminiMapper {
                         ),
                         at,
                     ));
+                }
+                let again = SHAPE.opt_str(fc.id, what, at.key("id"))?;
+                if let Some(again) = again.filter(|id| !id.is_empty()) {
+                    if call.given.as_deref() != Some(again.as_ref()) {
+                        // the result would be paired with another id than the provider's
+                        return Err(located(
+                            err(
+                                Code::MALFORMED_EVENT,
+                                format!(
+                                    "gemini functionCall names call id \"{again}\" while {} streams",
+                                    call.call_id
+                                ),
+                            ),
+                            at.key("id"),
+                        ));
+                    }
                 }
                 call
             }

@@ -16,7 +16,9 @@
 //! `content_filter` whatever the status says; an `error` there (the filter
 //! did not run) is `PROVIDER_ERROR` unless a verdict withheld it. A terminal
 //! output that lists the streamed items in another order (or one twice) is
-//! `OUTPUT_MISMATCH`.
+//! `OUTPUT_MISMATCH`, as is a restatement that contradicts the stream: a
+//! content part of another type, an `arguments.done` of another `name`, an
+//! event at another `output_index` than its item's.
 //!
 //! The template of [`super`]: an event is read once as raw members (every
 //! member any event type reads), each checked with the shape readers when it
@@ -93,6 +95,8 @@ struct EventRaw<'a> {
     input: Option<&'a RawValue>,
     #[serde(borrow)]
     diff: Option<&'a RawValue>,
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
 }
@@ -347,6 +351,25 @@ fn hosted(environment: Option<&RawValue>) -> bool {
 
 /// A message content part of a type the mapper cannot represent: the answer
 /// would be cut, so it is `UNSUPPORTED_ITEM` at `at`.
+/// A content part restated (at `at`) as another type than it streamed as (a
+/// refusal as text, or the reverse) changes the answer: `OUTPUT_MISMATCH` at its `type`.
+fn same_part_kind(acc: &Acc, kind: &str, what: &str, at: Path<'_>) -> Result<(), CoreError> {
+    let streamed = if acc.kind == AccKind::Refusal {
+        "refusal"
+    } else {
+        "output_text"
+    };
+    if kind == streamed {
+        return Ok(());
+    }
+    let mut error = mismatch(format!(
+        "{what}: {} streamed as part type \"{streamed}\", not \"{kind}\"",
+        acc.canon
+    ));
+    error.path = Some(at.key("type").render());
+    Err(error)
+}
+
 fn unsupported_part(kind: &str, item_id: &str, at: Path<'_>) -> CoreError {
     let mut error = CoreError::new(
         Code::UNSUPPORTED_ITEM,
@@ -787,6 +810,8 @@ struct Item {
     call_id: String,
     name: String,
     summaries: u64,
+    /// The `output_index` it was added at (None: not given).
+    place: Option<u64>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -811,6 +836,8 @@ pub struct OpenAIResponses {
     blocked: Option<Annotation>,
     /// Completed-only reasoning items: (item id, position among the items).
     placements: Vec<(String, usize)>,
+    /// The `output_index` of the event being mapped (None: not a count).
+    place: Option<u64>,
 }
 
 impl Default for OpenAIResponses {
@@ -860,6 +887,26 @@ fn check(acc: &mut Acc, text: &str, what: &str, out: &mut Vec<Event>) -> Result<
     Ok(())
 }
 
+/// An event whose `output_index` (`place`) is not the one its item was added at names two
+/// items (a client that reads the index would apply it to the other): `OUTPUT_MISMATCH` there.
+fn same_place(
+    entry: &Item,
+    place: Option<u64>,
+    item_id: &str,
+    what: &str,
+) -> Result<(), CoreError> {
+    match (place, entry.place) {
+        (Some(place), Some(added)) if place != added => {
+            let mut error = mismatch(format!(
+                "{what}: output_index {place} is not that of {item_id}, added at {added}"
+            ));
+            error.path = Some(ROOT.key("output_index").render());
+            Err(error)
+        }
+        _ => Ok(()),
+    }
+}
+
 fn mismatch(msg: String) -> CoreError {
     CoreError::new(Code::OUTPUT_MISMATCH, msg)
 }
@@ -888,6 +935,7 @@ impl OpenAIResponses {
             terminal: None,
             unfinished: None,
             blocked: None,
+            place: None,
         }
     }
 
@@ -902,6 +950,7 @@ impl OpenAIResponses {
     }
 
     fn item(&mut self, item_id: &str, what: &str, kind: Kind) -> Result<&mut Item, CoreError> {
+        let place = self.place;
         match self.items.get_mut(item_id) {
             None => Err(CoreError::new(
                 Code::DELTA_BEFORE_START,
@@ -914,7 +963,10 @@ impl OpenAIResponses {
                     entry.kind.name()
                 ),
             )),
-            Some(entry) => Ok(entry),
+            Some(entry) => {
+                same_place(entry, place, item_id, what)?;
+                Ok(entry)
+            }
         }
     }
 
@@ -964,7 +1016,9 @@ impl OpenAIResponses {
                     self.item_added(item, out)?;
                 } else if let Out::Known(k, item) = item {
                     match self.items.get(item.id.as_ref()) {
-                        Some(entry) if entry.kind == k => {}
+                        Some(entry) if entry.kind == k => {
+                            same_place(entry, self.place, &item.id, what)?;
+                        }
                         _ => {
                             return Err(mismatch(format!(
                                 "{what}: {} {} was never added to the stream",
@@ -1032,7 +1086,21 @@ impl OpenAIResponses {
                     (CallKind::Custom, "input")
                 };
                 let r = ref_event(ev, what, Some(if delta { "delta" } else { field }))?;
+                let name = if kind == "response.function_call_arguments.done" {
+                    SHAPE.opt_str(ev.name, what, ROOT.key("name"))?
+                } else {
+                    None
+                };
                 let entry = self.item(&r.item_id, what, Kind::Call(call))?;
+                if let Some(name) = name.filter(|name| *name != entry.name) {
+                    // the call would run as another tool
+                    let mut error = mismatch(format!(
+                        "{what}: call {} was added as \"{}\", not \"{name}\"",
+                        r.item_id, entry.name
+                    ));
+                    error.path = Some(ROOT.key("name").render());
+                    return Err(error);
+                }
                 let Some(acc) = entry.acc.as_mut() else {
                     return Err(invalid(
                         what,
@@ -1139,6 +1207,7 @@ impl OpenAIResponses {
             call_id: String::new(),
             name: String::new(),
             summaries: 0,
+            place: self.place,
         };
         match kind {
             Kind::Message => self.order.push(id.to_owned()),
@@ -1234,6 +1303,7 @@ impl OpenAIResponses {
             }
             return Err(unsupported_part(kind, item_id, ROOT.key("part")));
         };
+        same_part_kind(acc, kind, what, ROOT.key("part"))?;
         let Some(text) = text else {
             return Err(invalid(
                 what,
@@ -1303,6 +1373,7 @@ impl OpenAIResponses {
                         )));
                     };
                     seen += 1;
+                    same_part_kind(acc, part, what, at.key("content").index(index))?;
                     check(acc, value.as_deref().unwrap_or(""), what, out)?;
                     if end && item.complete() && !acc.ended {
                         acc.ended = true;
@@ -1629,6 +1700,10 @@ impl Mapper for OpenAIResponses {
             }
             self.seq = Some(seq);
         }
+        // a handler refuses an output_index that is not a count
+        self.place = ev
+            .output_index
+            .and_then(|raw| raw.get().parse::<u64>().ok());
         if !self.dispatch(kind, &ev, data, out)? {
             self.count(kind.to_owned());
         }
