@@ -1,0 +1,146 @@
+"""What a caller hands in is not what it seems: a mapping whose methods
+answer otherwise than the members it holds, a dict changed after it was
+handed in, keys of a str subclass. Each is taken as the plain value it holds
+when it is handed in, or refused; never checked as one value and carried,
+digested or declared as another."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import decisions
+from decisions import Schema, Tool, ToolDefinition, ToolRegistry, tool_fragment
+from decisions.types import NormalizedResponse, ToolCallItem
+
+
+def _reply(name: str, arguments: str) -> NormalizedResponse:
+    call = ToolCallItem(item_id="i", call_id="c", name=name, arguments=arguments)
+    return NormalizedResponse(
+        provider="openai-chat", response_id="r", model="m", items=(call,), finish_reason="tool_calls"
+    )
+
+
+def _outcome(tools: ToolRegistry, name: str, arguments: str) -> Any:
+    """The decided arguments, or the error code."""
+    try:
+        return decisions.decide(_reply(name, arguments), tools=tools).calls[0].arguments
+    except decisions.OutputError as error:
+        return error.code
+
+
+def _integer_n(unique: str) -> dict[str, Any]:
+    """A schema of one integer field (``unique`` keeps its digest to this test)."""
+    return {"type": "object", "description": unique, "properties": {"n": {"type": "integer"}}}
+
+
+class _ItemsLie(dict):  # type: ignore[type-arg]
+    """Holds one schema, and shows another through ``items()`` (what
+    ``json.dumps`` reads of a dict subclass)."""
+
+    def __init__(self, held: dict[str, Any], shown: dict[str, Any]) -> None:
+        super().__init__(held)
+        self._shown = shown
+
+    def items(self) -> Any:
+        return self._shown.items()
+
+
+def test_a_mapping_that_lies_cannot_lend_its_validator_to_another_tool() -> None:
+    """The compiled schemas are shared by digest: the digest was taken of
+    what ``items()`` showed and the validator compiled from what the dict
+    held, so a plain tool whose schema had that digest got the other's
+    validator (a string accepted where its schema says integer)."""
+    strict = _integer_n("lent validator")
+    loose = {**strict, "properties": {"n": {"type": "string"}}}
+    liar = Tool(name="liar", parameters=_ItemsLie(loose, shown=strict))
+    plain = ToolRegistry([Tool(name="plain", parameters=dict(strict))])
+    assert _outcome(plain, "plain", '{"n": 1}') == {"n": 1}
+    assert _outcome(plain, "plain", '{"n": "x"}') == "SCHEMA_MISMATCH"
+    # the liar is read as what it holds, and declared as what it is checked against
+    assert liar.schema is not None and liar.schema.spec == loose and type(liar.schema.spec) is dict
+    assert _outcome(ToolRegistry([liar]), "liar", '{"n": "x"}') == {"n": "x"}
+    assert ToolDefinition.of(liar).schema == loose
+
+
+def test_a_schema_changed_after_the_tool_was_built_is_not_declared() -> None:
+    """The tool keeps the schema it was built with: the request declares the
+    schema ``decide`` validates with (it declared the caller's dict as it
+    had since become, while ``decide`` validated as it was)."""
+    spec = _integer_n("changed after")
+    tool = Tool(name="count", parameters=spec)
+    spec["properties"]["n"] = {"type": "string"}
+    spec["properties"]["extra"] = {"type": "string"}
+    registry = ToolRegistry([tool])
+    assert _outcome(registry, "count", '{"n": 1}') == {"n": 1}
+    assert _outcome(registry, "count", '{"n": "x"}') == "SCHEMA_MISMATCH"
+    assert _outcome(registry, "count", '{"n": 1, "extra": "y"}') == "SCHEMA_MISMATCH"
+    assert ToolDefinition.of(tool).schema["properties"] == {"n": {"type": "integer"}}
+    declared = tool_fragment(ToolDefinition.of(tool), "anthropic")[0]["input_schema"]
+    assert declared["properties"] == {"n": {"type": "integer"}}
+    assert tool.schema is not None and tool.schema.json_schema()["properties"] == {"n": {"type": "integer"}}
+
+
+def test_a_schema_changed_after_its_definition_was_built_is_not_declared() -> None:
+    spec = _integer_n("definition changed after")
+    definition = ToolDefinition("count", spec)
+    spec["properties"]["n"]["type"] = "string"
+    assert definition.schema["properties"] == {"n": {"type": "integer"}}
+
+
+class _Key(str):
+    """A str subclass whose instances hash and compare by identity."""
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"type": "object", "const": float("nan")}, "nan is not JSON"),
+        ({"type": "object", "properties": {1: {"type": "string"}}}, "keys must be str, not int"),
+        ({"type": "object", "enum": [{"a"}]}, "a set is not JSON"),
+        ({"type": "object", "properties": {_Key("a"): {"type": "string"}, _Key("a"): {}}}, "the key 'a' is repeated"),
+    ],
+    ids=["nan", "int-key", "set", "one-key-twice"],
+)
+def test_a_json_schema_that_is_not_json_is_refused(spec: dict[str, Any], message: str) -> None:
+    """A schema that is no JSON value is a ValueError when it is built: it
+    was compiled as it was (an int key never matching a member, a key of a
+    str subclass held twice that is one member in any JSON text) and
+    never kept under a digest."""
+    with pytest.raises(ValueError, match=f"a JSON Schema must be JSON: {message}"):
+        Schema(spec)
+    with pytest.raises(ValueError, match="a JSON Schema must be JSON"):
+        Tool(name="t", parameters=spec)
+
+
+class _Text(str):
+    def __str__(self) -> str:
+        return "overridden"
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:
+        raise ZeroDivisionError("a subclass method ran")
+
+
+class _Number(int):
+    def __int__(self) -> int:
+        return 7
+
+    def __index__(self) -> int:
+        return 7
+
+
+def test_scalars_of_subclasses_are_read_as_their_content() -> None:
+    spec = {_Text("type"): _Text("object"), "properties": {"n": {"type": "integer", "maximum": _Number(3)}}}
+    schema = Schema(spec)
+    assert json.dumps(schema.spec) == '{"type": "object", "properties": {"n": {"type": "integer", "maximum": 3}}}'
+    assert all(type(key) is str for key in schema.spec)
+    assert type(schema.spec["properties"]["n"]["maximum"]) is int
+    with pytest.raises(decisions.SchemaError):
+        schema.validate({"n": 4})
