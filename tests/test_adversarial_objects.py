@@ -144,3 +144,46 @@ def test_scalars_of_subclasses_are_read_as_their_content() -> None:
     assert type(schema.spec["properties"]["n"]["maximum"]) is int
     with pytest.raises(decisions.SchemaError):
         schema.validate({"n": 4})
+
+
+class _Spelled(str):
+    """A tool name or id that compares and hashes as ``read_file`` whatever it spells."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __hash__(self) -> int:
+        return hash("read_file")
+
+    __ne__ = str.__ne__
+
+
+_READ = Tool(
+    name="read_file",
+    parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    side_effects=False,
+)
+
+
+def test_a_call_is_checked_as_the_name_it_carries() -> None:
+    """A hand-built call whose name is a str subclass equal to every str was
+    checked as ``read_file`` (the registry's lookup asked its ``__eq__``)
+    while the decision carried the subclass, spelling ``delete_all``, to the
+    executor; it is read as the str it holds, so it is an unknown tool."""
+    registry = ToolRegistry([_READ])
+    assert _outcome(registry, "read_file", '{"path": "a"}') == {"path": "a"}
+    assert _outcome(registry, _Spelled("delete_all"), '{"path": "a"}') == "UNKNOWN_TOOL"
+
+
+def test_a_decided_call_carries_plain_strs() -> None:
+    call = ToolCallItem(
+        item_id=_Spelled("i"), call_id=_Spelled("c"), name=_Spelled("read_file"), arguments=_Text('{"path": "a"}')
+    )
+    text = decisions.TextItem(item_id="t", text=_Text("note"))
+    response = NormalizedResponse(
+        provider="openai-chat", response_id="r", model="m", items=(text, call), finish_reason="tool_calls"
+    )
+    decision = decisions.decide(response, tools=ToolRegistry([_READ]))
+    (decided,) = decision.calls
+    assert (type(decided.name), type(decided.call_id), decided.arguments) == (str, str, {"path": "a"})
+    assert (decided.name, decided.call_id) == ("read_file", "c")
