@@ -187,3 +187,55 @@ def test_a_decided_call_carries_plain_strs() -> None:
     (decided,) = decision.calls
     assert (type(decided.name), type(decided.call_id), decided.arguments) == (str, str, {"path": "a"})
     assert (decided.name, decided.call_id) == ("read_file", "c")
+
+
+def _path_outcome(tools: ToolRegistry | None, policy: decisions.Policy, name: str, path: str) -> Any:
+    try:
+        decision = decisions.decide(_reply(name, json.dumps({"path": path})), tools=tools, policy=policy)
+    except decisions.OutputError as error:
+        return error.code
+    return decision.calls[0].name
+
+
+@pytest.mark.parametrize("registry", [ToolRegistry([_READ]), None], ids=["registry", "no-registry"])
+def test_rules_keyed_by_a_str_subclass_apply_to_the_name_they_hold(workspace: Any, registry: Any) -> None:
+    """A rule keyed by a str subclass that hashes otherwise than its str was
+    never found for the plain name a call carries: with a registry the
+    policy was a ValueError naming ``read_file`` twice, without one every
+    call of the tool was ``AMBIGUOUS_TOOL_NAME``; a rule denying the tool
+    did not deny it. Keys are read as the str they hold."""
+    rules = {_Key("read_file"): decisions.ToolRule(paths={_Key("path"): "read"})}
+    policy = decisions.Policy(workspace=workspace, tools=rules)
+    assert _path_outcome(registry, policy, "read_file", "../x") == "PATH_OUTSIDE_WORKSPACE"
+    assert _path_outcome(registry, policy, "read_file", "x") == "read_file"
+    denied = decisions.Policy(tools={_Key("read_file"): decisions.ToolRule(allowed=False)})
+    assert _path_outcome(registry, denied, "read_file", "x") == "TOOL_DENIED"
+    assert all(type(name) is str for name in policy.tools)
+
+
+def test_two_rules_for_one_name_are_refused() -> None:
+    with pytest.raises(ValueError, match="two rules for 'read_file'"):
+        decisions.Policy(tools={_Key("read_file"): decisions.ToolRule(), _Key("read_file"): decisions.ToolRule()})
+    with pytest.raises(ValueError, match="two path rules for 'path'"):
+        decisions.ToolRule(paths={_Key("path"): "read", _Key("path"): "write"})
+
+
+def test_a_tool_named_by_a_str_subclass_is_called_by_its_str() -> None:
+    """A tool registered under a str subclass that hashes otherwise could
+    not be called at all (``AMBIGUOUS_TOOL_NAME`` against itself)."""
+    tool = Tool(name=_Key("read_file"), parameters=_READ.parameters, version=_Text("2"), kind=_Key("function"))
+    assert (type(tool.name), type(tool.version), type(tool.kind)) == (str, str, str)
+    assert _outcome(ToolRegistry([tool]), "read_file", '{"path": "a"}') == {"path": "a"}
+
+
+def test_path_rules_changed_after_the_rule_was_built_are_not_shown(workspace: Any) -> None:
+    """The policy enforces the rules as they were when it was built; the
+    rule showed the caller's dict as it had since become (no rule at all)."""
+    paths = {"path": "read"}
+    rule = decisions.ToolRule(paths=paths)
+    policy = decisions.Policy(workspace=workspace, tools={"read_file": rule})
+    paths.clear()
+    assert dict(policy.tools["read_file"].paths) == {"path": "read"}
+    assert _path_outcome(ToolRegistry([_READ]), policy, "read_file", "../x") == "PATH_OUTSIDE_WORKSPACE"
+    with pytest.raises(TypeError):
+        rule.paths["other"] = "write"  # type: ignore[index]

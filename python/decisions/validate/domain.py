@@ -125,6 +125,10 @@ class Tool:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError("a tool needs a non-empty name")
+        for text in ("name", "version", "kind"):  # a str subclass is kept as the str it holds
+            value = getattr(self, text)
+            if isinstance(value, str) and type(value) is not str:
+                object.__setattr__(self, text, str.__str__(value))
         problem = _name_problem(self.name)
         if problem is not None:
             raise ValueError(f"tool name {self.name!r} {problem}")

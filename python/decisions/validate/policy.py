@@ -48,7 +48,7 @@ import os
 import weakref
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Literal, Mapping, Protocol, Sequence
+from typing import Callable, Literal, Mapping, Protocol, Sequence, TypeVar
 
 from ..errors import PolicyError, at_call, in_batch, json_path
 from .decision import _EMPTY, BatchMode, CallVerdict, ToolCall, new_verdict
@@ -66,6 +66,8 @@ __all__ = [
 ]
 
 _WHOLE_WORKSPACE = ("",)
+#: A value of a mapping :func:`_plain_keys` copies.
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,25 @@ class ToolRule:
     write_scopes: tuple[str, ...] | None = None
     approval: bool | str = False
     allowed: bool = True
+
+    def __post_init__(self) -> None:
+        # the rule keeps its own read-only copy: the paths shown are the paths a policy enforces
+        object.__setattr__(self, "paths", MappingProxyType(_plain_keys(self.paths, "path rules for")))
+
+
+def _plain_keys(mapping: Mapping[str, _V], what: str) -> dict[str, _V]:
+    """A copy of ``mapping`` whose keys of a str subclass are the plain str
+    each holds (looked up by a plain name, a key hashing or comparing
+    otherwise would never be found); ValueError for two keys holding one
+    str."""
+    plain: dict[str, _V] = {}
+    for key, value in dict(mapping).items():
+        if isinstance(key, str):
+            key = str.__str__(key)
+            if key in plain:
+                raise ValueError(f"two {what} {key!r}")
+        plain[key] = value
+    return plain
 
 
 #: ``state_check(call)`` returns None or True to allow, False or a reason to
@@ -155,7 +176,7 @@ class Policy:
             raise ValueError("Policy.default must be 'allow' or 'deny'")
         if self.batch not in ("all_or_nothing", "per_call"):
             raise ValueError("Policy.batch must be 'all_or_nothing' or 'per_call'")
-        object.__setattr__(self, "tools", MappingProxyType(dict(self.tools)))
+        object.__setattr__(self, "tools", MappingProxyType(_plain_keys(self.tools, "rules for")))
         for scopes in self._all_scopes():  # a string is an iterable of one-letter scopes: never what was meant
             if isinstance(scopes, str) or not all(isinstance(scope, str) for scope in scopes):
                 raise ValueError(f"scopes must be a tuple of paths, not {scopes!r}")
