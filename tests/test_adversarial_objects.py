@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 import decisions
 from decisions import Schema, Tool, ToolDefinition, ToolRegistry, tool_fragment
@@ -239,3 +240,35 @@ def test_path_rules_changed_after_the_rule_was_built_are_not_shown(workspace: An
     assert _path_outcome(ToolRegistry([_READ]), policy, "read_file", "../x") == "PATH_OUTSIDE_WORKSPACE"
     with pytest.raises(TypeError):
         rule.paths["other"] = "write"  # type: ignore[index]
+
+
+class _Paths(BaseModel):
+    path: str
+    more: list[str] = []
+
+
+def _rewrite(call: decisions.ToolCall) -> None:
+    """A host check that changes the call it is shown."""
+    assert isinstance(call.arguments, dict)
+    call.arguments["path"] = "../../etc/passwd"
+    if isinstance(call.validated, _Paths):
+        call.validated.path = "../../etc/passwd"
+        call.validated.more.append("../x")
+
+
+@pytest.mark.parametrize("hook", ["state_check", "approval"])
+@pytest.mark.parametrize("parameters", [_READ.parameters, _Paths], ids=["json-schema", "pydantic"])
+def test_a_host_check_cannot_change_the_call_it_allowed(workspace: Any, hook: str, parameters: Any) -> None:
+    """The state check and the approval check ran on the call the decision
+    carries, after its paths were checked: one that changed the arguments
+    (or the validated model) in place made the decision carry a path never
+    checked. They are shown a copy."""
+    tools = ToolRegistry([Tool(name="read_file", parameters=parameters, side_effects=False)])
+    rule = decisions.ToolRule(paths={"path": "read"})
+    policy = decisions.Policy(workspace=workspace, tools={"read_file": rule}, **{hook: _rewrite})
+    decision = decisions.decide(_reply("read_file", '{"path": "a"}'), tools=tools, policy=policy)
+    (call,) = decision.calls
+    assert call.arguments["path"] == "a"  # type: ignore[index]
+    if parameters is _Paths:
+        assert call.validated == _Paths(path="a")
+    assert dict(decision.verdicts[0].paths) == {"$.calls[0].arguments.path": str(workspace.resolve() / "a")}

@@ -44,14 +44,15 @@ spelling of a tool slips past its rules.
 
 from __future__ import annotations
 
+import copy
 import os
 import weakref
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Literal, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, TypeVar
 
 from ..errors import PolicyError, at_call, in_batch, json_path
-from .decision import _EMPTY, BatchMode, CallVerdict, ToolCall, new_verdict
+from .decision import _EMPTY, BatchMode, CallVerdict, ToolCall, new_tool_call, new_verdict
 from .domain import ToolNames, ToolRegistry
 from .paths import Access, Scopes, Step, _reject, parse_selector, resolve_in, resolve_path, resolve_scope, select_paths
 
@@ -115,7 +116,9 @@ def _plain_keys(mapping: Mapping[str, _V], what: str) -> dict[str, _V]:
 
 
 #: ``state_check(call)`` returns None or True to allow, False or a reason to
-#: refuse; if it raises or returns anything else, the call is refused.
+#: refuse; if it raises or returns anything else, the call is refused. It
+#: (and ``approval``) is given a copy of the call: what it changes there is
+#: not what the decision carries.
 StateCheck = Callable[[ToolCall], "bool | str | None"]
 #: ``approval(call)`` returns a reason when the call needs an approval, else
 #: None; if it raises, the call needs an approval.
@@ -326,15 +329,17 @@ def _check_call(
     path_plans = plan.paths.get(name)
     if path_plans:
         paths, empty_paths = _check_paths(call, index, path_plans, plan.root)
+    # the host's checks see a copy: what one of them changes in it is not what the decision carries
+    shown = call if policy.state_check is None and policy.approval is None else _copy_of(call)
     if policy.state_check is not None:
-        _check_state(call, index, policy.state_check)
+        _check_state(shown, index, policy.state_check)
     if (rule is None or not rule.approval) and policy.approval is None:
         return new_verdict(call.call_id, "allowed", None, (), paths, empty_paths, None)
     reasons: list[str] = []
     if rule is not None and rule.approval:
         reasons.append(rule.approval if isinstance(rule.approval, str) else f"{name!r} requires approval")
     if policy.approval is not None:
-        approval_reason = _approval_reason(policy.approval, call)
+        approval_reason = _approval_reason(policy.approval, shown)
         if approval_reason is not None:
             reasons.append(approval_reason)
     status: Literal["needs_approval", "allowed"] = "needs_approval" if reasons else "allowed"
@@ -367,6 +372,45 @@ def _check_paths(
                 )
             paths[where] = target
     return (MappingProxyType(paths) if paths else _EMPTY), tuple(empty_paths)
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of a JSON value that shares no dict or list with it (any depth)."""
+    if type(value) is not dict and type(value) is not list:
+        return value
+    root = value.copy()
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        for key in node.keys() if type(node) is dict else range(len(node)):
+            child = node[key]
+            if type(child) is dict or type(child) is list:
+                child = node[key] = child.copy()
+                stack.append(child)
+    return root
+
+
+def _copy_of(call: ToolCall) -> ToolCall:
+    """A copy of ``call`` that shares nothing mutable with it: its arguments
+    (JSON) copied, its validated value (a Pydantic model) deep-copied, or
+    the copied arguments where they are one object."""
+    arguments = _json_copy(call.arguments)
+    validated = call.validated
+    if validated is call.arguments:
+        validated = arguments
+    elif validated is not None:
+        validated = copy.deepcopy(validated)
+    return new_tool_call(
+        call.call_id,
+        call.name,
+        arguments,
+        call.index,
+        call.item_id,
+        call.call_id_generated,
+        call.tool_version,
+        validated,
+        call.call_kind,
+    )
 
 
 def _approval_reason(approval: ApprovalCheck, call: ToolCall) -> str | None:
