@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 import decisions
 from decisions import Schema, Tool, ToolDefinition, ToolRegistry, tool_fragment
+from decisions.integrations import feed_sdk_event, normalize_sdk
 from decisions.types import NormalizedResponse, ToolCallItem
 
 
@@ -272,3 +273,60 @@ def test_a_host_check_cannot_change_the_call_it_allowed(workspace: Any, hook: st
     if parameters is _Paths:
         assert call.validated == _Paths(path="a")
     assert dict(decision.verdicts[0].paths) == {"$.calls[0].arguments.path": str(workspace.resolve() / "a")}
+
+
+_COMPLETION = {
+    "id": "c",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+}
+_MESSAGE_START = {
+    "type": "message_start",
+    "message": {
+        "id": "m",
+        "type": "message",
+        "role": "assistant",
+        "model": "x",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    },
+}
+
+
+def test_an_sdk_object_holding_what_json_cannot_write_is_malformed() -> None:
+    """An SDK object given a field value JSON cannot write (set by hand, or
+    an extra field) made its JSON dump raise pydantic's own
+    ``PydanticSerializationError``; it is ``MALFORMED_EVENT`` as the same
+    payload given as a dict is."""
+    chat = pytest.importorskip("openai.types.chat")
+    completion = chat.ChatCompletion.model_validate({**_COMPLETION, "surprise": object()})
+    with pytest.raises(decisions.StreamError) as caught:
+        normalize_sdk(completion)
+    assert (caught.value.code, caught.value.message) == ("MALFORMED_EVENT", "event payload is not JSON-serialisable")
+    assert normalize_sdk(chat.ChatCompletion.model_validate(_COMPLETION)).items[0].text == "hi"
+
+
+def test_a_streamed_sdk_event_json_cannot_write_fails_the_stream() -> None:
+    types = pytest.importorskip("anthropic.types")
+    assembler = decisions.StreamAssembler("anthropic")
+    event = types.RawMessageStartEvent.model_validate({**_MESSAGE_START, "surprise": {"at": object()}})
+    with pytest.raises(decisions.StreamError) as caught:
+        feed_sdk_event(assembler, event)
+    assert caught.value.code == "MALFORMED_EVENT"
+    assert assembler.state == "failed"
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # the field holds a value of another type
+def test_a_gemini_object_json_cannot_write_is_malformed() -> None:
+    genai_types = pytest.importorskip("google.genai.types")
+    response = genai_types.GenerateContentResponse.model_validate(
+        {"candidates": [{"content": {"parts": [{"text": "a"}], "role": "model"}, "finishReason": "STOP"}]}
+    )
+    object.__setattr__(response, "model_version", object())
+    with pytest.raises(decisions.StreamError) as caught:
+        normalize_sdk(response)
+    assert caught.value.code == "MALFORMED_EVENT"
