@@ -330,3 +330,33 @@ def test_a_gemini_object_json_cannot_write_is_malformed() -> None:
     with pytest.raises(decisions.StreamError) as caught:
         normalize_sdk(response)
     assert caught.value.code == "MALFORMED_EVENT"
+
+
+@pytest.mark.parametrize("allowed", ["false", "no", 0, None, 1])
+def test_a_rule_allows_or_denies_by_a_bool_only(allowed: Any) -> None:
+    """``allowed="false"`` was read by its truth: the tool ran."""
+    with pytest.raises(ValueError, match="ToolRule.allowed must be a bool"):
+        decisions.ToolRule(allowed=allowed)
+
+
+@pytest.mark.parametrize("approval", [0, 1, None, ["x"]])
+def test_a_rule_asks_for_approval_by_a_bool_or_a_reason_only(approval: Any) -> None:
+    with pytest.raises(ValueError, match="ToolRule.approval must be a bool or a reason"):
+        decisions.ToolRule(approval=approval)
+    assert type(decisions.ToolRule(approval=_Text("ask first")).approval) is str
+
+
+@pytest.mark.parametrize("side_effects", [0, None, "false", 1])
+def test_a_tool_is_read_only_by_a_bool_only(side_effects: Any) -> None:
+    """``side_effects=0`` or ``None`` was read by its truth: a read-only tool,
+    whose repaired calls run and whose dead worker's call is claimed again."""
+    with pytest.raises(ValueError, match="Tool.side_effects must be a bool"):
+        Tool(name="write_file", side_effects=side_effects)
+
+
+def test_a_policy_keeps_the_strs_its_modes_hold() -> None:
+    policy = decisions.Policy(default=_Key("deny"), batch=_Key("per_call"))
+    assert (type(policy.default), type(policy.batch)) == (str, str)
+    decision = decisions.decide(_reply("anything", "{}"), policy=policy)
+    assert decision.executable_calls == ()
+    assert decision.verdicts[0].error is not None and decision.verdicts[0].error.code == "TOOL_DENIED"

@@ -125,10 +125,12 @@ class Tool:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError("a tool needs a non-empty name")
-        for text in ("name", "version", "kind"):  # a str subclass is kept as the str it holds
+        for text in ("name", "version", "kind", "extra", "description"):  # a str subclass: the str it holds
             value = getattr(self, text)
             if isinstance(value, str) and type(value) is not str:
                 object.__setattr__(self, text, str.__str__(value))
+        if type(self.side_effects) is not bool:  # read by its truth, None or 0 would make a tool read-only
+            raise ValueError(f"Tool.side_effects must be a bool, not {type(self.side_effects).__name__}")
         problem = _name_problem(self.name)
         if problem is not None:
             raise ValueError(f"tool name {self.name!r} {problem}")

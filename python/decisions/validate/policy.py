@@ -96,6 +96,13 @@ class ToolRule:
     allowed: bool = True
 
     def __post_init__(self) -> None:
+        # read by their truth, "false" would allow a tool and 0 excuse it from approval: only bools do
+        if type(self.allowed) is not bool:
+            raise ValueError(f"ToolRule.allowed must be a bool, not {type(self.allowed).__name__}")
+        if type(self.approval) is not bool and not isinstance(self.approval, str):
+            raise ValueError(f"ToolRule.approval must be a bool or a reason (str), not {type(self.approval).__name__}")
+        if type(self.approval) is not bool and type(self.approval) is not str:
+            object.__setattr__(self, "approval", str.__str__(self.approval))
         # the rule keeps its own read-only copy: the paths shown are the paths a policy enforces
         object.__setattr__(self, "paths", MappingProxyType(_plain_keys(self.paths, "path rules for")))
 
@@ -175,6 +182,10 @@ class Policy:
     _last: tuple[weakref.ref[ToolRegistry], _Plan] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        for text in ("default", "batch"):  # a str subclass is kept as the str it holds
+            value = getattr(self, text)
+            if isinstance(value, str) and type(value) is not str:
+                object.__setattr__(self, text, str.__str__(value))
         if self.default not in ("allow", "deny"):
             raise ValueError("Policy.default must be 'allow' or 'deny'")
         if self.batch not in ("all_or_nothing", "per_call"):
