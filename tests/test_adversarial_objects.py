@@ -16,6 +16,7 @@ import decisions
 from decisions import Schema, Tool, ToolDefinition, ToolRegistry, tool_fragment
 from decisions.integrations import feed_sdk_event, normalize_sdk
 from decisions.types import NormalizedResponse, ToolCallItem
+from decisions.validate import domain as domain_module
 
 
 def _reply(name: str, arguments: str) -> NormalizedResponse:
@@ -360,3 +361,24 @@ def test_a_policy_keeps_the_strs_its_modes_hold() -> None:
     decision = decisions.decide(_reply("anything", "{}"), policy=policy)
     assert decision.executable_calls == ()
     assert decision.verdicts[0].error is not None and decision.verdicts[0].error.code == "TOOL_DENIED"
+
+
+def test_a_tool_registered_while_another_thread_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A registry shared with a thread that registers tools: a decision on an
+    unknown name, suggesting near names as the other thread registered one,
+    raised ``RuntimeError`` (dictionary changed size during iteration). The
+    registration is made where the other thread may run: between two names
+    compared."""
+    registry = ToolRegistry([Tool(name="read_file"), Tool(name="list_dir")])
+    distance = domain_module._distance
+    registered: list[str] = []
+
+    def register_meanwhile(a: str, b: str, bound: int) -> int:
+        if not registered:
+            registered.append("write_file")
+            registry.register(Tool(name="write_file"))
+        return distance(a, b, bound)
+
+    monkeypatch.setattr(domain_module, "_distance", register_meanwhile)
+    assert _outcome(registry, "read_fil", "{}") == "UNKNOWN_TOOL"
+    assert "write_file" in registry

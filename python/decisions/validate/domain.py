@@ -390,7 +390,8 @@ class ToolRegistry:
         exact = sorted(self._folded.get(target, ()))
         bound = max(1, min(3, len(target) // 3))
         scored: list[tuple[int, str]] = []
-        for folded, originals in self._folded.items():
+        # a copy taken at once: another thread may register a tool while this one suggests
+        for folded, originals in list(self._folded.items()):
             if folded == target or len(folded) > _MAX_SUGGEST_NAME:
                 continue
             distance = _distance(target, folded, bound)
