@@ -17,6 +17,8 @@ from decisions import Schema, Tool, ToolDefinition, ToolRegistry, tool_fragment
 from decisions.integrations import feed_sdk_event, normalize_sdk
 from decisions.types import NormalizedResponse, ToolCallItem
 from decisions.validate import domain as domain_module
+from ledger_helpers import decision as ledger_decision
+from ledger_helpers import new_run
 
 
 def _reply(name: str, arguments: str) -> NormalizedResponse:
@@ -382,3 +384,16 @@ def test_a_tool_registered_while_another_thread_decides(monkeypatch: pytest.Monk
     monkeypatch.setattr(domain_module, "_distance", register_meanwhile)
     assert _outcome(registry, "read_fil", "{}") == "UNKNOWN_TOOL"
     assert "write_file" in registry
+
+
+def test_a_sensitive_tool_named_by_a_str_subclass_is_not_stored(ledger: decisions.Ledger) -> None:
+    """``sensitive`` and ``idempotent`` named by a str subclass that hashes
+    otherwise were never found for a call's plain name: the arguments of the
+    sensitive tool were stored, and the idempotent one was not."""
+    run = new_run()
+    secret = "hunter2-very-secret-value"
+    made = ledger_decision(("a", "login", "allowed"), password=secret)
+    ledger.record(made, run_id=run, sensitive=[_Key("login")], idempotent=[_Key("login")])
+    claim = ledger.claim("a", run_id=run, worker="w")
+    assert claim.granted and claim.arguments is None
+    assert ledger.entry("a", run_id=run).idempotent

@@ -160,8 +160,9 @@ class Ledger:
         for what, names in (("idempotent", idempotent), ("sensitive", sensitive)):
             if isinstance(names, str):  # `in` would match any part of it: "write" in "write_file"
                 raise ValueError(f"{what} must be a collection of tool names, not the string {names!r}")
-        # read once: `in` on a generator consumes it, and a later call of a sensitive tool would be stored
-        idempotent, sensitive = frozenset(idempotent), frozenset(sensitive)
+        # read once: `in` on a generator consumes it, and a later call of a sensitive tool would be stored;
+        # a name of a str subclass as the str it holds, or a call's plain name would not be found
+        idempotent, sensitive = _tool_names(idempotent), _tool_names(sensitive)
         checked_id(run_id, "run id", "$.run_id")
         lookup = self._tool if tools is None else _lookup(tools)
         for i, c in enumerate(decision.calls):  # a call id the ledger cannot hold is named at its own path
@@ -663,6 +664,11 @@ def _ids(run_id: object, *call_id: object) -> None:
     checked_id(run_id, "run id", "$.run_id")
     for value in call_id:
         checked_id(value, "call id", "$.call_id")
+
+
+def _tool_names(names: Collection[str]) -> frozenset[str]:
+    """The tool names in ``names``, each of a str subclass as the str it holds."""
+    return frozenset(str.__str__(name) if isinstance(name, str) else name for name in names)
 
 
 def _name(value: object, what: str, *, optional: bool = False) -> None:
