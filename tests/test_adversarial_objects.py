@@ -7,6 +7,7 @@ digested or declared as another."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -397,3 +398,49 @@ def test_a_sensitive_tool_named_by_a_str_subclass_is_not_stored(ledger: decision
     claim = ledger.claim("a", run_id=run, worker="w")
     assert claim.granted and claim.arguments is None
     assert ledger.entry("a", run_id=run).idempotent
+
+
+class _ContentLie(dict):  # type: ignore[type-arg]
+    """Holds ``{"n": 1}`` and writes ``{"n": "evil"}`` (``json`` reads ``items()``)."""
+
+    def items(self) -> Any:
+        return [("n", "evil")]
+
+
+def _rewrite_content(arguments: Any, result: decisions.ToolResult) -> tuple[Any, ...]:
+    """An effect check that changes the content it is shown."""
+    result.content["n"] = 1
+    return ()
+
+
+_COUNT_RETURNS = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+@pytest.mark.parametrize(
+    "content, effects",
+    [(_ContentLie({"n": 1}), None), ({"n": "evil"}, _rewrite_content)],
+    ids=["content-that-lies", "effect-check-that-rewrites"],
+)
+@pytest.mark.parametrize("how", ["commit", "reconcile"])
+def test_a_result_is_checked_as_it_is_stored(url: str, content: Any, effects: Any, how: str) -> None:
+    """The result schema was checked on the caller's content object after the
+    content was written: a dict whose ``items()`` lies, or an effect check
+    that changed the content, made the ledger commit ``{"n": "evil"}`` as
+    matching a schema that asks for an integer. The check reads the result
+    back from what is stored, the schema before any effect check runs."""
+    tool = Tool(name="count", side_effects=True, returns=_COUNT_RETURNS, effects=effects)
+    registry = ToolRegistry([tool])
+    run = new_run()
+    with decisions.open_ledger(url, tools=registry) as ledger:
+        ledger.record(ledger_decision(("a", "count", "allowed")), run_id=run)
+        claim = ledger.claim("a", run_id=run, worker="w", lease_seconds=0.001 if how == "reconcile" else 60.0)
+        result = decisions.ToolResult("a", "ok", content)
+        if how == "commit":
+            entry = ledger.commit(claim, result)
+        else:
+            time.sleep(0.01)
+            ledger.entries(run)  # the lease expired: a call with side effects is unknown
+            entry = ledger.reconcile("a", result, run_id=run, actor="ops")
+    assert entry.state == "failed"
+    assert entry.error is not None and entry.error.code == "RESULT_SCHEMA_MISMATCH"
+    assert entry.result is None or entry.result.content == {"n": "evil"}

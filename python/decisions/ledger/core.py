@@ -53,7 +53,7 @@ from .records import (
     event as log_event,
 )
 from .results import Effect, ToolResult, check_result, check_result_size
-from .shapes import to_dict
+from .shapes import from_dict, to_dict
 from .states import CallState, Event, step
 
 __all__ = ["Ledger", "Tools"]
@@ -420,8 +420,8 @@ class Ledger:
             stored = storable(to_dict(result), "RESULT_SCHEMA_MISMATCH", "$.content")
         except ResultError as unstorable:  # the call ends failed; nothing of the result can be kept
             stored, error, observed = None, unstorable, ()
-        else:
-            error, observed = check_result(claim.arguments, result, self._tool(claim.tool))
+        else:  # checked as it is stored: read back from its text, whatever the caller's objects do
+            error, observed = check_result(claim.arguments, from_dict(loads(stored)), self._tool(claim.tool))
         state: CallState = "failed" if error is not None else "committed"
         sets = (
             state,
@@ -527,7 +527,7 @@ class Ledger:
         check_result_size(outcome, self._limits)
         stored = storable(to_dict(outcome), "RESULT_SCHEMA_MISMATCH", "$.content")
         row = self._run(lambda cur: row_of(cur, run_id, call_id))
-        error, observed = check_result(loads(row[ARGUMENTS]), outcome, self._tool(row[TOOL]))
+        error, observed = check_result(loads(row[ARGUMENTS]), from_dict(loads(stored)), self._tool(row[TOOL]))
         return self._move(
             run_id,
             call_id,
