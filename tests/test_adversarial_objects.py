@@ -11,15 +11,18 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given
 from pydantic import BaseModel
 
 import decisions
 from decisions import Schema, Tool, ToolDefinition, ToolRegistry, tool_fragment
+from decisions._payload import plain_json
 from decisions.integrations import feed_sdk_event, normalize_sdk
 from decisions.types import NormalizedResponse, ToolCallItem
 from decisions.validate import domain as domain_module
 from ledger_helpers import decision as ledger_decision
 from ledger_helpers import new_run
+from openai_mutations import JSON_VALUES
 
 
 def _reply(name: str, arguments: str) -> NormalizedResponse:
@@ -444,3 +447,27 @@ def test_a_result_is_checked_as_it_is_stored(url: str, content: Any, effects: An
     assert entry.state == "failed"
     assert entry.error is not None and entry.error.code == "RESULT_SCHEMA_MISMATCH"
     assert entry.result is None or entry.result.content == {"n": "evil"}
+
+
+@given(value=JSON_VALUES)
+def test_the_plain_copy_of_json_is_the_value(value: Any) -> None:
+    copied = plain_json(value)
+    assert json.dumps(copied) == json.dumps(value)
+    assert copied is not value or not isinstance(value, (dict, list))
+
+
+def test_the_plain_copy_goes_any_depth_and_refuses_a_cycle() -> None:
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    copied = plain_json(deep)
+    for _ in range(100_000):  # compared level by level: == itself would recurse
+        assert type(copied) is list and len(copied) == 1 and copied is not deep
+        copied, deep = copied[0], deep[0]
+    assert copied == [] and copied is not deep
+    looped: list[Any] = []
+    looped.append(looped)
+    with pytest.raises(ValueError, match="Circular reference"):
+        plain_json({"a": looped})
+    shared = {"x": 1}
+    assert plain_json([shared, shared]) == [{"x": 1}, {"x": 1}]  # met twice, no cycle

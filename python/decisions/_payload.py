@@ -171,6 +171,7 @@ def plain_json(value: Any) -> Any:
             else:
                 members = list(list.__iter__(item) if isinstance(item, list) else tuple.__iter__(item))
             copy: Any
+            entries: list[tuple[Any, Any]]
             if isinstance(item, Mapping):
                 copy = {}
                 for key, _ in members:
