@@ -18,12 +18,14 @@ payload whose text would pass the size limit is told before it is written.
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Mapping
 from typing import Any, Final, overload
 
 from .errors import new_error
 
-__all__ = ["canonical_json", "dumps", "payload_text", "strict_loads"]
+__all__ = ["canonical_json", "dumps", "payload_text", "plain_json", "strict_loads"]
 
 #: ``json.dumps`` is used for values at most this deep.
 _RECURSION_SAFE_DEPTH: Final = 200
@@ -121,6 +123,78 @@ def strict_dumps(value: Any, *, sort_keys: bool = False, separators: tuple[str, 
             else:
                 stack.extend(node)
     return dumps(value, sort_keys=sort_keys, separators=separators)
+
+
+def _plain_scalar(value: Any) -> Any:
+    """The plain JSON scalar ``value`` holds (a str, int or float subclass
+    read as its content, never through its own methods); TypeError or
+    ValueError when it is none."""
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__int__(value)
+    if isinstance(value, float):
+        number = float.__float__(value)
+        if not math.isfinite(number):
+            raise ValueError(f"{number!r} is not JSON")
+        return number
+    raise TypeError(f"a {type(value).__name__} is not JSON")
+
+
+def plain_json(value: Any) -> Any:
+    """A deep copy of ``value`` made of exact ``dict``, ``list``, ``str``,
+    ``int``, ``float``, ``bool`` and None, read once: a dict (of any class)
+    as the members it holds and any other mapping by its ``items()``, a list
+    or tuple as the entries it holds, a str, int or float subclass as its
+    content (so no method of the caller's class decides what is read, and a
+    later change to ``value`` is not seen). Keys and their order are kept.
+    TypeError for a key that is not a str or a value that is not JSON,
+    ValueError for NaN, an infinity, a key held twice or a cycle; any depth (no recursion)."""
+    root: list[Any] = [None]
+    # each entry: the copy to fill, the index or key to fill in it, the value to copy there
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    open_ids: set[int] = set()
+    while stack:
+        target, slot, item = stack.pop()
+        if item is _CLOSE:
+            open_ids.discard(slot)
+            continue
+        if isinstance(item, (Mapping, list, tuple)):
+            if id(item) in open_ids:
+                raise ValueError("Circular reference detected")
+            if isinstance(item, dict):
+                members: Any = list(dict.items(item))
+            elif isinstance(item, Mapping):
+                members = list(item.items())
+            else:
+                members = list(list.__iter__(item) if isinstance(item, list) else tuple.__iter__(item))
+            copy: Any
+            entries: list[tuple[Any, Any]]
+            if isinstance(item, Mapping):
+                copy = {}
+                for key, _ in members:
+                    if not isinstance(key, str):
+                        raise TypeError(f"keys must be str, not {type(key).__name__}")
+                    if str.__str__(key) in copy:  # two keys of a str subclass that spell one
+                        raise ValueError(f"the key {str.__str__(key)!r} is repeated")
+                    copy[str.__str__(key)] = None
+                entries = [(str.__str__(key), child) for key, child in members]
+            else:
+                copy = [None] * len(members)
+                entries = list(enumerate(members))
+            target[slot] = copy
+            open_ids.add(id(item))
+            stack.append((None, id(item), _CLOSE))
+            stack.extend((copy, at, child) for at, child in reversed(entries))
+        else:
+            target[slot] = _plain_scalar(item)
+    return root[0]
+
+
+#: Marks where a container's entries end in :func:`plain_json`'s stack.
+_CLOSE: Final = object()
 
 
 def canonical_json(value: Any) -> str:

@@ -33,6 +33,8 @@ from types import ModuleType as _ModuleType
 from typing import Any as _Any
 from typing import Final as _Final
 
+from pydantic_core import PydanticSerializationError as _SerializationError
+
 from . import _backend
 from .detect import candidates as _candidates
 from .errors import OutputError as _OutputError
@@ -152,7 +154,7 @@ def _genai_payload(dump: _Any, limits: _Limits | None) -> dict[str, _Any]:
             raise _StreamError(
                 "MALFORMED_EVENT", f"event data has more than {limits.max_sse_event_bytes} bytes", path="$"
             )
-    data: dict[str, _Any] = dump(mode="json", by_alias=True, exclude_none=True)
+    data: dict[str, _Any] = _json_dump(dump, exclude_none=True)
     for keys, value in fields:
         target: _Any = data
         for key in keys[:-1]:
@@ -164,6 +166,18 @@ def _genai_payload(dump: _Any, limits: _Limits | None) -> dict[str, _Any]:
         else:  # not written as base64 by this SDK version
             target[keys[-1]] = _base64.b64encode(value).decode("ascii")
     return data
+
+
+def _json_dump(dump: _Any, **fields: bool) -> _Any:
+    """``dump`` (a pydantic object's ``model_dump``) in JSON mode; where the
+    object holds a value JSON mode cannot write (a field set by hand to an
+    object of another type), its python-mode dump, which the payload's
+    reader refuses as it refuses such a dict (``MALFORMED_EVENT``: not
+    JSON-serialisable), never pydantic's own exception."""
+    try:
+        return dump(mode="json", by_alias=True, **fields)
+    except _SerializationError:
+        return dump(mode="python", by_alias=True, **fields)
 
 
 def to_payload(obj: _Any, *, limits: _Limits | None = None) -> dict[str, _Any] | str | bytes | None:
@@ -192,7 +206,7 @@ def to_payload(obj: _Any, *, limits: _Limits | None = None) -> dict[str, _Any] |
     if _sdk_of(obj) == "google.genai":
         data = _genai_payload(dump, limits)
     else:
-        data = dump(mode="json", by_alias=True, exclude_unset=True)
+        data = _json_dump(dump, exclude_unset=True)
     keep = _wire_fields(obj)
     if keep is not None:
         data = {key: value for key, value in data.items() if key in keep}

@@ -53,7 +53,7 @@ from .records import (
     event as log_event,
 )
 from .results import Effect, ToolResult, check_result, check_result_size
-from .shapes import to_dict
+from .shapes import from_dict, to_dict
 from .states import CallState, Event, step
 
 __all__ = ["Ledger", "Tools"]
@@ -160,8 +160,9 @@ class Ledger:
         for what, names in (("idempotent", idempotent), ("sensitive", sensitive)):
             if isinstance(names, str):  # `in` would match any part of it: "write" in "write_file"
                 raise ValueError(f"{what} must be a collection of tool names, not the string {names!r}")
-        # read once: `in` on a generator consumes it, and a later call of a sensitive tool would be stored
-        idempotent, sensitive = frozenset(idempotent), frozenset(sensitive)
+        # read once: `in` on a generator consumes it, and a later call of a sensitive tool would be stored;
+        # a name of a str subclass as the str it holds, or a call's plain name would not be found
+        idempotent, sensitive = _tool_names(idempotent), _tool_names(sensitive)
         checked_id(run_id, "run id", "$.run_id")
         lookup = self._tool if tools is None else _lookup(tools)
         for i, c in enumerate(decision.calls):  # a call id the ledger cannot hold is named at its own path
@@ -419,8 +420,8 @@ class Ledger:
             stored = storable(to_dict(result), "RESULT_SCHEMA_MISMATCH", "$.content")
         except ResultError as unstorable:  # the call ends failed; nothing of the result can be kept
             stored, error, observed = None, unstorable, ()
-        else:
-            error, observed = check_result(claim.arguments, result, self._tool(claim.tool))
+        else:  # checked as it is stored: read back from its text, whatever the caller's objects do
+            error, observed = check_result(claim.arguments, from_dict(loads(stored)), self._tool(claim.tool))
         state: CallState = "failed" if error is not None else "committed"
         sets = (
             state,
@@ -526,7 +527,7 @@ class Ledger:
         check_result_size(outcome, self._limits)
         stored = storable(to_dict(outcome), "RESULT_SCHEMA_MISMATCH", "$.content")
         row = self._run(lambda cur: row_of(cur, run_id, call_id))
-        error, observed = check_result(loads(row[ARGUMENTS]), outcome, self._tool(row[TOOL]))
+        error, observed = check_result(loads(row[ARGUMENTS]), from_dict(loads(stored)), self._tool(row[TOOL]))
         return self._move(
             run_id,
             call_id,
@@ -663,6 +664,11 @@ def _ids(run_id: object, *call_id: object) -> None:
     checked_id(run_id, "run id", "$.run_id")
     for value in call_id:
         checked_id(value, "call id", "$.call_id")
+
+
+def _tool_names(names: Collection[str]) -> frozenset[str]:
+    """The tool names in ``names``, each of a str subclass as the str it holds."""
+    return frozenset(str.__str__(name) if isinstance(name, str) else name for name in names)
 
 
 def _name(value: object, what: str, *, optional: bool = False) -> None:

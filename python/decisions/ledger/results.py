@@ -314,6 +314,10 @@ def check_result(
     neither (or None) lets an ``ok`` result pass with its effects unchecked."""
     if result.status == "error":
         return ResultError("TOOL_ERROR", "the tool reported an error", path="$.status", retryable=result.retry_safe), ()
+    issues: list[dict[str, str]] = []
+    if result.status == "ok" and tool is not None and tool.result_schema is not None:
+        # checked before the effect check runs: what it does to the content is not what was checked
+        issues, _ = tool.result_schema.issues(result.content, root="$.content")
     observed: tuple[Effect, ...] = ()
     if tool is not None and tool.effects is not None:
         try:
@@ -332,14 +336,12 @@ def check_result(
         return ResultError(
             "PARTIAL_EFFECT", "the tool reported a partial result", path="$.status", retryable=False
         ), observed
-    if tool is not None and tool.result_schema is not None:
-        issues, _ = tool.result_schema.issues(result.content, root="$.content")
-        if issues:
-            first = issues[0]
-            return ResultError(
-                "RESULT_SCHEMA_MISMATCH",
-                f"the result does not match the tool's result schema: {first.get('code')} at {first.get('path')}",
-                path=first.get("path"),
-                issues=tuple(issues),
-            ), observed
+    if issues:
+        first = issues[0]
+        return ResultError(
+            "RESULT_SCHEMA_MISMATCH",
+            f"the result does not match the tool's result schema: {first.get('code')} at {first.get('path')}",
+            path=first.get("path"),
+            issues=tuple(issues),
+        ), observed
     return None, observed

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Final, Iterable, Literal, Mapping
 
 from jsonschema import Draft202012Validator, validators
 
-from .._payload import canonical_json
+from .._payload import canonical_json, plain_json
 from ..errors import SchemaError
 from .capabilities import ANNOTATION_KEYWORDS, Capabilities, capabilities
 
@@ -65,8 +64,9 @@ _MAX_SCHEMA_DEPTH: Final = 128
 
 def _json_copy(value: Any) -> Any:
     """A deep copy that is plain JSON (keys and their order kept: property
-    order is the order a model writes the fields in)."""
-    return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    order is the order a model writes the fields in), read as
+    :class:`~decisions.validate.schema.Schema` reads a JSON Schema."""
+    return plain_json(value)
 
 
 def schema_digest(schema: Any) -> str:

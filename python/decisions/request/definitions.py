@@ -88,6 +88,8 @@ class ToolDefinition:
         parameters = source.parameters
         if parameters is None:
             parameters = {"type": "object"}
+        elif source.schema is not None and source.schema.kind == "json_schema":
+            parameters = source.schema.spec  # the copy decide validates with, whatever became of the caller's dict
         elif isinstance(parameters, Schema):
             parameters = parameters.spec
         return cls(source.name, parameters, source.description)

@@ -676,12 +676,8 @@ _CACHE_LOCK: Final = threading.Lock()
 CACHE_SIZE: Final = 512
 
 
-def _digest(spec: Mapping[str, Any]) -> str | None:
-    try:
-        text = canonical_json(spec)
-    except (TypeError, ValueError):  # not JSON: compiled every time
-        return None
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+def _digest(spec: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(spec).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 #: Where a ``false`` subschema is replaced by ``{"not": {}}`` for the
@@ -785,13 +781,12 @@ def _compile(spec: Mapping[str, Any], closed: bool) -> Compiled:
 
 
 def compile_json_schema(spec: Mapping[str, Any], closed: bool) -> Compiled:
-    """The compiled form of ``spec`` (checked against its draft's metaschema
-    first: ``jsonschema.SchemaError``; a reference that does not resolve
-    offline: ValueError), shared by every schema of the same digest."""
-    digest = _digest(spec)
-    if digest is None:
-        return _compile(spec, closed)
-    key = (digest, closed)
+    """The compiled form of ``spec``, a plain JSON copy (see
+    :func:`~decisions._payload.plain_json`: the digest and the validators
+    are then made of one value), checked against its draft's metaschema
+    first (``jsonschema.SchemaError``; a reference that does not resolve
+    offline: ValueError); shared by every schema of the same digest."""
+    key = (_digest(spec), closed)
     found = _CACHE.get(key)
     if found is None:
         found = _compile(spec, closed)

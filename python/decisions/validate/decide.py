@@ -60,9 +60,10 @@ exactly the values the policy checked; ``validated`` is the model itself.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from operator import attrgetter
-from typing import Any, Final, Iterable, Literal, Mapping, NoReturn, Sequence
+from typing import Any, Final, Iterable, Literal, Mapping, NoReturn, Sequence, TypeVar
 
 from .. import _backend
 from ..errors import DomainError, OutputError, ParseError, PolicyError, SchemaError, StreamError, at_call, in_batch
@@ -149,13 +150,12 @@ def _complete(response: object) -> tuple[tuple[ToolCallItem, ...], str]:
     incomplete = -1  # the first unfinished call's index, named once no refusal is found
     for index, item in enumerate(response.items):
         if type(item) is ToolCallItem or isinstance(item, ToolCallItem):
-            _check_fields(item, index, _CALL_FIELDS)
+            item = _plain_fields(item, index, _CALL_FIELDS)
             if incomplete < 0 and not item.complete:
                 incomplete = len(calls)
             calls.append(item)
         elif isinstance(item, TextItem):
-            _check_fields(item, index, _TEXT_FIELDS)
-            texts.append(item.text)
+            texts.append(_plain_fields(item, index, _TEXT_FIELDS).text)
         elif not isinstance(item, (RefusalItem, ReasoningItem)):
             raise TypeError(
                 f"response.items[{index}] is a {type(item).__name__}, not a TextItem, RefusalItem, "
@@ -205,12 +205,24 @@ _CALL_FIELDS: Final = (
 _TEXT_FIELDS: Final = (("text", str),)
 
 
-def _check_fields(item: object, index: int, fields: tuple[tuple[str, type], ...]) -> None:
-    """TypeError unless each of ``item``'s ``fields`` has its type."""
+#: A call or text item, as :func:`_plain_fields` gives it back.
+_Item = TypeVar("_Item", ToolCallItem, TextItem)
+
+
+def _plain_fields(item: _Item, index: int, fields: tuple[tuple[str, type], ...]) -> _Item:
+    """``item``, or a copy of it whose ``fields`` of a str subclass are the
+    plain str each holds (so the name, id and arguments a decision carries
+    are the ones it was checked as, whatever the subclass's ``__eq__``,
+    ``__hash__`` or ``__str__`` say); TypeError unless each field has its type."""
+    plain: dict[str, Any] = {}
     for name, kind in fields:
         value = getattr(item, name)
+        if type(value) is kind:
+            continue
         if not isinstance(value, kind):
             raise TypeError(f"response.items[{index}].{name} must be a {kind.__name__}, not {type(value).__name__}")
+        plain[name] = str.__str__(value)  # bool has no subclass: only a str field gets here
+    return dataclasses.replace(item, **plain) if plain else item
 
 
 def _finish_error(response: NormalizedResponse) -> NoReturn:

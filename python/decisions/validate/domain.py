@@ -125,6 +125,12 @@ class Tool:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError("a tool needs a non-empty name")
+        for text in ("name", "version", "kind", "extra", "description"):  # a str subclass: the str it holds
+            value = getattr(self, text)
+            if isinstance(value, str) and type(value) is not str:
+                object.__setattr__(self, text, str.__str__(value))
+        if type(self.side_effects) is not bool:  # read by its truth, None or 0 would make a tool read-only
+            raise ValueError(f"Tool.side_effects must be a bool, not {type(self.side_effects).__name__}")
         problem = _name_problem(self.name)
         if problem is not None:
             raise ValueError(f"tool name {self.name!r} {problem}")
@@ -384,7 +390,8 @@ class ToolRegistry:
         exact = sorted(self._folded.get(target, ()))
         bound = max(1, min(3, len(target) // 3))
         scored: list[tuple[int, str]] = []
-        for folded, originals in self._folded.items():
+        # a copy taken at once: another thread may register a tool while this one suggests
+        for folded, originals in list(self._folded.items()):
             if folded == target or len(folded) > _MAX_SUGGEST_NAME:
                 continue
             distance = _distance(target, folded, bound)

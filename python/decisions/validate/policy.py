@@ -44,14 +44,15 @@ spelling of a tool slips past its rules.
 
 from __future__ import annotations
 
+import copy
 import os
 import weakref
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Literal, Mapping, Protocol, Sequence
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, TypeVar
 
 from ..errors import PolicyError, at_call, in_batch, json_path
-from .decision import _EMPTY, BatchMode, CallVerdict, ToolCall, new_verdict
+from .decision import _EMPTY, BatchMode, CallVerdict, ToolCall, new_tool_call, new_verdict
 from .domain import ToolNames, ToolRegistry
 from .paths import Access, Scopes, Step, _reject, parse_selector, resolve_in, resolve_path, resolve_scope, select_paths
 
@@ -66,6 +67,8 @@ __all__ = [
 ]
 
 _WHOLE_WORKSPACE = ("",)
+#: A value of a mapping :func:`_plain_keys` copies.
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +95,37 @@ class ToolRule:
     approval: bool | str = False
     allowed: bool = True
 
+    def __post_init__(self) -> None:
+        # read by their truth, "false" would allow a tool and 0 excuse it from approval: only bools do
+        if type(self.allowed) is not bool:
+            raise ValueError(f"ToolRule.allowed must be a bool, not {type(self.allowed).__name__}")
+        if type(self.approval) is not bool and not isinstance(self.approval, str):
+            raise ValueError(f"ToolRule.approval must be a bool or a reason (str), not {type(self.approval).__name__}")
+        if type(self.approval) is not bool and type(self.approval) is not str:
+            object.__setattr__(self, "approval", str.__str__(self.approval))
+        # the rule keeps its own read-only copy: the paths shown are the paths a policy enforces
+        object.__setattr__(self, "paths", MappingProxyType(_plain_keys(self.paths, "path rules for")))
+
+
+def _plain_keys(mapping: Mapping[str, _V], what: str) -> dict[str, _V]:
+    """A copy of ``mapping`` whose keys of a str subclass are the plain str
+    each holds (looked up by a plain name, a key hashing or comparing
+    otherwise would never be found); ValueError for two keys holding one
+    str."""
+    plain: dict[str, _V] = {}
+    for key, value in dict(mapping).items():
+        if isinstance(key, str):
+            key = str.__str__(key)
+            if key in plain:
+                raise ValueError(f"two {what} {key!r}")
+        plain[key] = value
+    return plain
+
 
 #: ``state_check(call)`` returns None or True to allow, False or a reason to
-#: refuse; if it raises or returns anything else, the call is refused.
+#: refuse; if it raises or returns anything else, the call is refused. It
+#: (and ``approval``) is given a copy of the call: what it changes there is
+#: not what the decision carries.
 StateCheck = Callable[[ToolCall], "bool | str | None"]
 #: ``approval(call)`` returns a reason when the call needs an approval, else
 #: None; if it raises, the call needs an approval.
@@ -151,11 +182,15 @@ class Policy:
     _last: tuple[weakref.ref[ToolRegistry], _Plan] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        for text in ("default", "batch"):  # a str subclass is kept as the str it holds
+            value = getattr(self, text)
+            if isinstance(value, str) and type(value) is not str:
+                object.__setattr__(self, text, str.__str__(value))
         if self.default not in ("allow", "deny"):
             raise ValueError("Policy.default must be 'allow' or 'deny'")
         if self.batch not in ("all_or_nothing", "per_call"):
             raise ValueError("Policy.batch must be 'all_or_nothing' or 'per_call'")
-        object.__setattr__(self, "tools", MappingProxyType(dict(self.tools)))
+        object.__setattr__(self, "tools", MappingProxyType(_plain_keys(self.tools, "rules for")))
         for scopes in self._all_scopes():  # a string is an iterable of one-letter scopes: never what was meant
             if isinstance(scopes, str) or not all(isinstance(scope, str) for scope in scopes):
                 raise ValueError(f"scopes must be a tuple of paths, not {scopes!r}")
@@ -305,15 +340,17 @@ def _check_call(
     path_plans = plan.paths.get(name)
     if path_plans:
         paths, empty_paths = _check_paths(call, index, path_plans, plan.root)
+    # the host's checks see a copy: what one of them changes in it is not what the decision carries
+    shown = call if policy.state_check is None and policy.approval is None else _copy_of(call)
     if policy.state_check is not None:
-        _check_state(call, index, policy.state_check)
+        _check_state(shown, index, policy.state_check)
     if (rule is None or not rule.approval) and policy.approval is None:
         return new_verdict(call.call_id, "allowed", None, (), paths, empty_paths, None)
     reasons: list[str] = []
     if rule is not None and rule.approval:
         reasons.append(rule.approval if isinstance(rule.approval, str) else f"{name!r} requires approval")
     if policy.approval is not None:
-        approval_reason = _approval_reason(policy.approval, call)
+        approval_reason = _approval_reason(policy.approval, shown)
         if approval_reason is not None:
             reasons.append(approval_reason)
     status: Literal["needs_approval", "allowed"] = "needs_approval" if reasons else "allowed"
@@ -346,6 +383,45 @@ def _check_paths(
                 )
             paths[where] = target
     return (MappingProxyType(paths) if paths else _EMPTY), tuple(empty_paths)
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of a JSON value that shares no dict or list with it (any depth)."""
+    if type(value) is not dict and type(value) is not list:
+        return value
+    root = value.copy()
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        for key in node.keys() if type(node) is dict else range(len(node)):
+            child = node[key]
+            if type(child) is dict or type(child) is list:
+                child = node[key] = child.copy()
+                stack.append(child)
+    return root
+
+
+def _copy_of(call: ToolCall) -> ToolCall:
+    """A copy of ``call`` that shares nothing mutable with it: its arguments
+    (JSON) copied, its validated value (a Pydantic model) deep-copied, or
+    the copied arguments where they are one object."""
+    arguments = _json_copy(call.arguments)
+    validated = call.validated
+    if validated is call.arguments:
+        validated = arguments
+    elif validated is not None:
+        validated = copy.deepcopy(validated)
+    return new_tool_call(
+        call.call_id,
+        call.name,
+        arguments,
+        call.index,
+        call.item_id,
+        call.call_id_generated,
+        call.tool_version,
+        validated,
+        call.call_kind,
+    )
 
 
 def _approval_reason(approval: ApprovalCheck, call: ToolCall) -> str | None:

@@ -45,6 +45,7 @@ from typing import Any, Final, Mapping, Sequence
 
 from pydantic import TypeAdapter, ValidationError
 
+from .._payload import plain_json
 from ..errors import json_path as json_path  # the tests and older callers import it from here
 from ._engines import PLAIN, TOO_DEEP, BranchBudgetExhausted, Compiled, compile_json_schema, explaining, scan
 from ._issues import (
@@ -90,7 +91,11 @@ class Schema:
     """A compiled, strict validator for one Pydantic type or JSON Schema.
 
     Build it once (``Schema.of(spec)``) and reuse it: compiling checks the
-    schema itself, which costs more than validating a value.
+    schema itself, which costs more than validating a value. A JSON Schema
+    is copied when the Schema is built (``spec`` is that plain copy; see
+    :func:`~decisions._payload.plain_json`): what is validated, digested and
+    shown is what the mapping held then (ValueError for one that is not
+    JSON).
     """
 
     __slots__ = (
@@ -126,6 +131,12 @@ class Schema:
         self._echo: tuple[str, ...] | None = None
         if isinstance(spec, Mapping):
             self.kind = "json_schema"
+            try:
+                # one plain copy, read once: digested, compiled and shown alike, whatever the caller's
+                # mapping does later or answers through methods of its own
+                spec = self.spec = plain_json(spec)
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"a JSON Schema must be JSON: {error}") from None
             self._compiled = compile_json_schema(spec, closed)
             self._applied: Any = self._compiled.applied
         else:
