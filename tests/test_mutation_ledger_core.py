@@ -1,0 +1,252 @@
+"""The ledger's own steps written out in full, on SQLite and PostgreSQL:
+what ``record``, ``reserve``, ``reconcile``, ``cancel`` and the readers
+keep and return for real sequences of steps, and the exact error (its
+every field) each misuse gets. A step that lets a call run twice, reports
+a lost or failed call as done, or lets a bad argument through, changes one
+of these outcomes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import pytest
+
+from decisions import Ledger, OutputError, ToolResult
+from ledger_helpers import decision, new_run
+
+
+def error_of(step: Callable[[], object]) -> dict[str, Any]:
+    """The error ``step`` raises: a typed error's every field, or a Python error's type and text."""
+    with pytest.raises((OutputError, TypeError, ValueError)) as caught:
+        step()
+    e = caught.value
+    if isinstance(e, OutputError):
+        return e.to_dict()
+    return {"type": type(e).__name__, "message": str(e)}
+
+
+def ended(ledger: Ledger, run: str, *outcomes: tuple[str, str]) -> None:
+    """Record one allowed call per ``(call_id, status)`` and end each with a result of that status."""
+    ledger.record(decision(*((c, "t", "allowed") for c, _ in outcomes)), run_id=run)
+    for call_id, status in outcomes:
+        claim = ledger.claim(call_id, run_id=run, worker="w")
+        ledger.commit(claim, ToolResult(call_id, status, f"{call_id} {status}"))  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------ cancel and the runs
+
+
+def test_cancel_refuses_an_actor_that_is_not_text_and_cancels_nothing(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed")), run_id=run)
+    assert error_of(lambda: ledger.cancel(run, actor=5)) == {  # type: ignore[arg-type]
+        "type": "TypeError",
+        "message": "actor must be a str or None, not int",
+    }
+    assert not ledger.cancelled(run)
+    assert ledger.claim("a", run_id=run, worker="w").granted
+
+
+def test_runs_says_which_run_was_cancelled(ledger: Ledger) -> None:
+    kept, cancelled = new_run(), new_run()
+    ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed")), run_id=kept)
+    ledger.record(decision(("a", "t", "allowed")), run_id=cancelled)
+    ledger.cancel(cancelled, actor="ops")
+    runs = {run_id: (flag, n) for run_id, flag, n in ledger.runs()}
+    assert (runs[kept], runs[cancelled]) == ((False, 2), (True, 1))
+    assert all(type(flag) is bool and type(n) is int for _, flag, n in ledger.runs())
+
+
+# ------------------------------------------------------------ decided
+
+
+def test_decided_checks_both_ids(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed")), run_id=run)
+    long = "x" * 2000
+    for step, path in (
+        (lambda: ledger.decided("a", run_id=long), "$.run_id"),
+        (lambda: ledger.decided(long, run_id=run), "$.call_id"),
+    ):
+        error = error_of(step)
+        assert (error["layer"], error["code"], error["path"], error["retryable"]) == (
+            "result",
+            "LEDGER_UNAVAILABLE",
+            path,
+            False,
+        )
+    assert error_of(lambda: ledger.decided(1, run_id=run)) == {  # type: ignore[arg-type]
+        "type": "TypeError",
+        "message": "call id must be a str, not int",
+    }
+    assert error_of(lambda: ledger.decided("a", run_id=None)) == {  # type: ignore[arg-type]
+        "type": "TypeError",
+        "message": "run id must be a str, not NoneType",
+    }
+    assert (ledger.decided("a", run_id=run), ledger.decided("b", run_id=run)) == (True, False)
+
+
+# ------------------------------------------------------------ result messages
+
+
+def test_result_messages_for_some_calls_skip_the_others_wherever_they_are(ledger: Ledger) -> None:
+    run = new_run()
+    ended(ledger, run, ("a", "ok"), ("b", "ok"), ("c", "ok"))
+    assert ledger.result_messages("openai-chat", run_id=run, call_ids=["b"]) == [
+        {"role": "tool", "tool_call_id": "b", "content": "b ok"}
+    ]
+    assert ledger.result_messages("openai-chat", run_id=run, call_ids=("c", "a")) == [
+        {"role": "tool", "tool_call_id": "a", "content": "a ok"},
+        {"role": "tool", "tool_call_id": "c", "content": "c ok"},
+    ]
+
+
+def test_result_messages_name_the_first_call_the_run_never_held(ledger: Ledger) -> None:
+    run = new_run()
+    ended(ledger, run, ("a", "ok"))
+    assert error_of(lambda: ledger.result_messages("openai-chat", run_id=run, call_ids=["zz", "a", "yy"])) == {
+        "layer": "domain",
+        "code": "UNKNOWN_CALL_ID",
+        "message": f"run {run!r} holds no call 'yy'",
+        "retryable": False,
+        "offset": None,
+        "path": "$.call_ids",
+        "hint": "ask only for the calls of this run",
+        "issues": [],
+        "call_index": None,
+        "call_id": "yy",
+        "tool": None,
+        "batch": [],
+    }
+    assert error_of(lambda: ledger.result_messages("openai-chat", run_id=run, call_ids="a")) == {
+        "type": "ValueError",
+        "message": "call_ids must be a collection of call ids, not the string 'a'",
+    }
+
+
+def test_result_messages_tell_each_ended_call_how_it_went_and_leave_open_ones_out(ledger: Ledger) -> None:
+    run = new_run()
+    specs = (("a", "t", "allowed"), ("b", "t", "allowed"), ("c", "t", "denied"), ("d", "t", "allowed"))
+    ledger.record(decision(*specs, ("e", "t", "allowed")), run_id=run)
+    ledger.commit(ledger.claim("a", run_id=run, worker="w"), ToolResult("a", "ok", "a ok"))
+    ledger.commit(ledger.claim("b", run_id=run, worker="w"), ToolResult("b", "error", "b raw output"))
+    ledger.claim("d", run_id=run, worker="lost", lease_seconds=0.05)
+    time.sleep(0.1)
+    assert [(e.call_id, e.state, e.result is not None) for e in ledger.entries(run)] == [
+        ("a", "committed", True),
+        ("b", "failed", True),  # the failed result is kept, but never shown to the model
+        ("c", "denied", False),
+        ("d", "unknown", False),
+        ("e", "decided", False),
+    ]
+    failed = {"error": "TOOL_ERROR", "message": "the tool reported an error", "hint": None}
+    refused = {"error": "TOOL_ERROR", "message": "the call failed"}
+    lost = {"error": "outcome unknown", "message": "the worker was lost mid-call; the call will not be re-run"}
+    assert ledger.result_messages("gemini", run_id=run) == [
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "t", "response": {"output": "a ok"}, "id": "a"}},
+                {"functionResponse": {"name": "t", "response": {"error": failed}, "id": "b"}},
+                {"functionResponse": {"name": "t", "response": {"error": refused}, "id": "c"}},
+                {"functionResponse": {"name": "t", "response": {"error": lost}, "id": "d"}},
+            ],
+        }
+    ]
+
+
+# ------------------------------------------------------------ renew
+
+
+def test_renew_of_a_claim_not_granted_is_not_claimed(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed")), run_id=run)
+    ledger.claim("a", run_id=run, worker="w1")
+    refused = ledger.claim("a", run_id=run, worker="w2")
+    error = error_of(lambda: ledger.renew(refused))
+    assert (error["layer"], error["code"], error["message"], error["path"]) == (
+        "result",
+        "NOT_CLAIMED",
+        "the claim on 'a' was not granted",
+        None,
+    )
+
+
+def test_renew_extends_the_lease_by_a_minute_unless_told(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed")), run_id=run)
+    claim = ledger.claim("a", run_id=run, worker="w", lease_seconds=5)
+    for given, lease in (({}, 60.0), ({"lease_seconds": 10}, 10.0)):
+        before = time.time()
+        renewed = ledger.renew(claim, **given)
+        after = time.time()
+        assert renewed.lease_until is not None
+        assert before + lease - 0.5 < renewed.lease_until < after + lease + 0.5
+        assert renewed.lease_until == ledger.entry("a", run_id=run).lease_until
+
+
+# ------------------------------------------------------------ approvals
+
+
+def events(ledger: Ledger, run: str) -> list[tuple[str | None, str, str | None, dict[str, Any]]]:
+    """The run's audit: ``(call_id, kind, actor, detail)`` per event, oldest first."""
+    return [(e.call_id, e.kind, e.actor, e.detail) for e in ledger.audit(run)]
+
+
+def test_approvals_and_rejections_keep_who_why_and_what_in_the_audit(ledger: Ledger) -> None:
+    run = new_run()
+    entries = ledger.record(decision(("a", "t", "needs_approval"), ("b", "t", "needs_approval")), run_id=run)
+    approved = ledger.approve("a", run_id=run, approver="ann", policy="p1")
+    rejected = ledger.reject("b", run_id=run, approver="bob", reason="too broad", policy="p2")
+    assert (approved.state, approved.approved_by, rejected.state, rejected.approved_by) == (
+        "approved",
+        "ann",
+        "denied",
+        None,
+    )
+    what = [{"tool": "t", "tool_version": None, "digest": e.digest} for e in entries]
+    assert events(ledger, run)[2:] == [
+        ("a", "approve", "ann", {**what[0], "policy": "p1"}),
+        ("b", "reject", "bob", {**what[1], "policy": "p2", "reason": "too broad"}),
+    ]
+
+
+def test_an_approver_must_be_text(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "needs_approval")), run_id=run)
+    for step in (ledger.approve, ledger.reject):
+        assert error_of(partial(step, "a", run_id=run, approver=7)) == {  # type: ignore[arg-type]
+            "type": "TypeError",
+            "message": "approver must be a str, not int",
+        }
+    assert ledger.entry("a", run_id=run).state == "awaiting_approval"
+
+
+@pytest.mark.parametrize(
+    ("status", "step", "state"),
+    [("allowed", "approve", "decided"), ("denied", "reject", "denied"), ("allowed", "reject", "decided")],
+)
+def test_a_step_the_state_machine_has_no_row_for_is_an_invalid_transition(
+    ledger: Ledger, status: str, step: str, state: str
+) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", status)), run_id=run)
+    assert error_of(lambda: getattr(ledger, step)("a", run_id=run, approver="ann")) == {
+        "layer": "result",
+        "code": "INVALID_TRANSITION",
+        "message": f"call 'a' is {state}; {step} is not possible",
+        "retryable": False,
+        "offset": None,
+        "path": "$.state",
+        "hint": "see the ledger's state machine",
+        "issues": [],
+        "call_index": None,
+        "call_id": None,
+        "tool": None,
+        "batch": [],
+    }
+    assert ledger.entry("a", run_id=run).state == state
+    assert [kind for _, kind, _, _ in events(ledger, run)] == ["recorded"]
