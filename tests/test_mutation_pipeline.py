@@ -1,0 +1,141 @@
+"""The stream pipeline's own decisions written out in full, on both
+backends: which arguments ``normalize`` and ``StreamAssembler`` take and
+the exact error for the rest, a payload too large refused before it is
+written, when a stream is complete, and what each shortcut of the pure
+twin answers (it must answer what the general path answers, and must
+answer the common cases). A pipeline that drops an event, takes a stream
+as complete too early, or spends memory past a limit changes one of these
+outcomes."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from decisions import DEFAULT_LIMITS, Limits, OutputError
+from decisions._pure import pipeline
+from decisions._pure.providers import PROVIDERS, mapper_for
+
+CHAT = "openai-chat"
+
+
+def error_of(step: Callable[[], object]) -> dict[str, Any]:
+    """The error ``step`` raises: a typed error's every field, or a Python error's type and text."""
+    with pytest.raises((OutputError, TypeError, ValueError)) as caught:
+        step()
+    e = caught.value
+    if isinstance(e, OutputError):
+        return {"type": type(e).__name__, **e.to_dict()}
+    return {"type": type(e).__name__, "message": str(e)}
+
+
+def too_large(limit: int) -> dict[str, Any]:
+    """The error of an event or body with more than ``limit`` bytes of data."""
+    return {
+        "type": "StreamError",
+        "layer": "stream",
+        "code": "MALFORMED_EVENT",
+        "message": f"event data has more than {limit} bytes",
+        "retryable": False,
+        "offset": None,
+        "path": "$",
+        "hint": None,
+        "issues": [],
+        "call_index": None,
+        "call_id": None,
+        "tool": None,
+        "batch": [],
+    }
+
+
+def chat_body(content: str = "hello") -> dict[str, Any]:
+    """A whole Chat Completions body with a final answer."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "gpt-4o",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+    }
+
+
+class Text(str):
+    """A str subclass: read as the characters it holds."""
+
+
+# ------------------------------------------------------------ normalize
+
+
+def test_the_common_call_is_answered_without_a_mapper_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = json.dumps(chat_body()).encode()
+    general = pipeline.normalize(body, provider=CHAT, limits=DEFAULT_LIMITS)
+    assert [item.text for item in general.items] == ["hello"]  # type: ignore[union-attr]
+
+    def no_mapper(provider: str, choice: int | None) -> Any:
+        raise AssertionError("the common call built a mapper")
+
+    monkeypatch.setattr(pipeline, "_mapper", no_mapper)
+    assert pipeline.normalize(body, provider=CHAT) == general
+
+
+def test_the_body_readers_are_the_shortcuts_of_the_mappers_that_prove_keys() -> None:
+    readers = pipeline._body_readers()
+    assert readers.keys() == pipeline._BODY_READERS.keys() == {CHAT}
+    for provider in PROVIDERS:
+        mapper = mapper_for(provider)
+        proves = getattr(mapper, "PROVES_KEYS", False) and hasattr(mapper, "fast_body")
+        assert (provider in readers) == proves
+    read = readers[CHAT]
+    assert read.__func__ is type(mapper_for(CHAT)).fast_body  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("body", [b"{}", "{}", {}], ids=["bytes", "str", "dict"])
+@pytest.mark.parametrize("choice", [-1, 2**32, True, 1.0])
+def test_normalize_refuses_a_choice_out_of_range(impl: ModuleType, body: Any, choice: Any) -> None:
+    shown = repr(choice) if type(choice) is int else type(choice).__name__
+    assert error_of(lambda: impl.normalize(body, provider=CHAT, choice=choice)) == {
+        "type": "ValueError",
+        "message": f"choice must be an int from 0 to 2**32 - 1, or None, not {shown}",
+    }
+
+
+def test_normalize_reads_a_provider_given_as_a_str_subclass_as_plain_text(impl: ModuleType) -> None:
+    for body in (json.dumps(chat_body()).encode(), json.dumps(chat_body()), chat_body()):
+        response = impl.normalize(body, provider=Text(CHAT))
+        assert type(response.provider) is str and response.provider == CHAT
+
+
+def test_a_body_object_too_large_is_refused_before_it_is_written(impl: ModuleType) -> None:
+    body = chat_body("y" * 5_000_000)
+    limits = Limits(max_sse_event_bytes=100)
+    tracemalloc.start()
+    try:
+        error = error_of(lambda: impl.normalize(body, provider=CHAT, limits=limits))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert error == too_large(100)
+    assert peak < 1_000_000
+
+
+# ------------------------------------------------------------ the stream assembler
+
+
+def test_an_event_object_too_large_fails_the_stream_before_it_is_written(impl: ModuleType) -> None:
+    stream = impl.StreamAssembler(CHAT, limits=Limits(max_sse_event_bytes=100))
+    event = {"choices": [{"index": 0, "delta": {"content": "y" * 5_000_000}}]}
+    tracemalloc.start()
+    try:
+        error = error_of(lambda: stream.feed_event(event))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert error == too_large(100)
+    assert peak < 1_000_000
+    assert stream.state == "failed"
+    after = error_of(stream.finish)
+    assert (after["code"], after["message"]) == ("STREAM_FAILED", "the stream already failed (MALFORMED_EVENT)")
