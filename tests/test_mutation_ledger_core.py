@@ -7,6 +7,7 @@ of these outcomes."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from functools import partial
@@ -250,3 +251,126 @@ def test_a_step_the_state_machine_has_no_row_for_is_an_invalid_transition(
     }
     assert ledger.entry("a", run_id=run).state == state
     assert [kind for _, kind, _, _ in events(ledger, run)] == ["recorded"]
+
+
+# ------------------------------------------------------------ reserve
+
+
+def test_reserve_reports_the_ids_recorded_or_reserved_before_and_reserves_none(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed")), run_id=run)
+    assert ledger.reserve(run, ["b"]) == ()
+    assert ledger.reserve(run, ["c", "a", "d", "b"]) == ("a", "b")  # recorded, reserved: in the order asked
+    assert [ledger.decided(c, run_id=run) for c in "abcd"] == [True, True, False, False]
+    assert ledger.reserve(run, iter(["c", "d", "c"])) == ()
+    assert [ledger.decided(c, run_id=run) for c in "cd"] == [True, True]
+    assert ledger.reserve(run, ["d"]) == ("d",)
+
+
+def test_reserve_checks_its_arguments_before_it_reserves_anything(ledger: Ledger) -> None:
+    run = new_run()
+    assert error_of(lambda: ledger.reserve(run, "ab")) == {
+        "type": "ValueError",
+        "message": "call_ids must be a collection of call ids, not the string 'ab'",
+    }
+    assert error_of(lambda: ledger.reserve(run, ["a", 2])) == {  # type: ignore[list-item]
+        "type": "TypeError",
+        "message": "call id must be a str, not int",
+    }
+    error = error_of(lambda: ledger.reserve(run, ["a", "b", "x" * 2000]))
+    assert (error["code"], error["message"][:43], error["path"]) == (
+        "LEDGER_UNAVAILABLE",
+        "the ledger cannot hold a call id of more th",
+        "$.call_ids[2]",
+    )
+    assert not ledger.decided("a", run_id=run)
+
+
+def _reserve_alongside(url: str, run: str, when: str, also: str) -> Callable[[], None]:
+    """Make the database reserve ``also`` in ``run`` as ``when`` is reserved (as a
+    concurrent reservation would between reserve's check and its inserts); call
+    the result to stop."""
+    tag = run.replace("-", "_")
+    condition = f"NEW.run_id = '{run}' AND NEW.call_id = '{when}'"
+    insert = f"INSERT INTO ledger_decided (run_id, call_id) VALUES ('{run}', '{also}')"
+    if url.startswith("sqlite:"):
+        raw: Any = sqlite3.connect(url[len("sqlite:///") :], isolation_level=None)
+        raw.execute(
+            f"CREATE TRIGGER alongside_{tag} AFTER INSERT ON ledger_decided WHEN {condition} BEGIN {insert}; END"
+        )
+        drop = [f"DROP TRIGGER alongside_{tag}"]
+    else:
+        import psycopg
+
+        raw = psycopg.connect(url, autocommit=True)
+        raw.execute(
+            f"CREATE FUNCTION alongside_{tag}() RETURNS trigger AS $$ BEGIN {insert}; RETURN NULL; END $$ "
+            "LANGUAGE plpgsql"
+        )
+        raw.execute(
+            f"CREATE TRIGGER alongside_{tag} AFTER INSERT ON ledger_decided FOR EACH ROW WHEN ({condition}) "
+            f"EXECUTE FUNCTION alongside_{tag}()"
+        )
+        drop = [f"DROP TRIGGER alongside_{tag} ON ledger_decided", f"DROP FUNCTION alongside_{tag}()"]
+
+    def stop() -> None:
+        for sql in drop:
+            raw.execute(sql)
+        raw.close()
+
+    return stop
+
+
+def test_a_reservation_that_loses_an_id_to_another_reserves_none_of_its_ids(ledger: Ledger) -> None:
+    run = new_run()
+    stop = _reserve_alongside(ledger.url, run, "b", "c")
+    try:
+        assert ledger.reserve(run, ["a", "b", "c", "d"]) == ("c",)
+    finally:
+        stop()
+    assert [ledger.decided(c, run_id=run) for c in "abcd"] == [False, False, True, False]
+    assert ledger.reserve(run, ["a", "b", "d"]) == ()
+
+
+# ------------------------------------------------------------ reconcile
+
+
+def _lost(ledger: Ledger, run: str, *call_ids: str) -> None:
+    """Record allowed calls with side effects and lose the worker of each: ``unknown``."""
+    ledger.record(decision(*((c, "t", "allowed") for c in call_ids)), run_id=run)
+    for call_id in call_ids:
+        ledger.claim(call_id, run_id=run, worker="lost", lease_seconds=0.05)
+    time.sleep(0.1)
+    assert {e.state for e in ledger.entries(run)} == {"unknown"}
+
+
+def test_reconcile_retry_frees_the_call_for_one_new_attempt_and_keeps_who_said_so(ledger: Ledger) -> None:
+    run = new_run()
+    _lost(ledger, run, "a")
+    retried = ledger.reconcile("a", "retry", run_id=run, actor="ops")
+    assert (retried.state, retried.attempt, retried.lease_until) == ("decided", 1, None)
+    assert events(ledger, run)[-1][1:3] == ("reconcile_retry", "ops")
+    assert events(ledger, run)[-1][3]["outcome"] == "retry"
+    again = ledger.claim("a", run_id=run, worker="w2")
+    assert (again.granted, again.attempt) == (True, 2)
+    assert ledger.claim("a", run_id=run, worker="w3").granted is False
+
+
+def test_reconcile_checks_both_ids(ledger: Ledger) -> None:
+    run = new_run()
+    _lost(ledger, run, "a")
+    for step, path in (
+        (lambda: ledger.reconcile("a", "retry", run_id="x" * 2000), "$.run_id"),
+        (lambda: ledger.reconcile("x" * 2000, "retry", run_id=run), "$.call_id"),
+    ):
+        error = error_of(step)
+        assert (error["code"], error["path"]) == ("LEDGER_UNAVAILABLE", path)
+    assert error_of(lambda: ledger.reconcile(5, "retry", run_id=run)) == {  # type: ignore[arg-type]
+        "type": "TypeError",
+        "message": "call id must be a str, not int",
+    }
+    assert error_of(lambda: ledger.reconcile("a", "retry", run_id=5)) == {  # type: ignore[arg-type]
+        "type": "TypeError",
+        "message": "run id must be a str, not int",
+    }
+    assert ledger.entry("a", run_id=run).state == "unknown"
