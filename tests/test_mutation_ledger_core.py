@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from decisions import Ledger, OutputError, ToolResult
+from decisions import Ledger, Limits, OutputError, ToolResult, open_ledger
 from ledger_helpers import decision, new_run
 
 
@@ -374,3 +374,61 @@ def test_reconcile_checks_both_ids(ledger: Ledger) -> None:
         "message": "run id must be a str, not int",
     }
     assert ledger.entry("a", run_id=run).state == "unknown"
+
+
+def test_reconcile_settles_an_unknown_call_by_the_result_found(ledger: Ledger) -> None:
+    run = new_run()
+    _lost(ledger, run, "a", "b", "c")
+    ok = ledger.reconcile("a", ToolResult("a", "ok", {"n": 1}), run_id=run, actor="ops")
+    again = ledger.reconcile("b", ToolResult("b", "error", "boom", retry_safe=True), run_id=run, actor="ops")
+    final = ledger.reconcile("c", ToolResult("c", "error", "boom"), run_id=run)
+    assert [(e.state, e.attempt, e.lease_until, e.finished_at is not None) for e in (ok, again, final)] == [
+        ("committed", 1, None, True),
+        ("failed", 1, None, True),
+        ("failed", 1, None, True),
+    ]
+    assert (ok.result, ok.error) == (ToolResult("a", "ok", {"n": 1}), None)
+    assert again.result == ToolResult("b", "error", "boom", retry_safe=True)
+    assert again.error is not None and final.error is not None
+    assert (again.error.code, again.error.retryable, final.error.code) == ("TOOL_ERROR", True, "TOOL_ERROR")
+    what = {e.call_id: {"tool": "t", "tool_version": None, "digest": e.digest} for e in (ok, again, final)}
+    assert events(ledger, run)[-3:] == [
+        ("a", "reconcile_ok", "ops", {**what["a"], "status": "ok", "code": None}),
+        ("b", "reconcile_failed", "ops", {**what["b"], "status": "error", "code": "TOOL_ERROR"}),
+        ("c", "reconcile_failed", None, {**what["c"], "status": "error", "code": "TOOL_ERROR"}),
+    ]
+    # only the failure the result called safe to retry is claimed again
+    claims = [ledger.claim(c, run_id=run, worker="w") for c in "abc"]
+    assert [(c.granted, c.reason, c.attempt) for c in claims] == [
+        (False, "committed", 1),
+        (True, "granted", 2),
+        (False, "failed", 1),
+    ]
+
+
+def test_reconcile_refuses_what_is_not_the_call_s_result_and_changes_nothing(ledger: Ledger, url: str) -> None:
+    run = new_run()
+    _lost(ledger, run, "a")
+    assert error_of(lambda: ledger.reconcile("a", "done", run_id=run)) == {  # type: ignore[arg-type]
+        "type": "TypeError",
+        "message": "reconcile takes a ToolResult or 'retry'",
+    }
+    assert error_of(lambda: ledger.reconcile("a", ToolResult("b", "ok", "x"), run_id=run)) == {
+        "layer": "result",
+        "code": "NOT_CLAIMED",
+        "message": "a result for 'b' to reconcile 'a'",
+        "retryable": False,
+        "offset": None,
+        "path": "$.call_id",
+        "hint": None,
+        "issues": [],
+        "call_index": None,
+        "call_id": None,
+        "tool": None,
+        "batch": [],
+    }
+    with open_ledger(url, limits=Limits(max_result_bytes=8)) as tight:
+        error = error_of(lambda: tight.reconcile("a", ToolResult("a", "ok", "x" * 9), run_id=run))
+        assert (error["code"], error["path"]) == ("RESULT_TOO_LARGE", "$.content")
+        assert tight.reconcile("a", ToolResult("a", "ok", "x" * 8), run_id=run).state == "committed"
+    assert [kind for _, kind, _, _ in events(ledger, run)].count("reconcile_ok") == 1
