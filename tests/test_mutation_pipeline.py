@@ -139,3 +139,77 @@ def test_an_event_object_too_large_fails_the_stream_before_it_is_written(impl: M
     assert stream.state == "failed"
     after = error_of(stream.finish)
     assert (after["code"], after["message"]) == ("STREAM_FAILED", "the stream already failed (MALFORMED_EVENT)")
+
+
+# ------------------------------------------------------------ delta chunks read through a learnt shape
+
+_HEAD = '{"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":'
+_TAIL = '},"finish_reason":null}]}'
+
+
+def _text_chunk(token: str) -> str:
+    """A Chat Completions chunk whose text delta is the JSON text ``token``."""
+    return _HEAD + '{"content":' + token + _TAIL
+
+
+def _chat_stream(*chunks: str) -> bytes:
+    """The chunks' texts, after an assistant's first chunk and before a final one, as an SSE stream."""
+    every = [_HEAD + '{"role":"assistant"' + _TAIL, *chunks, _HEAD + '{},"finish_reason":"stop"}]}']
+    return "".join(f"data: {chunk}\n\n" for chunk in every).encode() + b"data: [DONE]\n\n"
+
+
+def _stream_outcome(impl: ModuleType, data: bytes, keep: bool) -> Any:
+    """The text of each item, or the error's code, message, path and offset."""
+    try:
+        stream = impl.StreamAssembler(CHAT, keep_events=keep)
+        stream.feed(data)
+        return [getattr(item, "text", None) for item in stream.finish().items]
+    except OutputError as err:
+        return (err.code, err.message, err.path, err.offset)
+
+
+NOT_JSON = ("MALFORMED_EVENT", "event data is not valid JSON", None, None)
+_ID_FIRST = '{"id":"ID","choices":[{"index":0,"delta":{"content":"TEXT"},"finish_reason":null}]}'
+_ID_LAST = '{"choices":[{"index":0,"delta":{"content":"TEXT"},"finish_reason":null}],"id":"ID"}'
+
+
+def _ided(template: str, call_id: str, text: str) -> str:
+    return template.replace("ID", call_id).replace("TEXT", text)
+
+
+@pytest.mark.parametrize(
+    ("chunks", "expected"),
+    [
+        ([_text_chunk('"go"'), _text_chunk('"a"')], ["goa"]),
+        ([_text_chunk('"go"'), _text_chunk('"\\u00e9"')], ["goé"]),
+        ([_text_chunk('"go"'), _text_chunk('"a\x01b"')], NOT_JSON),  # a raw control character
+        (
+            [_text_chunk('"go"'), _text_chunk('"\\ud800"')],
+            ("MALFORMED_EVENT", "event data has a lone surrogate escape", None, None),
+        ),
+        ([_text_chunk('"go"'), _HEAD + '{"content":"ab"X' + _TAIL[1:]], NOT_JSON),  # the shape's tail broken
+        ([_text_chunk('"go"'), _HEAD + '{"content":nab"' + _TAIL], NOT_JSON),  # no opening quote
+        # the delta's string appears twice, or once as another field's value while the delta is
+        # spelled with an escape: no shape is learnt from these, so the later id is not read as text
+        ([_ided(_ID_FIRST, "a", "a")] * 2 + [_ided(_ID_FIRST, "Q", "a")], ["aaa"]),
+        ([_ided(_ID_LAST, "a", "a")] * 2 + [_ided(_ID_LAST, "Q", "a")], ["aaa"]),
+        ([_ided(_ID_FIRST, "a", "\\u0061")] * 2 + [_ided(_ID_FIRST, "XYZ", "\\u0061")], ["aaa"]),
+        ([_ided(_ID_FIRST, "/", "\\/")] * 2 + [_ided(_ID_FIRST, "XYZ", "\\/")], ["///"]),
+    ],
+    ids=[
+        "one character",
+        "an escape",
+        "a control character",
+        "a lone surrogate",
+        "another tail",
+        "no quote",
+        "twice, the id first",
+        "twice, the id last",
+        "a unicode escape",
+        "an escaped solidus",
+    ],
+)
+def test_a_delta_chunk_is_read_as_decoding_it_reads_it(impl: ModuleType, chunks: list[str], expected: Any) -> None:
+    data = _chat_stream(*chunks)
+    assert _stream_outcome(impl, data, keep=False) == expected
+    assert _stream_outcome(impl, data, keep=True) == expected
