@@ -432,3 +432,52 @@ def test_reconcile_refuses_what_is_not_the_call_s_result_and_changes_nothing(led
         assert (error["code"], error["path"]) == ("RESULT_TOO_LARGE", "$.content")
         assert tight.reconcile("a", ToolResult("a", "ok", "x" * 8), run_id=run).state == "committed"
     assert [kind for _, kind, _, _ in events(ledger, run)].count("reconcile_ok") == 1
+
+
+# ------------------------------------------------------------ the arguments of every step
+
+
+def test_an_approval_checks_both_ids_and_a_reconcile_its_actor(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "needs_approval")), run_id=run)
+    for step, path in (
+        (lambda: ledger.approve("a", run_id="x" * 2000, approver="ann"), "$.run_id"),
+        (lambda: ledger.reject("x" * 2000, run_id=run, approver="ann"), "$.call_id"),
+    ):
+        error = error_of(step)
+        assert (error["code"], error["path"]) == ("LEDGER_UNAVAILABLE", path)
+    lost_run = new_run()
+    _lost(ledger, lost_run, "b")
+    assert error_of(lambda: ledger.reconcile("b", "retry", run_id=lost_run, actor=5)) == {  # type: ignore[arg-type]
+        "type": "TypeError",
+        "message": "actor must be a str or None, not int",
+    }
+    assert ledger.entry("b", run_id=lost_run).state == "unknown"
+    assert ledger.entry("a", run_id=run).state == "awaiting_approval"
+
+
+def test_a_worker_must_be_text(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed")), run_id=run)
+    for step in (
+        lambda: ledger.claim("a", run_id=run, worker=5),  # type: ignore[arg-type]
+        lambda: ledger.claim_next(run, worker=5),  # type: ignore[arg-type]
+    ):
+        assert error_of(step) == {"type": "TypeError", "message": "worker must be a str, not int"}
+    assert ledger.entry("a", run_id=run).state == "decided"
+
+
+def test_a_claim_holds_its_lease_a_minute_unless_told(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed"), ("c", "t", "allowed")), run_id=run)
+    steps = (
+        ({}, 60.0, lambda **given: ledger.claim("a", run_id=run, worker="w", **given)),
+        ({}, 60.0, lambda **given: ledger.claim_next(run, worker="w", **given)),
+        ({"lease_seconds": 10}, 10.0, lambda **given: ledger.claim_next(run, worker="w", **given)),
+    )
+    for given, lease, step in steps:
+        before = time.time()
+        claim = step(**given)
+        after = time.time()
+        assert claim is not None and claim.granted and claim.lease_until is not None
+        assert before + lease - 0.5 < claim.lease_until < after + lease + 0.5
