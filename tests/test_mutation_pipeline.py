@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from collections import Counter
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -213,3 +214,149 @@ def test_a_delta_chunk_is_read_as_decoding_it_reads_it(impl: ModuleType, chunks:
     data = _chat_stream(*chunks)
     assert _stream_outcome(impl, data, keep=False) == expected
     assert _stream_outcome(impl, data, keep=True) == expected
+
+
+# ------------------------------------------------------------ which path reads each event (the pure twin)
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Count, from now on, the event texts the pure pipelines parse without the
+    repeated-key check (``unkeyed``) and with it (``decode``), and (see
+    :func:`_count_mapping`) the events their mappers' general path maps."""
+    counts: Counter[str] = Counter()
+    unkeyed, decoder = pipeline.unkeyed, pipeline.decoder
+
+    def counted_unkeyed(*args: Any) -> Any:
+        counts["unkeyed"] += 1
+        return unkeyed(*args)
+
+    def counted_decoder(*args: Any) -> Callable[[Any], Any]:
+        decode = decoder(*args)
+
+        def counted_decode(text: Any) -> Any:
+            counts["decode"] += 1
+            return decode(text)
+
+        return counted_decode
+
+    monkeypatch.setattr(pipeline, "unkeyed", counted_unkeyed)
+    monkeypatch.setattr(pipeline, "decoder", counted_decoder)
+    return counts
+
+
+def _count_mapping(stream: Any, counts: Counter[str]) -> None:
+    mapper = stream._pipeline._mapper
+    map_event = mapper.map_event
+
+    def counted(*args: Any) -> Any:
+        counts["map_event"] += 1
+        return map_event(*args)
+
+    mapper.map_event = counted
+
+
+def _reads(stream: Any, counts: Counter[str], events: list[str]) -> list[dict[str, int]]:
+    """What reading each SSE event (its whole text) took."""
+    seen = []
+    for event in events:
+        counts.clear()
+        stream.feed(event.encode())
+        seen.append(dict(counts))
+    return seen
+
+
+def test_each_chat_chunk_takes_its_shortcut(monkeypatch: pytest.MonkeyPatch) -> None:
+    counts = _count_reads(monkeypatch)
+    stream = pipeline.StreamAssembler(CHAT)
+    _count_mapping(stream, counts)
+    chunks = [_HEAD + '{"role":"assistant"' + _TAIL, *(_text_chunk(f'"{c}"') for c in "abcde")]
+    chunks.append(_HEAD + '{},"finish_reason":"stop"}]}')
+    assert _reads(stream, counts, [f"data: {chunk}\n\n" for chunk in [*chunks, "[DONE]"]]) == [
+        {"unkeyed": 1},  # the first chunk: parsed without the key check, taken by the mapper's shortcut
+        {"unkeyed": 1, "decode": 1, "map_event": 1},  # the first text: the general path
+        {"unkeyed": 1},  # a delta: taken by the shortcut, its shape learnt
+        {},  # later deltas: read through the shape, not parsed
+        {},
+        {},
+        {"unkeyed": 1},
+        {"map_event": 1},  # [DONE]: the general path
+    ]
+    assert [item.text for item in stream.finish().items] == ["abcde"]  # type: ignore[union-attr]
+
+
+def test_each_anthropic_delta_is_read_through_its_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    counts = _count_reads(monkeypatch)
+    stream = pipeline.StreamAssembler("anthropic")
+    _count_mapping(stream, counts)
+    head = [
+        ("message_start", '{"type":"message_start","message":{"id":"msg_1","model":"m","content":[],"usage":{}}}'),
+        ("content_block_start", '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
+    ]
+    delta = '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"TEXT"}}'
+    deltas = [("content_block_delta", delta.replace("TEXT", c)) for c in "abcd"]
+    tail = [
+        ("content_block_stop", '{"type":"content_block_stop","index":0}'),
+        ("message_delta", '{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{}}'),
+        ("message_stop", '{"type":"message_stop"}'),
+    ]
+    events = [f"event: {name}\ndata: {data}\n\n" for name, data in [*head, *deltas, *tail]]
+    assert _reads(stream, counts, events) == [
+        {"decode": 1, "map_event": 1},
+        {"decode": 1, "map_event": 1},
+        {"decode": 1},  # a delta: taken by the shortcut, its shape learnt
+        {},  # later deltas: read through the shape
+        {},
+        {},
+        {"decode": 1, "map_event": 1},
+        {"decode": 1, "map_event": 1},
+        {"decode": 1, "map_event": 1},
+    ]
+    assert [item.text for item in stream.finish().items] == ["abcd"]  # type: ignore[union-attr]
+
+
+_CANONICAL = [
+    {"type": "response_started", "response_id": "r", "model": "m"},
+    {"type": "item_started", "item_id": "t", "kind": "text"},
+    {"type": "text_delta", "item_id": "t", "delta": "a"},
+    {"type": "text_delta", "item_id": "t", "delta": "b"},
+    {"type": "item_ended", "item_id": "t"},
+    {"type": "response_finished", "finish_reason": "stop", "raw_finish_reason": None},
+]
+
+
+def test_canonical_deltas_are_applied_without_the_mapper(monkeypatch: pytest.MonkeyPatch) -> None:
+    counts = _count_reads(monkeypatch)
+    stream = pipeline.StreamAssembler("canonical")
+    _count_mapping(stream, counts)
+    reads = _reads(stream, counts, [f"data: {json.dumps(event)}\n\n" for event in _CANONICAL])
+    mapped = {"decode": 1, "map_event": 1}
+    assert reads == [mapped, mapped, {"decode": 1}, {"decode": 1}, mapped, mapped]
+    assert [item.text for item in stream.finish().items] == ["ab"]  # type: ignore[union-attr]
+
+
+def test_kept_canonical_events_are_every_event_fed(impl: ModuleType) -> None:
+    stream = impl.StreamAssembler("canonical", keep_events=True)
+    stream.feed("".join(f"data: {json.dumps(event)}\n\n" for event in _CANONICAL).encode())
+    assert [event.to_dict() for event in stream.take_events()] == _CANONICAL
+    assert [item.text for item in stream.finish().items] == ["ab"]
+
+
+@pytest.mark.parametrize("provider", [CHAT, "anthropic", "openai-responses", "canonical"])
+def test_only_gemini_streams_one_json_array(impl: ModuleType, provider: str) -> None:
+    stream = impl.StreamAssembler(provider)
+    stream.feed(b'[{"type": "response_started"}]')
+    assert error_of(stream.finish) == {
+        "type": "StreamError",
+        "layer": "stream",
+        "code": "SSE_UNTERMINATED_EVENT",
+        "message": "the stream ended in the middle of an event",
+        "retryable": True,
+        "offset": 0,
+        "path": None,
+        "hint": None,
+        "issues": [],
+        "call_index": None,
+        "call_id": None,
+        "tool": None,
+        "batch": [],
+    }
