@@ -481,3 +481,67 @@ def test_a_claim_holds_its_lease_a_minute_unless_told(ledger: Ledger) -> None:
         after = time.time()
         assert claim is not None and claim.granted and claim.lease_until is not None
         assert before + lease - 0.5 < claim.lease_until < after + lease + 0.5
+
+
+def test_a_step_first_settles_the_lapsed_lease_of_its_own_call_only(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed")), run_id=run)
+    for call_id in "ab":
+        ledger.claim(call_id, run_id=run, worker="lost", lease_seconds=0.05)
+    time.sleep(0.1)
+    retried = ledger.reconcile("a", "retry", run_id=run, actor="ops")  # no read turned it unknown first
+    assert (retried.state, retried.attempt) == ("decided", 1)
+    assert [(e.run_id, e.call_id, e.kind, e.actor) for e in ledger.audit(run)][-2:] == [
+        (run, "a", "lease_expired", "lost"),
+        (run, "a", "reconcile_retry", "ops"),
+    ]
+    assert [e.state for e in ledger.entries(run)] == ["decided", "unknown"]
+
+
+def _skip_updates(url: str, run: str) -> Callable[[], None]:
+    """Make the database skip every update of ``run``'s calls (as if another
+    step had moved the call between a step's read and its update); call the
+    result to stop."""
+    tag = run.replace("-", "_")
+    if url.startswith("sqlite:"):
+        raw: Any = sqlite3.connect(url[len("sqlite:///") :], isolation_level=None)
+        raw.execute(
+            f"CREATE TRIGGER skip_{tag} BEFORE UPDATE ON ledger_calls WHEN OLD.run_id = '{run}' "
+            "BEGIN SELECT RAISE(IGNORE); END"
+        )
+        drop = [f"DROP TRIGGER skip_{tag}"]
+    else:
+        import psycopg
+
+        raw = psycopg.connect(url, autocommit=True)
+        raw.execute(f"CREATE FUNCTION skip_{tag}() RETURNS trigger AS $$ BEGIN RETURN NULL; END $$ LANGUAGE plpgsql")
+        raw.execute(
+            f"CREATE TRIGGER skip_{tag} BEFORE UPDATE ON ledger_calls FOR EACH ROW WHEN (OLD.run_id = '{run}') "
+            f"EXECUTE FUNCTION skip_{tag}()"
+        )
+        drop = [f"DROP TRIGGER skip_{tag} ON ledger_calls", f"DROP FUNCTION skip_{tag}()"]
+
+    def stop() -> None:
+        for sql in drop:
+            raw.execute(sql)
+        raw.close()
+
+    return stop
+
+
+def test_a_step_whose_update_did_not_apply_is_an_invalid_transition_and_leaves_no_event(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "needs_approval")), run_id=run)
+    stop = _skip_updates(ledger.url, run)
+    try:
+        error = error_of(lambda: ledger.approve("a", run_id=run, approver="ann"))
+    finally:
+        stop()
+    assert (error["layer"], error["code"], error["message"], error["path"]) == (
+        "result",
+        "INVALID_TRANSITION",
+        "call 'a' is awaiting_approval; approve is not possible",
+        "$.state",
+    )
+    assert [kind for _, kind, _, _ in events(ledger, run)] == ["recorded"]
+    assert ledger.approve("a", run_id=run, approver="ann").state == "approved"
