@@ -545,3 +545,41 @@ def test_a_step_whose_update_did_not_apply_is_an_invalid_transition_and_leaves_n
     )
     assert [kind for _, kind, _, _ in events(ledger, run)] == ["recorded"]
     assert ledger.approve("a", run_id=run, approver="ann").state == "approved"
+
+
+# ------------------------------------------------------------ commit
+
+
+def _not_claimed(message: str, hint: str) -> dict[str, Any]:
+    return {
+        "layer": "result",
+        "code": "NOT_CLAIMED",
+        "message": message,
+        "retryable": False,
+        "offset": None,
+        "path": "$.call_id",
+        "hint": hint,
+        "issues": [],
+        "call_index": None,
+        "call_id": None,
+        "tool": None,
+        "batch": [],
+    }
+
+
+def test_a_result_is_committed_only_under_the_granted_claim_of_its_own_call(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed")), run_id=run)
+    won = ledger.claim("a", run_id=run, worker="w1")
+    lost = ledger.claim("a", run_id=run, worker="w2")
+    assert error_of(lambda: ledger.commit(lost, ToolResult("a", "ok", "x"))) == _not_claimed(
+        "the claim on 'a' was not granted (leased)", "commit only under a granted claim"
+    )
+    assert error_of(lambda: ledger.commit(won, ToolResult("b", "ok", "x"))) == _not_claimed(
+        "a result for 'b' under the claim on 'a'", "commit each result under its own call's claim"
+    )
+    assert (ledger.entry("a", run_id=run).state, [k for _, k, _, _ in events(ledger, run)]) == (
+        "executing",
+        ["recorded", "claimed"],
+    )
+    assert ledger.commit(won, ToolResult("a", "ok", "x")).state == "committed"
