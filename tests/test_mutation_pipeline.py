@@ -360,3 +360,62 @@ def test_only_gemini_streams_one_json_array(impl: ModuleType, provider: str) -> 
         "tool": None,
         "batch": [],
     }
+
+
+# ------------------------------------------------------------ the stream assembler's arguments
+
+_MISUSES: list[tuple[str, Callable[[Any], object], tuple[str, str]]] = [
+    (
+        "keep_events not a bool",
+        lambda sa: sa(CHAT, keep_events=1),
+        ("TypeError", "argument 'keep_events': 'int' object cannot be converted to 'PyBool'"),
+    ),
+    ("provider not a str", lambda sa: sa(5), ("TypeError", "provider must be a str, not int")),
+    (
+        "an unknown provider",
+        lambda sa: sa("nope"),
+        ("ValueError", "unknown provider 'nope'; known: openai-chat, openai-responses, anthropic, gemini, canonical"),
+    ),
+    ("limits not Limits", lambda sa: sa(CHAT, limits=5), ("TypeError", "limits must be a decisions.Limits, not int")),
+    (
+        "a choice out of range",
+        lambda sa: sa(CHAT, choice=2**32),
+        ("ValueError", "choice must be an int from 0 to 2**32 - 1, or None, not 4294967296"),
+    ),
+    ("feed of a str", lambda sa: sa(CHAT).feed("data: {}"), ("TypeError", "feed() takes bytes, not str")),
+    (
+        "feed_event of an int",
+        lambda sa: sa(CHAT).feed_event(5),
+        ("TypeError", "feed_event() takes a dict, str or bytes, not int"),
+    ),
+    (
+        "an event name not a str",
+        lambda sa: sa(CHAT).feed_event("{}", event=5),
+        ("TypeError", "event must be a str or None, not int"),
+    ),
+    (
+        "take_events without keep_events",
+        lambda sa: sa(CHAT).take_events(),
+        ("ValueError", "take_events() needs StreamAssembler(..., keep_events=True)"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("step", "expected"), [m[1:] for m in _MISUSES], ids=[m[0] for m in _MISUSES])
+def test_the_stream_assembler_refuses_each_misuse(
+    impl: ModuleType, step: Callable[[Any], object], expected: tuple[str, str]
+) -> None:
+    assert error_of(lambda: step(impl.StreamAssembler)) == {"type": expected[0], "message": expected[1]}
+
+
+def test_an_event_name_that_is_not_utf8_fails_the_stream(impl: ModuleType) -> None:
+    stream = impl.StreamAssembler(CHAT)
+    error = error_of(lambda: stream.feed_event("{}", event="\ud800"))
+    assert (error["type"], error["code"], error["message"], error["path"]) == (
+        "StreamError",
+        "MALFORMED_EVENT",
+        "event name is not valid UTF-8",
+        None,
+    )
+    assert stream.state == "failed"
+    assert (stream.provider, type(stream.provider)) == (CHAT, str)
