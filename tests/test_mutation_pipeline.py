@@ -284,34 +284,35 @@ def test_each_chat_chunk_takes_its_shortcut(monkeypatch: pytest.MonkeyPatch) -> 
     assert [item.text for item in stream.finish().items] == ["abcde"]  # type: ignore[union-attr]
 
 
-def test_each_anthropic_delta_is_read_through_its_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_anthropic_delta_is_read_through_the_shape_of_its_block(monkeypatch: pytest.MonkeyPatch) -> None:
     counts = _count_reads(monkeypatch)
     stream = pipeline.StreamAssembler("anthropic")
     _count_mapping(stream, counts)
-    head = [
+    start = '{"type":"content_block_start","index":INDEX,"content_block":BLOCK}'
+    delta = '{"type":"content_block_delta","index":INDEX,"delta":{"type":"KIND","FIELD":"TEXT"}}'
+    stop = '{"type":"content_block_stop","index":INDEX}'
+
+    def block(index: int, content: str, kind: str, field: str, texts: str) -> list[tuple[str, str]]:
+        opened = [("content_block_start", start.replace("INDEX", str(index)).replace("BLOCK", content))]
+        piece = delta.replace("INDEX", str(index)).replace("KIND", kind).replace("FIELD", field)
+        deltas = [("content_block_delta", piece.replace("TEXT", t)) for t in texts]
+        return [*opened, *deltas, ("content_block_stop", stop.replace("INDEX", str(index)))]
+
+    events = [
         ("message_start", '{"type":"message_start","message":{"id":"msg_1","model":"m","content":[],"usage":{}}}'),
-        ("content_block_start", '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
-    ]
-    delta = '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"TEXT"}}'
-    deltas = [("content_block_delta", delta.replace("TEXT", c)) for c in "abcd"]
-    tail = [
-        ("content_block_stop", '{"type":"content_block_stop","index":0}'),
-        ("message_delta", '{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{}}'),
+        *block(0, '{"type":"text","text":""}', "text_delta", "text", "abcd"),
+        *block(
+            1, '{"type":"tool_use","id":"toolu_1","name":"f","input":{}}', "input_json_delta", "partial_json", "1234"
+        ),
+        ("message_delta", '{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{}}'),
         ("message_stop", '{"type":"message_stop"}'),
     ]
-    events = [f"event: {name}\ndata: {data}\n\n" for name, data in [*head, *deltas, *tail]]
-    assert _reads(stream, counts, events) == [
-        {"decode": 1, "map_event": 1},
-        {"decode": 1, "map_event": 1},
-        {"decode": 1},  # a delta: taken by the shortcut, its shape learnt
-        {},  # later deltas: read through the shape
-        {},
-        {},
-        {"decode": 1, "map_event": 1},
-        {"decode": 1, "map_event": 1},
-        {"decode": 1, "map_event": 1},
-    ]
-    assert [item.text for item in stream.finish().items] == ["abcd"]  # type: ignore[union-attr]
+    reads = _reads(stream, counts, [f"event: {name}\ndata: {data}\n\n" for name, data in events])
+    mapped, learnt = {"decode": 1, "map_event": 1}, {"decode": 1}
+    # per block: its start, a first delta taken by the shortcut (its shape learnt), later deltas
+    # read through that shape (not parsed), its stop
+    assert reads == [mapped, *([mapped, learnt, {}, {}, {}, mapped] * 2), mapped, mapped]
+    assert _items(stream.finish()) == [("TextItem", "abcd"), ("ToolCallItem", "1234")]
 
 
 _CANONICAL = [
@@ -320,8 +321,32 @@ _CANONICAL = [
     {"type": "text_delta", "item_id": "t", "delta": "a"},
     {"type": "text_delta", "item_id": "t", "delta": "b"},
     {"type": "item_ended", "item_id": "t"},
-    {"type": "response_finished", "finish_reason": "stop", "raw_finish_reason": None},
+    {"type": "item_started", "item_id": "f", "kind": "refusal"},
+    {"type": "refusal_delta", "item_id": "f", "delta": "no"},
+    {"type": "item_ended", "item_id": "f"},
+    {
+        "type": "tool_call_started",
+        "item_id": "c",
+        "call_id": "call_1",
+        "name": "get",
+        "call_id_generated": False,
+        "call_kind": "function",
+    },
+    {"type": "tool_arguments_delta", "item_id": "c", "delta": '{"x":'},
+    {"type": "tool_arguments_delta", "item_id": "c", "delta": "1}"},
+    {"type": "item_ended", "item_id": "c"},
+    {"type": "response_finished", "finish_reason": "tool_calls", "raw_finish_reason": None},
 ]
+_CANONICAL_ITEMS = [("TextItem", "ab"), ("RefusalItem", "no"), ("ToolCallItem", '{"x":1}')]
+
+
+def _items(response: Any) -> list[tuple[str, str]]:
+    """Each item's kind and its text or arguments."""
+    return [(type(i).__name__, i.arguments if hasattr(i, "arguments") else i.text) for i in response.items]
+
+
+def _canonical_stream(events: list[Any]) -> bytes:
+    return "".join(f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n" for e in events).encode()
 
 
 def test_canonical_deltas_are_applied_without_the_mapper(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -330,15 +355,41 @@ def test_canonical_deltas_are_applied_without_the_mapper(monkeypatch: pytest.Mon
     _count_mapping(stream, counts)
     reads = _reads(stream, counts, [f"data: {json.dumps(event)}\n\n" for event in _CANONICAL])
     mapped = {"decode": 1, "map_event": 1}
-    assert reads == [mapped, mapped, {"decode": 1}, {"decode": 1}, mapped, mapped]
-    assert [item.text for item in stream.finish().items] == ["ab"]  # type: ignore[union-attr]
+    shortcut = {"decode": 1}  # a text or arguments delta of exactly its three fields
+    text, refusal, call = reads[:5], reads[5:8], reads[8:]
+    assert text == [mapped, mapped, shortcut, shortcut, mapped]
+    assert refusal == [mapped, mapped, mapped]  # a refusal delta: not a text delta
+    assert call == [mapped, shortcut, shortcut, mapped, mapped]
+    assert _items(stream.finish()) == _CANONICAL_ITEMS
 
 
 def test_kept_canonical_events_are_every_event_fed(impl: ModuleType) -> None:
     stream = impl.StreamAssembler("canonical", keep_events=True)
-    stream.feed("".join(f"data: {json.dumps(event)}\n\n" for event in _CANONICAL).encode())
+    stream.feed(_canonical_stream(_CANONICAL))
     assert [event.to_dict() for event in stream.take_events()] == _CANONICAL
-    assert [item.text for item in stream.finish().items] == ["ab"]
+    assert _items(stream.finish()) == _CANONICAL_ITEMS
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        ("5", "a canonical event must be a JSON object"),
+        ("[1, 2, 3]", "a canonical event must be a JSON object"),
+        ('"abc"', "a canonical event must be a JSON object"),
+        ({"type": "text_delta", "item_id": "t", "delta": "a", "x": 1}, 'text_delta event has an unknown field "x"'),
+        ({"type": "text_delta", "item_id": "t", "delta": 1}, 'text_delta event field "delta" must be a string'),
+        (
+            {"type": "tool_arguments_delta", "item_id": 1, "delta": "a"},
+            'tool_arguments_delta event field "item_id" must be a string',
+        ),
+    ],
+)
+def test_a_canonical_event_the_shortcut_cannot_take_is_checked_in_full(
+    impl: ModuleType, event: Any, message: str
+) -> None:
+    stream = impl.StreamAssembler("canonical")
+    error = error_of(lambda: stream.feed(_canonical_stream([*_CANONICAL[:2], event])))
+    assert (error["type"], error["code"], error["message"]) == ("StreamError", "MALFORMED_EVENT", message)
 
 
 @pytest.mark.parametrize("provider", [CHAT, "anthropic", "openai-responses", "canonical"])
