@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from decisions import Ledger, Limits, OutputError, ToolResult, open_ledger
+from decisions import DEFAULT_LIMITS, Ledger, Limits, OutputError, Tool, ToolRegistry, ToolResult, open_ledger
+from decisions.ledger import PostgresDatabase, SQLiteDatabase
 from ledger_helpers import decision, new_run
 
 
@@ -583,3 +584,94 @@ def test_a_result_is_committed_only_under_the_granted_claim_of_its_own_call(ledg
         ["recorded", "claimed"],
     )
     assert ledger.commit(won, ToolResult("a", "ok", "x")).state == "committed"
+
+
+# ------------------------------------------------------------ the ledger itself
+
+
+def test_a_ledger_knows_its_tools_however_they_are_given(url: str) -> None:
+    read, write = Tool(name="read", side_effects=False, version="2"), Tool(name="write")
+    for tools in ([read, write], {"read": read, "write": write}, ToolRegistry([read, write])):
+        with open_ledger(url, tools=tools) as ledger:  # type: ignore[arg-type]
+            assert (ledger.tool("read"), ledger.tool("write"), ledger.tool("other")) == (read, write, None)
+            run = new_run()
+            entries = ledger.record(decision(("a", "read", "allowed"), ("b", "other", "allowed")), run_id=run)
+            assert [(e.tool_version, e.side_effects) for e in entries] == [("2", False), (None, True)]
+    with open_ledger(url) as bare:
+        assert bare.tool("read") is None
+        assert (bare.limits, bare.url) == (DEFAULT_LIMITS, url)
+    assert error_of(lambda: open_ledger(url, limits=5)) == {  # type: ignore[arg-type]
+        "type": "TypeError",
+        "message": "limits must be a decisions.Limits, not int",
+    }
+
+
+@pytest.mark.parametrize(
+    ("lease", "expected"),
+    [
+        (0, ("ValueError", "lease_seconds must be positive, not 0")),
+        (-1, ("ValueError", "lease_seconds must be positive, not -1")),
+        (float("inf"), ("ValueError", "lease_seconds must be a finite number of seconds, not inf")),
+        (True, ("TypeError", "lease_seconds must be a number of seconds, not bool")),
+    ],
+)
+def test_a_lease_must_be_a_positive_number_of_seconds(ledger: Ledger, lease: Any, expected: tuple[str, str]) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed")), run_id=run)
+    held = ledger.claim("b", run_id=run, worker="w")
+    for step in (
+        lambda: ledger.claim("a", run_id=run, worker="w", lease_seconds=lease),
+        lambda: ledger.claim_next(run, worker="w", lease_seconds=lease),
+        lambda: ledger.renew(held, lease_seconds=lease),
+    ):
+        assert error_of(step) == {"type": expected[0], "message": expected[1]}
+    assert [(e.state, e.lease_until) for e in ledger.entries(run)] == [
+        ("decided", None),
+        ("executing", held.lease_until),
+    ]
+
+
+def test_an_entry_is_read_after_its_own_lapsed_lease_is_settled(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed")), run_id=run)
+    for call_id in "ab":
+        ledger.claim(call_id, run_id=run, worker="lost", lease_seconds=0.05)
+    time.sleep(0.1)
+    assert ledger.entry("a", run_id=run).state == "unknown"
+    assert [(e.call_id, e.kind) for e in ledger.audit(run)][-1] == ("a", "lease_expired")
+    assert error_of(lambda: ledger.entry("zz", run_id=run)) == {
+        "layer": "domain",
+        "code": "UNKNOWN_CALL_ID",
+        "message": f"no call 'zz' recorded in run {run!r}",
+        "retryable": False,
+        "offset": None,
+        "path": "$.call_id",
+        "hint": "claim only calls the ledger recorded",
+        "issues": [],
+        "call_index": None,
+        "call_id": None,
+        "tool": None,
+        "batch": [],
+    }
+    for step, path in (
+        (lambda: ledger.entry("a", run_id="x" * 2000), "$.run_id"),
+        (lambda: ledger.entry("x" * 2000, run_id=run), "$.call_id"),
+    ):
+        error = error_of(step)
+        assert (error["code"], error["path"]) == ("LEDGER_UNAVAILABLE", path)
+
+
+def test_a_ledger_refusing_its_arguments_closes_the_connection_it_was_opened_on(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: list[str] = []
+    for kind in (SQLiteDatabase, PostgresDatabase):
+        close = kind.close
+
+        def counted(self: Any, close: Callable[[Any], None] = close) -> None:
+            closed.append(type(self).__name__)
+            close(self)
+
+        monkeypatch.setattr(kind, "close", counted)
+    assert error_of(lambda: open_ledger(url, limits=5))["type"] == "TypeError"  # type: ignore[arg-type]
+    assert closed == ["SQLiteDatabase" if url.startswith("sqlite:") else "PostgresDatabase"]
