@@ -123,6 +123,31 @@ def test_a_body_object_too_large_is_refused_before_it_is_written(impl: ModuleTyp
     assert peak < 1_000_000
 
 
+@pytest.mark.parametrize(("body", "kind"), [(5, "int"), (None, "NoneType"), (1.5, "float")])
+def test_normalize_refuses_a_body_of_another_type(impl: ModuleType, body: Any, kind: str) -> None:
+    assert error_of(lambda: impl.normalize(body, provider=CHAT)) == {
+        "type": "TypeError",
+        "message": f"normalize() takes bytes, str or dict, not {kind}",
+    }
+
+
+def test_a_body_is_read_without_the_key_check_when_its_mapper_proves_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    decoded: list[Any] = []
+    decode = pipeline.decode
+
+    def counted(*args: Any) -> Any:
+        decoded.append(args[0])
+        return decode(*args)
+
+    monkeypatch.setattr(pipeline, "decode", counted)
+    body = json.dumps(chat_body()).encode()
+    response = pipeline.normalize(body, provider=CHAT, limits=DEFAULT_LIMITS)  # past normalize's own shortcut
+    assert ([item.text for item in response.items], decoded) == (["hello"], [])  # type: ignore[union-attr]
+    gemini = {"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}
+    pipeline.normalize(json.dumps(gemini).encode(), provider="gemini", limits=DEFAULT_LIMITS)
+    assert len(decoded) == 1  # a mapper that does not prove keys: the checked parse
+
+
 # ------------------------------------------------------------ the stream assembler
 
 
