@@ -194,6 +194,8 @@ MODULES: dict[str, Module] = {
             "test_provider_gemini.py",
             "test_provider_openai_responses.py",
             "test_boundary_heads.py",
+            "test_fidelity_bodies.py",
+            "test_detect.py",
             "test_wire.py",
             "test_capabilities.py",
         ),

@@ -148,6 +148,38 @@ def test_a_body_is_read_without_the_key_check_when_its_mapper_proves_keys(monkey
     assert len(decoded) == 1  # a mapper that does not prove keys: the checked parse
 
 
+def test_a_body_is_held_to_the_limits_given(impl: ModuleType) -> None:
+    deep: Any = "x"
+    for _ in range(150):
+        deep = {"a": deep}
+    call = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": deep}
+    anthropic = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [call],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    error = error_of(lambda: impl.normalize(json.dumps(anthropic).encode(), provider="anthropic"))
+    assert (error["type"], error["code"], error["message"], error["path"][:24]) == (
+        "ParseError",
+        "DEPTH_EXCEEDED",
+        "tool arguments sent as a JSON object have nesting deeper than 100 levels",  # an argument, not the envelope
+        "$.content[0].input.a.a.a",
+    )
+    parts = [{"functionCall": {"name": name, "args": {}}} for name in "fg"]
+    gemini = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}
+    limits = Limits(max_calls_per_response=1)
+    error = error_of(lambda: impl.normalize(json.dumps(gemini).encode(), provider="gemini", limits=limits))
+    assert (error["type"], error["code"], error["message"]) == (
+        "StreamError",
+        "TOO_MANY_CALLS",
+        "the response has more tool calls than max_calls_per_response (1)",
+    )
+
+
 # ------------------------------------------------------------ the stream assembler
 
 
