@@ -675,3 +675,47 @@ def test_a_ledger_refusing_its_arguments_closes_the_connection_it_was_opened_on(
         monkeypatch.setattr(kind, "close", counted)
     assert error_of(lambda: open_ledger(url, limits=5))["type"] == "TypeError"  # type: ignore[arg-type]
     assert closed == ["SQLiteDatabase" if url.startswith("sqlite:") else "PostgresDatabase"]
+
+
+def test_a_result_json_cannot_hold_fails_a_commit_and_is_refused_by_a_reconcile(url: str) -> None:
+    checked: list[Any] = []
+
+    def effects(arguments: Any, result: ToolResult) -> tuple[()]:
+        checked.append((arguments, result.call_id))
+        return ()
+
+    unstorable = {
+        "layer": "result",
+        "code": "RESULT_SCHEMA_MISMATCH",
+        "message": "not storable as JSON: a value JSON cannot hold",
+        "retryable": False,
+        "offset": None,
+        "path": "$.content",
+        "hint": "only finite numbers and valid Unicode text can be stored",
+        "issues": [],
+        "call_index": None,
+        "call_id": None,
+        "tool": None,
+        "batch": [],
+    }
+    with open_ledger(url, tools=[Tool(name="t", effects=effects)]) as ledger:
+        run = new_run()
+        ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed"), ("c", "t", "allowed")), run_id=run)
+        failed = ledger.commit(ledger.claim("a", run_id=run, worker="w"), ToolResult("a", "ok", {1, 2}))
+        assert (failed.state, failed.result, failed.error is not None and failed.error.to_dict()) == (
+            "failed",
+            None,
+            unstorable,
+        )
+        for call_id in "bc":
+            ledger.claim(call_id, run_id=run, worker="lost", lease_seconds=0.05)
+        time.sleep(0.1)
+        assert error_of(lambda: ledger.reconcile("b", ToolResult("b", "ok", {1, 2}), run_id=run)) == unstorable
+        assert ledger.entry("b", run_id=run).state == "unknown"
+        # the effects check sees the arguments the call was recorded with
+        assert ledger.reconcile("b", ToolResult("b", "ok", "fine"), run_id=run).state == "committed"
+        again = ledger.claim("a", run_id=run, worker="w")  # an unstorable result is not retry-safe
+        assert (again.granted, again.reason) == (False, "failed")
+        error = error_of(lambda: ledger.reconcile("x" * 2000, ToolResult("x" * 2000, "ok", "x"), run_id=run))
+        assert (error["code"], error["path"]) == ("LEDGER_UNAVAILABLE", "$.call_id")
+    assert checked == [({"path": "b.txt"}, "b")]
