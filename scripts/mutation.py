@@ -195,6 +195,7 @@ MODULES: dict[str, Module] = {
             "test_provider_openai_responses.py",
             "test_boundary_heads.py",
             "test_fidelity_bodies.py",
+            "test_fidelity_responses.py",
             "test_detect.py",
             "test_wire.py",
             "test_capabilities.py",

@@ -529,3 +529,50 @@ def test_an_event_name_that_is_not_utf8_fails_the_stream(impl: ModuleType) -> No
     )
     assert stream.state == "failed"
     assert (stream.provider, type(stream.provider)) == (CHAT, str)
+
+
+# ------------------------------------------------------------ event names
+
+
+_ANTHROPIC_HEAD = [
+    ("message_start", {"type": "message_start", "message": {"id": "msg_1", "model": "m", "content": [], "usage": {}}}),
+    ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+]
+_ANTHROPIC_DELTA = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a"}}
+
+
+@pytest.mark.parametrize("name", ["ping", "message_stop"])
+@pytest.mark.parametrize("fed", ["bytes", "events"])
+def test_an_event_named_for_another_type_is_malformed(impl: ModuleType, name: str, fed: str) -> None:
+    stream = impl.StreamAssembler("anthropic")
+    events = [*_ANTHROPIC_HEAD, (name, _ANTHROPIC_DELTA)]
+    if fed == "bytes":
+        data = "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in events).encode()
+        error = error_of(lambda: stream.feed(data))
+    else:
+        for n, d in events[:-1]:
+            stream.feed_event(d, event=n)
+        error = error_of(lambda: stream.feed_event(_ANTHROPIC_DELTA, event=name))
+    assert (error["type"], error["code"], error["message"]) == (
+        "StreamError",
+        "MALFORMED_EVENT",
+        f"anthropic SSE event {name} carries data of type content_block_delta",
+    )
+    assert stream.state == "failed"
+
+
+def test_a_delta_fed_as_an_event_takes_the_mapper_s_shortcut() -> None:
+    counts: Counter[str] = Counter()
+    stream = pipeline.StreamAssembler("anthropic")
+    _count_mapping(stream, counts)
+    for name, data in _ANTHROPIC_HEAD:
+        stream.feed_event(data, event=name)
+    assert counts["map_event"] == 2
+    stream.feed_event(_ANTHROPIC_DELTA, event="content_block_delta")
+    assert counts["map_event"] == 2
+    stream.feed_event({"type": "content_block_stop", "index": 0}, event="content_block_stop")
+    stream.feed_event(
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}}, event="message_delta"
+    )
+    stream.feed_event({"type": "message_stop"}, event="message_stop")
+    assert _items(stream.finish()) == [("TextItem", "a")]
