@@ -719,3 +719,15 @@ def test_a_result_json_cannot_hold_fails_a_commit_and_is_refused_by_a_reconcile(
         error = error_of(lambda: ledger.reconcile("x" * 2000, ToolResult("x" * 2000, "ok", "x"), run_id=run))
         assert (error["code"], error["path"]) == ("LEDGER_UNAVAILABLE", "$.call_id")
     assert checked == [({"path": "b.txt"}, "b")]
+
+
+def test_a_claim_checks_both_ids(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed")), run_id=run)
+    for step, path in (
+        (lambda: ledger.claim("a", run_id="x" * 2000, worker="w"), "$.run_id"),
+        (lambda: ledger.claim("x" * 2000, run_id=run, worker="w"), "$.call_id"),
+    ):
+        error = error_of(step)
+        assert (error["code"], error["path"], error["retryable"]) == ("LEDGER_UNAVAILABLE", path, False)
+    assert ledger.entry("a", run_id=run).state == "decided"
