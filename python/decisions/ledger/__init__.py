@@ -12,7 +12,7 @@ from ..limits import Limits
 from .completion import Criterion, check_completion
 from .core import Ledger, Tools
 from .postgres import PostgresDatabase
-from .records import AuditEvent, Claim, ClaimReason, Entry, argument_digest, idempotency_key
+from .records import AuditEvent, Claim, ClaimReason, Database, Entry, argument_digest, idempotency_key
 from .results import (
     Effect,
     EffectCheck,
@@ -69,8 +69,15 @@ def open_ledger(url: str, *, tools: Tools | None = None, timeout: float = 30.0, 
     ``timeout`` is how long to wait for the database (a lock, a connection)
     before ``LEDGER_UNAVAILABLE``; ``limits`` bound the results it takes
     (``max_result_bytes``)."""
+    db: Database
     if url.startswith("sqlite:"):
-        return Ledger(SQLiteDatabase(url, timeout=timeout), tools=tools, limits=limits)
-    if url.startswith(("postgresql://", "postgres://")):
-        return Ledger(PostgresDatabase(url, timeout=timeout), tools=tools, limits=limits)
-    raise ValueError(f"unsupported ledger URL {url!r}: use sqlite:///path or postgresql://...")
+        db = SQLiteDatabase(url, timeout=timeout)
+    elif url.startswith(("postgresql://", "postgres://")):
+        db = PostgresDatabase(url, timeout=timeout)
+    else:
+        raise ValueError(f"unsupported ledger URL {url!r}: use sqlite:///path or postgresql://...")
+    try:
+        return Ledger(db, tools=tools, limits=limits)
+    except BaseException:  # arguments the ledger refuses: the connection is not left open
+        db.close()
+        raise
