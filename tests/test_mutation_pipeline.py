@@ -453,14 +453,15 @@ def test_a_canonical_event_the_shortcut_cannot_take_is_checked_in_full(
 
 @pytest.mark.parametrize("provider", [CHAT, "anthropic", "openai-responses", "canonical"])
 def test_only_gemini_streams_one_json_array(impl: ModuleType, provider: str) -> None:
+    """Elsewhere an array is one JSON document, no event stream."""
     stream = impl.StreamAssembler(provider)
     stream.feed(b'[{"type": "response_started"}]')
     assert error_of(stream.finish) == {
         "type": "StreamError",
         "layer": "stream",
-        "code": "SSE_UNTERMINATED_EVENT",
-        "message": "the stream ended in the middle of an event",
-        "retryable": True,
+        "code": "NOT_A_RESPONSE_BODY",
+        "message": "the stream is a JSON document, not an event stream (a whole response body is read with normalize)",
+        "retryable": False,
         "offset": 0,
         "path": None,
         "hint": None,
