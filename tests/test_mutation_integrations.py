@@ -1,0 +1,370 @@
+"""The SDK and httpx adapters (``decisions.integrations``) written out in
+full, on both backends: the status an error answer is retryable for and its
+excerpt, how much of a body is read, the choice and limits passed on, the
+error kept for every later ``finish()``, and google-genai bytes measured and
+written whatever form the SDK's JSON mode gives them."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gc
+import importlib
+import importlib.util
+import json
+import tracemalloc
+from collections.abc import AsyncIterator, Iterator
+from types import ModuleType
+from typing import Any
+
+import pydantic
+import pytest
+
+import decisions
+from decisions import OutputError, TransportError, _backend, integrations
+
+openai = pytest.importorskip("openai")
+genai = pytest.importorskip("google.genai.types")
+
+URL = "http://test.invalid/"
+_HTTP_NAMES = ["httpx"] + (["httpx2"] if importlib.util.find_spec("httpx2") is not None else [])
+
+
+@pytest.fixture(autouse=True)
+def _backend_under_test(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.setattr(_backend, "impl", impl)
+    return impl
+
+
+@pytest.fixture(params=_HTTP_NAMES)
+def http(request: pytest.FixtureRequest) -> ModuleType:
+    return importlib.import_module(request.param)
+
+
+def _body(http: ModuleType, pieces: Iterator[bytes]) -> Any:
+    """A body sent as ``pieces``, one network chunk each, pulled as read."""
+
+    class Body(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __iter__(self) -> Iterator[bytes]:
+            yield from pieces
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for chunk in pieces:
+                yield chunk
+
+    return Body()
+
+
+def _outcome(
+    http: ModuleType,
+    pieces: Iterator[bytes],
+    *,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+    asynchronous: bool = False,
+    provider: str = "openai-chat",
+    **options: Any,
+) -> Any:
+    """What ``stream_httpx`` (or ``astream_httpx``) gives: the response, or the
+    error ``finish`` raises, which a second ``finish`` must raise again."""
+
+    def respond(request: Any) -> Any:
+        return http.Response(status, stream=_body(http, pieces), headers=headers or {})
+
+    if not asynchronous:
+        with http.Client(transport=http.MockTransport(respond)) as client, client.stream("POST", URL) as response:
+            stream = integrations.stream_httpx(response, provider=provider, **options)
+            try:
+                return stream.finish()
+            except OutputError as error:
+                with pytest.raises(OutputError) as again:
+                    stream.finish()
+                assert again.value is error
+                return error
+
+    async def run() -> Any:
+        async def arespond(request: Any) -> Any:
+            return respond(request)
+
+        async with http.AsyncClient(transport=http.MockTransport(arespond)) as client:
+            async with client.stream("POST", URL) as response:
+                stream = integrations.astream_httpx(response, provider=provider, **options)
+                try:
+                    return await stream.finish()
+                except OutputError as error:
+                    with pytest.raises(OutputError) as again:
+                        await stream.finish()
+                    assert again.value is error
+                    return error
+
+    return asyncio.run(run())
+
+
+def _counted(chunks: list[bytes], pulled: list[int]) -> Iterator[bytes]:
+    for chunk in chunks:
+        pulled[0] += 1
+        yield chunk
+
+
+def _chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    choice = {"index": index, "delta": delta, "finish_reason": finish}
+    return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [choice]}
+
+
+def _sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events) + b"data: [DONE]\n\n"
+
+
+#: a stream of two choices: "zero" and "one"
+_TWO_CHOICES = _sse(
+    [
+        _chunk(0, {"role": "assistant", "content": "zero"}),
+        _chunk(1, {"role": "assistant", "content": "one"}),
+        _chunk(0, {}, "stop"),
+        _chunk(1, {}, "stop"),
+    ]
+)
+
+#: a stream that stops before its finish
+_CUT = _sse([_chunk(0, {"role": "assistant", "content": "hi"})])[: -len(b"data: [DONE]\n\n")]
+
+_ASYNC = pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+
+
+# ---------------------------------------------------------------- an error status
+
+
+@_ASYNC
+@pytest.mark.parametrize(
+    ("status", "retryable"),
+    [(400, False), (407, False), (408, True), (409, True), (410, False), (429, True), (499, False), (500, True)],
+)
+def test_an_error_status_is_retryable_as_http_says(
+    http: ModuleType, status: int, retryable: bool, asynchronous: bool
+) -> None:
+    error = _outcome(http, iter([b"busy"]), status=status, asynchronous=asynchronous)
+    assert isinstance(error, TransportError)
+    assert (error.code, error.retryable, error.message) == (
+        "HTTP_STATUS",
+        retryable,
+        f"the provider answered HTTP {status}: busy",
+    )
+
+
+@_ASYNC
+def test_an_error_status_shows_its_bodys_start_from_every_chunk(http: ModuleType, asynchronous: bool) -> None:
+    """The excerpt joins the chunks up to 300 bytes, a byte that is no UTF-8
+    replaced, and no chunk is read after the 300th byte."""
+    pulled = [0]
+    chunks = [b"first \xff ", b"x" * (300 - 8), b"never read"]
+    error = _outcome(http, _counted(chunks, pulled), status=503, asynchronous=asynchronous)
+    assert (error.code, error.retryable) == ("HTTP_STATUS", True)
+    assert error.message == "the provider answered HTTP 503: first \ufffd " + "x" * 292
+    assert pulled == [2]
+
+
+# ---------------------------------------------------------------- a body that is no event stream
+
+
+@_ASYNC
+@pytest.mark.parametrize(
+    ("headers", "kind"),
+    [({"content-type": "text/html"}, "text/html"), ({}, "no content type")],
+    ids=["typed", "untyped"],
+)
+def test_a_body_that_is_no_event_stream_is_named_in_full(
+    http: ModuleType, headers: dict[str, str], kind: str, asynchronous: bool
+) -> None:
+    body = b"<html>\xff bad gateway</html>"
+    error = _outcome(http, iter([body]), headers=headers, asynchronous=asynchronous)
+    assert (type(error), error.code, error.retryable) == (decisions.StreamError, "NOT_A_RESPONSE_BODY", False)
+    assert error.message == (
+        f"the provider answered HTTP 200 ({kind}) with a body that is not an event stream: <html>\ufffd bad gateway</html>"
+    )
+
+
+_ERROR = b'{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}'
+
+
+@_ASYNC
+def test_a_json_error_body_of_exactly_the_document_bound_is_read_whole(http: ModuleType, asynchronous: bool) -> None:
+    """``max_document_bytes`` and one byte more are read of a JSON body, one
+    byte at a time here: a body of exactly the bound is the provider's error,
+    and no byte beyond the bound and one is pulled."""
+    limits = decisions.Limits(max_document_bytes=len(_ERROR))
+    pulled = [0]
+    bytewise = [_ERROR[i : i + 1] for i in range(len(_ERROR))] + [b" "] * 5
+    error = _outcome(http, _counted(bytewise, pulled), provider="anthropic", limits=limits, asynchronous=asynchronous)
+    assert (type(error), error.code, error.retryable) == (TransportError, "PROVIDER_ERROR", True)
+    assert pulled == [len(_ERROR) + 1]
+
+
+@_ASYNC
+def test_a_json_error_body_is_read_under_the_callers_limits(http: ModuleType, asynchronous: bool) -> None:
+    """A JSON error body longer than the caller's event bound is refused by
+    ``normalize`` under those limits, so it is no provider's error here."""
+    limits = decisions.Limits(max_sse_event_bytes=40)
+    with pytest.raises(OutputError) as expected:
+        decisions.normalize(_ERROR, provider="anthropic", limits=limits)
+    assert expected.value.code != "PROVIDER_ERROR"
+    error = _outcome(http, iter([_ERROR]), provider="anthropic", limits=limits, asynchronous=asynchronous)
+    assert (error.code, error.retryable) == ("NOT_A_RESPONSE_BODY", False)
+
+
+# ---------------------------------------------------------------- an event stream
+
+
+@_ASYNC
+def test_the_choice_asked_for_is_read(http: ModuleType, asynchronous: bool) -> None:
+    for choice, text in ((0, "zero"), (1, "one")):
+        response = _outcome(http, iter([_TWO_CHOICES]), choice=choice, asynchronous=asynchronous)
+        assert response.text == text
+
+
+@_ASYNC
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [(b"data: {bad\n\n", "MALFORMED_EVENT"), (_CUT, "NO_TERMINAL_EVENT"), (b"da", None)],
+    ids=["malformed event", "cut stream", "too short to tell"],
+)
+def test_a_streams_error_is_kept_for_every_finish(
+    impl: ModuleType, http: ModuleType, body: bytes, code: str | None, asynchronous: bool
+) -> None:
+    """The assembler's error, whether it came while the body was fed or at
+    its end (a body too short to tell is read as an event stream), is what
+    every ``finish()`` raises; it is the error the assembler gives the same
+    bytes."""
+    direct = impl.StreamAssembler("openai-chat")
+    with pytest.raises(OutputError) as expected:
+        direct.feed(body)
+        direct.finish()
+    error = _outcome(http, iter([body]), asynchronous=asynchronous)
+    assert error.to_dict() == expected.value.to_dict()
+    if code is not None:
+        assert error.code == code
+
+
+# ---------------------------------------------------------------- SDK objects
+
+
+def _completion(choices: list[dict[str, Any]]) -> Any:
+    body = {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": choices}
+    return openai.types.chat.ChatCompletion.model_validate(body), body
+
+
+def _message(index: int, text: str) -> dict[str, Any]:
+    return {"index": index, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+
+
+def test_normalize_sdk_reads_the_choice_asked_for() -> None:
+    completion, _ = _completion([_message(0, "zero"), _message(1, "one")])
+    assert integrations.normalize_sdk(completion, choice=1).text == "one"
+    assert integrations.normalize_sdk(completion, choice=0).text == "zero"
+
+
+def test_normalize_sdk_reads_under_the_callers_limits() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    calls = [call, {**call, "id": "c2"}]
+    message = {"role": "assistant", "content": None, "tool_calls": calls}
+    completion, body = _completion([{"index": 0, "message": message, "finish_reason": "tool_calls"}])
+    limits = decisions.Limits(max_calls_per_response=1)
+    with pytest.raises(OutputError) as expected:
+        decisions.normalize(body, provider="openai-chat", limits=limits)
+    with pytest.raises(OutputError) as got:
+        integrations.normalize_sdk(completion, limits=limits)
+    assert got.value.to_dict() == expected.value.to_dict()
+    assert len(integrations.normalize_sdk(completion).tool_calls) == 2
+
+
+def test_normalize_sdk_names_what_it_cannot_tell() -> None:
+    with pytest.raises(ValueError) as caught:
+        integrations.normalize_sdk({"a": 1})
+    assert str(caught.value) == "cannot tell the provider of dict; pass provider="
+
+
+# ---------------------------------------------------------------- google-genai bytes
+
+
+def _image(data: bytes) -> Any:
+    blob = genai.Blob(mime_type="image/png", data=data)
+    content = genai.Content(role="model", parts=[genai.Part(inline_data=blob)])
+    return genai.GenerateContentResponse(candidates=[genai.Candidate(content=content, finish_reason="STOP")])
+
+
+@pytest.mark.parametrize("size", [3000, 3001, 3002])
+def test_genai_bytes_are_measured_as_their_base64_exactly(size: int) -> None:
+    """Bytes whose base64 is exactly ``max_sse_event_bytes`` long pass the
+    measure; one byte less of bound refuses them."""
+    obj = _image(bytes(size))
+    encoded = 4 * ((size + 2) // 3)
+    payload = integrations.to_payload(obj, limits=decisions.Limits(max_sse_event_bytes=encoded))
+    assert isinstance(payload, dict)
+    assert (
+        payload["candidates"][0]["content"]["parts"][0]["inlineData"]["data"] == base64.b64encode(bytes(size)).decode()
+    )
+    with pytest.raises(decisions.StreamError) as caught:
+        integrations.to_payload(obj, limits=decisions.Limits(max_sse_event_bytes=encoded - 1))
+    assert (caught.value.code, caught.value.path, caught.value.message) == (
+        "MALFORMED_EVENT",
+        "$",
+        f"event data has more than {encoded - 1} bytes",
+    )
+
+
+def _peak(call: Any) -> int:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_genai_bytes_of_any_length_are_written_once() -> None:
+    """Bytes whose length is no multiple of three are turned into standard
+    base64 where the JSON dump wrote them, not encoded again."""
+    size = 3 * 1024 * 1024 + 1
+    obj = _image(bytes(size))
+    assert _peak(lambda: integrations.to_payload(obj)) < 2.5 * size * 4 / 3
+
+
+def test_genai_bytes_over_the_callers_bound_are_refused_before_any_dump() -> None:
+    """``normalize_sdk`` and ``assemble_sdk_stream`` measure the bytes under
+    the caller's limits before the object is written out."""
+    size = 3 * 1024 * 1024
+    obj = _image(bytes(size))
+    limits = decisions.Limits(max_sse_event_bytes=1024 * 1024)
+
+    def refused(call: Any) -> None:
+        with pytest.raises(decisions.StreamError, match="MALFORMED_EVENT"):
+            call()
+
+    assert _peak(lambda: refused(lambda: integrations.normalize_sdk(obj, limits=limits))) < size / 10
+    assert _peak(lambda: refused(lambda: integrations.assemble_sdk_stream([obj], limits=limits))) < size / 10
+
+
+class _Utf8Blob(pydantic.BaseModel):
+    """A google-genai model whose JSON mode writes bytes as UTF-8 text
+    (pydantic's default), not as base64."""
+
+    __module__ = "google.genai.types"
+    mimeType: str  # noqa: N815 (the API's name)
+    data: bytes
+
+
+class _ListBlob(_Utf8Blob):
+    """One whose JSON mode writes bytes as a list of their values."""
+
+    __module__ = "google.genai.types"
+
+    @pydantic.field_serializer("data", when_used="json")
+    def _values(self, data: bytes) -> list[int]:
+        return list(data)
+
+
+@pytest.mark.parametrize("blob", [_Utf8Blob, _ListBlob], ids=["utf-8 text", "list of values"])
+@pytest.mark.parametrize("data", [b"hello", b"hel", b"aGVsbG8x"], ids=["text", "three bytes", "its own base64"])
+def test_genai_bytes_not_written_as_base64_are_encoded(blob: type[_Utf8Blob], data: bytes) -> None:
+    payload = integrations.to_payload(blob(mimeType="text/plain", data=data))
+    assert payload == {"mimeType": "text/plain", "data": base64.b64encode(data).decode()}
