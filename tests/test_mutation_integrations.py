@@ -368,3 +368,75 @@ class _ListBlob(_Utf8Blob):
 def test_genai_bytes_not_written_as_base64_are_encoded(blob: type[_Utf8Blob], data: bytes) -> None:
     payload = integrations.to_payload(blob(mimeType="text/plain", data=data))
     assert payload == {"mimeType": "text/plain", "data": base64.b64encode(data).decode()}
+
+
+# ---------------------------------------------------------------- what the body's first bytes tell
+
+_WHOLE = json.dumps(
+    {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [_message(0, "hi")],
+    }
+).encode()
+_JSON_BODY = "a JSON document, not an event stream (a whole response body is read with normalize)"
+_OTHER_BODY = "a body that is not an event stream"
+
+
+@_ASYNC
+@pytest.mark.parametrize(
+    ("pieces", "what", "excerpt"),
+    [
+        ([b"\n", b"<html>bad gateway</html>"], _OTHER_BODY, "<html>bad gateway</html>"),
+        ([b"\n \r\n", _WHOLE], _JSON_BODY, _WHOLE.decode()),
+        ([b"\xef\xbb\xbf\t" + _WHOLE], _JSON_BODY, _WHOLE.decode()),
+        ([b"[1, 2]"], _JSON_BODY, "[1, 2]"),
+        ([b"\x0c" + _WHOLE], _OTHER_BODY, "\x0c" + _WHOLE.decode()),
+        ([b"X-Error: upstream"], _OTHER_BODY, "X-Error: upstream"),
+        ([b"denied"], _OTHER_BODY, "denied"),
+        ([b"x: 1"], _OTHER_BODY, "x: 1"),
+        ([b"no\r"], _OTHER_BODY, "no\r"),
+        ([b"no\n"], _OTHER_BODY, "no\n"),
+    ],
+    ids=[
+        "html after a blank line",
+        "a whole body after blank lines",
+        "a whole body after a BOM and a tab",
+        "a JSON array",
+        "a form feed is no JSON whitespace",
+        "a header-like line",
+        "six bytes",
+        "a short line with a colon",
+        "a short line and CR",
+        "a short line and LF",
+    ],
+)
+def test_a_body_is_told_from_its_first_bytes(
+    http: ModuleType, pieces: list[bytes], what: str, excerpt: str, asynchronous: bool
+) -> None:
+    error = _outcome(http, iter(pieces), headers={"content-type": "text/plain"}, asynchronous=asynchronous)
+    assert (type(error), error.code, error.retryable) == (decisions.StreamError, "NOT_A_RESPONSE_BODY", False)
+    assert error.message == f"the provider answered HTTP 200 (text/plain) with {what}: {excerpt}"
+
+
+@_ASYNC
+def test_a_json_body_is_kept_only_to_its_bound(impl: ModuleType, http: ModuleType, asynchronous: bool) -> None:
+    """Of a JSON body longer than ``max_document_bytes``, that and one byte
+    more is kept and given to ``normalize``, however the chunks fall."""
+    bound = 1000
+    given: list[int] = []
+    read = impl.normalize
+
+    def normalize(body: bytes, **options: Any) -> Any:
+        given.append(len(body))
+        return read(body, **options)
+
+    pieces = [b"{" + b" " * (bound - 10), b" " * (4 * bound)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(impl, "normalize", normalize)
+        error = _outcome(
+            http, iter(pieces), limits=decisions.Limits(max_document_bytes=bound), asynchronous=asynchronous
+        )
+    assert (error.code, given) == ("NOT_A_RESPONSE_BODY", [bound + 1])
