@@ -218,3 +218,86 @@ def test_a_document_held_up_to_its_bound_exactly(live: ModuleType) -> None:
     error = _refused(lambda: over.feed(document[10:] + b" "))
     assert error.code == "NOT_A_RESPONSE_BODY"
     assert str(error).endswith(f"longer than max_sse_event_bytes ({len(document)})")
+
+
+_LONG = b"0." + b"1" * 300  # a number longer than the default bound, within 500
+_ANTHROPIC_BODY = (
+    b'{"id": "m1", "type": "message", "role": "assistant", "model": "x", "x": ' + _LONG + b", "
+    b'"content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn", '
+    b'"usage": {"input_tokens": 1, "output_tokens": 1}}'
+)
+
+
+def test_a_body_is_detected_under_the_callers_limits(live: ModuleType) -> None:
+    limits = decisions.Limits(max_number_length=500)
+    response = decisions.normalize(_ANTHROPIC_BODY, limits=limits)
+    assert (response.provider, response.text) == ("anthropic", "hi")
+    assert response == live.normalize(_ANTHROPIC_BODY, provider="anthropic", limits=limits)
+
+
+def test_a_body_that_is_no_json_is_refused_by_a_mapper(live: ModuleType) -> None:
+    with pytest.raises(OutputError) as expected:
+        live.normalize(b"{bad", provider="openai-chat")
+    error = _refused(lambda: decisions.normalize(b"{bad"))
+    assert error.to_dict() == expected.value.to_dict()
+
+
+def test_a_detected_body_is_read_with_the_callers_choice_and_limits(live: ModuleType) -> None:
+    def choice(index: int, text: str) -> dict[str, Any]:
+        return {"index": index, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+
+    body = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [choice(0, "a"), choice(1, "b")],
+    }
+    assert decisions.normalize(body, choice=1).text == "b"
+    assert decisions.normalize(json.dumps(body), choice=0).text == "a"
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call, {**call, "id": "c2"}]}
+    calls = {**body, "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
+    limits = decisions.Limits(max_calls_per_response=1)
+    with pytest.raises(OutputError) as expected:
+        live.normalize(calls, provider="openai-chat", limits=limits)
+    assert _refused(lambda: decisions.normalize(calls, limits=limits)).to_dict() == expected.value.to_dict()
+
+
+def test_a_told_document_is_read_under_the_callers_limits(live: ModuleType) -> None:
+    document = b'{"type": "error", "x": ' + _LONG + b', "error": {"type": "overloaded_error", "message": "Over"}}'
+    auto = decisions.StreamAssembler(limits=decisions.Limits(max_number_length=500))
+    auto.feed(document)
+    error = _refused(auto.finish)
+    assert (error.code, str(error), auto.provider) == (
+        "PROVIDER_ERROR",
+        "PROVIDER_ERROR: overloaded_error: Over",
+        "anthropic",
+    )
+
+
+@pytest.mark.parametrize(
+    "document",
+    [b'{"type": "response_started", "response_id": "r"}', b'{"a": 1}'],
+    ids=["a canonical event", "no provider's"],
+)
+def test_a_told_document_is_read_as_a_body(live: ModuleType, document: bytes) -> None:
+    """A stream that is one JSON document is told as a body is: a canonical
+    event is no body, so no assembler reads it."""
+    auto = decisions.StreamAssembler()
+    auto.feed(b" " + document)
+    error = _refused(auto.finish)
+    assert (error.code, error.message, error.offset, auto.provider) == (
+        "NOT_A_RESPONSE_BODY",
+        "the stream is a JSON document, not an event stream (a whole response body is read with normalize)",
+        1,
+        "auto",
+    )
+
+
+def test_a_form_feed_is_no_whitespace_before_a_document(live: ModuleType) -> None:
+    """Only JSON's whitespace may come before a document: after a form feed
+    the bytes are an event stream (here, one line left unterminated), not a document."""
+    auto = decisions.StreamAssembler()
+    auto.feed(b"\x0c" + b'{"type": "error", "error": {"type": "overloaded_error", "message": "Over"}}')
+    assert _refused(auto.finish).code == "SSE_UNTERMINATED_EVENT"
