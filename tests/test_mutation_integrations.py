@@ -440,3 +440,97 @@ def test_a_json_body_is_kept_only_to_its_bound(impl: ModuleType, http: ModuleTyp
             http, iter(pieces), limits=decisions.Limits(max_document_bytes=bound), asynchronous=asynchronous
         )
     assert (error.code, given) == ("NOT_A_RESPONSE_BODY", [bound + 1])
+
+
+@_ASYNC
+def test_the_stream_is_read_under_the_callers_limits(impl: ModuleType, http: ModuleType, asynchronous: bool) -> None:
+    limits = decisions.Limits(max_sse_event_bytes=64)
+    direct = impl.StreamAssembler("openai-chat", limits=limits, choice=0)
+    with pytest.raises(OutputError) as expected:
+        direct.feed(_TWO_CHOICES)
+        direct.finish()
+    error = _outcome(http, iter([_TWO_CHOICES]), limits=limits, choice=0, asynchronous=asynchronous)
+    assert error.to_dict() == expected.value.to_dict()
+
+
+def test_only_an_httpx_response_is_wrapped() -> None:
+    with pytest.raises(TypeError) as caught:
+        integrations.stream_httpx({"status": 200}, provider="openai-chat")
+    assert str(caught.value) == "expected an httpx or httpx2 Response, not dict"
+
+
+# ---------------------------------------------------------------- what an SDK stream raises
+
+
+def _raising(error: BaseException) -> Iterator[Any]:
+    """An SDK stream that raises ``error`` at its first event."""
+    raise error
+    yield  # pragma: no cover
+
+
+def _request(http: ModuleType) -> Any:
+    return http.Request("POST", URL)
+
+
+def _failure(error: BaseException, provider: str | None = "openai-chat") -> OutputError:
+    with pytest.raises(OutputError) as caught:
+        integrations.assemble_sdk_stream(_raising(error), provider=provider)
+    assert caught.value.__cause__ is error
+    return caught.value
+
+
+def test_a_transport_error_of_the_http_client_is_a_dropped_connection(http: ModuleType) -> None:
+    error = _failure(http.ReadError("peer reset", request=_request(http)))
+    assert (type(error), error.code, error.retryable, error.message) == (
+        TransportError,
+        "CONNECTION_CLOSED",
+        True,
+        "the connection failed mid-stream (ReadError: peer reset); no response was produced",
+    )
+
+
+def test_another_error_of_the_http_client_is_raised_as_it_is(http: ModuleType) -> None:
+    closed = http.StreamClosed()
+    with pytest.raises(type(closed)) as caught:
+        integrations.assemble_sdk_stream(_raising(closed), provider="openai-chat")
+    assert caught.value is closed
+
+
+def test_the_sdks_connection_error_is_a_dropped_connection() -> None:
+    base = importlib.import_module("openai._base_client")
+    http = getattr(base, "httpx2", None) or base.httpx
+    error = _failure(openai.APIConnectionError(request=_request(http)))
+    assert (error.code, error.message) == (
+        "CONNECTION_CLOSED",
+        "the connection failed mid-stream (APIConnectionError: Connection error.); no response was produced",
+    )
+
+
+def test_event_data_the_sdk_cannot_decode_names_the_decoders_error() -> None:
+    error = _failure(json.JSONDecodeError("Expecting value", "{bad", 1))
+    assert (type(error), error.code, error.message) == (
+        decisions.StreamError,
+        "MALFORMED_EVENT",
+        "event data is not valid JSON (the SDK could not decode it: Expecting value: line 1 column 2 (char 1))",
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [("LengthFinishReasonError", "INCOMPLETE_RESPONSE"), ("ContentFilterFinishReasonError", "CONTENT_FILTERED")],
+)
+def test_the_helper_streams_finish_error_names_itself(name: str, code: str) -> None:
+    completion, _ = _completion([_message(0, "cut")])
+    error = _failure(getattr(openai, name)(completion=completion))
+    assert (error.code, error.message) == (code, f"the SDK's helper stream stopped at the finish reason ({name})")
+
+
+def test_an_sdk_api_error_without_a_body_is_the_providers_error() -> None:
+    base = importlib.import_module("openai._base_client")
+    http = getattr(base, "httpx2", None) or base.httpx
+    error = _failure(openai.APIError("server fault", _request(http), body=None))
+    assert (type(error), error.code, error.message) == (
+        TransportError,
+        "PROVIDER_ERROR",
+        "the provider sent an error in the stream (APIError: server fault)",
+    )
