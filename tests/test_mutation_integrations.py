@@ -534,3 +534,51 @@ def test_an_sdk_api_error_without_a_body_is_the_providers_error() -> None:
         "PROVIDER_ERROR",
         "the provider sent an error in the stream (APIError: server fault)",
     )
+
+
+# ---------------------------------------------------------------- which provider an SDK object is
+
+
+def _wire_chunk(**extra: Any) -> Any:
+    body = {**_chunk(0, {"role": "assistant", "content": "hi"}), **extra}
+    return openai.types.chat.ChatCompletionChunk.construct(**body)
+
+
+def test_a_helper_chunk_event_is_told_by_its_chunks_class() -> None:
+    """The helper stream's ``chunk`` event is the chunk's API, even when the
+    server's fields in it look like another API's too."""
+    from openai.lib.streaming.chat import ChunkEvent
+
+    chunk = _wire_chunk(type="response.created", output=[])
+    event = ChunkEvent.construct(type="chunk", chunk=chunk, snapshot=None)
+    assert integrations.detect_provider(event) == "openai-chat"
+
+
+def test_a_wire_chunks_chunk_field_tells_nothing() -> None:
+    anthropic_event = {"type": "message_start", "message": {"id": "m", "type": "message", "content": []}}
+    assert integrations.detect_provider(_wire_chunk(chunk=anthropic_event)) == "openai-chat"
+
+
+def test_a_helper_object_that_is_no_chunk_tells_no_provider() -> None:
+    from openai.lib.streaming.chat import ChatCompletionStreamState, ContentDeltaEvent
+
+    delta = ContentDeltaEvent.construct(type="content.delta", delta="hi", snapshot="hi", parsed=None)
+    assert integrations.detect_provider(delta) is None
+    assert integrations.detect_provider(ChatCompletionStreamState()) is None
+
+
+@pytest.mark.parametrize(
+    ("payload", "provider"),
+    [
+        ('{"object": "chat.completion.chunk", "choices": []}', "openai-chat"),
+        (b'{"type": "message_start", "message": {}}', "anthropic"),
+        ({"candidates": []}, "gemini"),
+        ({"type": "text_delta", "item_id": "i", "delta": "hi"}, None),
+        ('{"choices": [], "candidates": []}', None),
+        (b"[1, 2]", None),
+        ("{bad", None),
+    ],
+    ids=["chat text", "anthropic bytes", "gemini dict", "a canonical event", "two providers", "no object", "no JSON"],
+)
+def test_a_payload_is_told_by_its_shape(payload: Any, provider: str | None) -> None:
+    assert integrations.detect_provider(payload) == provider
