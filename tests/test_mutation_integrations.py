@@ -582,3 +582,92 @@ def test_a_helper_object_that_is_no_chunk_tells_no_provider() -> None:
 )
 def test_a_payload_is_told_by_its_shape(payload: Any, provider: str | None) -> None:
     assert integrations.detect_provider(payload) == provider
+
+
+# ---------------------------------------------------------------- a whole SDK stream
+
+
+@pytest.mark.parametrize("helper", ["MessageStopEvent", "BetaMessageStopEvent"])
+def test_a_helper_event_gives_only_its_wire_types_fields(helper: str) -> None:
+    """The helper stream's ``message_stop`` carries the message so far (its
+    own field): the wire event it stands for is ``{"type": "message_stop"}``,
+    whatever helper classes lie between it and its wire type."""
+    streaming = pytest.importorskip("anthropic.lib.streaming")
+    message = {"id": "m", "type": "message", "role": "assistant", "model": "x", "content": []}
+    event = getattr(streaming, helper).construct(type="message_stop", message=message)
+    assert integrations.to_payload(event) == {"type": "message_stop"}
+
+
+def _chunks(*deltas: tuple[int, dict[str, Any], str | None]) -> list[Any]:
+    return [
+        openai.types.chat.ChatCompletionChunk.construct(**_chunk(index, delta, finish))
+        for index, delta, finish in deltas
+    ]
+
+
+def test_an_sdk_stream_is_read_with_the_choice_asked_for() -> None:
+    chunks = _chunks(
+        (0, {"role": "assistant", "content": "zero"}, None),
+        (1, {"role": "assistant", "content": "one"}, None),
+        (0, {}, "stop"),
+        (1, {}, "stop"),
+    )
+    assert integrations.assemble_sdk_stream(chunks, choice=1).text == "one"
+    assert integrations.assemble_sdk_stream(chunks, choice=0).text == "zero"
+
+
+def test_an_sdk_stream_is_read_under_the_callers_limits(impl: ModuleType) -> None:
+    def call(index: int) -> dict[str, Any]:
+        function = {"name": "f", "arguments": "{}"}
+        return {"index": index, "id": f"c{index}", "type": "function", "function": function}
+
+    chunks = _chunks((0, {"role": "assistant", "tool_calls": [call(0), call(1)]}, None), (0, {}, "tool_calls"))
+    limits = decisions.Limits(max_calls_per_response=1)
+    direct = impl.StreamAssembler("openai-chat", limits=limits)
+    with pytest.raises(OutputError) as expected:
+        for chunk in chunks:
+            direct.feed_event(integrations.to_payload(chunk))
+        direct.finish()
+    with pytest.raises(OutputError) as got:
+        integrations.assemble_sdk_stream(chunks, limits=limits)
+    assert got.value.to_dict() == expected.value.to_dict()
+    assert len(integrations.assemble_sdk_stream(chunks).tool_calls) == 2
+
+
+def test_an_sdk_stream_of_nothing_known_names_it() -> None:
+    with pytest.raises(ValueError) as caught:
+        integrations.assemble_sdk_stream([{"a": 1}])
+    assert str(caught.value) == "cannot tell the provider of dict; pass provider="
+
+
+def test_an_empty_sdk_stream_has_no_terminal_event(impl: ModuleType) -> None:
+    with pytest.raises(ValueError) as caught:
+        integrations.assemble_sdk_stream([])
+    assert str(caught.value) == "the stream is empty and no provider was given"
+    with pytest.raises(OutputError) as expected:
+        impl.StreamAssembler("anthropic").finish()
+    with pytest.raises(OutputError) as got:
+        integrations.assemble_sdk_stream([], provider="anthropic")
+    assert got.value.to_dict() == expected.value.to_dict()
+    assert got.value.code == "NO_TERMINAL_EVENT"
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        list,
+        lambda: _raising(json.JSONDecodeError("Expecting value", "{", 1)),
+        lambda: _chunks((0, {"content": "x"}, None)),
+    ],
+    ids=["empty", "raising", "one chunk"],
+)
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [({"choice": -1}, ValueError), ({"limits": "x"}, TypeError)],
+    ids=["choice", "limits"],
+)
+def test_an_sdk_streams_options_are_refused_whatever_it_holds(
+    events: Any, options: dict[str, Any], error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        integrations.assemble_sdk_stream(events(), provider="openai-chat", **options)
