@@ -671,3 +671,64 @@ def test_an_sdk_streams_options_are_refused_whatever_it_holds(
 ) -> None:
     with pytest.raises(error):
         integrations.assemble_sdk_stream(events(), provider="openai-chat", **options)
+
+
+# ---------------------------------------------------------------- to_payload
+
+
+@pytest.mark.parametrize("wrap", [bytearray, memoryview], ids=["bytearray", "memoryview"])
+def test_raw_bytes_are_given_as_bytes(wrap: Any) -> None:
+    payload = integrations.to_payload(wrap(b'{"candidates": []}'))
+    assert (type(payload), payload) == (bytes, b'{"candidates": []}')
+
+
+def test_an_object_that_is_no_model_is_refused_by_name() -> None:
+    with pytest.raises(TypeError) as caught:
+        integrations.to_payload(object())
+    assert str(caught.value) == "cannot read a provider payload from object: not a dict, text or pydantic model"
+
+
+def test_an_sdk_object_is_written_with_the_apis_names_and_json_values() -> None:
+    """Field names as the API sends them (``async``, not the SDK's
+    ``async_``), values as JSON (a date as its text)."""
+    call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}", "async": True}
+    item = openai.types.responses.ResponseFunctionToolCall.model_validate(call)
+    assert integrations.to_payload(item) == call
+    anthropic_types = pytest.importorskip("anthropic.types")
+    container = {"id": "box", "expires_at": "2026-12-04T21:00:00Z"}
+    message = {
+        "id": "m",
+        "type": "message",
+        "role": "assistant",
+        "model": "x",
+        "content": [],
+        "container": container,
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    payload = integrations.to_payload(anthropic_types.Message.model_validate(message))
+    assert isinstance(payload, dict)
+    assert json.loads(json.dumps(payload))["container"]["id"] == "box"
+    assert payload["container"]["expires_at"] in ("2026-12-04T21:00:00Z", "2026-12-04T21:00:00+00:00")
+
+
+def test_an_error_the_sdk_raised_before_any_event_is_read_under_the_callers_limits(impl: ModuleType) -> None:
+    """The provider's error event the SDK raised is fed to the assembler as
+    the wire event it came from, under the caller's limits: too large for
+    them, it is refused as the same event would be."""
+    base = importlib.import_module("openai._base_client")
+    http = getattr(base, "httpx2", None) or base.httpx
+    body = {"type": "error", "error": {"type": "overloaded_error", "message": "x" * 100}}
+    limits = decisions.Limits(max_sse_event_bytes=64)
+    direct = impl.StreamAssembler("anthropic", limits=limits)
+    with pytest.raises(OutputError) as expected:
+        direct.feed_event(body)
+    error = _failure(openai.APIError("overloaded", _request(http), body=body), provider="anthropic")
+    assert (error.code, error.retryable) == ("PROVIDER_ERROR", True)
+    with pytest.raises(OutputError) as limited:
+        integrations.assemble_sdk_stream(
+            _raising(openai.APIError("overloaded", _request(http), body=body)), provider="anthropic", limits=limits
+        )
+    assert limited.value.to_dict() == expected.value.to_dict()
+    assert limited.value.code == "MALFORMED_EVENT"
