@@ -732,3 +732,38 @@ def test_an_error_the_sdk_raised_before_any_event_is_read_under_the_callers_limi
         )
     assert limited.value.to_dict() == expected.value.to_dict()
     assert limited.value.code == "MALFORMED_EVENT"
+
+
+_ONE_CHOICE = _sse([_chunk(0, {"role": "assistant", "content": "hi"}), _chunk(0, {}, "stop")])
+
+
+@_ASYNC
+@pytest.mark.parametrize(
+    "lead",
+    [b"event\n", b"event\r\n", b"event\rid\r\n", b"retry\n: note\n"],
+    ids=["a bare field and LF", "a bare field and CRLF", "two bare fields and CR", "a bare field then a comment"],
+)
+def test_a_stream_whose_first_line_is_a_bare_field_name_is_read(
+    impl: ModuleType, http: ModuleType, lead: bytes, asynchronous: bool
+) -> None:
+    """A first line that is only a field's name (its value empty) is an
+    event stream's, whatever lines follow it."""
+    direct = impl.StreamAssembler("openai-chat")
+    direct.feed(lead + _ONE_CHOICE)
+    expected = direct.finish()
+    response = _outcome(
+        http, iter([lead + _ONE_CHOICE]), headers={"content-type": "text/plain"}, asynchronous=asynchronous
+    )
+    assert response == expected
+    assert response.text == "hi"
+
+
+@_ASYNC
+def test_a_first_line_whose_name_only_starts_as_a_field_is_no_event_stream(
+    http: ModuleType, asynchronous: bool
+) -> None:
+    error = _outcome(http, iter([b"data x: 1\n\n"]), headers={"content-type": "text/plain"}, asynchronous=asynchronous)
+    assert (error.code, error.message) == (
+        "NOT_A_RESPONSE_BODY",
+        "the provider answered HTTP 200 (text/plain) with a body that is not an event stream: data x: 1\n\n",
+    )
