@@ -125,3 +125,36 @@ def test_inlined_references_count_toward_the_nesting_bound() -> None:
     assert convert_schema(_chain(126), caps).schema["properties"]["n"] == {"type": "string"}
     error = _refused(_chain(127), caps)
     assert (error.path, error.message) == ("#/$defs/D127", "the schema nests deeper than 128 levels")
+
+
+def test_a_refusal_says_what_to_do() -> None:
+    error = _refused(_with([{"type": "string"}]), "openai-chat")
+    assert (error.path, error.message, error.hint) == (
+        "#/properties/n",
+        "a schema must be an object, not array",
+        "change the schema, or let the keyword be dropped and checked locally",
+    )
+
+
+def test_an_enum_of_objects_is_kept_only_where_objects_are_enum_values() -> None:
+    prop = {"enum": [{"a": 1}]}
+    kept = convert_schema(_with(prop), capabilities("openai-chat", enum_value_types=frozenset({"object"})))
+    assert (kept.schema["properties"]["n"], kept.dropped) == ({"enum": [{"a": 1}]}, ())
+    arrays = convert_schema(_with(prop), capabilities("openai-chat", enum_value_types=frozenset({"array"})))
+    assert [d.keyword for d in arrays.dropped] == ["enum"]
+
+
+def test_an_optional_property_made_nullable_keeps_its_description_outside() -> None:
+    """Strict mode makes an optional object property ``anyOf`` it or null,
+    the description on the outside where the model reads it."""
+    point = {
+        "type": "object",
+        "description": "where",
+        "properties": {"x": {"type": "integer"}},
+        "required": ["x"],
+        "additionalProperties": False,
+    }
+    schema = {"type": "object", "properties": {"at": point}, "additionalProperties": False}
+    sent = convert_schema(schema, "openai-chat").schema["properties"]["at"]
+    inner = {k: v for k, v in point.items() if k != "description"}
+    assert sent == {"anyOf": [inner, {"type": "null"}], "description": "where"}
