@@ -158,3 +158,60 @@ def test_an_optional_property_made_nullable_keeps_its_description_outside() -> N
     sent = convert_schema(schema, "openai-chat").schema["properties"]["at"]
     inner = {k: v for k, v in point.items() if k != "description"}
     assert sent == {"anyOf": [inner, {"type": "null"}], "description": "where"}
+
+
+def _objects(depth: int, key: str = "a", typed: bool = True) -> dict[str, Any]:
+    """``depth`` objects, each the one property (``key``) of the one outside it."""
+    node: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        node = {"properties": {key: node}, "required": [key], "additionalProperties": False}
+        if typed:
+            node["type"] = "object"
+    return node
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda depth: _objects(depth),
+        lambda depth: {**_objects(depth, typed=False), "type": "object"},
+        lambda depth: _objects(depth, key="properties"),
+        lambda depth: {
+            "type": "object",
+            "properties": {"list": {"type": "array", "items": _objects(depth - 1)}},
+            "required": ["list"],
+            "additionalProperties": False,
+        },
+    ],
+    ids=["objects", "untyped objects", "a property named properties", "an array of objects"],
+)
+def test_objects_nest_up_to_the_providers_bound(build: Any) -> None:
+    assert convert_schema(build(10), "openai-chat").schema is not None
+    error = _refused(build(11), "openai-chat")
+    assert (error.path, error.message) == ("#", "objects nest 11 levels; openai-chat accepts 10")
+
+
+def _linked(depth: int) -> dict[str, Any]:
+    """``depth`` objects, each a definition whose one property refers to the next."""
+    defs: dict[str, Any] = {f"L{depth}": {"type": "string"}}
+    for i in range(depth - 1, 0, -1):
+        defs[f"L{i}"] = {
+            "type": "object",
+            "properties": {"a": {"$ref": f"#/$defs/L{i + 1}"}},
+            "required": ["a"],
+            "additionalProperties": False,
+        }
+    root = {"type": "object", "properties": {"a": {"$ref": "#/$defs/L1"}}, "required": ["a"]}
+    return {**root, "additionalProperties": False, "$defs": defs}
+
+
+def test_objects_nest_through_references_too() -> None:
+    sent = convert_schema(_linked(10), "openai-chat")
+    assert sent.schema["properties"]["a"] == {"$ref": "#/$defs/L1"}
+    error = _refused(_linked(11), "openai-chat")
+    assert error.message == "objects nest 11 levels; openai-chat accepts 10"
+
+
+def test_a_recursive_definition_counts_once_toward_the_bound() -> None:
+    sent = convert_schema(_with({"$ref": "#/$defs/Node"}, Node=_NODE), "openai-chat")
+    assert sent.schema["properties"]["n"] == {"$ref": "#/$defs/Node"}
