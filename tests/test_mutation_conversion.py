@@ -215,3 +215,17 @@ def test_objects_nest_through_references_too() -> None:
 def test_a_recursive_definition_counts_once_toward_the_bound() -> None:
     sent = convert_schema(_with({"$ref": "#/$defs/Node"}, Node=_NODE), "openai-chat")
     assert sent.schema["properties"]["n"] == {"$ref": "#/$defs/Node"}
+
+
+def test_a_refused_keyword_and_an_open_map_say_why() -> None:
+    error = _refused(_with({"type": "string", "format": "bogus"}), "openai-chat", on_unsupported="reject")
+    assert (error.path, error.message) == (
+        "#/properties/n",
+        "openai-chat does not enforce 'format' (format 'bogus' is not enforced by openai-chat)",
+    )
+    error = _refused(_with({"type": "object", "additionalProperties": {"type": "string"}}), "openai-chat")
+    assert (error.path, error.message) == (
+        "#/properties/n/additionalProperties",
+        "an object with open or free-form keys (a map) cannot be closed in strict mode; "
+        "use a list of key/value objects or strict=False",
+    )
