@@ -202,6 +202,19 @@ MODULES: dict[str, Module] = {
         ),
         GUARD,
     ),
+    "integrations": Module(
+        "decisions/integrations.py",
+        ("test_integrations.py", "test_adversarial_detect.py", "test_adversarial_modes.py"),
+        GUARD,
+    ),
+    "detect": Module(
+        "decisions/detect.py", ("test_detect.py", "test_adversarial_detect.py", "test_adversarial_modes.py"), GUARD
+    ),
+    "conversion": Module(
+        "decisions/request/conversion.py",
+        ("test_requests.py", "test_adversarial_requests.py", "test_adversarial_unions.py"),
+        GUARD,
+    ),
     "repair": Module("decisions/recover/repair.py", ("test_repair.py", "test_repair_targets.py"), OTHER),
     "schema": Module("decisions/validate/schema.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
     "schema_issues": Module("decisions/validate/_issues.py", ("test_schema.py", "test_schema_engines.py"), OTHER),

@@ -464,7 +464,11 @@ _STREAM = _sse([_chunk({"role": "assistant", "content": "hi"}), _chunk({}, "stop
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("content_type", _CONTENT_TYPES)
-@pytest.mark.parametrize("start", [b"", b"\xef\xbb\xbf", b"\r\n\n", b": keep-alive\n\n", b"event: x\n"], ids=repr)
+@pytest.mark.parametrize(
+    "start",
+    [b"", b"\xef\xbb\xbf", b"\r\n\n", b": keep-alive\n\n", b"event: x\n"],
+    ids=["none", "bom", "blank-lines", "comment", "event-field"],
+)
 def test_an_event_stream_is_read_whatever_its_content_type(
     http: ModuleType, content_type: str, start: bytes, asynchronous: bool
 ) -> None:

@@ -151,7 +151,7 @@ def test_an_auto_assembler_refuses_bad_options_at_once(options: dict[str, Any], 
         StreamAssembler("openai-chat", **options)
 
 
-@pytest.mark.parametrize("data", [5, [100, 97], "data: x\n\n", None])
+@pytest.mark.parametrize("data", [5, [100, 97], "data: x\n\n", None], ids=["int", "list", "str", "none"])
 def test_an_auto_assembler_feeds_only_bytes(data: Any) -> None:
     """``feed`` of the auto assembler takes bytes as the backend's does (an
     int was fed as that many NUL bytes, a list of ints as their bytes)."""

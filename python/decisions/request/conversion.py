@@ -52,6 +52,8 @@ _SCHEMA_VALUED: Final = frozenset(
 _SCHEMA_LISTS: Final = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _SCHEMA_MAPS: Final = frozenset({"properties", "patternProperties", "dependentSchemas"})
 _DEFS_KEYS: Final = ("$defs", "definitions")
+#: Keywords :meth:`_Converter.object_rules` writes, never copied as they stand.
+_OBJECT_RULES: Final = frozenset({"required", "additionalProperties"})
 #: Regex constructs outside the subset some providers compile: backreferences,
 #: lookahead / lookbehind, word boundaries.
 _REGEX_BEYOND_SUBSET: Final = re.compile(r"\\[1-9]|\\k<|\(\?<?[=!]|\\[bB]")
@@ -373,8 +375,11 @@ class _Converter:
             raise _unsupported(f"{self.caps.provider} cannot take the recursive definition {name}", path)
         out: dict[str, Any] = {"$ref": self.keep_ref(name)}
         for keyword, value in siblings.items():
-            if self.caps.ref_siblings and self.caps.supports(keyword):
-                out[keyword] = self.keyword(keyword, value, path, _pointer(path, keyword), depth)
+            # the object rules beside a $ref are the definition's: one beside it is dropped as any other
+            if self.caps.ref_siblings and self.caps.supports(keyword) and keyword not in _OBJECT_RULES:
+                converted = self.keyword(keyword, value, path, _pointer(path, keyword), depth)
+                if converted is not _DROP:  # else keyword() recorded the drop
+                    out[keyword] = converted
             else:
                 self.drop(path, keyword, value, "a $ref may not carry other keywords here")
         return out

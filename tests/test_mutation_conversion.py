@@ -1,0 +1,231 @@
+"""A schema's ``$ref`` converted for a provider, written out in full: what
+is sent (kept, inlined, its siblings), what is dropped and why, and the path
+and message of every refusal."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from decisions import SchemaError
+from decisions.request.capabilities import capabilities
+from decisions.request.conversion import DroppedKeyword, convert_schema
+
+#: a linked list: a definition that reaches itself
+_NODE = {
+    "type": "object",
+    "properties": {"next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]}},
+    "required": ["next"],
+    "additionalProperties": False,
+}
+
+
+def _with(prop: dict[str, Any], **defs: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"n": prop},
+        "required": ["n"],
+        "additionalProperties": False,
+        "$defs": defs,
+    }
+
+
+def _refused(schema: dict[str, Any], caps: Any, **options: Any) -> SchemaError:
+    with pytest.raises(SchemaError) as caught:
+        convert_schema(schema, caps, **options)
+    assert caught.value.code == "UNSUPPORTED_SCHEMA"
+    return caught.value
+
+
+def test_a_definition_is_sent_by_reference_where_the_provider_takes_it() -> None:
+    sent = convert_schema(_with({"$ref": "#/$defs/Name"}, Name={"type": "string"}), "openai-chat")
+    assert sent.schema["properties"]["n"] == {"$ref": "#/$defs/Name"}
+    assert sent.schema["$defs"] == {"Name": {"type": "string"}}
+    assert sent.dropped == ()
+
+
+@pytest.mark.parametrize("ref", ["#/other/Name", "#/$defs/Missing", "#/$defs/a/b"])
+def test_a_reference_to_no_local_definition_is_refused_at_its_path(ref: str) -> None:
+    error = _refused(_with({"$ref": ref}, Name={"type": "string"}), "openai-chat")
+    assert (error.path, error.message) == ("#/properties/n", f"$ref {ref!r} is not a local definition")
+
+
+def test_a_recursive_definition_is_refused_where_the_provider_forbids_it() -> None:
+    error = _refused(_with({"$ref": "#/$defs/Node"}, Node=_NODE), "anthropic")
+    assert (error.path, error.message) == ("#/properties/n", "anthropic does not accept recursive schemas (Node)")
+
+
+def test_a_recursive_definition_cannot_be_inlined() -> None:
+    error = _refused(_with({"$ref": "#/$defs/Node"}, Node=_NODE), capabilities("gemini", refs=False))
+    assert (error.path, error.message) == ("#/properties/n", "gemini cannot take the recursive definition Node")
+
+
+def test_the_siblings_of_a_recursive_reference_are_dropped_where_a_ref_takes_none() -> None:
+    sent = convert_schema(_with({"$ref": "#/$defs/Node", "description": "a list"}, Node=_NODE), "openai-chat")
+    assert sent.schema["properties"]["n"] == {"$ref": "#/$defs/Node"}
+    assert sent.dropped == (
+        DroppedKeyword("#/properties/n", "description", "a list", False, "a $ref may not carry other keywords here"),
+    )
+
+
+def test_the_siblings_of_a_recursive_reference_are_converted_where_a_ref_takes_them() -> None:
+    """Each sibling is converted as the keyword it is: one the provider does
+    not enforce is dropped and recorded (never sent as a marker), the object
+    rules stay the definition's, and a schema-valued one is converted at its
+    own path."""
+    caps = capabilities("openai-chat", ref_siblings=True)
+    prop = {
+        "$ref": "#/$defs/Node",
+        "description": "a list",
+        "format": "bogus",
+        "required": ["next"],
+        "anyOf": [{"$ref": "#/$defs/Node"}],
+    }
+    sent = convert_schema(_with(prop, Node=_NODE), caps)
+    assert sent.schema["properties"]["n"] == {
+        "$ref": "#/$defs/Node",
+        "description": "a list",
+        "anyOf": [{"$ref": "#/$defs/Node"}],
+    }
+    json.dumps(sent.schema)  # plain JSON throughout
+    assert sent.dropped == (
+        DroppedKeyword("#/properties/n", "format", "bogus", True, "format 'bogus' is not enforced by openai-chat"),
+        DroppedKeyword("#/properties/n", "required", ["next"], True, "a $ref may not carry other keywords here"),
+    )
+    error = _refused(_with({**prop, "anyOf": {"a": 1}}, Node=_NODE), caps)
+    assert (error.path, error.message) == ("#/properties/n/anyOf", "anyOf must be a list of schemas")
+    error = _refused(_with({"$ref": "#/$defs/Node", "format": "bogus"}, Node=_NODE), caps, on_unsupported="reject")
+    assert error.path == "#/properties/n"
+
+
+def test_a_sibling_that_says_a_constraint_otherwise_replaces_the_definitions_when_inlined() -> None:
+    sent = convert_schema(
+        _with({"$ref": "#/$defs/Least", "minimum": 3}, Least={"type": "integer", "minimum": 5}), "gemini"
+    )
+    assert sent.schema["properties"]["n"] == {"type": "integer", "minimum": 3}
+    assert sent.dropped == (
+        DroppedKeyword("#/$defs/Least", "minimum", 5, True, "replaced by the keyword beside its $ref when inlined"),
+    )
+
+
+def _chain(length: int) -> dict[str, Any]:
+    """A property that reaches a string through ``length`` references, each
+    definition only the reference to the next."""
+    defs: dict[str, Any] = {f"D{i}": {"$ref": f"#/$defs/D{i + 1}"} for i in range(length)}
+    defs[f"D{length}"] = {"type": "string"}
+    return _with({"$ref": "#/$defs/D0"}, **defs)
+
+
+def test_inlined_references_count_toward_the_nesting_bound() -> None:
+    """Each inlined reference is one level: the string at the end of 127
+    references is at level 128, the deepest taken."""
+    caps = capabilities("gemini", refs=False)
+    assert convert_schema(_chain(126), caps).schema["properties"]["n"] == {"type": "string"}
+    error = _refused(_chain(127), caps)
+    assert (error.path, error.message) == ("#/$defs/D127", "the schema nests deeper than 128 levels")
+
+
+def test_a_refusal_says_what_to_do() -> None:
+    error = _refused(_with([{"type": "string"}]), "openai-chat")
+    assert (error.path, error.message, error.hint) == (
+        "#/properties/n",
+        "a schema must be an object, not array",
+        "change the schema, or let the keyword be dropped and checked locally",
+    )
+
+
+def test_an_enum_of_objects_is_kept_only_where_objects_are_enum_values() -> None:
+    prop = {"enum": [{"a": 1}]}
+    kept = convert_schema(_with(prop), capabilities("openai-chat", enum_value_types=frozenset({"object"})))
+    assert (kept.schema["properties"]["n"], kept.dropped) == ({"enum": [{"a": 1}]}, ())
+    arrays = convert_schema(_with(prop), capabilities("openai-chat", enum_value_types=frozenset({"array"})))
+    assert [d.keyword for d in arrays.dropped] == ["enum"]
+
+
+def test_an_optional_property_made_nullable_keeps_its_description_outside() -> None:
+    """Strict mode makes an optional object property ``anyOf`` it or null,
+    the description on the outside where the model reads it."""
+    point = {
+        "type": "object",
+        "description": "where",
+        "properties": {"x": {"type": "integer"}},
+        "required": ["x"],
+        "additionalProperties": False,
+    }
+    schema = {"type": "object", "properties": {"at": point}, "additionalProperties": False}
+    sent = convert_schema(schema, "openai-chat").schema["properties"]["at"]
+    inner = {k: v for k, v in point.items() if k != "description"}
+    assert sent == {"anyOf": [inner, {"type": "null"}], "description": "where"}
+
+
+def _objects(depth: int, key: str = "a", typed: bool = True) -> dict[str, Any]:
+    """``depth`` objects, each the one property (``key``) of the one outside it."""
+    node: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        node = {"properties": {key: node}, "required": [key], "additionalProperties": False}
+        if typed:
+            node["type"] = "object"
+    return node
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda depth: _objects(depth),
+        lambda depth: {**_objects(depth, typed=False), "type": "object"},
+        lambda depth: _objects(depth, key="properties"),
+        lambda depth: {
+            "type": "object",
+            "properties": {"list": {"type": "array", "items": _objects(depth - 1)}},
+            "required": ["list"],
+            "additionalProperties": False,
+        },
+    ],
+    ids=["objects", "untyped objects", "a property named properties", "an array of objects"],
+)
+def test_objects_nest_up_to_the_providers_bound(build: Any) -> None:
+    assert convert_schema(build(10), "openai-chat").schema is not None
+    error = _refused(build(11), "openai-chat")
+    assert (error.path, error.message) == ("#", "objects nest 11 levels; openai-chat accepts 10")
+
+
+def _linked(depth: int) -> dict[str, Any]:
+    """``depth`` objects, each a definition whose one property refers to the next."""
+    defs: dict[str, Any] = {f"L{depth}": {"type": "string"}}
+    for i in range(depth - 1, 0, -1):
+        defs[f"L{i}"] = {
+            "type": "object",
+            "properties": {"a": {"$ref": f"#/$defs/L{i + 1}"}},
+            "required": ["a"],
+            "additionalProperties": False,
+        }
+    root = {"type": "object", "properties": {"a": {"$ref": "#/$defs/L1"}}, "required": ["a"]}
+    return {**root, "additionalProperties": False, "$defs": defs}
+
+
+def test_objects_nest_through_references_too() -> None:
+    sent = convert_schema(_linked(10), "openai-chat")
+    assert sent.schema["properties"]["a"] == {"$ref": "#/$defs/L1"}
+    error = _refused(_linked(11), "openai-chat")
+    assert error.message == "objects nest 11 levels; openai-chat accepts 10"
+
+
+def test_a_recursive_definition_counts_once_toward_the_bound() -> None:
+    sent = convert_schema(_with({"$ref": "#/$defs/Node"}, Node=_NODE), "openai-chat")
+    assert sent.schema["properties"]["n"] == {"$ref": "#/$defs/Node"}
+
+
+def test_a_refused_keyword_and_an_open_map_say_why() -> None:
+    error = _refused(_with({"type": "string", "format": "bogus"}), "openai-chat", on_unsupported="reject")
+    assert (error.path, error.message) == (
+        "#/properties/n",
+        "openai-chat does not enforce 'format' (format 'bogus' is not enforced by openai-chat)",
+    )
+    error = _refused(_with({"type": "object", "additionalProperties": {"type": "string"}}), "openai-chat")
+    assert (error.path, error.message) == (
+        "#/properties/n/additionalProperties",
+        "an object with open or free-form keys (a map) cannot be closed in strict mode; "
+        "use a list of key/value objects or strict=False",
+    )
