@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from conftest import FIXTURES
 from decisions import DEFAULT_LIMITS, Limits, OutputError
 from decisions._pure import pipeline
 from decisions._pure.providers import PROVIDERS, mapper_for
@@ -577,3 +578,42 @@ def test_a_delta_fed_as_an_event_takes_the_mapper_s_shortcut() -> None:
     )
     stream.feed_event({"type": "message_stop"}, event="message_stop")
     assert _items(stream.finish()) == [("TextItem", "a")]
+
+
+# ------------------------------------------------------------ what the pipeline gives its mapper and its caller
+
+#: a recorded Gemini stream whose call's arguments come in ``partialArgs`` pieces
+_GEMINI_PARTIAL = FIXTURES / "vercel-ai/packages/google/src/__fixtures__/google-stream-tool-call-arguments.chunks.txt"
+
+
+def test_a_mapper_that_assembles_arguments_is_given_the_callers_bound(impl: ModuleType) -> None:
+    """Gemini's mapper builds a streamed call's arguments from its pieces
+    until the call closes: it refuses them at the piece that passes the
+    bound (event 1, ``"Boston"``), before the rest is held, not when the
+    call closes (event 3)."""
+    events = [line for line in _GEMINI_PARTIAL.read_text().splitlines() if line.strip()]
+    assembler = impl.StreamAssembler("gemini", limits=Limits(max_call_argument_bytes=8))
+    assembler.feed_event(events[0])
+    error = error_of(lambda: assembler.feed_event(events[1]))
+    assert (error["code"], error["message"]) == (
+        "ARGUMENTS_TOO_LARGE",
+        'the arguments of tool call "dqHOab6xGLzWodAPkPuViA4:call_0" exceed max_call_argument_bytes (8)',
+    )
+
+
+@pytest.mark.parametrize("choice", [0, 64, 2**32 - 1])
+def test_a_choice_is_any_32_bit_count(impl: ModuleType, choice: int) -> None:
+    assert impl.StreamAssembler(CHAT, choice=choice).state == "init"
+
+
+def test_a_choice_past_32_bits_is_refused(impl: ModuleType) -> None:
+    with pytest.raises(ValueError, match="choice must be an int from 0 to 2\\*\\*32 - 1"):
+        impl.StreamAssembler(CHAT, choice=2**32)
+
+
+def test_a_provider_of_a_str_subclass_is_kept_as_the_str_it_holds(impl: ModuleType) -> None:
+    class Named(str):
+        pass
+
+    assembler = impl.StreamAssembler(Named(CHAT))
+    assert type(assembler.provider) is str and assembler.provider == CHAT
