@@ -170,6 +170,8 @@ class AutoAssembler(StreamAssembler):
         #: whether only whitespace (and a byte order mark) came yet: the first
         #: other byte tells an event stream from a JSON document or array
         self._lead = True
+        #: the bytes that came while ``_lead`` (held, counted, not joined again)
+        self._lead_bytes = 0
         #: a stream that is one JSON document: all of it, held whole
         self._document: bytearray | None = None
         self._aborted = False
@@ -237,13 +239,19 @@ class AutoAssembler(StreamAssembler):
                 raise self._error
             self._document += chunk
             return True
-        lead = b"".join(self._held) + chunk
-        if len(lead) < 3 and _BOM.startswith(lead):
-            return False
-        first = lead.removeprefix(_BOM).lstrip(_WHITESPACE)[:1]
+        text = chunk
+        if self._lead_bytes < len(_BOM):  # a byte order mark may be completing: the few bytes held joined
+            text = b"".join(self._held) + chunk
+            if len(text) < len(_BOM) and _BOM.startswith(text):
+                self._lead_bytes += len(chunk)
+                return False
+            text = text.removeprefix(_BOM)
+        self._lead_bytes += len(chunk)
+        first = text.lstrip(_WHITESPACE)[:1]
         if not first:
             return False
         self._lead = False
+        lead = b"".join(self._held) + chunk
         if first == b"[":
             self._held, self._probe = [], None
             self._start(_providers.GEMINI).feed(lead)
