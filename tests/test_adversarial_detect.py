@@ -57,6 +57,7 @@ import pytest
 
 import decisions
 from decisions import StreamError, _backend, integrations
+from http_streams import finished
 
 openai = pytest.importorskip("openai")
 
@@ -360,38 +361,12 @@ def _pieces(http: ModuleType, pieces: Iterator[bytes] | list[bytes]) -> Any:
 
 def _read(http: ModuleType, body: Any, content_type: str, provider: str, asynchronous: bool, **kw: Any) -> Any:
     """What ``stream_httpx`` (or ``astream_httpx``) gives for a 200 response
-    with ``body``: the response, or the error ``finish`` raises (twice alike)."""
+    with ``body`` (see ``http_streams.finished``)."""
 
     def respond(request: Any) -> Any:
         return http.Response(200, stream=body, headers={"content-type": content_type})
 
-    if not asynchronous:
-        with http.Client(transport=http.MockTransport(respond)) as client, client.stream("POST", URL) as response:
-            stream = integrations.stream_httpx(response, provider=provider, **kw)
-            try:
-                return stream.finish()
-            except decisions.OutputError as error:
-                with pytest.raises(decisions.OutputError) as again:
-                    stream.finish()
-                assert again.value is error
-                return error
-
-    async def run() -> Any:
-        async def arespond(request: Any) -> Any:
-            return respond(request)
-
-        async with http.AsyncClient(transport=http.MockTransport(arespond)) as client:
-            async with client.stream("POST", URL) as response:
-                stream = integrations.astream_httpx(response, provider=provider, **kw)
-                try:
-                    return await stream.finish()
-                except decisions.OutputError as error:
-                    with pytest.raises(decisions.OutputError) as again:
-                        await stream.finish()
-                    assert again.value is error
-                    return error
-
-    return asyncio.run(run())
+    return finished(http, respond, provider, asynchronous, **kw)
 
 
 def _bytewise(data: bytes) -> list[bytes]:

@@ -6,7 +6,6 @@ written whatever form the SDK's JSON mode gives them."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import gc
 import importlib
@@ -22,6 +21,7 @@ import pytest
 
 import decisions
 from decisions import OutputError, TransportError, _backend, integrations
+from http_streams import finished
 
 openai = pytest.importorskip("openai")
 genai = pytest.importorskip("google.genai.types")
@@ -65,39 +65,12 @@ def _outcome(
     provider: str = "openai-chat",
     **options: Any,
 ) -> Any:
-    """What ``stream_httpx`` (or ``astream_httpx``) gives: the response, or the
-    error ``finish`` raises, which a second ``finish`` must raise again."""
+    """What ``stream_httpx`` (or ``astream_httpx``) gives (see ``http_streams.finished``)."""
 
     def respond(request: Any) -> Any:
         return http.Response(status, stream=_body(http, pieces), headers=headers or {})
 
-    if not asynchronous:
-        with http.Client(transport=http.MockTransport(respond)) as client, client.stream("POST", URL) as response:
-            stream = integrations.stream_httpx(response, provider=provider, **options)
-            try:
-                return stream.finish()
-            except OutputError as error:
-                with pytest.raises(OutputError) as again:
-                    stream.finish()
-                assert again.value is error
-                return error
-
-    async def run() -> Any:
-        async def arespond(request: Any) -> Any:
-            return respond(request)
-
-        async with http.AsyncClient(transport=http.MockTransport(arespond)) as client:
-            async with client.stream("POST", URL) as response:
-                stream = integrations.astream_httpx(response, provider=provider, **options)
-                try:
-                    return await stream.finish()
-                except OutputError as error:
-                    with pytest.raises(OutputError) as again:
-                        await stream.finish()
-                    assert again.value is error
-                    return error
-
-    return asyncio.run(run())
+    return finished(http, respond, provider, asynchronous, **options)
 
 
 def _counted(chunks: list[bytes], pulled: list[int]) -> Iterator[bytes]:
