@@ -9,8 +9,10 @@ build into a failure instead of a skip.
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Iterator
+import tracemalloc
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -113,3 +115,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.differential)
         if not wants_slow and item.get_closest_marker("slow") is not None:
             item.add_marker(skip_slow)
+
+
+def peak_bytes(call: Callable[[], object]) -> int:
+    """The most memory Python held at once while ``call`` ran (tracemalloc)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()

@@ -48,7 +48,6 @@ import gc
 import importlib
 import importlib.util
 import json
-import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
@@ -56,6 +55,7 @@ from typing import Any
 import pytest
 
 import decisions
+from conftest import peak_bytes
 from decisions import StreamError, _backend, integrations
 from http_streams import finished
 
@@ -495,26 +495,16 @@ def test_genai_bytes_over_the_limit_are_refused_as_the_payload_is(impl: ModuleTy
     assert expected.value.code == "MALFORMED_EVENT"
 
 
-def _peak(call: Any) -> int:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        call()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def test_genai_bytes_cost_no_more_than_their_text_twice() -> None:
     size = 3 * 1024 * 1024
     obj = _genai_image(bytes(size))
     encoded = size * 4 // 3
     # the JSON dump's text and its standard copy (it was 3 texts: the base64 written again, as bytes and text)
-    assert _peak(lambda: integrations.to_payload(obj)) < 2.5 * encoded
-    assert _peak(lambda: integrations.to_payload(obj, limits=_limited(2 * encoded))) < 2.5 * encoded
+    assert peak_bytes(lambda: integrations.to_payload(obj)) < 2.5 * encoded
+    assert peak_bytes(lambda: integrations.to_payload(obj, limits=_limited(2 * encoded))) < 2.5 * encoded
 
     def refused() -> None:
         with pytest.raises(StreamError, match="MALFORMED_EVENT"):
             integrations.to_payload(obj, limits=_limited(encoded - 1))
 
-    assert _peak(refused) < encoded / 10  # refused before any dump
+    assert peak_bytes(refused) < encoded / 10  # refused before any dump

@@ -7,11 +7,9 @@ written whatever form the SDK's JSON mode gives them."""
 from __future__ import annotations
 
 import base64
-import gc
 import importlib
 import importlib.util
 import json
-import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
@@ -20,6 +18,7 @@ import pydantic
 import pytest
 
 import decisions
+from conftest import peak_bytes
 from decisions import OutputError, TransportError, _backend, integrations
 from http_streams import finished
 
@@ -284,22 +283,12 @@ def test_genai_bytes_are_measured_as_their_base64_exactly(size: int) -> None:
     )
 
 
-def _peak(call: Any) -> int:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        call()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def test_genai_bytes_of_any_length_are_written_once() -> None:
     """Bytes whose length is no multiple of three are turned into standard
     base64 where the JSON dump wrote them, not encoded again."""
     size = 3 * 1024 * 1024 + 1
     obj = _image(bytes(size))
-    assert _peak(lambda: integrations.to_payload(obj)) < 2.5 * size * 4 / 3
+    assert peak_bytes(lambda: integrations.to_payload(obj)) < 2.5 * size * 4 / 3
 
 
 def test_genai_bytes_over_the_callers_bound_are_refused_before_any_dump() -> None:
@@ -313,8 +302,8 @@ def test_genai_bytes_over_the_callers_bound_are_refused_before_any_dump() -> Non
         with pytest.raises(decisions.StreamError, match="MALFORMED_EVENT"):
             call()
 
-    assert _peak(lambda: refused(lambda: integrations.normalize_sdk(obj, limits=limits))) < size / 10
-    assert _peak(lambda: refused(lambda: integrations.assemble_sdk_stream([obj], limits=limits))) < size / 10
+    assert peak_bytes(lambda: refused(lambda: integrations.normalize_sdk(obj, limits=limits))) < size / 10
+    assert peak_bytes(lambda: refused(lambda: integrations.assemble_sdk_stream([obj], limits=limits))) < size / 10
 
 
 class _Utf8Blob(pydantic.BaseModel):
