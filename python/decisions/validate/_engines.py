@@ -40,7 +40,8 @@ import referencing.jsonschema
 from jsonschema_specifications import REGISTRY as _SPECIFICATIONS  # type: ignore[import-untyped]
 
 from .._payload import canonical_json
-from ._shapes import close_json_schema
+from ._ecma import PatternError, PatternUnsupported, check_pattern, compile_pattern
+from ._shapes import additional_names, close_json_schema
 
 __all__ = [
     "FAST_VALIDATOR",
@@ -266,7 +267,7 @@ def _unions(memoize: bool) -> dict[str, Any]:
                 }
         if "patternProperties" in schema:
             for name in instance:
-                if any(re.search(pattern, name) for pattern in schema["patternProperties"]):
+                if any(compile_pattern(pattern).search(name) for pattern in schema["patternProperties"]):
                     keys.add(name)
         if "dependentSchemas" in schema:
             for name, subschema in schema["dependentSchemas"].items():
@@ -365,6 +366,63 @@ def _unions(memoize: bool) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------- ECMA-262 patterns
+#
+# ``jsonschema`` reads ``pattern``, ``patternProperties`` (and the names
+# ``additionalProperties`` leaves to them) with Python's ``re``: other
+# semantics than JSON Schema's ECMA-262, and backtracking a model's value can
+# make exponential. These keywords search with :mod:`._ecma` instead.
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if validator.is_type(instance, "string") and not compile_pattern(pattern).search(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        compiled = compile_pattern(pattern)
+        for name, value in instance.items():
+            if compiled.search(name):
+                yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, additional: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    extras = set(additional_names(instance, schema))
+    if validator.is_type(additional, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif not additional and extras:
+        if "patternProperties" in schema:
+            verb = "does" if len(extras) == 1 else "do"
+            joined = ", ".join(repr(each) for each in sorted(extras))
+            patterns = ", ".join(repr(each) for each in sorted(schema["patternProperties"]))
+            yield jsonschema.ValidationError(f"{joined} {verb} not match any of the regexes: {patterns}")
+        else:
+            listed = ", ".join(repr(extra) for extra in sorted(extras, key=str))
+            verb = "was" if len(extras) == 1 else "were"
+            yield jsonschema.ValidationError(f"Additional properties are not allowed ({listed} {verb} unexpected)")
+
+
+_PATTERN_KEYWORDS: Final = {
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+}
+
+
+def _format_checker(base: Any) -> Any:
+    """``base``'s format checker with ``regex`` read as ECMA-262 (so a
+    schema's ``pattern`` is checked as :mod:`._ecma` will search it)."""
+    checker = jsonschema.FormatChecker(())
+    checker.checkers = {**base.FORMAT_CHECKER.checkers, "regex": (check_pattern, PatternError)}
+    return checker
+
+
 _STRICT_CLASSES: dict[tuple[type, bool, bool], Any] = {}
 
 
@@ -380,7 +438,8 @@ def _dynamic(schema: Any) -> bool:
 
 def union_validator_class(base: Any, schema: Any, *, strict: bool) -> Any:
     """``base`` (a ``jsonschema`` validator class) with linear-time
-    ``anyOf``/``oneOf``, and strict integers when ``strict``."""
+    ``anyOf``/``oneOf``, ECMA-262 patterns searched in linear time, and
+    strict integers when ``strict``."""
     memoize = not _dynamic(schema)
     key = (base, strict, memoize)
     cls = _STRICT_CLASSES.get(key)
@@ -388,8 +447,9 @@ def union_validator_class(base: Any, schema: Any, *, strict: bool) -> Any:
         extend: Any = jsonschema.validators.extend
         checker = base.TYPE_CHECKER.redefine("integer", _strict_integer) if strict else None
         # only the keywords the draft has (draft 3 has no anyOf, draft 6 no if)
-        keywords = {name: check for name, check in _unions(memoize).items() if name in base.VALIDATORS}
-        cls = extend(base, validators=keywords, type_checker=checker)
+        checks = {**_PATTERN_KEYWORDS, **_unions(memoize)}
+        keywords = {name: check for name, check in checks.items() if name in base.VALIDATORS}
+        cls = extend(base, validators=keywords, type_checker=checker, format_checker=_format_checker(base))
         _STRICT_CLASSES[key] = cls
     return cls
 
@@ -763,7 +823,17 @@ def check_references(cls: Any, schema: Any) -> None:
 
 def _compile(spec: Mapping[str, Any], closed: bool) -> Compiled:
     cls = strict_validator_class(spec)
-    cls.check_schema(spec)
+    try:
+        cls.check_schema(spec, format_checker=cls.FORMAT_CHECKER)
+    except jsonschema.SchemaError as error:
+        if isinstance(error.cause, PatternUnsupported):
+            where = "".join(f"[{part!r}]" for part in error.absolute_path)
+            raise PatternUnsupported(
+                f"the schema's pattern {error.instance!r} at {where or 'the root'}: {error.cause}"
+            ) from None
+        if isinstance(error.cause, PatternError):
+            error.message = f"{error.message} (as ECMA-262: {error.cause})"
+        raise
     applied = (
         close_json_schema(spec, "unevaluatedProperties" in cls.VALIDATORS) if closed else copy.deepcopy(dict(spec))
     )

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any, Final, Iterable, Iterator, Mapping, Sequence
 
 import jsonschema.exceptions
 from pydantic import ValidationError
 
 from ..errors import SchemaError, json_path
+from ._shapes import additional_names
 
 __all__ = [
     "ISSUE_CODES",
@@ -189,9 +189,7 @@ def _closed_extras(error: jsonschema.exceptions.ValidationError) -> list[str]:
     if not isinstance(instance, dict):
         return []
     schema = error.schema if isinstance(error.schema, dict) else {}
-    known = set(schema.get("properties", {}))
-    patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
-    return [k for k in instance if k not in known and not any(p.search(k) for p in patterns)]
+    return additional_names(instance, schema)
 
 
 def _branch_errors(

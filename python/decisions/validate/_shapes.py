@@ -8,10 +8,12 @@ kind of schema.
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any, Final, Iterator, Mapping, Sequence
 
+from ._ecma import compile_pattern
+
 __all__ = [
+    "additional_names",
     "close_json_schema",
     "core_definitions",
     "core_expand",
@@ -390,7 +392,7 @@ def js_step(node: Any, step: str | None) -> list[Any] | None:
         return [properties[step]]
     patterns = node.get("patternProperties")
     if isinstance(patterns, dict):
-        matched = [v for p, v in patterns.items() if re.search(p, step)]
+        matched = [v for p, v in patterns.items() if compile_pattern(p).search(step)]
         if matched:
             return matched
     extra = node.get("additionalProperties")
@@ -401,3 +403,11 @@ def js_step(node: Any, step: str | None) -> list[Any] | None:
 
 def selector_text(steps: Sequence[str | None]) -> str:
     return "".join("[*]" if step is None else (f".{step}" if i else step) for i, step in enumerate(steps))
+
+
+def additional_names(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """The names of ``instance`` that neither ``properties`` nor a
+    ``patternProperties`` pattern of ``schema`` covers, in order."""
+    properties = schema.get("properties", {})
+    patterns = [compile_pattern(p) for p in schema.get("patternProperties", {})]
+    return [n for n in instance if n not in properties and not any(p.search(n) for p in patterns)]

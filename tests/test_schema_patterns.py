@@ -1,0 +1,267 @@
+"""JSON Schema's ``pattern`` as ECMA-262 means it, searched in linear time.
+
+A JSON-Schema tool's ``pattern``, ``patternProperties`` (and the names
+``additionalProperties`` and ``unevaluatedProperties`` leave to them) and
+``propertyNames`` are ECMA-262 regular expressions with Unicode semantics.
+Read by Python's ``re`` they said yes where the schema says no, and a
+model's value could hang the process:
+
+1. ``$`` matched before a final newline: ``"main\\n"`` passed
+   ``^[a-z]+$`` (a value cut into a command line, a header, a file name);
+2. ``\\d`` took every script's digits (``"٣"`` passed ``^\\d+$``), ``\\w``
+   every script's letters, ``.`` took ``\\r`` and U+2028;
+3. backtracking: ``^(a+)+b`` against forty ``a`` and a ``!`` ran for
+   days holding the GIL (the classic e-mail patterns do the same);
+4. Python-only syntax (``(?i)``, ``\\Z``) was taken, ECMA-262 syntax
+   (``\\p{Letter}``) refused.
+
+Now each is searched by :mod:`decisions.validate._ecma` (a DFA built lazily
+from a Thompson automaton); a pattern it cannot search (a lookaround, a
+backreference) is refused when the tool is built, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import hypothesis.strategies as st
+import jsonschema
+import pytest
+from hypothesis import given, settings
+
+import decisions
+from decide_helpers import both_paths, call, plain_id, response
+from decisions import Tool, ToolRegistry
+from decisions.validate._ecma import PatternError, PatternUnsupported, compile_pattern
+
+pytestmark = both_paths
+
+SUITE = Path(__file__).parent / "fixtures" / "json-schema-test-suite" / "draft2020-12" / "optional"
+
+
+def tools(schema: dict[str, Any]) -> ToolRegistry:
+    return ToolRegistry([Tool(name="t", parameters=schema, side_effects=False)])
+
+
+def verdict(schema: dict[str, Any], value: Any) -> str:
+    """``accept`` or the error code of a decision on ``{"v": value}`` for ``{"v": schema}``."""
+    wrapped = {"type": "object", "properties": {"v": schema}, "required": ["v"]}
+    try:
+        decision = decisions.decide(response(call("t", json.dumps({"v": value}))), tools=tools(wrapped))
+    except decisions.OutputError as error:
+        return error.code
+    assert [c.arguments for c in decision.executable_calls] == [{"v": value}]
+    return "accept"
+
+
+def _suite_cases() -> list[Any]:
+    cases = []
+    for group in json.loads((SUITE / "ecmascript-regex.json").read_text(encoding="utf-8")):
+        schema = {k: v for k, v in group["schema"].items() if k != "$schema"}
+        for test in group["tests"]:
+            cases.append(
+                pytest.param(
+                    schema, test["data"], test["valid"], id=plain_id(f"{group['description']}: {test['description']}")
+                )
+            )
+    return cases
+
+
+@pytest.mark.parametrize(("schema", "value", "valid"), _suite_cases())
+def test_the_suites_ecmascript_regex_cases(schema: dict[str, Any], value: Any, valid: bool) -> None:
+    """Every case of the JSON-Schema-Test-Suite's optional/ecmascript-regex.json."""
+    assert verdict(schema, value) == ("accept" if valid else "SCHEMA_MISMATCH")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value"),
+    [
+        ("^[a-z]+$", "main\n"),
+        ("^[a-z]+$", "main\r\n"),
+        ("^\\d+$", "\u0663\u0664"),  # ARABIC-INDIC DIGIT THREE, FOUR
+        ("^[0-9a-f]{2}$", "a\n"),
+        ("^\\w+$", "caf\u00e9"),
+        ("^[\\w.-]+$", "r\u00e9sum\u00e9.txt"),
+        ("^.{1,3}$", "a\rb"),
+        ("^a.b$", "a\u2028b"),
+        ("^\\S+$", "a\u00a0b"),  # NO-BREAK SPACE is white space in ECMA-262
+        ("\\B\u00e9", "a\u00e9"),  # \u00e9 is no ASCII word character: a boundary is there
+        ("^(?:GET|HEAD)$", "GET\n"),
+    ],
+    ids=plain_id,
+)
+def test_values_re_took_are_refused(pattern: str, value: str) -> None:
+    assert verdict({"type": "string", "pattern": pattern}, value) == "SCHEMA_MISMATCH"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value"),
+    [
+        ("^[a-z]+$", "main"),
+        ("^\\d+$", "0123456789"),
+        ("^\\p{Letter}+$", "caf\u00e9"),
+        ("^\\p{Lu}\\p{Ll}*$", "\u00c9cole"),
+        ("^\\P{L}+$", "123"),
+        ("^\\s$", "\u3000"),  # IDEOGRAPHIC SPACE: a Space_Separator
+        ("^\\u{1F600}$", "\U0001f600"),
+        ("^\\uD83D\\uDE00$", "\U0001f600"),  # a surrogate pair is one code point
+        ("^.$", "\U0001f600"),
+        ("^(?<year>\\d{4})-\\d{2}$", "2026-12"),
+        ("^\\cJ$", "\n"),
+        ("^[\\b]$", "\b"),
+        ("a{,2}", "a{,2}"),  # not a quantifier: read as itself
+        ("^\\bid\\b", "id"),
+        ("\\bid\\b", "\u00e9id"),
+        ("^[^]$", "\n"),
+    ],
+    ids=plain_id,
+)
+def test_values_the_pattern_describes_are_taken(pattern: str, value: str) -> None:
+    assert verdict({"type": "string", "pattern": pattern}, value) == "accept"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "patternProperties": {"^[a-z]+$": {}}, "additionalProperties": False},
+        {"type": "object", "patternProperties": {"^[a-z]+$": {}}, "unevaluatedProperties": False},
+        {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}},
+        {
+            "type": "object",
+            "patternProperties": {"^[a-z]+$": {"type": "integer"}},
+            "additionalProperties": {"type": "string"},
+        },
+    ],
+    ids=["additionalProperties", "unevaluatedProperties", "propertyNames", "additional schema"],
+)
+def test_member_names_are_matched_as_ecma_262(schema: dict[str, Any]) -> None:
+    """A name with a final newline is not covered by ``^[a-z]+$``."""
+    assert verdict(schema, {"mode\n": 1}) == "SCHEMA_MISMATCH"
+    assert verdict(schema, {"mode": 1}) == "accept"
+
+
+@contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """TimeoutError when the block runs longer (a backtracking search is
+    interrupted: ``re`` checks for signals while it matches)."""
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"still searching after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value"),
+    [
+        ("^(a+)+b", "a" * 5000 + "!"),
+        ("^(a|a)*b$", "a" * 5000 + "!"),
+        ("(x+x+)+y", "x" * 5000),
+        ("^(\\w+\\s?)*$", "word " * 1000 + "!"),
+        ("^([a-zA-Z0-9_\\.\\-])+\\@(([a-zA-Z0-9\\-])+\\.)+([a-zA-Z0-9]{2,4})+$", "a" * 5000 + "@"),
+        ("^(.*a){12}$", "a" * 5000 + "!"),
+    ],
+    ids=["nested plus", "alternation", "unanchored", "words", "e-mail", "counted"],
+)
+def test_a_value_built_to_backtrack_is_refused_at_once(pattern: str, value: str) -> None:
+    """Exponential in ``re`` from about 30 characters; here a pass over the value."""
+    schema = {"type": "object", "properties": {"v": {"type": "string", "pattern": pattern}}, "required": ["v"]}
+    registry = tools(schema)
+    with deadline(20):
+        for _ in range(3):
+            with pytest.raises(decisions.OutputError) as caught:
+                decisions.decide(response(call("t", json.dumps({"v": value}))), tools=registry)
+            assert caught.value.code == "SCHEMA_MISMATCH"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("^(?=.*[A-Z]).{8,}$", "a lookaround"),
+        ("(?<!x)y", "a lookaround"),
+        ("^(a)\\1$", "a backreference"),
+        ("^(?<q>a)\\k<q>$", "a backreference"),
+        ("^\\p{Script=Greek}+$", "the Unicode property 'Script'"),
+        ("^a{1,30000}$", "a count above"),
+        ("(" * 101 + ")" * 101, "nested more than"),
+    ],
+    ids=["lookahead", "lookbehind", "backreference", "named backreference", "script", "count", "nesting"],
+)
+def test_a_pattern_no_automaton_holds_is_refused_when_the_tool_is_built(pattern: str, reason: str) -> None:
+    schema = {"type": "object", "properties": {"v": {"type": "string", "pattern": pattern}}}
+    with pytest.raises(PatternUnsupported, match=reason) as caught:
+        tools(schema)
+    assert isinstance(caught.value, ValueError)
+    assert "['properties']['v']['pattern']" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["(?i)^a$", "^a\\Z", "(?P<n>a)", "\\a", "a**", "[z-a]", "(", "x{3,1}", "\\u{110000}", "[\\d-z]"],
+    ids=plain_id,
+)
+def test_a_pattern_that_is_not_ecma_262_is_a_schema_error(pattern: str) -> None:
+    """Python's syntax (``(?i)``, ``\\Z``, ``(?P<``) included: the model is told ECMA-262."""
+    with pytest.raises(jsonschema.SchemaError, match="ECMA-262"):
+        tools({"type": "object", "properties": {"v": {"type": "string", "pattern": pattern}}})
+    with pytest.raises(jsonschema.SchemaError, match="ECMA-262"):
+        tools({"type": "object", "patternProperties": {pattern: {}}})
+
+
+def test_a_pattern_inside_a_value_is_not_read_as_one() -> None:
+    """Only where a pattern keyword applies: a ``const`` holding ``pattern`` is data."""
+    schema = {"type": "object", "properties": {"v": {"const": {"pattern": "(?=x)"}}}}
+    decision = decisions.decide(response(call("t", '{"v": {"pattern": "(?=x)"}}')), tools=tools(schema))
+    assert decision.executable_calls[0].arguments == {"v": {"pattern": "(?=x)"}}
+
+
+# ---------------------------------------------------------------- the engine against an ECMA-262 one
+
+_ATOMS = st.sampled_from(
+    [
+        "a", "b", "\u00e9", "\u0663", "-", ".", "\\d", "\\D", "\\w", "\\W", "\\s", "\\S", "[ab]", "[^a]",
+        "[a-c\\d]", "[^\\s]", "[\\w-]", "\\.", "\\n", "\\u00e9", "\\p{L}", "\\P{Nd}", "(?:ab|b)", "(a|\\d)",
+    ]
+)  # fmt: skip
+_QUANTIFIERS = st.sampled_from(["", "", "", "*", "+", "?", "{2}", "{1,3}", "{0,}", "*?", "+?"])
+_TEXT = st.text(alphabet=list("ab\u00e9\u0663 -.\n\r\u2028\u00a0_1"), max_size=8)
+
+
+@st.composite
+def _patterns(draw: st.DrawFn) -> str:
+    terms = draw(st.lists(st.tuples(_ATOMS, _QUANTIFIERS).map("".join), min_size=1, max_size=4))
+    body = "".join(terms)
+    if draw(st.booleans()):
+        body = body + "|" + draw(_ATOMS)
+    anchors = draw(st.sampled_from([("", ""), ("^", ""), ("", "$"), ("^", "$")]))
+    return anchors[0] + body + anchors[1]
+
+
+jsonschema_rs = pytest.importorskip("jsonschema_rs")
+
+
+@settings(max_examples=300, deadline=None)
+@given(pattern=_patterns(), text=_TEXT)
+def test_the_engine_agrees_with_an_ecma_262_engine(pattern: str, text: str) -> None:
+    """Same verdict as ``jsonschema-rs`` (whose patterns follow ECMA-262) on
+    patterns made of the escapes, classes and anchors where ``re`` differs.
+    Not ``\\b``: ``jsonschema-rs`` takes every script's letters as word
+    characters there, ECMA-262 only ``[A-Za-z0-9_]`` (the cases above)."""
+    expected = jsonschema_rs.Draft202012Validator({"pattern": pattern}).is_valid(text)
+    assert compile_pattern(pattern).search(text) is expected
+
+
+def test_a_pattern_that_is_not_a_string_is_an_error() -> None:
+    with pytest.raises(PatternError):
+        compile_pattern(5)  # type: ignore[arg-type]
