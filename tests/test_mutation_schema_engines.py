@@ -48,8 +48,10 @@ def cold_caches(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"$ref": "#/$defs/a/b"}, "$ref '#/$defs/a/b'"),
         ({"$ref": "other.json"}, "$ref 'other.json'"),
         ({"pattern": "^a{2,3}\\.b[x-z]*(c|d)+?"}, None),
-        ({"pattern": "\\d"}, "pattern '\\\\d'"),
-        ({"pattern": "a$"}, "pattern 'a$'"),
+        ({"pattern": "^\\d+\\.\\w*[\\D\\W]$"}, None),  # ECMA-262 in both validators
+        ({"pattern": "\\s"}, "pattern '\\\\s'"),  # left to the reference
+        ({"pattern": "\\bx"}, "pattern '\\\\bx'"),  # Unicode's letters in jsonschema-rs
+        ({"pattern": "a\\Z"}, "pattern 'a\\\\Z'"),  # not ECMA-262
         ({"pattern": "(?i)a"}, "pattern '(?i)a'"),
         ({"pattern": "[]"}, "pattern '[]'"),
         ({"pattern": "[^]"}, "pattern '[^]'"),
@@ -58,13 +60,14 @@ def cold_caches(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"multipleOf": 0.5}, "a multipleOf that is not an integer"),
         ({"multipleOf": 2}, None),
         ({"allOf": {}}, "allOf that is not a list"),
-        ({"allOf": [{"pattern": "\\d"}, True]}, "pattern '\\\\d'"),  # a boolean part does not end the walk
+        ({"allOf": [{"pattern": "\\s"}, True]}, "pattern '\\\\s'"),  # a boolean part does not end the walk
         ({"properties": {"\\d": {}}}, None),  # a property name is not a pattern
-        ({"allOf": [{"pattern": "\\w"}]}, "pattern '\\\\w'"),
+        ({"allOf": [{"pattern": "\\S"}]}, "pattern '\\\\S'"),
         ({"anyOf": [{}, {"oneOf": [{"pattern": "\\s"}]}]}, "pattern '\\\\s'"),
         ({"properties": []}, "properties that is not an object"),
-        ({"patternProperties": {"\\d": {}}}, "a patternProperties pattern"),
-        ({"patternProperties": {"^x": {"pattern": "\\d"}}}, "pattern '\\\\d'"),
+        ({"patternProperties": {"\\s": {}}}, "a patternProperties pattern"),
+        ({"patternProperties": {"^\\d$": {}}}, None),
+        ({"patternProperties": {"^x": {"pattern": "\\s"}}}, "pattern '\\\\s'"),
         ({"properties": {"a": {"pattern": "\\s"}}}, "pattern '\\\\s'"),
         ({"dependentSchemas": {"a": {"pattern": "\\s"}}}, "pattern '\\\\s'"),
         ({"not": {"pattern": "\\s"}}, "pattern '\\\\s'"),
@@ -126,13 +129,13 @@ def test_a_float_with_no_fraction_is_not_an_integer_when_the_schema_names_intege
 
 
 def test_the_compiled_schema_records_why_the_fast_validator_is_not_used() -> None:
-    assert compile_json_schema({"pattern": "\\d", "title": "refused"}, True).refusal == "pattern '\\\\d'"
+    assert compile_json_schema({"pattern": "\\s", "title": "refused"}, True).refusal == "pattern '\\\\s'"
     assert compile_json_schema({"type": "string", "title": "admitted"}, True).refusal is None
 
 
 def test_the_validator_in_use() -> None:
     assert Schema({"type": "string"}).validator == "jsonschema-rs"
-    assert Schema({"pattern": "\\d"}).validator == "jsonschema"
+    assert Schema({"pattern": "\\s"}).validator == "jsonschema"
     assert Schema(int).validator == "pydantic"
 
 

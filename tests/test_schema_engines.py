@@ -95,10 +95,10 @@ def test_every_class_of_disagreement_is_kept_from_the_fast_path() -> None:
     """The classes where ``jsonschema-rs`` gives another verdict, each routed
     to the reference (at compile time or per value)."""
     refused = {
-        "ECMA-262 digit classes": {"pattern": "^\\d+"},
-        "Python's $ before a final newline": {"pattern": "^[a-z]+$"},
+        "Unicode's white space": {"pattern": "^\\s+"},
+        "Unicode's letters at a word boundary": {"pattern": "\\bid"},
         "a flag group": {"pattern": "(?i)abc"},
-        "a pattern property": {"patternProperties": {"\\w": {"type": "string"}}},
+        "a pattern property": {"patternProperties": {"\\S": {"type": "string"}}},
         "draft 7's dependencies": {"dependencies": {"a": ["b"]}},
         "a fractional multipleOf": {"multipleOf": 0.5},
         "a remote $ref": {"$ref": "http://example.com/schema.json"},
@@ -113,6 +113,7 @@ def test_every_class_of_disagreement_is_kept_from_the_fast_path() -> None:
         assert fast_refusal(schema) is not None, what
     accepted = {"properties": {"pattern": {"type": "string", "pattern": "^[a-z_.-]+(/[a-z]+)*"}}, "required": ["x"]}
     assert fast_refusal(accepted) is None
+    assert fast_refusal({"pattern": "^\\d+$", "patternProperties": {"^\\w+$": {}}}) is None  # ECMA-262 in both
     assert fast_refusal({"$defs": {"A": {"type": "integer"}}, "$ref": "#/$defs/A"}) is None
     # per value: only plain JSON, and no integral float where integers are typed
     assert plain_json({"a": [1, 2.5, "x", None, True]}, integers=True)
