@@ -26,6 +26,7 @@ import hashlib
 import math
 import re
 import threading
+from fractions import Fraction
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -408,10 +409,34 @@ def _additional_properties(validator: Any, additional: Any, instance: Any, schem
             yield jsonschema.ValidationError(f"Additional properties are not allowed ({listed} {verb} unexpected)")
 
 
-_PATTERN_KEYWORDS: Final = {
+def _written(number: int | float) -> Fraction:
+    """The number as a JSON text writes it: an int as itself, a float as
+    the shortest decimal that reads back as it (``19.99``, not the binary
+    fraction 19.989999999999998436…)."""
+    return Fraction(number) if isinstance(number, int) else Fraction(repr(number))
+
+
+def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """``multipleOf`` in exact decimal arithmetic: ``19.99`` is a multiple
+    of ``0.01`` (as ``jsonschema-rs`` and Pydantic say), which float
+    division (``19.99 / 0.01 == 1998.9999999999998``) denied."""
+    if not validator.is_type(instance, "number"):
+        return
+    if isinstance(instance, int) and isinstance(divisor, int):
+        failed = instance % divisor != 0
+    else:
+        failed = (_written(instance) / _written(divisor)).denominator != 1
+    if failed:
+        yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor}")
+
+
+#: The keywords read as JSON Schema means them, where ``jsonschema``'s own
+#: read them otherwise: patterns as ECMA-262, ``multipleOf`` in decimals.
+_MEANT_KEYWORDS: Final = {
     "pattern": _pattern,
     "patternProperties": _pattern_properties,
     "additionalProperties": _additional_properties,
+    "multipleOf": _multiple_of,
 }
 
 
@@ -438,8 +463,8 @@ def _dynamic(schema: Any) -> bool:
 
 def union_validator_class(base: Any, schema: Any, *, strict: bool) -> Any:
     """``base`` (a ``jsonschema`` validator class) with linear-time
-    ``anyOf``/``oneOf``, ECMA-262 patterns searched in linear time, and
-    strict integers when ``strict``."""
+    ``anyOf``/``oneOf``, ECMA-262 patterns searched in linear time,
+    ``multipleOf`` in decimals, and strict integers when ``strict``."""
     memoize = not _dynamic(schema)
     key = (base, strict, memoize)
     cls = _STRICT_CLASSES.get(key)
@@ -447,7 +472,7 @@ def union_validator_class(base: Any, schema: Any, *, strict: bool) -> Any:
         extend: Any = jsonschema.validators.extend
         checker = base.TYPE_CHECKER.redefine("integer", _strict_integer) if strict else None
         # only the keywords the draft has (draft 3 has no anyOf, draft 6 no if)
-        checks = {**_PATTERN_KEYWORDS, **_unions(memoize)}
+        checks = {**_MEANT_KEYWORDS, **_unions(memoize)}
         keywords = {name: check for name, check in checks.items() if name in base.VALIDATORS}
         cls = extend(base, validators=keywords, type_checker=checker, format_checker=_format_checker(base))
         _STRICT_CLASSES[key] = cls
