@@ -30,7 +30,7 @@ __all__ = ["MAX_STATES", "Pattern", "PatternError", "PatternUnsupported", "check
 #: The largest automaton a pattern may build (``.{0,5000}`` takes about 10,000).
 MAX_STATES: Final = 20_000
 #: Groups nest at most this deep.
-MAX_NESTING: Final = 100
+MAX_NESTING: Final = 32
 #: Built DFA transitions (and characters sorted into classes) kept per pattern;
 #: past it they are dropped and built again as the text needs them.
 _CACHE_LIMIT: Final = 50_000
