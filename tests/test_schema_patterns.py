@@ -37,9 +37,20 @@ from hypothesis import given, settings
 import decisions
 from decide_helpers import both_paths, call, plain_id, response
 from decisions import Tool, ToolRegistry
+from decisions.validate import _engines
 from decisions.validate._ecma import PatternError, PatternUnsupported, compile_pattern
 
 pytestmark = both_paths
+
+
+@pytest.fixture(autouse=True)
+def cold_caches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test parses and builds afresh: a pattern, a schema or a DFA kept
+    by an earlier test (or by the process a mutation run forks from) would
+    hide what parsing and searching do."""
+    compile_pattern.cache_clear()
+    monkeypatch.setattr(_engines, "_CACHE", {})
+    monkeypatch.setattr(_engines, "_STRICT_CLASSES", {})
 
 SUITE = Path(__file__).parent / "fixtures" / "json-schema-test-suite" / "draft2020-12" / "optional"
 
