@@ -126,6 +126,7 @@ def test_values_re_took_are_refused(pattern: str, value: str) -> None:
         ("^\\cJ$", "\n"),
         ("^[\\b]$", "\b"),
         ("a{,2}", "a{,2}"),  # not a quantifier: read as itself
+        ("^\\_\\-\\@$", "_-@"),  # identity escapes of punctuation
         ("^\\bid\\b", "id"),
         ("\\bid\\b", "\u00e9id"),
         ("^[^]$", "\n"),

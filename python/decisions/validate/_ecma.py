@@ -351,8 +351,8 @@ class _Parser:
             return self.hex_digits(2)
         if char == "u":
             return self.unicode_escape()
-        if char in _SYNTAX or (char.isascii() and not char.isalnum() and char != "_"):
-            return ord(char)  # an identity escape of punctuation
+        if char in _SYNTAX or (char.isascii() and not char.isalnum()):
+            return ord(char)  # an identity escape of punctuation (and "_")
         raise self.fail(f"an unknown escape '\\{char}'")
 
     def hex_digits(self, count: int) -> int:
