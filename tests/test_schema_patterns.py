@@ -37,7 +37,7 @@ from hypothesis import given, settings
 import decisions
 from decide_helpers import both_paths, call, plain_id, response
 from decisions import Tool, ToolRegistry
-from decisions.validate import _engines
+from decisions.validate import _ecma, _engines
 from decisions.validate._ecma import PatternError, PatternUnsupported, compile_pattern
 
 pytestmark = both_paths
@@ -51,6 +51,7 @@ def cold_caches(monkeypatch: pytest.MonkeyPatch) -> None:
     compile_pattern.cache_clear()
     monkeypatch.setattr(_engines, "_CACHE", {})
     monkeypatch.setattr(_engines, "_STRICT_CLASSES", {})
+
 
 SUITE = Path(__file__).parent / "fixtures" / "json-schema-test-suite" / "draft2020-12" / "optional"
 
@@ -277,3 +278,188 @@ def test_the_engine_agrees_with_an_ecma_262_engine(pattern: str, text: str) -> N
 def test_a_pattern_that_is_not_a_string_is_an_error() -> None:
     with pytest.raises(PatternError):
         compile_pattern(5)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- the engine itself
+
+_U = PatternUnsupported
+
+
+@pytest.mark.parametrize(
+    ("pattern", "kind", "what", "offset"),
+    [
+        ("[", PatternError, "an unterminated character class", 0),
+        ("a[b-", PatternError, "an unterminated character class", 1),
+        ("[xb-a]", PatternError, "a range out of order", 2),
+        ("x[a-\\d]", PatternError, "a class escape as the end of a range", 2),
+        ("[\\w-z]", PatternError, "a class escape as the end of a range", 1),
+        ("a(", PatternError, "an unterminated group", 1),
+        ("(?<a>b", PatternError, "an unterminated group", 0),
+        ("x(?", PatternError, "an unknown group '(?'", 1),
+        ("(?i)a", PatternError, "an unknown group '(?'", 0),
+        ("x(?<a", PatternError, "a group name that is not an identifier", 1),
+        ("(?<>a)", PatternError, "a group name that is not an identifier", 0),
+        ("(?<1>a)", PatternError, "a group name that is not an identifier", 0),
+        ("x(?=a)", _U, "a lookaround (not held by an automaton)", 1),
+        ("(?!a)", _U, "a lookaround (not held by an automaton)", 0),
+        ("(?<=a)", _U, "a lookaround (not held by an automaton)", 0),
+        ("(?<!a)", _U, "a lookaround (not held by an automaton)", 0),
+        ("a)", PatternError, "an unmatched ')'", 1),
+        ("a|*", PatternError, "nothing to repeat", 2),
+        ("{1}", PatternError, "nothing to repeat", 0),
+        ("a**", PatternError, "a quantifier after a quantifier", 2),
+        ("a{2}?{3}", PatternError, "a quantifier after a quantifier", 5),
+        ("ax{3,2}", PatternError, "a quantifier whose maximum is below its minimum", 2),
+        ("^*", PatternError, "a quantifier after an assertion", 1),
+        ("a$+", PatternError, "a quantifier after an assertion", 2),
+        ("\\b{2}", PatternError, "a quantifier after an assertion", 2),
+        ("a{20001}", _U, "a count above 20000", 1),
+        ("a{1,20001}", _U, "a count above 20000", 1),
+        ("a\\", PatternError, "a '\\' at the end", 1),
+        ("a\\pL", PatternError, "'\\p' without '{'", 1),
+        ("x\\p{L", PatternError, "an unterminated '\\p{'", 1),
+        ("\\p{Foo}", _U, "the Unicode property 'Foo'", 0),
+        ("a\\p{Script=Latin}", _U, "the Unicode property 'Script' (only General_Category is known)", 1),
+        ("\\p{gc=Any}", _U, "the Unicode property 'Any'", 0),
+        ("\\p{gc=Foo}", _U, "the Unicode property 'Foo'", 0),
+        ("a\\c1", PatternError, "'\\c' without a letter", 1),
+        ("\\c", PatternError, "'\\c' without a letter", 0),
+        ("a\\x4", PatternError, "an escape without 2 hexadecimal digits", 1),
+        ("\\xg1", PatternError, "an escape without 2 hexadecimal digits", 0),
+        ("\\u12", PatternError, "an escape without 4 hexadecimal digits", 0),
+        ("a\\u{", PatternError, "a '\\u{...}' escape that is not a code point", 1),
+        ("\\u{}", PatternError, "a '\\u{...}' escape that is not a code point", 0),
+        ("\\u{110000}", PatternError, "a '\\u{...}' escape that is not a code point", 0),
+        ("\\u{G}", PatternError, "a '\\u{...}' escape that is not a code point", 0),
+        ("\\uD800\\uZZZZ", PatternError, "an escape without 4 hexadecimal digits", 6),
+        ("(a)\\1", _U, "a backreference (not held by an automaton)", 3),
+        ("\\k<a>", _U, "a backreference (not held by an automaton)", 0),
+        ("a\\00", PatternError, "an octal escape", 1),
+        ("\\a", PatternError, "an unknown escape '\\a'", 0),
+        ("[\\B]", PatternError, "an unknown escape '\\B'", 1),
+        ("a" + "(" * 33 + ")" * 33, _U, "groups nested more than 32 deep", 33),
+    ],
+    ids=plain_id,
+)
+def test_a_pattern_error_says_what_and_where(pattern: str, kind: type[PatternError], what: str, offset: int) -> None:
+    with pytest.raises(PatternError) as caught:
+        compile_pattern(pattern)
+    assert type(caught.value) is kind
+    assert str(caught.value) == f"{what} at offset {offset} of the pattern {pattern!r}"
+
+
+def test_a_long_pattern_is_shown_cut_in_its_error() -> None:
+    pattern = "x" * 250 + "("
+    with pytest.raises(PatternError) as caught:
+        compile_pattern(pattern)
+    assert str(caught.value) == f"an unterminated group at offset 250 of the pattern {pattern[:200]!r}"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "found"),
+    [
+        # escapes and surrogate pairs
+        ("^\\u{10FFFF}$", "\U0010ffff", True),
+        ("^\\u{41}\\u{42}$", "AB", True),
+        ("^\\uD800\\uDC00$", "\U00010000", True),
+        ("^\\uDBFF\\uDFFF$", "\U0010ffff", True),
+        ("^\\uD7FF\\uDC00$", "\ud7ff\udc00", True),  # D7FF leads nothing: two code points
+        ("^\\uD800\\uE000$", "\ud800\ue000", True),  # E000 trails nothing
+        ("^\\uD800\\uDBFF$", "\ud800\udbff", True),
+        ("^\\uD800A$", "\ud800A", True),
+        ("^\\uD800\\u0041$", "\ud800A", True),
+        ("^\\uDC00$", "\udc00", True),
+        ("^\\x41\\x7e$", "A~", True),
+        ("^\\cj\\cJ\\t\\v\\f\\r\\n$", "\n\n\t\x0b\x0c\r\n", True),
+        ("^\\0$", "\x00", True),
+        ("^[\\b\\-]$", "-", True),
+        ("^[\\b]$", "\x08", True),
+        # classes
+        ("^[a-a]$", "a", True),
+        ("^[\\d]$", "5", True),
+        ("^[\\dx]$", "x", True),
+        ("^[^\\d]$", "5", False),
+        ("^[^\\dx]$", "y", True),
+        ("^[a-]$", "-", True),
+        ("^[-a]$", "-", True),
+        ("^[^]$", "\u2028", True),
+        ("^[]$", "", False),
+        ("a[]", "a", False),
+        ("^[\\P{L}]$", "1", True),
+        ("^[\\P{L}]$", "a", False),
+        ("^\\P{L}$", "\u00e9", False),
+        # properties
+        ("^\\p{Letter}$", "\u00e9", True),
+        ("^\\p{L}$", "1", False),
+        ("^\\p{gc=Lu}$", "A", True),
+        ("^\\p{General_Category=Lu}$", "a", False),
+        ("^\\p{Any}$", "\U0010ffff", True),
+        ("^\\p{ASCII}$", "\x7f", True),
+        ("^\\p{ASCII}$", "\x80", False),
+        ("^\\p{Assigned}$", "a", True),
+        ("^\\p{Assigned}$", "\U000e0080", False),
+        ("^\\p{LC}$", "\u01c5", True),  # LATIN CAPITAL LETTER D WITH SMALL LETTER Z WITH CARON: Lt
+        ("^\\p{Cased_Letter}$", "\u02b0", False),  # a modifier letter (Lm)
+        ("^\\p{Combining_Mark}$", "\u0301", True),
+        ("^\\p{punct}$", "!", True),
+        ("^\\p{cntrl}$", "\x00", True),
+        ("^\\p{digit}$", "\u0663", True),
+        # groups, nesting, alternation, counts
+        ("^(?<name>a)(?:b)$", "ab", True),
+        ("^" + "(a)" * 40 + "$", "a" * 40, True),
+        ("^" + "(" * 32 + "a" + ")" * 32 + "$", "a", True),
+        ("^(a|b|c)$", "c", True),
+        ("^a{2,}$", "a", False),
+        ("^a{2,}$", "aaaa", True),
+        ("^a{2,3}$", "aaaa", False),
+        ("^a{0}$", "", True),
+        ("^(?:ab){2}$", "abab", True),
+        ("^a??b$", "b", True),
+        # anchors and boundaries
+        ("a^", "a", False),
+        ("$a", "a", False),
+        ("^$", "\n", False),
+        ("\\B", "", True),
+        ("\\b", "", False),
+        ("a\\b", "a", True),
+        ("a\\B", "a", False),
+        ("\\bb", "ab", False),
+        ("^\\Ba", "a", False),
+        ("x$|^y", "yx", True),
+    ],
+    ids=plain_id,
+)
+def test_the_engine_searches_as_ecma_262(pattern: str, text: str, found: bool) -> None:
+    compiled = compile_pattern(pattern)
+    assert compiled.search(text) is found
+    assert compiled.search(text) is found  # again, from the built states
+    assert repr(compiled) == f"Pattern({pattern!r})"
+
+
+def test_the_general_categories_by_every_name() -> None:
+    names = _ecma._category_names()
+    letters = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo"})
+    assert names["L"] == names["Letter"] == letters
+    assert names["LC"] == names["Cased_Letter"] == frozenset({"Lu", "Ll", "Lt"})
+    assert names["M"] == names["Mark"] == names["Combining_Mark"] == frozenset({"Mc", "Me", "Mn"})
+    assert names["Nd"] == names["Decimal_Number"] == names["digit"] == frozenset({"Nd"})
+    assert names["P"] == names["punct"] == frozenset({"Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps"})
+    assert names["Cc"] == names["cntrl"] == names["Control"] == frozenset({"Cc"})
+    assert names["C"] == names["Other"] == frozenset({"Cc", "Cf", "Cn", "Co", "Cs"})
+    assert names["Z"] == frozenset({"Zl", "Zp", "Zs"})
+    assert names["S"] == frozenset({"Sc", "Sk", "Sm", "So"})
+    assert names["N"] == frozenset({"Nd", "Nl", "No"})
+    # 30 categories by short and long name, cntrl and digit; 7 groups by letter and name, Combining_Mark
+    # and punct; LC and Cased_Letter
+    assert len(names) == 30 + 30 + 2 + 7 + 7 + 2 + 2
+    assert names == _ecma._CATEGORY_NAMES
+
+
+def test_a_text_of_many_characters_drops_and_rebuilds_its_states(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the cache bound the built states are dropped, and the search goes on right."""
+    monkeypatch.setattr(_ecma, "_CACHE_LIMIT", 4)
+    compiled = compile_pattern("^[a-z]*\\d$")
+    assert compiled.search("abcdefghijklmnopqrstuvwxyz5")
+    assert not compiled.search("abcdefghijklmnopqrstuvwxyz55")
+    assert compiled.search("zyxwvutsrqponmlkjihgfedcba0")
+    assert len(compiled._steps) <= 4 and len(compiled._class_ids) <= 4 and len(compiled._ends) <= 4

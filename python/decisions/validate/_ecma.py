@@ -169,16 +169,17 @@ _SYNTAX: Final = frozenset("^$\\.*+?()[]{}|/")
 
 class _Parser:
     """A recursive-descent reader of one pattern (groups nest at most
-    :data:`MAX_NESTING` deep, so the recursion is bounded)."""
+    :data:`MAX_NESTING` deep, so the recursion is bounded). An error names
+    the offset where the construct at fault starts."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.at = 0
         self.depth = 0
 
-    def fail(self, what: str, unsupported: bool = False) -> PatternError:
+    def fail(self, what: str, at: int, unsupported: bool = False) -> PatternError:
         kind = PatternUnsupported if unsupported else PatternError
-        return kind(f"{what} at offset {self.at} of the pattern {self.source[:200]!r}")
+        return kind(f"{what} at offset {at} of the pattern {self.source[:200]!r}")
 
     def peek(self, ahead: int = 0) -> str:
         at = self.at + ahead
@@ -187,7 +188,7 @@ class _Parser:
     def parse(self) -> _Node:
         node = self.disjunction()
         if self.at < len(self.source):  # only a ')' stops a disjunction early
-            raise self.fail("an unmatched ')'")
+            raise self.fail("an unmatched ')'", self.at)
         return node
 
     def disjunction(self) -> _Node:
@@ -208,7 +209,7 @@ class _Parser:
         if char in "^$" or (char == "\\" and self.peek(1) in ("b", "B")):
             self.at += 1 if char in "^$" else 2
             if self.quantifier_ahead():
-                raise self.fail("a quantifier after an assertion")
+                raise self.fail("a quantifier after an assertion", self.at)
             return ("assert", char if char in "^$" else self.source[self.at - 1])
         if char == "(":
             atom = self.group()
@@ -222,7 +223,7 @@ class _Parser:
         )
 
     def quantified(self, atom: _Node) -> _Node:
-        char = self.peek()
+        start, char = self.at, self.peek()
         high: int | None
         if char in ("*", "+", "?"):
             low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[char]
@@ -231,40 +232,40 @@ class _Parser:
             low = int(match[1])
             high = low if match[2] is None else int(match[3]) if match[3] else None
             if high is not None and high < low:
-                raise self.fail("a quantifier whose maximum is below its minimum")
+                raise self.fail("a quantifier whose maximum is below its minimum", start)
             if low > MAX_STATES or (high is not None and high > MAX_STATES):
-                raise self.fail(f"a count above {MAX_STATES}", unsupported=True)
+                raise self.fail(f"a count above {MAX_STATES}", start, unsupported=True)
             self.at = match.end()
         else:
             return atom
         if self.peek() == "?":  # lazy: the same strings match
             self.at += 1
         if self.quantifier_ahead():
-            raise self.fail("a quantifier after a quantifier")
+            raise self.fail("a quantifier after a quantifier", self.at)
         return ("repeat", atom, low, high)
 
     def group(self) -> _Node:
+        start = self.at
         self.at += 1
         if self.peek() == "?":
             if self.source.startswith(("?=", "?!", "?<=", "?<!"), self.at):
-                raise self.fail("a lookaround (not held by an automaton)", unsupported=True)
+                raise self.fail("a lookaround (not held by an automaton)", start, unsupported=True)
             if self.peek(1) == ":":
                 self.at += 2
             elif self.peek(1) == "<":
                 end = self.source.find(">", self.at)
-                name = self.source[self.at + 2 : end] if end > 0 else ""
-                if not name.isidentifier():
-                    raise self.fail("a group name that is not an identifier")
+                if end < 0 or not self.source[self.at + 2 : end].isidentifier():
+                    raise self.fail("a group name that is not an identifier", start)
                 self.at = end + 1
             else:
-                raise self.fail("an unknown group '(?'")
+                raise self.fail("an unknown group '(?'", start)
         self.depth += 1
         if self.depth > MAX_NESTING:
-            raise self.fail(f"groups nested more than {MAX_NESTING} deep", unsupported=True)
+            raise self.fail(f"groups nested more than {MAX_NESTING} deep", start, unsupported=True)
         node = self.disjunction()
         self.depth -= 1
         if self.peek() != ")":
-            raise self.fail("an unterminated group")
+            raise self.fail("an unterminated group", start)
         self.at += 1
         return node
 
@@ -279,11 +280,12 @@ class _Parser:
             escaped = self.escape(in_class=False)
             return ("set", escaped if isinstance(escaped, _Set) else _one(escaped))
         if char in ("*", "+", "?") or self.quantifier_ahead():
-            raise self.fail("nothing to repeat")
+            raise self.fail("nothing to repeat", self.at)
         self.at += 1
         return ("set", _one(ord(char)))
 
     def char_class(self) -> _Set:
+        start = self.at
         self.at += 1
         negated = self.peek() == "^"
         if negated:
@@ -292,18 +294,19 @@ class _Parser:
         members: list[_Set] = []
         while True:
             if self.at >= len(self.source):
-                raise self.fail("an unterminated character class")
+                raise self.fail("an unterminated character class", start)
             if self.peek() == "]":
                 self.at += 1
                 return _Set(ranges=tuple(ranges), members=tuple(members), negated=negated)
+            first_at = self.at
             first = self.class_atom()
             if self.peek() == "-" and self.peek(1) not in ("]", ""):
                 self.at += 1
                 last = self.class_atom()
                 if isinstance(first, _Set) or isinstance(last, _Set):
-                    raise self.fail("a class escape as the end of a range")
+                    raise self.fail("a class escape as the end of a range", first_at)
                 if last < first:
-                    raise self.fail("a range out of order")
+                    raise self.fail("a range out of order", first_at)
                 ranges.append((first, last))
             elif isinstance(first, _Set):
                 members.append(first)
@@ -319,17 +322,18 @@ class _Parser:
 
     def escape(self, in_class: bool) -> int | _Set:
         """The escape at ``\\``: a code point or a set."""
+        start = self.at
         self.at += 1
         char = self.peek()
         if not char:
-            raise self.fail("a '\\' at the end")
+            raise self.fail("a '\\' at the end", start)
         self.at += 1
         if char in _CLASS_ESCAPES:
             return _CLASS_ESCAPES[char]
         if char in _CONTROL_ESCAPES:
             return _CONTROL_ESCAPES[char]
         if char in ("p", "P"):
-            found = self.property()
+            found = self.property(start)
             return _Set(members=(found,), negated=True) if char == "P" else found
         if char == "b" and in_class:
             return 0x08
@@ -337,71 +341,72 @@ class _Parser:
             return 0x2D
         if char == "0":
             if self.peek() in _DIGITS:
-                raise self.fail("an octal escape")
+                raise self.fail("an octal escape", start)
             return 0
         if char in _DIGITS or char == "k":
-            raise self.fail("a backreference (not held by an automaton)", unsupported=True)
+            raise self.fail("a backreference (not held by an automaton)", start, unsupported=True)
         if char == "c":
             letter = self.peek()
             if not ("a" <= letter <= "z" or "A" <= letter <= "Z"):
-                raise self.fail("'\\c' without a letter")
+                raise self.fail("'\\c' without a letter", start)
             self.at += 1
             return ord(letter) % 32
         if char == "x":
-            return self.hex_digits(2)
+            return self.hex_digits(2, start)
         if char == "u":
-            return self.unicode_escape()
+            return self.unicode_escape(start)
         if char in _SYNTAX or (char.isascii() and not char.isalnum()):
             return ord(char)  # an identity escape of punctuation (and "_")
-        raise self.fail(f"an unknown escape '\\{char}'")
+        raise self.fail(f"an unknown escape '\\{char}'", start)
 
-    def hex_digits(self, count: int) -> int:
+    def hex_digits(self, count: int, start: int) -> int:
         digits = self.source[self.at : self.at + count]
         if len(digits) != count or not _HEX.issuperset(digits):
-            raise self.fail(f"an escape without {count} hexadecimal digits")
+            raise self.fail(f"an escape without {count} hexadecimal digits", start)
         self.at += count
         return int(digits, 16)
 
-    def unicode_escape(self) -> int:
+    def unicode_escape(self, start: int) -> int:
         if self.peek() == "{":
             end = self.source.find("}", self.at)
-            digits = self.source[self.at + 1 : end] if end > 0 else ""
+            digits = self.source[self.at + 1 : end] if end >= 0 else ""
             if not digits or not _HEX.issuperset(digits) or int(digits, 16) > 0x10FFFF:
-                raise self.fail("a '\\u{...}' escape that is not a code point")
+                raise self.fail("a '\\u{...}' escape that is not a code point", start)
             self.at = end + 1
             return int(digits, 16)
-        point = self.hex_digits(4)
-        if 0xD800 <= point <= 0xDBFF and self.source.startswith("\\u", self.at):
-            mark = self.at
-            self.at += 2
-            try:
-                low = self.hex_digits(4)
-            except PatternError:
-                self.at = mark
-                return point
-            if 0xDC00 <= low <= 0xDFFF:  # a surrogate pair is one code point
-                return 0x10000 + ((point - 0xD800) << 10) + (low - 0xDC00)
-            self.at = mark
+        point = self.hex_digits(4, start)
+        following = self.source[self.at + 2 : self.at + 6]
+        if (
+            0xD800 <= point <= 0xDBFF
+            and self.source.startswith("\\u", self.at)
+            and len(following) == 4
+            and _HEX.issuperset(following)
+            and 0xDC00 <= int(following, 16) <= 0xDFFF
+        ):  # a surrogate pair is one code point
+            self.at += 6
+            return 0x10000 + ((point - 0xD800) << 10) + (int(following, 16) - 0xDC00)
         return point
 
-    def property(self) -> _Set:
+    def property(self, start: int) -> _Set:
         if self.peek() != "{":
-            raise self.fail("'\\p' without '{'")
+            raise self.fail("'\\p' without '{'", start)
         end = self.source.find("}", self.at)
         if end < 0:
-            raise self.fail("an unterminated '\\p{'")
+            raise self.fail("an unterminated '\\p{'", start)
         text = self.source[self.at + 1 : end]
         self.at = end + 1
         name, _, value = text.partition("=")
         if value:
             if name not in ("General_Category", "gc"):
-                raise self.fail(f"the Unicode property {name!r} (only General_Category is known)", unsupported=True)
+                raise self.fail(
+                    f"the Unicode property {name!r} (only General_Category is known)", start, unsupported=True
+                )
             text = value
         if text in _CATEGORY_NAMES:
             return _Set(categories=_CATEGORY_NAMES[text])
         if not value and text in _BINARY_PROPERTIES:
             return _BINARY_PROPERTIES[text]
-        raise self.fail(f"the Unicode property {text!r}", unsupported=True)
+        raise self.fail(f"the Unicode property {text!r}", start, unsupported=True)
 
 
 # ---------------------------------------------------------------- the automaton
