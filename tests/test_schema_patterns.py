@@ -315,6 +315,7 @@ _U = PatternUnsupported
         ("\\b{2}", PatternError, "a quantifier after an assertion", 2),
         ("a{20001}", _U, "a count above 20000", 1),
         ("a{1,20001}", _U, "a count above 20000", 1),
+        ("a{1," + "9" * 10 + "}", _U, "a count above 20000", 1),
         ("a\\", PatternError, "a '\\' at the end", 1),
         ("a\\pL", PatternError, "'\\p' without '{'", 1),
         ("x\\p{L", PatternError, "an unterminated '\\p{'", 1),
@@ -346,6 +347,14 @@ def test_a_pattern_error_says_what_and_where(pattern: str, kind: type[PatternErr
         compile_pattern(pattern)
     assert type(caught.value) is kind
     assert str(caught.value) == f"{what} at offset {offset} of the pattern {pattern!r}"
+
+
+def test_a_count_of_thousands_of_digits_is_refused_unread() -> None:
+    """Not converted to an int (past 4,300 digits Python refuses to)."""
+    pattern = "a{" + "9" * 5000 + "}"
+    with pytest.raises(PatternUnsupported) as caught:
+        compile_pattern(pattern)
+    assert str(caught.value) == f"a count above 20000 at offset 1 of the pattern {pattern[:200]!r}"
 
 
 def test_a_long_pattern_is_shown_cut_in_its_error() -> None:

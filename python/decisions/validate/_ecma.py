@@ -167,6 +167,12 @@ _DIGITS: Final = frozenset("0123456789")
 _SYNTAX: Final = frozenset("^$\\.*+?()[]{}|/")
 
 
+def _count(digits: str) -> int:
+    """A quantifier's count; one of more than nine digits is read as a count
+    above any bound (not converted: a long digit string is costly, or refused)."""
+    return int(digits) if len(digits) <= 9 else MAX_STATES + 1
+
+
 class _Parser:
     """A recursive-descent reader of one pattern (groups nest at most
     :data:`MAX_NESTING` deep, so the recursion is bounded). An error names
@@ -229,8 +235,8 @@ class _Parser:
             low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[char]
             self.at += 1
         elif char == "{" and (match := _QUANTIFIER.match(self.source, self.at)) is not None:
-            low = int(match[1])
-            high = low if match[2] is None else int(match[3]) if match[3] else None
+            low = _count(match[1])
+            high = low if match[2] is None else _count(match[3]) if match[3] else None
             if high is not None and high < low:
                 raise self.fail("a quantifier whose maximum is below its minimum", start)
             if low > MAX_STATES or (high is not None and high > MAX_STATES):
