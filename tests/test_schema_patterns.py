@@ -38,9 +38,7 @@ import decisions
 from decide_helpers import both_paths, call, plain_id, response
 from decisions import Tool, ToolRegistry
 from decisions.validate import _ecma, _engines
-from decisions.validate._ecma import PatternError, PatternUnsupported, compile_pattern
-
-pytestmark = both_paths
+from decisions.validate._ecma import PatternError, PatternUnsupported, SearchTooCostly, compile_pattern
 
 
 @pytest.fixture(autouse=True)
@@ -84,12 +82,14 @@ def _suite_cases() -> list[Any]:
     return cases
 
 
+@both_paths
 @pytest.mark.parametrize(("schema", "value", "valid"), _suite_cases())
 def test_the_suites_ecmascript_regex_cases(schema: dict[str, Any], value: Any, valid: bool) -> None:
     """Every case of the JSON-Schema-Test-Suite's optional/ecmascript-regex.json."""
     assert verdict(schema, value) == ("accept" if valid else "SCHEMA_MISMATCH")
 
 
+@both_paths
 @pytest.mark.parametrize(
     ("pattern", "value"),
     [
@@ -111,6 +111,7 @@ def test_values_re_took_are_refused(pattern: str, value: str) -> None:
     assert verdict({"type": "string", "pattern": pattern}, value) == "SCHEMA_MISMATCH"
 
 
+@both_paths
 @pytest.mark.parametrize(
     ("pattern", "value"),
     [
@@ -138,6 +139,7 @@ def test_values_the_pattern_describes_are_taken(pattern: str, value: str) -> Non
     assert verdict({"type": "string", "pattern": pattern}, value) == "accept"
 
 
+@both_paths
 @pytest.mark.parametrize(
     "schema",
     [
@@ -175,6 +177,7 @@ def deadline(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+@both_paths
 @pytest.mark.parametrize(
     ("pattern", "value"),
     [
@@ -232,6 +235,7 @@ def test_a_pattern_that_is_not_ecma_262_is_a_schema_error(pattern: str) -> None:
         tools({"type": "object", "patternProperties": {pattern: {}}})
 
 
+@both_paths
 def test_a_pattern_inside_a_value_is_not_read_as_one() -> None:
     """Only where a pattern keyword applies: a ``const`` holding ``pattern`` is data."""
     schema = {"type": "object", "properties": {"v": {"const": {"pattern": "(?=x)"}}}}
@@ -329,6 +333,7 @@ _U = PatternUnsupported
         ("\\xg1", PatternError, "an escape without 2 hexadecimal digits", 0),
         ("\\u12", PatternError, "an escape without 4 hexadecimal digits", 0),
         ("a\\u{", PatternError, "a '\\u{...}' escape that is not a code point", 1),
+        ("\\u{41", PatternError, "a '\\u{...}' escape that is not a code point", 0),
         ("\\u{}", PatternError, "a '\\u{...}' escape that is not a code point", 0),
         ("\\u{110000}", PatternError, "a '\\u{...}' escape that is not a code point", 0),
         ("\\u{G}", PatternError, "a '\\u{...}' escape that is not a code point", 0),
@@ -339,6 +344,7 @@ _U = PatternUnsupported
         ("\\a", PatternError, "an unknown escape '\\a'", 0),
         ("[\\B]", PatternError, "an unknown escape '\\B'", 1),
         ("a" + "(" * 33 + ")" * 33, _U, "groups nested more than 32 deep", 33),
+        ("((()" + "(" * 31 + ")" * 31 + "))", _U, "groups nested more than 32 deep", 34),  # depth after a closed group
     ],
     ids=plain_id,
 )
@@ -355,6 +361,55 @@ def test_a_count_of_thousands_of_digits_is_refused_unread() -> None:
     with pytest.raises(PatternUnsupported) as caught:
         compile_pattern(pattern)
     assert str(caught.value) == f"a count above 20000 at offset 1 of the pattern {pattern[:200]!r}"
+
+
+def test_the_automaton_bound() -> None:
+    """20,000 states: ``a{19999}`` is 19,999 reading states and the match."""
+    assert not compile_pattern("a{19999}").search("a" * 20)
+    for pattern in ("^a{19999}", "a{19999}b", "a{20000}", "a{0,20000}"):
+        with pytest.raises(PatternUnsupported) as caught:
+            compile_pattern(pattern)
+        assert str(caught.value) == "a pattern whose automaton passes 20000 states"
+
+
+def test_a_search_that_would_build_too_much_is_stopped() -> None:
+    """Each new step costs the states it visits; past the bound the search
+    stops (an unanchored ``a{19999}`` against 20,000 ``a`` would visit 200
+    million) and says so, where the steps it built cost nothing again."""
+    compiled = compile_pattern("a{1500}")
+    with pytest.raises(SearchTooCostly, match="passed 1000000 states"):
+        compiled.search("a" * 1500)
+    assert compile_pattern("^a{1500}$").search("a" * 1500)  # anchored: one state a step
+    assert not compile_pattern("[a-z]{1,64}x").search("ab" * 100_000)  # every step built once
+
+
+@both_paths
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string", "pattern": "a{300}"},
+        {"type": "object", "patternProperties": {"a{300}": {"type": "integer"}}},
+        {"type": "object", "patternProperties": {"a{300}": {}}, "additionalProperties": False},
+    ],
+    ids=["pattern", "patternProperties", "additionalProperties"],
+)
+def test_a_value_too_costly_to_search_is_refused(schema: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never taken as matching nor as not matching: refused at its root.
+    (280 ``a`` and a ``b`` do not match: the fast validator sends them on.)"""
+    monkeypatch.setattr(_ecma, "MAX_SEARCH_WORK", 20_000)
+    text = "a" * 280 + "b"
+    value: Any = text if schema["type"] == "string" else {text: "x"}
+    wrapped = {"type": "object", "properties": {"v": schema}, "required": ["v"]}
+    with pytest.raises(decisions.OutputError) as caught:
+        decisions.decide(response(call("t", json.dumps({"v": value}))), tools=tools(wrapped))
+    assert caught.value.code == "SCHEMA_MISMATCH"
+    assert caught.value.issues == (
+        {
+            "path": "$.calls[0].arguments",
+            "code": "invalid",
+            "expected": "a value whose strings the schema's patterns can be matched against within their search bound",
+        },
+    )
 
 
 def test_a_long_pattern_is_shown_cut_in_its_error() -> None:
@@ -379,6 +434,9 @@ def test_a_long_pattern_is_shown_cut_in_its_error() -> None:
         ("^\\uD800\\u0041$", "\ud800A", True),
         ("^\\uDC00$", "\udc00", True),
         ("^\\x41\\x7e$", "A~", True),
+        ("^\\uDC00\\uDC00$", "\udc00\udc00", True),  # two trails are no pair
+        ("^\\uD800\\uDC00x$", "\U00010000x", True),
+        ("^\\ca\\cz\\cA\\cZ$", "\x01\x1a\x01\x1a", True),
         ("^\\cj\\cJ\\t\\v\\f\\r\\n$", "\n\n\t\x0b\x0c\r\n", True),
         ("^\\0$", "\x00", True),
         ("^[\\b\\-]$", "-", True),
@@ -389,6 +447,8 @@ def test_a_long_pattern_is_shown_cut_in_its_error() -> None:
         ("^[\\dx]$", "x", True),
         ("^[^\\d]$", "5", False),
         ("^[^\\dx]$", "y", True),
+        ("^[^a]$", "^", True),
+        ("^[^a]$", "[", True),
         ("^[a-]$", "-", True),
         ("^[-a]$", "-", True),
         ("^[^]$", "\u2028", True),
@@ -418,6 +478,14 @@ def test_a_long_pattern_is_shown_cut_in_its_error() -> None:
         ("^" + "(a)" * 40 + "$", "a" * 40, True),
         ("^" + "(" * 32 + "a" + ")" * 32 + "$", "a", True),
         ("^(a|b|c)$", "c", True),
+        ("^(a|b|c)$", "b", True),
+        ("^a{2,3}$", "aaa", True),
+        ("^a{2}$", "aaa", False),
+        ("^(a*)*b$", "aaab", True),
+        ("^(a*)*b$", "aaa", False),
+        ("(a?)+$", "", True),
+        ("^(|a)*$", "aa", True),
+        ("^>(?<n>a)$", ">a", True),
         ("^a{2,}$", "a", False),
         ("^a{2,}$", "aaaa", True),
         ("^a{2,3}$", "aaaa", False),
@@ -464,6 +532,58 @@ def test_the_general_categories_by_every_name() -> None:
     assert names == _ecma._CATEGORY_NAMES
 
 
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the engine's building calls, in order, from now on."""
+    calls: list[str] = []
+    for name in ("_step", "_class_of", "_closure"):
+        original = getattr(_ecma.Pattern, name)
+        monkeypatch.setattr(
+            _ecma.Pattern, name, lambda self, *a, _o=original, _n=name: calls.append(_n) or _o(self, *a)
+        )
+    return calls
+
+
+def test_a_search_builds_each_step_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within one search a step met again is read from what was built; a
+    character's class is kept from one search to the next."""
+    compiled = compile_pattern("^(?:ab|ba)*\\b$")
+    calls = _counting(monkeypatch)
+    assert compiled.search("ab" * 1000)
+    assert calls.count("_class_of") == 2
+    built = calls.count("_step")
+    assert built == 3  # a after the start, b after a, a after b
+    del calls[:]
+    assert not compiled.search("ab" * 1000 + "a")
+    assert calls.count("_class_of") == 0  # kept from the search before
+    assert calls.count("_step") == built  # the same steps, built for this search again
+
+
+def test_what_a_search_costs_does_not_depend_on_the_searches_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound is met by the same text every time: no search leaves steps
+    that would let a later one pass it, or decide otherwise."""
+    monkeypatch.setattr(_ecma, "MAX_SEARCH_WORK", 20_000)
+    compiled = compile_pattern("a{300}")
+    for _ in range(3):
+        with pytest.raises(SearchTooCostly, match="passed 20000 states"):
+            compiled.search("a" * 300)
+    assert not compiled.search("a" * 150)  # under the bound: searched to its end
+
+
+def test_the_cache_bounds_are_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the bound, a table is emptied before it takes one more entry."""
+    monkeypatch.setattr(_ecma, "_CACHE_LIMIT", 4)
+    compiled = compile_pattern("[a-z]")
+    assert not compiled.search("0123456")  # 7 characters: 4 kept, emptied at the 5th, then 5, 6, 7
+    assert len(compiled._class_ids) == 3
+    calls = _counting(monkeypatch)
+    assert not compile_pattern("^(?:ab|ba)*$").search("abab" + "c")
+    # steps (start, a), (after a, b), (after b, a), (after a, b) is known again... bound 4: all kept
+    assert calls.count("_step") == 4
+    del calls[:]
+    assert not compile_pattern("^(?:ab|cd|ef)*$").search("abcdefab" + "x")
+    assert calls.count("_step") == 9  # past four kept steps the table is emptied: a, b after it are built again
+
+
 def test_a_text_of_many_characters_drops_and_rebuilds_its_states(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the cache bound the built states are dropped, and the search goes on right."""
     monkeypatch.setattr(_ecma, "_CACHE_LIMIT", 4)
@@ -471,4 +591,4 @@ def test_a_text_of_many_characters_drops_and_rebuilds_its_states(monkeypatch: py
     assert compiled.search("abcdefghijklmnopqrstuvwxyz5")
     assert not compiled.search("abcdefghijklmnopqrstuvwxyz55")
     assert compiled.search("zyxwvutsrqponmlkjihgfedcba0")
-    assert len(compiled._steps) <= 4 and len(compiled._class_ids) <= 4 and len(compiled._ends) <= 4
+    assert len(compiled._class_ids) <= 4

@@ -109,6 +109,7 @@ class Restorer:
         fit closed objects fits open ones too."""
         from jsonschema import Draft202012Validator
 
+        from ..validate._ecma import SearchTooCostly
         from ..validate._engines import union_validator_class
 
         probes = self._probes.get(path)
@@ -120,12 +121,19 @@ class Restorer:
             ]
             self._probes[path] = probes
         validator = union_validator_class(Draft202012Validator, self.original, strict=True)
-        if any(validator(probe).is_valid(value) for probe in probes):
+
+        def fits(schema: Any, candidate: Any) -> bool:
+            try:
+                return bool(validator(schema).is_valid(candidate))
+            except SearchTooCostly:  # not shown to fit: left as written, for the decision to refuse
+                return False
+
+        if any(fits(probe, value) for probe in probes):
             return value
         for index, branch in enumerate(branches):
             candidate = self.value(value, branch, _pointer(path, index), hops + 1, level)
             if candidate is value:
                 continue
-            if validator(probes[index]).is_valid(candidate):
+            if fits(probes[index], candidate):
                 return candidate
         return value

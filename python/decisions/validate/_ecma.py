@@ -8,9 +8,11 @@ take every script's digits and letters, ``.`` takes ``\\r`` and U+2028) and
 backtracks: ``^(a+)+b`` against forty ``a`` and a ``!`` runs for days. This
 module parses the ECMA-262 syntax (``u`` mode; a lone ``]``, ``{`` or ``}``
 is read as itself, as browsers do), builds a Thompson automaton and
-searches with a DFA built lazily from it: once the states a text meets
-are built, each character costs two dictionary lookups, whatever the
-pattern; before, at most one pass over the automaton.
+searches with a DFA built lazily from it, per search: a step the text
+met before costs two dictionary lookups, a new one at most one pass over
+the automaton, and the states visited to build steps are bounded
+(:data:`MAX_SEARCH_WORK`, then :class:`SearchTooCostly`, which the schema
+layer turns into a refusal).
 
 Lookarounds and backreferences, which no finite automaton holds, are
 refused (:class:`PatternUnsupported`) when the schema is compiled, as is a
@@ -25,19 +27,38 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["MAX_STATES", "Pattern", "PatternError", "PatternUnsupported", "check_pattern", "compile_pattern", "parse"]
+__all__ = [
+    "MAX_SEARCH_WORK",
+    "MAX_STATES",
+    "Pattern",
+    "PatternError",
+    "PatternUnsupported",
+    "SearchTooCostly",
+    "check_pattern",
+    "compile_pattern",
+    "parse",
+]
 
 #: The largest automaton a pattern may build (``.{0,5000}`` takes about 10,000).
 MAX_STATES: Final = 20_000
+#: States one search may visit while it builds the steps its text needs
+#: (a step met again costs nothing): an unanchored ``a{19999}`` against 20,000 ``a``
+#: would visit 200 million.
+MAX_SEARCH_WORK: Final = 1_000_000
 #: Groups nest at most this deep.
 MAX_NESTING: Final = 32
-#: Built DFA transitions (and characters sorted into classes) kept per pattern;
+#: DFA steps kept by one search, and characters' classes kept per pattern;
 #: past it they are dropped and built again as the text needs them.
 _CACHE_LIMIT: Final = 50_000
 
 
 class PatternError(ValueError):
     """A ``pattern`` that is not an ECMA-262 regular expression."""
+
+
+class SearchTooCostly(Exception):
+    """A text whose search would build more than :data:`MAX_SEARCH_WORK`
+    states: the value is refused, as one no search showed to match."""
 
 
 class PatternUnsupported(PatternError):
@@ -216,7 +237,7 @@ class _Parser:
             self.at += 1 if char in "^$" else 2
             if self.quantifier_ahead():
                 raise self.fail("a quantifier after an assertion", self.at)
-            return ("assert", char if char in "^$" else self.source[self.at - 1])
+            return ("assert", self.source[self.at - 1])
         if char == "(":
             atom = self.group()
         else:
@@ -283,7 +304,7 @@ class _Parser:
         if char == "[":
             return ("set", self.char_class())
         if char == "\\":
-            escaped = self.escape(in_class=False)
+            escaped = self.escape()
             return ("set", escaped if isinstance(escaped, _Set) else _one(escaped))
         if char in ("*", "+", "?") or self.quantifier_ahead():
             raise self.fail("nothing to repeat", self.at)
@@ -320,13 +341,16 @@ class _Parser:
                 ranges.append((first, first))
 
     def class_atom(self) -> int | _Set:
+        if self.source.startswith("\\b", self.at):  # a backspace in a class
+            self.at += 2
+            return 0x08
         if self.peek() == "\\":
-            return self.escape(in_class=True)
+            return self.escape()
         char = self.peek()
         self.at += 1
         return ord(char)
 
-    def escape(self, in_class: bool) -> int | _Set:
+    def escape(self) -> int | _Set:
         """The escape at ``\\``: a code point or a set."""
         start = self.at
         self.at += 1
@@ -341,10 +365,6 @@ class _Parser:
         if char in ("p", "P"):
             found = self.property(start)
             return _Set(members=(found,), negated=True) if char == "P" else found
-        if char == "b" and in_class:
-            return 0x08
-        if char == "-" and in_class:
-            return 0x2D
         if char == "0":
             if self.peek() in _DIGITS:
                 raise self.fail("an octal escape", start)
@@ -488,7 +508,7 @@ class Pattern:
     anywhere in a text, as ECMA-262's ``RegExp.prototype.test`` with the
     ``u`` flag does."""
 
-    __slots__ = ("_automaton", "_class_ids", "_classes", "_ends", "_first", "_steps", "_words", "source")
+    __slots__ = ("_automaton", "_class_ids", "_classes", "_first", "_words", "source")
 
     def __init__(self, source: str, tree: _Node) -> None:
         self.source = source
@@ -500,14 +520,14 @@ class Pattern:
         #: a character -> its class's id; a class: the sets that hold it, and whether it is a word character
         self._class_ids: dict[str, int] = {}
         self._classes: dict[tuple[frozenset[int], bool], int] = {}
-        #: (states, at the start, after a word character, class id) -> the states after it, or _MATCHED
-        self._steps: dict[tuple[frozenset[int], bool, bool, int], frozenset[int]] = {}
-        self._ends: dict[tuple[frozenset[int], bool, bool], bool] = {}
 
-    def _closure(self, states: frozenset[int], start: bool, end: bool, before: bool, after: bool) -> list[int] | None:
+    def _closure(
+        self, states: frozenset[int], start: bool, end: bool, before: bool, after: bool, budget: list[int]
+    ) -> list[int] | None:
         """The reading states reached from ``states`` without reading, where
         assertions see: at the start, at the end, a word character before,
-        a word character after. None when it reaches the match."""
+        a word character after. None when it reaches the match. The states
+        visited are taken from ``budget`` (:class:`SearchTooCostly` past it)."""
         automaton = self._automaton
         kinds, args, outs, outs1 = automaton.kind, automaton.arg, automaton.out, automaton.out1
         holds = (start, end, before != after, before == after)
@@ -530,6 +550,9 @@ class Pattern:
                     stack.append(outs[state])
             else:
                 return None
+        budget[0] -= len(seen)
+        if budget[0] < 0:
+            raise SearchTooCostly(f"a search of the pattern {self.source[:200]!r} passed {MAX_SEARCH_WORK} states")
         return reading
 
     def _class_of(self, char: str) -> int:
@@ -543,8 +566,8 @@ class Pattern:
         self._class_ids[char] = found
         return found
 
-    def _step(self, states: frozenset[int], start: bool, before: bool, char: str) -> frozenset[int]:
-        reading = self._closure(states, start, False, before, char in _WORD)
+    def _step(self, states: frozenset[int], start: bool, before: bool, char: str, budget: list[int]) -> frozenset[int]:
+        reading = self._closure(states, start, False, before, char in _WORD, budget)
         if reading is None:
             return _MATCHED
         automaton = self._automaton
@@ -556,8 +579,17 @@ class Pattern:
         return frozenset(following)
 
     def search(self, text: str) -> bool:
-        """Whether the pattern matches somewhere in ``text``."""
-        steps, class_ids, words = self._steps, self._class_ids, self._words
+        """Whether the pattern matches somewhere in ``text``;
+        :class:`SearchTooCostly` when it cannot tell within
+        :data:`MAX_SEARCH_WORK` states visited to build its steps.
+
+        The steps are built for this search alone (only the characters'
+        classes are kept from one search to the next), so what a text costs,
+        and whether it passes the bound, depends on the pattern and the text
+        only, never on what was searched before."""
+        steps: dict[tuple[frozenset[int], bool, bool, int], frozenset[int]] = {}
+        class_ids, words = self._class_ids, self._words
+        budget = [MAX_SEARCH_WORK]
         states, start, before = self._first, True, False
         for char in text:
             class_id = class_ids.get(char)
@@ -566,20 +598,14 @@ class Pattern:
             key = (states, start, before, class_id)
             following = steps.get(key)
             if following is None:
-                following = self._step(states, start, before, char)
+                following = self._step(states, start, before, char, budget)
                 if len(steps) >= _CACHE_LIMIT:
                     steps.clear()
                 steps[key] = following
             if following is _MATCHED:
                 return True
             states, start, before = following, False, words and char in _WORD
-        end = (states, start, before)
-        matched = self._ends.get(end)
-        if matched is None:
-            if len(self._ends) >= _CACHE_LIMIT:
-                self._ends.clear()
-            matched = self._ends[end] = self._closure(states, start, True, before, False) is None
-        return matched
+        return self._closure(states, start, True, before, False, budget) is None
 
     def __repr__(self) -> str:
         return f"Pattern({self.source!r})"

@@ -26,11 +26,11 @@ import hashlib
 import math
 import re
 import threading
-from fractions import Fraction
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Final, Mapping
 
 import jsonschema

@@ -47,6 +47,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .._payload import plain_json
 from ..errors import json_path as json_path  # the tests and older callers import it from here
+from ._ecma import SearchTooCostly
 from ._engines import PLAIN, TOO_DEEP, BranchBudgetExhausted, Compiled, compile_json_schema, explaining, scan
 from ._issues import (
     ISSUE_CODES,
@@ -77,6 +78,9 @@ __all__ = [
 
 
 #: What a value no alternative of too many nested unions accepts is told.
+_PATTERN_TOO_COSTLY: Final = (
+    "a value whose strings the schema's patterns can be matched against within their search bound"
+)
 _TOO_MANY_ALTERNATIVES: Final = (
     "a value the schema accepts (it fails in too many alternatives, parts or references at once to list)"
 )
@@ -272,14 +276,16 @@ class Schema:
         try:
             with explaining():
                 failures = sorted(self._compiled.reference.iter_errors(value), key=error_order)
+            for failure in failures:
+                for found in js_issues(failure, where):
+                    if found not in issues:  # one failure reached by two paths of the schema is said once
+                        issues.append(found)
+                if len(issues) >= MAX_ISSUES:
+                    break
         except BranchBudgetExhausted:
             return [issue(where, (), "invalid", _TOO_MANY_ALTERNATIVES)], None
-        for failure in failures:
-            for found in js_issues(failure, where):
-                if found not in issues:  # one failure reached by two paths of the schema is said once
-                    issues.append(found)
-            if len(issues) >= MAX_ISSUES:
-                break
+        except SearchTooCostly:
+            return [issue(where, (), "invalid", _PATTERN_TOO_COSTLY)], None
         return (issues, None) if issues else ([], value)
 
     def validate(self, value: Any, *, text: str | None = None, root: str = "$") -> Any:
