@@ -281,7 +281,7 @@ class _Parser:
                 self.at += 2
             elif self.peek(1) == "<":
                 end = self.source.find(">", self.at)
-                if end < 0 or not self.source[self.at + 2 : end].isidentifier():
+                if end == -1 or not self.source[self.at + 2 : end].isidentifier():
                     raise self.fail("a group name that is not an identifier", start)
                 self.at = end + 1
             else:
@@ -395,7 +395,7 @@ class _Parser:
     def unicode_escape(self, start: int) -> int:
         if self.peek() == "{":
             end = self.source.find("}", self.at)
-            digits = self.source[self.at + 1 : end] if end >= 0 else ""
+            digits = self.source[self.at + 1 : end] if end != -1 else ""
             if not digits or not _HEX.issuperset(digits) or int(digits, 16) > 0x10FFFF:
                 raise self.fail("a '\\u{...}' escape that is not a code point", start)
             self.at = end + 1
@@ -417,7 +417,7 @@ class _Parser:
         if self.peek() != "{":
             raise self.fail("'\\p' without '{'", start)
         end = self.source.find("}", self.at)
-        if end < 0:
+        if end == -1:
             raise self.fail("an unterminated '\\p{'", start)
         text = self.source[self.at + 1 : end]
         self.at = end + 1
