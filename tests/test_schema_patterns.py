@@ -37,6 +37,7 @@ from hypothesis import given, settings
 import decisions
 from decide_helpers import both_paths, call, plain_id, response
 from decisions import Tool, ToolRegistry
+from decisions.request.definitions import ToolDefinition
 from decisions.validate import _ecma, _engines
 from decisions.validate._ecma import PatternError, PatternUnsupported, SearchTooCostly, compile_pattern
 
@@ -592,3 +593,22 @@ def test_a_text_of_many_characters_drops_and_rebuilds_its_states(monkeypatch: py
     assert not compiled.search("abcdefghijklmnopqrstuvwxyz55")
     assert compiled.search("zyxwvutsrqponmlkjihgfedcba0")
     assert len(compiled._class_ids) <= 4
+
+
+def test_a_strict_mode_answer_too_costly_to_search_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Restoring an answer of the provider's strict mode asks which branch
+    each value fits: a value too costly to search fits none (left as
+    written), and the decision refuses it, never an untyped error."""
+    monkeypatch.setattr(_ecma, "MAX_SEARCH_WORK", 20_000)
+    branches = [
+        {"type": "object", "properties": {"s": {"type": "string", "pattern": "a{300}"}, "t": {"type": "string"}}, "required": ["s"]},
+        {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    ]  # fmt: skip
+    schema = {"type": "object", "properties": {"x": {"anyOf": branches}}, "required": ["x"]}
+    plan = decisions.build_request(decisions.capabilities("openai-chat"), tools=[ToolDefinition("t", schema)])
+    assert "#/properties/x/anyOf/0/properties/t" in plan.records[0].nullable_added
+    answer = response(call("t", json.dumps({"x": {"s": "a" * 280 + "b", "t": None}})))
+    with pytest.raises(decisions.OutputError) as caught:
+        decisions.decide(plan.prepare(answer), tools=tools(schema))
+    assert caught.value.code == "SCHEMA_MISMATCH"
+    assert caught.value.issues[0]["code"] == "invalid"
