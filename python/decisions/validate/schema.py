@@ -268,6 +268,7 @@ class Schema:
                     )
                 ], None
         issues: list[dict[str, str]] = []
+        said: set[tuple[str, str, str]] = set()
         where = _root(root)
         try:
             with explaining():
@@ -276,7 +277,9 @@ class Schema:
             return [issue(where, (), "invalid", _TOO_MANY_ALTERNATIVES)], None
         for failure in failures:
             for found in js_issues(failure, where):
-                if found not in issues:  # one failure reached by two paths of the schema is said once
+                key = (found["path"], found["code"], found["expected"])
+                if key not in said:  # one failure reached by two paths of the schema is said once
+                    said.add(key)
                     issues.append(found)
             if len(issues) >= MAX_ISSUES:
                 break
