@@ -69,7 +69,10 @@ SECRET_PATTERNS: Final[tuple[re.Pattern[str], ...]] = tuple(
         # PEM private keys (RSA, EC, DSA, OpenSSH, PKCS#8, encrypted, PGP), through the END line or, cut off, the key text
         r"-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[A-Za-z0-9+/=\s:,.\\]|-(?!----))*+"
         r"(?:-----END[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----)?",
-        r"eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]++(?:\.[A-Za-z0-9_-]*+){0,3}",  # JWT / JWS / JWE
+        # JWT / JWS / JWE: the whole run of base64url characters holding the ``eyJ`` (so a run that
+        # is not followed by a dot is read once, not again from every ``eyJ`` inside it)
+        r"(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*?eyJ[A-Za-z0-9_-]{8})[A-Za-z0-9_-]{11,}+\.[A-Za-z0-9_-]++"
+        r"(?:\.[A-Za-z0-9_-]*+){0,3}",
         r"sk-[A-Za-z0-9_-]{16,}+",  # OpenAI sk-, sk-proj-, sk-svcacct-, sk-admin-; Anthropic sk-ant-
         r"AIza[0-9A-Za-z_-]{30,}+",  # Google API key
         r"ya29\.[0-9A-Za-z_-]{20,}+",  # Google OAuth access token

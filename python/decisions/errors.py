@@ -191,7 +191,7 @@ ERROR_CODES: Final[Mapping[str, ErrorCode]] = {
             "PATH_OUTSIDE_WORKSPACE": (True, "a path resolves outside the workspace"),
             "PATH_INVALID": (
                 True,
-                "a path is malformed (NUL or another control character, drive or UNC form, home expansion)",
+                "a path is malformed (NUL or another control character, drive or UNC form, home expansion, longer than 4096 bytes)",
             ),
             "SCOPE_DENIED": (True, "the tool may not read or write there"),
             "TOOL_DENIED": (False, "policy does not allow this tool"),

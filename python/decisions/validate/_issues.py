@@ -17,6 +17,7 @@ import jsonschema.exceptions
 from pydantic import ValidationError
 
 from ..errors import SchemaError, json_path
+from ._engines import UnevaluatedError
 from ._shapes import additional_names
 
 __all__ = [
@@ -251,8 +252,8 @@ def js_issues(error: jsonschema.exceptions.ValidationError, root: str) -> Iterat
                 yield issue(root, [*path, name], "missing", "a value (the field is required)")
     elif keyword in ("additionalProperties", "unevaluatedProperties"):
         extras = _closed_extras(error) if keyword == "additionalProperties" else []
-        if not extras and isinstance(error.instance, dict):
-            extras = [k for k in error.instance if repr(k) in error.message]
+        if not extras and isinstance(error, UnevaluatedError):
+            extras = list(error.names)
         for name in extras or [""]:
             yield issue(root, [*path, name] if name else path, "unexpected", "no such field")
     elif keyword == "type":

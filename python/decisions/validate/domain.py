@@ -300,24 +300,43 @@ class ToolNames:
 
 
 def _distance(a: str, b: str, bound: int) -> int:
-    """Optimal-string-alignment edit distance, or ``bound + 1`` once it is
-    certain to exceed ``bound``."""
+    """Optimal-string-alignment edit distance, or ``bound + 1`` when it
+    exceeds ``bound``.
+
+    The common prefix and suffix are set aside (they cost nothing), and only
+    the cells within ``bound`` of the diagonal are computed (a cell off it
+    is further than ``bound`` already): ``len(a) * (2 * bound + 1)`` steps at
+    most, where the whole table is ``len(a) * len(b)``, which every one of
+    thousands of long registered names sharing a prefix with the unknown
+    one would cost."""
+    limit = min(len(a), len(b))
+    head = 0
+    while head < limit and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    a, b = a[head : len(a) - tail], b[head : len(b) - tail]
+    over = bound + 1
     if abs(len(a) - len(b)) > bound:
-        return bound + 1
+        return over
+    width = len(b)
     previous2: list[int] = []
-    previous = list(range(len(b) + 1))
+    previous = [j if j <= bound else over for j in range(width + 1)]
     for i, ca in enumerate(a, 1):
-        current = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cost = 0 if ca == cb else 1
-            value = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+        current = [over] * (width + 1)
+        if i <= bound:
+            current[0] = i
+        for j in range(max(1, i - bound), min(width, i + bound) + 1):
+            cb = b[j - 1]
+            value = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
             if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
                 value = min(value, previous2[j - 2] + 1)
             current[j] = value
         if min(current) > bound:
-            return bound + 1
+            return over
         previous2, previous = previous, current
-    return previous[-1]
+    return min(previous[-1], over)
 
 
 #: A function tool as ``decide``'s plain path reads it: version, schema, and

@@ -36,11 +36,23 @@ _STEP = re.compile(rf"\[\*\]|{_NAME}")
 #: A selector step: a field name, or None for ``[*]``.
 Step = str | None
 _ARRAYS: Final = (list, tuple, set, frozenset)
+#: The longest path argument resolved, in bytes of UTF-8: Linux's ``PATH_MAX``,
+#: past which no system call takes a path. Resolving walks the path one
+#: component at a time, each step building the path so far: a longer one
+#: (``a/`` a million times) would cost the square of its length.
+MAX_PATH_BYTES: Final = 4096
 
 
 def _reject(code: str, message: str, *, path: str, expected: str, hint: str) -> PolicyError:
     return PolicyError(
         code, message, path=path, issues=({"path": path, "code": code.lower(), "expected": expected},), hint=hint
+    )
+
+
+def _too_long(raw: str) -> bool:
+    """Whether ``raw`` is longer than :data:`MAX_PATH_BYTES` bytes of UTF-8."""
+    return len(raw) > MAX_PATH_BYTES or (
+        not raw.isascii() and len(raw.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES
     )
 
 
@@ -121,6 +133,14 @@ def resolve_path(root: str | os.PathLike[str], raw: Any, *, path: str = "$") -> 
             expected=expected,
             hint="give a relative path such as 'src/main.py'",
         )
+    if _too_long(raw):
+        raise _reject(
+            "PATH_INVALID",
+            f"the path is longer than {MAX_PATH_BYTES} bytes",
+            path=path,
+            expected=expected,
+            hint="give a shorter path",
+        )
     control = _CONTROL.search(raw)
     if control is not None or "\\" in raw:
         if control is None:
@@ -181,6 +201,7 @@ def resolve_in(root: Scopes, raw: Any, path: str) -> str:
         type(raw) is str
         and raw
         and not raw.isspace()  # str.strip() strips exactly the isspace() characters
+        and not _too_long(raw)
         and _CONTROL.search(raw) is None
         and "\\" not in raw
         and not raw.startswith(("~", "//"))

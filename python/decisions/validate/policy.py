@@ -10,7 +10,8 @@ and the call ids already decided (a replayed call id is decided once only).
 Paths are checked *after* resolution. A path argument is refused as
 ``PATH_INVALID`` when it is not a string, is empty, holds a NUL or another
 control character (a trailing newline, an escape sequence), a backslash,
-a ``~`` home form, a Windows drive (``C:``) or UNC (``//host``) form; else it
+a ``~`` home form, a Windows drive (``C:``) or UNC (``//host``) form, or is
+longer than 4096 bytes (``PATH_MAX``: resolving costs the square of the length); else it
 is joined to the workspace root, every symlink and ``..`` is resolved, and the
 result must lie inside the root (component-wise: ``/ws-old`` is not inside
 ``/ws``) or it is ``PATH_OUTSIDE_WORKSPACE``; then inside one of the scopes

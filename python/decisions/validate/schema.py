@@ -272,13 +272,16 @@ class Schema:
                     )
                 ], None
         issues: list[dict[str, str]] = []
+        said: set[tuple[str, str, str]] = set()
         where = _root(root)
         try:
             with explaining():
                 failures = sorted(self._compiled.reference.iter_errors(value), key=error_order)
             for failure in failures:
                 for found in js_issues(failure, where):
-                    if found not in issues:  # one failure reached by two paths of the schema is said once
+                    key = (found["path"], found["code"], found["expected"])
+                    if key not in said:  # one failure reached by two paths of the schema is said once
+                        said.add(key)
                         issues.append(found)
                 if len(issues) >= MAX_ISSUES:
                     break
