@@ -229,3 +229,75 @@ def test_a_refused_keyword_and_an_open_map_say_why() -> None:
         "an object with open or free-form keys (a map) cannot be closed in strict mode; "
         "use a list of key/value objects or strict=False",
     )
+
+
+# ------------------------------------------------------------ objects
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"properties": {"a": {"type": "string"}}, "required": ["a"]}, {"type": ["object", "null"], "required": ["a"]}],
+    ids=["properties-without-type", "type-list"],
+)
+def test_an_object_is_known_by_its_properties_or_a_type_list_naming_it(schema: dict[str, Any]) -> None:
+    assert convert_schema(schema, "gemini").schema == schema  # its required is written by the object rules
+
+
+def _nested(levels: int, leaf: dict[str, Any]) -> dict[str, Any]:
+    """``levels`` closed objects, each the one property of the one before, around ``leaf``."""
+    schema = leaf
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"a": schema}, "required": ["a"], "additionalProperties": False}
+    return schema
+
+
+def test_an_object_without_properties_counts_toward_the_nesting_bound() -> None:
+    empty = {"type": "object", "additionalProperties": False}
+    assert convert_schema(_nested(9, empty), "openai-chat").schema == _nested(9, empty)
+    error = _refused(_nested(10, empty), "openai-chat")
+    assert (error.path, error.message) == ("#", "objects nest 11 levels; openai-chat accepts 10")
+
+
+def test_properties_merged_from_a_lone_allof_are_made_nullable_once() -> None:
+    caps = capabilities("openai-chat", strict_requires_closed_objects=False)
+    sent = convert_schema({"type": "object", "allOf": [{"properties": {"a": {"type": "string"}}}]}, caps)
+    assert sent.schema == {"type": "object", "properties": {"a": {"type": ["string", "null"]}}, "required": ["a"]}
+    assert sent.nullable_added == frozenset({"#/allOf/0/properties/a"})
+
+
+def test_strict_mode_drops_the_default_of_an_optional_property_that_takes_null() -> None:
+    caps = capabilities("openai-chat", supported_schema_keywords={"default", "type", "properties", "required"})
+    schema = {"type": "object", "properties": {"a": {"type": ["string", "null"], "default": None}}}
+    sent = convert_schema({**schema, "additionalProperties": False}, caps)
+    assert sent.schema["properties"] == {"a": {"type": ["string", "null"]}}
+    assert (sent.schema["required"], sent.nullable_added) == (["a"], frozenset())
+
+
+def test_additional_properties_a_provider_does_not_take_are_dropped_and_recorded() -> None:
+    keywords = capabilities("gemini").supported_schema_keywords - {"additionalProperties"}
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}}
+    sent = convert_schema(schema, capabilities("gemini", supported_schema_keywords=keywords))
+    assert sent.schema == {"type": "object", "properties": {"a": {"type": "string"}}}
+    assert sent.dropped == (
+        DroppedKeyword("#", "additionalProperties", {"type": "string"}, True, "not supported by gemini"),
+    )
+
+
+def _maps(levels: int) -> dict[str, Any]:
+    """``levels`` objects, each the additionalProperties schema of the one before, around a string."""
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "object", "additionalProperties": schema}
+    return schema
+
+
+def test_an_additional_properties_schema_is_converted_at_its_own_path_and_depth() -> None:
+    sent = convert_schema({"type": "object", "additionalProperties": {"type": "string", "pattern": "^a"}}, "gemini")
+    assert sent.schema == {"type": "object", "additionalProperties": {"type": "string"}}
+    assert sent.dropped == (DroppedKeyword("#/additionalProperties", "pattern", "^a", True, "not supported by gemini"),)
+    assert convert_schema(_maps(128), "gemini").schema == _maps(128)
+    error = _refused(_maps(129), "gemini")
+    assert (error.path, error.message) == (
+        "#" + "/additionalProperties" * 129,
+        "the schema nests deeper than 128 levels",
+    )
