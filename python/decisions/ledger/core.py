@@ -154,7 +154,9 @@ class Ledger:
         calls may run again after a lost worker; the arguments of calls to a
         ``sensitive`` tool are not stored (only their digest: the host hands
         them to the worker itself). ``policy`` names the policy that judged the
-        calls, for the audit. Recording the same decision again changes
+        calls, for the audit. Both name collections hold tool names as
+        ``str`` (a name of another type is a TypeError: it would match no
+        call). Recording the same decision again changes
         nothing; a different call under a recorded (run, call id) is
         ``LEDGER_CONFLICT``."""
         for what, names in (("idempotent", idempotent), ("sensitive", sensitive)):
