@@ -301,3 +301,137 @@ def test_an_additional_properties_schema_is_converted_at_its_own_path_and_depth(
         "#" + "/additionalProperties" * 129,
         "the schema nests deeper than 128 levels",
     )
+
+
+# ------------------------------------------------------------ a root reference
+
+
+@pytest.mark.parametrize("ref", ["#/other/Root", "#/$defs/Missing"])
+def test_a_root_reference_to_no_local_definition_is_refused_at_the_root(ref: str) -> None:
+    error = _refused({"$ref": ref, "$defs": {"Root": {"type": "string"}}}, "gemini")
+    assert (error.path, error.message) == ("#", f"$ref {ref!r} is not a local definition")
+
+
+def test_a_root_reference_is_inlined_at_the_definition_s_path() -> None:
+    root = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^a"}}}
+    sent = convert_schema({"$ref": "#/definitions/Root", "definitions": {"Root": root}}, "gemini")
+    assert sent.schema == {"type": "object", "properties": {"a": {"type": "string"}}}
+    assert sent.dropped == (
+        DroppedKeyword("#/definitions/Root/properties/a", "pattern", "^a", True, "not supported by gemini"),
+    )
+    sent = convert_schema(
+        {"$ref": "#/$defs/R", "maxItems": 3, "$defs": {"R": {"type": "array", "maxItems": 5}}}, "gemini"
+    )
+    assert sent.schema == {"type": "array", "maxItems": 3}
+    assert sent.dropped == (
+        DroppedKeyword("#/$defs/R", "maxItems", 5, True, "replaced by the keyword beside its $ref when inlined"),
+    )
+
+
+def test_a_definition_nests_from_depth_zero_inlined_at_the_root_or_sent_by_reference() -> None:
+    assert convert_schema({"$ref": "#/$defs/M", "$defs": {"M": _maps(128)}}, "gemini").schema == _maps(128)
+    kept = {"type": "object", "properties": {"m": {"$ref": "#/$defs/M"}}, "$defs": {"M": _maps(128)}}
+    assert convert_schema(kept, "gemini").schema == kept
+    error = _refused({"$ref": "#/$defs/M", "$defs": {"M": _maps(129)}}, "gemini")
+    assert error.path == "#/$defs/M" + "/additionalProperties" * 129
+    error = _refused({**kept, "$defs": {"M": _maps(129)}}, "gemini")
+    assert error.path == "#/$defs/M" + "/additionalProperties" * 129
+
+
+# ------------------------------------------------------------ recursion
+
+
+def _object(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def test_a_reference_to_no_definition_inside_a_definition_is_refused_at_its_path() -> None:
+    schema = {**_object(n={"$ref": "#/$defs/A"}), "$defs": {"A": _object(x={"$ref": "#/$defs/Missing"})}}
+    error = _refused(schema, "gemini")
+    assert (error.path, error.message) == ("#/$defs/A/properties/x", "$ref '#/$defs/Missing' is not a local definition")
+
+
+def test_definitions_that_reach_each_other_are_recursive() -> None:
+    defs = {"A": _object(b={"$ref": "#/$defs/B"}), "B": _object(a={"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]})}
+    error = _refused({**_object(n={"$ref": "#/$defs/A"}), "$defs": defs}, "anthropic")
+    assert (error.path, error.message) == ("#/properties/n", "anthropic does not accept recursive schemas (A)")
+
+
+def test_a_definition_that_reaches_a_cycle_without_itself_is_not_recursive() -> None:
+    defs = {
+        "A": _object(b={"$ref": "#/$defs/B"}),
+        "B": _object(c={"anyOf": [{"$ref": "#/$defs/C"}, {"type": "null"}]}),
+        "C": _object(b={"anyOf": [{"$ref": "#/$defs/B"}, {"type": "null"}]}),
+    }
+    error = _refused({**_object(n={"$ref": "#/$defs/A"}), "$defs": defs}, "anthropic")  # A is sent, B is not
+    assert (error.path, error.message) == ("#/$defs/A/properties/b", "anthropic does not accept recursive schemas (B)")
+
+
+# ------------------------------------------------------------ what a node becomes
+
+
+def test_an_unconstrained_value_is_refused_in_strict_mode_and_sent_as_it_is_otherwise() -> None:
+    error = _refused(_object(n={}), "openai-chat")
+    assert (error.path, error.message) == (
+        "#/properties/n",
+        "an unconstrained value (any JSON) cannot be sent in strict mode",
+    )
+    loose = {"type": "object", "properties": {"n": True, "m": {}}}
+    assert convert_schema(loose, "gemini").schema == {"type": "object", "properties": {"n": {}, "m": {}}}
+    error = _refused({"type": "object", "properties": {"n": False}}, "gemini")
+    assert (error.path, error.message) == ("#/properties/n", "a schema must be an object, not boolean")
+
+
+def test_definitions_inside_a_subschema_are_skipped_and_the_rest_is_converted() -> None:
+    schema = {"type": "object", "properties": {"n": {"$defs": {"X": {}}, "type": "string", "maxItems": 1}}}
+    sent = convert_schema(schema, "gemini")
+    assert sent.schema == {"type": "object", "properties": {"n": {"type": "string", "maxItems": 1}}}
+
+
+def test_const_and_one_of_are_kept_where_the_provider_takes_them() -> None:
+    const = _object(n={"const": "x"})
+    assert convert_schema(const, "openai-chat").schema == const
+    one_of = {"type": "object", "properties": {"n": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}}
+    assert convert_schema(one_of, "gemini") == convert_schema(one_of, "gemini", strict=False)
+    assert (convert_schema(one_of, "gemini").schema, convert_schema(one_of, "gemini").dropped) == (one_of, ())
+    all_of = _object(n={"allOf": [{"type": "string"}]})
+    assert convert_schema(all_of, "anthropic").schema == all_of
+
+
+def test_one_of_is_sent_as_any_of_where_only_that_is_taken() -> None:
+    sent = convert_schema(_object(n={"oneOf": [{"type": "string"}, {"type": "integer"}]}), "openai-chat")
+    assert sent.schema == _object(n={"anyOf": [{"type": "string"}, {"type": "integer"}]})
+    assert sent.dropped == (
+        DroppedKeyword("#/properties/n", "oneOf", "exactly one", True, "sent as anyOf; exclusivity is checked locally"),
+    )
+
+
+def _all_ofs(levels: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        schema = {"allOf": [schema]}
+    return schema
+
+
+def test_a_lone_all_of_merged_into_its_parent_nests_a_level() -> None:
+    assert convert_schema(_all_ofs(128), "openai-chat", strict=False).schema["properties"]["value"] == {
+        "type": "string"
+    }
+    error = _refused(_all_ofs(129), "openai-chat", strict=False)
+    assert (error.path, error.message) == ("#" + "/allOf/0" * 129, "the schema nests deeper than 128 levels")
+
+
+@pytest.mark.parametrize("tag", range(24))
+def test_a_definition_is_recursive_whichever_way_the_search_goes_first(tag: int) -> None:
+    """B refers to itself and to D, D to A: whichever of B's references the
+    search follows first (set order, which the names decide), A is found to
+    reach itself; a search that stops at the first definition it has seen
+    misses it about half the time, so the names vary."""
+    b, d = f"B{tag}", f"D{tag}"
+    defs = {
+        "A": _object(b={"$ref": f"#/$defs/{b}"}),
+        b: _object(b={"anyOf": [{"$ref": f"#/$defs/{b}"}, {"type": "null"}]}, d={"$ref": f"#/$defs/{d}"}),
+        d: _object(a={"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]}),
+    }
+    error = _refused({**_object(n={"$ref": "#/$defs/A"}), "$defs": defs}, "anthropic")
+    assert (error.path, error.message) == ("#/properties/n", "anthropic does not accept recursive schemas (A)")
