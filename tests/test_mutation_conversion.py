@@ -435,3 +435,39 @@ def test_a_definition_is_recursive_whichever_way_the_search_goes_first(tag: int)
     }
     error = _refused({**_object(n={"$ref": "#/$defs/A"}), "$defs": defs}, "anthropic")
     assert (error.path, error.message) == ("#/properties/n", "anthropic does not accept recursive schemas (A)")
+
+
+# ------------------------------------------------------------ keywords dropped or rewritten
+
+
+def test_an_enum_is_kept_when_each_value_s_type_is_taken_and_an_integer_passes_as_a_number() -> None:
+    numbers = capabilities("gemini", enum_value_types={"string", "number"})
+    schema = {"type": "object", "properties": {"n": {"enum": [1, 2.5, "x"]}}}
+    assert (convert_schema(schema, numbers).schema, convert_schema(schema, numbers).dropped) == (schema, ())
+    sent = convert_schema({"type": "object", "properties": {"n": {"enum": [1, True]}}}, "gemini")
+    assert sent.schema == {"type": "object", "properties": {"n": {}}}
+    reason = "gemini takes enum values of types ['integer', 'number', 'string'] only"
+    assert sent.dropped == (DroppedKeyword("#/properties/n", "enum", [1, True], True, reason),)
+
+
+def test_a_pattern_beyond_the_provider_s_subset_is_dropped_and_recorded() -> None:
+    sent = convert_schema(_object(n={"type": "string", "pattern": "(?=a)"}), "anthropic")
+    assert sent.schema == _object(n={"type": "string"})
+    reason = "anthropic takes regular expressions without backreferences, lookaround or word boundaries"
+    assert sent.dropped == (DroppedKeyword("#/properties/n", "pattern", "(?=a)", True, reason),)
+
+
+def test_a_lone_all_of_is_merged_with_the_keywords_after_it_unless_they_overlap() -> None:
+    merged = {"type": "object", "properties": {"n": {"allOf": [{"type": "string"}], "description": "d"}}}
+    sent = convert_schema(merged, "openai-chat", strict=False)
+    assert sent.schema["properties"]["n"] == {"type": "string", "description": "d"}
+    for n in ({"allOf": [{"type": "string"}], "type": "string"}, {"type": "string", "allOf": [{"type": "string"}]}):
+        error = _refused({"type": "object", "properties": {"n": n}}, "openai-chat", strict=False)
+        assert (error.path, error.message) == ("#/properties/n/allOf", "allOf member overlaps its parent")
+
+
+def test_the_keywords_after_additional_properties_a_provider_does_not_take_are_still_converted() -> None:
+    keywords = capabilities("gemini").supported_schema_keywords - {"additionalProperties"}
+    schema = {"type": "object", "additionalProperties": False, "properties": {"a": {"type": "string"}}}
+    sent = convert_schema(schema, capabilities("gemini", supported_schema_keywords=keywords))
+    assert sent.schema == {"type": "object", "properties": {"a": {"type": "string"}}}
