@@ -5,6 +5,7 @@ and message of every refusal."""
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 import pytest
@@ -471,3 +472,13 @@ def test_the_keywords_after_additional_properties_a_provider_does_not_take_are_s
     schema = {"type": "object", "additionalProperties": False, "properties": {"a": {"type": "string"}}}
     sent = convert_schema(schema, capabilities("gemini", supported_schema_keywords=keywords))
     assert sent.schema == {"type": "object", "properties": {"a": {"type": "string"}}}
+
+
+def test_a_schema_under_a_draft_jsonschema_does_not_know_is_read_as_2020_12_without_a_warning() -> None:
+    schema = {"$schema": "https://example.com/own-draft", "type": "object", "properties": {"a": {"type": "string"}}}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sent = convert_schema(schema, "openai-chat")
+    assert [str(w.message) for w in caught] == []
+    assert sent.schema["properties"] == {"a": {"type": ["string", "null"]}}
+    assert sent.nullable_added == frozenset({"#/properties/a"})
