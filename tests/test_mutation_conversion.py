@@ -482,3 +482,53 @@ def test_a_schema_under_a_draft_jsonschema_does_not_know_is_read_as_2020_12_with
     assert [str(w.message) for w in caught] == []
     assert sent.schema["properties"] == {"a": {"type": ["string", "null"]}}
     assert sent.nullable_added == frozenset({"#/properties/a"})
+
+
+def test_an_unknown_on_unsupported_is_a_value_error() -> None:
+    with pytest.raises(ValueError) as caught:
+        convert_schema({"type": "object"}, "gemini", on_unsupported="ignore")  # type: ignore[arg-type]
+    assert str(caught.value) == "on_unsupported must be 'drop' or 'reject', not 'ignore'"
+
+
+def test_min_items_up_to_the_provider_s_bound_is_kept_and_above_it_dropped() -> None:
+    sent = convert_schema(_object(n={"type": "array", "minItems": 1}, m={"type": "array", "minItems": 2}), "anthropic")
+    assert sent.schema == _object(n={"type": "array", "minItems": 1}, m={"type": "array"})
+    assert sent.dropped == (
+        DroppedKeyword("#/properties/m", "minItems", 2, True, "anthropic enforces minItems up to 1"),
+    )
+
+
+def test_properties_that_are_no_mapping_are_refused_at_their_path() -> None:
+    error = _refused({"type": "object", "properties": [1]}, "gemini")
+    assert (error.path, error.message) == ("#/properties", "properties must map names to schemas")
+
+
+def _subschemas(keyword: str, levels: int, listed: bool) -> dict[str, Any]:
+    """``levels`` schemas, each the ``keyword`` of the one before (in a list when ``listed``), around a string."""
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        schema = {keyword: [schema] if listed else schema}
+    return schema
+
+
+@pytest.mark.parametrize(
+    ("keyword", "listed", "step"),
+    [("anyOf", True, "/anyOf/0"), ("items", True, "/items/0"), ("items", False, "/items")],
+    ids=["a-list-of-schemas", "items-as-a-list", "items-as-a-schema"],
+)
+def test_each_subschema_is_converted_at_its_own_path_one_level_deeper(keyword: str, listed: bool, step: str) -> None:
+    assert convert_schema(_subschemas(keyword, 128, listed), "gemini").schema == _subschemas(keyword, 128, listed)
+    error = _refused(_subschemas(keyword, 129, listed), "gemini")
+    assert (error.path, error.message) == ("#" + step * 129, "the schema nests deeper than 128 levels")
+    sent = convert_schema({keyword: [{"type": "string", "pattern": "^a"}] if listed else {"pattern": "^a"}}, "gemini")
+    assert sent.dropped == (DroppedKeyword("#" + step, "pattern", "^a", True, "not supported by gemini"),)
+
+
+def test_a_definition_inlined_twice_shares_no_part_between_its_copies() -> None:
+    const = {"$ref": "#/$defs/C", "description": "inlined: a $ref here takes no siblings"}
+    schema = {**_object(a=const, b=const), "$defs": {"C": {"const": {"k": ["v"]}}}}
+    sent = convert_schema(schema, "openai-chat").schema
+    a, b = sent["properties"]["a"]["const"], sent["properties"]["b"]["const"]
+    assert a == b == {"k": ["v"]}
+    a["k"].append("changed")
+    assert b == {"k": ["v"]}
