@@ -532,3 +532,30 @@ def test_a_definition_inlined_twice_shares_no_part_between_its_copies() -> None:
     assert a == b == {"k": ["v"]}
     a["k"].append("changed")
     assert b == {"k": ["v"]}
+
+
+# ------------------------------------------------------------ the root
+
+
+def _wrapped(value: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": {"value": value}, "required": ["value"], "additionalProperties": False}
+
+
+def test_a_root_that_is_no_plain_object_is_wrapped_with_its_definitions_outside() -> None:
+    sent = convert_schema({"type": "string"}, "openai-chat")
+    assert (sent.schema, sent.root_key) == (_wrapped({"type": "string"}), "value")
+    union = {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+        "anyOf": [_object(a={"type": "string"})],
+    }
+    assert convert_schema(union, "openai-chat").schema == _wrapped(union)
+    nullable = {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]}
+    sent = convert_schema({**nullable, "$defs": {"A": {"type": "string"}}}, "openai-chat")
+    assert sent.schema == {**_wrapped(nullable), "$defs": {"A": {"type": "string"}}}
+
+
+def test_tool_arguments_that_are_no_object_are_refused_at_the_root() -> None:
+    error = _refused({"type": "string"}, "gemini", object_root=True)
+    assert (error.path, error.message) == ("#", "tool arguments must be described by an object schema")
