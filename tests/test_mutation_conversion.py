@@ -559,3 +559,13 @@ def test_a_root_that_is_no_plain_object_is_wrapped_with_its_definitions_outside(
 def test_tool_arguments_that_are_no_object_are_refused_at_the_root() -> None:
     error = _refused({"type": "string"}, "gemini", object_root=True)
     assert (error.path, error.message) == ("#", "tool arguments must be described by an object schema")
+
+
+def test_a_root_wrapped_outside_strict_mode_is_left_open() -> None:
+    sent = convert_schema({"type": "string"}, "openai-chat", strict=False)
+    assert sent.schema == {"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}
+
+
+def test_a_value_that_only_looks_like_a_reference_is_no_reference_to_the_nesting_bound() -> None:
+    looks = _object(n={"const": {"$ref": "#/$defs/X"}})
+    assert convert_schema(looks, "openai-chat").schema == looks
