@@ -7,17 +7,33 @@ of these outcomes."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from decisions import DEFAULT_LIMITS, Ledger, Limits, OutputError, Tool, ToolRegistry, ToolResult, open_ledger
+from decisions import (
+    DEFAULT_LIMITS,
+    CallVerdict,
+    Ledger,
+    Limits,
+    OutputError,
+    PolicyError,
+    Tool,
+    ToolCall,
+    ToolDecision,
+    ToolRegistry,
+    ToolResult,
+    open_ledger,
+)
 from decisions.ledger import PostgresDatabase, SQLiteDatabase
-from ledger_helpers import decision, new_run
+from decisions.ledger.shapes import to_dict
+from ledger_helpers import decision, new_run, url_for
 
 
 def error_of(step: Callable[[], object]) -> dict[str, Any]:
@@ -731,3 +747,172 @@ def test_a_claim_checks_both_ids(ledger: Ledger) -> None:
         error = error_of(step)
         assert (error["code"], error["path"], error["retryable"]) == ("LEDGER_UNAVAILABLE", path, False)
     assert ledger.entry("a", run_id=run).state == "decided"
+
+
+# ------------------------------------------------------------ record
+
+
+def _column(url: str, column: str, run: str, call_id: str) -> Any:
+    """The raw value of ``column`` in the row of ``(run, call_id)``, read past the ledger."""
+    if url.startswith("sqlite:"):
+        raw: Any = sqlite3.connect(url[len("sqlite:///") :])
+        row = raw.execute(f"SELECT {column} FROM ledger_calls WHERE run_id = ? AND call_id = ?", (run, call_id))
+        value = row.fetchone()[0]
+    else:
+        import psycopg
+
+        raw = psycopg.connect(url, autocommit=True)
+        found = raw.execute(f"SELECT {column} FROM ledger_calls WHERE run_id = %s AND call_id = %s", (run, call_id))
+        value = found.fetchone()[0]  # type: ignore[index]
+    raw.close()
+    return value
+
+
+def test_record_stores_each_verdict_and_the_error_that_decided_it(ledger: Ledger) -> None:
+    run = new_run()
+    refused = PolicyError("PATH_OUTSIDE_WORKSPACE", "'../x' is outside the workspace", path="$.calls[0].arguments.path")
+    verdicts = (
+        CallVerdict(call_id="a", status="denied", error=refused),
+        CallVerdict(call_id="b", status="approved", reasons=("writes",), approved_by="ann"),
+    )
+    calls = tuple(ToolCall(call_id=v.call_id, name="t", arguments={"n": i}, index=i) for i, v in enumerate(verdicts))
+    ledger.record(ToolDecision(calls=calls, verdicts=verdicts), run_id=run)
+    denied, approved = ledger.entries(run)
+    assert (denied.state, denied.error is not None and denied.error.to_dict()) == ("denied", refused.to_dict())
+    assert (approved.state, approved.error, approved.approved_by) == ("approved", None, "ann")
+    for verdict in verdicts:
+        assert json.loads(_column(ledger.url, "verdict", run, verdict.call_id)) == to_dict(verdict)
+    assert _column(ledger.url, "error", run, "b") is None
+
+
+def test_record_keeps_each_call_s_id_in_the_audit(ledger: Ledger) -> None:
+    run = new_run()
+    verdicts = (
+        CallVerdict(call_id="a", status="allowed"),
+        CallVerdict(call_id="b", status="approved", approved_by="ann"),
+    )
+    calls = tuple(ToolCall(call_id=v.call_id, name="t", arguments={}, index=i) for i, v in enumerate(verdicts))
+    entries = ledger.record(ToolDecision(calls=calls, verdicts=verdicts), run_id=run, policy="p")
+    what = {e.call_id: {"tool": "t", "tool_version": None, "digest": e.digest, "policy": "p"} for e in entries}
+    assert events(ledger, run) == [
+        ("a", "recorded", None, {**what["a"], "verdict": "allowed", "reasons": []}),
+        ("b", "recorded", None, {**what["b"], "verdict": "approved", "reasons": []}),
+        ("b", "approved", "ann", {**what["b"], "verdict": "approved", "reasons": []}),
+    ]
+
+
+def test_record_names_the_id_it_cannot_hold_at_its_own_path(ledger: Ledger) -> None:
+    run = new_run()
+    assert error_of(lambda: ledger.record(decision(("a", "t", "allowed")), run_id=5)) == {  # type: ignore[arg-type]
+        "type": "TypeError",
+        "message": "run id must be a str, not int",
+    }
+    too_long = "x" * 2000
+    for made, run_id, what, path in (
+        (decision(("a", "t", "allowed")), too_long, "run id", "$.run_id"),
+        (decision(("a", "t", "allowed"), (too_long, "t", "allowed")), run, "call id", "$.calls[1].call_id"),
+    ):
+        error = error_of(partial(ledger.record, made, run_id=run_id))
+        assert (error["layer"], error["code"], error["message"], error["path"], error["retryable"]) == (
+            "result",
+            "LEDGER_UNAVAILABLE",
+            f"the ledger cannot hold a {what} of more than 1024 bytes",
+            path,
+            False,
+        )
+    assert ledger.entries(run) == ()
+
+
+def test_record_of_a_different_call_under_a_recorded_id_is_a_conflict(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed")), run_id=run)
+    assert error_of(lambda: ledger.record(decision(("b", "t", "allowed"), ("a", "u", "allowed")), run_id=run)) == {
+        "layer": "result",
+        "code": "LEDGER_CONFLICT",
+        "message": f"run {run!r} already holds a different call 'a'",
+        "retryable": False,
+        "offset": None,
+        "path": "$.calls[1].call_id",
+        "hint": "give every call of a run its own id",
+        "issues": [],
+        "call_index": None,
+        "call_id": None,
+        "tool": None,
+        "batch": [],
+    }
+    assert [(e.call_id, e.tool) for e in ledger.entries(run)] == [("a", "t"), ("b", "t")]
+
+
+def test_a_batch_is_the_calls_of_one_decision_only(ledger: Ledger) -> None:
+    run = new_run()
+    ledger.record(decision(("a", "t", "needs_approval"), ("b", "t", "allowed"), batch="all_or_nothing"), run_id=run)
+    ledger.record(decision(("c", "t", "allowed"), batch="all_or_nothing"), run_id=run)
+    claims = [ledger.claim(c, run_id=run, worker="w") for c in "bc"]
+    assert [(c.call_id, c.granted) for c in claims] == [("b", False), ("c", True)]
+
+
+@pytest.mark.parametrize("what", ["idempotent", "sensitive"])
+def test_record_takes_tool_names_as_the_strs_they_hold_and_nothing_else(ledger: Ledger, what: str) -> None:
+    class Named(str):
+        """A tool name that hashes and compares by identity."""
+
+        __hash__ = object.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            return self is other
+
+    run = new_run()
+    assert error_of(lambda: ledger.record(decision(("a", "t", "allowed")), run_id=run, **{what: "t"})) == {
+        "type": "ValueError",
+        "message": f"{what} must be a collection of tool names, not the string 't'",
+    }
+    for names in ([b"t"], ["t", None]):
+        assert error_of(partial(ledger.record, decision(("a", "t", "allowed")), run_id=run, **{what: names})) == {
+            "type": "TypeError",
+            "message": f"{what} must hold tool names of type str, not {type(names[-1]).__name__}",
+        }
+    assert ledger.entries(run) == ()
+    entry = ledger.record(decision(("a", "t", "allowed")), run_id=run, **{what: [Named("t")]})[0]
+    claim = ledger.claim("a", run_id=run, worker="w")
+    assert (entry.idempotent, claim.arguments is None) == (what == "idempotent", what == "sensitive")
+
+
+def test_a_step_of_one_statement_sends_it_on_its_own_on_postgresql(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim, a renewal and a commit each send one statement: on PostgreSQL
+    it runs on its own, with no BEGIN and COMMIT round trips (SQLite runs
+    every step in one write transaction)."""
+    url = url_for("postgres", tmp_path)
+    import psycopg
+
+    opened: list[str] = []
+    step = "open"
+    transaction = psycopg.Connection.transaction
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(step)
+        return transaction(self, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "transaction", counted)
+    with open_ledger(url) as ledger:
+        run = new_run()
+        step = "record"
+        ledger.record(decision(("a", "t", "allowed"), ("b", "t", "allowed")), run_id=run)
+        step = "claim"
+        claim = ledger.claim("a", run_id=run, worker="w")
+        refused = ledger.claim("a", run_id=run, worker="w2")
+        step = "claim_next"
+        following = ledger.claim_next(run, worker="w")
+        step = "renew"
+        renewed = ledger.renew(claim)
+        step = "commit"
+        committed = ledger.commit(renewed, ToolResult("a", "ok", "done"))
+    assert (claim.granted, refused.reason, following is not None and following.call_id, committed.state) == (
+        True,
+        "leased",
+        "b",
+        "committed",
+    )
+    # the refused claim then settles a lapsed lease and reads the call's state in one transaction of its own
+    assert opened == ["open", "record", "claim"]

@@ -154,7 +154,9 @@ class Ledger:
         calls may run again after a lost worker; the arguments of calls to a
         ``sensitive`` tool are not stored (only their digest: the host hands
         them to the worker itself). ``policy`` names the policy that judged the
-        calls, for the audit. Recording the same decision again changes
+        calls, for the audit. Both name collections hold tool names as
+        ``str`` (a name of another type is a TypeError: it would match no
+        call). Recording the same decision again changes
         nothing; a different call under a recorded (run, call id) is
         ``LEDGER_CONFLICT``."""
         for what, names in (("idempotent", idempotent), ("sensitive", sensitive)):
@@ -162,7 +164,7 @@ class Ledger:
                 raise ValueError(f"{what} must be a collection of tool names, not the string {names!r}")
         # read once: `in` on a generator consumes it, and a later call of a sensitive tool would be stored;
         # a name of a str subclass as the str it holds, or a call's plain name would not be found
-        idempotent, sensitive = _tool_names(idempotent), _tool_names(sensitive)
+        idempotent, sensitive = _tool_names(idempotent, "idempotent"), _tool_names(sensitive, "sensitive")
         checked_id(run_id, "run id", "$.run_id")
         lookup = self._tool if tools is None else _lookup(tools)
         for i, c in enumerate(decision.calls):  # a call id the ledger cannot hold is named at its own path
@@ -666,9 +668,16 @@ def _ids(run_id: object, *call_id: object) -> None:
         checked_id(value, "call id", "$.call_id")
 
 
-def _tool_names(names: Collection[str]) -> frozenset[str]:
-    """The tool names in ``names``, each of a str subclass as the str it holds."""
-    return frozenset(str.__str__(name) if isinstance(name, str) else name for name in names)
+def _tool_names(names: Collection[str], what: str) -> frozenset[str]:
+    """The tool names in ``names``, each of a str subclass as the str it holds;
+    TypeError for a name that is not a str (it would match no call: the
+    arguments of a ``sensitive`` tool named so would be stored)."""
+    found: set[str] = set()
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"{what} must hold tool names of type str, not {type(name).__name__}")
+        found.add(str.__str__(name))
+    return frozenset(found)
 
 
 def _name(value: object, what: str, *, optional: bool = False) -> None:
