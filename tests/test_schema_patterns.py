@@ -304,6 +304,7 @@ _U = PatternUnsupported
         ("(?i)a", PatternError, "an unknown group '(?'", 0),
         ("x(?<a", PatternError, "a group name that is not an identifier", 1),
         ("(?<>a)", PatternError, "a group name that is not an identifier", 0),
+        ("(?<abc", PatternError, "a group name that is not an identifier", 0),
         ("(?<1>a)", PatternError, "a group name that is not an identifier", 0),
         ("x(?=a)", _U, "a lookaround (not held by an automaton)", 1),
         ("(?!a)", _U, "a lookaround (not held by an automaton)", 0),
@@ -612,3 +613,32 @@ def test_a_strict_mode_answer_too_costly_to_search_is_refused(monkeypatch: pytes
         decisions.decide(plan.prepare(answer), tools=tools(schema))
     assert caught.value.code == "SCHEMA_MISMATCH"
     assert caught.value.issues[0]["code"] == "invalid"
+
+
+def test_the_search_bound_is_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ab`` against ``xx``: one state visited for each of the two steps and
+    the end, three in all: a bound of three is enough, two is not."""
+    compiled = compile_pattern("ab")
+    monkeypatch.setattr(_ecma, "MAX_SEARCH_WORK", 3)
+    assert not compiled.search("xx")
+    monkeypatch.setattr(_ecma, "MAX_SEARCH_WORK", 2)
+    pattern = "ab" + "|x{2}" * 60  # longer than the 200 characters an error shows
+    with pytest.raises(SearchTooCostly) as caught:
+        compile_pattern(pattern).search("yy")
+    assert str(caught.value) == f"a search of the pattern {pattern[:200]!r} passed 2 states"
+    with pytest.raises(SearchTooCostly):
+        compiled.search("xx")
+
+
+def test_the_step_table_is_emptied_at_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``aaaax`` three times: six different steps (a after 0..3 a, x after 4 a,
+    and the first a again after an x rather than at the start). With room
+    for four, the table is emptied as it takes a fifth step, so each round
+    builds its five again: fifteen."""
+    calls = _counting(monkeypatch)
+    assert not compile_pattern("a{9}").search("aaaax" * 3)
+    assert calls.count("_step") == 6
+    monkeypatch.setattr(_ecma, "_CACHE_LIMIT", 4)
+    del calls[:]
+    assert not compile_pattern("a{9}").search("aaaax" * 3)
+    assert calls.count("_step") == 15
