@@ -17,6 +17,7 @@ import gc
 import json
 import os
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,8 +25,9 @@ import pytest
 
 import decisions
 from decide_helpers import call, needs_loads, response
-from decisions import Policy, PolicyError, Schema, Tool, ToolRegistry, ToolRule
+from decisions import Policy, PolicyError, Schema, Tool, ToolRegistry, ToolRule, build_request, capabilities
 from decisions._redact import REDACTED, redact_secrets
+from decisions.request.definitions import ToolDefinition
 from decisions.validate import paths as paths_module
 from decisions.validate.paths import resolve_path
 
@@ -228,3 +230,180 @@ def test_suggestions_cost_linear_time_in_the_name() -> None:
         lambda: short.suggest("Q" + "x" * 6 + "qqqqqqqqZ")
     )
     assert ratio < MAX_RATIO, ratio
+
+
+# ================================================================ a failing value written out per level
+
+
+#: The model's string nested in the tests below: one MiB.
+BIG = 1 << 20
+
+
+def _nested(levels: int, leaf: Any) -> Any:
+    for _ in range(levels):
+        leaf = [leaf]
+    return leaf
+
+
+#: Schemas that fail a value at every level it nests (each level's message
+#: was ``repr`` of the whole subtree below it), or once per keyword.
+WRITTEN_PER_LEVEL: dict[str, tuple[dict[str, Any], Callable[[int, str], Any]]] = {
+    "maxItems at each level": (
+        {"type": "array", "maxItems": 0, "items": {"$ref": "#"}},
+        lambda levels, leaf: _nested(levels, leaf),
+    ),
+    "not at each level": (
+        {
+            "anyOf": [
+                {"type": "string", "maxLength": 1},
+                {"type": "array", "not": {"minItems": 1}, "items": {"$ref": "#"}},
+            ]
+        },
+        lambda levels, leaf: _nested(levels, leaf),
+    ),
+    "enum at each level": (
+        {"type": "array", "enum": [[]], "items": {"$ref": "#"}},
+        lambda levels, leaf: _nested(levels, leaf),
+    ),
+    "members at each level": (
+        {"type": "object", "maxProperties": 0, "additionalProperties": {"$ref": "#"}},
+        lambda levels, leaf: json.loads('{"a":' * levels + json.dumps(leaf) + "}" * levels),
+    ),
+    "a hundred keywords on one string": (
+        {"allOf": [{"maxLength": 1}, {"not": {"type": "string"}}] * 50},
+        lambda levels, leaf: leaf,
+    ),
+}
+
+
+def _peak(run: Callable[[], object]) -> int:
+    """The most memory traced while ``run`` runs, in bytes."""
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("case", list(WRITTEN_PER_LEVEL))
+def test_a_failing_value_is_written_out_once_not_per_level(case: str) -> None:
+    """A 1 MiB string 48 levels deep: each failing level's message held the
+    whole subtree (48 MiB of messages, 6 s and 290 MB at 4 MiB and 60
+    levels); now each message shows a bounded part, and the memory spent is
+    a few copies of the value, whatever the depth."""
+    spec, build = WRITTEN_PER_LEVEL[case]
+    value = build(48, "x" * BIG)
+    schema = Schema(spec)
+    issues, validated = schema.issues(value)
+    assert issues and validated is None
+    assert all(len(found["expected"]) < 200 for found in issues), issues
+    assert _peak(lambda: schema.issues(value)) < 6 * BIG
+
+
+def test_a_message_shows_the_value_bounded() -> None:
+    """What the model is told of its value: its ends, elided in the middle."""
+    value = ["a" * 100 + "b" * 100, *range(20)]
+    (found,) = Schema({"not": {"type": "array"}}).issues(value)[0]
+    assert found == {
+        "path": "$",
+        "code": "invalid",
+        "expected": f"['{'a' * 27}...{'b' * 28}', 0, 1, 2, 3, 4, 5, 6, ...] should not be valid under {{'type': 'array'}}",
+    }
+    small = {"k": [1, "two", None, True, 2.5]}
+    (found,) = Schema({"not": {"type": "object"}}).issues(small)[0]
+    assert found["expected"] == f"{small!r} should not be valid under {{'type': 'object'}}"
+
+
+@pytest.mark.parametrize("case", ["maxItems at each level", "not at each level"])
+def test_a_decision_on_a_deep_failing_argument_is_bounded(case: str) -> None:
+    """Through ``decide``: the call refused, its issues and hint (what the
+    repair prompt sends back) bounded, the memory spent a few copies of the
+    argument at any depth."""
+    spec, build = WRITTEN_PER_LEVEL[case]
+    spec_at_x = json.loads(json.dumps(spec).replace('"#"', '"#/$defs/x"'))
+    tools = ToolRegistry(
+        [
+            Tool(
+                name="t",
+                parameters={"type": "object", "properties": {"x": {"$ref": "#/$defs/x"}}, "$defs": {"x": spec_at_x}},
+            )
+        ]
+    )
+    arguments = json.dumps({"x": build(40, "x" * BIG)})
+    refused = response(call(name="t", arguments=arguments))
+
+    def decide() -> None:
+        with pytest.raises(decisions.SchemaError) as info:
+            decisions.decide(refused, tools=tools)
+        assert info.value.code == "SCHEMA_MISMATCH"
+        assert all(len(found["expected"]) < 200 for found in info.value.issues)
+        assert len(info.value.hint or "") < 1000
+
+    decide()
+    assert _peak(decide) < 8 * BIG
+
+
+# ================================================================ restoring a strict-mode answer
+
+
+#: A recursive union: an array of one item, itself such an array or a leaf object.
+_NESTING_UNION = {
+    "type": "object",
+    "properties": {"x": {"anyOf": [{"$ref": "#/$defs/N"}, {"type": "integer"}]}},
+    "required": ["x"],
+    "$defs": {
+        "N": {
+            "type": "array",
+            "maxItems": 1,
+            "items": {
+                "anyOf": [
+                    {"$ref": "#/$defs/N"},
+                    {
+                        "type": "object",
+                        "properties": {"s": {"type": "string", "maxLength": 1}, "o": {"type": "string"}},
+                        "required": ["s"],
+                    },
+                ]
+            },
+        }
+    },
+}
+
+
+def _nested_answer(levels: int, text: str) -> Any:
+    return response(call(name="t", arguments=json.dumps({"x": _nested(levels, {"s": text, "o": None})})))
+
+
+def test_restoring_a_nested_union_takes_linear_time_in_its_depth() -> None:
+    """Each union level of the strict-mode answer validated the whole value
+    below it afresh, each branch writing its failure out in full: a
+    60-level argument of a few hundred bytes took 12 s in ``prepare``
+    (a 1 MiB leaf 40 levels deep: 73 s). Now the parts are copied once and
+    the branches' verdicts kept across the levels."""
+    plan = build_request(capabilities("openai-chat"), tools=[ToolDefinition("t", _NESTING_UNION)])
+    answers = {levels: _nested_answer(levels, "xx") for levels in (7, 7 * FACTOR)}
+    ratio = _growth(lambda levels: plan.prepare(answers[levels]), 7)
+    assert ratio < MAX_RATIO, ratio
+    deep = plan.prepare(_nested_answer(40, "x" * BIG))
+    assert _peak(lambda: plan.prepare(_nested_answer(40, "x" * BIG))) < 8 * BIG
+    # a leaf that fits no branch (too long) is left as written, for the decision to refuse
+    leaf = json.loads(deep.items[0].arguments)["x"]
+    for _ in range(40):
+        (leaf,) = leaf
+    assert leaf == {"s": "x" * BIG, "o": None}
+
+
+def test_a_restored_nested_answer_is_still_refused_where_it_fails() -> None:
+    """The kept verdicts change no answer: a leaf that fits is restored (its
+    optional member's null removed), one that does not is refused."""
+    plan = build_request(capabilities("openai-chat"), tools=[ToolDefinition("t", _NESTING_UNION)])
+    tools = ToolRegistry([Tool(name="t", parameters=_NESTING_UNION, side_effects=False)])
+    with pytest.raises(decisions.SchemaError) as info:
+        decisions.decide(plan.prepare(_nested_answer(30, "xx")), tools=tools)
+    assert info.value.code == "SCHEMA_MISMATCH"
+    ok = decisions.decide(plan.prepare(_nested_answer(30, "x")), tools=tools)
+    leaf = ok.calls[0].arguments["x"]
+    for _ in range(30):
+        (leaf,) = leaf
+    assert leaf == {"s": "x"}

@@ -33,6 +33,13 @@ class Restorer:
         self._done: dict[tuple[int, str], tuple[Any, Any]] = {}
         #: a union's path -> each branch as validation applies it, see :meth:`union`
         self._probes: dict[str, list[Any]] = {}
+        #: the parts of the value (and of its restored forms) copied for
+        #: validation, and the verdicts of the probes' branches on them: each
+        #: union of a value nested d deep validated the whole value below it
+        #: afresh (d**3 steps: a 60-level argument of a few hundred bytes held
+        #: the process for 12 seconds)
+        self._twins: dict[int, tuple[Any, Any]] = {}
+        self._verdicts: dict[tuple[int, int], tuple[Any, Any, bool]] = {}
         self.defs: dict[str, tuple[str, Any]] = {}
         for key in _DEFS_KEYS:
             block = original.get(key)
@@ -110,7 +117,8 @@ class Restorer:
         from jsonschema import Draft202012Validator
 
         from ..validate._ecma import SearchTooCostly
-        from ..validate._engines import union_validator_class
+        from ..validate._engines import union_validator_class, verdicts_kept
+        from ..validate._shown import shown
 
         probes = self._probes.get(path)
         if probes is None:
@@ -124,7 +132,11 @@ class Restorer:
 
         def fits(schema: Any, candidate: Any) -> bool:
             try:
-                return bool(validator(schema).is_valid(candidate))
+                # a failing branch's message shows the candidate bounded (see
+                # ``_shown``); its parts copied once, so the branches' verdicts
+                # on them are kept for the levels above and below
+                with verdicts_kept(self._verdicts):
+                    return bool(validator(schema).is_valid(shown(candidate, self._twins)))
             except SearchTooCostly:  # not shown to fit: left as written, for the decision to refuse
                 return False
 

@@ -55,6 +55,7 @@ __all__ = [
     "compile_json_schema",
     "explaining",
     "union_validator_class",
+    "verdicts_kept",
     "fast_refusal",
     "plain_json",
     "scan",
@@ -115,6 +116,18 @@ def explaining() -> Iterator[None]:
     finally:
         _VERDICTS.reset(memo)
         _EXPLAIN.reset(budget)
+
+
+@contextmanager
+def verdicts_kept(memo: dict[tuple[int, int], tuple[Any, Any, bool]]) -> Iterator[None]:
+    """Within: the unions' branch verdicts are read from and kept in
+    ``memo``, across validations (of one value's parts, by schemas whose
+    references resolve alike), as within one."""
+    kept = _VERDICTS.set(memo)
+    try:
+        yield
+    finally:
+        _VERDICTS.reset(kept)
 
 
 def _branch_valid(

@@ -70,6 +70,7 @@ from ._shapes import (
     js_step,
     selector_text,
 )
+from ._shown import shown
 
 __all__ = [
     "Schema",
@@ -274,9 +275,10 @@ class Schema:
         issues: list[dict[str, str]] = []
         said: set[tuple[str, str, str]] = set()
         where = _root(root)
+        reference = self._compiled.reference
         try:
-            with explaining():
-                failures = sorted(self._compiled.reference.iter_errors(value), key=error_order)
+            with explaining():  # every message written shows the value's parts bounded (see ``_shown``)
+                failures = sorted(reference.iter_errors(shown(value)), key=error_order)
             for failure in failures:
                 for found in js_issues(failure, where):
                     key = (found["path"], found["code"], found["expected"])
