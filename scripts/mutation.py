@@ -221,6 +221,7 @@ MODULES: dict[str, Module] = {
     "schema_shapes": Module("decisions/validate/_shapes.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
     "schema_engines": Module("decisions/validate/_engines.py", ("test_schema.py", "test_schema_engines.py"), OTHER),
     "ecma": Module("decisions/validate/_ecma.py", ("test_schema_patterns.py",), GUARD),
+    "shown": Module("decisions/validate/_shown.py", ("test_adversarial_work.py",), GUARD),
     "domain": Module("decisions/validate/domain.py", ("test_domain.py",), OTHER),
     "assemble": Module("decisions/_pure/assemble.py", ("test_assembler.py", "test_fidelity_responses.py"), OTHER),
     "sse": Module("decisions/_pure/sse.py", ("test_sse.py",), OTHER),

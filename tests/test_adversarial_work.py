@@ -310,6 +310,18 @@ def test_a_message_shows_the_value_bounded() -> None:
         "code": "invalid",
         "expected": f"['{'a' * 27}...{'b' * 28}', 0, 1, 2, 3, 4, 5, 6, ...] should not be valid under {{'type': 'array'}}",
     }
+    nested = {"z": 1, "a": [1, [2, [3, [4, [5]]]]], "m": {}, "e": [], "k": {"b": {"c": {"d": {"e": 1}}}}}
+    (found,) = Schema({"not": {"type": "object"}}).issues(nested)[0]
+    assert found["expected"] == (
+        "{'z': 1, 'a': [1, [2, [3, [...]]]], 'm': {}, 'e': [], 'k': {'b': {'c': {'d': {...}}}}}"
+        " should not be valid under {'type': 'object'}"
+    )
+    members = {str(i): 10**100 if i == 2 else i for i in range(12)}
+    (found,) = Schema({"not": {"type": "object"}}).issues(members)[0]
+    assert found["expected"] == (
+        f"{{'0': 0, '1': 1, '2': {'1' + '0' * 27}...{'0' * 29}, '3': 3, '4': 4, '5': 5, '6': 6, '7': 7, ...}}"
+        " should not be valid under {'type': 'object'}"
+    )
     small = {"k": [1, "two", None, True, 2.5]}
     (found,) = Schema({"not": {"type": "object"}}).issues(small)[0]
     assert found["expected"] == f"{small!r} should not be valid under {{'type': 'object'}}"
