@@ -299,6 +299,45 @@ def test_quoting_scan_is_linear() -> None:
     assert ratio < 40, ratio
 
 
+#: Container shapes whose scan once cost more than the text: each gives the
+#: text for a size ``n``, and how many calls of it stand (are not quoted).
+NESTING: dict[str, tuple[Callable[[int], str], int]] = {
+    # each line's containers matched the spaces before them again per
+    # container: n lines nested n deep, the cube of n (400 lines: 1.2 s)
+    "indented items": (lambda n: "".join("  " * i + "- x\n" for i in range(n)) + CALL, 1),
+    # a blank line under n open items walked all of them (8,000 items and
+    # 80,000 blank lines, 96 KB: 91 s)
+    "blank lines under open items": (lambda n: "- " * n + "x\n" + "\n" * (10 * n) + CALL, 1),
+    # so did a line blank after its quote marker, under a quote holding n items
+    "quote lines under open items": (lambda n: "> " + "- " * n + "x\n" + ">\n" * (10 * n) + "> " + CALL, 0),
+    # each list marker of one line read the rest of the line for a thematic
+    # break (20,000 markers, 40 KB: 12 s)
+    "markers on one line": (lambda n: "- " * (20 * n) + "x " + CALL, 1),
+    "near-breaks on one line": (lambda n: "* " + "- " * (20 * n) + "x " + CALL, 1),
+}
+
+
+@pytest.mark.parametrize("shape", list(NESTING))
+def test_nested_containers_scan_in_linear_time(shape: str) -> None:
+    """Lists and quotes nested thousands deep: the text's size grows 16
+    times, the scan's time about as much (it grew 64 times and more)."""
+    build, standing = NESTING[shape]
+    small, large = build(100), build(400)
+    grow = 16 if shape == "indented items" else 4  # the indented items' text grows with the square of n
+    for text in (small, large):
+        assert len(parse_tool_calls(text).calls) == standing
+        assert QuotedRanges(text).quoted(text.index("<tool_call>")) is (standing == 0)
+
+    def run(n: int) -> float:
+        text = small if n == 100 else large
+        start = time.perf_counter()
+        parse_tool_calls(text)
+        return time.perf_counter() - start
+
+    ratio = _ratio(run, 100, 400)
+    assert ratio < 2.5 * grow, (ratio, grow)
+
+
 def _ratio(run: Callable[[int], float], small: int, large: int) -> float:
     """Best-of-five time of ``run(large)`` over ``run(small)``."""
     run(small)

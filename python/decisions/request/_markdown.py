@@ -110,6 +110,9 @@ class _Blocks:
     pos: int = 0
     stack: list[int] = field(default_factory=list)
     empty_items: set[int] = field(default_factory=set)  # stack indexes of items still without content
+    quotes: list[int] = field(default_factory=list)  # stack indexes of the block quotes, ascending
+    line_start: int = 0  # where the line being parsed starts
+    thematic_tails: dict[str, int] | None = None  # see ``_thematic``, for the line being parsed
     leaf: str | None = None  # "paragraph", "fence", "code", "html"
     fence: tuple[str, int] = ("", 0)
     html_end: re.Pattern[str] | None = None
@@ -121,10 +124,11 @@ class _Blocks:
             self.pos,
             list(self.stack),
             set(self.empty_items),
-            self.leaf,
-            self.fence,
-            self.html_end,
-            self.html_quoted,
+            list(self.quotes),
+            leaf=self.leaf,
+            fence=self.fence,
+            html_end=self.html_end,
+            html_quoted=self.html_quoted,
         )
 
     def next_line(self) -> _Line | None:
@@ -137,10 +141,19 @@ class _Blocks:
         end, next_start = (newline.start(), newline.end()) if newline else (len(text), len(text))
         self.pos = next_start
         line = _Line(start, end, next_start)
+        self.line_start, self.thematic_tails = start, None
         pos, col = start, 0
         matched = 0
+        # The first character that is no space or tab at or after ``pos``, and
+        # its column (columns count from the line's start, so it stands while
+        # ``pos`` only crosses spaces): found once, not once per container.
+        first, first_col = _advance(text, pos, end, col)
         for index, container in enumerate(self.stack):
-            first, first_col = _advance(text, pos, end, col)
+            if first < pos:
+                first, first_col = _advance(text, pos, end, col)
+            if first >= end:  # blank from here: it stays in the containers up to a quote or an empty item
+                matched = self._blank_reach(index)
+                break
             if container == _QUOTE:
                 if first < end and text[first] == ">" and first_col - col <= 3:
                     pos, col = first + 1, first_col + 1
@@ -149,11 +162,6 @@ class _Blocks:
                     matched += 1
                     continue
                 break
-            if first >= end:
-                if index in self.empty_items:
-                    break  # an item can begin with at most one blank line
-                matched += 1  # a blank line stays in the list item
-                continue
             if first_col < container:
                 break
             pos, col = _advance(text, pos, end, col, container)
@@ -161,12 +169,13 @@ class _Blocks:
             matched += 1
         if matched < len(self.stack):
             if self.leaf == "paragraph" and self._lazy(pos, end, col):
-                line.quoted = _QUOTE in self.stack
+                line.quoted = bool(self.quotes)
                 if not line.quoted:
                     first, _ = _advance(text, pos, end, col)
                     line.segment = (first, end)
                 return line
             del self.stack[matched:]
+            del self.quotes[bisect_left(self.quotes, matched) :]
             self.empty_items = {index for index in self.empty_items if index < matched}
             self.leaf = None
         if self.leaf not in ("fence", "html") and not (
@@ -174,11 +183,42 @@ class _Blocks:
         ):
             pos, col = self._open_containers(pos, end, col)
         self._leaf(line, pos, end, col)
-        if _QUOTE in self.stack:
+        if self.quotes:
             line.quoted = True
             line.segment = None
             line.new_paragraph = False
         return line
+
+    def _blank_reach(self, index: int) -> int:
+        """How many containers a line that is blank from container ``index``
+        on stays in: a list item holds a blank line unless it is still
+        without content (an item begins with at most one), a block quote
+        never does. Found without walking the containers one by one (a blank
+        line under thousands of open items cost each of them)."""
+        reach = len(self.stack)
+        at = bisect_left(self.quotes, index)
+        if at < len(self.quotes):
+            reach = self.quotes[at]
+        for item in self.empty_items:
+            if index <= item < reach:
+                reach = item
+        return reach
+
+    def _thematic(self, first: int, end: int) -> bool:
+        """Whether the line's rest from ``first`` (no space) is a thematic
+        break: the line's longest tails of one break character with spaces
+        and tabs are found once per line, so each list marker of a line
+        asks in constant time (the rest of the line was read per marker)."""
+        text = self.text
+        char = text[first]
+        if char not in "*-_":
+            return False
+        tails = self.thematic_tails
+        if tails is None:
+            start = self.line_start
+            line = text[start:end]
+            tails = self.thematic_tails = {c: start + len(line.rstrip(c + " \t")) for c in "*-_"}
+        return first >= tails[char] and text.count(char, first, end) >= 3
 
     def _lazy(self, pos: int, end: int, col: int) -> bool:
         """Whether the rest of a line would continue a paragraph (CommonMark's
@@ -218,7 +258,7 @@ class _Blocks:
     def _list_marker(self, first: int, end: int, *, paragraph: bool) -> int | None:
         """The end of a list marker at ``first`` that may start an item here."""
         text = self.text
-        if _THEMATIC.fullmatch(text, first, end):
+        if self._thematic(first, end):
             return None
         match = _BULLET.match(text, first, end)
         if match is None:
@@ -247,6 +287,7 @@ class _Blocks:
             if first >= end or first_col - col >= 4:
                 return pos, col
             if text[first] == ">":
+                self.quotes.append(len(self.stack))
                 self.stack.append(_QUOTE)
                 self.leaf = None
                 pos, col = first + 1, first_col + 1
