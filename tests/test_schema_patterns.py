@@ -642,3 +642,10 @@ def test_the_step_table_is_emptied_at_its_bound(monkeypatch: pytest.MonkeyPatch)
     del calls[:]
     assert not compile_pattern("a{9}").search("aaaax" * 3)
     assert calls.count("_step") == 15
+
+
+@pytest.mark.parametrize(("source", "kind"), [(b"^a$", "bytes"), (5, "int"), (None, "NoneType")])
+def test_a_pattern_that_is_no_string_is_refused_by_name(source: Any, kind: str) -> None:
+    with pytest.raises(_ecma.PatternError) as info:
+        _ecma.parse(source)
+    assert str(info.value) == f"a pattern must be a string, not {kind}"
