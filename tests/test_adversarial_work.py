@@ -29,6 +29,7 @@ from decisions import Policy, PolicyError, Schema, Tool, ToolRegistry, ToolRule,
 from decisions._redact import REDACTED, redact_secrets
 from decisions.request.definitions import ToolDefinition
 from decisions.validate import paths as paths_module
+from decisions.validate._shown import ShownDict, shown
 from decisions.validate.paths import resolve_path
 
 #: The longest path a policy resolves, in bytes (Linux's ``PATH_MAX``).
@@ -325,6 +326,29 @@ def test_a_message_shows_the_value_bounded() -> None:
     small = {"k": [1, "two", None, True, 2.5]}
     (found,) = Schema({"not": {"type": "object"}}).issues(small)[0]
     assert found["expected"] == f"{small!r} should not be valid under {{'type': 'object'}}"
+
+
+def test_a_string_and_an_object_of_eight_are_shown_whole() -> None:
+    (found,) = Schema({"not": {"type": "string"}}).issues("abc")[0]
+    assert found["expected"] == "'abc' should not be valid under {'type': 'string'}"
+    eight = {str(i): i for i in range(8)}
+    (found,) = Schema({"not": {"type": "object"}}).issues(eight)[0]
+    assert found["expected"] == f"{eight!r} should not be valid under {{'type': 'object'}}"
+
+
+def test_a_part_shown_before_is_its_earlier_copy() -> None:
+    """With ``known``, each part is copied once: the parts of a value asked
+    again (a union's branches on a restored value) are the same objects, so
+    the verdicts kept for them hold."""
+    value = {"a": {"b": ["x", {"c": 1}]}, "d": [{"e": "y"}]}
+    known: dict[int, tuple[Any, Any]] = {}
+    whole = shown(value, known)
+    assert whole == value and type(whole) is ShownDict
+    assert shown(value, known) is whole
+    assert shown(value["a"], known) is whole["a"]
+    assert shown(value["a"]["b"], known) is whole["a"]["b"]
+    assert shown(value["d"][0], known) is whole["d"][0]
+    assert shown(value) is not whole and shown(value) == value
 
 
 @pytest.mark.parametrize("case", ["maxItems at each level", "not at each level"])
