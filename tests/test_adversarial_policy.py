@@ -252,20 +252,34 @@ def test_nested_selectors_over_json(ws: Path, with_registry: bool) -> None:
 @pytest.mark.parametrize(
     ("arguments", "code", "path"),
     [
-        (
-            '{"edits": {"file": "../x"}}',
-            "PATH_OUTSIDE_WORKSPACE",
-            "$.calls[0].arguments.edits.file",
-        ),  # one object, no array
+        # an object where the array belongs: its members are no items, whatever they hold
+        ('{"edits": {"file": "../x"}}', "PATH_INVALID", "$.calls[0].arguments.edits"),
+        ('{"edits": {"file": "docs/a.md"}}', "PATH_INVALID", "$.calls[0].arguments.edits"),
+        ('{"edits": {"0": {"file": "../../etc/passwd"}}}', "PATH_INVALID", "$.calls[0].arguments.edits"),
+        ('{"edits": [{"file": "docs/a.md"}, {"0": {"file": "../x"}}, {"x": [1]}]}', None, None),
         ('{"edits": ["../x"]}', "PATH_INVALID", "$.calls[0].arguments.edits[0]"),  # strings where objects belong
         ('{"edits": [{"file": 7}]}', "PATH_INVALID", "$.calls[0].arguments.edits[0].file"),
     ],
 )
+@pytest.mark.parametrize(
+    "schema",
+    [None, {"type": "object", "properties": {"edits": {}}}, {"type": "object", "properties": {"edits": True}}],
+    ids=["no-registry", "untyped", "true"],
+)
 def test_a_schemaless_tool_cannot_reshape_its_way_past_a_selector(
-    ws: Path, arguments: str, code: str, path: str
+    ws: Path, arguments: str, code: str | None, path: str | None, schema: dict[str, Any] | None
 ) -> None:
     policy = Policy(workspace=ws, write_scopes=("docs",), tools={"edit": ToolRule(paths={"edits[*].file": "write"})})
-    _refused(PolicyError, code, path, response(call(name="edit", arguments=arguments)), policy=policy)
+    tools = None if schema is None else ToolRegistry([Tool(name="edit", parameters=schema, extra="allow")])
+    if code is None:  # items of the array without the field: left empty, and said so
+        decision = _decided(response(call(name="edit", arguments=arguments)), tools=tools, policy=policy)
+        assert decision.verdicts[0].empty_paths == (
+            "$.calls[0].arguments.edits[1].file",
+            "$.calls[0].arguments.edits[2].file",
+        )
+        assert list(decision.verdicts[0].paths) == ["$.calls[0].arguments.edits[0].file"]
+        return
+    _refused(PolicyError, code, path, response(call(name="edit", arguments=arguments)), tools=tools, policy=policy)
 
 
 @pytest.mark.parametrize(

@@ -452,9 +452,20 @@ def test_array_items_left_empty_are_listed(ws: Path) -> None:
     (verdict,) = apply_policy([tc("cat", files=[{"path": None}, {"path": "src/main.py"}])], policy)
     assert verdict.empty_paths == ("$.calls[0].arguments.files[0].path",)
     assert list(verdict.paths) == ["$.calls[0].arguments.files[1].path"]
-    # one object where an array was expected is still checked
-    (verdict,) = apply_policy([tc("cat", files={"path": None})], policy)
-    assert verdict.empty_paths == ("$.calls[0].arguments.files.path",)
+    # one object where an array was expected: its members are no items
+    for files in ({"path": None}, {"path": "src/main.py"}, {"0": {"path": "/etc/passwd"}}):
+        error = refusal(lambda files=files: apply_policy([tc("cat", files=files)], policy))
+        assert shape(error) == rejected(
+            "PATH_INVALID",
+            "expected an array",
+            "$.calls[0].arguments.files",
+            "an array",
+            "give the arguments the shape the tool declares",
+        )
+    # a selector that ends at the array: an object there is no path either
+    policy = Policy(workspace=ws, tools={"cat": ToolRule(paths={"paths[*]": "read"})})
+    error = refusal(lambda: apply_policy([tc("cat", paths={"0": "/etc/passwd"})], policy))
+    assert (error.code, error.path) == ("PATH_INVALID", "$.calls[0].arguments.paths")
 
 
 def test_a_value_that_is_not_an_object_in_full(ws: Path) -> None:

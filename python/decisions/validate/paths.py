@@ -287,7 +287,19 @@ def select(
         if isinstance(value, _ARRAYS):
             for i, item in enumerate(value):
                 select(item, rest, [*parts, i], found, empty, base)
-        else:  # one item where an array was expected: still checked
+        elif rest and member(value, "") is not _NOT_OBJECT:
+            # an object where an array was expected: its members are no
+            # items (``{"0": {"path": ...}}`` would leave the path unread,
+            # and an executor that walks its values would use it)
+            where = json_path([*base, *parts])
+            raise _reject(
+                "PATH_INVALID",
+                "expected an array",
+                path=where,
+                expected="an array",
+                hint="give the arguments the shape the tool declares",
+            )
+        else:  # a scalar where an array was expected: checked as the one item (the next step refuses it)
             select(value, rest, parts, found, empty, base)
         return
     child = member(value, step)
