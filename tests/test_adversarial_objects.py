@@ -10,6 +10,7 @@ import json
 import time
 from typing import Any
 
+import jsonschema
 import pytest
 from hypothesis import given
 from pydantic import BaseModel
@@ -127,6 +128,87 @@ def test_a_json_schema_that_is_not_json_is_refused(spec: dict[str, Any], message
         Schema(spec)
     with pytest.raises(ValueError, match="a JSON Schema must be JSON"):
         Tool(name="t", parameters=spec)
+
+
+#: One level of a schema around ``inner``, by the keyword that nests it: the
+#: ones checked with the most Python frames per level (``allOf``,
+#: ``properties``) and the fewest (``items``, ``not``).
+_NESTING: dict[str, Any] = {
+    "items": lambda inner: {"type": "array", "items": inner},
+    "not": lambda inner: {"not": inner},
+    "allOf": lambda inner: {"allOf": [inner]},
+    "properties": lambda inner: {"type": "object", "properties": {"a": inner}},
+    "$defs": lambda inner: {"$defs": {"a": inner}, "type": "string"},
+}
+
+
+def _nested(keyword: str, json_levels: int) -> Any:
+    """A schema whose objects and arrays nest ``json_levels`` deep (built without recursion)."""
+    wrap = _NESTING[keyword]
+    per_level = 2 if keyword in ("allOf", "properties", "$defs") else 1
+    spec: Any = {"type": "string"}
+    for _ in range((json_levels - 1) // per_level):
+        spec = wrap(spec)
+    if (json_levels - 1) % per_level:
+        spec = {"not": spec}
+    return spec
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+@pytest.mark.parametrize("keyword", list(_NESTING))
+def test_a_schema_nested_past_the_bound_is_refused_when_built(keyword: str) -> None:
+    """A schema from elsewhere (the tool list an MCP server sends) nested
+    deeper than 64 levels is a ValueError when its tool is built: checking it
+    recursed in ``jsonschema`` until a ``RecursionError`` (120 levels of
+    ``items``, 80 of ``allOf``), and took 65 levels of ``items`` as they
+    were. 64 levels are built, and validate."""
+    deepest = _nested(keyword, 64)
+    assert _depth(deepest) == 64
+    assert Schema(deepest).spec == deepest
+    parameters = {"type": "object", "properties": {"v": _nested(keyword, 62)}}
+    assert _depth(parameters) == 64
+    tools = ToolRegistry([Tool(name="t", parameters=parameters)])
+    accepted = jsonschema.Draft202012Validator(parameters).is_valid({"v": "x"})
+    assert _outcome(tools, "t", '{"v": "x"}') == ({"v": "x"} if accepted else "SCHEMA_MISMATCH")
+    too_deep = _nested(keyword, 65)
+    assert _depth(too_deep) == 65
+    parameters = {"type": "object", "properties": {"v": _nested(keyword, 63)}}
+    for build in (lambda: Schema(too_deep), lambda: Tool(name="t", parameters=parameters)):
+        with pytest.raises(ValueError, match="^a JSON Schema may nest objects and arrays at most 64 levels deep$"):
+            build()
+
+
+def test_a_schema_ten_thousand_levels_deep_is_refused_at_once() -> None:
+    spec = _nested("items", 10_000)
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match="at most 64 levels deep"):
+        Tool(name="t", parameters=spec)
+    assert time.perf_counter() - started < 5
+
+
+def test_a_schema_built_on_a_deep_stack_is_a_value_error() -> None:
+    """Within the bound, on a caller's stack that leaves too little for the
+    check: a ValueError that says so, never the validator's RecursionError."""
+    spec = {**_nested("allOf", 64), "title": "built on a deep stack"}  # compiled here first (not cached)
+
+    def build_at(depth: int) -> None:
+        if depth:
+            build_at(depth - 1)
+            return
+        Schema(spec)
+
+    with pytest.raises(ValueError, match="the caller's stack was already too deep"):
+        build_at(800)
+    Schema(spec)  # the same schema on a shallow stack
 
 
 class _Text(str):

@@ -87,6 +87,15 @@ _TOO_MANY_ALTERNATIVES: Final = (
 )
 
 
+#: How deep a JSON Schema's objects and arrays may nest. Checking a schema
+#: against its metaschema (and compiling it) recurses in ``jsonschema``,
+#: eight to twelve Python frames for each level of the schema: at this bound
+#: that is about 500 of the interpreter's 1,000, the rest left to the caller.
+#: A schema from elsewhere (a tool list an MCP server sends) nested deeper is
+#: a ``ValueError``, not a ``RecursionError`` from inside the validator.
+MAX_SCHEMA_DEPTH: Final = 64
+
+
 def _too_deep(root: str) -> list[dict[str, str]]:
     """The one issue of a value nested deeper than validation goes."""
     return [issue(root, (), "too_deep", f"at most {MAX_VALIDATION_DEPTH} levels of nesting")]
@@ -142,7 +151,14 @@ class Schema:
                 spec = self.spec = plain_json(spec)
             except (TypeError, ValueError) as error:
                 raise ValueError(f"a JSON Schema must be JSON: {error}") from None
-            self._compiled = compile_json_schema(spec, closed)
+            if _nested_deeper(spec, MAX_SCHEMA_DEPTH):
+                raise ValueError(f"a JSON Schema may nest objects and arrays at most {MAX_SCHEMA_DEPTH} levels deep")
+            try:
+                self._compiled = compile_json_schema(spec, closed)
+            except RecursionError:  # the caller's own stack was already deep
+                raise ValueError(
+                    "the JSON Schema could not be checked: the caller's stack was already too deep for its nesting"
+                ) from None
             self._applied: Any = self._compiled.applied
         else:
             self.kind = "pydantic"
