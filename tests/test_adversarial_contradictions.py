@@ -272,6 +272,33 @@ def test_the_output_index_is_read_only_when_both_sides_give_it(impl: ModuleType)
     assert outcome(impl, RESP, mutated(added_without, _set(ARGS_DONE, "output_index", value=1))) == ("tool", [CALL])
 
 
+@pytest.mark.parametrize(
+    ("stream", "index"),
+    [(stream, index) for _, stream, index in PLACED],
+    ids=[f"{name} #{index}" for name, _, index in PLACED],
+)
+def test_an_output_index_written_minus_zero_is_zero(impl: ModuleType, stream: Events, index: int) -> None:
+    """``-0`` is the count 0 (as everywhere a count is read): an event at
+    ``-0`` for an item added at 1 names another item. The native mapper
+    read the text as no count and applied the event to the item its id
+    named."""
+    at_one = mutated(stream, lambda s: [{**e, "output_index": 1} if "output_index" in e else e for e in s])
+    texts = [json.dumps(event) for event in at_one]
+    assert '"output_index": 1' in texts[index]
+    texts[index] = texts[index].replace('"output_index": 1', '"output_index": -0')
+    assembler = impl.StreamAssembler(RESP)
+    for position, text in enumerate(texts):
+        try:
+            assembler.feed_event(text)
+        except OutputError as error:
+            assert (position, error.code, error.path) == (index, "OUTPUT_MISMATCH", "$.output_index")
+            assert error.message.endswith(
+                f"output_index 0 is not that of {stream[index].get('item_id') or stream[index]['item']['id']}, added at 1"
+            )
+            return
+    raise AssertionError("the stream was taken")
+
+
 @pytest.mark.parametrize("place", ["1", -1, True, 0.5])
 def test_an_output_index_that_is_no_count_stays_malformed(impl: ModuleType, place: Any) -> None:
     index = ARGS_DONE - 1

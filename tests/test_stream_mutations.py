@@ -591,3 +591,53 @@ def test_twins_agree_on_a_huge_choice(both: tuple[ModuleType, ModuleType]) -> No
 )
 def test_twins_agree_on_minus_zero_counts(both: tuple[ModuleType, ModuleType], data: str) -> None:
     _same(*both, _feed("openai-chat", data.encode()))
+
+
+#: a Responses message added at output_index 1, its delta at ``-0`` (0: another item)
+_RESPONSES_AT_ONE = [
+    '{"type":"response.created","sequence_number":0,"response":{"id":"r","model":"m","status":"in_progress"}}',
+    '{"type":"response.output_item.added","sequence_number":1,"output_index":1,'
+    '"item":{"type":"message","id":"msg","role":"assistant","status":"in_progress","content":[]}}',
+    '{"type":"response.output_text.delta","sequence_number":2,"output_index":-0,"item_id":"msg",'
+    '"content_index":0,"delta":"hi"}',
+]
+
+
+def test_twins_agree_on_an_output_index_written_minus_zero(both: tuple[ModuleType, ModuleType]) -> None:
+    """``-0`` is 0, and 0 is not where the item was added (the native mapper
+    took the text for no count and applied the delta)."""
+
+    def run(impl: ModuleType) -> Any:
+        asm = impl.StreamAssembler("openai-responses")
+        for text in _RESPONSES_AT_ONE:
+            asm.feed_event(text)
+        return asm.finish()
+
+    for impl in both:
+        with pytest.raises(OutputError) as info:
+            run(impl)
+        assert (info.value.code, info.value.path) == ("OUTPUT_MISMATCH", "$.output_index")
+
+
+@pytest.mark.parametrize("count", ["-0", "0", "-0.0", "0.5", "-1"])
+def test_twins_agree_on_a_canonical_count_written_minus_zero(both: tuple[ModuleType, ModuleType], count: str) -> None:
+    """The canonical wire format reads ``-0`` as the count 0 on both backends
+    (the native one read its data with serde_json, where ``-0`` is a float)."""
+    events = [
+        '{"type":"response_started","response_id":"r","model":"m"}',
+        f'{{"type":"usage","input_tokens":{count}}}',
+        '{"type":"response_finished","finish_reason":"stop"}',
+    ]
+
+    def run(impl: ModuleType) -> Any:
+        asm = impl.StreamAssembler("canonical")
+        for text in events:
+            asm.feed_event(text)
+        return asm.finish().usage
+
+    _same(*both, run)
+    native, _ = both
+    if count in ("-0", "0"):
+        assert run(native).input_tokens == 0
+    body = ("[" + ",".join(events) + "]").encode()
+    _same(*both, lambda impl: impl.normalize(body, provider="canonical").usage)

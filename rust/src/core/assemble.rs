@@ -1146,7 +1146,8 @@ pub fn decode_data(data: &str) -> Result<Value, CoreError> {
     if data == DONE {
         return Ok(Value::String(DONE.to_string()));
     }
-    serde_json::from_str(data).map_err(|_| malformed("event data is not valid JSON".into()))
+    crate::core::json::parse_value(data)
+        .map_err(|_| malformed("event data is not valid JSON".into()))
 }
 
 /// The `"canonical"` provider: each event's data is a canonical event's wire
@@ -1427,5 +1428,29 @@ mod tests {
         );
         assert!(m.map_event(None, r#"{"type":"future"}"#, &mut out).is_ok());
         assert_eq!(m.unknown_events().get("future"), Some(&1));
+    }
+
+    #[test]
+    fn a_canonical_count_written_minus_zero_is_zero() {
+        let mut m = CanonicalMapper::default();
+        let mut out = Vec::new();
+        let ok = m.map_event(None, r#"{"type":"usage","input_tokens":-0}"#, &mut out);
+        assert!(ok.is_ok());
+        assert_eq!(
+            out,
+            vec![Event::Usage(Usage {
+                input_tokens: Some(0),
+                ..Usage::default()
+            })]
+        );
+        for float in ["-0.0", "0.0", "-0e0", "1e0"] {
+            let data = format!(r#"{{"type":"usage","input_tokens":{float}}}"#);
+            let bad = m.map_event(None, &data, &mut out).err().map(|e| e.message);
+            assert_eq!(
+                bad.as_deref(),
+                Some("usage event field \"input_tokens\" must be an integer or null"),
+                "{float}"
+            );
+        }
     }
 }

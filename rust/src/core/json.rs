@@ -10,6 +10,7 @@
 
 use crate::core::errors::Code;
 use crate::core::limits::Limits;
+use serde_json::{Map, Number, Value};
 
 /// What the parser calls to build values. `Value` is one finished value.
 pub trait Builder {
@@ -1260,55 +1261,90 @@ impl Parser<'_, '_> {
     }
 }
 
+/// Builds `serde_json::Value`s (`-0` the integer 0, as every builder reads it).
+pub struct ValueBuilder;
+
+impl Builder for ValueBuilder {
+    type Value = Value;
+    type Error = ();
+    fn null(&mut self) -> Result<Value, ()> {
+        Ok(Value::Null)
+    }
+    fn boolean(&mut self, v: bool) -> Result<Value, ()> {
+        Ok(Value::Bool(v))
+    }
+    fn int(&mut self, v: i64) -> Result<Value, ()> {
+        Ok(Value::Number(v.into()))
+    }
+    fn uint(&mut self, v: u64) -> Result<Value, ()> {
+        Ok(Value::Number(v.into()))
+    }
+    fn float(&mut self, v: f64) -> Result<Value, ()> {
+        Number::from_f64(v).map(Value::Number).ok_or(())
+    }
+    fn string(&mut self, v: &str, _ascii: bool) -> Result<Value, ()> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn key(&mut self, v: &str, _ascii: bool) -> Result<Value, ()> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn array(&mut self, items: std::vec::Drain<'_, Value>) -> Result<Value, ()> {
+        Ok(Value::Array(items.collect()))
+    }
+    fn object(&mut self, mut members: std::vec::Drain<'_, Value>) -> Result<Object<Value>, ()> {
+        let mut map = Map::new();
+        while let Some(key) = members.next() {
+            let (Value::String(key), Some(value)) = (key, members.next()) else {
+                return Err(());
+            };
+            if map.contains_key(&key) {
+                return Ok(Object::DuplicateKey(map.len()));
+            }
+            map.insert(key, value);
+        }
+        Ok(Object::Built(Value::Object(map)))
+    }
+}
+
+/// No bound at all: for text that already passed the envelope rule under
+/// the caller's limits.
+const UNBOUNDED: Limits = Limits {
+    max_document_bytes: usize::MAX,
+    max_depth: usize::MAX,
+    max_string_bytes: usize::MAX,
+    max_array_items: usize::MAX,
+    max_object_members: usize::MAX,
+    max_values: usize::MAX,
+    max_number_length: usize::MAX,
+    max_call_argument_bytes: usize::MAX,
+    max_calls_per_response: usize::MAX,
+    max_items_per_response: usize::MAX,
+    max_response_bytes: usize::MAX,
+    max_sse_line_bytes: usize::MAX,
+    max_sse_event_bytes: usize::MAX,
+    max_stream_events: usize::MAX,
+    max_stream_bytes: usize::MAX,
+    max_bytes_without_data: usize::MAX,
+};
+
+/// `text` (already checked by the envelope rule) as a `serde_json::Value`
+/// read by this parser: numbers as the pure twin reads them (`-0` is the
+/// integer 0, where serde_json makes it the float -0.0).
+pub fn parse_value(text: &str) -> Result<Value, JsonError> {
+    match parse_str(text, &UNBOUNDED, &mut ValueBuilder) {
+        Ok(value) => Ok(value),
+        Err(Failure::Parse(error)) => Err(error),
+        Err(Failure::Build(())) => Err(JsonError {
+            code: Code::NUMBER_OUT_OF_RANGE,
+            pos: 0,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{Map, Number, Value};
-
-    /// Builds `serde_json::Value`s, for comparison with serde_json itself.
-    struct ValueBuilder;
-
-    impl Builder for ValueBuilder {
-        type Value = Value;
-        type Error = ();
-        fn null(&mut self) -> Result<Value, ()> {
-            Ok(Value::Null)
-        }
-        fn boolean(&mut self, v: bool) -> Result<Value, ()> {
-            Ok(Value::Bool(v))
-        }
-        fn int(&mut self, v: i64) -> Result<Value, ()> {
-            Ok(Value::Number(v.into()))
-        }
-        fn uint(&mut self, v: u64) -> Result<Value, ()> {
-            Ok(Value::Number(v.into()))
-        }
-        fn float(&mut self, v: f64) -> Result<Value, ()> {
-            Number::from_f64(v).map(Value::Number).ok_or(())
-        }
-        fn string(&mut self, v: &str, _ascii: bool) -> Result<Value, ()> {
-            Ok(Value::String(v.to_owned()))
-        }
-        fn key(&mut self, v: &str, _ascii: bool) -> Result<Value, ()> {
-            Ok(Value::String(v.to_owned()))
-        }
-        fn array(&mut self, items: std::vec::Drain<'_, Value>) -> Result<Value, ()> {
-            Ok(Value::Array(items.collect()))
-        }
-        fn object(&mut self, mut members: std::vec::Drain<'_, Value>) -> Result<Object<Value>, ()> {
-            let mut map = Map::new();
-            while let Some(key) = members.next() {
-                let (Value::String(key), Some(value)) = (key, members.next()) else {
-                    return Err(());
-                };
-                if map.contains_key(&key) {
-                    return Ok(Object::DuplicateKey(map.len()));
-                }
-                map.insert(key, value);
-            }
-            Ok(Object::Built(Value::Object(map)))
-        }
-    }
+    use serde_json::Value;
 
     fn parse_with(text: &[u8], limits: &Limits) -> Result<Value, JsonError> {
         match parse_bytes(text, limits, &mut ValueBuilder) {

@@ -51,7 +51,7 @@ use super::blake2b::Blake2b128;
 use super::jsontext::{self, Node};
 use super::openai_chat::{filtered, first, unscreened, Annotation};
 use super::openai_common::failure;
-use super::shape::{invalid, is_object, model_role, Path, Shape, Str, ROOT};
+use super::shape::{count_text, invalid, is_object, model_role, Path, Shape, Str, ROOT};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{CallKind, Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
@@ -1700,10 +1700,8 @@ impl Mapper for OpenAIResponses {
             }
             self.seq = Some(seq);
         }
-        // a handler refuses an output_index that is not a count
-        self.place = ev
-            .output_index
-            .and_then(|raw| raw.get().parse::<u64>().ok());
+        // a handler refuses an output_index that is not a count (`-0` is one: 0)
+        self.place = ev.output_index.and_then(|raw| count_text(raw.get()));
         if !self.dispatch(kind, &ev, data, out)? {
             self.count(kind.to_owned());
         }
@@ -1813,6 +1811,19 @@ mod tests {
             .err()
             .map(|e| e.code);
         assert_eq!(err, Some(Code::OUTPUT_MISMATCH));
+    }
+
+    #[test]
+    fn an_output_index_written_minus_zero_is_zero() {
+        let added = ADDED.replace(r#""output_index":0"#, r#""output_index":1"#);
+        let delta = DELTA.replace(r#""item_id""#, r#""output_index":-0,"item_id""#);
+        let err = feed_all(&[CREATED, &added, &delta]).err();
+        assert_eq!(
+            err.map(|e| (e.code, e.path)),
+            Some((Code::OUTPUT_MISMATCH, Some("$.output_index".to_owned())))
+        );
+        let delta = DELTA.replace(r#""item_id""#, r#""output_index":1,"item_id""#);
+        assert!(feed_all(&[CREATED, &added, &delta]).is_ok());
     }
 
     #[test]
