@@ -1738,3 +1738,79 @@ def test_expected_codes_are_in_the_table() -> None:
 def test_every_provider_has_both_forms() -> None:
     forms = {(case.provider, case.form) for case in CASES}
     assert forms == {(p, f) for p in (CHAT, RESP, ANTHROPIC, GEMINI) for f in ("stream", "body")}
+
+
+# ------------------------------------- OpenAI Responses: computer_call safety checks
+
+COMPUTER = [Tool(name="computer", kind="computer", parameters={"type": "object"}, side_effects=True)]
+CLICK = {"type": "click", "x": 10, "y": 20, "button": "left"}
+PENDING = [{"id": "cu_sc_1", "code": "malicious_instructions", "message": "We've detected instructions that may..."}]
+
+
+def computer_call(status: str = "completed", **members: Any) -> dict[str, Any]:
+    return {"type": "computer_call", "id": "cu_1", "call_id": "call_9", "status": status, "action": CLICK, **members}
+
+
+def computer_stream(**members: Any) -> list[Any]:
+    """A computer_call streamed: added (without its members), done and in the final output with ``members``."""
+    events: list[Any] = [
+        {"type": "response.created", "response": {"id": "resp_1", "model": "m", "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": computer_call("in_progress")},
+        {"type": "response.output_item.done", "output_index": 0, "item": computer_call(**members)},
+        {"type": "response.completed", "response": {**resp_object(), "output": [computer_call(**members)]}},
+    ]
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return events
+
+
+def computer_outcome(impl: ModuleType, form: str, **members: Any) -> Any:
+    """The decision of the computer_call (with ``members``), or the error's (code, path, message)."""
+    try:
+        if form == "stream":
+            assembler = impl.StreamAssembler(RESP)
+            for event in computer_stream(**members):
+                assembler.feed(frame(RESP, event))
+            response = assembler.finish()
+        else:
+            body = {**resp_object(), "output": [computer_call(**members)]}
+            response = impl.normalize(json.dumps(body), provider=RESP)
+        return decide(response, tools=COMPUTER)
+    except OutputError as error:
+        return error.code, error.path, error.message
+
+
+@pytest.mark.parametrize("form", ["stream", "body"])
+def test_a_computer_call_with_pending_safety_checks_never_runs(
+    impl: ModuleType, form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenAI's safety checks on a computer_call (``pending_safety_checks``:
+    malicious instructions, an irrelevant or sensitive domain) ask the host to
+    have a person confirm the action and to acknowledge each check in the next
+    request. The call was made executable with the action alone, the checks
+    dropped; it is now ``UNSUPPORTED_ITEM`` at the checks, on both backends.
+    No checks (absent, null, empty) change nothing."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    for members in ({}, {"pending_safety_checks": None}, {"pending_safety_checks": []}):
+        decision = computer_outcome(impl, form, **members)
+        assert isinstance(decision, ToolDecision), decision
+        assert [(c.name, c.arguments) for c in decision.calls] == [("computer", CLICK)]
+    code, path, message = computer_outcome(impl, form, pending_safety_checks=PENDING)
+    at = "$.item" if form == "stream" else "$.output[0]"
+    assert (code, path) == ("UNSUPPORTED_ITEM", f"{at}.pending_safety_checks")
+    assert "computer_call cu_1 has pending safety checks" in message
+    assert computer_outcome(impl, form, pending_safety_checks={"id": "x"})[:2] == (
+        "MALFORMED_EVENT",
+        f"{at}.pending_safety_checks",
+    )
+
+
+def test_pending_safety_checks_only_in_the_final_output_still_refuse(impl: ModuleType) -> None:
+    """The checks may be on the done item or only on the terminal's output: either refuses."""
+    events = computer_stream()
+    events[-1]["response"]["output"] = [computer_call(pending_safety_checks=PENDING)]
+    assembler = impl.StreamAssembler(RESP)
+    with pytest.raises(OutputError) as caught:
+        for event in events:
+            assembler.feed(frame(RESP, event))
+    assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.response.output[0].pending_safety_checks")

@@ -51,7 +51,7 @@ use super::blake2b::Blake2b128;
 use super::jsontext::{self, Node};
 use super::openai_chat::{filtered, first, unscreened, Annotation};
 use super::openai_common::failure;
-use super::shape::{invalid, is_object, model_role, Path, Shape, Str, ROOT};
+use super::shape::{invalid, is_object, located, model_role, Path, Shape, Str, ROOT};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{CallKind, Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
@@ -194,6 +194,8 @@ struct ItemRaw<'a> {
     content: Option<&'a RawValue>,
     #[serde(borrow)]
     summary: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pending_safety_checks: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -503,7 +505,7 @@ fn part_kind(kind: &str) -> Option<ItemKind> {
 /// The output item at `at`: its `type` first; a known one's members in the
 /// order `id`, `status`, `call_id`, `name`, `arguments`, `input`, the client
 /// tool's object (and an apply_patch `diff`), `encrypted_content`,
-/// `content`, `summary`.
+/// `content`, `summary`, then a call's `pending_safety_checks`.
 fn out_item<'a>(raw: &'a RawValue, what: &str, at: Path<'_>) -> Result<Out<'a>, CoreError> {
     let raw_item: ItemRaw<'a> = SHAPE.obj(raw, what, at)?;
     let type_name = SHAPE.req_str(raw_item.kind, what, at.key("type"))?;
@@ -592,6 +594,24 @@ fn out_item<'a>(raw: &'a RawValue, what: &str, at: Path<'_>) -> Result<Out<'a>, 
         }
         if name.is_none() && kind.client_field().is_none() {
             return Err(invalid(what, needs, at.key("name")));
+        }
+        let checks_at = at.key("pending_safety_checks");
+        let checks = SHAPE.opt_list(raw_item.pending_safety_checks, what, checks_at)?;
+        if checks.is_some_and(|checks| !checks.is_empty()) {
+            // a computer_call the provider's safety checks flagged: a person must confirm it
+            // and the next request acknowledge each check, which no decision carries
+            return Err(located(
+                CoreError::new(
+                    Code::UNSUPPORTED_ITEM,
+                    format!(
+                        "{what}: {} {id} has pending safety checks, which the host must show a \
+                         person and acknowledge before the call runs; the package cannot carry \
+                         them, so nothing in the response is decided",
+                        kind.name()
+                    ),
+                ),
+                checks_at,
+            ));
         }
     }
     if kind == Kind::Message {
