@@ -1814,3 +1814,62 @@ def test_pending_safety_checks_only_in_the_final_output_still_refuse(impl: Modul
         for event in events:
             assembler.feed(frame(RESP, event))
     assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.response.output[0].pending_safety_checks")
+
+
+# ------------------------------------- OpenAI Responses: the SSE event's name
+
+
+def named(events: list[Any], names: list[str | None]) -> list[bytes]:
+    """Each event framed with its ``event:`` line (none where the name is None)."""
+    frames = []
+    for event, name in zip(events, names):
+        head = "" if name is None else f"event: {name}\n"
+        frames.append(f"{head}data: {json.dumps(event)}\n\n".encode())
+    return frames
+
+
+@pytest.mark.parametrize(
+    ("last", "expect"),
+    [
+        ("response.completed", EXECUTABLE),
+        ("message", EXECUTABLE),
+        (None, EXECUTABLE),
+        ("response.failed", "MALFORMED_EVENT"),
+        ("error", "MALFORMED_EVENT"),
+        ("response.incomplete", "MALFORMED_EVENT"),
+    ],
+)
+def test_a_responses_event_named_for_another_type_is_refused(
+    impl: ModuleType, last: str | None, expect: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenAI names each Responses SSE event by its type (``event:
+    response.failed`` over ``{"type": "response.failed", ...}``). A
+    ``response.completed`` framed as ``response.failed`` or ``error`` says two
+    things: the name was ignored, so it was executable; it is now
+    ``MALFORMED_EVENT`` at ``$.type``, as an Anthropic event's is."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    events = resp_stream()
+    names: list[str | None] = [event["type"] for event in events[:-1]] + [last]
+    assembler = impl.StreamAssembler(RESP)
+    try:
+        for chunk in named(events, names):
+            assembler.feed(chunk)
+        result: Any = decide(assembler.finish(), tools=TOOLS)
+    except OutputError as error:
+        result = error
+    if expect == EXECUTABLE:
+        assert isinstance(result, ToolDecision), result
+        return
+    assert (result.code, result.path) == (expect, "$.type")
+    assert result.message == f"responses SSE event {last} carries data of type response.completed"
+
+
+def test_a_responses_delta_named_for_another_delta_is_refused(impl: ModuleType) -> None:
+    events = resp_stream()
+    names: list[str | None] = [event["type"] for event in events]
+    names[2] = "response.output_text.delta"  # over a function_call_arguments.delta
+    assembler = impl.StreamAssembler(RESP)
+    with pytest.raises(OutputError) as caught:
+        for chunk in named(events, names):
+            assembler.feed(chunk)
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.type")

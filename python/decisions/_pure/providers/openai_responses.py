@@ -58,6 +58,11 @@ response is not done whatever the event type says, and then that wins:
   path, at the head event that says so or at the finish, as Chat's is.
 - any event after the terminal (other than ``response.failed`` after
   ``error``) -> ``EVENT_AFTER_TERMINAL``.
+- an SSE event whose ``event:`` name (OpenAI names each event by its type)
+  is not its data's ``type`` (``event: response.failed`` or ``event: error``
+  framing a ``response.completed``): two events in one, neither taken ->
+  ``MALFORMED_EVENT`` at ``$.type``; no name, or ``message``, is read by the
+  data alone.
 
 Output check: every delta updates a running length and hash for its item
 (constant work per delta byte, nothing re-scanned). The ``.done`` events, the
@@ -234,6 +239,9 @@ class OpenAIResponsesMapper:
         data = _S.obj(payload, _EVENT, "$")
         kind = _S.req_str(data, "type", _EVENT, "$")
         seq = _S.opt_count(data, "sequence_number", _EVENT, "$")
+        if event is not None and event != "message" and event != kind:
+            # the SSE event's name is the type (``event: response.failed``): two types are two events
+            raise located("MALFORMED_EVENT", f"responses SSE event {event} carries data of type {kind}", "$.type")
         if self._terminal is not None:
             if kind == "response.failed" and self._terminal == "error":
                 self._terminal = "failed"

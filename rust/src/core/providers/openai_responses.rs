@@ -18,7 +18,9 @@
 //! output that lists the streamed items in another order (or one twice) is
 //! `OUTPUT_MISMATCH`, as is a restatement that contradicts the stream: a
 //! content part of another type, an `arguments.done` of another `name`, an
-//! event at another `output_index` than its item's.
+//! event at another `output_index` than its item's. An SSE event named for
+//! another type than its data's (`event: response.failed` framing a
+//! `response.completed`) is `MALFORMED_EVENT` at `$.type`.
 //!
 //! The template of [`super`]: an event is read once as raw members (every
 //! member any event type reads), each checked with the shape readers when it
@@ -1689,7 +1691,7 @@ fn default_failure() -> Event {
 impl Mapper for OpenAIResponses {
     fn map_event(
         &mut self,
-        _event: Option<&str>,
+        event: Option<&str>,
         data: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
@@ -1701,6 +1703,16 @@ impl Mapper for OpenAIResponses {
         let kind = SHAPE.req_str(ev.kind, EVENT, ROOT.key("type"))?;
         let seq = SHAPE.opt_count(ev.sequence_number, EVENT, ROOT.key("sequence_number"))?;
         let kind = kind.as_ref();
+        if let Some(name) = event.filter(|name| *name != "message" && *name != kind) {
+            // the SSE event's name is the type (`event: response.failed`): two types are two events
+            return Err(located(
+                CoreError::new(
+                    Code::MALFORMED_EVENT,
+                    format!("responses SSE event {name} carries data of type {kind}"),
+                ),
+                ROOT.key("type"),
+            ));
+        }
         if let Some(terminal) = self.terminal {
             if kind == "response.failed" && terminal == Terminal::Error {
                 self.terminal = Some(Terminal::Failed);
