@@ -83,10 +83,12 @@ Mapping:
   decided; of several, the first in code point order is named.
 - finish reasons: STOP → stop (tool_calls when the response holds a call),
   MAX_TOKENS → length; SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII,
-  LANGUAGE, IMAGE_SAFETY, IMAGE_PROHIBITED_CONTENT, IMAGE_RECITATION →
-  content_filter; MALFORMED_FUNCTION_CALL, UNEXPECTED_TOOL_CALL,
-  TOO_MANY_TOOL_CALLS, MISSING_THOUGHT_SIGNATURE → error; anything else →
-  unknown. The raw value is kept.
+  LANGUAGE, IMAGE_SAFETY, IMAGE_PROHIBITED_CONTENT, IMAGE_RECITATION and
+  Vertex AI's MODEL_ARMOR → content_filter; MALFORMED_FUNCTION_CALL,
+  MALFORMED_RESPONSE, UNEXPECTED_TOOL_CALL, TOO_MANY_TOOL_CALLS,
+  MISSING_THOUGHT_SIGNATURE → error; anything else (OTHER, IMAGE_OTHER,
+  NO_IMAGE, FINISH_REASON_UNSPECIFIED, a value not known) → unknown. The raw
+  value is kept.
 - usage (the last ``usageMetadata`` seen): input = ``promptTokenCount``,
   cached = ``cachedContentTokenCount``, reasoning = ``thoughtsTokenCount``,
   output = ``candidatesTokenCount`` + ``thoughtsTokenCount``.
@@ -139,7 +141,9 @@ _FINISH: dict[str, FinishReason] = {
     "IMAGE_SAFETY": "content_filter",
     "IMAGE_PROHIBITED_CONTENT": "content_filter",
     "IMAGE_RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",  # Vertex AI: the response was blocked by Model Armor
     "MALFORMED_FUNCTION_CALL": "error",
+    "MALFORMED_RESPONSE": "error",
     "UNEXPECTED_TOOL_CALL": "error",
     "TOO_MANY_TOOL_CALLS": "error",
     "MISSING_THOUGHT_SIGNATURE": "error",

@@ -50,8 +50,10 @@ pub fn finish_reason(raw: &str, has_calls: bool) -> FinishReason {
         | "LANGUAGE"
         | "IMAGE_SAFETY"
         | "IMAGE_PROHIBITED_CONTENT"
-        | "IMAGE_RECITATION" => FinishReason::ContentFilter,
+        | "IMAGE_RECITATION"
+        | "MODEL_ARMOR" => FinishReason::ContentFilter,
         "MALFORMED_FUNCTION_CALL"
+        | "MALFORMED_RESPONSE"
         | "UNEXPECTED_TOOL_CALL"
         | "TOO_MANY_TOOL_CALLS"
         | "MISSING_THOUGHT_SIGNATURE" => FinishReason::Error,
