@@ -1877,3 +1877,34 @@ def test_a_responses_delta_named_for_another_delta_is_refused(impl: ModuleType) 
         for chunk in named(events, names):
             assembler.feed(chunk)
     assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.type")
+
+
+# ------------------------------------- OpenAI Responses: a failure before response.created
+
+SERVER_ERROR = {"type": "server_error", "code": "server_error", "message": "The model failed"}
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        {"type": "error", "error": SERVER_ERROR},
+        {"type": "error", "code": "rate_limit_exceeded", "message": "Rate limited"},
+        {"type": "response.failed", "response": resp_object("failed", error=SERVER_ERROR)},
+        {"type": "response.in_progress", "response": {"id": "resp_1", "status": "failed", "error": SERVER_ERROR}},
+    ],
+    ids=["error event", "flat error event", "response.failed", "a head that says failed"],
+)
+def test_a_responses_failure_before_the_start_is_the_providers_error(impl: ModuleType, first: dict[str, Any]) -> None:
+    """A Responses stream whose first event is the provider's failure (an
+    ``error`` event sent before ``response.created``) was refused as
+    ``EVENT_BEFORE_START``, a stream fault nobody retries; it is the
+    provider's error (``PROVIDER_ERROR``, retryable as its code says), as a
+    failure before the start is for Chat, Anthropic and Gemini."""
+    for follow in ([], [{"type": "response.failed", "response": resp_object("failed", error=SERVER_ERROR)}]):
+        events = [first, *follow] if first["type"] == "error" else [first]
+        assembler = impl.StreamAssembler(RESP)
+        with pytest.raises(OutputError) as caught:
+            for number, event in enumerate(events):
+                assembler.feed(frame(RESP, {**event, "sequence_number": number}))
+            assembler.finish()
+        assert (caught.value.code, caught.value.retryable, caught.value.layer) == ("PROVIDER_ERROR", True, "transport")

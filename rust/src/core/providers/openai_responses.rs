@@ -7,7 +7,8 @@
 //! `queued`, `""` or an unknown status finish as unknown: only `completed`
 //! (or no status on `response.completed`) is done; a head event's
 //! `response` is read as a terminal's, and one that already says failed,
-//! cancelled or incomplete decides the response then. An output item whose
+//! cancelled or incomplete decides the response then; a failure before
+//! `response.created` is preceded by a response start. An output item whose
 //! status is not `completed` (or absent) is unfinished, and a done response
 //! holding an unfinished message or call is `ITEM_NOT_ENDED`. An entry of
 //! a response object's `content_filters` (Azure OpenAI) with `blocked: true`
@@ -852,6 +853,8 @@ pub struct OpenAIResponses {
     calls: usize,
     refusals: usize,
     terminal: Option<Terminal>,
+    /// Whether a response start was given (by `response.created`, or before a failure that came first).
+    started: bool,
     /// A message / call some output said was not completed.
     unfinished: Option<String>,
     /// What the head events' `content_filters` said.
@@ -955,9 +958,23 @@ impl OpenAIResponses {
             calls: 0,
             refusals: 0,
             terminal: None,
+            started: false,
             unfinished: None,
             blocked: None,
             place: None,
+        }
+    }
+
+    /// A failure that came before `response.created` is the provider's: a
+    /// response start (with what the failure names of it) goes first, so it
+    /// reaches the caller as the failure, not as an event before the start.
+    fn start_failed(&mut self, id: Option<&str>, model: Option<&str>, out: &mut Vec<Event>) {
+        if !self.started {
+            self.started = true;
+            out.push(Event::ResponseStarted {
+                response_id: id.map(str::to_owned),
+                model: model.map(str::to_owned),
+            });
         }
     }
 
@@ -1020,6 +1037,7 @@ impl OpenAIResponses {
                     return Err(unscreened(&note.path));
                 }
                 if kind == "response.created" {
+                    self.started = true;
                     out.push(Event::ResponseStarted {
                         response_id: head.id.clone().map(Cow::into_owned),
                         model: head.model.clone().map(Cow::into_owned),
@@ -1199,6 +1217,8 @@ impl OpenAIResponses {
                     }
                 };
                 self.terminal = Some(Terminal::Error);
+                // the provider failed before it started the response: an id-less start first
+                self.start_failed(None, None, out);
                 out.push(failure);
             }
             _ => return Ok(false),
@@ -1446,6 +1466,7 @@ impl OpenAIResponses {
         let status = head.status.as_deref();
         if head.failure.is_some() || matches!(status, Some("failed" | "error")) {
             self.terminal = Some(Terminal::Error);
+            self.start_failed(head.id.as_deref(), head.model.as_deref(), out);
             out.push(head.failure.clone().unwrap_or_else(default_failure));
             Ok(())
         } else if head.incomplete || matches!(status, Some("cancelled" | "incomplete")) {
@@ -1467,6 +1488,7 @@ impl OpenAIResponses {
             || matches!(status, Some("failed" | "error"))
         {
             self.terminal = Some(Terminal::Failed);
+            self.start_failed(fin.id.as_deref(), fin.model.as_deref(), out);
             out.push(fin.failure.clone().unwrap_or_else(default_failure));
             return Ok(());
         }
