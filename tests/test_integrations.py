@@ -234,13 +234,29 @@ _FAILING = {
         b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
     ),
     "openai-chat": ("openai", _CHAT_CHUNK, b'data: {"error":{"message":"boom","type":"server_error"}}\n\n'),
+    # the SDK raises the error object alone (its body): it is the Responses error event's
+    "openai-responses": (
+        "openai",
+        b'event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":{"id":"resp_1",'
+        b'"object":"response","created_at":1,"model":"m","status":"in_progress","output":[],'
+        b'"parallel_tool_calls":true,"tool_choice":"auto","tools":[]}}\n\n',
+        b'event: error\ndata: {"type":"error","sequence_number":1,'
+        b'"error":{"type":"server_error","code":"server_error","message":"boom","param":null}}\n\n',
+    ),
+    # google-genai raises the chunk as its ServerError, keeping it as ``details``, not ``body``
+    "gemini": (
+        "google.genai",
+        b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"hi"}]},"index":0}],'
+        b'"responseId":"r1","modelVersion":"m"}\n\n',
+        b'data: {"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}\n\n',
+    ),
 }
 
 
 def _sdk_stream(provider: str, chunks: list[bytes], error: str | None = None) -> Any:
     """The SDK's raw stream of ``chunks``, the connection then failing with ``error`` (an HTTP client class name)."""
     sdk = pytest.importorskip(_FAILING[provider][0])
-    http = _sdk_http(sdk)
+    http = importlib.import_module("httpx") if provider == "gemini" else _sdk_http(sdk)
 
     class Body(http.SyncByteStream):  # type: ignore[name-defined,misc]
         def __iter__(self) -> Iterator[bytes]:
@@ -256,7 +272,12 @@ def _sdk_stream(provider: str, chunks: list[bytes], error: str | None = None) ->
     if provider == "anthropic":
         api = sdk.Anthropic(api_key="sk-ant-test", base_url="http://test.invalid", http_client=client, max_retries=0)
         return api.messages.create(model="m", max_tokens=100, messages=messages, stream=True)
+    if provider == "gemini":
+        options = sdk.types.HttpOptions(base_url="http://test.invalid", httpx_client=client)
+        return sdk.Client(api_key="test", http_options=options).models.generate_content_stream(model="m", contents="hi")
     api = sdk.OpenAI(api_key="sk-test", base_url="http://test.invalid/v1", http_client=client, max_retries=0)
+    if provider == "openai-responses":
+        return api.responses.create(model="m", input="hi", stream=True)
     return api.chat.completions.create(model="m", messages=messages, stream=True)
 
 
@@ -268,7 +289,11 @@ def test_an_error_the_sdk_raises_from_the_stream_is_the_providers_error(
 ) -> None:
     """The SDK raises an error event of the stream as its own APIError; it is
     refused as the same event read from bytes is (PROVIDER_ERROR, retryable
-    as the provider's error type says), not left as the SDK's exception."""
+    as the provider's error type says), not left as the SDK's exception. The
+    OpenAI SDK's body of a Responses error event (the error object alone) was
+    read as a Chat chunk (MALFORMED_EVENT, not retryable), and google-genai's
+    error chunk (its ``details``) was not read (PROVIDER_ERROR, not retryable,
+    where the chunk is retryable for its 503)."""
     _, start, error_event = _FAILING[provider]
     chunks = [error_event] if first else [start, error_event]
     direct = decisions.StreamAssembler(provider)
@@ -279,7 +304,8 @@ def test_an_error_the_sdk_raises_from_the_stream_is_the_providers_error(
     with pytest.raises(TransportError) as info:
         integrations.assemble_sdk_stream(stream, provider=provider if given else None)
     assert info.value.code == "PROVIDER_ERROR"
-    if given or not first:  # the provider is known: its own reading of the event
+    # the provider is known (given, from an event, or the only one the SDK speaks for): its own reading
+    if given or not first or provider in ("anthropic", "gemini"):
         assert info.value.to_dict() == expected.value.to_dict()
 
 
