@@ -1908,3 +1908,30 @@ def test_a_responses_failure_before_the_start_is_the_providers_error(impl: Modul
                 assembler.feed(frame(RESP, {**event, "sequence_number": number}))
             assembler.finish()
         assert (caught.value.code, caught.value.retryable, caught.value.layer) == ("PROVIDER_ERROR", True, "transport")
+
+
+# ------------------------------------- Gemini: a part with no member
+
+
+@pytest.mark.parametrize("empty", [{}, {"text": None}, {"text": None, "thoughtSignature": None}])
+@pytest.mark.parametrize("beside", ["text", "call"])
+def test_a_gemini_part_with_no_member_is_no_half_answer(
+    impl: ModuleType, empty: dict[str, Any], beside: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A part is one of its kinds (text, a function call, inline data...); one
+    with no member, or only null ones, says nothing of what it carried. The
+    google-genai SDK drops the fields it does not know, so a part of a kind
+    newer than the SDK (an image, a call of another sort) reaches the package
+    as ``{}``: the text or call beside it was decided as the whole answer. It
+    is now ``UNSUPPORTED_ITEM`` at the part, as the part with its unknown key is."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    first = {"text": "Here is the chart:"} if beside == "text" else G_CALL
+    stream = [g_chunk(candidate(parts=[first, empty])), g_chunk(candidate("STOP", parts=[]))]
+    body = g_chunk(candidate("STOP", parts=[first, empty]))
+    path = "$.candidates[0].content.parts[1]"
+    errors = refusal(impl, GEMINI, stream, body)
+    assert [error[:2] for error in errors] == [("UNSUPPORTED_ITEM", path)] * 2
+    assert all("gemini part has no member" in error[2] for error in errors)
+    control = [g_chunk(candidate(parts=[first])), g_chunk(candidate("STOP", parts=[]))]
+    outcome = run(impl, Case("control", GEMINI, "stream", control, EXECUTABLE))
+    assert not isinstance(outcome, str), outcome

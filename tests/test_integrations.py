@@ -12,6 +12,7 @@ import gzip
 import importlib
 import importlib.util
 import json
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 
 import decisions
-from decisions import StreamError, TransportError, integrations
+from decisions import OutputError, StreamError, TransportError, integrations
 from decisions.examples import EXAMPLES, load
 
 RAW = {example.name: load(example) for example in EXAMPLES}
@@ -173,6 +174,37 @@ def test_genai_response_objects() -> None:
     chunks = [response]
     streamed = integrations.assemble_sdk_stream(chunks)
     assert streamed.tool_calls[0].name == "readFile"
+
+
+def test_a_genai_part_of_a_kind_the_sdk_does_not_know_is_refused() -> None:
+    """google-genai drops the fields it does not know from a response, so a
+    part of a kind newer than the SDK reaches the package as ``{}``; the text
+    beside it was the whole final answer. It is refused as the part read from
+    the bytes is (``UNSUPPORTED_ITEM`` at the part), never a half answer."""
+    genai = pytest.importorskip("google.genai")
+    import httpx
+
+    body = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": "Here is the chart:"}, {"chartData": {"x": [1]}}]},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "responseId": "r1",
+    }
+    client = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, json=body)))
+    options = genai.types.HttpOptions(base_url="http://test.invalid", httpx_client=client)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        response = genai.Client(api_key="test", http_options=options).models.generate_content(model="m", contents="hi")
+    assert integrations.to_payload(response)["candidates"][0]["content"]["parts"][1] == {}  # what the SDK kept
+    path = "$.candidates[0].content.parts[1]"
+    for read in (lambda: integrations.normalize_sdk(response), lambda: decisions.normalize(body, provider="gemini")):
+        with pytest.raises(OutputError) as caught:
+            read()
+        assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", path)
 
 
 GEMINI_STREAMS = [

@@ -80,7 +80,10 @@ Mapping:
   ``part:<key>``. Any other key (``inlineData`` or ``fileData``, content the
   answer would lose; ``functionResponse``; a key the mapper does not know) is
   ``UNSUPPORTED_ITEM`` at the part's path, never counted while the rest is
-  decided; of several, the first in code point order is named.
+  decided; of several, the first in code point order is named. A part with
+  no member, or only null ones, says nothing of what it carried (google-genai
+  drops the fields it does not know, leaving ``{}`` of a part newer than the
+  SDK): ``UNSUPPORTED_ITEM`` at its path too.
 - finish reasons: STOP → stop (tool_calls when the response holds a call),
   MAX_TOKENS → length; SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII,
   LANGUAGE, IMAGE_SAFETY, IMAGE_PROHIBITED_CONTENT, IMAGE_RECITATION and
@@ -170,6 +173,11 @@ _INFORMATIONAL_KEYS = frozenset(
     }
 )
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
+#: why a part with no member (or only null ones) is refused: what it carried is not known
+_EMPTY_PART: Final = (
+    "gemini part has no member: what it carried is not known (an SDK that drops the fields it does not "
+    "know, as google-genai does, leaves such a part), so nothing in the response is decided"
+)
 
 
 def finish_reason(raw: str, has_calls: bool) -> FinishReason:
@@ -434,6 +442,8 @@ class GeminiMapper:
                 "it may be a call the host must handle or part of the answer, so nothing in the response is decided",
                 at,
             )
+        if all(value is None for value in part.values()):
+            raise located("UNSUPPORTED_ITEM", _EMPTY_PART, at)
         for key in part:
             if key not in _PART_KEYS:
                 self._count(f"part:{key}")
