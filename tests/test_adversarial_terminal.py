@@ -1935,3 +1935,36 @@ def test_a_gemini_part_with_no_member_is_no_half_answer(
     control = [g_chunk(candidate(parts=[first])), g_chunk(candidate("STOP", parts=[]))]
     outcome = run(impl, Case("control", GEMINI, "stream", control, EXECUTABLE))
     assert not isinstance(outcome, str), outcome
+
+
+# ------------------------------------- Anthropic: a provider-run block never stopped
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+        {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "n", "server_name": "s", "input": {}},
+    ],
+    ids=lambda block: block["type"],
+)
+def test_an_anthropic_block_never_stopped_is_not_ended(
+    impl: ModuleType, block: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block of a tool Anthropic runs, started and never stopped before
+    ``message_stop`` (its ``content_block_stop`` lost), was accepted beside the
+    call, where an open text, thinking or tool_use block is ``ITEM_NOT_ENDED``;
+    it is ``ITEM_NOT_ENDED`` too (retryable: an event was lost)."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    start = {"type": "content_block_start", "index": 1, "content_block": block}
+    stopped = [*anthropic_stream()[:4], start, {"type": "content_block_stop", "index": 1}, *anthropic_stream()[4:]]
+    assert isinstance(run(impl, Case("stopped", ANTHROPIC, "stream", stopped, EXECUTABLE)), ToolDecision)
+    open_block = [*anthropic_stream()[:4], start, *anthropic_stream()[4:]]
+    assembler = impl.StreamAssembler(ANTHROPIC)
+    with pytest.raises(OutputError) as caught:
+        for event in open_block:
+            assembler.feed(frame(ANTHROPIC, event))
+        assembler.finish()
+    assert (caught.value.code, caught.value.retryable) == ("ITEM_NOT_ENDED", True)
+    assert caught.value.message == "anthropic content block 1 was never stopped before message_stop"
