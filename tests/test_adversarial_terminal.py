@@ -1154,11 +1154,15 @@ for raw, code in [
     ("SPII", "CONTENT_FILTERED"),
     ("LANGUAGE", "CONTENT_FILTERED"),
     ("IMAGE_SAFETY", "CONTENT_FILTERED"),
+    ("MODEL_ARMOR", "CONTENT_FILTERED"),  # Vertex AI: blocked by Model Armor
     ("MALFORMED_FUNCTION_CALL", "RESPONSE_ERROR"),
+    ("MALFORMED_RESPONSE", "RESPONSE_ERROR"),
     ("UNEXPECTED_TOOL_CALL", "RESPONSE_ERROR"),
     ("TOO_MANY_TOOL_CALLS", "RESPONSE_ERROR"),
     ("MAX_TOKENS", "INCOMPLETE_RESPONSE"),
     ("OTHER", "UNKNOWN_FINISH_REASON"),
+    ("IMAGE_OTHER", "UNKNOWN_FINISH_REASON"),
+    ("NO_IMAGE", "UNKNOWN_FINISH_REASON"),
     ("FINISH_REASON_UNSPECIFIED", "UNKNOWN_FINISH_REASON"),
     ("stop", "UNKNOWN_FINISH_REASON"),
     ("", "UNKNOWN_FINISH_REASON"),
@@ -1738,3 +1742,229 @@ def test_expected_codes_are_in_the_table() -> None:
 def test_every_provider_has_both_forms() -> None:
     forms = {(case.provider, case.form) for case in CASES}
     assert forms == {(p, f) for p in (CHAT, RESP, ANTHROPIC, GEMINI) for f in ("stream", "body")}
+
+
+# ------------------------------------- OpenAI Responses: computer_call safety checks
+
+COMPUTER = [Tool(name="computer", kind="computer", parameters={"type": "object"}, side_effects=True)]
+CLICK = {"type": "click", "x": 10, "y": 20, "button": "left"}
+PENDING = [{"id": "cu_sc_1", "code": "malicious_instructions", "message": "We've detected instructions that may..."}]
+
+
+def computer_call(status: str = "completed", **members: Any) -> dict[str, Any]:
+    return {"type": "computer_call", "id": "cu_1", "call_id": "call_9", "status": status, "action": CLICK, **members}
+
+
+def computer_stream(**members: Any) -> list[Any]:
+    """A computer_call streamed: added (without its members), done and in the final output with ``members``."""
+    events: list[Any] = [
+        {"type": "response.created", "response": {"id": "resp_1", "model": "m", "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": computer_call("in_progress")},
+        {"type": "response.output_item.done", "output_index": 0, "item": computer_call(**members)},
+        {"type": "response.completed", "response": {**resp_object(), "output": [computer_call(**members)]}},
+    ]
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return events
+
+
+def computer_outcome(impl: ModuleType, form: str, **members: Any) -> Any:
+    """The decision of the computer_call (with ``members``), or the error's (code, path, message)."""
+    try:
+        if form == "stream":
+            assembler = impl.StreamAssembler(RESP)
+            for event in computer_stream(**members):
+                assembler.feed(frame(RESP, event))
+            response = assembler.finish()
+        else:
+            body = {**resp_object(), "output": [computer_call(**members)]}
+            response = impl.normalize(json.dumps(body), provider=RESP)
+        return decide(response, tools=COMPUTER)
+    except OutputError as error:
+        return error.code, error.path, error.message
+
+
+@pytest.mark.parametrize("form", ["stream", "body"])
+def test_a_computer_call_with_pending_safety_checks_never_runs(
+    impl: ModuleType, form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenAI's safety checks on a computer_call (``pending_safety_checks``:
+    malicious instructions, an irrelevant or sensitive domain) ask the host to
+    have a person confirm the action and to acknowledge each check in the next
+    request. The call was made executable with the action alone, the checks
+    dropped; it is now ``UNSUPPORTED_ITEM`` at the checks, on both backends.
+    No checks (absent, null, empty) change nothing."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    for members in ({}, {"pending_safety_checks": None}, {"pending_safety_checks": []}):
+        decision = computer_outcome(impl, form, **members)
+        assert isinstance(decision, ToolDecision), decision
+        assert [(c.name, c.arguments) for c in decision.calls] == [("computer", CLICK)]
+    code, path, message = computer_outcome(impl, form, pending_safety_checks=PENDING)
+    at = "$.item" if form == "stream" else "$.output[0]"
+    assert (code, path) == ("UNSUPPORTED_ITEM", f"{at}.pending_safety_checks")
+    assert "computer_call cu_1 has pending safety checks" in message
+    assert computer_outcome(impl, form, pending_safety_checks={"id": "x"})[:2] == (
+        "MALFORMED_EVENT",
+        f"{at}.pending_safety_checks",
+    )
+
+
+def test_pending_safety_checks_only_in_the_final_output_still_refuse(impl: ModuleType) -> None:
+    """The checks may be on the done item or only on the terminal's output: either refuses."""
+    events = computer_stream()
+    events[-1]["response"]["output"] = [computer_call(pending_safety_checks=PENDING)]
+    assembler = impl.StreamAssembler(RESP)
+    with pytest.raises(OutputError) as caught:
+        for event in events:
+            assembler.feed(frame(RESP, event))
+    assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", "$.response.output[0].pending_safety_checks")
+
+
+# ------------------------------------- OpenAI Responses: the SSE event's name
+
+
+def named(events: list[Any], names: list[str | None]) -> list[bytes]:
+    """Each event framed with its ``event:`` line (none where the name is None)."""
+    frames = []
+    for event, name in zip(events, names):
+        head = "" if name is None else f"event: {name}\n"
+        frames.append(f"{head}data: {json.dumps(event)}\n\n".encode())
+    return frames
+
+
+@pytest.mark.parametrize(
+    ("last", "expect"),
+    [
+        ("response.completed", EXECUTABLE),
+        ("message", EXECUTABLE),
+        (None, EXECUTABLE),
+        ("response.failed", "MALFORMED_EVENT"),
+        ("error", "MALFORMED_EVENT"),
+        ("response.incomplete", "MALFORMED_EVENT"),
+    ],
+)
+def test_a_responses_event_named_for_another_type_is_refused(
+    impl: ModuleType, last: str | None, expect: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenAI names each Responses SSE event by its type (``event:
+    response.failed`` over ``{"type": "response.failed", ...}``). A
+    ``response.completed`` framed as ``response.failed`` or ``error`` says two
+    things: the name was ignored, so it was executable; it is now
+    ``MALFORMED_EVENT`` at ``$.type``, as an Anthropic event's is."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    events = resp_stream()
+    names: list[str | None] = [event["type"] for event in events[:-1]] + [last]
+    assembler = impl.StreamAssembler(RESP)
+    try:
+        for chunk in named(events, names):
+            assembler.feed(chunk)
+        result: Any = decide(assembler.finish(), tools=TOOLS)
+    except OutputError as error:
+        result = error
+    if expect == EXECUTABLE:
+        assert isinstance(result, ToolDecision), result
+        return
+    assert (result.code, result.path) == (expect, "$.type")
+    assert result.message == f"responses SSE event {last} carries data of type response.completed"
+
+
+def test_a_responses_delta_named_for_another_delta_is_refused(impl: ModuleType) -> None:
+    events = resp_stream()
+    names: list[str | None] = [event["type"] for event in events]
+    names[2] = "response.output_text.delta"  # over a function_call_arguments.delta
+    assembler = impl.StreamAssembler(RESP)
+    with pytest.raises(OutputError) as caught:
+        for chunk in named(events, names):
+            assembler.feed(chunk)
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.type")
+
+
+# ------------------------------------- OpenAI Responses: a failure before response.created
+
+SERVER_ERROR = {"type": "server_error", "code": "server_error", "message": "The model failed"}
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        {"type": "error", "error": SERVER_ERROR},
+        {"type": "error", "code": "rate_limit_exceeded", "message": "Rate limited"},
+        {"type": "response.failed", "response": resp_object("failed", error=SERVER_ERROR)},
+        {"type": "response.in_progress", "response": {"id": "resp_1", "status": "failed", "error": SERVER_ERROR}},
+    ],
+    ids=["error event", "flat error event", "response.failed", "a head that says failed"],
+)
+def test_a_responses_failure_before_the_start_is_the_providers_error(impl: ModuleType, first: dict[str, Any]) -> None:
+    """A Responses stream whose first event is the provider's failure (an
+    ``error`` event sent before ``response.created``) was refused as
+    ``EVENT_BEFORE_START``, a stream fault nobody retries; it is the
+    provider's error (``PROVIDER_ERROR``, retryable as its code says), as a
+    failure before the start is for Chat, Anthropic and Gemini."""
+    for follow in ([], [{"type": "response.failed", "response": resp_object("failed", error=SERVER_ERROR)}]):
+        events = [first, *follow] if first["type"] == "error" else [first]
+        assembler = impl.StreamAssembler(RESP)
+        with pytest.raises(OutputError) as caught:
+            for number, event in enumerate(events):
+                assembler.feed(frame(RESP, {**event, "sequence_number": number}))
+            assembler.finish()
+        assert (caught.value.code, caught.value.retryable, caught.value.layer) == ("PROVIDER_ERROR", True, "transport")
+
+
+# ------------------------------------- Gemini: a part with no member
+
+
+@pytest.mark.parametrize("empty", [{}, {"text": None}, {"text": None, "thoughtSignature": None}])
+@pytest.mark.parametrize("beside", ["text", "call"])
+def test_a_gemini_part_with_no_member_is_no_half_answer(
+    impl: ModuleType, empty: dict[str, Any], beside: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A part is one of its kinds (text, a function call, inline data...); one
+    with no member, or only null ones, says nothing of what it carried. The
+    google-genai SDK drops the fields it does not know, so a part of a kind
+    newer than the SDK (an image, a call of another sort) reaches the package
+    as ``{}``: the text or call beside it was decided as the whole answer. It
+    is now ``UNSUPPORTED_ITEM`` at the part, as the part with its unknown key is."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    first = {"text": "Here is the chart:"} if beside == "text" else G_CALL
+    stream = [g_chunk(candidate(parts=[first, empty])), g_chunk(candidate("STOP", parts=[]))]
+    body = g_chunk(candidate("STOP", parts=[first, empty]))
+    path = "$.candidates[0].content.parts[1]"
+    errors = refusal(impl, GEMINI, stream, body)
+    assert [error[:2] for error in errors] == [("UNSUPPORTED_ITEM", path)] * 2
+    assert all("gemini part has no member" in error[2] for error in errors)
+    control = [g_chunk(candidate(parts=[first])), g_chunk(candidate("STOP", parts=[]))]
+    outcome = run(impl, Case("control", GEMINI, "stream", control, EXECUTABLE))
+    assert not isinstance(outcome, str), outcome
+
+
+# ------------------------------------- Anthropic: a provider-run block never stopped
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+        {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "n", "server_name": "s", "input": {}},
+    ],
+    ids=lambda block: block["type"],
+)
+def test_an_anthropic_block_never_stopped_is_not_ended(
+    impl: ModuleType, block: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block of a tool Anthropic runs, started and never stopped before
+    ``message_stop`` (its ``content_block_stop`` lost), was accepted beside the
+    call, where an open text, thinking or tool_use block is ``ITEM_NOT_ENDED``;
+    it is ``ITEM_NOT_ENDED`` too (retryable: an event was lost)."""
+    monkeypatch.setattr(_backend, "impl", impl)
+    start = {"type": "content_block_start", "index": 1, "content_block": block}
+    stopped = [*anthropic_stream()[:4], start, {"type": "content_block_stop", "index": 1}, *anthropic_stream()[4:]]
+    assert isinstance(run(impl, Case("stopped", ANTHROPIC, "stream", stopped, EXECUTABLE)), ToolDecision)
+    open_block = [*anthropic_stream()[:4], start, *anthropic_stream()[4:]]
+    assembler = impl.StreamAssembler(ANTHROPIC)
+    with pytest.raises(OutputError) as caught:
+        for event in open_block:
+            assembler.feed(frame(ANTHROPIC, event))
+        assembler.finish()
+    assert (caught.value.code, caught.value.retryable) == ("ITEM_NOT_ENDED", True)
+    assert caught.value.message == "anthropic content block 1 was never stopped before message_stop"

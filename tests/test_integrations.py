@@ -12,6 +12,7 @@ import gzip
 import importlib
 import importlib.util
 import json
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 
 import decisions
-from decisions import StreamError, TransportError, integrations
+from decisions import OutputError, StreamError, TransportError, integrations
 from decisions.examples import EXAMPLES, load
 
 RAW = {example.name: load(example) for example in EXAMPLES}
@@ -175,6 +176,37 @@ def test_genai_response_objects() -> None:
     assert streamed.tool_calls[0].name == "readFile"
 
 
+def test_a_genai_part_of_a_kind_the_sdk_does_not_know_is_refused() -> None:
+    """google-genai drops the fields it does not know from a response, so a
+    part of a kind newer than the SDK reaches the package as ``{}``; the text
+    beside it was the whole final answer. It is refused as the part read from
+    the bytes is (``UNSUPPORTED_ITEM`` at the part), never a half answer."""
+    genai = pytest.importorskip("google.genai")
+    import httpx
+
+    body = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": "Here is the chart:"}, {"chartData": {"x": [1]}}]},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "responseId": "r1",
+    }
+    client = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, json=body)))
+    options = genai.types.HttpOptions(base_url="http://test.invalid", httpx_client=client)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        response = genai.Client(api_key="test", http_options=options).models.generate_content(model="m", contents="hi")
+    assert integrations.to_payload(response)["candidates"][0]["content"]["parts"][1] == {}  # what the SDK kept
+    path = "$.candidates[0].content.parts[1]"
+    for read in (lambda: integrations.normalize_sdk(response), lambda: decisions.normalize(body, provider="gemini")):
+        with pytest.raises(OutputError) as caught:
+            read()
+        assert (caught.value.code, caught.value.path) == ("UNSUPPORTED_ITEM", path)
+
+
 GEMINI_STREAMS = [
     "vercel-ai/packages/google/src/__fixtures__/google-stream-tool-call-arguments.chunks.txt",
     "vercel-ai/packages/google/src/__fixtures__/google-stream-no-args-tool-call.chunks.txt",
@@ -234,13 +266,29 @@ _FAILING = {
         b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
     ),
     "openai-chat": ("openai", _CHAT_CHUNK, b'data: {"error":{"message":"boom","type":"server_error"}}\n\n'),
+    # the SDK raises the error object alone (its body): it is the Responses error event's
+    "openai-responses": (
+        "openai",
+        b'event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":{"id":"resp_1",'
+        b'"object":"response","created_at":1,"model":"m","status":"in_progress","output":[],'
+        b'"parallel_tool_calls":true,"tool_choice":"auto","tools":[]}}\n\n',
+        b'event: error\ndata: {"type":"error","sequence_number":1,'
+        b'"error":{"type":"server_error","code":"server_error","message":"boom","param":null}}\n\n',
+    ),
+    # google-genai raises the chunk as its ServerError, keeping it as ``details``, not ``body``
+    "gemini": (
+        "google.genai",
+        b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"hi"}]},"index":0}],'
+        b'"responseId":"r1","modelVersion":"m"}\n\n',
+        b'data: {"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}\n\n',
+    ),
 }
 
 
 def _sdk_stream(provider: str, chunks: list[bytes], error: str | None = None) -> Any:
     """The SDK's raw stream of ``chunks``, the connection then failing with ``error`` (an HTTP client class name)."""
     sdk = pytest.importorskip(_FAILING[provider][0])
-    http = _sdk_http(sdk)
+    http = importlib.import_module("httpx") if provider == "gemini" else _sdk_http(sdk)
 
     class Body(http.SyncByteStream):  # type: ignore[name-defined,misc]
         def __iter__(self) -> Iterator[bytes]:
@@ -256,7 +304,12 @@ def _sdk_stream(provider: str, chunks: list[bytes], error: str | None = None) ->
     if provider == "anthropic":
         api = sdk.Anthropic(api_key="sk-ant-test", base_url="http://test.invalid", http_client=client, max_retries=0)
         return api.messages.create(model="m", max_tokens=100, messages=messages, stream=True)
+    if provider == "gemini":
+        options = sdk.types.HttpOptions(base_url="http://test.invalid", httpx_client=client)
+        return sdk.Client(api_key="test", http_options=options).models.generate_content_stream(model="m", contents="hi")
     api = sdk.OpenAI(api_key="sk-test", base_url="http://test.invalid/v1", http_client=client, max_retries=0)
+    if provider == "openai-responses":
+        return api.responses.create(model="m", input="hi", stream=True)
     return api.chat.completions.create(model="m", messages=messages, stream=True)
 
 
@@ -268,7 +321,11 @@ def test_an_error_the_sdk_raises_from_the_stream_is_the_providers_error(
 ) -> None:
     """The SDK raises an error event of the stream as its own APIError; it is
     refused as the same event read from bytes is (PROVIDER_ERROR, retryable
-    as the provider's error type says), not left as the SDK's exception."""
+    as the provider's error type says), not left as the SDK's exception. The
+    OpenAI SDK's body of a Responses error event (the error object alone) was
+    read as a Chat chunk (MALFORMED_EVENT, not retryable), and google-genai's
+    error chunk (its ``details``) was not read (PROVIDER_ERROR, not retryable,
+    where the chunk is retryable for its 503)."""
     _, start, error_event = _FAILING[provider]
     chunks = [error_event] if first else [start, error_event]
     direct = decisions.StreamAssembler(provider)
@@ -279,7 +336,8 @@ def test_an_error_the_sdk_raises_from_the_stream_is_the_providers_error(
     with pytest.raises(TransportError) as info:
         integrations.assemble_sdk_stream(stream, provider=provider if given else None)
     assert info.value.code == "PROVIDER_ERROR"
-    if given or not first:  # the provider is known: its own reading of the event
+    # the provider is known (given, from an event, or the only one the SDK speaks for): its own reading
+    if given or not first or provider in ("anthropic", "gemini"):
         assert info.value.to_dict() == expected.value.to_dict()
 
 

@@ -42,7 +42,9 @@ from .errors import StreamError as _StreamError
 from .errors import TransportError as _TransportError
 from .limits import DEFAULT_LIMITS as _DEFAULT_LIMITS
 from .limits import Limits as _Limits
+from .providers import ANTHROPIC as _ANTHROPIC
 from .providers import GEMINI as _GEMINI
+from .providers import OPENAI_RESPONSES as _OPENAI_RESPONSES
 from .types import CanonicalEvent as _CanonicalEvent
 from .types import NormalizedResponse as _NormalizedResponse
 
@@ -273,8 +275,11 @@ def assemble_sdk_stream(
         except StopIteration:
             break
         except Exception as error:
-            if assembler is None and provider is not None:
-                assembler = _backend.impl.StreamAssembler(provider, limits=limits, choice=choice)
+            if assembler is None:
+                # before any event: the provider given, or the one the SDK that raised speaks for
+                chosen = provider or _SDK_PROVIDERS.get(_sdk_of(error) or "")
+                if chosen is not None:
+                    assembler = _backend.impl.StreamAssembler(chosen, limits=limits, choice=choice)
             failure = _stream_failure(error, assembler)
             if failure is None:
                 raise
@@ -296,6 +301,10 @@ def assemble_sdk_stream(
     return response
 
 
+#: The SDKs that speak for one provider only (the OpenAI SDK's errors do not say which API).
+_SDK_PROVIDERS: _Final = {"anthropic": _ANTHROPIC, "google.genai": _GEMINI}
+
+
 #: The errors the OpenAI SDK's helper streams raise at a finish reason that
 #: cuts parseable output (strict tools, a Pydantic ``response_format``), and
 #: the refusal the same finish is when the stream is read from its bytes.
@@ -313,9 +322,10 @@ def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
     A connection that failed (the HTTP client's ``RequestError``, the SDK's
     ``APIConnectionError``) is ``CONNECTION_CLOSED``. An error the provider
     sent in the stream, which the SDK raises as its ``APIError``, is fed to
-    the assembler as the wire event it came from (its ``body``), so it is
-    refused as the same event read from bytes is (``PROVIDER_ERROR``, retryable
-    as the provider's error type says); failing that, ``PROVIDER_ERROR``.
+    the assembler as the wire event it came from (see :func:`_error_event`:
+    its ``body``, google-genai's ``details``), so it is refused as the same
+    event read from bytes is (``PROVIDER_ERROR``, retryable as the provider's
+    error type says); failing that, ``PROVIDER_ERROR``.
     A helper stream's refusal of a cut-off or filtered finish is the
     ``INCOMPLETE_RESPONSE`` or ``CONTENT_FILTERED`` that finish is when read
     from the bytes. Event data the SDK could not decode as JSON (it raises the ``json``
@@ -336,8 +346,10 @@ def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
     if "APIError" not in names:
         return None
     body = getattr(error, "body", None)
+    if body is None and _sdk_of(error) == "google.genai":
+        body = getattr(error, "details", None)  # google-genai keeps the error chunk it raised as ``details``
     if assembler is not None and isinstance(body, _Mapping):
-        event = dict(body) if body.get("type") == "error" else {"error": dict(body)}
+        event = _error_event(body, assembler.provider)
         try:
             assembler.feed_event(event)
             assembler.finish()
@@ -346,6 +358,18 @@ def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
     return _TransportError(
         "PROVIDER_ERROR", f"the provider sent an error in the stream ({type(error).__name__}: {error})"
     )
+
+
+def _error_event(body: _Mapping[str, _Any], provider: str) -> dict[str, _Any]:
+    """The wire event an SDK's error ``body`` came from: the whole event
+    (Anthropic's ``{"type": "error", ...}``, a Gemini chunk's ``{"error":
+    ...}``) as it is; the error object alone (the OpenAI SDK's ``body``) in
+    the provider's error event, a Responses ``error`` event or a Chat chunk."""
+    if body.get("type") == "error" or isinstance(body.get("error"), _Mapping):
+        return dict(body)
+    if provider == _OPENAI_RESPONSES:
+        return {"type": "error", "error": dict(body)}
+    return {"error": dict(body)}
 
 
 def normalize_sdk(

@@ -61,7 +61,8 @@ class Out:
     """A message, call or reasoning output item, shape-checked: its members in
     the order ``id``, ``status``, ``call_id``, ``name``, ``arguments``,
     ``input``, the client tool's object (and an apply_patch ``diff``),
-    ``encrypted_content``, ``content``, ``summary`` (the Rust twin's order)."""
+    ``encrypted_content``, ``content``, ``summary``, then a call's
+    ``pending_safety_checks`` (the Rust twin's order)."""
 
     __slots__ = ("type", "id", "status", "call_id", "name", "arguments", "parts", "reasoning", "signature", "diff")
 
@@ -100,6 +101,16 @@ class Out:
                 raise located("MALFORMED_EVENT", needs, f"{at}.call_id")
             if self.name is None:
                 raise located("MALFORMED_EVENT", needs, f"{at}.name")
+            if _S.opt_list(item, "pending_safety_checks", what, at):
+                # a computer_call the provider's safety checks flagged: a person must confirm it
+                # and the next request acknowledge each check, which no decision carries
+                raise located(
+                    "UNSUPPORTED_ITEM",
+                    f"{what}: {kind} {self.id} has pending safety checks, which the host must show a person "
+                    "and acknowledge before the call runs; the package cannot carry them, so nothing in "
+                    "the response is decided",
+                    f"{at}.pending_safety_checks",
+                )
         if kind == "message":
             for index, (part_kind, text) in enumerate(self.parts):
                 if part_kind in PART_KINDS and text is None:

@@ -47,7 +47,9 @@ Mapping:
   ``mcp_tool_result``, ``mcp_tool_listing``, ``container_upload``,
   ``compaction``, ``fallback``) leave the host nothing to do: they are
   counted in ``unknown_events`` as ``content_block:<type>`` and their deltas
-  are not mapped. Any other block type may be a call the host must handle or
+  are not mapped; one still open at ``message_stop`` (its
+  ``content_block_stop`` lost) is ``ITEM_NOT_ENDED``, as an open text or
+  tool_use block is. Any other block type may be a call the host must handle or
   part of the answer: ``UNSUPPORTED_ITEM`` at the block's path
   (``$.content[1]``, ``$.content_block``), never counted while the rest is
   decided.
@@ -431,6 +433,12 @@ class AnthropicMapper:
                 self._set_stop_reason("refusal")
                 self._stopped = True
         else:  # message_stop
+            # a block the provider runs has no item to be left open: its stop is checked here
+            for index in sorted(self._blocks):
+                if self._blocks[index].kind == _RECORDED and not self._blocks[index].ended:
+                    raise new_error(
+                        "ITEM_NOT_ENDED", f"anthropic content block {index} was never stopped before message_stop"
+                    )
             if self._streamed and not self._stopped and finish_reason(self._stop_reason) in _DONE:
                 # message_start's done stop reason spoke of its own content only, not of blocks
                 # streamed after it, whose stop reason (in the message_delta) never came

@@ -80,13 +80,18 @@ Mapping:
   ``part:<key>``. Any other key (``inlineData`` or ``fileData``, content the
   answer would lose; ``functionResponse``; a key the mapper does not know) is
   ``UNSUPPORTED_ITEM`` at the part's path, never counted while the rest is
-  decided; of several, the first in code point order is named.
+  decided; of several, the first in code point order is named. A part with
+  no member, or only null ones, says nothing of what it carried (google-genai
+  drops the fields it does not know, leaving ``{}`` of a part newer than the
+  SDK): ``UNSUPPORTED_ITEM`` at its path too.
 - finish reasons: STOP → stop (tool_calls when the response holds a call),
   MAX_TOKENS → length; SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII,
-  LANGUAGE, IMAGE_SAFETY, IMAGE_PROHIBITED_CONTENT, IMAGE_RECITATION →
-  content_filter; MALFORMED_FUNCTION_CALL, UNEXPECTED_TOOL_CALL,
-  TOO_MANY_TOOL_CALLS, MISSING_THOUGHT_SIGNATURE → error; anything else →
-  unknown. The raw value is kept.
+  LANGUAGE, IMAGE_SAFETY, IMAGE_PROHIBITED_CONTENT, IMAGE_RECITATION and
+  Vertex AI's MODEL_ARMOR → content_filter; MALFORMED_FUNCTION_CALL,
+  MALFORMED_RESPONSE, UNEXPECTED_TOOL_CALL, TOO_MANY_TOOL_CALLS,
+  MISSING_THOUGHT_SIGNATURE → error; anything else (OTHER, IMAGE_OTHER,
+  NO_IMAGE, FINISH_REASON_UNSPECIFIED, a value not known) → unknown. The raw
+  value is kept.
 - usage (the last ``usageMetadata`` seen): input = ``promptTokenCount``,
   cached = ``cachedContentTokenCount``, reasoning = ``thoughtsTokenCount``,
   output = ``candidatesTokenCount`` + ``thoughtsTokenCount``.
@@ -139,7 +144,9 @@ _FINISH: dict[str, FinishReason] = {
     "IMAGE_SAFETY": "content_filter",
     "IMAGE_PROHIBITED_CONTENT": "content_filter",
     "IMAGE_RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",  # Vertex AI: the response was blocked by Model Armor
     "MALFORMED_FUNCTION_CALL": "error",
+    "MALFORMED_RESPONSE": "error",
     "UNEXPECTED_TOOL_CALL": "error",
     "TOO_MANY_TOOL_CALLS": "error",
     "MISSING_THOUGHT_SIGNATURE": "error",
@@ -166,6 +173,11 @@ _INFORMATIONAL_KEYS = frozenset(
     }
 )
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
+#: why a part with no member (or only null ones) is refused: what it carried is not known
+_EMPTY_PART: Final = (
+    "gemini part has no member: what it carried is not known (an SDK that drops the fields it does not "
+    "know, as google-genai does, leaves such a part), so nothing in the response is decided"
+)
 
 
 def finish_reason(raw: str, has_calls: bool) -> FinishReason:
@@ -430,6 +442,8 @@ class GeminiMapper:
                 "it may be a call the host must handle or part of the answer, so nothing in the response is decided",
                 at,
             )
+        if all(value is None for value in part.values()):
+            raise located("UNSUPPORTED_ITEM", _EMPTY_PART, at)
         for key in part:
             if key not in _PART_KEYS:
                 self._count(f"part:{key}")

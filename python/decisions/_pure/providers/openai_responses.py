@@ -17,6 +17,10 @@ holds function calls, refusal when it holds a refusal and no call),
 -> content_filter, other reasons -> unknown; raw = the reason),
 ``response.failed`` and ``error`` (both -> response failed; the
 ``response.failed`` that follows an ``error`` confirms it and adds nothing).
+A failure (either, or a head event that says failed) that comes before
+``response.created`` is preceded by a response start (the id and model its
+``response`` names, none for an ``error``), so it reaches the caller as the
+provider's failure, never as an event before the start.
 
 Vetoes: the terminal's ``response`` object (or a whole body) can say the
 response is not done whatever the event type says, and then that wins:
@@ -58,6 +62,11 @@ response is not done whatever the event type says, and then that wins:
   path, at the head event that says so or at the finish, as Chat's is.
 - any event after the terminal (other than ``response.failed`` after
   ``error``) -> ``EVENT_AFTER_TERMINAL``.
+- an SSE event whose ``event:`` name (OpenAI names each event by its type)
+  is not its data's ``type`` (``event: response.failed`` or ``event: error``
+  framing a ``response.completed``): two events in one, neither taken ->
+  ``MALFORMED_EVENT`` at ``$.type``; no name, or ``message``, is read by the
+  data alone.
 
 Output check: every delta updates a running length and hash for its item
 (constant work per delta byte, nothing re-scanned). The ``.done`` events, the
@@ -220,6 +229,7 @@ class OpenAIResponsesMapper:
         self._calls = False  # whether the output holds a call
         self._refusals = False  # whether it holds a refusal
         self._terminal: str | None = None  # "finished" | "failed" | "error"
+        self._started = False  # a response start was given (response.created, or before a failure)
         self._unfinished: str | None = None  # a message / call some output said was not completed
         self._blocked: Annotation | None = None  # what the head events' content_filters said
         self._place: int | None = None  # the output_index of the event being mapped (None: not a count)
@@ -234,6 +244,9 @@ class OpenAIResponsesMapper:
         data = _S.obj(payload, _EVENT, "$")
         kind = _S.req_str(data, "type", _EVENT, "$")
         seq = _S.opt_count(data, "sequence_number", _EVENT, "$")
+        if event is not None and event != "message" and event != kind:
+            # the SSE event's name is the type (``event: response.failed``): two types are two events
+            raise located("MALFORMED_EVENT", f"responses SSE event {event} carries data of type {kind}", "$.type")
         if self._terminal is not None:
             if kind == "response.failed" and self._terminal == "error":
                 self._terminal = "failed"
@@ -259,6 +272,7 @@ class OpenAIResponsesMapper:
 
     def _created(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         head = self._head(d, what)
+        self._started = True
         out.append(ResponseStarted(response_id=head.id, model=head.model))
         self._head_verdict(head, out)
 
@@ -282,6 +296,7 @@ class OpenAIResponsesMapper:
         ``incomplete_details`` object finishes it as the terminal's would."""
         if head.error is not None or head.status in _FAILED:
             self._terminal = "error"
+            self._start_failed(head.id, head.model, out)
             out.append(head.error or _STATUS_FAILED)
         elif head.incomplete or head.status in ("cancelled", "incomplete"):
             self._finish(head, False, out)
@@ -562,6 +577,7 @@ class OpenAIResponsesMapper:
         final = Final(_S.obj(d.get("response"), what, "$.response"), what, "$.response")
         if final.error is not None or what == "response.failed" or final.status in _FAILED:
             self._terminal = "failed"
+            self._start_failed(final.id, final.model, out)
             out.append(final.error or _STATUS_FAILED)
             return
         seen: set[str] = set()
@@ -621,8 +637,18 @@ class OpenAIResponsesMapper:
 
     def _error(self, d: dict[str, Any], what: str, out: list[CanonicalEvent]) -> None:
         err = d.get("error")
+        failed = failure(_S, d, what, "$") if err is None else failure(_S, err, what, "$.error")
         self._terminal = "error"
-        out.append(failure(_S, d, what, "$") if err is None else failure(_S, err, what, "$.error"))
+        self._start_failed(None, None, out)  # the provider failed before it started the response
+        out.append(failed)
+
+    def _start_failed(self, response_id: str | None, model: str | None, out: list[CanonicalEvent]) -> None:
+        """A failure that came before ``response.created`` is the provider's: a
+        response start (with what the failure names of it) goes first, so it
+        reaches the caller as the failure, not as an event before the start."""
+        if not self._started:
+            self._started = True
+            out.append(ResponseStarted(response_id=response_id, model=model))
 
     # ------------------------------------------------------------ whole body
 

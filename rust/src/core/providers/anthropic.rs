@@ -966,6 +966,17 @@ impl Mapper for AnthropicMapper {
                         Ok(())
                     }
                     _ => {
+                        // a block the provider runs has no item to be left open: its stop is checked here
+                        let open = self
+                            .blocks
+                            .iter()
+                            .find(|(_, b)| b.kind == Kind::Recorded && !b.ended);
+                        if let Some((index, _)) = open {
+                            return Err(CoreError::new(
+                                Code::ITEM_NOT_ENDED,
+                                format!("anthropic content block {index} was never stopped before message_stop"),
+                            ));
+                        }
                         let done = matches!(
                             finish_reason(self.stop_reason.as_deref()),
                             FinishReason::Stop | FinishReason::ToolCalls

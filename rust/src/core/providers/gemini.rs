@@ -34,6 +34,11 @@ use crate::core::errors::{Code, CoreError};
 use crate::core::events::{Event, FinishReason, ItemKind, Usage};
 use crate::core::tree::Tree;
 
+/// Why a part with no member (or only null ones) is refused: what it carried is not known.
+const EMPTY_PART: &str = "gemini part has no member: what it carried is not known (an SDK that \
+     drops the fields it does not know, as google-genai does, leaves such a part), so nothing in \
+     the response is decided";
+
 /// Deepest `partialArgs` jsonPath accepted.
 pub const MAX_PATH_SEGMENTS: usize = 128;
 
@@ -50,8 +55,10 @@ pub fn finish_reason(raw: &str, has_calls: bool) -> FinishReason {
         | "LANGUAGE"
         | "IMAGE_SAFETY"
         | "IMAGE_PROHIBITED_CONTENT"
-        | "IMAGE_RECITATION" => FinishReason::ContentFilter,
+        | "IMAGE_RECITATION"
+        | "MODEL_ARMOR" => FinishReason::ContentFilter,
         "MALFORMED_FUNCTION_CALL"
+        | "MALFORMED_RESPONSE"
         | "UNEXPECTED_TOOL_CALL"
         | "TOO_MANY_TOOL_CALLS"
         | "MISSING_THOUGHT_SIGNATURE" => FinishReason::Error,
@@ -566,6 +573,9 @@ impl GeminiMapper {
                 ),
                 at,
             ));
+        }
+        if members.values().all(|value| value.get() == "null") {
+            return Err(located(err(Code::UNSUPPORTED_ITEM, EMPTY_PART), at));
         }
         for key in members.keys() {
             if !PART_KEYS.contains(&key.as_ref()) {

@@ -7,7 +7,8 @@
 //! `queued`, `""` or an unknown status finish as unknown: only `completed`
 //! (or no status on `response.completed`) is done; a head event's
 //! `response` is read as a terminal's, and one that already says failed,
-//! cancelled or incomplete decides the response then. An output item whose
+//! cancelled or incomplete decides the response then; a failure before
+//! `response.created` is preceded by a response start. An output item whose
 //! status is not `completed` (or absent) is unfinished, and a done response
 //! holding an unfinished message or call is `ITEM_NOT_ENDED`. An entry of
 //! a response object's `content_filters` (Azure OpenAI) with `blocked: true`
@@ -18,7 +19,9 @@
 //! output that lists the streamed items in another order (or one twice) is
 //! `OUTPUT_MISMATCH`, as is a restatement that contradicts the stream: a
 //! content part of another type, an `arguments.done` of another `name`, an
-//! event at another `output_index` than its item's.
+//! event at another `output_index` than its item's. An SSE event named for
+//! another type than its data's (`event: response.failed` framing a
+//! `response.completed`) is `MALFORMED_EVENT` at `$.type`.
 //!
 //! The template of [`super`]: an event is read once as raw members (every
 //! member any event type reads), each checked with the shape readers when it
@@ -51,7 +54,7 @@ use super::blake2b::Blake2b128;
 use super::jsontext::{self, Node};
 use super::openai_chat::{filtered, first, unscreened, Annotation};
 use super::openai_common::failure;
-use super::shape::{count_text, invalid, is_object, model_role, Path, Shape, Str, ROOT};
+use super::shape::{count_text, invalid, is_object, located, model_role, Path, Shape, Str, ROOT};
 use crate::core::errors::{Code, CoreError};
 use crate::core::events::{CallKind, Event, FinishReason, ItemKind, Usage};
 use crate::core::providers::Mapper;
@@ -194,6 +197,8 @@ struct ItemRaw<'a> {
     content: Option<&'a RawValue>,
     #[serde(borrow)]
     summary: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pending_safety_checks: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -503,7 +508,7 @@ fn part_kind(kind: &str) -> Option<ItemKind> {
 /// The output item at `at`: its `type` first; a known one's members in the
 /// order `id`, `status`, `call_id`, `name`, `arguments`, `input`, the client
 /// tool's object (and an apply_patch `diff`), `encrypted_content`,
-/// `content`, `summary`.
+/// `content`, `summary`, then a call's `pending_safety_checks`.
 fn out_item<'a>(raw: &'a RawValue, what: &str, at: Path<'_>) -> Result<Out<'a>, CoreError> {
     let raw_item: ItemRaw<'a> = SHAPE.obj(raw, what, at)?;
     let type_name = SHAPE.req_str(raw_item.kind, what, at.key("type"))?;
@@ -592,6 +597,24 @@ fn out_item<'a>(raw: &'a RawValue, what: &str, at: Path<'_>) -> Result<Out<'a>, 
         }
         if name.is_none() && kind.client_field().is_none() {
             return Err(invalid(what, needs, at.key("name")));
+        }
+        let checks_at = at.key("pending_safety_checks");
+        let checks = SHAPE.opt_list(raw_item.pending_safety_checks, what, checks_at)?;
+        if checks.is_some_and(|checks| !checks.is_empty()) {
+            // a computer_call the provider's safety checks flagged: a person must confirm it
+            // and the next request acknowledge each check, which no decision carries
+            return Err(located(
+                CoreError::new(
+                    Code::UNSUPPORTED_ITEM,
+                    format!(
+                        "{what}: {} {id} has pending safety checks, which the host must show a \
+                         person and acknowledge before the call runs; the package cannot carry \
+                         them, so nothing in the response is decided",
+                        kind.name()
+                    ),
+                ),
+                checks_at,
+            ));
         }
     }
     if kind == Kind::Message {
@@ -830,6 +853,8 @@ pub struct OpenAIResponses {
     calls: usize,
     refusals: usize,
     terminal: Option<Terminal>,
+    /// Whether a response start was given (by `response.created`, or before a failure that came first).
+    started: bool,
     /// A message / call some output said was not completed.
     unfinished: Option<String>,
     /// What the head events' `content_filters` said.
@@ -933,9 +958,23 @@ impl OpenAIResponses {
             calls: 0,
             refusals: 0,
             terminal: None,
+            started: false,
             unfinished: None,
             blocked: None,
             place: None,
+        }
+    }
+
+    /// A failure that came before `response.created` is the provider's: a
+    /// response start (with what the failure names of it) goes first, so it
+    /// reaches the caller as the failure, not as an event before the start.
+    fn start_failed(&mut self, id: Option<&str>, model: Option<&str>, out: &mut Vec<Event>) {
+        if !self.started {
+            self.started = true;
+            out.push(Event::ResponseStarted {
+                response_id: id.map(str::to_owned),
+                model: model.map(str::to_owned),
+            });
         }
     }
 
@@ -998,6 +1037,7 @@ impl OpenAIResponses {
                     return Err(unscreened(&note.path));
                 }
                 if kind == "response.created" {
+                    self.started = true;
                     out.push(Event::ResponseStarted {
                         response_id: head.id.clone().map(Cow::into_owned),
                         model: head.model.clone().map(Cow::into_owned),
@@ -1177,6 +1217,8 @@ impl OpenAIResponses {
                     }
                 };
                 self.terminal = Some(Terminal::Error);
+                // the provider failed before it started the response: an id-less start first
+                self.start_failed(None, None, out);
                 out.push(failure);
             }
             _ => return Ok(false),
@@ -1424,6 +1466,7 @@ impl OpenAIResponses {
         let status = head.status.as_deref();
         if head.failure.is_some() || matches!(status, Some("failed" | "error")) {
             self.terminal = Some(Terminal::Error);
+            self.start_failed(head.id.as_deref(), head.model.as_deref(), out);
             out.push(head.failure.clone().unwrap_or_else(default_failure));
             Ok(())
         } else if head.incomplete || matches!(status, Some("cancelled" | "incomplete")) {
@@ -1445,6 +1488,7 @@ impl OpenAIResponses {
             || matches!(status, Some("failed" | "error"))
         {
             self.terminal = Some(Terminal::Failed);
+            self.start_failed(fin.id.as_deref(), fin.model.as_deref(), out);
             out.push(fin.failure.clone().unwrap_or_else(default_failure));
             return Ok(());
         }
@@ -1669,7 +1713,7 @@ fn default_failure() -> Event {
 impl Mapper for OpenAIResponses {
     fn map_event(
         &mut self,
-        _event: Option<&str>,
+        event: Option<&str>,
         data: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
@@ -1681,6 +1725,16 @@ impl Mapper for OpenAIResponses {
         let kind = SHAPE.req_str(ev.kind, EVENT, ROOT.key("type"))?;
         let seq = SHAPE.opt_count(ev.sequence_number, EVENT, ROOT.key("sequence_number"))?;
         let kind = kind.as_ref();
+        if let Some(name) = event.filter(|name| *name != "message" && *name != kind) {
+            // the SSE event's name is the type (`event: response.failed`): two types are two events
+            return Err(located(
+                CoreError::new(
+                    Code::MALFORMED_EVENT,
+                    format!("responses SSE event {name} carries data of type {kind}"),
+                ),
+                ROOT.key("type"),
+            ));
+        }
         if let Some(terminal) = self.terminal {
             if kind == "response.failed" && terminal == Terminal::Error {
                 self.terminal = Some(Terminal::Failed);
