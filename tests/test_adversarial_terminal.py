@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import pytest
 
+from conftest import FIXTURES
 from decisions import Tool, ToolDecision, _backend, decide
 from decisions.errors import ERROR_CODES, OutputError
 
@@ -1968,3 +1969,37 @@ def test_an_anthropic_block_never_stopped_is_not_ended(
         assembler.finish()
     assert (caught.value.code, caught.value.retryable) == ("ITEM_NOT_ENDED", True)
     assert caught.value.message == "anthropic content block 1 was never stopped before message_stop"
+
+
+_IMAGE_RECORDINGS = [
+    (f"{vendor}/src/{where}__fixtures__/{vendor}-image-generation-tool.1.{kind}", at)
+    for vendor, where, at in (
+        ("openai", "responses/", "$.output[1]"),
+        ("azure", "", "$.output[0]"),
+        ("xai", "responses/", "$.output[0]"),
+    )
+    for kind in ("json", "chunks.txt")
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "at"), _IMAGE_RECORDINGS, ids=[p.split("/")[0] + p[-5:] for p, _ in _IMAGE_RECORDINGS]
+)
+def test_a_generated_image_is_no_half_answer(impl: ModuleType, path: str, at: str) -> None:
+    """A Responses ``image_generation_call`` holds the image the answer is
+    made of (its ``result``): as with a Gemini image part or a message's
+    ``output_audio`` part, the text beside it alone was the final answer.
+    Recorded from OpenAI, Azure and xAI: ``UNSUPPORTED_ITEM`` at the item,
+    body and stream."""
+    source = FIXTURES / "vercel-ai" / "packages" / path
+    with pytest.raises(OutputError) as info:
+        if path.endswith(".json"):
+            impl.normalize(source.read_bytes(), provider="openai-responses")
+        else:
+            assembler = impl.StreamAssembler("openai-responses")
+            for line in source.read_text().splitlines():
+                if line.strip():
+                    assembler.feed_event(line)
+            assembler.finish()
+    assert (info.value.code, info.value.path) == ("UNSUPPORTED_ITEM", at if path.endswith(".json") else "$.item")
+    assert 'output item of type "image_generation_call"' in info.value.message

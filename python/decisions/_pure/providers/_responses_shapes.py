@@ -170,7 +170,6 @@ INFORMATIONAL_ITEMS = frozenset(
         "web_search_call",
         "file_search_call",
         "code_interpreter_call",
-        "image_generation_call",
         "mcp_call",
         "mcp_list_tools",
         "shell_call_output",

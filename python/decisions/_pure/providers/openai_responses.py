@@ -113,7 +113,7 @@ client call whose done item has no ``action`` / ``operation`` object is
 and status checks as a function call.
 
 Builtin tools the provider runs itself (``web_search_call``,
-``file_search_call``, ``code_interpreter_call``, ``image_generation_call``,
+``file_search_call``, ``code_interpreter_call``,
 ``mcp_call``, ``mcp_list_tools``, ``shell_call_output``, a ``tool_search_call``
 whose ``execution`` is not ``client`` and its ``tool_search_output``, a hosted
 ``shell_call``, ``compaction``) are not calls: the provider has done them
@@ -122,7 +122,7 @@ and the host has nothing to do, so their items are counted in
 never turned into calls. A message content part of a type other than
 ``output_text`` and ``refusal`` (``output_audio``, ...) is part of the answer
 the mapper cannot represent: ``UNSUPPORTED_ITEM`` at its path, never a cut
-answer. Any other output item (a type the mapper does not
+answer; so is an ``image_generation_call``'s image (the item is refused). Any other output item (a type the mapper does not
 know, ``mcp_approval_request``, a ``tool_search_call`` with ``execution:
 "client"``, a ``*_call`` of no supported call kind) may be a call the host
 must handle or part of the answer: it is ``UNSUPPORTED_ITEM`` at the item's

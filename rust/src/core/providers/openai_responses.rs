@@ -393,7 +393,6 @@ const INFORMATIONAL_ITEMS: &[&str] = &[
     "web_search_call",
     "file_search_call",
     "code_interpreter_call",
-    "image_generation_call",
     "mcp_call",
     "mcp_list_tools",
     "shell_call_output",
