@@ -70,9 +70,9 @@ class ArraySplitter:
     def _unexpected(self, pos: int) -> StreamError:
         return StreamError("MALFORMED_EVENT", "the JSON-array stream has an unexpected character", offset=pos)
 
-    def feed(self, data: bytes) -> list[str]:
-        """The elements that ``data`` completes."""
-        out: list[str] = []
+    def feed(self, data: bytes, out: list[str]) -> None:
+        """Append the elements that ``data`` completes to ``out`` (on an
+        error, those completed before the byte at fault)."""
         i, n = 0, len(data)
         while i < n:
             if self._state == _VALUE:
@@ -110,7 +110,6 @@ class ArraySplitter:
                 raise self._unexpected(pos)
             i += 1
         self._pos += n
-        return out
 
     def _value(self, data: bytes, i: int, out: list[str]) -> int:
         """Scan the element from ``data[i]``; the index after what was read."""

@@ -25,7 +25,7 @@ from .body import body_error, foreign_body, shapeless_body
 from .envelope import classify, decode, decoder, envelope_limits, unkeyed, utf8_text
 from .json import plain
 from .providers.canonical import CanonicalMapper
-from .sse import NOT_AN_EVENT_STREAM, _Framer, exclusive
+from .sse import NOT_AN_EVENT_STREAM, RawEvent, _Framer, exclusive
 
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
 
@@ -158,53 +158,61 @@ class Pipeline:
         if framer is None:
             framer = self._framer = _Framer(self._limits, getattr(self._mapper, "ARRAY_FRAMING", False), True)
         try:
-            raws = framer.feed_raw(data)
-            decode_event = self._decode
-            assembler, map_event = self._assembler, self._mapper.map_event
-            if self._kept is not None or type(self._mapper) is not CanonicalMapper:
-                fast_event = self._fast_event  # ``_map``, inlined: this loop runs per event
-                more_delta = None if fast_event is None else self._more_delta
-                light_lim = self._unkeyed
-                for event, payload, _, _ in raws:
-                    shape = self._delta_text
-                    if more_delta is not None and shape is not None and event == shape.event:
-                        delta = shape.match(payload)
-                        if delta is not None and more_delta(shape.key, delta, assembler):
-                            continue
-                    taken: bool | tuple[Any, str] = False
-                    if payload == DONE:  # the marker decodes as itself
-                        decoded: Any = DONE
-                        taken = False if fast_event is None else fast_event(event, DONE, assembler)
-                    else:
-                        if light_lim is not None and fast_event is not None:
-                            light = unkeyed(payload, light_lim)
-                            if light is not None:
-                                taken = fast_event(event, light[0], assembler, light[1])
-                        if not taken:
-                            decoded = decode_event(payload)
-                            taken = False if fast_event is None else fast_event(event, decoded, assembler)
-                    if not taken:
-                        self._apply_all(map_event(event, decoded))
-                    elif (
-                        isinstance(taken, tuple) and more_delta is not None and (shape is None or shape.key != taken[0])
-                    ):
-                        self._learn(event, payload, taken)
-                return
-            for event, payload, _, _ in raws:
-                decoded = decode_event(payload)
-                if type(decoded) is dict and len(decoded) == 3:  # a delta with exactly its fields?
-                    kind = decoded.get("type")
-                    if kind == "tool_arguments_delta" or kind == "text_delta":
-                        item_id, delta = decoded.get("item_id"), decoded.get("delta")
-                        if type(item_id) is str and type(delta) is str:
-                            if kind == "text_delta":
-                                assembler.text_delta(item_id, delta)
-                            else:
-                                assembler.arguments_delta(item_id, delta)
-                            continue
-                self._apply_all(map_event(event, decoded))
+            # the events complete before a framing error are mapped first, in
+            # byte order: the error of one of them comes before the framing
+            # error, whatever the chunking
+            raws: list[RawEvent] = []
+            stopped = framer.feed_into(data, raws)
+            self._map_raws(raws)
+            if stopped is not None:
+                raise stopped
         except OutputError as err:
             raise self._assembler.fail(err) from None
+
+    def _map_raws(self, raws: list[RawEvent]) -> None:
+        """Decode, map and apply the framer's events, in order."""
+        decode_event = self._decode
+        assembler, map_event = self._assembler, self._mapper.map_event
+        if self._kept is not None or type(self._mapper) is not CanonicalMapper:
+            fast_event = self._fast_event  # ``_map``, inlined: this loop runs per event
+            more_delta = None if fast_event is None else self._more_delta
+            light_lim = self._unkeyed
+            for event, payload, _, _ in raws:
+                shape = self._delta_text
+                if more_delta is not None and shape is not None and event == shape.event:
+                    delta = shape.match(payload)
+                    if delta is not None and more_delta(shape.key, delta, assembler):
+                        continue
+                taken: bool | tuple[Any, str] = False
+                if payload == DONE:  # the marker decodes as itself
+                    decoded: Any = DONE
+                    taken = False if fast_event is None else fast_event(event, DONE, assembler)
+                else:
+                    if light_lim is not None and fast_event is not None:
+                        light = unkeyed(payload, light_lim)
+                        if light is not None:
+                            taken = fast_event(event, light[0], assembler, light[1])
+                    if not taken:
+                        decoded = decode_event(payload)
+                        taken = False if fast_event is None else fast_event(event, decoded, assembler)
+                if not taken:
+                    self._apply_all(map_event(event, decoded))
+                elif isinstance(taken, tuple) and more_delta is not None and (shape is None or shape.key != taken[0]):
+                    self._learn(event, payload, taken)
+            return
+        for event, payload, _, _ in raws:
+            decoded = decode_event(payload)
+            if type(decoded) is dict and len(decoded) == 3:  # a delta with exactly its fields?
+                kind = decoded.get("type")
+                if kind == "tool_arguments_delta" or kind == "text_delta":
+                    item_id, delta = decoded.get("item_id"), decoded.get("delta")
+                    if type(item_id) is str and type(delta) is str:
+                        if kind == "text_delta":
+                            assembler.text_delta(item_id, delta)
+                        else:
+                            assembler.arguments_delta(item_id, delta)
+                        continue
+            self._apply_all(map_event(event, decoded))
 
     def _learn(self, event: str | None, text: str, found: tuple[Any, str]) -> None:
         """After ``fast_event`` took the delta event ``text`` (the delta of

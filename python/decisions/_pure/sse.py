@@ -142,39 +142,59 @@ class _Framer:
     # ------------------------------------------------------------ input
 
     def feed_raw(self, chunk: bytes | bytearray | memoryview) -> list[RawEvent]:
+        """The events ``chunk`` completes; a framing error is raised (the
+        events before it are dropped: see :meth:`feed_into`)."""
+        out: list[RawEvent] = []
+        error = self.feed_into(chunk, out)
+        if error is not None:
+            raise error
+        return out
+
+    def feed_into(self, chunk: bytes | bytearray | memoryview, out: list[RawEvent]) -> StreamError | None:
+        """Append the events ``chunk`` completes to ``out``; the framing error
+        at the first byte at fault, if any, is returned (the decoder is then
+        failed), with ``out`` holding the events completed before that byte,
+        in order, as fed byte by byte: a caller maps them before it reports
+        the error, so the first error does not depend on the chunking."""
         self._check()
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
             raise TypeError(f"feed() takes bytes, not {type(chunk).__name__}")
-        limit = self._limits.max_stream_bytes
-        size = chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
-        if self._pos + len(self._bom_held) + size > limit:  # before a bytearray or memoryview is copied
-            raise self._fail(
-                "SSE_STREAM_TOO_LARGE",
-                f"the stream is longer than max_stream_bytes ({limit})",
-                limit,
-            )
-        if self._finished and size:
+        try:
+            limit = self._limits.max_stream_bytes
+            size = chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
+            room = max(0, limit - self._pos - len(self._bom_held))
+            if size > room:  # the bytes within the bound first, copied alone
+                self._feed(_head(chunk, room), out)
+                raise self._fail(
+                    "SSE_STREAM_TOO_LARGE",
+                    f"the stream is longer than max_stream_bytes ({limit})",
+                    limit,
+                )
+            self._feed(plain(chunk), out)
+        except StreamError as err:
+            self._error = err
+            return err
+        return None
+
+    def _feed(self, data: bytes, out: list[RawEvent]) -> None:
+        """``feed_into`` of ``data``, within ``max_stream_bytes``; raises."""
+        if self._finished and data:
             raise self._fail("EVENT_AFTER_TERMINAL", "bytes fed after finish(): the stream had ended", self._pos)
-        data: bytes = plain(chunk)
         if not self._bom_done:
             data = self._bom_held + data
             if len(data) < 3 and _BOM.startswith(data):
                 self._bom_held = data
-                return []
+                return
             self._bom_held = b""
             self._bom_done = True
             if data.startswith(_BOM):
                 data = data[3:]
                 self._pos = 3
                 self._line_start = 3
-        out: list[RawEvent] = []
         if self._array is not None or self._detect or self._document is not None:
-            try:
-                return self._split(data, out)
-            except StreamError as err:
-                self._error = err
-                raise
-        return self._lines(data, out)
+            self._split(data, out)
+        else:
+            self._lines(data, out)
 
     def _split(self, data: bytes, out: list[RawEvent]) -> list[RawEvent]:
         """The framing is chosen by the first byte other than whitespace."""
@@ -199,9 +219,12 @@ class _Framer:
                 return out
             self._array = ArraySplitter(self._limits, self._pos)
             data = data[start:]
-        elements = self._array.feed(data)
+        elements: list[str] = []
+        try:
+            self._array.feed(data, elements)
+        finally:  # the elements before an error are the stream's too
+            out.extend((None, text, None, None) for text in elements)
         self._pos += len(data)
-        out.extend((None, text, None, None) for text in elements)
         return out
 
     def _hold(self, document: bytearray, data: bytes) -> None:
@@ -511,6 +534,15 @@ class SSEDecoder:
         """End of stream: raises ``SSE_UNTERMINATED_EVENT`` if an event or line
         is unfinished; bytes fed after it are ``EVENT_AFTER_TERMINAL``."""
         return [_event(raw) for raw in self._framer.finish_raw()]
+
+
+def _head(chunk: bytes | bytearray | memoryview, size: int) -> bytes:
+    """The first ``size`` bytes of ``chunk``, the rest not copied."""
+    view = memoryview(chunk)
+    try:
+        return bytes(view.cast("B")[:size])
+    except TypeError:  # not contiguous: read a copy, as natively
+        return bytes(view)[:size]
 
 
 def _event(raw: RawEvent) -> SSEEvent:

@@ -63,13 +63,15 @@ impl Pipeline {
             .decoder
             .get_or_insert_with(|| Decoder::framing(self.limits, framing, true));
         let mut sse = std::mem::take(&mut self.sse);
+        // The events complete before a framing error are mapped first, in
+        // byte order: the error of one of them comes before the framing
+        // error, whatever the chunking.
         let mut result = decoder.feed(bytes, &mut sse);
-        if result.is_ok() {
-            for event in &sse {
-                result = self.map(event.event.as_deref(), &event.data);
-                if result.is_err() {
-                    break;
-                }
+        for event in &sse {
+            let mapped = self.map(event.event.as_deref(), &event.data);
+            if mapped.is_err() {
+                result = mapped;
+                break;
             }
         }
         sse.clear();
@@ -268,4 +270,60 @@ pub fn normalize<T>(
             }
         })
         .map_err(|e| body_error(Some(provider), body, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::providers::mapper_for;
+
+    /// The first error of `stream` fed in pieces of `piece` bytes: its code and path.
+    fn first_error(stream: &[u8], piece: usize, limits: Limits) -> Option<(Code, Option<String>)> {
+        let mapper = mapper_for("openai-chat", None)?;
+        let mut pipeline = Pipeline::new(mapper, limits, false);
+        let fed = stream
+            .chunks(piece)
+            .map(|chunk| pipeline.feed(chunk))
+            .find_map(Result::err);
+        let error = match fed {
+            Some(error) => error,
+            None => pipeline.finish().err()?,
+        };
+        Some((error.code, error.path))
+    }
+
+    #[test]
+    fn an_event_before_a_framing_error_is_mapped_first_in_any_chunking() {
+        // a chunk with a user-role chunk (MALFORMED_EVENT), then a framing
+        // error: the event comes first in the stream, so its error is the one
+        let event: &[u8] =
+            b"data: {\"choices\": [{\"index\": 0, \"delta\": {\"role\": \"user\"}}]}\n\n";
+        let faults: [(&[u8], Limits); 3] = [
+            (b"data: \xFF\n\n", Limits::default()),
+            (
+                b"data: {}\n\n",
+                Limits {
+                    max_stream_bytes: event.len() + 3,
+                    ..Limits::default()
+                },
+            ),
+            (
+                b"data: {}\n\n",
+                Limits {
+                    max_stream_events: 1,
+                    ..Limits::default()
+                },
+            ),
+        ];
+        let expected = Some((
+            Code::MALFORMED_EVENT,
+            Some("$.choices[0].delta.role".to_string()),
+        ));
+        for (fault, limits) in faults {
+            let stream = [event, fault].concat();
+            for piece in [stream.len(), 1, event.len() + 1] {
+                assert_eq!(first_error(&stream, piece, limits), expected, "{piece}");
+            }
+        }
+    }
 }

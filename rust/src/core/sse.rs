@@ -131,19 +131,26 @@ impl Decoder {
         self.fail(Code::SSE_LINE_TOO_LONG, msg, self.line_start)
     }
 
-    /// Consume a chunk; dispatched events are appended to `out`.
+    /// Consume a chunk; dispatched events are appended to `out`. On an
+    /// error, `out` holds the events the chunk completed before the byte at
+    /// fault, in order (as fed byte by byte): a caller maps them before it
+    /// reports the error, so the first error does not depend on the chunking.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), CoreError> {
         self.check()?;
         let limit = self.limits.max_stream_bytes;
-        if self
-            .pos
-            .saturating_add(self.bom_held.len())
-            .saturating_add(chunk.len())
-            > limit
-        {
+        let room = limit.saturating_sub(self.pos.saturating_add(self.bom_held.len()));
+        if chunk.len() > room {
+            // the bytes within the bound are read first: what they complete
+            // (or the error they hold) comes before the byte past it
+            self.feed_within(chunk.get(..room).unwrap_or_default(), out)?;
             let msg = format!("the stream is longer than max_stream_bytes ({limit})");
             return Err(self.fail(Code::SSE_STREAM_TOO_LARGE, msg, limit));
         }
+        self.feed_within(chunk, out)
+    }
+
+    /// [`Decoder::feed`] of a chunk within `max_stream_bytes`.
+    fn feed_within(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), CoreError> {
         if self.finished && !chunk.is_empty() {
             let msg = "bytes fed after finish(): the stream had ended".to_string();
             return Err(self.fail(Code::EVENT_AFTER_TERMINAL, msg, self.pos));
@@ -485,6 +492,65 @@ mod tests {
         let mut d = Decoder::new(Limits::default());
         assert!(d.feed(b"{\"a\": 1}\ndata: x\n\n", &mut Vec::new()).is_ok());
         assert_eq!(d.document(), None);
+    }
+
+    #[test]
+    fn the_events_before_a_framing_error_come_with_it() {
+        // as fed byte by byte: the event completed before the byte at fault is
+        // dispatched, whatever the error and the chunking
+        let event: &[u8] = b"data: a\n\n";
+        let cases: [(&[u8], Limits, Code); 4] = [
+            (b"data: \xFF\n\n", Limits::default(), Code::SSE_INVALID_UTF8),
+            (
+                b"data: 123456789\n",
+                Limits {
+                    max_sse_line_bytes: 12,
+                    ..Limits::default()
+                },
+                Code::SSE_LINE_TOO_LONG,
+            ),
+            (
+                b"data: b\n\n",
+                Limits {
+                    max_stream_events: 1,
+                    ..Limits::default()
+                },
+                Code::SSE_TOO_MANY_EVENTS,
+            ),
+            (
+                b"data: b\n\n",
+                Limits {
+                    max_stream_bytes: event.len() + 2,
+                    ..Limits::default()
+                },
+                Code::SSE_STREAM_TOO_LARGE,
+            ),
+        ];
+        for (fault, limits, code) in cases {
+            let stream = [event, fault].concat();
+            let mut outcomes = Vec::new();
+            for piece in [stream.len(), 1, event.len(), event.len() + 1] {
+                let mut d = Decoder::new(limits);
+                let mut out = Vec::new();
+                let error = stream
+                    .chunks(piece)
+                    .map(|chunk| d.feed(chunk, &mut out))
+                    .find_map(Result::err)
+                    .map(|e| (e.code, e.offset));
+                let data: Vec<String> = out.into_iter().map(|e| e.data).collect();
+                outcomes.push((data, error));
+            }
+            let first = outcomes.first().cloned();
+            assert_eq!(
+                first
+                    .as_ref()
+                    .map(|(data, error)| (data.clone(), error.map(|e| e.0))),
+                Some((vec!["a".to_string()], Some(code)))
+            );
+            for outcome in outcomes {
+                assert_eq!(Some(outcome), first);
+            }
+        }
     }
 
     #[test]
