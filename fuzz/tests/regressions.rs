@@ -14,6 +14,10 @@ fn plan<'a, T: Arbitrary<'a>>(data: &'a [u8]) -> Option<T> {
 fn replay(target: &str, data: &[u8]) {
     match target {
         "sse_chunking" => decisions_fuzz::sse::check(data),
+        "provider_anthropic" => decisions_fuzz::provider::check("anthropic", data),
+        "provider_gemini" => decisions_fuzz::provider::check("gemini", data),
+        "provider_openai_chat" => decisions_fuzz::provider::check("openai-chat", data),
+        "provider_openai_responses" => decisions_fuzz::provider::check("openai-responses", data),
         "structured_anthropic" => plan(data).iter().for_each(structured::anthropic::check),
         "structured_gemini" => plan(data).iter().for_each(structured::gemini::check),
         "structured_openai_chat" => plan(data).iter().for_each(structured::openai_chat::check),
