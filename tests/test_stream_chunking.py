@@ -361,3 +361,63 @@ def test_a_first_event_that_tells_no_provider_comes_before_a_fault_in_its_chunk(
     data = b'data: {"x": 1}\n\ndata: \xff\n\n'
     for pieces in ([data], [data[i : i + 1] for i in range(len(data))]):
         assert _first_error(detect.StreamAssembler(), pieces) == ("AMBIGUOUS_PROVIDER", "$")
+
+
+def _forwarded(pieces: list[bytes], asynchronous: bool) -> tuple[list[dict[str, Any]], str]:
+    """The canonical events ``stream_httpx`` (or its async twin) gives for a
+    body sent in ``pieces``, and the code of the error it then raises."""
+    import asyncio
+
+    from decisions import integrations
+
+    httpx = pytest.importorskip("httpx")
+    headers = {"content-type": "text/event-stream"}
+    got: list[dict[str, Any]] = []
+
+    class Body(httpx.SyncByteStream, httpx.AsyncByteStream):  # type: ignore[misc]
+        def __iter__(self) -> Iterator[bytes]:
+            yield from pieces
+
+        async def __aiter__(self) -> Any:
+            for piece in pieces:
+                yield piece
+
+    def respond(request: Any) -> Any:
+        return httpx.Response(200, stream=Body(), headers=headers)
+
+    with pytest.raises(OutputError) as caught:
+        if not asynchronous:
+            with (
+                httpx.Client(transport=httpx.MockTransport(respond)) as client,
+                client.stream("POST", "http://x/") as r,
+            ):
+                got.extend(e.to_dict() for e in integrations.stream_httpx(r, provider="openai-chat"))
+        else:
+
+            async def arespond(request: Any) -> Any:
+                return respond(request)
+
+            async def run() -> None:
+                async with httpx.AsyncClient(transport=httpx.MockTransport(arespond)) as client:
+                    async with client.stream("POST", "http://x/") as r:
+                        async for e in integrations.astream_httpx(r, provider="openai-chat"):
+                            got.append(e.to_dict())
+
+            asyncio.run(run())
+    return got, caught.value.code
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_stream_httpx_gives_the_events_before_a_fault_in_their_chunk(asynchronous: bool) -> None:
+    """The events a chunk produced before its error are forwarded, then the
+    error raised, as when the chunk comes a byte at a time."""
+    text = b'data: {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "hi"}}]}\n\n'
+    for fault, code in ((b"data: \xff\n\n", "SSE_INVALID_UTF8"), (USER_ROLE, "MALFORMED_EVENT")):
+        data = text + fault
+        whole = _forwarded([data], asynchronous)
+        assert whole == _forwarded([data[i : i + 1] for i in range(len(data))], asynchronous)
+        assert whole[1] == code and [e["type"] for e in whole[0]][:3] == [
+            "response_started",
+            "item_started",
+            "text_delta",
+        ]

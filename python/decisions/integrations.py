@@ -494,7 +494,7 @@ class _EventStreamBase:
         if self._head is not None:  # too short to tell: read as an event stream
             events = self._feed(self._head)
             self._head = None
-            return events + self._end()
+            return events if self._failure is not None else events + self._end()
         if self._other is None:
             return self._end()
         self._assembler.abort()
@@ -526,13 +526,23 @@ class _EventStreamBase:
         )
 
     def _feed(self, chunk: bytes) -> list[_CanonicalEvent]:
+        """The events ``chunk`` produced; on the stream's error, those
+        produced before it (the iterator gives them, then raises it, as when
+        the chunk comes in smaller pieces)."""
         try:
             self._assembler.feed(chunk)
+        except _OutputError as error:
+            self._failure = error
         except BaseException as error:
             self._failure = error
             raise
         events: list[_CanonicalEvent] = self._assembler.take_events()
         return events
+
+    def _raise_failure(self) -> None:
+        """Raise the error a chunk's events were given before."""
+        if self._failure is not None:
+            raise self._failure
 
     def _end(self) -> list[_CanonicalEvent]:
         try:
@@ -598,6 +608,7 @@ class HttpxEventStream(_EventStreamBase):
         try:
             for chunk in self.http_response.iter_bytes():
                 yield from self._take(chunk)
+                self._raise_failure()
                 if self._read_enough():
                     break
         except self._transport_error as error:
@@ -606,6 +617,7 @@ class HttpxEventStream(_EventStreamBase):
             self._interrupted(error)
             raise
         yield from self._finished()
+        self._raise_failure()
 
     def _error_head(self) -> bytes:
         """The start of an error status's body, for its excerpt: the rest is
@@ -642,6 +654,7 @@ class AsyncHttpxEventStream(_EventStreamBase):
                 async for chunk in chunks:
                     for event in self._take(chunk):
                         yield event
+                    self._raise_failure()
                     if self._read_enough():
                         break
         except self._transport_error as error:
@@ -651,6 +664,7 @@ class AsyncHttpxEventStream(_EventStreamBase):
             raise
         for event in self._finished():
             yield event
+        self._raise_failure()
 
     async def _error_head(self) -> bytes:
         """:meth:`HttpxEventStream._error_head`, read asynchronously."""
