@@ -78,13 +78,13 @@ def outcome(impl: ModuleType, chunks: list[bytes], limits: dict[str, int]) -> li
         pytest.param(
             [b"data: ok\n\ndata: \xff\n\n"],
             {},
-            [("SSE_INVALID_UTF8", 16, "the event stream is not valid UTF-8")],
+            [("message", "ok", None, None), ("SSE_INVALID_UTF8", 16, "the event stream is not valid UTF-8")],
             id="utf8-bad-lf",
         ),
         pytest.param(
             [b"data: ok\r\rdata: \xff\r\r"],
             {},
-            [("SSE_INVALID_UTF8", 16, "the event stream is not valid UTF-8")],
+            [("message", "ok", None, None), ("SSE_INVALID_UTF8", 16, "the event stream is not valid UTF-8")],
             id="utf8-bad-cr",
         ),
         pytest.param(
@@ -223,13 +223,19 @@ def outcome(impl: ModuleType, chunks: list[bytes], limits: dict[str, int]) -> li
         pytest.param(
             [b"data: a\n\ndata: b\n\n"],
             {"max_stream_events": 1},
-            [("SSE_TOO_MANY_EVENTS", 17, "the stream has more events than max_stream_events (1)")],
+            [
+                ("message", "a", None, None),
+                ("SSE_TOO_MANY_EVENTS", 17, "the stream has more events than max_stream_events (1)"),
+            ],
             id="too-many",
         ),
         pytest.param(
             [b"data: a\r\rdata: b\r\r"],
             {"max_stream_events": 1},
-            [("SSE_TOO_MANY_EVENTS", 17, "the stream has more events than max_stream_events (1)")],
+            [
+                ("message", "a", None, None),
+                ("SSE_TOO_MANY_EVENTS", 17, "the stream has more events than max_stream_events (1)"),
+            ],
             id="too-many-cr",
         ),
         pytest.param(
@@ -318,7 +324,10 @@ def outcome(impl: ModuleType, chunks: list[bytes], limits: dict[str, int]) -> li
         pytest.param(
             [b"data: a\r\revent: abc\r"],
             {"max_bytes_without_data": 5},
-            [("SSE_NO_DATA", 9, "more than max_bytes_without_data (5) arrived without a data event")],
+            [
+                ("message", "a", None, None),
+                ("SSE_NO_DATA", 9, "more than max_bytes_without_data (5) arrived without a data event"),
+            ],
             id="field-no-data-offset",
         ),
     ],

@@ -421,3 +421,22 @@ def test_stream_httpx_gives_the_events_before_a_fault_in_their_chunk(asynchronou
             "item_started",
             "text_delta",
         ]
+
+
+@pytest.mark.parametrize("case", [c for c in REGRESSIONS if not c.startswith("array")])
+def test_sse_decoder_returns_the_events_before_a_fault_in_their_chunk(impl: ModuleType, case: str) -> None:
+    """The events before the error, then the error (at the next call), in any chunking."""
+    _, data, limits, _ = REGRESSIONS[case]
+
+    def decoded(pieces: list[bytes]) -> tuple[list[str], tuple[str, int | None]]:
+        decoder = impl.SSEDecoder(limits=limits)
+        events: list[str] = []
+        with pytest.raises(OutputError) as caught:
+            for piece in pieces:
+                events.extend(e.data for e in decoder.feed(piece))
+            decoder.finish()
+        return events, (caught.value.code, caught.value.offset)
+
+    whole = decoded([data])
+    assert whole == decoded([data[i : i + 1] for i in range(len(data))])
+    assert whole[0] == [USER_ROLE[6:-2].decode()]

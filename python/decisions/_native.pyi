@@ -61,7 +61,10 @@ class SSEDecoder:
     """Incremental ``text/event-stream`` decoder: ``feed`` bytes in any
     chunking, get the same :class:`~decisions.types.SSEEvent` list. ``id`` and
     ``retry`` are the last valid values seen. Errors are ``StreamError`` with
-    a byte offset into the stream; after one, every call raises ``STREAM_FAILED``."""
+    a byte offset into the stream; after one, every call raises ``STREAM_FAILED``.
+    A chunk that completes events and then holds a framing error returns
+    those events; the error is raised by the next call (``feed`` or
+    ``finish``), as when the chunk comes a byte at a time."""
 
     def __new__(cls, *, limits: Limits | None = None) -> SSEDecoder: ...
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[SSEEvent]:

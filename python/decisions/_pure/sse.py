@@ -514,25 +514,43 @@ class _Framer:
 class SSEDecoder:
     """Incremental ``text/event-stream`` decoder: ``feed`` bytes in any
     chunking, get the same :class:`~decisions.types.SSEEvent` list. ``id`` and
-    ``retry`` are the last valid values seen (they persist across events)."""
+    ``retry`` are the last valid values seen (they persist across events).
+    A chunk that completes events and then holds a framing error returns
+    those events; the error is raised by the next call, as when the chunk
+    comes a byte at a time."""
 
-    __slots__ = ("_framer", "_busy")
+    __slots__ = ("_framer", "_busy", "_pending")
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
         self._framer = _Framer(limits if limits is not None else DEFAULT_LIMITS)
         self._busy = threading.Lock()
+        self._pending: StreamError | None = None
+
+    def _raise_pending(self) -> None:
+        error = self._pending
+        if error is not None:
+            self._pending = None
+            raise error
 
     @exclusive
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[SSEEvent]:
         """Consume a chunk; return the events it completed."""
-        return [_event(raw) for raw in self._framer.feed_raw(chunk)]
+        self._raise_pending()
+        out: list[RawEvent] = []
+        error = self._framer.feed_into(chunk, out)
+        if error is not None:
+            if not out:
+                raise error
+            self._pending = error  # raised by the next call, after the events before it
+        return [_event(raw) for raw in out]
 
     @exclusive
     def finish(self) -> list[SSEEvent]:
         """End of stream: raises ``SSE_UNTERMINATED_EVENT`` if an event or line
         is unfinished; bytes fed after it are ``EVENT_AFTER_TERMINAL``."""
+        self._raise_pending()
         return [_event(raw) for raw in self._framer.finish_raw()]
 
 

@@ -73,7 +73,9 @@ pub(crate) fn with_bytes<R>(
 }
 
 /// Incremental `text/event-stream` decoder: `feed` bytes in any chunking, get
-/// the same `decisions.types.SSEEvent` list.
+/// the same `decisions.types.SSEEvent` list. A chunk that completes events
+/// and then holds a framing error returns those events; the error is raised
+/// by the next call, as when the chunk comes a byte at a time.
 #[pyclass(module = "decisions._native")]
 pub struct SSEDecoder {
     decoder: Decoder,
@@ -82,6 +84,9 @@ pub struct SSEDecoder {
     /// The last id given to Python and its str: the events it applies to
     /// share one str, as they share the core's text.
     last_id: Option<(Arc<str>, Py<PyAny>)>,
+    /// A framing error of a chunk that completed events before it: those
+    /// events were returned, the error is raised by the next call.
+    pending: Option<CoreError>,
 }
 
 impl SSEDecoder {
@@ -91,7 +96,11 @@ impl SSEDecoder {
         result: Result<(), CoreError>,
         out: Vec<SseEvent>,
     ) -> PyResult<Vec<Py<PyAny>>> {
-        result.map_err(|e| core_err(py, e))?;
+        match result {
+            Err(error) if out.is_empty() => return Err(core_err(py, error)),
+            Err(error) => self.pending = Some(error), // raised after the events before it
+            Ok(()) => {}
+        }
         let t = types(py)?;
         out.into_iter()
             .map(|mut e| {
@@ -122,6 +131,7 @@ impl SSEDecoder {
             decoder: Decoder::new(limits),
             max_stream_bytes: limits.max_stream_bytes,
             last_id: None,
+            pending: None,
         })
     }
 
@@ -129,6 +139,9 @@ impl SSEDecoder {
     /// `RELEASE_AT` bytes or more is decoded with the GIL released; the
     /// events are built once it is back.
     fn feed(&mut self, py: Python<'_>, chunk: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
+        if let Some(error) = self.pending.take() {
+            return Err(core_err(py, error));
+        }
         self.decoder.check().map_err(|e| core_err(py, e))?;
         let mut out = Vec::new();
         let decoder = &mut self.decoder;
@@ -142,6 +155,9 @@ impl SSEDecoder {
     /// End of stream: raises `SSE_UNTERMINATED_EVENT` if an event or line is
     /// unfinished; bytes fed after it are `EVENT_AFTER_TERMINAL`.
     fn finish(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+        if let Some(error) = self.pending.take() {
+            return Err(core_err(py, error));
+        }
         let result = self.decoder.finish();
         self.events(py, result, Vec::new())
     }
