@@ -440,3 +440,15 @@ def test_sse_decoder_returns_the_events_before_a_fault_in_their_chunk(impl: Modu
     whole = decoded([data])
     assert whole == decoded([data[i : i + 1] for i in range(len(data))])
     assert whole[0] == [USER_ROLE[6:-2].decode()]
+
+
+def test_a_detected_stream_raises_a_fault_after_blank_events_in_the_same_feed() -> None:
+    """Events with blank data tell no provider: a framing error after them in
+    their chunk is raised by that ``feed``, as a byte at a time."""
+    data = b"data:\n\ndata: \xff\n\n"
+    for pieces in ([data], [data[i : i + 1] for i in range(len(data))]):
+        assembler = detect.StreamAssembler()
+        with pytest.raises(OutputError) as caught:
+            for piece in pieces:
+                assembler.feed(piece)
+        assert (caught.value.code, caught.value.offset) == ("SSE_INVALID_UTF8", 13)

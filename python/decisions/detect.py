@@ -211,15 +211,14 @@ class AutoAssembler(StreamAssembler):
         if (self._lead or self._document is not None) and self._framed(chunk):
             return
         try:
-            try:
-                events = self._probe.feed(chunk)  # the SSE limits bound what is held here
-            except _OutputError as error:
-                # an event complete before the byte at fault comes first: its
-                # provider reads the stream, and raises what comes first
-                events = self._before(error, chunk)
+            # the probe returns the events the chunk completed before a framing
+            # error and raises it at its next call: the first such event tells
+            # the provider, whose assembler reads the stream in byte order
+            events = self._probe.feed(chunk)  # the SSE limits bound what is held here
             self._held.append(chunk)
             first = next((sse for sse in events if sse.data.strip()), None)
             if first is None:
+                self._probe.feed(b"")  # a framing error after the events (none told the provider): raised now
                 return
             provider = detect(_decode(first.data, self._options["limits"]))
         except _OutputError as error:  # the stream fails: later calls raise STREAM_FAILED
@@ -227,25 +226,6 @@ class AutoAssembler(StreamAssembler):
             raise
         held, self._held, self._probe = b"".join(self._held), [], None
         self._start(provider).feed(held)
-
-    def _before(self, error: _OutputError, chunk: bytes) -> list[_Any]:
-        """The events the stream completed before the byte at which the
-        probe raised ``error`` on ``chunk`` (read again, up to that byte's
-        offset, by a new probe); ``error`` itself when there are none, so a
-        stream whose first event precedes a framing error is told by that
-        event whatever the chunking."""
-        held = b"".join(self._held)
-        if error.offset is None or error.offset > len(held) + len(chunk):
-            raise error
-        try:
-            events: list[_Any] = _backend.impl.SSEDecoder(limits=self._options["limits"]).feed(
-                (held + chunk)[: error.offset]
-            )
-        except _OutputError:
-            raise error from None
-        if not any(sse.data.strip() for sse in events):
-            raise error
-        return events
 
     def _framed(self, chunk: bytes) -> bool:
         """Whether ``chunk``, after the whitespace held, is no event stream:
