@@ -217,7 +217,8 @@ def test_a_document_held_up_to_its_bound_exactly(live: ModuleType) -> None:
     over.feed(document[:10])
     error = _refused(lambda: over.feed(document[10:] + b" "))
     assert error.code == "NOT_A_RESPONSE_BODY"
-    assert str(error).endswith(f"longer than max_sse_event_bytes ({len(document)})")
+    assert error.message.endswith(f"longer than max_sse_event_bytes ({len(document)})")
+    assert error.offset == 0  # at its first byte, as a named provider's assembler says
 
 
 _LONG = b"0." + b"1" * 300  # a number longer than the default bound, within 500

@@ -452,3 +452,34 @@ def test_a_detected_stream_raises_a_fault_after_blank_events_in_the_same_feed() 
             for piece in pieces:
                 assembler.feed(piece)
         assert (caught.value.code, caught.value.offset) == ("SSE_INVALID_UTF8", 13)
+
+
+@pytest.mark.parametrize("lead", [b"", b"  ", b"\xef\xbb\xbf", b"\r\n"], ids=["none", "spaces", "bom", "crlf"])
+@pytest.mark.parametrize("room", [0, -1], ids=["at the bound", "past it"])
+def test_a_detected_json_document_is_bounded_from_its_first_byte(impl: ModuleType, lead: bytes, room: int) -> None:
+    """``StreamAssembler()`` holds a stream that is one JSON document as a
+    named provider's assembler does: up to ``max_sse_event_bytes`` from its
+    ``{`` (the whitespace and byte order mark before it not counted), past
+    it ``NOT_A_RESPONSE_BODY`` at that ``{``, raised by the same call."""
+    doc = b'{"error": {"message": "m"}}'
+    limits = Limits(max_sse_event_bytes=len(doc) + room)
+    data = lead + doc
+
+    def first(assembler: Any) -> tuple[str, str, int | None]:
+        stage = "feed"
+        with pytest.raises(OutputError) as caught:
+            for piece in (data[i : i + 1] for i in range(len(data))):
+                assembler.feed(piece)
+            stage = "finish"
+            assembler.finish()
+        return stage, caught.value.code, caught.value.offset
+
+    auto = first(detect.StreamAssembler(limits=limits))
+    if room < 0:
+        assert (
+            auto
+            == first(impl.StreamAssembler("openai-chat", limits=limits))
+            == ("feed", "NOT_A_RESPONSE_BODY", len(lead))
+        )
+    else:  # read whole; told by no provider as a body (the error object is every OpenAI API's)
+        assert auto == ("finish", "NOT_A_RESPONSE_BODY", len(lead))

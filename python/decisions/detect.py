@@ -174,6 +174,8 @@ class AutoAssembler(StreamAssembler):
         self._lead_bytes = 0
         #: a stream that is one JSON document: all of it, held whole
         self._document: bytearray | None = None
+        #: the offset of its first byte other than a byte order mark and whitespace
+        self._document_at = 0
         self._aborted = False
         #: the error that failed the stream before the provider was told (later calls: STREAM_FAILED)
         self._error: _OutputError | None = None
@@ -236,9 +238,12 @@ class AutoAssembler(StreamAssembler):
         else."""
         if self._document is not None:
             limit = (self._options["limits"] or _DEFAULT_LIMITS).max_sse_event_bytes
-            if len(self._document) + len(chunk) > limit:
+            # bounded from its first byte, as a named provider's assembler bounds it
+            if len(self._document) - self._document_at + len(chunk) > limit:
                 self._error = _StreamError(
-                    "NOT_A_RESPONSE_BODY", f"{_NOT_AN_EVENT_STREAM}, longer than max_sse_event_bytes ({limit})"
+                    "NOT_A_RESPONSE_BODY",
+                    f"{_NOT_AN_EVENT_STREAM}, longer than max_sse_event_bytes ({limit})",
+                    offset=self._document_at,
                 )
                 raise self._error
             self._document += chunk
@@ -263,6 +268,7 @@ class AutoAssembler(StreamAssembler):
         if first == b"{":
             self._held, self._probe = [], None
             self._document = bytearray()
+            self._document_at = len(lead) - len(lead.removeprefix(_BOM).lstrip(_WHITESPACE))
             return self._framed(lead)
         return False
 
