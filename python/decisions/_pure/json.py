@@ -98,7 +98,7 @@ from pydantic_core import from_json
 
 from .._json_errors import parse_error, str_input_error, utf16_str
 from ..errors import ParseError
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, checked
 from .jsonexact import INF, INT_MAX, INT_MIN, WS, WS_CHARS, Exact, Fail, utf8_len
 
 __all__ = ["FAST_MISSES", "fast_path", "fast_unkeyed", "loads", "parse_text", "plain"]
@@ -455,7 +455,7 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
     if limits is None:
         lim = DEFAULT_LIMITS
     elif isinstance(limits, Limits):
-        lim = limits
+        lim = checked(limits)
     else:
         raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
     if type(data) is str and data.isascii():  # the common case: the checks below, in their order

@@ -16,7 +16,7 @@ from typing import Any, Callable, Final, Protocol
 
 from .._payload import payload_text
 from ..errors import OutputError, StreamError, new_error
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, checked
 from ..providers import CANONICAL, DONE
 from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
@@ -342,8 +342,10 @@ def _mapper(provider: str, choice: int | None) -> providers.Mapper:
 
 
 def _check_options(limits: Limits | None, choice: int | None) -> Limits:
-    if limits is not None and not isinstance(limits, Limits):
-        raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
+    if limits is not None:
+        if not isinstance(limits, Limits):
+            raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
+        limits = checked(limits)
     if choice is not None and (type(choice) is not int or not 0 <= choice < 2**32):
         shown = repr(choice) if type(choice) is int else type(choice).__name__  # a value's repr may recurse
         raise ValueError(f"choice must be an int from 0 to 2**32 - 1, or None, not {shown}")

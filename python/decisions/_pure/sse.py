@@ -20,7 +20,7 @@ import threading
 from typing import Callable, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ..errors import OutputError, StreamError
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, checked
 from ..types import SSEEvent
 from .json import plain
 from .jsonarray import WHITESPACE, ArraySplitter
@@ -498,7 +498,7 @@ class SSEDecoder:
     def __init__(self, *, limits: Limits | None = None) -> None:
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
-        self._framer = _Framer(limits if limits is not None else DEFAULT_LIMITS)
+        self._framer = _Framer(checked(limits) if limits is not None else DEFAULT_LIMITS)
         self._busy = threading.Lock()
 
     @exclusive

@@ -1,0 +1,114 @@
+"""A caller's objects and calling patterns, on both backends: a ``Limits``
+whose fields were changed after ``__init__`` checked them, chunks whose
+``__len__`` lies, canonical events whose ``to_dict`` is no dict, copies and
+pickles of the stateful objects, a snapshot interrupted in its partial
+parse, odd dataclasses given to ``Constructor``. Each ends in the same
+outcome on both, a typed error or the exact result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from decisions import Limits
+from decisions.errors import OutputError
+from decisions.limits import DEFAULT_LIMITS
+
+_ENTRIES: dict[str, Callable[[ModuleType, Limits], Any]] = {
+    "loads": lambda impl, limits: impl.loads("[[1]]", limits=limits),
+    "SSEDecoder": lambda impl, limits: impl.SSEDecoder(limits=limits).feed(b"data: x\n\n"),
+    "StreamAssembler": lambda impl, limits: impl.StreamAssembler("anthropic", limits=limits).feed(b"data: {}\n\n"),
+    "normalize": lambda impl, limits: impl.normalize(b"{}", provider="anthropic", limits=limits),
+}
+
+
+class _Index:
+    """Not an int, but usable as one (``__index__``)."""
+
+    def __index__(self) -> int:
+        return 10**30
+
+
+class _Int(int):
+    """An int subclass: ``__post_init__`` refuses it (``type(value) is not int``)."""
+
+
+def _changed(field: str, value: object) -> Limits:
+    """Default limits with ``field`` set to ``value`` past the frozen check."""
+    limits = Limits()
+    object.__setattr__(limits, field, value)
+    return limits
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "shown"),
+    [
+        ("max_depth", float("nan"), "float"),
+        ("max_depth", 2.0, "float"),
+        ("max_depth", -1, "-1"),
+        ("max_depth", 0, "0"),
+        ("max_depth", True, "bool"),
+        ("max_depth", "3", "str"),
+        ("max_depth", _Index(), "_Index"),
+        ("max_depth", _Int(3), "_Int"),
+        ("max_stream_bytes", -1, "-1"),
+        ("max_stream_bytes", float("inf"), "float"),
+        ("max_result_bytes", None, "NoneType"),
+    ],
+)
+@pytest.mark.parametrize("entry", list(_ENTRIES))
+def test_limits_changed_past_their_check_are_refused(
+    impl: ModuleType, entry: str, field: str, value: object, shown: str
+) -> None:
+    """A field that is not a positive int is refused by every entry, as
+    ``Limits()`` refuses it, not read as no bound (native: a negative or
+    huge value was ``usize::MAX``) or compared as it is (pure: NaN turned
+    the bound off, -1 refused every byte)."""
+    with pytest.raises(ValueError, match=f"^Limits.{field} must be a positive int, not {shown}$"):
+        _ENTRIES[entry](impl, _changed(field, value))
+
+
+@pytest.mark.parametrize(("field", "value"), [("max_depth", 10**6), ("max_number_length", 10**5)])
+@pytest.mark.parametrize("entry", list(_ENTRIES))
+def test_limits_changed_past_their_ceiling_are_refused(impl: ModuleType, entry: str, field: str, value: int) -> None:
+    """The ceilings ``Limits()`` enforces hold for a changed object too."""
+    with pytest.raises(ValueError, match=f"^Limits.{field} may not exceed"):
+        _ENTRIES[entry](impl, _changed(field, value))
+
+
+def test_a_limits_subclass_is_read_once(impl: ModuleType) -> None:
+    """A subclass whose field is a property is read once: the bound it gave
+    then holds for the whole stream, and the snapshot's parser holds it too."""
+    reads: list[int] = []
+
+    class Shifting(Limits):
+        @property  # type: ignore[misc]
+        def max_depth(self) -> int:
+            reads.append(1)
+            return 2 if len(reads) == 1 else 10_000
+
+    limits = object.__new__(Shifting)  # its __init__ cannot set the property
+    for name in Limits.__slots__:
+        if name != "max_depth":
+            object.__setattr__(limits, name, getattr(DEFAULT_LIMITS, name))
+    assembler = impl.StreamAssembler("anthropic", limits=limits)
+    start = (
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        b'"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}\n\n'
+    )
+    head = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message",'
+        b'"role":"assistant","model":"m","content":[],"stop_reason":null}}\n\n'
+    )
+    delta = (
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"input_json_delta","partial_json":"{\\"a\\": [[1]]"}}\n\n'
+    )
+    assembler.feed(head + start + delta)
+    with pytest.raises(OutputError) as info:
+        assembler.snapshot()
+    assert info.value.code == "DEPTH_EXCEEDED"
+    assert len(reads) == 1
