@@ -112,3 +112,31 @@ def test_a_limits_subclass_is_read_once(impl: ModuleType) -> None:
         assembler.snapshot()
     assert info.value.code == "DEPTH_EXCEEDED"
     assert len(reads) == 1
+
+
+class _LongBytes(bytes):
+    """Bytes that say they are a GiB long."""
+
+    def __len__(self) -> int:
+        return 1 << 30
+
+
+class _LongBytearray(bytearray):
+    """A bytearray that says it is a GiB long."""
+
+    def __len__(self) -> int:
+        return 1 << 30
+
+
+_CHUNK = b'data: {"type":"ping"}\n\n'
+
+
+@pytest.mark.parametrize("kind", [_LongBytes, _LongBytearray])
+def test_a_chunk_is_measured_by_the_bytes_it_holds(impl: ModuleType, kind: type) -> None:
+    """``SSEDecoder.feed`` and ``StreamAssembler.feed`` measure a chunk of a
+    bytes or bytearray subclass by its buffer, as they read it (the pure twin
+    took its ``__len__``, and refused it as past ``max_stream_bytes``)."""
+    assert [e.data for e in impl.SSEDecoder().feed(kind(_CHUNK))] == ['{"type":"ping"}']
+    assembler = impl.StreamAssembler("anthropic")
+    assembler.feed(kind(_CHUNK))
+    assert assembler.state == "init"

@@ -146,7 +146,8 @@ class _Framer:
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
             raise TypeError(f"feed() takes bytes, not {type(chunk).__name__}")
         limit = self._limits.max_stream_bytes
-        size = chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
+        # the bytes it holds, as the core measures them (not what a subclass's __len__ says)
+        size = len(chunk) if type(chunk) is bytes else memoryview(chunk).nbytes
         if self._pos + len(self._bom_held) + size > limit:  # before a bytearray or memoryview is copied
             raise self._fail(
                 "SSE_STREAM_TOO_LARGE",
