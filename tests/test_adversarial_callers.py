@@ -8,6 +8,7 @@ outcome on both, a typed error or the exact result."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from decisions import Limits
 from decisions.errors import OutputError
 from decisions.limits import DEFAULT_LIMITS
+from decisions.types import ResponseStarted
 
 _ENTRIES: dict[str, Callable[[ModuleType, Limits], Any]] = {
     "loads": lambda impl, limits: impl.loads("[[1]]", limits=limits),
@@ -140,3 +142,41 @@ def test_a_chunk_is_measured_by_the_bytes_it_holds(impl: ModuleType, kind: type)
     assembler = impl.StreamAssembler("anthropic")
     assembler.feed(kind(_CHUNK))
     assert assembler.state == "init"
+
+
+def _started_giving(value: object) -> Any:
+    """A ``response_started`` event of a subclass whose ``to_dict`` gives ``value``."""
+
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class Started(ResponseStarted):
+        def to_dict(self) -> Any:
+            return value
+
+    return Started(response_id="r")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('{"type":"response_started","response_id":"r"}', "a canonical event must be a JSON object"),
+        (b'{"type":"response_started","response_id":"r"}', "event payload is not JSON-serialisable"),
+        ([{"type": "response_started"}], "a canonical event must be a JSON object"),
+        (None, "a canonical event must be a JSON object"),
+        (7, "a canonical event must be a JSON object"),
+    ],
+)
+def test_a_canonical_event_whose_to_dict_is_no_dict_fails_the_stream(
+    impl: ModuleType, value: object, message: str
+) -> None:
+    """What an event's ``to_dict`` gives is written as JSON: anything but an
+    object is ``MALFORMED_EVENT``, and the stream is failed (the pure twin
+    fed a str or bytes as the event's text, and raised the memoryview's
+    TypeError for a list, None or an int, leaving the stream as it was)."""
+    assembler = impl.StreamAssembler("canonical")
+    with pytest.raises(OutputError, match=message) as info:
+        assembler.feed_event(_started_giving(value))
+    assert info.value.code == "MALFORMED_EVENT"
+    assert assembler.state == "failed"
+    with pytest.raises(OutputError) as again:
+        assembler.finish()
+    assert again.value.code == "STREAM_FAILED"

@@ -427,14 +427,14 @@ class StreamAssembler:
         event = plain(event)
         if event is not None and not utf8_text(event):
             raise pipeline.fail(new_error("MALFORMED_EVENT", "event name is not valid UTF-8"))
-        if isinstance(payload, _Event):
-            # its wire format, checked as that text would be (as the native
-            # backend does): a str field with a lone surrogate, a count past
-            # 64 bits or a NaN is refused as in the text
-            payload = payload.to_dict()
-        if isinstance(payload, dict):
+        if isinstance(payload, (_Event, dict)):
+            # an event's wire format, checked as that text would be (as the
+            # native backend does): a str field with a lone surrogate, a count
+            # past 64 bits or a NaN is refused as in the text; whatever its
+            # to_dict gives (a subclass's may give no dict) is written as JSON
+            value: Any = payload.to_dict() if isinstance(payload, _Event) else payload
             try:
-                text = payload_text(payload, pipeline.limits.max_sse_event_bytes)
+                text = payload_text(value, pipeline.limits.max_sse_event_bytes)
             except OutputError as err:
                 raise pipeline.fail(err) from None
             if text is None:  # too large: told before it was written
