@@ -7,6 +7,8 @@ outcome on both, a typed error or the exact result."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -180,3 +182,24 @@ def test_a_canonical_event_whose_to_dict_is_no_dict_fails_the_stream(
     with pytest.raises(OutputError) as again:
         assembler.finish()
     assert again.value.code == "STREAM_FAILED"
+
+
+_STATEFUL: dict[str, Callable[[ModuleType], Any]] = {
+    "SSEDecoder": lambda impl: impl.SSEDecoder(),
+    "StreamAssembler": lambda impl: impl.StreamAssembler("anthropic"),
+    "Constructor": lambda impl: impl.Constructor(ResponseStarted),
+}
+
+
+@pytest.mark.parametrize(
+    "how",
+    [copy.copy, copy.deepcopy, pickle.dumps, lambda obj: obj.__reduce_ex__(2)],
+    ids=["copy", "deepcopy", "pickle", "reduce_ex"],
+)
+@pytest.mark.parametrize("name", list(_STATEFUL))
+def test_a_stateful_object_is_neither_copied_nor_pickled(impl: ModuleType, name: str, how: Any) -> None:
+    """Each is a ``TypeError`` (the pure twin's ``copy.copy`` made a second
+    object sharing the first one's decoder, pipeline and lock: feeding one
+    advanced the other)."""
+    with pytest.raises(TypeError, match=f"^cannot pickle '[a-z_.]+{name}' object$"):
+        how(_STATEFUL[name](impl))

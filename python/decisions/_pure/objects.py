@@ -28,6 +28,7 @@ import dataclasses
 from typing import Any, Callable
 
 from ..types import NormalizedResponse, TextItem, ToolCallItem, Usage
+from .sse import no_copy
 
 __all__ = ["Constructor", "new_response", "new_text_item", "new_tool_call_item", "new_usage"]
 
@@ -93,6 +94,7 @@ class Constructor:
     """Builds instances of one dataclass from its field values, in field order."""
 
     __slots__ = ("_cls",)
+    __reduce_ex__ = no_copy
     _cls: type
 
     def __new__(cls, target: type, /) -> Constructor:

@@ -25,7 +25,7 @@ from .body import body_error, foreign_body, shapeless_body
 from .envelope import classify, decode, decoder, envelope_limits, unkeyed, utf8_text
 from .json import plain
 from .providers.canonical import CanonicalMapper
-from .sse import NOT_AN_EVENT_STREAM, _Framer, exclusive
+from .sse import NOT_AN_EVENT_STREAM, _Framer, exclusive, no_copy
 
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
 
@@ -374,6 +374,7 @@ class StreamAssembler:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
     __slots__ = ("_provider", "_pipeline", "_busy")
+    __reduce_ex__ = no_copy
 
     def __init__(
         self,

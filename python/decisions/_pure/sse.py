@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Callable, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Callable, Concatenate, NoReturn, ParamSpec, Protocol, TypeVar
 
 from ..errors import OutputError, StreamError
 from ..limits import DEFAULT_LIMITS, Limits, checked
@@ -25,7 +25,7 @@ from ..types import SSEEvent
 from .json import plain
 from .jsonarray import WHITESPACE, ArraySplitter
 
-__all__ = ["SSEDecoder", "RawEvent", "exclusive"]
+__all__ = ["SSEDecoder", "RawEvent", "exclusive", "no_copy"]
 
 _BOM = b"\xef\xbb\xbf"
 _U64_MAX = (1 << 64) - 1
@@ -46,6 +46,13 @@ class _Guarded(Protocol):
 _G = TypeVar("_G", bound=_Guarded)
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+
+
+def no_copy(self: object, protocol: object = None) -> NoReturn:
+    """``__reduce_ex__`` of an object whose state is its own: it cannot be
+    pickled or copied (``copy.copy`` would share its state with the copy),
+    the ``TypeError`` the native objects give."""
+    raise TypeError(f"cannot pickle '{type(self).__module__}.{type(self).__qualname__}' object")
 
 
 def exclusive(method: Callable[Concatenate[_G, _P], _R]) -> Callable[Concatenate[_G, _P], _R]:
@@ -495,6 +502,7 @@ class SSEDecoder:
     ``retry`` are the last valid values seen (they persist across events)."""
 
     __slots__ = ("_framer", "_busy")
+    __reduce_ex__ = no_copy
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         if limits is not None and not isinstance(limits, Limits):
