@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -203,3 +204,80 @@ def test_a_stateful_object_is_neither_copied_nor_pickled(impl: ModuleType, name:
     advanced the other)."""
     with pytest.raises(TypeError, match=f"^cannot pickle '[a-z_.]+{name}' object$"):
         how(_STATEFUL[name](impl))
+
+
+class _Stop(BaseException):
+    """What a signal handler raises (a ``KeyboardInterrupt``, say)."""
+
+
+def _stopping_at(call: int) -> Callable[..., Any]:
+    """A trace function that raises :class:`_Stop` in the ``call``-th Python
+    frame it sees, once: a signal landing that far into a call. Native
+    calls run no Python frame of their own, so none lands inside them."""
+    seen = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> None:
+        nonlocal seen
+        if event == "call":
+            seen += 1
+            if seen == call:
+                sys.settrace(None)
+                raise _Stop
+
+    return trace
+
+
+def _interrupted(call: int, work: Callable[[], Any]) -> bool:
+    """Run ``work`` with a :class:`_Stop` landing in its ``call``-th frame;
+    whether it landed."""
+    sys.settrace(_stopping_at(call))
+    try:
+        work()
+    except _Stop:
+        return True
+    finally:
+        sys.settrace(None)
+    return False
+
+
+_DELTA = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"0123456789abcdef"}}]}\n\n'
+_END = b'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+
+
+@pytest.mark.parametrize("call", range(1, 160, 6))
+def test_an_interrupted_feed_took_nothing_or_fails_the_stream(impl: ModuleType, call: int) -> None:
+    """An exception landing part way through ``feed`` (a ``KeyboardInterrupt``
+    the host catches) either took nothing of the chunk, which the host may
+    feed again, or fails the stream with ``STREAM_FAILED`` (natively a feed
+    runs to its end first): never a response that lost the chunk's events
+    (the pure twin went on without them)."""
+    assembler = impl.StreamAssembler("openai-chat")
+    chunk = _DELTA * 20
+    try:
+        if _interrupted(call, lambda: assembler.feed(chunk)):
+            assembler.feed(chunk)
+        assembler.feed(chunk + _END)
+        text = assembler.finish().text
+    except OutputError as err:
+        assert err.code == "STREAM_FAILED"
+        assert assembler.state == "failed"
+    else:
+        assert text == "0123456789abcdef" * 40
+
+
+@pytest.mark.parametrize("call", [1, 2, 3, 5, 8, 13, 21])
+def test_an_interrupted_decoder_feed_took_nothing_or_fails(impl: ModuleType, call: int) -> None:
+    """As for the assembler: ``SSEDecoder.feed`` interrupted part way took
+    nothing (fed again, every event comes) or fails with ``STREAM_FAILED``."""
+    decoder = impl.SSEDecoder()
+    chunk = _DELTA * 5
+    events: list[Any] = []
+    try:
+        if _interrupted(call, lambda: events.extend(decoder.feed(chunk))):
+            events += decoder.feed(chunk)
+        events += decoder.feed(chunk)
+        decoder.finish()
+    except OutputError as err:
+        assert err.code == "STREAM_FAILED"
+    else:
+        assert len(events) == 10

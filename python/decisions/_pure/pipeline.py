@@ -25,7 +25,7 @@ from .body import body_error, foreign_body, shapeless_body
 from .envelope import classify, decode, decoder, envelope_limits, unkeyed, utf8_text
 from .json import plain
 from .providers.canonical import CanonicalMapper
-from .sse import NOT_AN_EVENT_STREAM, _Framer, exclusive, no_copy
+from .sse import NOT_AN_EVENT_STREAM, _Framer, exclusive, interrupted, no_copy
 
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
 
@@ -157,6 +157,7 @@ class Pipeline:
         framer = self._framer
         if framer is None:
             framer = self._framer = _Framer(self._limits, getattr(self._mapper, "ARRAY_FRAMING", False), True)
+        raws = None
         try:
             raws = framer.feed_raw(data)
             decode_event = self._decode
@@ -205,6 +206,10 @@ class Pipeline:
                 self._apply_all(map_event(event, decoded))
         except OutputError as err:
             raise self._assembler.fail(err) from None
+        except BaseException as exc:
+            if raws is not None or framer._error is not None:  # stopped part way: events are lost
+                self._assembler.fail(interrupted(exc))
+            raise
 
     def _learn(self, event: str | None, text: str, found: tuple[Any, str]) -> None:
         """After ``fast_event`` took the delta event ``text`` (the delta of
@@ -228,9 +233,16 @@ class Pipeline:
         """One already-decoded provider event: its ``event:`` name and data."""
         self._assembler.check_usable()
         try:
-            self._map(event, decode(data, self._limits, self._fields))
+            decoded = decode(data, self._limits, self._fields)
         except OutputError as err:
             raise self._assembler.fail(err) from None
+        try:
+            self._map(event, decoded)
+        except OutputError as err:
+            raise self._assembler.fail(err) from None
+        except BaseException as exc:  # stopped part way: some of its events were applied
+            self._assembler.fail(interrupted(exc))
+            raise
 
     def fail(self, error: OutputError) -> OutputError:
         """Fail the stream with ``error``; returns the error to raise."""
@@ -262,6 +274,9 @@ class Pipeline:
                 self._apply_all(self._mapper.end())
             except OutputError as err:
                 raise assembler.fail(err) from None
+            except BaseException as exc:  # stopped part way: some closing events were applied
+                assembler.fail(interrupted(exc))
+                raise
         return assembler.finish(self._mapper.unknown_events)
 
     def _not_an_event_stream(self, document: bytes, at: int) -> OutputError:

@@ -25,7 +25,7 @@ from ..types import SSEEvent
 from .json import plain
 from .jsonarray import WHITESPACE, ArraySplitter
 
-__all__ = ["SSEDecoder", "RawEvent", "exclusive", "no_copy"]
+__all__ = ["SSEDecoder", "RawEvent", "exclusive", "interrupted", "no_copy"]
 
 _BOM = b"\xef\xbb\xbf"
 _U64_MAX = (1 << 64) - 1
@@ -53,6 +53,16 @@ def no_copy(self: object, protocol: object = None) -> NoReturn:
     pickled or copied (``copy.copy`` would share its state with the copy),
     the ``TypeError`` the native objects give."""
     raise TypeError(f"cannot pickle '{type(self).__module__}.{type(self).__qualname__}' object")
+
+
+def interrupted(exc: BaseException) -> StreamError:
+    """The error a stream is failed with when a call on it stopped part way
+    (a ``KeyboardInterrupt`` or another exception a signal handler raises, a
+    ``MemoryError``): some of what it read was taken and the rest is lost, so
+    the stream cannot go on (natively such a call runs to its end first)."""
+    return StreamError(
+        "STREAM_FAILED", f"a call was stopped part way ({type(exc).__name__}): the stream lost what it read"
+    )
 
 
 def exclusive(method: Callable[Concatenate[_G, _P], _R]) -> Callable[Concatenate[_G, _P], _R]:
@@ -164,6 +174,16 @@ class _Framer:
         if self._finished and size:
             raise self._fail("EVENT_AFTER_TERMINAL", "bytes fed after finish(): the stream had ended", self._pos)
         data: bytes = plain(chunk)
+        try:
+            return self._take(data)
+        except StreamError:
+            raise
+        except BaseException as exc:
+            self._error = interrupted(exc)
+            raise
+
+    def _take(self, data: bytes) -> list[RawEvent]:
+        """The raw events a checked chunk completes."""
         if not self._bom_done:
             data = self._bom_held + data
             if len(data) < 3 and _BOM.startswith(data):
@@ -513,7 +533,12 @@ class SSEDecoder:
     @exclusive
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[SSEEvent]:
         """Consume a chunk; return the events it completed."""
-        return [_event(raw) for raw in self._framer.feed_raw(chunk)]
+        raws = self._framer.feed_raw(chunk)
+        try:
+            return [_event(raw) for raw in raws]
+        except BaseException as exc:  # the chunk was taken: its events are lost
+            self._framer._error = interrupted(exc)
+            raise
 
     @exclusive
     def finish(self) -> list[SSEEvent]:
