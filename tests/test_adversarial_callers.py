@@ -8,6 +8,7 @@ outcome on both, a typed error or the exact result."""
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 import sys
 from collections.abc import Callable
@@ -20,6 +21,7 @@ import pytest
 from decisions import Limits
 from decisions.errors import OutputError
 from decisions.limits import DEFAULT_LIMITS
+from decisions.stream.partial import PartialJSON
 from decisions.types import ResponseStarted
 
 _ENTRIES: dict[str, Callable[[ModuleType, Limits], Any]] = {
@@ -281,3 +283,43 @@ def test_an_interrupted_decoder_feed_took_nothing_or_fails(impl: ModuleType, cal
         assert err.code == "STREAM_FAILED"
     else:
         assert len(events) == 10
+
+
+def _chat_call(arguments: str) -> bytes:
+    """An OpenAI Chat chunk carrying ``arguments`` of the first tool call."""
+    delta = {"index": 0, "function": {"arguments": arguments}}
+    chunk = {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [delta]}}]}
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+_CALL_START = (
+    b'data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1",'
+    b'"type":"function","function":{"name":"f","arguments":""}}]}}]}\n\n'
+)
+
+
+def test_a_snapshot_interrupted_in_its_partial_parse_starts_afresh(
+    impl: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception landing in the partial parser's ``feed`` (after it read
+    half the new text) does not leave the parser half-fed: the next snapshot
+    parses the arguments afresh and shows what a fresh assembler shows
+    (both backends fed the whole text again after the half, and showed ``{}``)."""
+    feed = PartialJSON.feed
+    armed = [False]
+
+    def half_then_stop(self: PartialJSON, text: str) -> None:
+        if armed[0]:
+            armed[0] = False
+            feed(self, text[: len(text) // 2])
+            raise _Stop
+        feed(self, text)
+
+    monkeypatch.setattr(PartialJSON, "feed", half_then_stop)
+    assembler = impl.StreamAssembler("openai-chat")
+    assembler.feed(_CALL_START + _chat_call('{"path": "abc'))
+    armed[0] = True
+    with pytest.raises(_Stop):
+        assembler.snapshot()
+    assembler.feed(_chat_call('def", "n": [1, 2'))
+    assert assembler.snapshot().calls[0].partial == {"path": "abcdef", "n": [1, 2]}

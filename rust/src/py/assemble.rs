@@ -527,7 +527,12 @@ impl Inner {
                 ));
             }
             if let Some(new) = item.text.get(*fed..).filter(|s| !s.is_empty()) {
-                parser.call_method1(intern!(py, "feed"), (new,))?;
+                if let Err(e) = parser.call_method1(intern!(py, "feed"), (new,)) {
+                    // stopped part way (a KeyboardInterrupt, a MemoryError): how
+                    // much it read is unknown, so the next snapshot starts afresh
+                    *slot = None;
+                    return Err(e);
+                }
                 *fed = item.text.len();
                 *arguments = obj(py, item.text.as_str())?.unbind();
             }
