@@ -8,6 +8,7 @@ outcome on both, a typed error or the exact result."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import pickle
 import sys
@@ -323,3 +324,72 @@ def test_a_snapshot_interrupted_in_its_partial_parse_starts_afresh(
         assembler.snapshot()
     assembler.feed(_chat_call('def", "n": [1, 2'))
     assert assembler.snapshot().calls[0].partial == {"path": "abcdef", "n": [1, 2]}
+
+
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    x: int
+    y: int
+
+
+@pytest.mark.parametrize("target", [_Pair(1, 2), 5, None, "_Pair"], ids=["instance", "int", "None", "str"])
+def test_a_constructor_of_no_class_is_a_type_error(impl: ModuleType, target: object) -> None:
+    """``Constructor`` takes a class: a dataclass's instance (which
+    ``dataclasses.is_dataclass`` accepts) or any other object is the
+    ``TypeError`` of a wrong argument (the pure twin raised AttributeError)."""
+    with pytest.raises(TypeError, match="^argument 'cls': '[A-Za-z_]+' object cannot be converted to 'PyType'$"):
+        impl.Constructor(target)
+
+
+@dataclass(frozen=True)
+class _OneSlotStr:
+    __slots__ = "value"
+    value: int
+
+
+@dataclass(frozen=True)
+class _OneSlotDict:
+    __slots__ = {"value": "the value"}  # noqa: RUF023 - a dict is what is tested
+    value: int
+
+
+@dataclass(frozen=True)
+class _LongSlotStr:
+    __slots__ = "xy"
+    xy: int
+
+
+@pytest.mark.parametrize("cls", [_OneSlotStr, _OneSlotDict, _LongSlotStr])
+def test_slots_declared_as_a_str_or_a_dict_are_read_as_the_class_reads_them(impl: ModuleType, cls: type) -> None:
+    """``__slots__`` may be a str (one name) or a dict (its keys name the
+    slots): both backends build such a dataclass (natively it was a
+    ``TypeError`` from reading a list of strs; the pure twin spelled a str
+    into one slot per character, refusing ``"xy"``)."""
+    built = impl.Constructor(cls)(7)
+    assert type(built) is cls
+    assert dataclasses.astuple(built) == (7,)
+
+
+def test_slots_that_are_not_the_fields_are_refused(impl: ModuleType) -> None:
+    """A class whose ``__slots__`` was changed after it was made (to a list of
+    other names, to an int) is refused as the pure twin refuses it."""
+
+    @dataclass(frozen=True, slots=True)
+    class Changed:
+        value: int
+
+    Changed.__slots__ = ("other",)  # type: ignore[misc]
+    with pytest.raises(ValueError, match="whose slots are its fields"):
+        impl.Constructor(Changed)
+    Changed.__slots__ = 3  # type: ignore[misc]
+    with pytest.raises(TypeError, match="'int' object is not iterable"):
+        impl.Constructor(Changed)
+
+
+def test_field_values_are_positional_only(impl: ModuleType) -> None:
+    """A constructor takes the values by position only (the pure twin took
+    its parameters' names, ``v0``, ``v1``, as keywords)."""
+    build = impl.Constructor(_Pair)
+    assert build(1, 2) == _Pair(1, 2)
+    with pytest.raises(TypeError, match="keyword argument"):
+        build(v0=1, v1=2)
