@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import json
 import pickle
 import sys
@@ -393,3 +394,51 @@ def test_field_values_are_positional_only(impl: ModuleType) -> None:
     assert build(1, 2) == _Pair(1, 2)
     with pytest.raises(TypeError, match="keyword argument"):
         build(v0=1, v1=2)
+
+
+def _outcome(call: Callable[[], Any]) -> Any:
+    """A call's value, or the code of the ``OutputError`` it raised."""
+    try:
+        return call()
+    except OutputError as err:
+        return err.code
+
+
+def _break_utf8(buffer: bytearray) -> None:
+    """Each two-byte character in the second half of ``buffer`` made a
+    four-byte lead byte and an ASCII letter: no longer UTF-8."""
+    for at in range(len(buffer) // 2, len(buffer) - 1):
+        if buffer[at] == 0xC3 and buffer[at + 1] == 0xA9:
+            buffer[at : at + 2] = b"\xf4A"
+
+
+@pytest.mark.parametrize("kind", ["bytearray", "memoryview"])
+def test_a_buffer_changed_by_a_gc_hook_during_loads_is_read_as_it_was(impl: ModuleType, kind: str) -> None:
+    """``loads`` of a mutable buffer builds Python objects as it parses; a
+    collection they trigger runs a ``gc.callbacks`` hook, which here breaks
+    the UTF-8 of the strings not yet read. The value is that of the buffer
+    before the change or after it (its ``INVALID_UTF8``), never strings made
+    of bytes the parser had checked as UTF-8 before they changed (natively
+    they were: characters nobody wrote, NULs from memory left unwritten)."""
+    document = ("[" + ",".join(['[{"k": "ééééééé"}]'] * 2000) + "]").encode()
+    changed = bytearray(document)
+    _break_utf8(changed)
+    expected = [_outcome(lambda: impl.loads(document)), _outcome(lambda: impl.loads(bytes(changed)))]
+    buffer = bytearray(document)
+    fired: list[bool] = []
+
+    def hook(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and not fired:
+            fired.append(True)
+            _break_utf8(buffer)
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(50)
+    gc.callbacks.append(hook)
+    try:
+        found = _outcome(lambda: impl.loads(buffer if kind == "bytearray" else memoryview(buffer)))
+    finally:
+        gc.callbacks.remove(hook)
+        gc.set_threshold(*threshold)
+    assert fired
+    assert found in expected
