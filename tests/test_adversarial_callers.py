@@ -442,3 +442,29 @@ def test_a_buffer_changed_by_a_gc_hook_during_loads_is_read_as_it_was(impl: Modu
         gc.set_threshold(*threshold)
     assert fired
     assert found in expected
+
+
+def test_calling_init_again_changes_nothing(impl: ModuleType) -> None:
+    """A live assembler or decoder is made once: ``__init__`` called again
+    (with other arguments, from any thread) leaves its provider, stream and
+    lock as they were (the pure twin made them in ``__init__``, so a second
+    call dropped the stream read so far and the lock a feed held)."""
+    assembler = impl.StreamAssembler("openai-chat")
+    assembler.feed(_DELTA)
+    assembler.__init__("gemini")  # type: ignore[misc]
+    assembler.feed(_END)
+    assert (assembler.provider, assembler.finish().text) == ("openai-chat", "0123456789abcdef")
+    decoder = impl.SSEDecoder()
+    assert decoder.feed(b"data: x") == []
+    decoder.__init__()  # type: ignore[misc]
+    assert [event.data for event in decoder.feed(b"y\n\n")] == ["xy"]
+
+
+def test_a_bare_new_is_a_whole_object_or_a_type_error(impl: ModuleType) -> None:
+    """``cls.__new__(cls)`` makes what ``cls()`` makes, or is the
+    ``TypeError`` of its missing arguments (the pure twin made an empty
+    object whose every method raised ``AttributeError``)."""
+    decoder = impl.SSEDecoder.__new__(impl.SSEDecoder)
+    assert [event.data for event in decoder.feed(b"data: x\n\n")] == ["x"]
+    with pytest.raises(TypeError, match="provider"):
+        impl.StreamAssembler.__new__(impl.StreamAssembler)

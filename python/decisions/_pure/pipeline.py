@@ -390,25 +390,32 @@ class StreamAssembler:
 
     __slots__ = ("_provider", "_pipeline", "_busy")
     __reduce_ex__ = no_copy
+    _provider: str
+    _pipeline: Pipeline
+    _busy: threading.Lock
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         provider: str,
         *,
         limits: Limits | None = None,
         choice: int | None = None,
         keep_events: bool = False,
-    ) -> None:
+    ) -> StreamAssembler:
+        # made in __new__, as natively: calling __init__ again on a live
+        # assembler (from another thread, say) changes nothing
         if type(keep_events) is not bool:  # checked first, as the native argument parser does
             kind = type(keep_events).__name__
             raise TypeError(f"argument 'keep_events': '{kind}' object cannot be converted to 'PyBool'")
         checked = _check_options(limits, choice)
         provider = plain(provider) if isinstance(provider, str) else provider  # the TypeError names its type
+        self = object.__new__(cls)
         self._pipeline = Pipeline(provider, _mapper(provider, choice), checked, keep_events)
         self._provider = provider
         # one thread at a time, ``abort``, ``state`` and ``provider`` excepted: they
         # work while another thread feeds, as natively (``rust/src/py/assemble.rs``)
         self._busy = threading.Lock()
+        return self
 
     @property
     def provider(self) -> str:

@@ -523,12 +523,18 @@ class SSEDecoder:
 
     __slots__ = ("_framer", "_busy")
     __reduce_ex__ = no_copy
+    _framer: _Framer
+    _busy: threading.Lock
 
-    def __init__(self, *, limits: Limits | None = None) -> None:
+    def __new__(cls, *, limits: Limits | None = None) -> SSEDecoder:
+        # made in __new__, as natively: calling __init__ again on a live
+        # decoder (from another thread, say) changes nothing
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
+        self = object.__new__(cls)
         self._framer = _Framer(checked(limits) if limits is not None else DEFAULT_LIMITS)
         self._busy = threading.Lock()
+        return self
 
     @exclusive
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[SSEEvent]:
