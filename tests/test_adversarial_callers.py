@@ -12,6 +12,7 @@ import dataclasses
 import gc
 import json
 import pickle
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -478,3 +479,48 @@ def test_a_bare_new_is_a_whole_object_or_a_type_error(impl: ModuleType) -> None:
     assert [event.data for event in decoder.feed(b"data: x\n\n")] == ["x"]
     with pytest.raises(TypeError, match="provider"):
         impl.StreamAssembler.__new__(impl.StreamAssembler)
+
+
+_FIRST_CALL_SCRIPT = r"""
+import gc, json, sys
+from decisions import _pure
+from decisions._backend import native_module
+from decisions.errors import OutputError
+impl = _pure if sys.argv[1] == "pure" else native_module()
+calls = [{"id": f"call_{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}} for i in range(8)]
+message = {"role": "assistant", "content": "\u00e9" * 100, "tool_calls": calls}
+body = {"id": "c", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
+buffer = bytearray(json.dumps(body, ensure_ascii=False).encode())
+def exported():
+    try:
+        buffer.append(0)
+    except BufferError:
+        return True
+    del buffer[-1]
+    return False
+def hook(phase, info):
+    if phase == "start" and exported():
+        buffer[:] = buffer.replace(b"\xc3\xa9", b"\xf4A")
+gc.set_threshold(5)
+gc.callbacks.append(hook)
+try:
+    outcome = impl.normalize(buffer, provider="openai-chat").text == "\u00e9" * 100
+except OutputError as error:
+    outcome = error.code
+print(json.dumps(outcome))
+"""
+
+
+def test_a_small_buffer_changed_during_the_first_normalize_is_read_as_it_was(impl: ModuleType) -> None:
+    """In a fresh interpreter, the first ``normalize`` runs Python code (the
+    package's classes are looked up) while it holds a small ``bytearray``
+    body, and a ``gc.callbacks`` hook breaks the body's UTF-8 then: the
+    response is that of the body as it was (natively, read in place, its
+    text was made of the changed bytes, which had been checked as UTF-8
+    before they changed: characters nobody wrote)."""
+    name = "pure" if impl.__name__.endswith("_pure") else "native"
+    out = subprocess.run(
+        [sys.executable, "-c", _FIRST_CALL_SCRIPT, name], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert json.loads(out.stdout) is True
