@@ -524,3 +524,58 @@ def test_a_small_buffer_changed_during_the_first_normalize_is_read_as_it_was(imp
         [sys.executable, "-c", _FIRST_CALL_SCRIPT, name], capture_output=True, text=True, check=True, timeout=120
     )
     assert json.loads(out.stdout) is True
+
+
+def _growing(buffer: bytearray, more: bytes, call: int) -> Callable[..., Any]:
+    """A trace function that appends ``more`` to ``buffer`` at the
+    ``call``-th Python call it sees, if no view holds the buffer then:
+    another thread resizing the caller's bytearray at that moment."""
+    seen = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> None:
+        nonlocal seen
+        if event == "call":
+            seen += 1
+            if seen == call:
+                sys.settrace(None)
+                if not _exported(buffer):
+                    buffer.extend(more)
+
+    return trace
+
+
+_LIMITED = Limits(max_stream_bytes=1 << 12, max_document_bytes=1 << 12)
+
+
+@pytest.mark.parametrize("call", range(1, 10))
+@pytest.mark.parametrize(
+    ("entry", "small", "more"),
+    [
+        ("sse", b"data: x\n\n" * 10, b"data: x\n\n" * 1000),
+        ("loads", b"[" + b"1," * 10, b"1," * 5000 + b"1]"),
+    ],
+    ids=["sse", "loads"],
+)
+def test_a_buffer_grown_during_a_call_is_read_at_the_size_measured(
+    impl: ModuleType, entry: str, small: bytes, more: bytes, call: int
+) -> None:
+    """A bytearray another thread grows past the limit while it is read is
+    read at one size: the one its limit was checked against (refused, or
+    read whole at that size), never copied at a size it was not checked at
+    (the pure twin measured a first view, let it go, and copied through a
+    second: a chunk past ``max_stream_bytes`` was decoded)."""
+    buffer = bytearray(small)
+    sys.settrace(_growing(buffer, more, call))
+    try:
+        if entry == "sse":
+            found: Any = len(impl.SSEDecoder(limits=_LIMITED).feed(buffer))
+        else:
+            found = _outcome(lambda: impl.loads(buffer, limits=_LIMITED))
+    except OutputError as err:
+        found = err.code
+    finally:
+        sys.settrace(None)
+    if entry == "sse":
+        assert found in (10, "SSE_STREAM_TOO_LARGE")
+    else:
+        assert found in ("UNEXPECTED_END", "DOCUMENT_TOO_LARGE", [1] * 5011)

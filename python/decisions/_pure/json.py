@@ -486,10 +486,18 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
     elif isinstance(data, (bytes, bytearray, memoryview)):
         # measured before a bytearray or memoryview is copied, and read as the
         # bytes it holds (not a subclass's __bytes__), as the core reads it
-        size = memoryview(data).nbytes
+        if type(data) is bytes:
+            size, raw = len(data), data
+        else:
+            # one view, measured and copied: held, it keeps another thread
+            # from resizing a bytearray in between (as the core's view does)
+            with memoryview(data) as view:
+                size = view.nbytes
+                if size > lim.max_document_bytes:
+                    raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
+                raw = bytes(view)
         if size > lim.max_document_bytes:
             raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
-        raw = data if type(data) is bytes else bytes(memoryview(data))
         if raw[:2] in (b"\xfe\xff", b"\xff\xfe") or (size >= 2 and (raw[0] == 0 or raw[1] == 0)):
             raise parse_error("UTF16_INPUT", data, 0, limits)
         if raw.startswith(b"\xef\xbb\xbf"):

@@ -22,7 +22,6 @@ from typing import Callable, Concatenate, NoReturn, ParamSpec, Protocol, TypeVar
 from ..errors import OutputError, StreamError
 from ..limits import DEFAULT_LIMITS, Limits, checked
 from ..types import SSEEvent
-from .json import plain
 from .jsonarray import WHITESPACE, ArraySplitter
 
 __all__ = ["SSEDecoder", "RawEvent", "exclusive", "interrupted", "no_copy"]
@@ -162,9 +161,17 @@ class _Framer:
         self._check()
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
             raise TypeError(f"feed() takes bytes, not {type(chunk).__name__}")
+        if type(chunk) is bytes:
+            return self._checked(chunk, len(chunk))
+        # the bytes it holds, as the core measures them (not what a subclass's
+        # __len__ says), from one view: held, it keeps another thread from
+        # resizing a bytearray between its measure and its copy
+        with memoryview(chunk) as view:
+            return self._checked(view, view.nbytes)
+
+    def _checked(self, chunk: bytes | memoryview, size: int) -> list[RawEvent]:
+        """:meth:`feed_raw` of a chunk of ``size`` bytes: the limit, then the copy."""
         limit = self._limits.max_stream_bytes
-        # the bytes it holds, as the core measures them (not what a subclass's __len__ says)
-        size = len(chunk) if type(chunk) is bytes else memoryview(chunk).nbytes
         if self._pos + len(self._bom_held) + size > limit:  # before a bytearray or memoryview is copied
             raise self._fail(
                 "SSE_STREAM_TOO_LARGE",
@@ -173,7 +180,7 @@ class _Framer:
             )
         if self._finished and size:
             raise self._fail("EVENT_AFTER_TERMINAL", "bytes fed after finish(): the stream had ended", self._pos)
-        data: bytes = plain(chunk)
+        data: bytes = chunk if type(chunk) is bytes else bytes(chunk)
         try:
             return self._take(data)
         except StreamError:
