@@ -270,6 +270,31 @@ def test_an_interrupted_feed_took_nothing_or_fails_the_stream(impl: ModuleType, 
         assert text == "0123456789abcdef" * 40
 
 
+_TWO_PARTS = (
+    '{"id":"c","choices":[{"index":0,"delta":{"content":"hi","tool_calls":[{"index":0,"id":"call_1",'
+    '"type":"function","function":{"name":"f","arguments":"{}"}}]}}]}'
+)
+
+
+@pytest.mark.parametrize("call", range(1, 120, 4))
+def test_an_interrupted_feed_event_took_nothing_or_fails_the_stream(impl: ModuleType, call: int) -> None:
+    """As for ``feed``: an event that maps to several canonical events (text,
+    then a tool call), interrupted part way, took nothing (fed again, the
+    response is exact) or fails the stream with ``STREAM_FAILED`` (the pure
+    twin kept the text it had applied, and the event fed again repeated it)."""
+    assembler = impl.StreamAssembler("openai-chat")
+    try:
+        if _interrupted(call, lambda: assembler.feed_event(_TWO_PARTS)):
+            assembler.feed_event(_TWO_PARTS)
+        assembler.feed(_END)
+        response = assembler.finish()
+    except OutputError as err:
+        assert err.code == "STREAM_FAILED"
+        assert assembler.state == "failed"
+    else:
+        assert (response.text, [c.call_id for c in response.tool_calls]) == ("hi", ["call_1"])
+
+
 @pytest.mark.parametrize("call", [1, 2, 3, 5, 8, 13, 21])
 def test_an_interrupted_decoder_feed_took_nothing_or_fails(impl: ModuleType, call: int) -> None:
     """As for the assembler: ``SSEDecoder.feed`` interrupted part way took
