@@ -399,13 +399,15 @@ def _framed(chunks: list[bytes], limits: Limits) -> Any:
 
     framer = _Framer(limits)
     out: list[Any] = []
+    for chunk in chunks:
+        error = framer.feed_into(chunk, out)
+        if error is not None:  # the events completed before the byte at fault are kept
+            return out, (error.code, error.offset)
     try:
-        for chunk in chunks:
-            out.extend(framer.feed_raw(chunk))
         out.extend(framer.finish_raw())
-    except OutputError as err:  # the events of the chunk that failed are not returned
-        return (err.code, err.offset)
-    return out
+    except OutputError as err:
+        return out, (err.code, err.offset)
+    return out, None
 
 
 @given(

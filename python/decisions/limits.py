@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from operator import attrgetter, is_
 from typing import Final
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "MAX_DEPTH_CEILING", "PYTHON_ONLY"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "MAX_DEPTH_CEILING", "PYTHON_ONLY", "checked"]
 
 KiB: Final = 1024
 MiB: Final = 1024 * KiB
@@ -94,6 +95,43 @@ class Limits:
 
 
 DEFAULT_LIMITS: Final = Limits()
+
+_NAMES: Final = tuple(field.name for field in fields(Limits))
+_read: Final = attrgetter(*_NAMES)
+_DEPTH: Final = _NAMES.index("max_depth")
+_NUMBER_LENGTH: Final = _NAMES.index("max_number_length")
+
+
+def checked(limits: Limits) -> Limits:
+    """``limits`` as both backends take it: each field read once and checked
+    as ``__post_init__`` checks it (an exact int, positive, the ceilings), as
+    a frozen ``Limits`` may have been changed by ``object.__setattr__``, made
+    without ``__init__`` or be of a subclass whose fields are properties. A
+    ``Limits`` itself is returned as it is, any other a ``Limits`` of the
+    values read (nothing is read from it again); ValueError names the first
+    field that is not a positive int (an int by its value, anything else by
+    its type: its ``repr`` is the caller's code)."""
+    global _last_checked
+    values = _read(limits)
+    last = _last_checked
+    if last[0] is limits and all(map(is_, last[1], values)):  # the same object holding the same values
+        return last[2]
+    for name, value in zip(_NAMES, values):
+        if type(value) is not int:
+            raise ValueError(f"Limits.{name} must be a positive int, not {type(value).__name__}")
+        if value < 1:
+            raise ValueError(f"Limits.{name} must be a positive int, not {value!r}")
+    if values[_DEPTH] > MAX_DEPTH_CEILING:
+        raise ValueError(f"Limits.max_depth may not exceed {MAX_DEPTH_CEILING}")
+    if values[_NUMBER_LENGTH] > 10_000:
+        raise ValueError("Limits.max_number_length may not exceed 10000")
+    result = limits if type(limits) is Limits else Limits(**dict(zip(_NAMES, values)))
+    _last_checked = (limits, values, result)
+    return result
+
+
+#: the last ``(limits, values read, result)`` of :func:`checked`
+_last_checked: tuple[object, tuple[object, ...], Limits] = (None, (), DEFAULT_LIMITS)
 
 #: The fields the native core neither reads nor holds: they bound work done in
 #: Python only (the core's copy of the limits has every other field).

@@ -513,7 +513,13 @@ class Assembler:
                 if parser is None:
                     parser = item.parser = PartialJSON(self._limits)
                 if item.fed < len(arguments):
-                    parser.feed(arguments[item.fed :])
+                    try:
+                        parser.feed(arguments[item.fed :])
+                    except BaseException:
+                        # stopped part way (a KeyboardInterrupt, a MemoryError): how
+                        # much it read is unknown, so the next snapshot starts afresh
+                        item.parser, item.fed = None, 0
+                        raise
                     item.fed = len(arguments)
                 if parser.failure is not None:  # a limit the complete arguments break too
                     error = parser.error(arguments, f"$.calls[{len(calls)}].arguments")

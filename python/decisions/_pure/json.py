@@ -98,7 +98,7 @@ from pydantic_core import from_json
 
 from .._json_errors import parse_error, str_input_error, utf16_str
 from ..errors import ParseError
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, checked
 from .jsonexact import INF, INT_MAX, INT_MIN, WS, WS_CHARS, Exact, Fail, utf8_len
 
 __all__ = ["FAST_MISSES", "fast_path", "fast_unkeyed", "loads", "parse_text", "plain"]
@@ -455,7 +455,7 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
     if limits is None:
         lim = DEFAULT_LIMITS
     elif isinstance(limits, Limits):
-        lim = limits
+        lim = checked(limits)
     else:
         raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
     if type(data) is str and data.isascii():  # the common case: the checks below, in their order
@@ -486,10 +486,18 @@ def loads(data: str | bytes | bytearray | memoryview, /, *, limits: Limits | Non
     elif isinstance(data, (bytes, bytearray, memoryview)):
         # measured before a bytearray or memoryview is copied, and read as the
         # bytes it holds (not a subclass's __bytes__), as the core reads it
-        size = memoryview(data).nbytes
+        if type(data) is bytes:
+            size, raw = len(data), data
+        else:
+            # one view, measured and copied: held, it keeps another thread
+            # from resizing a bytearray in between (as the core's view does)
+            with memoryview(data) as view:
+                size = view.nbytes
+                if size > lim.max_document_bytes:
+                    raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
+                raw = bytes(view)
         if size > lim.max_document_bytes:
             raise parse_error("DOCUMENT_TOO_LARGE", data, 0, limits)
-        raw = data if type(data) is bytes else bytes(memoryview(data))
         if raw[:2] in (b"\xfe\xff", b"\xff\xfe") or (size >= 2 and (raw[0] == 0 or raw[1] == 0)):
             raise parse_error("UTF16_INPUT", data, 0, limits)
         if raw.startswith(b"\xef\xbb\xbf"):

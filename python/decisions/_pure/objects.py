@@ -28,11 +28,20 @@ import dataclasses
 from typing import Any, Callable
 
 from ..types import NormalizedResponse, TextItem, ToolCallItem, Usage
+from .sse import no_copy
 
 __all__ = ["Constructor", "new_response", "new_text_item", "new_tool_call_item", "new_usage"]
 
 #: The value of a field value not given (never a field's value).
 _MISSING: Any = object()
+
+
+def _slots(cls: type) -> tuple[Any, ...]:
+    """The names ``cls.__slots__`` declares, as the class statement reads
+    them: a str is one name, any other iterable (a tuple, a list, a dict's
+    keys) its items."""
+    slots = getattr(cls, "__slots__", ())
+    return (slots,) if isinstance(slots, str) else tuple(slots)
 
 
 def _twin(cls: type, names: tuple[str, ...]) -> type | None:
@@ -68,8 +77,9 @@ def _builder(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     space["_wrong_count"] = wrong_count
     params = [f"v{i}" for i in range(len(names))]
     listed = "".join(f"{p}, " for p in params)
+    positional = f"{''.join(f'{p}=_MISSING, ' for p in params)}/, " if params else ""  # as natively: no keywords
     lines = [
-        f"def build({''.join(f'{p}=_MISSING, ' for p in params)}*extra):",
+        f"def build({positional}*extra):",
         f"    if {params[-1] + ' is _MISSING or ' if params else ''}extra:",
         f"        raise _wrong_count(({listed}), extra)",
     ]
@@ -93,13 +103,16 @@ class Constructor:
     """Builds instances of one dataclass from its field values, in field order."""
 
     __slots__ = ("_cls",)
+    __reduce_ex__ = no_copy
     _cls: type
 
     def __new__(cls, target: type, /) -> Constructor:
+        if not isinstance(target, type):  # a dataclass's instance is no class
+            raise TypeError(f"argument 'cls': '{type(target).__name__}' object cannot be converted to 'PyType'")
         if not dataclasses.is_dataclass(target):
             raise TypeError(f"Constructor takes a dataclass, not {target.__name__}")
         names = tuple(f.name for f in dataclasses.fields(target))
-        slots = tuple(getattr(target, "__slots__", ()))
+        slots = _slots(target)
         if slots != names:
             raise ValueError(
                 f"Constructor needs a dataclass whose slots are its fields, which {target.__name__} is not"
@@ -129,7 +142,7 @@ def _slot_builder(cls: type) -> Callable[..., Any]:
     of :func:`_twin`'s class, which then takes ``cls`` as its class."""
     names = tuple(f.name for f in dataclasses.fields(cls))
     twin = None
-    if tuple(getattr(cls, "__slots__", ())) == names and not hasattr(cls, "__post_init__"):
+    if _slots(cls) == names and not hasattr(cls, "__post_init__"):
         twin = _twin(cls, names)
     if twin is None:
         raise TypeError(f"{cls.__name__} is not a plain slotted dataclass")

@@ -16,7 +16,7 @@ from typing import Any, Callable, Final, Protocol
 
 from .._payload import payload_text
 from ..errors import OutputError, StreamError, new_error
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, checked
 from ..providers import CANONICAL, DONE
 from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
@@ -25,7 +25,7 @@ from .body import body_error, foreign_body, shapeless_body
 from .envelope import classify, decode, decoder, envelope_limits, unkeyed, utf8_text
 from .json import plain
 from .providers.canonical import CanonicalMapper
-from .sse import NOT_AN_EVENT_STREAM, RawEvent, _Framer, exclusive
+from .sse import NOT_AN_EVENT_STREAM, RawEvent, _Framer, exclusive, interrupted, no_copy
 
 __all__ = ["Pipeline", "StreamAssembler", "normalize", "normalize_text"]
 
@@ -157,17 +157,23 @@ class Pipeline:
         framer = self._framer
         if framer is None:
             framer = self._framer = _Framer(self._limits, getattr(self._mapper, "ARRAY_FRAMING", False), True)
+        taken = False
         try:
             # the events complete before a framing error are mapped first, in
             # byte order: the error of one of them comes before the framing
             # error, whatever the chunking
             raws: list[RawEvent] = []
             stopped = framer.feed_into(data, raws)
+            taken = True
             self._map_raws(raws)
             if stopped is not None:
                 raise stopped
         except OutputError as err:
             raise self._assembler.fail(err) from None
+        except BaseException as exc:
+            if taken or framer._error is not None:  # stopped part way: events are lost
+                self._assembler.fail(interrupted(exc))
+            raise
 
     def _map_raws(self, raws: list[RawEvent]) -> None:
         """Decode, map and apply the framer's events, in order."""
@@ -236,9 +242,16 @@ class Pipeline:
         """One already-decoded provider event: its ``event:`` name and data."""
         self._assembler.check_usable()
         try:
-            self._map(event, decode(data, self._limits, self._fields))
+            decoded = decode(data, self._limits, self._fields)
         except OutputError as err:
             raise self._assembler.fail(err) from None
+        try:
+            self._map(event, decoded)
+        except OutputError as err:
+            raise self._assembler.fail(err) from None
+        except BaseException as exc:  # stopped part way: some of its events were applied
+            self._assembler.fail(interrupted(exc))
+            raise
 
     def fail(self, error: OutputError) -> OutputError:
         """Fail the stream with ``error``; returns the error to raise."""
@@ -270,6 +283,9 @@ class Pipeline:
                 self._apply_all(self._mapper.end())
             except OutputError as err:
                 raise assembler.fail(err) from None
+            except BaseException as exc:  # stopped part way: some closing events were applied
+                assembler.fail(interrupted(exc))
+                raise
         return assembler.finish(self._mapper.unknown_events)
 
     def _not_an_event_stream(self, document: bytes, at: int) -> OutputError:
@@ -350,8 +366,10 @@ def _mapper(provider: str, choice: int | None) -> providers.Mapper:
 
 
 def _check_options(limits: Limits | None, choice: int | None) -> Limits:
-    if limits is not None and not isinstance(limits, Limits):
-        raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
+    if limits is not None:
+        if not isinstance(limits, Limits):
+            raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
+        limits = checked(limits)
     if choice is not None and (type(choice) is not int or not 0 <= choice < 2**32):
         shown = repr(choice) if type(choice) is int else type(choice).__name__  # a value's repr may recurse
         raise ValueError(f"choice must be an int from 0 to 2**32 - 1, or None, not {shown}")
@@ -380,25 +398,33 @@ class StreamAssembler:
     """One provider stream in, one checked :class:`NormalizedResponse` out."""
 
     __slots__ = ("_provider", "_pipeline", "_busy")
+    __reduce_ex__ = no_copy
+    _provider: str
+    _pipeline: Pipeline
+    _busy: threading.Lock
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         provider: str,
         *,
         limits: Limits | None = None,
         choice: int | None = None,
         keep_events: bool = False,
-    ) -> None:
+    ) -> StreamAssembler:
+        # made in __new__, as natively: calling __init__ again on a live
+        # assembler (from another thread, say) changes nothing
         if type(keep_events) is not bool:  # checked first, as the native argument parser does
             kind = type(keep_events).__name__
             raise TypeError(f"argument 'keep_events': '{kind}' object cannot be converted to 'PyBool'")
         checked = _check_options(limits, choice)
         provider = plain(provider) if isinstance(provider, str) else provider  # the TypeError names its type
+        self = object.__new__(cls)
         self._pipeline = Pipeline(provider, _mapper(provider, choice), checked, keep_events)
         self._provider = provider
         # one thread at a time, ``abort``, ``state`` and ``provider`` excepted: they
         # work while another thread feeds, as natively (``rust/src/py/assemble.rs``)
         self._busy = threading.Lock()
+        return self
 
     @property
     def provider(self) -> str:
@@ -433,14 +459,14 @@ class StreamAssembler:
         event = plain(event)
         if event is not None and not utf8_text(event):
             raise pipeline.fail(new_error("MALFORMED_EVENT", "event name is not valid UTF-8"))
-        if isinstance(payload, _Event):
-            # its wire format, checked as that text would be (as the native
-            # backend does): a str field with a lone surrogate, a count past
-            # 64 bits or a NaN is refused as in the text
-            payload = payload.to_dict()
-        if isinstance(payload, dict):
+        if isinstance(payload, (_Event, dict)):
+            # an event's wire format, checked as that text would be (as the
+            # native backend does): a str field with a lone surrogate, a count
+            # past 64 bits or a NaN is refused as in the text; whatever its
+            # to_dict gives (a subclass's may give no dict) is written as JSON
+            value: Any = payload.to_dict() if isinstance(payload, _Event) else payload
             try:
-                text = payload_text(payload, pipeline.limits.max_sse_event_bytes)
+                text = payload_text(value, pipeline.limits.max_sse_event_bytes)
             except OutputError as err:
                 raise pipeline.fail(err) from None
             if text is None:  # too large: told before it was written

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Callable, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Callable, Concatenate, NoReturn, ParamSpec, Protocol, TypeVar
 
 from ..errors import OutputError, StreamError
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, checked
 from ..types import SSEEvent
-from .json import plain
 from .jsonarray import WHITESPACE, ArraySplitter
 
-__all__ = ["SSEDecoder", "RawEvent", "exclusive"]
+__all__ = ["SSEDecoder", "RawEvent", "exclusive", "interrupted", "no_copy"]
 
 _BOM = b"\xef\xbb\xbf"
 _U64_MAX = (1 << 64) - 1
@@ -48,6 +47,23 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
+def no_copy(self: object, protocol: object = None) -> NoReturn:
+    """``__reduce_ex__`` of an object whose state is its own: it cannot be
+    pickled or copied (``copy.copy`` would share its state with the copy),
+    the ``TypeError`` the native objects give."""
+    raise TypeError(f"cannot pickle '{type(self).__module__}.{type(self).__qualname__}' object")
+
+
+def interrupted(exc: BaseException) -> StreamError:
+    """The error a stream is failed with when a call on it stopped part way
+    (a ``KeyboardInterrupt`` or another exception a signal handler raises, a
+    ``MemoryError``): some of what it read was taken and the rest is lost, so
+    the stream cannot go on (natively such a call runs to its end first)."""
+    return StreamError(
+        "STREAM_FAILED", f"a call was stopped part way ({type(exc).__name__}): the stream lost what it read"
+    )
+
+
 def exclusive(method: Callable[Concatenate[_G, _P], _R]) -> Callable[Concatenate[_G, _P], _R]:
     """One thread at a time in the object: a call made while another thread
     is inside one of its ``exclusive`` methods is refused with the
@@ -67,7 +83,7 @@ def exclusive(method: Callable[Concatenate[_G, _P], _R]) -> Callable[Concatenate
 
 
 class _Framer:
-    """The decoder's state machine; ``feed_raw`` returns raw event tuples."""
+    """The decoder's state machine; ``feed_into`` appends raw event tuples."""
 
     __slots__ = (
         "_limits",
@@ -141,15 +157,6 @@ class _Framer:
 
     # ------------------------------------------------------------ input
 
-    def feed_raw(self, chunk: bytes | bytearray | memoryview) -> list[RawEvent]:
-        """The events ``chunk`` completes; a framing error is raised (the
-        events before it are dropped: see :meth:`feed_into`)."""
-        out: list[RawEvent] = []
-        error = self.feed_into(chunk, out)
-        if error is not None:
-            raise error
-        return out
-
     def feed_into(self, chunk: bytes | bytearray | memoryview, out: list[RawEvent]) -> StreamError | None:
         """Append the events ``chunk`` completes to ``out``; the framing error
         at the first byte at fault, if any, is returned (the decoder is then
@@ -159,21 +166,34 @@ class _Framer:
         self._check()
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
             raise TypeError(f"feed() takes bytes, not {type(chunk).__name__}")
+        if type(chunk) is bytes:
+            return self._checked(chunk, len(chunk), out)
+        # the bytes it holds, as the core measures them (not what a subclass's
+        # __len__ says), from one view: held, it keeps another thread from
+        # resizing a bytearray between its measure and its copy
+        with memoryview(chunk) as view:
+            return self._checked(view, view.nbytes, out)
+
+    def _checked(self, chunk: bytes | memoryview, size: int, out: list[RawEvent]) -> StreamError | None:
+        """:meth:`feed_into` of a chunk of ``size`` bytes: the bytes within
+        ``max_stream_bytes`` are copied and framed, the rest never copied."""
         try:
             limit = self._limits.max_stream_bytes
-            size = chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
             room = max(0, limit - self._pos - len(self._bom_held))
-            if size > room:  # the bytes within the bound first, copied alone
+            if size > room:
                 self._feed(_head(chunk, room), out)
                 raise self._fail(
                     "SSE_STREAM_TOO_LARGE",
                     f"the stream is longer than max_stream_bytes ({limit})",
                     limit,
                 )
-            self._feed(plain(chunk), out)
+            self._feed(chunk if type(chunk) is bytes else bytes(chunk), out)
         except StreamError as err:
             self._error = err
             return err
+        except BaseException as exc:  # stopped part way: what it read is lost
+            self._error = interrupted(exc)
+            raise
         return None
 
     def _feed(self, data: bytes, out: list[RawEvent]) -> None:
@@ -520,13 +540,21 @@ class SSEDecoder:
     comes a byte at a time."""
 
     __slots__ = ("_framer", "_busy", "_pending")
+    __reduce_ex__ = no_copy
+    _framer: _Framer
+    _busy: threading.Lock
+    _pending: StreamError | None
 
-    def __init__(self, *, limits: Limits | None = None) -> None:
+    def __new__(cls, *, limits: Limits | None = None) -> SSEDecoder:
+        # made in __new__, as natively: calling __init__ again on a live
+        # decoder (from another thread, say) changes nothing
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a decisions.Limits, not {type(limits).__name__}")
-        self._framer = _Framer(limits if limits is not None else DEFAULT_LIMITS)
+        self = object.__new__(cls)
+        self._framer = _Framer(checked(limits) if limits is not None else DEFAULT_LIMITS)
         self._busy = threading.Lock()
-        self._pending: StreamError | None = None
+        self._pending = None
+        return self
 
     def _raise_pending(self) -> None:
         error = self._pending
@@ -544,7 +572,12 @@ class SSEDecoder:
             if not out:
                 raise error
             self._pending = error  # raised by the next call, after the events before it
-        return [_event(raw) for raw in out]
+        try:
+            return [_event(raw) for raw in out]
+        except BaseException as exc:  # the chunk was taken: its events are lost
+            self._framer._error = interrupted(exc)
+            self._pending = None
+            raise
 
     @exclusive
     def finish(self) -> list[SSEEvent]:

@@ -16,7 +16,7 @@ use crate::core::events::CallKind;
 use crate::core::limits::Limits;
 use crate::core::pipeline::{self, Pipeline};
 use crate::core::providers::{mapper_for, Mapper, PROVIDERS};
-use crate::py::common::{limits_from, released, RELEASE_AT};
+use crate::py::common::{limits_checked, released, RELEASE_AT};
 use crate::py::events::{core_err, event_to_py, kw, obj, response_to_py, types};
 use crate::py::sse::with_bytes;
 
@@ -50,12 +50,12 @@ fn mapper(
     }
 }
 
-fn options(
-    py: Python<'_>,
-    limits: Option<&Bound<'_, PyAny>>,
+fn options<'py>(
+    py: Python<'py>,
+    limits: Option<&Bound<'py, PyAny>>,
     choice: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(Limits, Option<usize>)> {
-    let limits = limits_from(py, limits)?;
+) -> PyResult<(Limits, Option<Bound<'py, PyAny>>, Option<usize>)> {
+    let (limits, checked) = limits_checked(py, limits)?;
     let choice = match choice.filter(|c| !c.is_none()) {
         None => None,
         Some(c) => {
@@ -80,7 +80,7 @@ fn options(
             }
         }
     };
-    Ok((limits, choice))
+    Ok((limits, checked, choice))
 }
 
 fn malformed(message: &str) -> CoreError {
@@ -214,9 +214,9 @@ impl StreamAssembler {
         choice: Option<&Bound<'_, PyAny>>,
         keep_events: bool,
     ) -> PyResult<Self> {
-        let (limits_value, choice) = options(py, limits, choice)?;
+        let (limits_value, checked, choice) = options(py, limits, choice)?;
         let (provider, mapper) = mapper(provider, choice)?;
-        let limits_obj = limits.filter(|l| !l.is_none()).map(|l| l.clone().unbind());
+        let limits_obj = checked.map(Bound::unbind);
         let limits = limits_value;
         let pipeline = Pipeline::new(mapper, limits, keep_events);
         Ok(StreamAssembler {
@@ -527,7 +527,12 @@ impl Inner {
                 ));
             }
             if let Some(new) = item.text.get(*fed..).filter(|s| !s.is_empty()) {
-                parser.call_method1(intern!(py, "feed"), (new,))?;
+                if let Err(e) = parser.call_method1(intern!(py, "feed"), (new,)) {
+                    // stopped part way (a KeyboardInterrupt, a MemoryError): how
+                    // much it read is unknown, so the next snapshot starts afresh
+                    *slot = None;
+                    return Err(e);
+                }
                 *fed = item.text.len();
                 *arguments = obj(py, item.text.as_str())?.unbind();
             }
@@ -590,7 +595,7 @@ pub fn normalize(
     limits: Option<&Bound<'_, PyAny>>,
     choice: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let (limits, choice) = options(py, limits, choice)?;
+    let (limits, _, choice) = options(py, limits, choice)?;
     let (provider, mapper) = mapper(provider, choice)?;
     if let Ok(text) = body.downcast::<PyString>() {
         if str_too_large(text, limits.max_sse_event_bytes) {

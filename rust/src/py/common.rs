@@ -12,6 +12,7 @@ use crate::core::limits::{Limits, FIELD_NAMES};
 
 static LIMITS_CLASS: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
 static NEW_ERROR: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
+static LIMITS_CHECKED: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
 
 fn import_attr(
     py: Python<'_>,
@@ -27,8 +28,19 @@ fn import_attr(
 
 /// Read a `decisions.Limits` (or `None` for the defaults) into the core struct.
 pub(crate) fn limits_from(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Limits> {
+    Ok(limits_checked(py, obj)?.0)
+}
+
+/// A `decisions.Limits` (or `None` for the defaults) as the core struct,
+/// beside the object its values were read from: `decisions.limits.checked`
+/// of it (the pure twin reads the same), which refuses a field that is not
+/// a positive int (ValueError) and answers a subclass's properties once.
+pub(crate) fn limits_checked<'py>(
+    py: Python<'py>,
+    obj: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Limits, Option<Bound<'py, PyAny>>)> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
-        return Ok(Limits::default());
+        return Ok((Limits::default(), None));
     };
     let class = import_attr(py, &LIMITS_CLASS, "decisions.limits", "Limits")?;
     if !obj.is_instance(class.bind(py))? {
@@ -37,17 +49,20 @@ pub(crate) fn limits_from(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyR
             obj.get_type().name()?
         )));
     }
+    let checked = import_attr(py, &LIMITS_CHECKED, "decisions.limits", "checked")?
+        .bind(py)
+        .call1((obj,))?;
     let mut values = [0usize; FIELD_NAMES.len()];
     for (slot, name) in values.iter_mut().zip(FIELD_NAMES) {
-        // `Limits` takes any positive int: one beyond usize is a bound no
-        // input reaches, as usize::MAX is
-        *slot = match obj.getattr(name)?.extract::<usize>() {
+        // each is a positive int now: one beyond usize is a bound no input
+        // reaches, as usize::MAX is
+        *slot = match checked.getattr(name)?.extract::<usize>() {
             Ok(value) => value,
             Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => usize::MAX,
             Err(e) => return Err(e),
         };
     }
-    Ok(Limits::from_values(values))
+    Ok((Limits::from_values(values), Some(checked)))
 }
 
 /// The Python exception for `code`, built by `decisions.errors.new_error` so

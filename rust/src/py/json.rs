@@ -1030,9 +1030,19 @@ unsafe fn parse_data(
             } else {
                 &[]
             };
-            let result = parse_bytes_in(bytes, lim, builder, buffers);
+            if bytes.len() > lim.max_document_bytes {
+                // refused before it is copied
+                ffi::PyBuffer_Release(&mut view);
+                return Err(too_large);
+            }
+            // A copy is parsed: the parse builds Python objects, and a
+            // collection they trigger runs Python code (a `gc.callbacks`
+            // hook, a finalizer, another thread meanwhile) that may change a
+            // mutable buffer in place, under the UTF-8 the parser checked
+            // once and relies on (as the pure twin, which parses `bytes`).
+            let copy = bytes.to_vec();
             ffi::PyBuffer_Release(&mut view);
-            result
+            parse_bytes_in(&copy, lim, builder, buffers)
         } else {
             // Not contiguous: parse a copy.
             ffi::PyErr_Clear();

@@ -179,15 +179,22 @@ impl Constructor {
         for field in dataclasses.getattr("fields")?.call1((cls,))?.try_iter()? {
             fields.push(field?.getattr("name")?.downcast_into::<PyString>()?);
         }
-        let slots: Vec<String> = match cls.getattr_opt("__slots__")? {
-            Some(slots) => slots.extract()?,
+        // the names `__slots__` declares, as the class statement reads them:
+        // a str is one name, any other iterable (a tuple, a list, a dict's
+        // keys) its items; compared as the pure twin's tuples are
+        let slots: Vec<Bound<'_, PyAny>> = match cls.getattr_opt("__slots__")? {
             None => Vec::new(),
+            Some(slots) if slots.is_instance_of::<PyString>() => vec![slots],
+            Some(slots) => slots.try_iter()?.collect::<PyResult<_>>()?,
         };
-        let names: Vec<String> = fields
-            .iter()
-            .map(|f| f.extract())
-            .collect::<PyResult<_>>()?;
-        if slots != names {
+        let mut same = true;
+        for (slot, field) in slots.iter().zip(&fields) {
+            if !slot.eq(field)? {
+                same = false;
+                break;
+            }
+        }
+        if !same || slots.len() != fields.len() {
             return Err(PyValueError::new_err(format!(
                 "Constructor needs a dataclass whose slots are its fields, which {} is not",
                 cls.name()?

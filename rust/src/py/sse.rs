@@ -7,17 +7,19 @@ use std::sync::Arc;
 
 use crate::core::errors::CoreError;
 use crate::core::sse::{Decoder, SseEvent};
-use crate::py::common::{limits_from, released, RELEASE_AT};
+use crate::py::common::{limits_from, released};
 use crate::py::events::{core_err, sse_event, types};
 
 /// The bytes of a `bytes`, `bytearray` or `memoryview` chunk, else TypeError
 /// naming `what` (the method) as the pure twin does. `f` gets the bytes and
 /// whether it may release the GIL while it reads them. A `bytes` is read in
-/// place (it is immutable). A contiguous buffer is read in place with the GIL
-/// held when it is small (under `RELEASE_AT`) or longer than `limit` (the
-/// core refuses it without reading on: nothing is copied before the limit
-/// is checked); one in between is copied first, so `f` may release the GIL
-/// while another thread changes the caller's buffer.
+/// place (it is immutable). A contiguous buffer longer than `limit` is read
+/// in place with the GIL held (the core refuses it without reading on:
+/// nothing is copied before the limit is checked); any other is copied
+/// first, as the pure twin reads it: Python code that runs while `f` works
+/// (the first call's imports, a `gc.callbacks` hook or a finalizer during
+/// the objects it builds, another thread while the GIL is released) may
+/// change the caller's buffer, under text `f` checked as UTF-8 once.
 pub(crate) fn with_bytes<R>(
     chunk: &Bound<'_, PyAny>,
     what: &str,
@@ -43,7 +45,7 @@ pub(crate) fn with_bytes<R>(
                     &[]
                 };
                 let copied;
-                let (bytes, free) = if len < RELEASE_AT || len > limit {
+                let (bytes, free) = if len > limit {
                     (bytes, false)
                 } else {
                     copied = bytes.to_vec();
