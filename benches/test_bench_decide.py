@@ -11,7 +11,9 @@ with a path rule); the stream is an OpenAI Chat stream of the same calls in
 8-byte argument deltas. The ``layers`` groups split each backend's path
 for 1, 2 and 16 calls, body and stream: normalized (or assembled), then
 decided without tools (the arguments parsed), with tools (schema, domain),
-with the policy. A JSON-Schema tool is compared with the same Pydantic one.
+with the policy. The 1-call stream and the 2-call body are also timed
+without the policy (no system calls on either side). A JSON-Schema tool is
+compared with the same Pydantic one.
 
 Run: ``python benches/report.py -k test_bench_decide``.
 """
@@ -206,10 +208,10 @@ def ours_body(impl: ModuleType, data: bytes, policy: bool = True, tools: ToolReg
     return decisions.decide(response, tools=tools, policy=POLICY if policy else None)
 
 
-def ours_stream(impl: ModuleType, data: bytes) -> Any:
+def ours_stream(impl: ModuleType, data: bytes, policy: bool = True) -> Any:
     assembler = impl.StreamAssembler("openai-chat")
     assembler.feed(data)
-    return decisions.decide(assembler.finish(), tools=TOOLS, policy=POLICY)
+    return decisions.decide(assembler.finish(), tools=TOOLS, policy=POLICY if policy else None)
 
 
 def _run(benchmark: Any, contender: str, ours: Callable[[ModuleType], Any], lean: Callable[[], Any]) -> None:
@@ -248,6 +250,16 @@ def test_bench_decide_stream(benchmark: Any, contender: str, calls: int) -> None
     benchmark.group = f"decide: SSE stream, {calls} calls in 8-byte deltas, tools + policy"
     data = stream(calls)
     _run(benchmark, contender, lambda impl: ours_stream(impl, data), lambda: lean_stream(data))
+
+
+@pytest.mark.parametrize("contender", CONTENDERS)
+def test_bench_decide_stream_no_policy(benchmark: Any, contender: str) -> None:
+    """The 1-call stream without the path checks: the policy rows' lean path
+    spends most of its time in ``os.path.realpath``'s system calls, whose
+    cost differs from machine to machine; this row has none on either side."""
+    benchmark.group = "decide: SSE stream, 1 call in 8-byte deltas, tools, no policy"
+    data = stream(1)
+    _run(benchmark, contender, lambda impl: ours_stream(impl, data, policy=False), lambda: lean_stream(data, policy=False))
 
 
 LAYERS = ["orjson", "response", "decide, no tools", "decide, tools", "decide, tools + policy"]
