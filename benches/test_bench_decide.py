@@ -259,7 +259,12 @@ def test_bench_decide_stream_no_policy(benchmark: Any, contender: str) -> None:
     cost differs from machine to machine; this row has none on either side."""
     benchmark.group = "decide: SSE stream, 1 call in 8-byte deltas, tools, no policy"
     data = stream(1)
-    _run(benchmark, contender, lambda impl: ours_stream(impl, data, policy=False), lambda: lean_stream(data, policy=False))
+    _run(
+        benchmark,
+        contender,
+        lambda impl: ours_stream(impl, data, policy=False),
+        lambda: lean_stream(data, policy=False),
+    )
 
 
 LAYERS = ["orjson", "response", "decide, no tools", "decide, tools", "decide, tools + policy"]
