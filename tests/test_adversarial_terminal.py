@@ -198,12 +198,12 @@ both("no finish_reason (only [DONE])", CHAT, chat_stream(None), chat_body(None),
 for raw, code in [
     ("length", "INCOMPLETE_RESPONSE"),
     ("content_filter", "CONTENT_FILTERED"),
-    # an unknown finish leaves the call open
-    ("eos", "ITEM_NOT_ENDED"),
-    ("error", "ITEM_NOT_ENDED"),
-    ("in_progress", "ITEM_NOT_ENDED"),
-    ("", "ITEM_NOT_ENDED"),
-    ("TOOL_CALLS", "ITEM_NOT_ENDED"),
+    # an unknown finish ends the choice and is refused by its name
+    ("eos", "UNKNOWN_FINISH_REASON"),
+    ("error", "UNKNOWN_FINISH_REASON"),
+    ("in_progress", "UNKNOWN_FINISH_REASON"),
+    ("", "UNKNOWN_FINISH_REASON"),
+    ("TOOL_CALLS", "UNKNOWN_FINISH_REASON"),
 ]:
     both(f"finish_reason {raw!r}", CHAT, chat_stream(raw), chat_body(raw), code)
 both(

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import decisions
 from decisions import Limits
 from decisions.errors import OutputError, StreamError, TransportError
 from decisions.types import NormalizedResponse, ReasoningItem, RefusalItem, TextItem
@@ -289,8 +290,26 @@ def test_finish_reasons(impl: ModuleType, raw: str, normalized: str) -> None:
     assert (r.finish_reason, r.raw_finish_reason) == (normalized, raw)
 
 
-def test_unknown_finish_reason_keeps_items_open(impl: ModuleType) -> None:
-    assert error_code(impl, [chunk({"content": "x"}), chunk(finish="eos")]) == "ITEM_NOT_ENDED"
+@pytest.mark.parametrize("raw", ["eos", "model_length", "insufficient_system_resource", "abort"])
+@pytest.mark.parametrize(
+    "delta", [{"content": "x"}, {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{}"}}]}]
+)
+def test_unknown_finish_reason_ends_the_choice_and_is_refused_as_unknown(
+    impl: ModuleType, raw: str, delta: dict[str, Any]
+) -> None:
+    """A finish_reason this package does not know still ends the choice (it
+    was the chunk that ended it): the response is refused by ``decide`` as
+    ``UNKNOWN_FINISH_REASON``, naming the reason, not as an item left open."""
+    r = feed_sse(impl, [chunk(delta), chunk(finish=raw)])
+    assert (r.finish_reason, r.raw_finish_reason) == ("unknown", raw)
+    with pytest.raises(StreamError) as caught:
+        decisions.decide(r)
+    assert caught.value.code == "UNKNOWN_FINISH_REASON" and repr(raw) in caught.value.message
+    # documented by their servers: a hint that says what to do, retryable where a retry helps
+    expected = {"insufficient_system_resource": True}.get(raw, False)
+    assert caught.value.retryable is expected
+    if raw in ("model_length", "insufficient_system_resource"):
+        assert caught.value.hint and ("context window" in caught.value.hint or "resources" in caught.value.hint)
 
 
 def test_legacy_function_call(impl: ModuleType) -> None:

@@ -117,10 +117,24 @@ _FINISH_ERRORS: Mapping[str, tuple[str, str]] = {
 
 
 #: What to do about a provider's documented finish that is no canonical one
-#: (still ``UNKNOWN_FINISH_REASON``: nothing in such a response may run).
-_UNKNOWN_FINISH_HINTS: Mapping[str, str] = {
+#: (still ``UNKNOWN_FINISH_REASON``: nothing in such a response may run), and
+#: whether the same request may simply be sent again.
+_UNKNOWN_FINISH_HINTS: Mapping[str, tuple[str, bool]] = {
     # Anthropic: a long-running turn paused by the server, resumed by sending it back
-    "pause_turn": "the provider paused a long-running turn; send the response back as the assistant turn to continue it",
+    "pause_turn": (
+        "the provider paused a long-running turn; send the response back as the assistant turn to continue it",
+        False,
+    ),
+    # DeepSeek: the server ran out of inference resources part way
+    "insufficient_system_resource": (
+        "the provider interrupted the response for lack of resources; retry the request",
+        True,
+    ),
+    # Mistral: the model's context window is full (not the max_tokens cut)
+    "model_length": (
+        "the conversation filled the model's context window; shorten it before retrying",
+        False,
+    ),
 }
 
 
@@ -239,8 +253,9 @@ def _finish_error(response: NormalizedResponse) -> NoReturn:
             retryable=True,  # as NO_TERMINAL_EVENT: nothing ended it
         )
     code, hint = _FINISH_ERRORS[reason]
-    if reason == "unknown":
-        hint = _UNKNOWN_FINISH_HINTS.get(response.raw_finish_reason or "", hint)
+    if reason == "unknown" and response.raw_finish_reason in _UNKNOWN_FINISH_HINTS:
+        hint, retryable = _UNKNOWN_FINISH_HINTS[response.raw_finish_reason]
+        raise StreamError(code, f"the response finished with {reason!r}{raw}", hint=hint, retryable=retryable)
     raise StreamError(code, f"the response finished with {reason!r}{raw}", hint=hint)
 
 

@@ -650,7 +650,11 @@ class OpenAIChatMapper:
         if reason == "stop" and self._refusal is not None:
             reason = "refusal"
         ended: list[str] = []
-        if reason in ("stop", "tool_calls", "refusal"):
+        # a finish_reason ends the choice: its items end with it, except where
+        # the reason cuts them (length, content_filter); an unknown one ends
+        # them too, so the response is refused by its finish reason
+        # (UNKNOWN_FINISH_REASON), not named an item left open
+        if reason in ("stop", "tool_calls", "refusal", "unknown"):
             ended, self._open = self._open, []
         self._finished = True
         return ended, reason

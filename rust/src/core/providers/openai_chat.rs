@@ -1181,9 +1181,16 @@ impl OpenAIChat {
         if reason == FinishReason::Stop && self.refusal.is_some() {
             reason = FinishReason::Refusal;
         }
+        // a finish_reason ends the choice: its items end with it, except
+        // where the reason cuts them (length, content_filter); an unknown one
+        // ends them too, so the response is refused by its finish reason
+        // (UNKNOWN_FINISH_REASON), not named an item left open
         if matches!(
             reason,
-            FinishReason::Stop | FinishReason::ToolCalls | FinishReason::Refusal
+            FinishReason::Stop
+                | FinishReason::ToolCalls
+                | FinishReason::Refusal
+                | FinishReason::Unknown
         ) {
             for item_id in self.open.drain(..) {
                 out.push(Event::ItemEnded { item_id });
