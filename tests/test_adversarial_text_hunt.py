@@ -6,6 +6,11 @@ Every case runs on both backends (the ``impl`` fixture points
 1. Inline raw HTML that hides its content (a comment, a processing
    instruction, a CDATA section) quotes a ``<tool_call>`` block inside it: a
    call the model commented out is not a call.
+2. Look-alike tags (another case, a space, an invisible character,
+   fullwidth or small-form brackets) are refused where they stand, never
+   left as the text of a final answer that drops the call.
+3. A reply that is exactly one JSON value holds no calls: a tag inside one
+   of its strings is data, not a block to parse.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import pytest
 
 import decisions
 from decisions import _backend
+from decisions.errors import ParseError
 from decisions.request._markdown import QuotedRanges
 from decisions.request.textcalls import parse_tool_calls, tool_calls_response
 from decisions.types import NormalizedResponse, TextItem
@@ -99,3 +105,85 @@ def test_unclosed_openers_scan_in_linear_time(text: str) -> None:
     start = time.perf_counter()
     parse_tool_calls(text, limits=limits)
     assert time.perf_counter() - start < 1.0
+
+
+# ================================================================ 2. look-alike tags
+
+
+@pytest.mark.parametrize(
+    ("text", "offset"),
+    [
+        (CALL.replace("tool_call", "TOOL_CALL"), 0),
+        (CALL.replace("<tool_call>", "<tool_call >"), 0),
+        (CALL.replace("<tool_call>", "< tool_call>"), 0),
+        (CALL.replace("<tool_call>", "<tool\u200b_call>"), 0),
+        (CALL.replace("<tool_call>", "<\ufefftool_call>"), 0),
+        (CALL.replace("<tool_call>", "\uff1ctool_call\uff1e"), 0),
+        (CALL.replace("<tool_call>", "\ufe64tool_call\ufe65"), 0),
+        (CALL.replace("<tool_call>", "<\uff54\uff4f\uff4f\uff4c_call>"), 0),  # fullwidth letters
+        ("Done.\n" + CALL.replace("</tool_call>", "</Tool_Call>").replace("<tool_call>", "<Tool_Call>"), 6),
+    ],
+)
+def test_a_look_alike_tag_is_refused_where_it_stands(text: str, offset: int) -> None:
+    for read in (lambda: parse_tool_calls(text), lambda: tool_calls_response(_reply(text))):
+        with pytest.raises(ParseError) as info:
+            read()
+        assert (info.value.code, info.value.layer, info.value.offset) == ("UNEXPECTED_CHARACTER", "parse", offset)
+        assert "exactly <tool_call>" in (info.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "`<TOOL_CALL>` is how some models write it",
+        "```\n<tool_call >\n```",
+        "> <Tool_Call>",
+        "a <b>bold</b> claim, 1 < 2 > 0, <toolcall> and <tool_call/>",
+    ],
+)
+def test_quoted_look_alikes_and_other_tags_are_text(text: str) -> None:
+    assert parse_tool_calls(text).calls == ()
+    assert tool_calls_response(_reply(text)) == _reply(text)
+
+
+def test_look_alikes_after_a_call_are_refused_too() -> None:
+    text = CALL + "\n" + CALL.replace("tool_call", "tool_call\u200d")
+    with pytest.raises(ParseError) as info:
+        parse_tool_calls(text)
+    assert (info.value.code, info.value.offset) == ("UNEXPECTED_CHARACTER", len(CALL) + 1)
+
+
+# ================================================================ 3. one JSON value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"summary": "the model answers with <tool_call> blocks"}',
+        '{"example": "<tool_call>{\\"name\\": \\"write_file\\", \\"arguments\\": {}}</tool_call>"}',
+        '  ["<tool_call>", "</tool_call>"]\n',
+        '"<tool_call>{}</tool_call>"',
+        '{"note": "<TOOL_CALL>"}',
+    ],
+)
+def test_a_json_answer_with_a_tag_in_a_string_is_the_answer(text: str) -> None:
+    assert parse_tool_calls(text).calls == ()
+    assert tool_calls_response(_reply(text)) == _reply(text)
+    decision = decisions.decide(tool_calls_response(_reply(text)), output={"type": ["object", "array", "string"]})
+    assert isinstance(decision, decisions.FinalDecision)
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ('{"a": 1} ' + CALL, None),  # a value and a call: the call is read
+        ('{"a": "<tool_call>"', "UNEXPECTED_CHARACTER"),  # not one value: scanned, and the tag is refused
+    ],
+)
+def test_text_that_is_not_one_json_value_is_scanned(text: str, code: str | None) -> None:
+    if code is None:
+        assert [call.name for call in parse_tool_calls(text).calls] == ["write_file"]
+        return
+    with pytest.raises(ParseError) as info:
+        parse_tool_calls(text)
+    assert info.value.code == code

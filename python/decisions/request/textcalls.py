@@ -17,6 +17,10 @@ Two readers, both strict and bounded:
   quotes -- inside a code span, a fenced or indented code block, a block quote
   or a verbatim HTML block (CommonMark's rules, see ``_markdown``) -- is text
   too: a model explaining the format or echoing a fetched page is not calling.
+  A reply that is exactly one JSON value holds no calls (a tag in its
+  strings is data), and a look-alike tag that stands in the text
+  (``<TOOL_CALL>``, ``<tool_call >``, an invisible character, fullwidth
+  brackets) is an error, never the text of an answer that drops the call.
 
 :func:`tool_calls_response` turns a text-only :class:`~decisions.types.NormalizedResponse`
 into one with tool-call items, so :func:`decisions.decide` checks those calls
@@ -26,6 +30,7 @@ exactly like native ones.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -58,7 +63,24 @@ _JSON_STRUCTURE: Final = re.compile(r'["{}\[\]]')
 _STRING_REST: Final = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _WS: Final = " \t\r\n"
 _ENVELOPE_KEYS: Final = frozenset({"name", "arguments"})
-_TAG: Final = re.compile(r"</?tool_call>")
+#: A tag-like run a model may have meant as a tag: an opening bracket (ASCII,
+#: fullwidth or small form), up to 40 characters without a bracket or a line
+#: break, a closing bracket.
+_TAG_LIKE: Final = r"[<\uFF1C\uFE64][^<>\uFF1C\uFF1E\uFE64\uFE65\r\n]{1,40}[>\uFF1E\uFE65]"
+_TAG: Final = re.compile(rf"</?tool_call>|{_TAG_LIKE}")
+_EXACT_TAGS: Final = frozenset({TOOL_CALL_OPEN, TOOL_CALL_CLOSE})
+
+
+def _look_alike(tag: str) -> bool:
+    """Whether ``tag`` is not a ``<tool_call>`` tag but reads as one: the
+    same after NFKC (fullwidth and small forms), without invisible
+    (format) characters and spaces, in lower case."""
+    if tag in _EXACT_TAGS:
+        return False
+    folded = "".join(
+        char for char in unicodedata.normalize("NFKC", tag) if not char.isspace() and unicodedata.category(char) != "Cf"
+    )
+    return folded.casefold() in _EXACT_TAGS
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,16 +290,25 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
     """The ``<tool_call>`` blocks in ``text`` and the text outside them.
 
     Each block holds exactly one JSON object ``{"name": str, "arguments":
-    object}`` (whitespace around it allowed). Raises ``ParseError`` (offsets
+    object}`` (whitespace around it allowed); a ``text`` that is one JSON
+    value has none. Raises ``ParseError`` (offsets
     into ``text``) for an unclosed block (``UNEXPECTED_END``), a second value
     or other content in a block (``TRAILING_CONTENT``), a fence inside a
-    block (``MARKDOWN_FENCE``), a stray ``</tool_call>``, or any strict-parser
-    error; ``SchemaError`` for a block that is not a name/arguments envelope;
+    block (``MARKDOWN_FENCE``), a stray ``</tool_call>`` or a look-alike tag
+    (``UNEXPECTED_CHARACTER``), or any strict-parser error; ``SchemaError``
+    for a block that is not a name/arguments envelope;
     ``StreamError(TOO_MANY_CALLS)`` past ``limits.max_calls_per_response``.
     """
     limits = limits or DEFAULT_LIMITS
     if len(text) > limits.max_response_bytes or len(text.encode("utf-8", "surrogatepass")) > limits.max_response_bytes:
         raise StreamError("RESPONSE_TOO_LARGE")
+    if text.lstrip(_WS)[:1] in ("{", "[", '"'):
+        try:
+            _backend.impl.loads(text, limits=limits)
+        except ParseError:
+            pass  # not one JSON value: scanned for blocks
+        else:
+            return TextCalls((), text)  # one JSON value: a tag in its strings is data
     calls: list[TextCall] = []
     outside: list[str] = []
     quoting = QuotedRanges(text)
@@ -289,8 +320,18 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
             break
         opening = tag.start()
         search = tag.end()
+        if tag.group() not in _EXACT_TAGS and not _look_alike(tag.group()):
+            continue  # some other tag, or a bracket: text
         if quoting.quoted(opening):
             continue  # quoted in a code span, code block, block quote: text
+        if tag.group() not in _EXACT_TAGS:
+            raise ParseError(
+                "UNEXPECTED_CHARACTER",
+                f"{tag.group()!a} reads as a <tool_call> tag but is not one",
+                doc=text,
+                pos=opening,
+                hint="write the tags exactly <tool_call> and </tool_call>: ASCII, lower case, no spaces",
+            )
         if tag.group() == TOOL_CALL_CLOSE:
             raise ParseError(
                 "UNEXPECTED_CHARACTER",
@@ -336,6 +377,11 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
     return TextCalls(tuple(calls), "".join(outside))
 
 
+def _has_tag(text: str) -> bool:
+    """Whether ``text`` holds a ``<tool_call>`` tag or a look-alike of one."""
+    return TOOL_CALL_OPEN in text or any(_look_alike(tag.group()) for tag in re.finditer(_TAG_LIKE, text))
+
+
 def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None = None) -> NormalizedResponse:
     """``response`` with the ``<tool_call>`` blocks of its text turned into
     tool-call items (call ids generated and flagged as such:
@@ -354,7 +400,7 @@ def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None =
     ``SchemaError(AMBIGUOUS_DECISION)`` when the response also has native
     tool calls: which of the two sets to run would be a guess.
     """
-    if response.finish_reason != "stop" or TOOL_CALL_OPEN not in response.text:
+    if response.finish_reason != "stop" or not _has_tag(response.text):
         return response
     found = parse_tool_calls(response.text, limits=limits)
     if not found.calls:
