@@ -11,6 +11,9 @@ Every case runs on both backends (the ``impl`` fixture points
    left as the text of a final answer that drops the call.
 3. A reply that is exactly one JSON value holds no calls: a tag inside one
    of its strings is data, not a block to parse.
+4. A repaired response keeps its fixes through the request-side steps
+   (``plan.prepare``, ``tool_calls_response``) and into its parse record,
+   so a side-effecting tool still refuses its call.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ import pytest
 
 import decisions
 from decisions import _backend
-from decisions.errors import ParseError
+from decisions.errors import ParseError, PolicyError
 from decisions.request._markdown import QuotedRanges
 from decisions.request.textcalls import parse_tool_calls, tool_calls_response
-from decisions.types import NormalizedResponse, TextItem
+from decisions.types import FixedResponse, NormalizedResponse, TextItem, ToolCallItem
 
 CALL = '<tool_call>{"name": "write_file", "arguments": {"path": "a.txt"}}</tool_call>'
 
@@ -187,3 +190,59 @@ def test_text_that_is_not_one_json_value_is_scanned(text: str, code: str | None)
     with pytest.raises(ParseError) as info:
         parse_tool_calls(text)
     assert info.value.code == code
+
+
+# ================================================================ 4. repaired responses
+
+
+WRITE = decisions.Tool(
+    name="write_file",
+    parameters={
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "mode": {"type": "string"}},
+        "required": ["path"],
+    },
+    side_effects=True,
+)
+
+
+def _repaired_call() -> FixedResponse:
+    """A native call whose arguments only parse after the ``invalid_escapes`` fix."""
+    call = ToolCallItem(item_id="c", call_id="call_1", name="write_file", arguments='{"path": "a\\d", "mode": null}')
+    response = NormalizedResponse(
+        provider="openai-chat", response_id="r", model="m", items=(call,), finish_reason="tool_calls"
+    )
+    fixed = decisions.fix_response(response, ["invalid_escapes"])
+    assert fixed.applied == ("invalid_escapes",)
+    return fixed
+
+
+def test_a_prepared_repaired_response_is_still_repaired() -> None:
+    plan = decisions.build_request("openai-chat", tools=[WRITE])
+    assert plan.record("write_file").nullable_added  # prepare rewrites the arguments
+    prepared = plan.prepare(_repaired_call())
+    assert isinstance(prepared, FixedResponse) and prepared.applied == ("invalid_escapes",)
+    assert prepared.response.tool_calls[0].arguments == '{"path":"a\\\\d"}'
+    with pytest.raises(PolicyError) as info:
+        decisions.decide(prepared, tools=[WRITE])
+    assert (info.value.code, info.value.layer) == ("REPAIRED_CALL_REFUSED", "policy")
+
+
+def test_text_calls_of_a_fixed_response_stay_repaired() -> None:
+    fixed = FixedResponse(_reply(CALL), ("invalid_escapes",))
+    read = tool_calls_response(fixed)
+    assert isinstance(read, FixedResponse) and read.applied == ("invalid_escapes",)
+    assert [call.name for call in read.response.tool_calls] == ["write_file"]
+    with pytest.raises(PolicyError) as info:
+        decisions.decide(read, tools=[WRITE])
+    assert info.value.code == "REPAIRED_CALL_REFUSED"
+
+
+def test_the_parse_record_of_a_fixed_response_names_its_fixes() -> None:
+    record = decisions.parse_record(response=_repaired_call())
+    assert (record["response_id"], record["provider"], record["finish_reason"], record["repaired"]) == (
+        "r",
+        "openai-chat",
+        "tool_calls",
+        "invalid_escapes",
+    )

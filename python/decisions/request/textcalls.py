@@ -32,14 +32,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from .. import _backend
 from .._json_errors import fix_text, parse_error
 from .._payload import canonical_json
 from ..errors import ParseError, SchemaError, StreamError
 from ..limits import DEFAULT_LIMITS, Limits, count
-from ..types import NormalizedResponse, TextItem, ToolCallItem
+from ..types import FixedResponse, NormalizedResponse, TextItem, ToolCallItem
 from ._markdown import QuotedRanges
 
 __all__ = [
@@ -382,7 +382,13 @@ def _has_tag(text: str) -> bool:
     return TOOL_CALL_OPEN in text or any(_look_alike(tag.group()) for tag in re.finditer(_TAG_LIKE, text))
 
 
-def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None = None) -> NormalizedResponse:
+@overload
+def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None = None) -> NormalizedResponse: ...
+@overload
+def tool_calls_response(response: FixedResponse, *, limits: Limits | None = None) -> FixedResponse: ...
+def tool_calls_response(
+    response: NormalizedResponse | FixedResponse, *, limits: Limits | None = None
+) -> NormalizedResponse | FixedResponse:
     """``response`` with the ``<tool_call>`` blocks of its text turned into
     tool-call items (call ids generated and flagged as such:
     ``{response_id}:text_call_{k}``, ``text_call_{k}`` without a response id,
@@ -396,10 +402,15 @@ def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None =
     quote): only a block that stands on its own is a call; a response whose
     blocks are all quoted is returned unchanged.
 
+    A :class:`~decisions.types.FixedResponse` comes back as one, with its
+    fixes, so ``decide`` still treats the calls as repaired.
+
     Raises the errors of :func:`parse_tool_calls`, and
     ``SchemaError(AMBIGUOUS_DECISION)`` when the response also has native
     tool calls: which of the two sets to run would be a guess.
     """
+    if isinstance(response, FixedResponse):
+        return FixedResponse(tool_calls_response(response.response, limits=limits), response.applied)
     if response.finish_reason != "stop" or not _has_tag(response.text):
         return response
     found = parse_tool_calls(response.text, limits=limits)
