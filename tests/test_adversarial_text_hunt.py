@@ -11,6 +11,9 @@ Every case runs on both backends (the ``impl`` fixture points
    left as the text of a final answer that drops the call.
 3. A reply that is exactly one JSON value holds no calls: a tag inside one
    of its strings is data, not a block to parse.
+5. The ``<think> ... </think>`` reasoning a reply opens with is text: a
+   call drafted there is not made, and its Markdown does not quote the
+   answer after it.
 4. A repaired response keeps its fixes through the request-side steps
    (``plan.prepare``, ``tool_calls_response``) and into its parse record,
    so a side-effecting tool still refuses its call.
@@ -246,3 +249,34 @@ def test_the_parse_record_of_a_fixed_response_names_its_fixes() -> None:
         "tool_calls",
         "invalid_escapes",
     )
+
+
+# ================================================================ 5. reasoning
+
+
+@pytest.mark.parametrize(
+    ("text", "made"),
+    [
+        (f"<think>\nI could write it: {CALL}\n</think>\n\nNo change is needed.", False),
+        (f"<think>first draft {CALL}</think>\n{CALL}", True),
+        (f"<think>still thinking {CALL}", False),  # never closed: reasoning to the end
+        (f"<think>\n```\n</think>\n{CALL}", True),  # its unclosed fence does not quote the answer
+        (f"\ufeff <think>x</think>{CALL}", True),
+        (f"Answer: <think>{CALL}</think>", True),  # only a reply that opens with <think> has reasoning
+    ],
+)
+def test_calls_drafted_in_the_reasoning_are_not_made(text: str, made: bool) -> None:
+    found = parse_tool_calls(text)
+    assert [call.start for call in found.calls] == ([text.rindex("<tool_call>")] if made else [])
+    assert len(found.text) == len(text) - len(CALL) * made  # the reasoning is kept as text
+
+
+def test_reasoning_with_a_call_only_in_it_decides_as_text() -> None:
+    text = f"<think>{CALL}</think>The file is fine as it is."
+    assert tool_calls_response(_reply(text)) == _reply(text)
+    assert isinstance(decisions.decide(tool_calls_response(_reply(text))), decisions.FinalDecision)
+
+
+def test_a_json_answer_after_the_reasoning_holds_no_calls() -> None:
+    text = '<think>ok</think>{"note": "<tool_call> is the format"}'
+    assert parse_tool_calls(text).calls == ()

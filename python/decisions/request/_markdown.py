@@ -379,16 +379,17 @@ def _advance_run(text: str, pos: int, end: int, char: str) -> int:
 
 
 class QuotedRanges:
-    """Answers, for positions in increasing order, whether ``text`` quotes
-    them. After a ``<tool_call>`` block that is a call, :meth:`resume` tells
+    """Answers, for positions in increasing order (from ``start`` on),
+    whether ``text`` quotes them. After a ``<tool_call>`` block that is a call, :meth:`resume` tells
     where it ended: parsing goes on from there as if the block were one atom
     of the paragraph it opened in."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, start: int = 0) -> None:
+        """Markdown read from ``start`` of ``text`` on, as if it began there."""
         self._text = text
-        self._blocks = _Blocks(text)
+        self._blocks = _Blocks(text, start)
         self._line: _Line | None = None
-        self._scan = 0  # where the code-span scan of the current paragraph stands
+        self._scan = start  # where the code-span scan of the current paragraph stands
         self._span_end = -1  # end of the last code span found
         #: (end, backtick strings by length, raw-HTML closers found) ahead of _scan
         self._paragraph: tuple[int, dict[int, list[int]], dict[str, int]] | None = None

@@ -21,6 +21,8 @@ Two readers, both strict and bounded:
   strings is data), and a look-alike tag that stands in the text
   (``<TOOL_CALL>``, ``<tool_call >``, an invisible character, fullwidth
   brackets) is an error, never the text of an answer that drops the call.
+  The ``<think> ... </think>`` reasoning a reply opens with is text: a call
+  drafted there is not made (never closed, it runs to the end of the reply).
 
 :func:`tool_calls_response` turns a text-only :class:`~decisions.types.NormalizedResponse`
 into one with tool-call items, so :func:`decisions.decide` checks those calls
@@ -69,6 +71,21 @@ _ENVELOPE_KEYS: Final = frozenset({"name", "arguments"})
 _TAG_LIKE: Final = r"[<\uFF1C\uFE64][^<>\uFF1C\uFF1E\uFE64\uFE65\r\n]{1,40}[>\uFF1E\uFE65]"
 _TAG: Final = re.compile(rf"</?tool_call>|{_TAG_LIKE}")
 _EXACT_TAGS: Final = frozenset({TOOL_CALL_OPEN, TOOL_CALL_CLOSE})
+#: The reasoning a reply opens with (Qwen3, DeepSeek-R1 and the like served
+#: without a reasoning parser): ``<think> ... </think>`` before the answer.
+_THINK_OPEN: Final = re.compile(r"\A[ \t\r\n\ufeff]*<think>")
+_THINK_CLOSE: Final = "</think>"
+
+
+def _reasoning_end(text: str) -> int:
+    """Where the ``<think>`` reasoning ``text`` opens with ends: just past
+    its ``</think>``, the end of ``text`` when it is never closed, 0 when
+    ``text`` does not open with one."""
+    opening = _THINK_OPEN.match(text)
+    if opening is None:
+        return 0
+    closing = text.find(_THINK_CLOSE, opening.end())
+    return len(text) if closing < 0 else closing + len(_THINK_CLOSE)
 
 
 def _look_alike(tag: str) -> bool:
@@ -291,7 +308,8 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
 
     Each block holds exactly one JSON object ``{"name": str, "arguments":
     object}`` (whitespace around it allowed); a ``text`` that is one JSON
-    value has none. Raises ``ParseError`` (offsets
+    value has none, and neither has the ``<think>`` reasoning it opens with
+    (Markdown is read from the reasoning's end). Raises ``ParseError`` (offsets
     into ``text``) for an unclosed block (``UNEXPECTED_END``), a second value
     or other content in a block (``TRAILING_CONTENT``), a fence inside a
     block (``MARKDOWN_FENCE``), a stray ``</tool_call>`` or a look-alike tag
@@ -302,18 +320,20 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
     limits = limits or DEFAULT_LIMITS
     if len(text) > limits.max_response_bytes or len(text.encode("utf-8", "surrogatepass")) > limits.max_response_bytes:
         raise StreamError("RESPONSE_TOO_LARGE")
-    if text.lstrip(_WS)[:1] in ("{", "[", '"'):
+    reasoning = _reasoning_end(text)  # drafts in the reasoning are not calls
+    answer = text[reasoning:]
+    if answer.lstrip(_WS)[:1] in ("{", "[", '"'):
         try:
-            _backend.impl.loads(text, limits=limits)
+            _backend.impl.loads(answer, limits=limits)
         except ParseError:
             pass  # not one JSON value: scanned for blocks
         else:
             return TextCalls((), text)  # one JSON value: a tag in its strings is data
     calls: list[TextCall] = []
     outside: list[str] = []
-    quoting = QuotedRanges(text)
+    quoting = QuotedRanges(text, reasoning)
     pos = 0  # start of the text not yet kept
-    search = 0
+    search = reasoning
     while True:
         tag = _TAG.search(text, search)
         if tag is None:
