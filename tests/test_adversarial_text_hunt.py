@@ -159,6 +159,14 @@ def test_look_alikes_after_a_call_are_refused_too() -> None:
     assert (info.value.code, info.value.offset) == ("UNEXPECTED_CHARACTER", len(CALL) + 1)
 
 
+@pytest.mark.parametrize("unit", ["<b>x</b> ", "<tool_cal> ", "a<b ", "<\uff41\u200b> "])
+def test_tag_like_text_scans_in_linear_time(unit: str) -> None:
+    text = unit * (400_000 // len(unit)) + CALL
+    start = time.perf_counter()
+    assert len(parse_tool_calls(text).calls) == 1
+    assert time.perf_counter() - start < 2.0
+
+
 # ================================================================ 3. one JSON value
 
 

@@ -92,8 +92,10 @@ def _look_alike(tag: str) -> bool:
     """Whether ``tag`` is not a ``<tool_call>`` tag but reads as one: the
     same after NFKC (fullwidth and small forms), without invisible
     (format) characters and spaces, in lower case."""
-    if tag in _EXACT_TAGS:
+    if len(tag) < len(TOOL_CALL_OPEN) or tag in _EXACT_TAGS:
         return False
+    if tag.isascii():  # the common case, read without normalizing
+        return "".join(tag.split()).lower() in _EXACT_TAGS
     folded = "".join(
         char for char in unicodedata.normalize("NFKC", tag) if not char.isspace() and unicodedata.category(char) != "Cf"
     )
