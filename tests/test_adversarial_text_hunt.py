@@ -14,6 +14,9 @@ Every case runs on both backends (the ``impl`` fixture points
 5. The ``<think> ... </think>`` reasoning a reply opens with is text: a
    call drafted there is not made, and its Markdown does not quote the
    answer after it.
+6. The repair prompt for a reply that writes its calls as ``<tool_call>``
+   blocks asks for the reply again with the blocks, never for one bare
+   JSON value (which would decide as a final answer, the call dropped).
 4. A repaired response keeps its fixes through the request-side steps
    (``plan.prepare``, ``tool_calls_response``) and into its parse record,
    so a side-effecting tool still refuses its call.
@@ -28,7 +31,7 @@ import pytest
 
 import decisions
 from decisions import _backend
-from decisions.errors import ParseError, PolicyError
+from decisions.errors import OutputError, ParseError, PolicyError
 from decisions.request._markdown import QuotedRanges
 from decisions.request.textcalls import parse_tool_calls, tool_calls_response
 from decisions.types import FixedResponse, NormalizedResponse, TextItem, ToolCallItem
@@ -288,3 +291,44 @@ def test_reasoning_with_a_call_only_in_it_decides_as_text() -> None:
 def test_a_json_answer_after_the_reasoning_holds_no_calls() -> None:
     text = '<think>ok</think>{"note": "<tool_call> is the format"}'
     assert parse_tool_calls(text).calls == ()
+
+
+# ================================================================ 6. repair prompts
+
+
+BLOCKS = "Send the reply again with each tool call in its own"
+VALUE = "Return exactly one corrected JSON value"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        CALL.replace("</tool_call>", ""),  # unclosed
+        CALL.replace('"a.txt"', '"a\\d"'),  # an invalid escape in a block
+        CALL.replace("arguments", "args"),  # not an envelope
+        CALL.replace("tool_call", "TOOL_CALL"),  # a look-alike tag
+        CALL + "\n" + CALL.replace("{", "[", 1),  # the second block is broken
+    ],
+)
+def test_a_broken_text_call_is_asked_for_again_as_a_block(reply: str) -> None:
+    with pytest.raises(OutputError) as info:
+        parse_tool_calls(reply)
+    prompt = decisions.repair_prompt(info.value, text=reply)
+    assert BLOCKS in prompt.splitlines()[-1] and VALUE not in prompt
+    if isinstance(info.value, ParseError):  # a parse error carries the reply itself
+        assert BLOCKS in decisions.repair_prompt(info.value).splitlines()[-1]
+
+
+def test_an_answer_that_only_mentions_the_tag_is_asked_for_as_a_value() -> None:
+    schema = decisions.Schema({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    for reply in ('{"note": "<tool_call> is the format"}', "The format is `<tool_call>` blocks."):
+        with pytest.raises(OutputError) as info:
+            decisions.decide(tool_calls_response(_reply(reply)), output=schema)
+        prompt = decisions.repair_prompt(info.value, text=reply)
+        assert VALUE in prompt.splitlines()[-1] and BLOCKS not in prompt
+
+
+def test_an_explicit_target_still_wins() -> None:
+    with pytest.raises(OutputError) as info:
+        parse_tool_calls(CALL.replace("</tool_call>", ""))
+    assert VALUE in decisions.repair_prompt(info.value, target="value").splitlines()[-1]
