@@ -19,7 +19,8 @@ Every case runs on both backends (the ``impl`` fixture points
    JSON value (which would decide as a final answer, the call dropped).
 4. A repaired response keeps its fixes through the request-side steps
    (``plan.prepare``, ``tool_calls_response``) and into its parse record,
-   so a side-effecting tool still refuses its call.
+   so a side-effecting tool still refuses its call; a provisional snapshot
+   is refused there as ``decide`` refuses it, not an ``AttributeError``.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ import pytest
 
 import decisions
 from decisions import _backend
-from decisions.errors import OutputError, ParseError, PolicyError
+from decisions.errors import OutputError, ParseError, PolicyError, StreamError
 from decisions.request._markdown import QuotedRanges
 from decisions.request.textcalls import parse_tool_calls, tool_calls_response
-from decisions.types import FixedResponse, NormalizedResponse, TextItem, ToolCallItem
+from decisions.types import FixedResponse, NormalizedResponse, ResponseSnapshot, TextItem, ToolCallItem
 
 CALL = '<tool_call>{"name": "write_file", "arguments": {"path": "a.txt"}}</tool_call>'
 
@@ -260,6 +261,22 @@ def test_the_parse_record_of_a_fixed_response_names_its_fixes() -> None:
         "tool_calls",
         "invalid_escapes",
     )
+
+
+def test_a_snapshot_is_refused_by_the_request_side_steps_as_by_decide() -> None:
+    snapshot = ResponseSnapshot(
+        provider="openai-chat", response_id="r", model="m", text=CALL, calls=(), state="streaming"
+    )
+    plan = decisions.build_request("openai-chat", tools=[WRITE])
+    for step in (
+        lambda: tool_calls_response(snapshot),  # type: ignore[call-overload]
+        lambda: plan.prepare(snapshot),  # type: ignore[call-overload]
+        lambda: decisions.fix_response(snapshot, ["invalid_escapes"]),  # type: ignore[arg-type]
+        lambda: decisions.decide(snapshot),
+    ):
+        with pytest.raises(StreamError) as info:
+            step()
+        assert (info.value.code, info.value.layer) == ("SNAPSHOT_NOT_DECIDABLE", "stream")
 
 
 # ================================================================ 5. reasoning

@@ -27,10 +27,10 @@ from typing import Any, Final, Iterable, Literal
 
 from .._json_errors import fix_text
 from .._payload import canonical_json
-from ..errors import ERROR_CODES, OutputError, ParseError, PolicyError
+from ..errors import ERROR_CODES, OutputError, ParseError, PolicyError, snapshot_error
 from ..limits import Limits, count
 from ..request.textcalls import _has_tag, parse_json_text, parse_tool_calls
-from ..types import FixedResponse, Item, NormalizedResponse, TextItem, ToolCallItem
+from ..types import FixedResponse, Item, NormalizedResponse, ResponseSnapshot, TextItem, ToolCallItem
 from .trace import Redactor
 
 __all__ = [
@@ -458,8 +458,11 @@ def fix_response(
     Only complete responses are touched (a cut-off one goes to the
     completeness gate as it is), only text that fails the strict parse with
     the error a fix addresses is changed, and nothing is ever added: a
-    missing argument stays missing.
+    missing argument stays missing. A provisional snapshot is
+    ``StreamError(SNAPSHOT_NOT_DECIDABLE)``, as in ``decide``.
     """
+    if isinstance(response, ResponseSnapshot):
+        raise snapshot_error(response.state)
     wanted = tuple(fixes)
     if not wanted or response.finish_reason not in ("stop", "tool_calls"):
         return FixedResponse(response, ())

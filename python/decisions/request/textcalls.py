@@ -39,9 +39,9 @@ from typing import Any, Final, overload
 from .. import _backend
 from .._json_errors import fix_text, parse_error
 from .._payload import canonical_json
-from ..errors import ParseError, SchemaError, StreamError
+from ..errors import ParseError, SchemaError, StreamError, snapshot_error
 from ..limits import DEFAULT_LIMITS, Limits, count
-from ..types import FixedResponse, NormalizedResponse, TextItem, ToolCallItem
+from ..types import FixedResponse, NormalizedResponse, ResponseSnapshot, TextItem, ToolCallItem
 from ._markdown import QuotedRanges
 
 __all__ = [
@@ -427,12 +427,15 @@ def tool_calls_response(
     A :class:`~decisions.types.FixedResponse` comes back as one, with its
     fixes, so ``decide`` still treats the calls as repaired.
 
-    Raises the errors of :func:`parse_tool_calls`, and
+    Raises the errors of :func:`parse_tool_calls`,
+    ``StreamError(SNAPSHOT_NOT_DECIDABLE)`` for a provisional snapshot, and
     ``SchemaError(AMBIGUOUS_DECISION)`` when the response also has native
     tool calls: which of the two sets to run would be a guess.
     """
     if isinstance(response, FixedResponse):
         return FixedResponse(tool_calls_response(response.response, limits=limits), response.applied)
+    if isinstance(response, ResponseSnapshot):
+        raise snapshot_error(response.state)
     if response.finish_reason != "stop" or not _has_tag(response.text):
         return response
     found = parse_tool_calls(response.text, limits=limits)
