@@ -147,12 +147,13 @@ def _literal_hints() -> list[tuple[str, int, str]]:
 
 
 # The <tool_call> grammar's own hints (close the block, one call per block, the
-# reply's character limit): about the wrapper, not about JSON.
+# reply's character limit, the exact tags): about the wrapper, not about JSON.
 TEXTCALL_GRAMMAR = [
     "DOCUMENT_TOO_LARGE",
     "UNEXPECTED_END",
     "UNEXPECTED_END",
     "TRAILING_CONTENT",
+    "UNEXPECTED_CHARACTER",
     "UNEXPECTED_CHARACTER",
     "UNEXPECTED_END",
     "MARKDOWN_FENCE",

@@ -585,6 +585,15 @@ _CLASSES: Final[Mapping[str, type[OutputError]]] = {
 }
 
 
+def snapshot_error(state: str) -> StreamError:
+    """``SNAPSHOT_NOT_DECIDABLE`` for a provisional snapshot of a ``state`` stream."""
+    return StreamError(
+        "SNAPSHOT_NOT_DECIDABLE",
+        f"a snapshot of a {state} stream is provisional",
+        hint="wait for the stream to finish",
+    )
+
+
 def error_class(code: str) -> type[OutputError]:
     """The exception class that carries ``code``."""
     return _CLASSES[ERROR_CODES[code].layer]

@@ -27,10 +27,10 @@ from typing import Any, Final, Iterable, Literal
 
 from .._json_errors import fix_text
 from .._payload import canonical_json
-from ..errors import ERROR_CODES, OutputError, ParseError, PolicyError
+from ..errors import ERROR_CODES, OutputError, ParseError, PolicyError, snapshot_error
 from ..limits import Limits, count
-from ..request.textcalls import parse_json_text
-from ..types import FixedResponse, Item, NormalizedResponse, TextItem, ToolCallItem
+from ..request.textcalls import _has_tag, parse_json_text, parse_tool_calls
+from ..types import FixedResponse, Item, NormalizedResponse, ResponseSnapshot, TextItem, ToolCallItem
 from .trace import Redactor
 
 __all__ = [
@@ -268,12 +268,24 @@ def _batch_lines(error: OutputError) -> list[str]:
     return lines
 
 
+def _writes_calls(reply: str) -> bool:
+    """Whether ``reply`` writes tool calls as ``<tool_call>`` blocks, or
+    fails to (a tag only quoted, or in the strings of one JSON value, is not
+    a call)."""
+    if not _has_tag(reply):
+        return False
+    try:
+        return bool(parse_tool_calls(reply).calls)
+    except OutputError:
+        return True
+
+
 def repair_prompt(
     error: OutputError,
     *,
     text: str | None = None,
     schema_name: str | None = None,
-    target: Literal["value", "tool_call"] | None = None,
+    target: Literal["value", "tool_call", "text_calls"] | None = None,
     high_impact: Iterable[str] = (),
     max_chars: int = DEFAULT_MAX_CHARS,
     redactor: Redactor | None = None,
@@ -287,7 +299,11 @@ def repair_prompt(
     ``target`` is inferred from the error: an error about one tool call
     (``error.call_id``, or a ``$.calls[...]`` path) asks for that call again,
     named by its id and tool, and says what to do with the other calls of
-    its batch (``error.batch``); any other error asks for one JSON value.
+    its batch (``error.batch``); an error in a reply that writes its calls
+    as ``<tool_call>`` blocks (``text``, or the parse error's own text,
+    holds one) asks for the reply again with each call in its block -- asked
+    for one JSON value, the model would answer without the call; any other
+    error asks for one JSON value.
     Credentials found by ``redactor`` (default: API keys and bearer tokens)
     are masked. Raises ``ValueError`` for an error that must not be sent for
     repair (see :func:`is_repairable`).
@@ -309,7 +325,13 @@ def repair_prompt(
         if error.hint:
             lines.append(f"Fix: {redactor.redact_text(error.hint)}")
     if target is None:
-        target = "tool_call" if error.call_id is not None or (error.path or "").startswith("$.calls") else "value"
+        reply = text if text is not None else error.doc if isinstance(error, ParseError) else None
+        if error.call_id is not None or (error.path or "").startswith("$.calls"):
+            target = "tool_call"
+        elif reply and _writes_calls(reply):
+            target = "text_calls"
+        else:
+            target = "value"
     against = f" matching the schema {schema_name}" if schema_name else " matching the supplied schema"
     if target == "tool_call" and error.call_id is not None:
         lines.insert(1, f"The call: {error.call_id!r} to the tool {error.tool!r}.")
@@ -320,6 +342,11 @@ def repair_prompt(
         )
     elif target == "tool_call":
         closing = f"Send the tool call again with corrected arguments{against}; change only what is wrong."
+    elif target == "text_calls":
+        closing = (
+            "None of the calls in your reply ran. Send the reply again with each tool call in its own "
+            '<tool_call>{"name": "...", "arguments": {...}}</tool_call> block; change only what is wrong.'
+        )
     else:
         closing = f"Return exactly one corrected JSON value{against}; change only what is wrong."
     body = "\n".join(redactor.redact_text(line) for line in lines)
@@ -431,8 +458,11 @@ def fix_response(
     Only complete responses are touched (a cut-off one goes to the
     completeness gate as it is), only text that fails the strict parse with
     the error a fix addresses is changed, and nothing is ever added: a
-    missing argument stays missing.
+    missing argument stays missing. A provisional snapshot is
+    ``StreamError(SNAPSHOT_NOT_DECIDABLE)``, as in ``decide``.
     """
+    if isinstance(response, ResponseSnapshot):
+        raise snapshot_error(response.state)
     wanted = tuple(fixes)
     if not wanted or response.finish_reason not in ("stop", "tool_calls"):
         return FixedResponse(response, ())

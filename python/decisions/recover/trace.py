@@ -52,6 +52,7 @@ from .._redact import REDACTED, redact_secrets, redact_with_offset
 from .._version import __version__
 from ..errors import OutputError
 from ..limits import count, seconds
+from ..types import FixedResponse
 
 __all__ = [
     "RECORD_FIELDS",
@@ -236,6 +237,9 @@ def parse_record(
     digested here and not kept. Every string is passed through ``redactor``.
     """
     redactor = redactor or Redactor()
+    if isinstance(response, FixedResponse):  # its fixes are what the record's "repaired" names
+        repaired = tuple(dict.fromkeys((*repaired, *response.applied)))
+        response = response.response
     # the record's numbers are written to JSON logs and span attributes: no NaN, no infinity, no negative count
     if event_count is not None:
         count("event_count", event_count, minimum=0)

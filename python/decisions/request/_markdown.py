@@ -18,9 +18,13 @@ state it had before it; and the cost must follow the prose, not the
 arguments: the text between a call's tags is skipped by the caller, never
 scanned line by line.
 
-Deliberately not modelled (CommonMark details that cannot turn quoted text
-into a call): link reference definitions, inline raw HTML and autolinks
-(their precedence over backticks).
+Inline raw HTML that hides its content -- a comment, a processing
+instruction, a CDATA section within a paragraph -- quotes it too (a call
+the model commented out is not a call). Deliberately not modelled
+(CommonMark details that cannot turn quoted text into a call): link
+reference definitions, raw HTML tags, declarations (``<!X ... >``, which
+the tag's own ``>`` would close) and autolinks (their precedence over
+backticks).
 """
 
 from __future__ import annotations
@@ -63,8 +67,12 @@ _ATTRIBUTE: Final = (
 _HTML_TYPE7: Final = re.compile(
     rf"(?:<[A-Za-z][A-Za-z0-9-]*+{_ATTRIBUTE}*+[ \t]*+/?>|</[A-Za-z][A-Za-z0-9-]*+[ \t]*+>)[ \t]*+$"
 )
-#: A backslash escape, or a backtick string (CommonMark 6.1 and 2.4).
-_ESCAPE_OR_RUN: Final = re.compile(r"\\[!-/:-@\[-`{-~]|`+")
+#: A backslash escape, a backtick string, or the opening of inline raw HTML
+#: that hides its content -- a comment, a processing instruction, a CDATA
+#: section (CommonMark 6.1, 6.6 and 2.4).
+_ESCAPE_OR_RUN: Final = re.compile(r"\\[!-/:-@\[-`{-~]|`+|<!--|<\?|<!\[CDATA\[")
+#: Where each kind of inline raw HTML opened by ``_ESCAPE_OR_RUN`` ends.
+_HTML_CLOSERS: Final = {"<!--": "-->", "<?": "?>", "<![CDATA[": "]]>"}
 _RUN: Final = re.compile(r"`+")
 
 _QUOTE: Final = -1  # a block quote on the container stack; a list item is its content column
@@ -371,18 +379,20 @@ def _advance_run(text: str, pos: int, end: int, char: str) -> int:
 
 
 class QuotedRanges:
-    """Answers, for positions in increasing order, whether ``text`` quotes
-    them. After a ``<tool_call>`` block that is a call, :meth:`resume` tells
+    """Answers, for positions in increasing order (from ``start`` on),
+    whether ``text`` quotes them. After a ``<tool_call>`` block that is a call, :meth:`resume` tells
     where it ended: parsing goes on from there as if the block were one atom
     of the paragraph it opened in."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, start: int = 0) -> None:
+        """Markdown read from ``start`` of ``text`` on, as if it began there."""
         self._text = text
-        self._blocks = _Blocks(text)
+        self._blocks = _Blocks(text, start)
         self._line: _Line | None = None
-        self._scan = 0  # where the code-span scan of the current paragraph stands
+        self._scan = start  # where the code-span scan of the current paragraph stands
         self._span_end = -1  # end of the last code span found
-        self._paragraph: tuple[int, dict[int, list[int]]] | None = None  # (end, runs by length) ahead of _scan
+        #: (end, backtick strings by length, raw-HTML closers found) ahead of _scan
+        self._paragraph: tuple[int, dict[int, list[int]], dict[str, int]] | None = None
 
     def quoted(self, position: int) -> bool:
         """Whether ``position`` is inside quoted text (not before any position asked earlier)."""
@@ -428,6 +438,8 @@ class QuotedRanges:
         self._paragraph = None
 
     def _in_code_span(self, position: int) -> bool:
+        """Whether ``position`` of the current paragraph is inside a code
+        span or inline raw HTML that hides its content."""
         text = self._text
         if position < self._span_end:
             return True
@@ -436,21 +448,25 @@ class QuotedRanges:
             if match is None:
                 self._scan = max(self._scan, position)
                 return False
-            if match.group()[0] == "\\":
+            opener = match.group()
+            if opener[0] == "\\":
                 self._scan = match.end()
                 continue
-            length = match.end() - match.start()
-            closer = self._closer(match.end(), length)
-            if closer < 0:
+            if opener[0] == "<":
+                span_end = self._html_end(opener, match.end())
+            else:
+                closer = self._closer(match.end(), len(opener))
+                span_end = closer + len(opener) if closer >= 0 else -1
+            if span_end < 0:
                 self._scan = match.end()
                 continue
-            self._scan = self._span_end = closer + length
+            self._scan = self._span_end = span_end
             if position < self._span_end:
                 return True
 
-    def _closer(self, start: int, length: int) -> int:
-        """The first backtick string of exactly ``length`` at or after
-        ``start`` in the current paragraph, or -1."""
+    def _ahead(self) -> tuple[int, dict[int, list[int]], dict[str, int]]:
+        """The current paragraph's end, its backtick strings by length (from
+        ``_scan`` on) and the raw-HTML closers found so far, read once."""
         if self._paragraph is None:
             ahead = self._blocks.copy()
             assert self._line is not None
@@ -460,7 +476,30 @@ class QuotedRanges:
             runs: dict[int, list[int]] = {}
             for run in _RUN.finditer(self._text, self._scan, end):
                 runs.setdefault(run.end() - run.start(), []).append(run.start())
-            self._paragraph = (end, runs)
-        starts = self._paragraph[1].get(length, [])
+            self._paragraph = (end, runs, {})
+        return self._paragraph
+
+    def _closer(self, start: int, length: int) -> int:
+        """The first backtick string of exactly ``length`` at or after
+        ``start`` in the current paragraph, or -1."""
+        starts = self._ahead()[1].get(length, [])
         index = bisect_left(starts, start)
         return starts[index] if index < len(starts) else -1
+
+    def _html_end(self, opener: str, start: int) -> int:
+        """The end of the inline raw HTML that ``opener`` opens (its text goes
+        on at ``start``) in the current paragraph, or -1 when it is not closed
+        there. A closer found is kept, so a run of unclosed openers costs one
+        search (the scan only moves forward)."""
+        text = self._text
+        if opener == "<!--":
+            if text.startswith(">", start):
+                return start + 1  # <!--> is a whole comment
+            if text.startswith("->", start):
+                return start + 2  # and so is <!--->
+        closer = _HTML_CLOSERS[opener]
+        end, _, found = self._ahead()
+        at = found.get(closer)
+        if at is None or 0 <= at < start:
+            at = found[closer] = text.find(closer, start, end)
+        return at + len(closer) if at >= 0 else -1

@@ -11,13 +11,13 @@ back into the shape the decision layer checks against the ORIGINAL schemas.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, overload
 
 from .. import _backend
 from .._payload import canonical_json
-from ..errors import ParseError, SchemaError
+from ..errors import ParseError, SchemaError, snapshot_error
 from ..limits import DEFAULT_LIMITS, Limits, count
-from ..types import Item, NormalizedResponse, TextItem, ToolCallItem
+from ..types import FixedResponse, Item, NormalizedResponse, ResponseSnapshot, TextItem, ToolCallItem
 from .capabilities import Capabilities, Strategy
 from .conversion import ConvertedSchema, OnUnsupported, _unsupported, convert_schema, schema_digest
 from .definitions import OutputDefinition, ToolDefinition
@@ -76,7 +76,13 @@ class RequestPlan:
             "records": [r.to_dict() for r in self.records],
         }
 
-    def prepare(self, response: NormalizedResponse, *, limits: Limits | None = None) -> NormalizedResponse:
+    @overload
+    def prepare(self, response: NormalizedResponse, *, limits: Limits | None = None) -> NormalizedResponse: ...
+    @overload
+    def prepare(self, response: FixedResponse, *, limits: Limits | None = None) -> FixedResponse: ...
+    def prepare(
+        self, response: NormalizedResponse | FixedResponse, *, limits: Limits | None = None
+    ) -> NormalizedResponse | FixedResponse:
         """``response`` in the shape :func:`decisions.decide` checks against
         the ORIGINAL schemas.
 
@@ -96,8 +102,15 @@ class RequestPlan:
 
         Text that does not parse is left as it is, so that ``decide`` reports
         the parse error (or the cut-off) at its real place. A response that is
-        not finished is returned unchanged.
+        not finished is returned unchanged. A
+        :class:`~decisions.types.FixedResponse` comes back as one, with its
+        fixes, so ``decide`` still treats it as repaired; a provisional
+        snapshot is ``StreamError(SNAPSHOT_NOT_DECIDABLE)``, as in ``decide``.
         """
+        if isinstance(response, FixedResponse):
+            return FixedResponse(self.prepare(response.response, limits=limits), response.applied)
+        if isinstance(response, ResponseSnapshot):
+            raise snapshot_error(response.state)
         if response.finish_reason not in ("stop", "tool_calls"):
             return response
         limits = limits or DEFAULT_LIMITS

@@ -17,6 +17,12 @@ Two readers, both strict and bounded:
   quotes -- inside a code span, a fenced or indented code block, a block quote
   or a verbatim HTML block (CommonMark's rules, see ``_markdown``) -- is text
   too: a model explaining the format or echoing a fetched page is not calling.
+  A reply that is exactly one JSON value holds no calls (a tag in its
+  strings is data), and a look-alike tag that stands in the text
+  (``<TOOL_CALL>``, ``<tool_call >``, an invisible character, fullwidth
+  brackets) is an error, never the text of an answer that drops the call.
+  The ``<think> ... </think>`` reasoning a reply opens with is text: a call
+  drafted there is not made (never closed, it runs to the end of the reply).
 
 :func:`tool_calls_response` turns a text-only :class:`~decisions.types.NormalizedResponse`
 into one with tool-call items, so :func:`decisions.decide` checks those calls
@@ -26,15 +32,16 @@ exactly like native ones.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from .. import _backend
 from .._json_errors import fix_text, parse_error
 from .._payload import canonical_json
-from ..errors import ParseError, SchemaError, StreamError
+from ..errors import ParseError, SchemaError, StreamError, snapshot_error
 from ..limits import DEFAULT_LIMITS, Limits, count
-from ..types import NormalizedResponse, TextItem, ToolCallItem
+from ..types import FixedResponse, NormalizedResponse, ResponseSnapshot, TextItem, ToolCallItem
 from ._markdown import QuotedRanges
 
 __all__ = [
@@ -58,7 +65,41 @@ _JSON_STRUCTURE: Final = re.compile(r'["{}\[\]]')
 _STRING_REST: Final = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _WS: Final = " \t\r\n"
 _ENVELOPE_KEYS: Final = frozenset({"name", "arguments"})
-_TAG: Final = re.compile(r"</?tool_call>")
+#: A tag-like run a model may have meant as a tag: an opening bracket (ASCII,
+#: fullwidth or small form), up to 40 characters without a bracket or a line
+#: break, a closing bracket.
+_TAG_LIKE: Final = r"[<\uFF1C\uFE64][^<>\uFF1C\uFF1E\uFE64\uFE65\r\n]{1,40}[>\uFF1E\uFE65]"
+_TAG: Final = re.compile(rf"</?tool_call>|{_TAG_LIKE}")
+_EXACT_TAGS: Final = frozenset({TOOL_CALL_OPEN, TOOL_CALL_CLOSE})
+#: The reasoning a reply opens with (Qwen3, DeepSeek-R1 and the like served
+#: without a reasoning parser): ``<think> ... </think>`` before the answer.
+_THINK_OPEN: Final = re.compile(r"\A[ \t\r\n\ufeff]*<think>")
+_THINK_CLOSE: Final = "</think>"
+
+
+def _reasoning_end(text: str) -> int:
+    """Where the ``<think>`` reasoning ``text`` opens with ends: just past
+    its ``</think>``, the end of ``text`` when it is never closed, 0 when
+    ``text`` does not open with one."""
+    opening = _THINK_OPEN.match(text)
+    if opening is None:
+        return 0
+    closing = text.find(_THINK_CLOSE, opening.end())
+    return len(text) if closing < 0 else closing + len(_THINK_CLOSE)
+
+
+def _look_alike(tag: str) -> bool:
+    """Whether ``tag`` is not a ``<tool_call>`` tag but reads as one: the
+    same after NFKC (fullwidth and small forms), without invisible
+    (format) characters and spaces, in lower case."""
+    if len(tag) < len(TOOL_CALL_OPEN) or tag in _EXACT_TAGS:
+        return False
+    if tag.isascii():  # the common case, read without normalizing
+        return "".join(tag.split()).lower() in _EXACT_TAGS
+    folded = "".join(
+        char for char in unicodedata.normalize("NFKC", tag) if not char.isspace() and unicodedata.category(char) != "Cf"
+    )
+    return folded.casefold() in _EXACT_TAGS
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,29 +309,51 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
     """The ``<tool_call>`` blocks in ``text`` and the text outside them.
 
     Each block holds exactly one JSON object ``{"name": str, "arguments":
-    object}`` (whitespace around it allowed). Raises ``ParseError`` (offsets
+    object}`` (whitespace around it allowed); a ``text`` that is one JSON
+    value has none, and neither has the ``<think>`` reasoning it opens with
+    (Markdown is read from the reasoning's end). Raises ``ParseError`` (offsets
     into ``text``) for an unclosed block (``UNEXPECTED_END``), a second value
     or other content in a block (``TRAILING_CONTENT``), a fence inside a
-    block (``MARKDOWN_FENCE``), a stray ``</tool_call>``, or any strict-parser
-    error; ``SchemaError`` for a block that is not a name/arguments envelope;
+    block (``MARKDOWN_FENCE``), a stray ``</tool_call>`` or a look-alike tag
+    (``UNEXPECTED_CHARACTER``), or any strict-parser error; ``SchemaError``
+    for a block that is not a name/arguments envelope;
     ``StreamError(TOO_MANY_CALLS)`` past ``limits.max_calls_per_response``.
     """
     limits = limits or DEFAULT_LIMITS
     if len(text) > limits.max_response_bytes or len(text.encode("utf-8", "surrogatepass")) > limits.max_response_bytes:
         raise StreamError("RESPONSE_TOO_LARGE")
+    reasoning = _reasoning_end(text)  # drafts in the reasoning are not calls
+    answer = text[reasoning:]
+    if answer.lstrip(_WS)[:1] in ("{", "[", '"'):
+        try:
+            _backend.impl.loads(answer, limits=limits)
+        except ParseError:
+            pass  # not one JSON value: scanned for blocks
+        else:
+            return TextCalls((), text)  # one JSON value: a tag in its strings is data
     calls: list[TextCall] = []
     outside: list[str] = []
-    quoting = QuotedRanges(text)
+    quoting = QuotedRanges(text, reasoning)
     pos = 0  # start of the text not yet kept
-    search = 0
+    search = reasoning
     while True:
         tag = _TAG.search(text, search)
         if tag is None:
             break
         opening = tag.start()
         search = tag.end()
+        if tag.group() not in _EXACT_TAGS and not _look_alike(tag.group()):
+            continue  # some other tag, or a bracket: text
         if quoting.quoted(opening):
             continue  # quoted in a code span, code block, block quote: text
+        if tag.group() not in _EXACT_TAGS:
+            raise ParseError(
+                "UNEXPECTED_CHARACTER",
+                f"{tag.group()!a} reads as a <tool_call> tag but is not one",
+                doc=text,
+                pos=opening,
+                hint="write the tags exactly <tool_call> and </tool_call>: ASCII, lower case, no spaces",
+            )
         if tag.group() == TOOL_CALL_CLOSE:
             raise ParseError(
                 "UNEXPECTED_CHARACTER",
@@ -336,7 +399,18 @@ def parse_tool_calls(text: str, *, limits: Limits | None = None) -> TextCalls:
     return TextCalls(tuple(calls), "".join(outside))
 
 
-def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None = None) -> NormalizedResponse:
+def _has_tag(text: str) -> bool:
+    """Whether ``text`` holds a ``<tool_call>`` tag or a look-alike of one."""
+    return TOOL_CALL_OPEN in text or any(_look_alike(tag.group()) for tag in re.finditer(_TAG_LIKE, text))
+
+
+@overload
+def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None = None) -> NormalizedResponse: ...
+@overload
+def tool_calls_response(response: FixedResponse, *, limits: Limits | None = None) -> FixedResponse: ...
+def tool_calls_response(
+    response: NormalizedResponse | FixedResponse, *, limits: Limits | None = None
+) -> NormalizedResponse | FixedResponse:
     """``response`` with the ``<tool_call>`` blocks of its text turned into
     tool-call items (call ids generated and flagged as such:
     ``{response_id}:text_call_{k}``, ``text_call_{k}`` without a response id,
@@ -350,11 +424,19 @@ def tool_calls_response(response: NormalizedResponse, *, limits: Limits | None =
     quote): only a block that stands on its own is a call; a response whose
     blocks are all quoted is returned unchanged.
 
-    Raises the errors of :func:`parse_tool_calls`, and
+    A :class:`~decisions.types.FixedResponse` comes back as one, with its
+    fixes, so ``decide`` still treats the calls as repaired.
+
+    Raises the errors of :func:`parse_tool_calls`,
+    ``StreamError(SNAPSHOT_NOT_DECIDABLE)`` for a provisional snapshot, and
     ``SchemaError(AMBIGUOUS_DECISION)`` when the response also has native
     tool calls: which of the two sets to run would be a guess.
     """
-    if response.finish_reason != "stop" or TOOL_CALL_OPEN not in response.text:
+    if isinstance(response, FixedResponse):
+        return FixedResponse(tool_calls_response(response.response, limits=limits), response.applied)
+    if isinstance(response, ResponseSnapshot):
+        raise snapshot_error(response.state)
+    if response.finish_reason != "stop" or not _has_tag(response.text):
         return response
     found = parse_tool_calls(response.text, limits=limits)
     if not found.calls:

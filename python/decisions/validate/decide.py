@@ -66,7 +66,17 @@ from operator import attrgetter
 from typing import Any, Final, Iterable, Literal, Mapping, NoReturn, Sequence, TypeVar
 
 from .. import _backend
-from ..errors import DomainError, OutputError, ParseError, PolicyError, SchemaError, StreamError, at_call, in_batch
+from ..errors import (
+    DomainError,
+    OutputError,
+    ParseError,
+    PolicyError,
+    SchemaError,
+    StreamError,
+    at_call,
+    in_batch,
+    snapshot_error,
+)
 from ..limits import DEFAULT_LIMITS, Limits
 from ..types import (
     FINISH_REASONS,
@@ -149,11 +159,7 @@ def _complete(response: object) -> tuple[tuple[ToolCallItem, ...], str]:
     """:func:`check_complete`, returning what a decision is made of: the
     response's tool calls and its text (read in one pass over the items)."""
     if type(response) is not NormalizedResponse and isinstance(response, ResponseSnapshot):
-        raise StreamError(
-            "SNAPSHOT_NOT_DECIDABLE",
-            f"a snapshot of a {response.state} stream is provisional",
-            hint="wait for the stream to finish",
-        )
+        raise snapshot_error(response.state)
     if not isinstance(response, NormalizedResponse):
         raise TypeError(f"decide takes a NormalizedResponse, not {type(response).__name__}")
     reason = response.finish_reason
