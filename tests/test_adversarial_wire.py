@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 import decisions
+from decisions import wire
+from decisions.types import ItemStarted, ResponseStarted, TextDelta, ToolCallStarted, UsageReported
 
 _START = {"type": "response_started"}
 _CALL = {"type": "tool_call_started", "item_id": "i1", "call_id": "c1", "name": "f"}
@@ -63,3 +65,67 @@ def test_a_partial_view_stops_at_what_loads_refuses(impl: ModuleType, arguments:
     shown = _partial(impl, arguments)
     assert shown == view
     json.dumps(shown, allow_nan=False).encode("utf-8")  # a UI can always write it
+
+
+#: Wire objects the reader crashed on (a TypeError from an unhashable or
+#: unsortable value, a ValueError from a repr) or accepted while the
+#: ``"canonical"`` provider refuses them.
+_REFUSED_EVENTS: list[dict[Any, Any]] = [
+    {"type": "item_started", "item_id": "a", "kind": []},  # TypeError: unhashable type
+    {"type": "item_started", "item_id": "a", "kind": {}},
+    {"type": "item_ended", "item_id": "a", 1: 2, "z": 3},  # TypeError: '<' between str and int
+    {"type": "usage", "input_tokens": -1},  # accepted by the reader
+    {"type": "usage", "output_tokens": 2**64},
+    {"type": "usage", "cached_tokens": 10**5000},  # past the digit limit: no repr
+    {"type": "item_ended", "item_id": "a\ud800"},  # a lone surrogate: encode_sse raised UnicodeEncodeError
+    {"type": "text_delta", "item_id": "a", "delta": "\udc00"},
+    {"type": "response_started", "model": "m\ud800"},
+]
+
+
+@pytest.mark.parametrize("data", _REFUSED_EVENTS, ids=range(len(_REFUSED_EVENTS)))
+def test_the_reader_refuses_what_the_canonical_provider_refuses(impl: ModuleType, data: dict[Any, Any]) -> None:
+    """``event_from_dict`` gives a typed ``MALFORMED_EVENT`` for every wire
+    object the canonical assembler refuses, never a crash or an event the
+    front end's assembler then refuses."""
+    with pytest.raises(decisions.StreamError) as read:
+        wire.event_from_dict(data)
+    assert (read.value.layer, read.value.code) == ("stream", "MALFORMED_EVENT")
+    if all(isinstance(key, str) for key in data):
+        assembler = impl.StreamAssembler("canonical")  # type: ignore[attr-defined]
+        with pytest.raises(decisions.StreamError) as fed:
+            assembler.feed_event(_START)
+            assembler.feed_event(data)
+        assert (fed.value.layer, fed.value.code) == ("stream", "MALFORMED_EVENT")
+
+
+#: Event objects built with values the reader refuses: writing them crashed
+#: or wrote what does not read back.
+_UNWRITABLE = [
+    UsageReported(input_tokens=True),  # written as true, refused on reading
+    UsageReported(input_tokens=1.0),  # type: ignore[arg-type]
+    UsageReported(input_tokens=float("nan")),  # type: ignore[arg-type]  # ValueError
+    ToolCallStarted(item_id="a", call_id="c", name="n", call_id_generated=1),  # type: ignore[arg-type]
+    TextDelta(item_id="a", delta="\ud800"),  # UnicodeEncodeError in encode_sse
+    ItemStarted(item_id="a", kind="tool"),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize("event", _UNWRITABLE, ids=range(len(_UNWRITABLE)))
+@pytest.mark.parametrize("encode", [wire.encode_json, wire.encode_sse])
+def test_writing_refuses_what_reading_refuses(encode: Any, event: Any) -> None:
+    """What the wire writes reads back equal: an event it could not is refused
+    with the reader's ``MALFORMED_EVENT`` before anything is written."""
+    with pytest.raises(decisions.StreamError) as caught:
+        encode(event)
+    assert caught.value.code == "MALFORMED_EVENT"
+
+
+@pytest.mark.parametrize("line", ["\x0b", "\x0c", "\u2028", "\xa0", "\x1c", b"\x0b", b"\x0c"])
+def test_a_line_of_non_json_space_is_not_blank(line: str | bytes) -> None:
+    """Only JSON whitespace makes a blank line: the reader skipped a line
+    holding another space (``str.strip`` strips them) as if it were empty."""
+    lines = [wire.encode_json(ResponseStarted()), line]
+    with pytest.raises(decisions.ParseError) as caught:
+        list(wire.read_json_lines(lines))
+    assert caught.value.lineno == 2
