@@ -129,3 +129,23 @@ def test_a_line_of_non_json_space_is_not_blank(line: str | bytes) -> None:
     with pytest.raises(decisions.ParseError) as caught:
         list(wire.read_json_lines(lines))
     assert caught.value.lineno == 2
+
+
+@pytest.mark.parametrize("generated", [False, True])
+def test_a_canonical_call_with_an_empty_call_id_is_refused(impl: ModuleType, generated: bool) -> None:
+    """An empty call id pairs with no result: Anthropic's and Responses'
+    mappers refuse one, the canonical provider made it an executable call."""
+    started = {**_CALL, "call_id": "", "call_id_generated": generated}
+    events = [_START, started, {"type": "tool_arguments_delta", "item_id": "i1", "delta": "{}"}]
+    events += [{"type": "item_ended", "item_id": "i1"}, {"type": "response_finished", "finish_reason": "tool_calls"}]
+    assembler = impl.StreamAssembler("canonical")  # type: ignore[attr-defined]
+    assembler.feed_event(_START)
+    with pytest.raises(decisions.StreamError) as fed:
+        assembler.feed_event(started)
+    assert (fed.value.layer, fed.value.code) == ("stream", "MALFORMED_EVENT")
+    with pytest.raises(decisions.StreamError) as body:
+        impl.normalize(json.dumps(events), provider="canonical")  # type: ignore[attr-defined]
+    assert body.value.code == "MALFORMED_EVENT"
+    with pytest.raises(decisions.StreamError) as read:
+        wire.event_from_dict(started)
+    assert read.value.code == "MALFORMED_EVENT"

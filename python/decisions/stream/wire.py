@@ -117,6 +117,8 @@ def event_from_dict(data: Mapping[str, Any]) -> CanonicalEvent:
             kwargs[name] = data[name]
         elif spec.default is dataclasses.MISSING:
             raise _malformed(f"{type_name} is missing the field {name!r}")
+    if type_name == "tool_call_started" and kwargs["call_id"] == "":
+        raise _malformed("tool_call_started.call_id must not be empty")
     event: CanonicalEvent = cls(**kwargs)  # type: ignore[assignment]
     return event
 

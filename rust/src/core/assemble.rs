@@ -1052,6 +1052,12 @@ pub fn canonical_event(payload: Value) -> Result<Option<Event>, CoreError> {
             _ => {}
         }
     }
+    // an empty call id pairs with no result (refused as Anthropic's and Responses' are)
+    if kind == "tool_call_started" && map.get("call_id").and_then(Value::as_str) == Some("") {
+        return Err(malformed(
+            "tool_call_started event field \"call_id\" must not be empty".into(),
+        ));
+    }
     let m = &mut map;
     let event = match kind.as_str() {
         "response_started" => Event::ResponseStarted {
@@ -1428,6 +1434,19 @@ mod tests {
         );
         assert!(m.map_event(None, r#"{"type":"future"}"#, &mut out).is_ok());
         assert_eq!(m.unknown_events().get("future"), Some(&1));
+    }
+
+    #[test]
+    fn a_canonical_call_with_an_empty_call_id_is_malformed() {
+        let mut m = CanonicalMapper::default();
+        let mut out = Vec::new();
+        let bad = m.map_event(
+            None,
+            r#"{"type":"tool_call_started","item_id":"i","call_id":"","name":"f"}"#,
+            &mut out,
+        );
+        assert_eq!(bad.err().map(|e| e.code), Some(Code::MALFORMED_EVENT));
+        assert!(out.is_empty());
     }
 
     #[test]

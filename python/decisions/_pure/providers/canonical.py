@@ -103,6 +103,8 @@ def canonical_event(payload: Any) -> CanonicalEvent | None:
         if not _valid(field_kind, value):
             raise _malformed(f'{kind} event field "{name}" must be {_EXPECTED[field_kind]}')
         args[name] = value
+    if kind == "tool_call_started" and not args["call_id"]:  # pairs with no result, as Anthropic's and Responses'
+        raise _malformed('tool_call_started event field "call_id" must not be empty')
     return EVENT_TYPES[kind](**args)  # type: ignore[return-value]
 
 
