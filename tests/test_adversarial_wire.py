@@ -11,7 +11,9 @@ import pytest
 
 import decisions
 from decisions import wire
+from decisions.ledger import from_dict, to_dict
 from decisions.types import ItemStarted, ResponseStarted, TextDelta, ToolCallStarted, UsageReported
+from decisions.validate.decision import CallVerdict, ToolCall, ToolDecision
 
 _START = {"type": "response_started"}
 _CALL = {"type": "tool_call_started", "item_id": "i1", "call_id": "c1", "name": "f"}
@@ -149,3 +151,38 @@ def test_a_canonical_call_with_an_empty_call_id_is_refused(impl: ModuleType, gen
     with pytest.raises(decisions.StreamError) as read:
         wire.event_from_dict(started)
     assert read.value.code == "MALFORMED_EVENT"
+
+
+_KINDS_OF_CALLS = [
+    ("custom", "edit", "*** Begin Patch\n*** End Patch"),  # text arguments: refused on reading back
+    ("shell", "shell", {"commands": ["ls"]}),  # came back a function call named "shell"
+    ("local_shell", "local_shell", {"command": ["ls"]}),
+    ("apply_patch", "apply_patch", {"type": "create_file", "path": "a"}),
+    ("function", "shell", {"commands": ["ls"]}),
+]
+
+
+@pytest.mark.parametrize(("kind", "name", "arguments"), _KINDS_OF_CALLS)
+def test_a_stored_decision_keeps_its_call_kinds(kind: str, name: str, arguments: Any) -> None:
+    """A decision written and read back is the same decision: the call's kind
+    (what the executor runs) is kept, and a custom call's text arguments read back."""
+    call = ToolCall(call_id="c1", name=name, arguments=arguments, call_kind=kind, call_id_generated=True)  # type: ignore[arg-type]
+    decision = ToolDecision(calls=(call,), verdicts=(CallVerdict(call_id="c1", status="needs_approval"),))
+    for obj in (call, decision):
+        back = from_dict(json.loads(json.dumps(to_dict(obj))))
+        assert back == obj
+    assert not from_dict(to_dict(decision)).executable
+
+
+def test_a_version_1_call_reads_as_a_function_call() -> None:
+    """A tool call stored before its kind was (version 1) still reads, as the
+    function call it was read as then; a version 2 call without a kind does not."""
+    stored = {"shape": "tool_call", "version": 1, "call_id": "c", "name": "f", "arguments": {}, "index": 0}
+    stored |= {"item_id": None, "call_id_generated": False, "tool_version": None}
+    assert from_dict(stored) == ToolCall(call_id="c", name="f", arguments={})
+    with pytest.raises(decisions.SchemaError) as caught:
+        from_dict({**stored, "version": 2})
+    assert (caught.value.code, caught.value.path) == ("SCHEMA_MISMATCH", "$.call_kind")
+    with pytest.raises(decisions.SchemaError) as caught:
+        from_dict({**stored, "version": 2, "call_kind": "function", "arguments": "text"})
+    assert caught.value.path == "$.arguments"
