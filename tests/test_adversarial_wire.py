@@ -186,3 +186,50 @@ def test_a_version_1_call_reads_as_a_function_call() -> None:
     with pytest.raises(decisions.SchemaError) as caught:
         from_dict({**stored, "version": 2, "call_kind": "function", "arguments": "text"})
     assert caught.value.path == "$.arguments"
+
+
+_FINISHED = '{"type":"response_finished","finish_reason":"stop"}'
+_DELTA = '{"type":"text_delta","item_id":"t","delta":"x"}'
+_HEAD = ['{"type":"response_started"}', '{"type":"item_started","item_id":"t","kind":"text"}']
+
+
+def _feed(assembler: Any, how: str, name: str, data: str) -> None:
+    """The head events, then ``data`` named ``name``, by ``feed`` (SSE bytes) or ``feed_event``."""
+    for event, text in [(None, head) for head in _HEAD] + [(name, data)]:
+        if how == "feed":
+            assembler.feed((f"event: {event}\n" if event else "").encode() + f"data: {text}\n\n".encode())
+        else:
+            assembler.feed_event(text, event=event)
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("response_failed", _FINISHED),  # a failure framed as a success was taken as the success
+        ("item_ended", _DELTA),  # the delta's fast path read the data alone
+        ("refusal_delta", _DELTA),
+    ],
+)
+@pytest.mark.parametrize("how", ["feed", "feed_event"])
+def test_a_canonical_sse_event_named_as_another_type_is_refused(
+    impl: ModuleType, name: str, data: str, how: str
+) -> None:
+    """An SSE event whose name is another type frames two events in one:
+    neither is taken (``MALFORMED_EVENT`` at ``$.type``), as the wire reader,
+    Anthropic's and Responses' mappers refuse it; the canonical provider
+    took the data alone."""
+    assembler = impl.StreamAssembler("canonical")  # type: ignore[attr-defined]
+    with pytest.raises(decisions.StreamError) as caught:
+        _feed(assembler, how, name, data)
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.type")
+    with pytest.raises(decisions.StreamError, match="does not match"):
+        list(wire.read_sse([f"event: {name}\ndata: {data}\n\n".encode()]))
+
+
+@pytest.mark.parametrize("name", ["message", "text_delta"])
+@pytest.mark.parametrize("how", ["feed", "feed_event"])
+def test_a_canonical_sse_event_named_as_its_type_is_read(impl: ModuleType, name: str, how: str) -> None:
+    """``message`` or the data's own type: the data is read as it says."""
+    assembler = impl.StreamAssembler("canonical")  # type: ignore[attr-defined]
+    _feed(assembler, how, name, _DELTA)
+    assert assembler.snapshot().text == "x"

@@ -210,7 +210,7 @@ class Pipeline:
             decoded = decode_event(payload)
             if type(decoded) is dict and len(decoded) == 3:  # a delta with exactly its fields?
                 kind = decoded.get("type")
-                if kind == "tool_arguments_delta" or kind == "text_delta":
+                if (kind == "tool_arguments_delta" or kind == "text_delta") and event in (None, "message", kind):
                     item_id, delta = decoded.get("item_id"), decoded.get("delta")
                     if type(item_id) is str and type(delta) is str:
                         if kind == "text_delta":

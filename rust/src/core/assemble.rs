@@ -1163,12 +1163,33 @@ pub struct CanonicalMapper {
     unknown: BTreeMap<String, u64>,
 }
 
+/// Whether an SSE event's name agrees with its data's `type`: no name, or
+/// `message`, leaves the data alone to say what it is.
+fn named_as(event: Option<&str>, kind: &str) -> bool {
+    !matches!(event, Some(name) if name != "message" && name != kind)
+}
+
 impl CanonicalMapper {
-    fn map_value(&mut self, value: Value, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    /// The event `value`; `event` is its SSE name, None in a body.
+    fn map_value(
+        &mut self,
+        event: Option<&str>,
+        value: Value,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let name = value
             .get("type")
             .and_then(Value::as_str)
             .map(str::to_string);
+        if let Some(kind) = name.as_deref().filter(|kind| !named_as(event, kind)) {
+            // two types are two events: neither is taken (as Anthropic's and Responses')
+            let mut error = malformed(format!(
+                "canonical SSE event {} carries data of type {kind}",
+                event.unwrap_or_default()
+            ));
+            error.path = Some("$.type".into());
+            return Err(error);
+        }
         match canonical_event(value)? {
             Some(event) => out.push(event),
             None => count_unknown(&mut self.unknown, name.as_deref().unwrap_or_default()),
@@ -1194,11 +1215,14 @@ struct WireDelta<'a> {
 impl Mapper for CanonicalMapper {
     fn map_event(
         &mut self,
-        _event: Option<&str>,
+        event: Option<&str>,
         data: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        if let Ok(wire) = serde_json::from_str::<WireDelta<'_>>(data) {
+        if let Some(wire) = serde_json::from_str::<WireDelta<'_>>(data)
+            .ok()
+            .filter(|wire| named_as(event, &wire.kind))
+        {
             let (item_id, delta) = (wire.item_id.into_owned(), wire.delta.into_owned());
             let event = match wire.kind.as_ref() {
                 "tool_arguments_delta" => Some(Event::ToolArgumentsDelta { item_id, delta }),
@@ -1212,7 +1236,7 @@ impl Mapper for CanonicalMapper {
             }
         }
         let value = decode_data(data)?;
-        self.map_value(value, out)
+        self.map_value(event, value, out)
     }
 
     fn end(&mut self, _out: &mut Vec<Event>) -> Result<(), CoreError> {
@@ -1231,7 +1255,7 @@ impl Mapper for CanonicalMapper {
             ));
         };
         for value in values {
-            self.map_value(value, out)?;
+            self.map_value(None, value, out)?;
         }
         Ok(())
     }
@@ -1447,6 +1471,23 @@ mod tests {
         );
         assert_eq!(bad.err().map(|e| e.code), Some(Code::MALFORMED_EVENT));
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_canonical_event_named_as_another_type_is_malformed() {
+        let mut m = CanonicalMapper::default();
+        let mut out = Vec::new();
+        for data in [
+            r#"{"type":"response_finished","finish_reason":"stop"}"#,
+            r#"{"type":"text_delta","item_id":"t","delta":"x"}"#,
+        ] {
+            let bad = m.map_event(Some("response_failed"), data, &mut out);
+            let error = bad.err();
+            assert_eq!(error.as_ref().map(|e| e.code), Some(Code::MALFORMED_EVENT));
+            assert_eq!(error.and_then(|e| e.path).as_deref(), Some("$.type"));
+            assert!(m.map_event(Some("message"), data, &mut out).is_ok());
+        }
+        assert_eq!(out.len(), 2);
     }
 
     #[test]

@@ -9,6 +9,7 @@ from typing import Any, Final, Mapping
 from ...errors import StreamError
 from ...types import CALL_KINDS, EVENT_TYPES, FINISH_REASONS, CanonicalEvent
 from ._shape import U64_MAX as _U64_MAX
+from ._shape import located
 from ._unknown import count_unknown
 
 __all__ = ["CanonicalMapper", "ITEM_KINDS", "canonical_event"]
@@ -116,7 +117,13 @@ class CanonicalMapper:
         self.unknown_events: dict[str, int] = {}
 
     def map_event(self, event: str | None, payload: Any) -> list[CanonicalEvent]:
-        """One canonical event; an unknown ``type`` is counted."""
+        """One canonical event; an unknown ``type`` is counted. An SSE event
+        name other than ``message`` that is not the data's ``type`` frames two
+        events in one: neither is taken (``MALFORMED_EVENT`` at ``$.type``)."""
+        if event is not None and event != "message" and type(payload) is dict:
+            kind = payload.get("type")
+            if type(kind) is str and kind != event:
+                raise located("MALFORMED_EVENT", f"canonical SSE event {event} carries data of type {kind}", "$.type")
         mapped = canonical_event(payload)
         if mapped is None:
             count_unknown(self.unknown_events, payload["type"])
