@@ -233,3 +233,61 @@ def test_a_canonical_sse_event_named_as_its_type_is_read(impl: ModuleType, name:
     assembler = impl.StreamAssembler("canonical")  # type: ignore[attr-defined]
     _feed(assembler, how, name, _DELTA)
     assert assembler.snapshot().text == "x"
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [["rs", "fc"], ["fc", "rs"], ["rs", "fc", "rs2"], ["rs2", "fc", "rs"]],
+    ids=lambda layout: "-".join(layout),
+)
+@pytest.mark.parametrize("read_as", ["sse", "json_lines", "objects"])
+def test_forwarded_events_keep_a_placed_item_in_its_place(impl: ModuleType, layout: list[str], read_as: str) -> None:
+    """A Responses reasoning item only ``response.completed`` carries is placed
+    at its output position; its forwarded events said nothing of that, so the
+    front end rebuilt it after the call it preceded."""
+    from test_fidelity_responses import _about, events_of
+
+    events = [e for e in events_of("openai-reasoning-encrypted-content.1") if not _about(e, "reasoning")]
+    completed = events[-1]
+    (rs,) = [i for i in completed["response"]["output"] if i["type"] == "reasoning"]
+    (fc,) = [i for i in completed["response"]["output"] if i["type"] == "function_call"]
+    by_name = {"rs": rs, "fc": fc, "rs2": {**rs, "id": rs["id"] + "_2"}}
+    events[-1] = {**completed, "response": {**completed["response"], "output": [by_name[n] for n in layout]}}
+    backend = impl.StreamAssembler("openai-responses", keep_events=True)  # type: ignore[attr-defined]
+    backend.feed(b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events))
+    response = backend.finish()
+    kept = backend.take_events()
+    assert [i.item_id for i in response.items] == [by_name[n]["id"] for n in layout]
+    if read_as == "sse":
+        forwarded = list(wire.read_sse([b"".join(wire.encode_sse(e) for e in kept)]))
+    elif read_as == "json_lines":
+        forwarded = list(wire.read_json_lines([wire.encode_json(e) for e in kept]))
+    else:
+        forwarded = kept
+    front_end = impl.StreamAssembler("canonical")  # type: ignore[attr-defined]
+    for event in forwarded:
+        front_end.feed_event(event)
+    rebuilt = front_end.finish()
+    assert (rebuilt.items, rebuilt.finish_reason, rebuilt.usage) == (
+        response.items,
+        response.finish_reason,
+        response.usage,
+    )
+
+
+def test_an_unplaced_item_start_is_written_as_before() -> None:
+    """``position`` is written only when set: the wire of every other item is unchanged."""
+    assert (
+        wire.encode_json(ItemStarted(item_id="a", kind="text")) == '{"type":"item_started","item_id":"a","kind":"text"}'
+    )
+    placed = ItemStarted(item_id="a", kind="reasoning", position=0)
+    assert wire.decode_json(wire.encode_json(placed)) == placed
+
+
+@pytest.mark.parametrize("position", [-1, 1.0, True, "0", 2**64])
+def test_a_position_that_is_not_a_count_is_malformed(impl: ModuleType, position: Any) -> None:
+    assembler = impl.StreamAssembler("canonical")  # type: ignore[attr-defined]
+    assembler.feed_event(_START)
+    with pytest.raises(decisions.StreamError) as caught:
+        assembler.feed_event({"type": "item_started", "item_id": "a", "kind": "text", "position": position})
+    assert caught.value.code == "MALFORMED_EVENT"

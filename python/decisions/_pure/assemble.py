@@ -253,6 +253,8 @@ class Assembler:
         if event.kind not in _KINDS:
             raise self._fail("MALFORMED_EVENT", 'item_started event field "kind" must be an item kind')
         self._new_item(event.kind, event.item_id)
+        if event.position is not None:
+            self.place(event.item_id, event.position)
 
     def _open_item(self, event_type: str, item_id: str, kind: str) -> _Item:
         item = self._by_id.get(item_id)

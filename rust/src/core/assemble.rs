@@ -475,13 +475,24 @@ impl Assembler {
             self.set_state(State::Streaming);
         }
         match event {
-            Event::ItemStarted { item_id, kind } => {
+            Event::ItemStarted {
+                item_id,
+                kind,
+                position,
+            } => {
                 let kind = match kind {
                     ItemKind::Text => Kind::Text,
                     ItemKind::Refusal => Kind::Refusal,
                     ItemKind::Reasoning => Kind::Reasoning,
                 };
-                self.new_item(kind, item_id).map(|_| ())
+                match position {
+                    Some(position) => {
+                        self.new_item(kind, item_id.clone())?;
+                        self.place(item_id, position);
+                        Ok(())
+                    }
+                    None => self.new_item(kind, item_id).map(|_| ()),
+                }
             }
             Event::TextDelta { item_id, delta } => {
                 self.text_delta("text_delta", Kind::Text, &item_id, delta)
@@ -969,7 +980,11 @@ fn spec(kind: &str) -> Option<Spec> {
     use Field::*;
     Some(match kind {
         "response_started" => &[("response_id", OptStr, false), ("model", OptStr, false)],
-        "item_started" => &[("item_id", Str, true), ("kind", Kind, true)],
+        "item_started" => &[
+            ("item_id", Str, true),
+            ("kind", Kind, true),
+            ("position", OptInt, false),
+        ],
         "text_delta" | "refusal_delta" | "tool_arguments_delta" => {
             &[("item_id", Str, true), ("delta", Str, true)]
         }
@@ -1073,6 +1088,11 @@ pub fn canonical_event(payload: Value) -> Result<Option<Event>, CoreError> {
             Event::ItemStarted {
                 item_id: take(m, "item_id"),
                 kind,
+                // beyond the address space: after every item, as any position past the end
+                position: m
+                    .get("position")
+                    .and_then(Value::as_u64)
+                    .map(|p| usize::try_from(p).unwrap_or(usize::MAX)),
             }
         }
         "text_delta" => Event::TextDelta {
@@ -1371,6 +1391,7 @@ mod tests {
         let text = |id: &str| Event::ItemStarted {
             item_id: id.into(),
             kind: ItemKind::Text,
+            position: None,
         };
         let mut a = Assembler::new(limits);
         for e in [
@@ -1380,6 +1401,7 @@ mod tests {
             Event::ItemStarted {
                 item_id: "r".into(),
                 kind: ItemKind::Reasoning,
+                position: None,
             },
         ] {
             assert!(a.apply(e).is_ok());

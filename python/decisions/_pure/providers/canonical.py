@@ -32,7 +32,7 @@ _EXPECTED: Final = (
 #: type -> ((field, kind, required), ...), in the order the fields are checked.
 _FIELDS: Final[Mapping[str, tuple[tuple[str, int, bool], ...]]] = {
     "response_started": (("response_id", _OPT_STR, False), ("model", _OPT_STR, False)),
-    "item_started": (("item_id", _STR, True), ("kind", _KIND, True)),
+    "item_started": (("item_id", _STR, True), ("kind", _KIND, True), ("position", _OPT_INT, False)),
     "text_delta": (("item_id", _STR, True), ("delta", _STR, True)),
     "refusal_delta": (("item_id", _STR, True), ("delta", _STR, True)),
     "reasoning_delta": (("item_id", _STR, True), ("delta", _STR, False), ("signature", _OPT_STR, False)),
