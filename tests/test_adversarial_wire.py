@@ -3,6 +3,7 @@ streaming arguments, the wire reader and the round trips of its shapes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import ModuleType
 from typing import Any
@@ -291,3 +292,31 @@ def test_a_position_that_is_not_a_count_is_malformed(impl: ModuleType, position:
     with pytest.raises(decisions.StreamError) as caught:
         assembler.feed_event({"type": "item_started", "item_id": "a", "kind": "text", "position": position})
     assert caught.value.code == "MALFORMED_EVENT"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"a": 1, "a": "123456789"}',  # the repeat's own value breaks the limit first
+        '{"a": 1, "a": 2, "b": "123456789"}',
+        '{"a": 1, "a": {"b": "123456789"}}',
+        '[{"a": 1, "a": 2}, "123456789"]',  # the object closes first: DUPLICATE_KEY, no limit error
+    ],
+)
+def test_a_repeated_key_keeps_the_limit_errors_loads_gives(impl: ModuleType, arguments: str) -> None:
+    """``loads`` compares keys when their object closes: a limit broken
+    before that comes first, and the snapshot raises it as for any text,
+    while the view stays where it was before the repeat."""
+    limits = dataclasses.replace(decisions.DEFAULT_LIMITS, max_string_bytes=8)
+    with pytest.raises(decisions.ParseError) as strict:
+        decisions.loads(arguments, limits=limits)
+    assembler = impl.StreamAssembler("canonical", limits=limits)  # type: ignore[attr-defined]
+    assembler.feed_event(_START)
+    assembler.feed_event(_CALL)
+    assembler.feed_event({"type": "tool_arguments_delta", "item_id": "i1", "delta": arguments})
+    if strict.value.code == "DUPLICATE_KEY":
+        assert assembler.snapshot().calls[0].partial in ({"a": 1}, [{"a": 1}])
+        return
+    with pytest.raises(decisions.ParseError) as shown:
+        assembler.snapshot()
+    assert (shown.value.code, shown.value.pos) == (strict.value.code, strict.value.pos)

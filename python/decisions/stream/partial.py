@@ -19,8 +19,9 @@ text gives if it goes on as valid JSON (``DOCUMENT_TOO_LARGE``,
 more is read. Syntax errors are not reported here: the view stops at the last
 good value (the strict parser and the completeness gate decide). What ``loads``
 refuses beyond syntax stops it too (a lone surrogate, a control character in a
-string, a repeated key, a number out of range), so the view never holds a
-value ``loads`` would not give. The result is for display only and is never a
+string, a number out of range; a repeated key freezes it, and limits are
+still checked up to the close of its object, where ``loads`` refuses it), so
+the view never holds a value ``loads`` would not give. The result is for display only and is never a
 decision.
 """
 
@@ -81,6 +82,8 @@ class PartialJSON:
         "_root",
         "_view",
         "_error",
+        "_repeat",
+        "_frozen",
         "failure",
     )
 
@@ -104,6 +107,11 @@ class PartialJSON:
         self._root: Any = _MISSING
         self._view: Any = _MISSING  # the last view, while nothing new was fed
         self._error: ParseError | None = None
+        # the depth of the object that repeated a key (``loads`` refuses it when
+        # that object closes, limits broken before that come first), and the
+        # view as it was before the repeat, shown from then on
+        self._repeat: int | None = None
+        self._frozen: Any = None
         #: ``(code, offset)`` of the first limit the text breaks, else None
         self.failure: tuple[str, int] | None = None
 
@@ -331,9 +339,9 @@ class PartialJSON:
             value = self._string_value()
             self._pieces = []
             if self._is_key:
-                if value in self._stack[-1]:  # a repeated key: ``loads`` refuses it
-                    self._mode = _BROKEN
-                    return n
+                if self._repeat is None and value in self._stack[-1]:
+                    self._frozen = self.value()
+                    self._repeat = len(self._stack)
                 self._keys[-1] = value
                 self._mode = _COLON
             else:
@@ -385,6 +393,9 @@ class PartialJSON:
         self._mode = _AFTER
 
     def _close(self) -> None:
+        if self._repeat == len(self._stack):  # the object with a repeated key closes: ``DUPLICATE_KEY``
+            self._mode = _BROKEN
+            return
         value = self._stack.pop()
         self._keys.pop()
         self._counts.pop()
@@ -396,6 +407,8 @@ class PartialJSON:
         nothing has started. The same object until more text is fed."""
         if self._root is not _MISSING:
             return self._root
+        if self._repeat is not None:
+            return self._frozen
         if self._view is not _MISSING:
             return self._view
         current: Any = _MISSING
