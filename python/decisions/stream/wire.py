@@ -57,6 +57,8 @@ def _text(value: Any) -> bool:
     """A str that UTF-8 can write (no lone surrogate)."""
     if not isinstance(value, str):
         return False
+    if value.isascii():
+        return True
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
