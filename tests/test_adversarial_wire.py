@@ -320,3 +320,25 @@ def test_a_repeated_key_keeps_the_limit_errors_loads_gives(impl: ModuleType, arg
     with pytest.raises(decisions.ParseError) as shown:
         assembler.snapshot()
     assert (shown.value.code, shown.value.pos) == (strict.value.code, strict.value.pos)
+
+
+@pytest.mark.parametrize("position", [0, 1, 2, 2**63 - 1, 2**63, 2**64 - 1])
+@pytest.mark.parametrize("as_body", [False, True])
+def test_a_position_past_the_end_puts_the_item_last(impl: ModuleType, position: int, as_body: bool) -> None:
+    """Any count is a position: past the end is last (the pure twin's
+    ``list.insert`` raised OverflowError beyond ``sys.maxsize``)."""
+    events: list[dict[str, Any]] = [_START]
+    for item_id, at in (("a", None), ("b", None), ("c", position)):
+        start = {"type": "item_started", "item_id": item_id, "kind": "text"}
+        events += [start if at is None else {**start, "position": at}, {"type": "item_ended", "item_id": item_id}]
+    events.append({"type": "response_finished", "finish_reason": "stop"})
+    if as_body:
+        response = impl.normalize(json.dumps(events), provider="canonical")  # type: ignore[attr-defined]
+    else:
+        assembler = impl.StreamAssembler("canonical")  # type: ignore[attr-defined]
+        for event in events:
+            assembler.feed_event(event)
+        response = assembler.finish()
+    order = ["a", "b"]
+    order.insert(min(position, 2), "c")
+    assert [item.item_id for item in response.items] == order

@@ -468,7 +468,8 @@ class Assembler:
         for item_id, position in self._placed:
             at = next((i for i, built in enumerate(items) if built.item_id == item_id), None)
             if at is not None:
-                items.insert(position, items.pop(at))
+                moved = items.pop(at)
+                items.insert(min(position, len(items)), moved)  # a position past the end (2**64 - 1): last
         usage = None if self._usage is None else Usage(**self._usage)
         self._response = new_response(
             self.provider,
