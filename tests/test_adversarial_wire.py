@@ -342,3 +342,25 @@ def test_a_position_past_the_end_puts_the_item_last(impl: ModuleType, position: 
     order = ["a", "b"]
     order.insert(min(position, 2), "c")
     assert [item.item_id for item in response.items] == order
+
+
+_LINES = '{"type":"response_started"}\r\n\n{"type":"text_delta","item_id":"t","delta":"a\u2028b"}\n'
+
+
+@pytest.mark.parametrize("text", [_LINES, _LINES.encode()])
+def test_json_lines_read_from_the_whole_text(text: str | bytes) -> None:
+    """The whole text is split at each newline, never at U+2028: bytes raised
+    AttributeError ('int' object has no attribute 'strip'), a str was read a
+    character at a time (``UNEXPECTED_END`` at line 1)."""
+    assert list(wire.read_json_lines(text)) == [ResponseStarted(), TextDelta(item_id="t", delta="a\u2028b")]
+
+
+def test_a_json_line_of_another_type_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="line 2"):
+        list(wire.read_json_lines(['{"type":"response_started"}', 3]))  # type: ignore[list-item]
+
+
+def test_sse_read_from_all_the_bytes_at_once() -> None:
+    """One ``bytes`` is the whole stream (it was iterated as ints: TypeError)."""
+    frames = b"".join(wire.encode_sse(e) for e in (ResponseStarted(), ItemStarted(item_id="t", kind="text")))
+    assert list(wire.read_sse(frames)) == list(wire.read_sse([frames]))

@@ -145,13 +145,23 @@ def encode_sse(event: CanonicalEvent) -> bytes:
     return f"event: {event.type}\ndata: {encode_json(event)}\n\n".encode()
 
 
-def read_json_lines(lines: Iterable[str | bytes], *, limits: Limits | None = None) -> Iterator[CanonicalEvent]:
-    """Events from JSON lines; blank lines (JSON whitespace only: a line of
-    another space, such as ``\x0b`` or U+2028, is not JSON) are skipped. A malformed event's
+def read_json_lines(
+    lines: str | bytes | Iterable[str | bytes], *, limits: Limits | None = None
+) -> Iterator[CanonicalEvent]:
+    """Events from JSON lines: an iterable of lines (a text file), or the
+    whole text, split at each ``\\n`` (never at U+2028, which a JSON string
+    may hold). Blank lines (JSON whitespace only: a line of
+    another space, such as ``\\x0b`` or U+2028, is not JSON) are skipped. A malformed event's
     ``StreamError`` carries the line number (from 1) as offset; a line that
     is not strict JSON is the parser's ``ParseError`` at that line (its
     ``lineno``), the column and character offset within the line."""
+    if isinstance(lines, str):
+        lines = lines.split("\n")
+    elif isinstance(lines, bytes):
+        lines = lines.split(b"\n")
     for number, line in enumerate(lines, start=1):
+        if not isinstance(line, (str, bytes)):
+            raise TypeError(f"a JSON line is a str or bytes, not {type(line).__name__} (line {number})")
         blank = not line.strip(b" \t\r\n") if isinstance(line, bytes) else not line.strip(" \t\r\n")
         if blank:
             continue
@@ -179,10 +189,11 @@ def _from_sse(frame: Any, limits: Limits | None) -> CanonicalEvent:
     return event
 
 
-def read_sse(chunks: Iterable[bytes], *, limits: Limits | None = None) -> Iterator[CanonicalEvent]:
-    """Events from SSE bytes in any chunking (decoded by :class:`decisions.SSEDecoder`)."""
+def read_sse(chunks: bytes | Iterable[bytes], *, limits: Limits | None = None) -> Iterator[CanonicalEvent]:
+    """Events from SSE bytes in any chunking, or all of them in one ``bytes``
+    (decoded by :class:`decisions.SSEDecoder`)."""
     decoder = _backend.impl.SSEDecoder(limits=limits)
-    for chunk in chunks:
+    for chunk in [chunks] if isinstance(chunks, bytes) else chunks:
         for frame in decoder.feed(chunk):
             yield _from_sse(frame, limits)
     for frame in decoder.finish():
