@@ -30,7 +30,7 @@ from decisions import (
     open_ledger,
 )
 from decisions.errors import new_error
-from decisions.ledger import file_digest, from_dict, to_dict
+from decisions.ledger import SHAPE_VERSION, file_digest, from_dict, to_dict
 from ledger_helpers import decision, new_run
 
 
@@ -404,7 +404,7 @@ finals = st.builds(lambda v, t, s: FinalDecision(value=v, text=t, schema_id=s), 
 @given(st.one_of(tool_decisions(), finals, calls, results, effects, errors))
 def test_shapes_round_trip(obj: Any) -> None:
     data = to_dict(obj)
-    assert data["version"] == 1 and isinstance(data["shape"], str)
+    assert data["version"] == SHAPE_VERSION and isinstance(data["shape"], str)
     wire = json.loads(json.dumps(data, allow_nan=False))
     back = from_dict(wire)
     assert type(back) is type(obj) and to_dict(back) == data
@@ -420,7 +420,8 @@ def test_a_pydantic_final_value_is_stored_as_json() -> None:
 @pytest.mark.parametrize(
     "data, code, path",
     [
-        ({"shape": "tool_result", "version": 2}, "UNKNOWN_SCHEMA_VERSION", "$.shape"),
+        ({"shape": "tool_result", "version": SHAPE_VERSION + 1}, "UNKNOWN_SCHEMA_VERSION", "$.shape"),
+        ({"shape": "tool_result", "version": 0}, "UNKNOWN_SCHEMA_VERSION", "$.shape"),
         ({"shape": "nope", "version": 1}, "UNKNOWN_SCHEMA_VERSION", "$.shape"),
         ({"version": 1}, "SCHEMA_MISMATCH", "$.shape"),
         (

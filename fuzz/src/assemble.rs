@@ -72,6 +72,7 @@ pub fn event(op: &Op) -> Event {
         Op::Item(i, k) => Event::ItemStarted {
             item_id: s(pick(&IDS, i)),
             kind: pick(&[ItemKind::Text, ItemKind::Refusal, ItemKind::Reasoning], k),
+            position: None,
         },
         Op::Text(i, d) => Event::TextDelta {
             item_id: s(pick(&IDS, i)),
@@ -124,9 +125,16 @@ pub fn wire(event: &Event) -> Value {
         Event::ResponseStarted { response_id, model } => {
             json!({"type": "response_started", "response_id": response_id, "model": model})
         }
-        Event::ItemStarted { item_id, kind } => {
-            json!({"type": "item_started", "item_id": item_id, "kind": kind.as_str()})
-        }
+        Event::ItemStarted {
+            item_id,
+            kind,
+            position,
+        } => match position {
+            // written only when set, as `ItemStarted.to_dict()` does
+            Some(position) => json!({"type": "item_started", "item_id": item_id,
+                "kind": kind.as_str(), "position": position}),
+            None => json!({"type": "item_started", "item_id": item_id, "kind": kind.as_str()}),
+        },
         Event::TextDelta { item_id, delta } => {
             json!({"type": "text_delta", "item_id": item_id, "delta": delta})
         }

@@ -102,11 +102,22 @@ class ResponseStarted(_Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ItemStarted(_Event):
-    """A text, refusal or reasoning item opened."""
+    """A text, refusal or reasoning item opened. ``position``: where the item
+    goes among the response's items, when it came after later ones (a
+    Responses reasoning item only ``response.completed`` carries); None:
+    after the items before it. Written only when set."""
 
     type: ClassVar[str] = "item_started"
     item_id: str
     kind: ItemKind
+    position: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire format; ``position`` only when it is set."""
+        data = _Event.to_dict(self)
+        if self.position is None:
+            del data["position"]
+        return data
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -253,6 +253,8 @@ class Assembler:
         if event.kind not in _KINDS:
             raise self._fail("MALFORMED_EVENT", 'item_started event field "kind" must be an item kind')
         self._new_item(event.kind, event.item_id)
+        if event.position is not None:
+            self.place(event.item_id, event.position)
 
     def _open_item(self, event_type: str, item_id: str, kind: str) -> _Item:
         item = self._by_id.get(item_id)
@@ -466,7 +468,8 @@ class Assembler:
         for item_id, position in self._placed:
             at = next((i for i, built in enumerate(items) if built.item_id == item_id), None)
             if at is not None:
-                items.insert(position, items.pop(at))
+                moved = items.pop(at)
+                items.insert(min(position, len(items)), moved)  # a position past the end (2**64 - 1): last
         usage = None if self._usage is None else Usage(**self._usage)
         self._response = new_response(
             self.provider,

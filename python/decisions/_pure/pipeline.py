@@ -9,6 +9,7 @@ drive a pipeline.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from json.encoder import encode_basestring_ascii as quoted
@@ -18,7 +19,7 @@ from .._payload import payload_text
 from ..errors import OutputError, StreamError, new_error
 from ..limits import DEFAULT_LIMITS, Limits, checked
 from ..providers import CANONICAL, DONE
-from ..types import CanonicalEvent, NormalizedResponse, ResponseSnapshot, _Event
+from ..types import CanonicalEvent, ItemStarted, NormalizedResponse, ResponseSnapshot, _Event
 from . import providers
 from .assemble import Assembler
 from .body import body_error, foreign_body, shapeless_body
@@ -143,6 +144,8 @@ class Pipeline:
         if placements:
             for item_id, position in placements:
                 self._assembler.place(item_id, position)
+                if kept is not None:  # the kept start says where it goes: forwarded, it goes there too
+                    _place_kept(kept, item_id, position)
             placements.clear()
 
     def _map(self, event: str | None, decoded: Any) -> None:
@@ -210,7 +213,7 @@ class Pipeline:
             decoded = decode_event(payload)
             if type(decoded) is dict and len(decoded) == 3:  # a delta with exactly its fields?
                 kind = decoded.get("type")
-                if kind == "tool_arguments_delta" or kind == "text_delta":
+                if (kind == "tool_arguments_delta" or kind == "text_delta") and event in (None, "message", kind):
                     item_id, delta = decoded.get("item_id"), decoded.get("delta")
                     if type(item_id) is str and type(delta) is str:
                         if kind == "text_delta":
@@ -310,6 +313,16 @@ class Pipeline:
             return None
         events, self._kept = self._kept, []
         return events
+
+
+def _place_kept(kept: list[CanonicalEvent], item_id: str, position: int) -> None:
+    """Give the kept ``ItemStarted`` of ``item_id`` (kept by the same batch, so
+    among the last events) its ``position``."""
+    for at in range(len(kept) - 1, -1, -1):
+        event = kept[at]
+        if type(event) is ItemStarted and event.item_id == item_id:
+            kept[at] = dataclasses.replace(event, position=position)
+            return
 
 
 def normalize_text(

@@ -2,7 +2,7 @@
 
 ``to_dict(obj)`` gives a plain-JSON dict with ``"shape"`` (what it is) and
 ``"version"`` (of that shape); ``from_dict(data)`` builds the object back.
-This is what the ledger stores. A shape or version this code does not know is
+This is what the ledger stores; shapes of an earlier version still read. A shape or version this code does not know is
 ``UNKNOWN_SCHEMA_VERSION``; a dict that is not the shape it names is
 ``SCHEMA_MISMATCH`` at the offending path. ``ToolCall.validated`` (a Pydantic
 instance) is not stored: the validated arguments are in ``arguments``.
@@ -18,6 +18,7 @@ from typing import Any, Final, Union
 from pydantic import BaseModel
 
 from ..errors import OutputError, SchemaError, _shape_mismatch
+from ..types import CALL_KINDS, CallKind
 from ..validate.decision import CallVerdict, FinalDecision, ToolCall, ToolDecision
 from .results import Effect, ToolResult
 
@@ -29,7 +30,11 @@ __all__ = ["SHAPE_VERSION", "to_dict", "from_dict"]
 #: The ledger's tables are versioned apart (``ddl.SCHEMA_VERSION``): a column
 #: they gain, such as a call's ``call_id_generated``, is added to a ledger
 #: written before and changes no shape.
-SHAPE_VERSION: Final = 1
+SHAPE_VERSION: Final = 2
+#: The versions read. Version 1 has no ``call_kind`` in a tool call: each was
+#: read as a ``function`` call, and one of another kind (a ``custom`` call's
+#: text arguments, a ``shell`` call) came back as a function call or not at all.
+_READ_VERSIONS: Final = (1, 2)
 Shaped = Union[ToolDecision, FinalDecision, ToolCall, CallVerdict, ToolResult, Effect, OutputError]
 
 
@@ -75,6 +80,7 @@ def to_dict(obj: Shaped) -> dict[str, Any]:
             "item_id": obj.item_id,
             "call_id_generated": obj.call_id_generated,
             "tool_version": obj.tool_version,
+            "call_kind": obj.call_kind,
         }
     if isinstance(obj, CallVerdict):
         return {
@@ -108,13 +114,18 @@ def to_dict(obj: Shaped) -> dict[str, Any]:
 class _Reader:
     """Field access with typed errors naming the path."""
 
-    __slots__ = ("data", "path")
+    __slots__ = ("data", "path", "version")
 
-    def __init__(self, data: Any, path: str) -> None:
+    def __init__(self, data: Any, path: str, version: int = SHAPE_VERSION) -> None:
         if not isinstance(data, Mapping):
             raise _shape_mismatch(path, "an object")
         self.data = data
         self.path = path
+        self.version = version  # of the outermost shape: the members it has
+
+    def at(self, data: Any, path: str) -> _Reader:
+        """A reader of a nested shape, of this one's version."""
+        return _Reader(data, path, self.version)
 
     def one_of(self, name: str, choices: tuple[str, ...]) -> Any:
         value = self.get(name, (str,))
@@ -136,14 +147,18 @@ class _Reader:
 
 
 def _call(r: _Reader) -> ToolCall:
+    call_kind: CallKind = "function" if r.version == 1 else r.one_of("call_kind", CALL_KINDS)
+    # a custom call's arguments are its input text, every other kind's a JSON object
+    arguments = r.get("arguments", (str,)) if call_kind == "custom" else dict(r.get("arguments", (dict,)))
     return ToolCall(
         call_id=r.get("call_id", (str,)),
         name=r.get("name", (str,)),
-        arguments=dict(r.get("arguments", (dict,))),
+        arguments=arguments,
         index=r.get("index", (int,)),
         item_id=r.get("item_id", (str,), optional=True),
         call_id_generated=r.get("call_id_generated", (bool,)),
         tool_version=r.get("tool_version", (str,), optional=True),
+        call_kind=call_kind,
     )
 
 
@@ -152,7 +167,7 @@ def _verdict(r: _Reader) -> CallVerdict:
     return CallVerdict(
         call_id=r.get("call_id", (str,)),
         status=r.one_of("status", ("allowed", "approved", "needs_approval", "denied")),
-        error=None if error is None else _error(_Reader(error, f"{r.path}.error")),
+        error=None if error is None else _error(r.at(error, f"{r.path}.error")),
         reasons=tuple(r.get("reasons", (list,))),
         paths=MappingProxyType(dict(r.get("paths", (dict,)))),
         empty_paths=tuple(r.get("empty_paths", (list,))),
@@ -166,8 +181,8 @@ def _tool_decision(r: _Reader) -> ToolDecision:
     verdicts = r.get("verdicts", (list,))
     try:
         return ToolDecision(
-            calls=tuple(_call(_Reader(c, f"{r.path}.calls[{i}]")) for i, c in enumerate(calls)),
-            verdicts=tuple(_verdict(_Reader(v, f"{r.path}.verdicts[{i}]")) for i, v in enumerate(verdicts)),
+            calls=tuple(_call(r.at(c, f"{r.path}.calls[{i}]")) for i, c in enumerate(calls)),
+            verdicts=tuple(_verdict(r.at(v, f"{r.path}.verdicts[{i}]")) for i, v in enumerate(verdicts)),
             batch=batch,
             text=r.get("text", (str,)),
             provider=r.get("provider", (str,), optional=True),
@@ -204,7 +219,7 @@ def _result(r: _Reader) -> ToolResult:
             r.get("status", (str,)),
             r.get("content", None),
             retry_safe=r.get("retry_safe", (bool,)),
-            effects=tuple(_effect(_Reader(e, f"{r.path}.effects[{i}]")) for i, e in enumerate(effects)),
+            effects=tuple(_effect(r.at(e, f"{r.path}.effects[{i}]")) for i, e in enumerate(effects)),
         )
     except ValueError as error:
         raise _shape_mismatch(r.path, str(error)) from None
@@ -231,8 +246,8 @@ def from_dict(data: Mapping[str, Any], *, path: str = "$") -> Any:
     r = _Reader(data, path)
     shape, version = r.get("shape", (str,)), r.get("version", (int,))
     reader = _READERS.get(shape)
-    if reader is None or version != SHAPE_VERSION:
+    if reader is None or version not in _READ_VERSIONS:
         raise SchemaError(
             "UNKNOWN_SCHEMA_VERSION", f"no stored shape {shape!r} version {version}", path=f"{path}.shape"
         )
-    return reader(r)
+    return reader(_Reader(data, path, version))

@@ -17,13 +17,18 @@ text gives if it goes on as valid JSON (``DOCUMENT_TOO_LARGE``,
 ``TOO_MANY_ITEMS``, ``TOO_MANY_VALUES``, ``DEPTH_EXCEEDED``,
 ``TOO_MANY_MEMBERS``, ``STRING_TOO_LONG``, ``NUMBER_TOO_LONG``) and nothing
 more is read. Syntax errors are not reported here: the view stops at the last
-good value (the strict parser and the completeness gate decide). The result is
-for display only and is never a decision.
+good value (the strict parser and the completeness gate decide). What ``loads``
+refuses beyond syntax stops it too (a lone surrogate, a control character in a
+string, a number out of range; a repeated key freezes it, and limits are
+still checked up to the close of its object, where ``loads`` refuses it), so
+the view never holds a value ``loads`` would not give. The result is for display only and is never a
+decision.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Final
 
@@ -36,7 +41,12 @@ __all__ = ["PartialJSON"]
 _VALUE, _AFTER, _KEY, _COLON, _STRING, _NUMBER, _WORD, _DONE, _BROKEN, _FAILED = range(10)
 _MISSING: Final = object()
 _WS: Final = re.compile(r"[ \t\r\n]+")
-_RUN: Final = re.compile(r'[^"\\]+')
+#: a run of string characters: no quote, backslash or control character
+_RUN: Final = re.compile(r'[^"\\\x00-\x1f]+')
+_HEX4: Final = re.compile(r"[0-9a-fA-F]{4}")
+#: the integers ``loads`` reads (beyond them: ``NUMBER_OUT_OF_RANGE``)
+_INT_MIN: Final = -(2**63)
+_INT_MAX: Final = 2**64 - 1
 _NUMBER_RUN: Final = re.compile(r"[0-9+\-.eE]+")
 #: a complete number, and anything that can still become one
 _NUMBER_TEXT: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -72,6 +82,8 @@ class PartialJSON:
         "_root",
         "_view",
         "_error",
+        "_repeat",
+        "_frozen",
         "failure",
     )
 
@@ -95,6 +107,11 @@ class PartialJSON:
         self._root: Any = _MISSING
         self._view: Any = _MISSING  # the last view, while nothing new was fed
         self._error: ParseError | None = None
+        # the depth of the object that repeated a key (``loads`` refuses it when
+        # that object closes, limits broken before that come first), and the
+        # view as it was before the repeat, shown from then on
+        self._repeat: int | None = None
+        self._frozen: Any = None
         #: ``(code, offset)`` of the first limit the text breaks, else None
         self.failure: tuple[str, int] | None = None
 
@@ -301,12 +318,10 @@ class PartialJSON:
                     self._escape = escape
                     continue
                 self._escape = None
-                try:
-                    code = int(escape[2:], 16)
-                except ValueError:
+                if _HEX4.fullmatch(escape, 2) is None:  # ``int(..., 16)`` would take " 1_2", "+12", "-12"
                     self._mode = _BROKEN
                     return n
-                self._add(chr(code))
+                self._add(chr(int(escape[2:], 16)))
                 continue
             run = _RUN.match(text, i)
             if run is not None:
@@ -318,10 +333,15 @@ class PartialJSON:
             if ch == "\\":
                 self._escape = "\\"
                 continue
-            # the closing quote
+            if ch != '"' or self._high is not None:  # a control character, or a lone surrogate
+                self._mode = _BROKEN
+                return n
             value = self._string_value()
             self._pieces = []
             if self._is_key:
+                if self._repeat is None and value in self._stack[-1]:
+                    self._frozen = self.value()
+                    self._repeat = len(self._stack)
                 self._keys[-1] = value
                 self._mode = _COLON
             else:
@@ -330,15 +350,19 @@ class PartialJSON:
         return i
 
     def _add(self, piece: str) -> None:
+        """Append decoded string text; a surrogate escape that is not one half
+        of a pair (``loads``: ``LONE_SURROGATE``) breaks the view there."""
         high = self._high
         if high is not None:
             self._high = None
-            if "\udc00" <= piece[0] <= "\udfff":
-                pair = (ord(high) - 0xD800) * 0x400 + (ord(piece[0]) - 0xDC00) + 0x10000
-                piece = chr(pair) + piece[1:]
-            else:
-                self._pieces.append(high)
-                self._string_bytes += 3
+            if not "\udc00" <= piece[0] <= "\udfff":
+                self._mode = _BROKEN
+                return
+            pair = (ord(high) - 0xD800) * 0x400 + (ord(piece[0]) - 0xDC00) + 0x10000
+            piece = chr(pair) + piece[1:]
+        elif len(piece) == 1 and "\udc00" <= piece <= "\udfff":
+            self._mode = _BROKEN
+            return
         if len(piece) == 1 and "\ud800" <= piece <= "\udbff":
             self._high = piece
             return
@@ -369,6 +393,9 @@ class PartialJSON:
         self._mode = _AFTER
 
     def _close(self) -> None:
+        if self._repeat == len(self._stack):  # the object with a repeated key closes: ``DUPLICATE_KEY``
+            self._mode = _BROKEN
+            return
         value = self._stack.pop()
         self._keys.pop()
         self._counts.pop()
@@ -380,6 +407,8 @@ class PartialJSON:
         nothing has started. The same object until more text is fed."""
         if self._root is not _MISSING:
             return self._root
+        if self._repeat is not None:
+            return self._frozen
         if self._view is not _MISSING:
             return self._view
         current: Any = _MISSING
@@ -404,10 +433,15 @@ class PartialJSON:
 
 
 def _number(literal: str) -> Any:
-    """The value of a complete number literal, else ``_MISSING``."""
+    """The value of a complete number literal, else ``_MISSING`` (also for
+    one ``loads`` refuses as ``NUMBER_OUT_OF_RANGE``: an integer beyond 64
+    bits, a float that overflows)."""
     if _NUMBER_TEXT.fullmatch(literal) is None:
         return _MISSING
     try:
-        return json.loads(literal)
+        value = json.loads(literal)
     except ValueError:
         return _MISSING
+    if type(value) is int:
+        return value if _INT_MIN <= value <= _INT_MAX else _MISSING
+    return value if math.isfinite(value) else _MISSING

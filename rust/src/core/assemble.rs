@@ -475,13 +475,24 @@ impl Assembler {
             self.set_state(State::Streaming);
         }
         match event {
-            Event::ItemStarted { item_id, kind } => {
+            Event::ItemStarted {
+                item_id,
+                kind,
+                position,
+            } => {
                 let kind = match kind {
                     ItemKind::Text => Kind::Text,
                     ItemKind::Refusal => Kind::Refusal,
                     ItemKind::Reasoning => Kind::Reasoning,
                 };
-                self.new_item(kind, item_id).map(|_| ())
+                match position {
+                    Some(position) => {
+                        self.new_item(kind, item_id.clone())?;
+                        self.place(item_id, position);
+                        Ok(())
+                    }
+                    None => self.new_item(kind, item_id).map(|_| ()),
+                }
             }
             Event::TextDelta { item_id, delta } => {
                 self.text_delta("text_delta", Kind::Text, &item_id, delta)
@@ -969,7 +980,11 @@ fn spec(kind: &str) -> Option<Spec> {
     use Field::*;
     Some(match kind {
         "response_started" => &[("response_id", OptStr, false), ("model", OptStr, false)],
-        "item_started" => &[("item_id", Str, true), ("kind", Kind, true)],
+        "item_started" => &[
+            ("item_id", Str, true),
+            ("kind", Kind, true),
+            ("position", OptInt, false),
+        ],
         "text_delta" | "refusal_delta" | "tool_arguments_delta" => {
             &[("item_id", Str, true), ("delta", Str, true)]
         }
@@ -1052,6 +1067,12 @@ pub fn canonical_event(payload: Value) -> Result<Option<Event>, CoreError> {
             _ => {}
         }
     }
+    // an empty call id pairs with no result (refused as Anthropic's and Responses' are)
+    if kind == "tool_call_started" && map.get("call_id").and_then(Value::as_str) == Some("") {
+        return Err(malformed(
+            "tool_call_started event field \"call_id\" must not be empty".into(),
+        ));
+    }
     let m = &mut map;
     let event = match kind.as_str() {
         "response_started" => Event::ResponseStarted {
@@ -1067,6 +1088,11 @@ pub fn canonical_event(payload: Value) -> Result<Option<Event>, CoreError> {
             Event::ItemStarted {
                 item_id: take(m, "item_id"),
                 kind,
+                // beyond the address space: after every item, as any position past the end
+                position: m
+                    .get("position")
+                    .and_then(Value::as_u64)
+                    .map(|p| usize::try_from(p).unwrap_or(usize::MAX)),
             }
         }
         "text_delta" => Event::TextDelta {
@@ -1157,12 +1183,33 @@ pub struct CanonicalMapper {
     unknown: BTreeMap<String, u64>,
 }
 
+/// Whether an SSE event's name agrees with its data's `type`: no name, or
+/// `message`, leaves the data alone to say what it is.
+fn named_as(event: Option<&str>, kind: &str) -> bool {
+    !matches!(event, Some(name) if name != "message" && name != kind)
+}
+
 impl CanonicalMapper {
-    fn map_value(&mut self, value: Value, out: &mut Vec<Event>) -> Result<(), CoreError> {
+    /// The event `value`; `event` is its SSE name, None in a body.
+    fn map_value(
+        &mut self,
+        event: Option<&str>,
+        value: Value,
+        out: &mut Vec<Event>,
+    ) -> Result<(), CoreError> {
         let name = value
             .get("type")
             .and_then(Value::as_str)
             .map(str::to_string);
+        if let Some(kind) = name.as_deref().filter(|kind| !named_as(event, kind)) {
+            // two types are two events: neither is taken (as Anthropic's and Responses')
+            let mut error = malformed(format!(
+                "canonical SSE event {} carries data of type {kind}",
+                event.unwrap_or_default()
+            ));
+            error.path = Some("$.type".into());
+            return Err(error);
+        }
         match canonical_event(value)? {
             Some(event) => out.push(event),
             None => count_unknown(&mut self.unknown, name.as_deref().unwrap_or_default()),
@@ -1188,11 +1235,14 @@ struct WireDelta<'a> {
 impl Mapper for CanonicalMapper {
     fn map_event(
         &mut self,
-        _event: Option<&str>,
+        event: Option<&str>,
         data: &str,
         out: &mut Vec<Event>,
     ) -> Result<(), CoreError> {
-        if let Ok(wire) = serde_json::from_str::<WireDelta<'_>>(data) {
+        if let Some(wire) = serde_json::from_str::<WireDelta<'_>>(data)
+            .ok()
+            .filter(|wire| named_as(event, &wire.kind))
+        {
             let (item_id, delta) = (wire.item_id.into_owned(), wire.delta.into_owned());
             let event = match wire.kind.as_ref() {
                 "tool_arguments_delta" => Some(Event::ToolArgumentsDelta { item_id, delta }),
@@ -1206,7 +1256,7 @@ impl Mapper for CanonicalMapper {
             }
         }
         let value = decode_data(data)?;
-        self.map_value(value, out)
+        self.map_value(event, value, out)
     }
 
     fn end(&mut self, _out: &mut Vec<Event>) -> Result<(), CoreError> {
@@ -1225,7 +1275,7 @@ impl Mapper for CanonicalMapper {
             ));
         };
         for value in values {
-            self.map_value(value, out)?;
+            self.map_value(None, value, out)?;
         }
         Ok(())
     }
@@ -1341,6 +1391,7 @@ mod tests {
         let text = |id: &str| Event::ItemStarted {
             item_id: id.into(),
             kind: ItemKind::Text,
+            position: None,
         };
         let mut a = Assembler::new(limits);
         for e in [
@@ -1350,6 +1401,7 @@ mod tests {
             Event::ItemStarted {
                 item_id: "r".into(),
                 kind: ItemKind::Reasoning,
+                position: None,
             },
         ] {
             assert!(a.apply(e).is_ok());
@@ -1428,6 +1480,36 @@ mod tests {
         );
         assert!(m.map_event(None, r#"{"type":"future"}"#, &mut out).is_ok());
         assert_eq!(m.unknown_events().get("future"), Some(&1));
+    }
+
+    #[test]
+    fn a_canonical_call_with_an_empty_call_id_is_malformed() {
+        let mut m = CanonicalMapper::default();
+        let mut out = Vec::new();
+        let bad = m.map_event(
+            None,
+            r#"{"type":"tool_call_started","item_id":"i","call_id":"","name":"f"}"#,
+            &mut out,
+        );
+        assert_eq!(bad.err().map(|e| e.code), Some(Code::MALFORMED_EVENT));
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_canonical_event_named_as_another_type_is_malformed() {
+        let mut m = CanonicalMapper::default();
+        let mut out = Vec::new();
+        for data in [
+            r#"{"type":"response_finished","finish_reason":"stop"}"#,
+            r#"{"type":"text_delta","item_id":"t","delta":"x"}"#,
+        ] {
+            let bad = m.map_event(Some("response_failed"), data, &mut out);
+            let error = bad.err();
+            assert_eq!(error.as_ref().map(|e| e.code), Some(Code::MALFORMED_EVENT));
+            assert_eq!(error.and_then(|e| e.path).as_deref(), Some("$.type"));
+            assert!(m.map_event(Some("message"), data, &mut out).is_ok());
+        }
+        assert_eq!(out.len(), 2);
     }
 
     #[test]

@@ -120,6 +120,9 @@ pub enum Event {
     ItemStarted {
         item_id: String,
         kind: ItemKind,
+        /// Where the item goes among the response's items, when it came
+        /// after later ones (see [`crate::core::assemble::Assembler::place`]).
+        position: Option<usize>,
     },
     TextDelta {
         item_id: String,

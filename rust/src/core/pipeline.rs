@@ -171,6 +171,20 @@ impl Pipeline {
             self.assembler.apply(event)?;
         }
         for (item_id, position) in self.mapper.take_placements() {
+            if let Some(kept) = self.kept.as_mut() {
+                // the kept start says where the item goes: forwarded, it goes there too
+                let start = kept.iter_mut().rev().find_map(|event| match event {
+                    Event::ItemStarted {
+                        item_id: id,
+                        position: at,
+                        ..
+                    } if *id == item_id => Some(at),
+                    _ => None,
+                });
+                if let Some(at) = start {
+                    *at = Some(position);
+                }
+            }
             self.assembler.place(item_id, position);
         }
         Ok(())

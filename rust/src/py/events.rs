@@ -261,13 +261,18 @@ pub(crate) fn event_to_py(py: Python<'_>, t: &Types, event: &Event) -> PyResult<
                 ],
             )?,
         ),
-        Event::ItemStarted { item_id, kind } => (
+        Event::ItemStarted {
+            item_id,
+            kind,
+            position,
+        } => (
             &t.item_started,
             kw(
                 py,
                 &[
                     ("item_id", obj(py, item_id.as_str())?),
                     ("kind", obj(py, kind.as_str())?),
+                    ("position", obj(py, *position)?),
                 ],
             )?,
         ),

@@ -9,6 +9,7 @@ from typing import Any, Final, Mapping
 from ...errors import StreamError
 from ...types import CALL_KINDS, EVENT_TYPES, FINISH_REASONS, CanonicalEvent
 from ._shape import U64_MAX as _U64_MAX
+from ._shape import located
 from ._unknown import count_unknown
 
 __all__ = ["CanonicalMapper", "ITEM_KINDS", "canonical_event"]
@@ -31,7 +32,7 @@ _EXPECTED: Final = (
 #: type -> ((field, kind, required), ...), in the order the fields are checked.
 _FIELDS: Final[Mapping[str, tuple[tuple[str, int, bool], ...]]] = {
     "response_started": (("response_id", _OPT_STR, False), ("model", _OPT_STR, False)),
-    "item_started": (("item_id", _STR, True), ("kind", _KIND, True)),
+    "item_started": (("item_id", _STR, True), ("kind", _KIND, True), ("position", _OPT_INT, False)),
     "text_delta": (("item_id", _STR, True), ("delta", _STR, True)),
     "refusal_delta": (("item_id", _STR, True), ("delta", _STR, True)),
     "reasoning_delta": (("item_id", _STR, True), ("delta", _STR, False), ("signature", _OPT_STR, False)),
@@ -103,6 +104,8 @@ def canonical_event(payload: Any) -> CanonicalEvent | None:
         if not _valid(field_kind, value):
             raise _malformed(f'{kind} event field "{name}" must be {_EXPECTED[field_kind]}')
         args[name] = value
+    if kind == "tool_call_started" and not args["call_id"]:  # pairs with no result, as Anthropic's and Responses'
+        raise _malformed('tool_call_started event field "call_id" must not be empty')
     return EVENT_TYPES[kind](**args)  # type: ignore[return-value]
 
 
@@ -114,7 +117,13 @@ class CanonicalMapper:
         self.unknown_events: dict[str, int] = {}
 
     def map_event(self, event: str | None, payload: Any) -> list[CanonicalEvent]:
-        """One canonical event; an unknown ``type`` is counted."""
+        """One canonical event; an unknown ``type`` is counted. An SSE event
+        name other than ``message`` that is not the data's ``type`` frames two
+        events in one: neither is taken (``MALFORMED_EVENT`` at ``$.type``)."""
+        if event is not None and event != "message" and type(payload) is dict:
+            kind = payload.get("type")
+            if type(kind) is str and kind != event:
+                raise located("MALFORMED_EVENT", f"canonical SSE event {event} carries data of type {kind}", "$.type")
         mapped = canonical_event(payload)
         if mapped is None:
             count_unknown(self.unknown_events, payload["type"])

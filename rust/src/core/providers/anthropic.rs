@@ -482,6 +482,7 @@ impl AnthropicMapper {
                 out.push(Event::ItemStarted {
                     item_id: item_id.clone(),
                     kind: ItemKind::Text,
+                    position: None,
                 });
                 if let Some(text) = text.filter(|t| !t.is_empty()) {
                     out.push(Event::TextDelta {
@@ -522,6 +523,7 @@ impl AnthropicMapper {
                 out.push(Event::ItemStarted {
                     item_id: item_id.clone(),
                     kind: ItemKind::Reasoning,
+                    position: None,
                 });
                 let thinking = thinking.map(Cow::into_owned).unwrap_or_default();
                 let signature = signature.map(Cow::into_owned).filter(|s| !s.is_empty());
@@ -541,6 +543,7 @@ impl AnthropicMapper {
                 out.push(Event::ItemStarted {
                     item_id: item_id.clone(),
                     kind: ItemKind::Reasoning,
+                    position: None,
                 });
                 out.push(Event::ReasoningDelta {
                     item_id,

@@ -455,6 +455,7 @@ impl GeminiMapper {
         out.push(Event::ItemStarted {
             item_id: item_id.clone(),
             kind,
+            position: None,
         });
         self.open = Some((kind, item_id.clone()));
         item_id
@@ -629,6 +630,7 @@ impl GeminiMapper {
             out.push(Event::ItemStarted {
                 item_id: item_id.clone(),
                 kind: ItemKind::Reasoning,
+                position: None,
             });
             out.push(Event::ReasoningDelta {
                 item_id: item_id.clone(),

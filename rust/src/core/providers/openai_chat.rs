@@ -942,6 +942,7 @@ impl OpenAIChat {
         out.push(Event::ItemStarted {
             item_id: id.clone(),
             kind,
+            position: None,
         });
         id
     }

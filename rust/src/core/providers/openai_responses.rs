@@ -1281,6 +1281,7 @@ impl OpenAIResponses {
                 out.push(Event::ItemStarted {
                     item_id: id.to_owned(),
                     kind: ItemKind::Reasoning,
+                    position: None,
                 });
             }
         }
@@ -1324,6 +1325,7 @@ impl OpenAIResponses {
             out.push(Event::ItemStarted {
                 item_id: acc.canon.clone(),
                 kind: canon_kind,
+                position: None,
             });
             if let Some(t) = text.filter(|t| !t.is_empty()) {
                 delta_event(&mut acc, t, out)?;
@@ -1650,6 +1652,7 @@ impl OpenAIResponses {
                     out.push(Event::ItemStarted {
                         item_id: canon.clone(),
                         kind: canon_kind,
+                        position: None,
                     });
                     let text = value.as_deref().unwrap_or("");
                     if canon_kind == ItemKind::Refusal {
@@ -1675,6 +1678,7 @@ impl OpenAIResponses {
                 out.push(Event::ItemStarted {
                     item_id: id.to_owned(),
                     kind: ItemKind::Reasoning,
+                    position: None,
                 });
                 let text = item.reasoning();
                 if !text.is_empty() {
