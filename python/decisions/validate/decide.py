@@ -259,8 +259,9 @@ def _finish_error(response: NormalizedResponse) -> NoReturn:
             retryable=True,  # as NO_TERMINAL_EVENT: nothing ended it
         )
     code, hint = _FINISH_ERRORS[reason]
-    if reason == "unknown" and response.raw_finish_reason in _UNKNOWN_FINISH_HINTS:
-        hint, retryable = _UNKNOWN_FINISH_HINTS[response.raw_finish_reason]
+    documented = _UNKNOWN_FINISH_HINTS.get(response.raw_finish_reason or "") if reason == "unknown" else None
+    if documented is not None:
+        hint, retryable = documented
         raise StreamError(code, f"the response finished with {reason!r}{raw}", hint=hint, retryable=retryable)
     raise StreamError(code, f"the response finished with {reason!r}{raw}", hint=hint)
 
