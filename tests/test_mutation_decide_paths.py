@@ -167,7 +167,14 @@ def test_a_response_with_no_finish_reason_may_be_retried() -> None:
 
 def test_an_unknown_finish_reason_gets_the_hint_its_provider_reason_has() -> None:
     paused = _error(StreamError, response=response(TextItem(item_id="t", text="x"), finish="unknown", raw="pause_turn"))
-    assert paused.hint == decide_module._UNKNOWN_FINISH_HINTS["pause_turn"] and paused.retryable is False
+    assert (paused.hint, paused.retryable) == decide_module._UNKNOWN_FINISH_HINTS["pause_turn"]
+    assert paused.retryable is False
+    short = _error(
+        StreamError,
+        response=response(TextItem(item_id="t", text="x"), finish="unknown", raw="insufficient_system_resource"),
+    )
+    assert (short.hint, short.retryable) == decide_module._UNKNOWN_FINISH_HINTS["insufficient_system_resource"]
+    assert short.retryable is True
     other = _error(StreamError, response=response(TextItem(item_id="t", text="x"), finish="unknown", raw="odd"))
     assert other.hint == decide_module._FINISH_ERRORS["unknown"][1]
     cut = _error(StreamError, response=response(TextItem(item_id="t", text="x"), finish="length", raw="pause_turn"))
