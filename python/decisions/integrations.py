@@ -23,6 +23,7 @@ from __future__ import annotations as _annotations
 
 import base64 as _base64
 import importlib as _importlib
+import itertools as _itertools
 import json as _json
 from collections.abc import AsyncIterator as _AsyncIterator
 from collections.abc import Iterable as _Iterable
@@ -120,24 +121,60 @@ def _openai_api(obj: object) -> str | None:
 _STANDARD_ALPHABET: _Final = str.maketrans("-_", "+/")
 
 
-def _bytes_fields(raw: _Any) -> _Iterator[tuple[list[_Any], bytes]]:
-    """The places in ``raw`` (a python-mode dump) that hold bytes: the keys
-    from the root to each, and its bytes."""
-    stack: list[tuple[list[_Any], _Any]] = [([], raw)]
+def _bytes_fields(raw: _Any) -> _Iterator[tuple[list[tuple[int, int]], bytes]]:
+    """The places in ``raw`` (a python-mode dump) that hold bytes: from the
+    root to each, the position of each member or entry on the way and the
+    size of its container (a dump's JSON mode keeps both, but may write a
+    key otherwise: ``1`` as ``"1"``), and the bytes. A tuple is walked as
+    the list its JSON dump writes; a container inside itself (a cycle, which
+    a python-mode dump keeps where the object holds one) is
+    ``MALFORMED_EVENT``."""
+    stack: list[tuple[list[tuple[int, int]] | None, _Any]] = [([], raw)]
+    open_ids: set[int] = set()
     while stack:
-        keys, node = stack.pop()
-        pairs: _Iterable[tuple[_Any, _Any]]
+        steps, node = stack.pop()
+        if steps is None:  # the walk of the container with this id is done
+            open_ids.discard(node)
+            continue
         if isinstance(node, dict):
-            pairs = node.items()
-        elif isinstance(node, list):
-            pairs = enumerate(node)
+            values = list(node.values())
+        elif isinstance(node, (list, tuple)):
+            values = list(node)
         else:
             continue
-        for key, value in pairs:
+        if id(node) in open_ids:
+            raise _unwritable()
+        open_ids.add(id(node))
+        stack.append((None, id(node)))
+        for at, value in enumerate(values):
             if isinstance(value, bytes):
-                yield [*keys, key], value
-            elif isinstance(value, (dict, list)):
-                stack.append(([*keys, key], value))
+                yield [*steps, (at, len(values))], value
+            elif isinstance(value, (dict, list, tuple)):
+                stack.append(([*steps, (at, len(values))], value))
+
+
+def _place(data: _Any, steps: list[tuple[int, int]]) -> tuple[_Any, _Any]:
+    """The container and key (or index) in ``data``, a JSON dump, of the
+    place :func:`_bytes_fields` gives by ``steps``; ``MALFORMED_EVENT``
+    where the JSON dump has no such place (two keys it writes alike, as
+    ``1`` and ``"1"``, which the same payload's text repeats)."""
+    target: _Any = None
+    key: _Any = None
+    for step, (at, size) in enumerate(steps):
+        node = data if step == 0 else target[key]
+        if not isinstance(node, (dict, list)) or len(node) != size:
+            raise _unwritable()
+        target, key = node, (next(_itertools.islice(node, at, None)) if isinstance(node, dict) else at)
+    return target, key
+
+
+def _unwritable(error: BaseException | None = None) -> _StreamError:
+    """The ``MALFORMED_EVENT`` of an SDK object whose payload cannot be
+    written as JSON (as for the same payload given as a dict), or whose
+    ``model_dump`` failed or gave no dict (``error``: what it raised)."""
+    if error is None:
+        return _StreamError("MALFORMED_EVENT", "event payload is not JSON-serialisable")
+    return _StreamError("MALFORMED_EVENT", f"event payload is not JSON-serialisable ({type(error).__name__}: {error})")
 
 
 def _genai_payload(dump: _Any, limits: _Limits | None) -> dict[str, _Any]:
@@ -149,7 +186,7 @@ def _genai_payload(dump: _Any, limits: _Limits | None) -> dict[str, _Any]:
     base64 alone is longer than ``max_sse_event_bytes`` is refused as the
     payload itself would be, before it is written; otherwise each URL-safe
     text is turned into standard base64 where it lies."""
-    fields = list(_bytes_fields(dump(mode="python", by_alias=True, exclude_none=True)))
+    fields = list(_bytes_fields(_python_dump(dump, exclude_none=True)))
     if limits is not None:
         encoded = sum(4 * -(-len(value) // 3) for _, value in fields)
         if encoded > limits.max_sse_event_bytes:
@@ -157,29 +194,50 @@ def _genai_payload(dump: _Any, limits: _Limits | None) -> dict[str, _Any]:
                 "MALFORMED_EVENT", f"event data has more than {limits.max_sse_event_bytes} bytes", path="$"
             )
     data: dict[str, _Any] = _json_dump(dump, exclude_none=True)
-    for keys, value in fields:
-        target: _Any = data
-        for key in keys[:-1]:
-            target = target[key]
-        text = target[keys[-1]]
+    for steps, value in fields:
+        target, key = _place(data, steps)
+        text = target[key]
         head = _base64.urlsafe_b64encode(value[:3]).decode("ascii")
         if isinstance(text, str) and len(text) == 4 * -(-len(value) // 3) and text.startswith(head):
-            target[keys[-1]] = text.translate(_STANDARD_ALPHABET)
+            target[key] = text.translate(_STANDARD_ALPHABET)
         else:  # not written as base64 by this SDK version
-            target[keys[-1]] = _base64.b64encode(value).decode("ascii")
+            target[key] = _base64.b64encode(value).decode("ascii")
     return data
 
 
-def _json_dump(dump: _Any, **fields: bool) -> _Any:
+def _json_dump(dump: _Any, **fields: bool) -> dict[str, _Any]:
     """``dump`` (a pydantic object's ``model_dump``) in JSON mode; where the
     object holds a value JSON mode cannot write (a field set by hand to an
     object of another type), its python-mode dump, which the payload's
     reader refuses as it refuses such a dict (``MALFORMED_EVENT``: not
-    JSON-serialisable), never pydantic's own exception."""
+    JSON-serialisable), never pydantic's own exception. A dump that fails
+    otherwise (a cycle, nesting past pydantic's depth, any error of a
+    ``model_dump`` of the caller's) or gives no dict is ``MALFORMED_EVENT``."""
     try:
-        return dump(mode="json", by_alias=True, **fields)
+        data = dump(mode="json", by_alias=True, **fields)
     except _SerializationError:
-        return dump(mode="python", by_alias=True, **fields)
+        return _python_dump(dump, **fields)
+    except Exception as error:
+        raise _unwritable(error) from error
+    return _checked_dump(data)
+
+
+def _python_dump(dump: _Any, **fields: bool) -> dict[str, _Any]:
+    """``dump`` in python mode, by alias; ``MALFORMED_EVENT`` as in :func:`_json_dump`."""
+    try:
+        data = dump(mode="python", by_alias=True, **fields)
+    except Exception as error:
+        raise _unwritable(error) from error
+    return _checked_dump(data)
+
+
+def _checked_dump(data: object) -> dict[str, _Any]:
+    """A dump that is a dict; ``MALFORMED_EVENT`` for anything else (a
+    ``model_dump`` giving None would drop the event, text would be read as
+    the JSON it spells)."""
+    if not isinstance(data, dict):
+        raise _unwritable(TypeError(f"model_dump gave {type(data).__name__}, not a dict"))
+    return data
 
 
 def to_payload(obj: _Any, *, limits: _Limits | None = None) -> dict[str, _Any] | str | bytes | None:
@@ -199,6 +257,8 @@ def to_payload(obj: _Any, *, limits: _Limits | None = None) -> dict[str, _Any] |
     event_type = getattr(obj, "type", None)
     if isinstance(event_type, str) and _sdk_of(obj) in ("openai", "anthropic") and _helper(obj):
         if event_type == "chunk" and hasattr(obj, "chunk"):
+            if obj.chunk is None:  # a helper object without its wire chunk: nothing to read, nothing to skip
+                raise _unwritable(TypeError("the chunk event holds no chunk"))
             return to_payload(obj.chunk, limits=limits)
         if event_type in _DERIVED_TYPES or event_type.startswith(_DERIVED_PREFIXES):
             return None
@@ -236,9 +296,10 @@ def detect_provider(obj: _Any) -> str | None:
         payload: _Any = obj if isinstance(obj, _Mapping) else to_payload(obj)
         if isinstance(payload, (str, bytes)):
             payload = _json.loads(payload)
-    except (TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError, RecursionError, _OutputError):
         # text nested past the interpreter's recursion limit tells nothing
-        # either: with a provider given, the envelope rule refuses it
+        # either (with a provider given, the envelope rule refuses it), nor
+        # does an object whose payload cannot be read
         return None
     if not isinstance(payload, _Mapping):
         return None
@@ -248,8 +309,14 @@ def detect_provider(obj: _Any) -> str | None:
 
 def feed_sdk_event(assembler: _Any, obj: _Any) -> None:
     """Feed one SDK stream event (or a dict / JSON text) to ``assembler``.
-    Helper-stream events that repeat wire data are skipped."""
-    payload = to_payload(obj)
+    Helper-stream events that repeat wire data are skipped. An event whose
+    payload cannot be read (``MALFORMED_EVENT``) ends the stream: the
+    assembler is aborted, as no later event can make up for it."""
+    try:
+        payload = to_payload(obj)
+    except _OutputError:
+        assembler.abort()
+        raise
     if payload is not None:
         assembler.feed_event(payload)
 

@@ -1,0 +1,190 @@
+"""SDK objects whose dump is not what a wire payload is: classes of mistakes
+at ``decisions.integrations``, on both backends.
+
+1. An object whose ``model_dump`` fails (a cycle, nesting past pydantic's
+   depth, any error of a duck-typed model's own) let that exception out
+   (``ValueError: Circular reference detected``, ``RuntimeError``); a
+   google-genai object holding a cycle hung the walk for its bytes. Each is
+   ``MALFORMED_EVENT``, as the same payload given as a dict is, and
+   ``feed_sdk_event`` aborts the assembler it was feeding.
+2. A ``model_dump`` that gives no dict: None was taken for a helper's derived
+   event and skipped, so a stream lost the event (a call's arguments ran
+   without one of their pieces); a str was read as the JSON it spells, a
+   list or an int as the backend's ``TypeError``. Each is ``MALFORMED_EVENT``;
+   so is an OpenAI helper ``chunk`` event that holds no chunk.
+3. A google-genai object's bytes are found in its python-mode dump and
+   rewritten in its JSON dump: bytes under a non-str key (which JSON mode
+   writes as text) were a ``KeyError``, and bytes in a tuple were neither
+   counted against ``max_sse_event_bytes`` nor turned into standard base64.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import decisions
+from decisions import StreamError, _backend, integrations
+from decisions.examples import EXAMPLES, load
+
+chat = pytest.importorskip("openai.types.chat")
+genai = pytest.importorskip("google.genai.types")
+
+pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
+
+
+@pytest.fixture(autouse=True)
+def _live(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The integrations run on the backend under test."""
+    monkeypatch.setattr(_backend, "impl", impl)
+
+
+@contextmanager
+def _within(seconds: float) -> Iterator[None]:
+    """Fail, rather than hang, a call that does not return in time."""
+
+    def expired(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"no answer within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _Duck:
+    """A model of another library: ``model_dump`` gives ``value``, or raises it."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def model_dump(self, **options: Any) -> Any:
+        if isinstance(self.value, BaseException):
+            raise self.value
+        return self.value
+
+
+def _cycle() -> list[Any]:
+    loop: list[Any] = []
+    loop.append(loop)
+    return loop
+
+
+def _deep(depth: int = 5000) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _completion(choices: Any) -> Any:
+    return chat.ChatCompletion.model_construct(id="c", object="chat.completion", created=1, model="m", choices=choices)
+
+
+#: (SDK object, provider) whose dump fails
+UNDUMPABLE: dict[str, Callable[[], tuple[Any, str]]] = {
+    "chat cycle": lambda: (_completion(_cycle()), "openai-chat"),
+    "chat too deep": lambda: (_completion(_deep()), "openai-chat"),
+    "genai cycle": lambda: (genai.GenerateContentResponse.model_construct(candidates=_cycle()), "gemini"),
+    "genai too deep": lambda: (genai.GenerateContentResponse.model_construct(candidates=_deep()), "gemini"),
+    "dump raises": lambda: (_Duck(RuntimeError("boom")), "anthropic"),
+}
+
+
+def _refused(read: Callable[[], object]) -> StreamError:
+    with _within(10), pytest.raises(StreamError) as caught:
+        read()
+    return caught.value
+
+
+@pytest.mark.parametrize("case", list(UNDUMPABLE))
+def test_an_object_whose_dump_fails_is_malformed(case: str) -> None:
+    obj, provider = UNDUMPABLE[case]()
+    for read in (
+        lambda: integrations.normalize_sdk(obj, provider=provider),
+        lambda: integrations.assemble_sdk_stream([obj], provider=provider),
+        lambda: integrations.to_payload(obj),
+    ):
+        assert _refused(read).code == "MALFORMED_EVENT"
+    assembler = decisions.StreamAssembler(provider)
+    assert _refused(lambda: integrations.feed_sdk_event(assembler, obj)).code == "MALFORMED_EVENT"
+    assert _refused(assembler.finish).code == "STREAM_CANCELLED"  # never a response without the event
+    with _within(10):
+        assert integrations.detect_provider(_Duck(RuntimeError("boom"))) is None
+
+
+def test_a_cycle_is_refused_as_the_same_dict_is() -> None:
+    loop = _cycle()
+    with pytest.raises(StreamError) as as_dict:
+        decisions.normalize({"id": "c", "object": "chat.completion", "choices": loop}, provider="openai-chat")
+    from_object = _refused(lambda: integrations.normalize_sdk(_completion(loop)))
+    assert (from_object.code, from_object.path) == (as_dict.value.code, as_dict.value.path)
+
+
+def _chunks() -> list[dict[str, Any]]:
+    """The healthy OpenAI Chat recording's chunks, as dicts."""
+    raw = load(next(example for example in EXAMPLES if example.name == "healthy")).decode()
+    lines = [line.removeprefix("data: ") for line in raw.splitlines() if line.startswith("data: {")]
+    return [json.loads(line) for line in lines]
+
+
+@pytest.mark.parametrize("dumped", [None, [], 3, '{"choices": []}'], ids=repr)
+def test_a_dump_that_gives_no_dict_is_malformed(dumped: Any) -> None:
+    """A stream whose one event's dump gave None lost that event: the call
+    ran with a piece of its arguments missing."""
+    chunks = _chunks()
+    pieces = [c for c in chunks if c["choices"] and c["choices"][0]["delta"].get("tool_calls")]
+    assert len(pieces) > 2
+    events = [_Duck(dumped) if chunk is pieces[1] else _Duck(chunk) for chunk in chunks]
+    assert integrations.assemble_sdk_stream([_Duck(c) for c in chunks], provider="openai-chat").tool_calls
+    assert _refused(lambda: integrations.assemble_sdk_stream(events, provider="openai-chat")).code == "MALFORMED_EVENT"
+    assembler = decisions.StreamAssembler("openai-chat")
+    with pytest.raises(StreamError) as caught:
+        for event in events:
+            integrations.feed_sdk_event(assembler, event)
+    assert caught.value.code == "MALFORMED_EVENT"
+    assert _refused(lambda: integrations.normalize_sdk(_Duck(dumped), provider="openai-chat")).code == (
+        "MALFORMED_EVENT"
+    )
+
+
+def test_a_helper_chunk_event_without_its_chunk_is_malformed() -> None:
+    helper = pytest.importorskip("openai.lib.streaming.chat")
+    event = helper.ChunkEvent.model_construct(type="chunk", chunk=None, snapshot=None)
+    assert _refused(lambda: integrations.to_payload(event)).code == "MALFORMED_EVENT"
+    assert _refused(lambda: integrations.assemble_sdk_stream([event], provider="openai-chat")).code == (
+        "MALFORMED_EVENT"
+    )
+
+
+def test_genai_bytes_under_a_key_json_mode_writes_as_text_are_read_as_the_dict_is() -> None:
+    """JSON mode writes the key ``1`` as ``"1"``, as ``json`` writes the same
+    dict; two keys it writes alike are a repeated key, as in that text."""
+    one = genai.GenerateContentResponse.model_construct(candidates=[{1: b"\xfb\xff"}], response_id="r")
+    assert integrations.to_payload(one) == {"candidates": [{"1": "+/8="}], "responseId": "r"}
+    assert integrations.normalize_sdk(one) == decisions.normalize(
+        {"candidates": [{1: "+/8="}], "responseId": "r"}, provider="gemini"
+    )
+    twice = genai.GenerateContentResponse.model_construct(candidates=[{1: b"\xfb\xff", "1": b"\xfb\xff"}])
+    with pytest.raises(StreamError) as as_dict:
+        decisions.normalize({"candidates": [{1: "+/8=", "1": "+/8="}]}, provider="gemini")
+    assert _refused(lambda: integrations.normalize_sdk(twice)).code == as_dict.value.code == "MALFORMED_EVENT"
+
+
+def test_genai_bytes_in_a_tuple_are_standard_base64_and_counted() -> None:
+    data = bytes([0xFB, 0xFF, 0xFE]) * 100  # "-" and "_" in URL-safe base64
+    response = genai.GenerateContentResponse.model_construct(candidates=({"x": data},))
+    payload = integrations.to_payload(response)
+    assert isinstance(payload, dict)
+    assert payload["candidates"][0]["x"] == "+//+" * 100
+    limits = decisions.Limits(max_sse_event_bytes=399)
+    assert _refused(lambda: integrations.to_payload(response, limits=limits)).code == "MALFORMED_EVENT"
