@@ -12,7 +12,12 @@ at ``decisions.integrations``, on both backends.
    without one of their pieces); a str was read as the JSON it spells, a
    list or an int as the backend's ``TypeError``. Each is ``MALFORMED_EVENT``;
    so is an OpenAI helper ``chunk`` event that holds no chunk.
-3. A google-genai object's bytes are found in its python-mode dump and
+3. A helper-stream event was skipped only if its ``type`` was on a fixed
+   list; any other event the helper stream derives (the Anthropic beta
+   stream's ``compaction``) was dumped as ``{}`` (no wire field of its
+   own) and refused, failing a stream whose bytes give a response. A helper
+   event that no wire type underlies is skipped, whatever its ``type``.
+4. A google-genai object's bytes are found in its python-mode dump and
    rewritten in its JSON dump: bytes under a non-str key (which JSON mode
    writes as text) were a ``KeyError``, and bytes in a tuple were neither
    counted against ``max_sse_event_bytes`` nor turned into standard base64.
@@ -20,6 +25,7 @@ at ``decisions.integrations``, on both backends.
 
 from __future__ import annotations
 
+import importlib
 import json
 import signal
 from collections.abc import Callable, Iterator
@@ -30,6 +36,7 @@ from typing import Any
 import pytest
 
 import decisions
+from conftest import FIXTURES
 from decisions import StreamError, _backend, integrations
 from decisions.examples import EXAMPLES, load
 
@@ -188,3 +195,23 @@ def test_genai_bytes_in_a_tuple_are_standard_base64_and_counted() -> None:
     assert payload["candidates"][0]["x"] == "+//+" * 100
     limits = decisions.Limits(max_sse_event_bytes=399)
     assert _refused(lambda: integrations.to_payload(response, limits=limits)).code == "MALFORMED_EVENT"
+
+
+def test_a_helper_event_of_a_type_not_listed_is_skipped() -> None:
+    """The Anthropic beta helper stream adds a ``compaction`` event after a
+    ``compaction_delta``; the stream is read as its bytes are."""
+    anthropic = pytest.importorskip("anthropic")
+    recording = FIXTURES / "anthropic-sdk-python/tests/lib/streaming/fixtures/compaction_response.txt"
+    body = recording.read_bytes().rstrip(b"\n") + b"\n\n"  # the recording's last event, terminated
+    base = importlib.import_module("anthropic._base_client")
+    http = getattr(base, "httpx2", None) or base.httpx
+    transport = http.MockTransport(lambda request: http.Response(200, content=body))
+    client = anthropic.Anthropic(
+        api_key="sk-ant-test", base_url="http://test.invalid", http_client=http.Client(transport=transport)
+    )
+    with client.beta.messages.stream(model="m", max_tokens=10, messages=[]) as stream:
+        events = list(stream)
+    assert "compaction" in {event.type for event in events}
+    direct = decisions.StreamAssembler("anthropic")
+    direct.feed(body)
+    assert integrations.assemble_sdk_stream(events) == direct.finish()

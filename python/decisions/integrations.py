@@ -63,9 +63,6 @@ __all__ = [
 
 #: The SDK packages whose objects are recognised, by top-level module.
 _SDK_ROOTS: _Final = ("openai", "anthropic", "google.genai")
-#: Helper-stream events the SDKs synthesise from the wire events (no new data).
-_DERIVED_PREFIXES: _Final = ("content.", "refusal.", "tool_calls.", "logprobs.")
-_DERIVED_TYPES: _Final = frozenset({"text", "citation", "thinking", "signature", "input_json"})
 
 
 def _module(obj: object) -> str:
@@ -244,8 +241,10 @@ def to_payload(obj: _Any, *, limits: _Limits | None = None) -> dict[str, _Any] |
     """The provider's wire payload for one SDK object, dict, JSON text or bytes.
 
     Returns None for an event an SDK helper stream synthesises from the wire
-    events (``text``, ``input_json``, ``content.delta``, ...): it carries nothing
-    the wire events did not. A helper's ``chunk`` event gives its chunk.
+    events (``text``, ``input_json``, ``content.delta``, ``compaction``, ...:
+    a helper event no wire type underlies): it carries nothing the wire
+    events, which the helper stream gives too, did not. A helper's ``chunk``
+    event gives its chunk.
     With ``limits``, a google-genai object whose bytes (inline data) alone
     make its payload longer than ``max_sse_event_bytes`` is refused before
     it is written out, with the ``MALFORMED_EVENT`` the payload would get.
@@ -260,7 +259,7 @@ def to_payload(obj: _Any, *, limits: _Limits | None = None) -> dict[str, _Any] |
             if obj.chunk is None:  # a helper object without its wire chunk: nothing to read, nothing to skip
                 raise _unwritable(TypeError("the chunk event holds no chunk"))
             return to_payload(obj.chunk, limits=limits)
-        if event_type in _DERIVED_TYPES or event_type.startswith(_DERIVED_PREFIXES):
+        if not _wire_fields(obj):
             return None
     dump = getattr(obj, "model_dump", None)
     if not callable(dump):
