@@ -17,7 +17,15 @@ at ``decisions.integrations``, on both backends.
    stream's ``compaction``) was dumped as ``{}`` (no wire field of its
    own) and refused, failing a stream whose bytes give a response. A helper
    event that no wire type underlies is skipped, whatever its ``type``.
-4. A google-genai object's bytes are found in its python-mode dump and
+4. An SDK object was told by the module of its own class: a caller's
+   subclass of an SDK type (or of an httpx response or error) was an
+   unknown object. A google-genai one was dumped as another library's model
+   (its thought signatures URL-safe base64, not the API's), a Chat
+   completion carrying Responses fields was read by its fields as a
+   Responses response, a subclassed ``httpx.Response`` was refused as no
+   httpx response and a subclassed ``httpx.ReadError`` escaped untyped.
+   The nearest SDK class an object's class derives from tells.
+5. A google-genai object's bytes are found in its python-mode dump and
    rewritten in its JSON dump: bytes under a non-str key (which JSON mode
    writes as text) were a ``KeyError``, and bytes in a tuple were neither
    counted against ``max_sse_event_bytes`` nor turned into standard base64.
@@ -215,3 +223,65 @@ def test_a_helper_event_of_a_type_not_listed_is_skipped() -> None:
     direct = decisions.StreamAssembler("anthropic")
     direct.feed(body)
     assert integrations.assemble_sdk_stream(events) == direct.finish()
+
+
+GEMINI_CHUNKS = FIXTURES / "vercel-ai/packages/google/src/__fixtures__/google-stream-tool-call-arguments.chunks.txt"
+
+
+def test_a_subclass_of_a_genai_type_is_read_as_the_genai_type() -> None:
+    class Mine(genai.GenerateContentResponse):  # type: ignore[misc]
+        """A caller's own response class."""
+
+    lines = [json.loads(line) for line in GEMINI_CHUNKS.read_text().splitlines() if line.strip()]
+    objects = [Mine.model_validate(line) for line in lines]
+    assert [integrations.to_payload(obj) for obj in objects] == lines  # thought signatures in standard base64
+    direct = decisions.StreamAssembler("gemini")
+    for line in lines:
+        direct.feed_event(line)
+    assert integrations.assemble_sdk_stream(objects) == direct.finish()
+
+
+def test_a_subclass_of_an_openai_type_is_told_by_its_class() -> None:
+    class Mine(chat.ChatCompletion):  # type: ignore[misc]
+        """A caller's own completion class, with a field of its own."""
+
+        note: str = ""
+
+    body = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "type": "response.completed",
+        "status": "completed",
+        "output": [{"type": "function_call", "id": "f", "call_id": "c1", "name": "delete_all", "arguments": "{}"}],
+    }
+    completion = Mine.model_validate({**body, "note": "mine"})
+    assert integrations.detect_provider(completion) == "openai-chat"
+    assert integrations.to_payload(completion) == {**body, "note": "mine"}  # a wire type's: all it holds
+    assert integrations.normalize_sdk(completion) == decisions.normalize(body, provider="openai-chat")
+
+
+def test_subclasses_of_httpx_responses_and_errors_are_httpxs() -> None:
+    import httpx
+
+    class Response(httpx.Response):
+        """A caller's own response class."""
+
+    class Dropped(httpx.ReadError):
+        """A caller's own transport error."""
+
+    body = load(next(example for example in EXAMPLES if example.name == "healthy"))
+    response = Response(200, content=body, headers={"content-type": "text/event-stream"})
+    expected = decisions.StreamAssembler("openai-chat")
+    expected.feed(body)
+    assert integrations.stream_httpx(response, provider="openai-chat").finish() == expected.finish()
+
+    def events() -> Iterator[Any]:
+        raise Dropped("peer closed connection")
+        yield
+
+    with pytest.raises(decisions.TransportError) as caught:
+        integrations.assemble_sdk_stream(events(), provider="openai-chat")
+    assert caught.value.code == "CONNECTION_CLOSED"

@@ -63,40 +63,54 @@ __all__ = [
 
 #: The SDK packages whose objects are recognised, by top-level module.
 _SDK_ROOTS: _Final = ("openai", "anthropic", "google.genai")
+#: The HTTP client packages whose responses and errors are read.
+_HTTP_ROOTS: _Final = ("httpx", "httpx2")
 
 
-def _module(obj: object) -> str:
-    return type(obj).__module__ or ""
+def _module_name(cls: type) -> str:
+    """The module a class says it is defined in ("" where it says none, or not as a str)."""
+    module = getattr(cls, "__module__", None)
+    return module if isinstance(module, str) else ""
 
 
-def _sdk_of(obj: object) -> str | None:
-    module = _module(obj)
-    for root in _SDK_ROOTS:
-        if module == root or module.startswith(root + "."):
-            return root
+def _nearest(obj: object, roots: _Iterable[str]) -> tuple[type, str] | None:
+    """The nearest class of ``obj`` (its own, else the nearest it derives
+    from) that one of ``roots`` (packages) defines, and that root: a
+    caller's subclass of an SDK type is that type's object."""
+    for cls in type(obj).__mro__:
+        module = _module_name(cls)
+        for root in roots:
+            if module == root or module.startswith(root + "."):
+                return cls, root
     return None
 
 
+def _sdk_of(obj: object) -> str | None:
+    found = _nearest(obj, _SDK_ROOTS)
+    return None if found is None else found[1]
+
+
 def _wire_fields(obj: _Any) -> set[str] | None:
-    """For an SDK helper subclass (defined outside ``<sdk>.types``), the API
-    names of the fields its nearest wire type declares; None for a wire type."""
-    module = _module(obj)
-    root = _sdk_of(obj)
-    if root is None or module.startswith(f"{root}.types"):
+    """For an SDK helper object (see :func:`_helper`), the API names of the
+    fields its nearest wire type declares; None for a wire type."""
+    found = _nearest(obj, _SDK_ROOTS)
+    if found is None or not _helper(obj):
         return None
-    for cls in type(obj).__mro__[1:]:
-        if (cls.__module__ or "").startswith(f"{root}.types") and hasattr(cls, "model_fields"):
+    sdk_class, root = found
+    for cls in sdk_class.__mro__[1:]:
+        if _module_name(cls).startswith(f"{root}.types") and hasattr(cls, "model_fields"):
             return {field.alias or name for name, field in cls.model_fields.items()}
     return set()
 
 
 def _helper(obj: object) -> bool:
-    """Whether ``obj`` is an SDK helper-stream object (its class defined
-    outside ``<sdk>.types``), not a wire type. Only a helper's ``type`` says
-    what it is: a wire type's ``type`` may be a field the server made up
-    (the SDKs keep unknown fields), and is the mapper's to read."""
-    root = _sdk_of(obj)
-    return root is not None and not _module(obj).startswith(f"{root}.types")
+    """Whether ``obj`` is an SDK helper-stream object (its nearest SDK class
+    defined outside ``<sdk>.types``), not a wire type. Only a helper's
+    ``type`` says what it is: a wire type's ``type`` may be a field the
+    server made up (the SDKs keep unknown fields), and is the mapper's to
+    read."""
+    found = _nearest(obj, _SDK_ROOTS)
+    return found is not None and not _module_name(found[0]).startswith(f"{found[1]}.types")
 
 
 #: The OpenAI SDK's type packages, and the API whose objects they hold.
@@ -107,7 +121,7 @@ def _openai_api(obj: object) -> str | None:
     """The API an OpenAI SDK object belongs to, told by its class (or the
     nearest wire class it derives from), never by its fields."""
     for cls in type(obj).__mro__:
-        module = cls.__module__ or ""
+        module = _module_name(cls)
         for package, provider in _OPENAI_APIS:
             if module == package or module.startswith(package + "."):
                 return provider
@@ -398,9 +412,9 @@ def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
     module's error) is ``MALFORMED_EVENT``, as the same bytes are."""
     if isinstance(error, _json.JSONDecodeError):
         return _StreamError("MALFORMED_EVENT", f"event data is not valid JSON (the SDK could not decode it: {error})")
-    root = _module(error).split(".")[0]
-    if root in ("httpx", "httpx2"):
-        return _dropped(error) if isinstance(error, _importlib.import_module(root).RequestError) else None
+    http = _nearest(error, _HTTP_ROOTS)
+    if http is not None:
+        return _dropped(error) if isinstance(error, _importlib.import_module(http[1]).RequestError) else None
     if _sdk_of(error) is None:
         return None
     names = {cls.__name__ for cls in type(error).__mro__}
@@ -460,10 +474,10 @@ def normalize_sdk(
 
 def _http_module(response: _Any) -> _ModuleType:
     """``httpx`` or ``httpx2``: the package the response object comes from."""
-    root = (type(response).__module__ or "").split(".")[0]
-    if root not in ("httpx", "httpx2"):
+    found = _nearest(response, _HTTP_ROOTS)
+    if found is None:
         raise TypeError(f"expected an httpx or httpx2 Response, not {type(response).__name__}")
-    return _importlib.import_module(root)
+    return _importlib.import_module(found[1])
 
 
 #: The bytes of an error status's body shown in its ``HTTP_STATUS`` error; no
