@@ -25,7 +25,12 @@ at ``decisions.integrations``, on both backends.
    Responses response, a subclassed ``httpx.Response`` was refused as no
    httpx response and a subclassed ``httpx.ReadError`` escaped untyped.
    The nearest SDK class an object's class derives from tells.
-5. A google-genai object's bytes are found in its python-mode dump and
+5. Python's ``json`` reads ``NaN`` and ``Infinity``, so the SDKs do; their
+   JSON mode writes such a float as null. A tool call's input of
+   ``{"force": NaN}`` from the wire was the executable ``{"force": null}``
+   where the same bytes and the same dict are refused; it is
+   ``MALFORMED_EVENT``, as the dict is.
+6. A google-genai object's bytes are found in its python-mode dump and
    rewritten in its JSON dump: bytes under a non-str key (which JSON mode
    writes as text) were a ``KeyError``, and bytes in a tuple were neither
    counted against ``max_sse_event_bytes`` nor turned into standard base64.
@@ -285,3 +290,32 @@ def test_subclasses_of_httpx_responses_and_errors_are_httpxs() -> None:
     with pytest.raises(decisions.TransportError) as caught:
         integrations.assemble_sdk_stream(events(), provider="openai-chat")
     assert caught.value.code == "CONNECTION_CLOSED"
+
+
+_TOOL_USE = (
+    b'{"id":"m","type":"message","role":"assistant","model":"m","stop_reason":"tool_use",'
+    b'"content":[{"type":"tool_use","id":"t","name":"rm","input":{"path":"a","force":%s}}],'
+    b'"usage":{"input_tokens":1,"output_tokens":1}}'
+)
+
+
+@pytest.mark.parametrize("number", [b"NaN", b"Infinity", b"-Infinity"])
+def test_a_number_json_has_not_is_refused_as_the_dict_is(number: bytes) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    body = _TOOL_USE % number
+    base = importlib.import_module("anthropic._base_client")
+    http = getattr(base, "httpx2", None) or base.httpx
+    transport = http.MockTransport(lambda request: http.Response(200, content=body))
+    client = anthropic.Anthropic(
+        api_key="sk-ant-test", base_url="http://test.invalid", http_client=http.Client(transport=transport)
+    )
+    message = client.messages.create(model="m", max_tokens=10, messages=[])
+    assert (decisions.normalize(_TOOL_USE % b"true", provider="anthropic")).tool_calls  # a call, but for the number
+    with pytest.raises(StreamError) as as_dict:
+        decisions.normalize(json.loads(body), provider="anthropic")
+    refused = _refused(lambda: integrations.normalize_sdk(message))
+    assert (refused.code, refused.path) == (as_dict.value.code, as_dict.value.path) == ("MALFORMED_EVENT", None)
+    call = {"functionCall": {"name": "rm", "args": {"force": json.loads(number)}}}
+    chunk = {"candidates": [{"content": {"role": "model", "parts": [call]}, "finishReason": "STOP"}]}
+    streamed = genai.GenerateContentResponse.model_validate(chunk)
+    assert _refused(lambda: integrations.assemble_sdk_stream([streamed])).code == "MALFORMED_EVENT"

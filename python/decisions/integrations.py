@@ -25,6 +25,7 @@ import base64 as _base64
 import importlib as _importlib
 import itertools as _itertools
 import json as _json
+import math as _math
 from collections.abc import AsyncIterator as _AsyncIterator
 from collections.abc import Iterable as _Iterable
 from collections.abc import Iterator as _Iterator
@@ -132,14 +133,17 @@ def _openai_api(obj: object) -> str | None:
 _STANDARD_ALPHABET: _Final = str.maketrans("-_", "+/")
 
 
-def _bytes_fields(raw: _Any) -> _Iterator[tuple[list[tuple[int, int]], bytes]]:
+def _scan_dump(raw: _Any) -> list[tuple[list[tuple[int, int]], bytes]]:
     """The places in ``raw`` (a python-mode dump) that hold bytes: from the
     root to each, the position of each member or entry on the way and the
     size of its container (a dump's JSON mode keeps both, but may write a
     key otherwise: ``1`` as ``"1"``), and the bytes. A tuple is walked as
-    the list its JSON dump writes; a container inside itself (a cycle, which
-    a python-mode dump keeps where the object holds one) is
-    ``MALFORMED_EVENT``."""
+    the list its JSON dump writes. ``MALFORMED_EVENT``, as for the same
+    payload given as a dict, for a float that is no JSON number (NaN or an
+    infinity, which JSON mode writes as null where the SDK read one with
+    ``json``) and for a container inside itself (a cycle, which a
+    python-mode dump keeps where the object holds one)."""
+    found: list[tuple[list[tuple[int, int]], bytes]] = []
     stack: list[tuple[list[tuple[int, int]] | None, _Any]] = [([], raw)]
     open_ids: set[int] = set()
     while stack:
@@ -147,26 +151,24 @@ def _bytes_fields(raw: _Any) -> _Iterator[tuple[list[tuple[int, int]], bytes]]:
         if steps is None:  # the walk of the container with this id is done
             open_ids.discard(node)
             continue
-        if isinstance(node, dict):
-            values = list(node.values())
-        elif isinstance(node, (list, tuple)):
-            values = list(node)
-        else:
-            continue
+        values = list(node.values()) if isinstance(node, dict) else list(node)
         if id(node) in open_ids:
             raise _unwritable()
         open_ids.add(id(node))
         stack.append((None, id(node)))
         for at, value in enumerate(values):
             if isinstance(value, bytes):
-                yield [*steps, (at, len(values))], value
+                found.append(([*steps, (at, len(values))], value))
             elif isinstance(value, (dict, list, tuple)):
                 stack.append(([*steps, (at, len(values))], value))
+            elif isinstance(value, float) and not _math.isfinite(value):
+                raise _unwritable()
+    return found
 
 
 def _place(data: _Any, steps: list[tuple[int, int]]) -> tuple[_Any, _Any]:
     """The container and key (or index) in ``data``, a JSON dump, of the
-    place :func:`_bytes_fields` gives by ``steps``; ``MALFORMED_EVENT``
+    place :func:`_scan_dump` gives by ``steps``; ``MALFORMED_EVENT``
     where the JSON dump has no such place (two keys it writes alike, as
     ``1`` and ``"1"``, which the same payload's text repeats)."""
     target: _Any = None
@@ -197,7 +199,7 @@ def _genai_payload(dump: _Any, limits: _Limits | None) -> dict[str, _Any]:
     base64 alone is longer than ``max_sse_event_bytes`` is refused as the
     payload itself would be, before it is written; otherwise each URL-safe
     text is turned into standard base64 where it lies."""
-    fields = list(_bytes_fields(_python_dump(dump, exclude_none=True)))
+    fields = _scan_dump(_python_dump(dump, exclude_none=True))
     if limits is not None:
         encoded = sum(4 * -(-len(value) // 3) for _, value in fields)
         if encoded > limits.max_sse_event_bytes:
@@ -281,6 +283,7 @@ def to_payload(obj: _Any, *, limits: _Limits | None = None) -> dict[str, _Any] |
     if _sdk_of(obj) == "google.genai":
         data = _genai_payload(dump, limits)
     else:
+        _scan_dump(_python_dump(dump, exclude_unset=True))  # refuses what JSON mode would write otherwise
         data = _json_dump(dump, exclude_unset=True)
     keep = _wire_fields(obj)
     if keep is not None:
