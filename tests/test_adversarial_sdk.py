@@ -30,7 +30,11 @@ at ``decisions.integrations``, on both backends.
    ``{"force": NaN}`` from the wire was the executable ``{"force": null}``
    where the same bytes and the same dict are refused; it is
    ``MALFORMED_EVENT``, as the dict is.
-6. A google-genai object's bytes are found in its python-mode dump and
+6. ``feed_sdk_event`` into ``StreamAssembler()`` told the provider by the
+   payload's shape: a Chat chunk whose server added a ``type`` field was
+   ``AMBIGUOUS_PROVIDER``, where ``assemble_sdk_stream`` read it as Chat by
+   its class. The first SDK object's class tells there too.
+7. A google-genai object's bytes are found in its python-mode dump and
    rewritten in its JSON dump: bytes under a non-str key (which JSON mode
    writes as text) were a ``KeyError``, and bytes in a tuple were neither
    counted against ``max_sse_event_bytes`` nor turned into standard base64.
@@ -319,3 +323,32 @@ def test_a_number_json_has_not_is_refused_as_the_dict_is(number: bytes) -> None:
     chunk = {"candidates": [{"content": {"role": "model", "parts": [call]}, "finishReason": "STOP"}]}
     streamed = genai.GenerateContentResponse.model_validate(chunk)
     assert _refused(lambda: integrations.assemble_sdk_stream([streamed])).code == "MALFORMED_EVENT"
+
+
+def test_an_auto_assembler_is_told_the_provider_by_the_sdk_class() -> None:
+    openai = pytest.importorskip("openai")
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "run", "arguments": '{"a": 1}'}}
+    chunks = [
+        {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "type": "response.created",
+         "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]},
+        {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+         "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]  # fmt: skip
+    body = b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
+    base = importlib.import_module("openai._base_client")
+    http = getattr(base, "httpx2", None) or base.httpx
+    transport = http.MockTransport(lambda request: http.Response(200, content=body))
+    client = openai.OpenAI(
+        api_key="sk-test", base_url="http://test.invalid/v1", http_client=http.Client(transport=transport)
+    )
+    objects = list(client.chat.completions.create(model="m", messages=[], stream=True))
+    expected = integrations.assemble_sdk_stream(objects)
+    assembler = decisions.StreamAssembler()
+    for obj in objects:
+        integrations.feed_sdk_event(assembler, obj)
+    assert assembler.provider == "openai-chat"
+    assert assembler.finish() == expected
+    assert [(call.name, call.arguments) for call in expected.tool_calls] == [("run", '{"a": 1}')]
+    with pytest.raises(StreamError) as caught:  # the same payloads, as dicts, have no class to tell
+        integrations.feed_sdk_event(decisions.StreamAssembler(), chunks[0])
+    assert caught.value.code == "AMBIGUOUS_PROVIDER"

@@ -38,6 +38,8 @@ from typing import Final as _Final
 from pydantic_core import PydanticSerializationError as _SerializationError
 
 from . import _backend
+from .detect import AUTO as _AUTO
+from .detect import AutoAssembler as _AutoAssembler
 from .detect import candidates as _candidates
 from .errors import OutputError as _OutputError
 from .errors import StreamError as _StreamError
@@ -325,16 +327,23 @@ def detect_provider(obj: _Any) -> str | None:
 
 def feed_sdk_event(assembler: _Any, obj: _Any) -> None:
     """Feed one SDK stream event (or a dict / JSON text) to ``assembler``.
-    Helper-stream events that repeat wire data are skipped. An event whose
-    payload cannot be read (``MALFORMED_EVENT``) ends the stream: the
-    assembler is aborted, as no later event can make up for it."""
+    Helper-stream events that repeat wire data are skipped. The first SDK
+    object fed to ``StreamAssembler()`` (provider ``"auto"``) names the
+    provider by its class, as in :func:`assemble_sdk_stream`, not by its
+    fields. An event whose payload cannot be read (``MALFORMED_EVENT``) ends
+    the stream: the assembler is aborted, as no later event can make up for it."""
     try:
         payload = to_payload(obj)
     except _OutputError:
         assembler.abort()
         raise
-    if payload is not None:
-        assembler.feed_event(payload)
+    if payload is None:
+        return
+    if isinstance(assembler, _AutoAssembler) and assembler.provider == _AUTO and _sdk_of(obj) is not None:
+        told = detect_provider(obj)
+        if told is not None:
+            assembler._told(told)
+    assembler.feed_event(payload)
 
 
 def assemble_sdk_stream(
