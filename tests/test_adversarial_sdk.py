@@ -2,8 +2,8 @@
 at ``decisions.integrations``, on both backends.
 
 1. An object whose ``model_dump`` fails (a cycle, nesting past pydantic's
-   depth, any error of a duck-typed model's own) let that exception out
-   (``ValueError: Circular reference detected``, ``RuntimeError``); a
+   depth, a ``ValueError`` of a duck-typed model's own) let that exception
+   out (``ValueError: Circular reference detected``); a
    google-genai object holding a cycle hung the walk for its bytes. Each is
    ``MALFORMED_EVENT``, as the same payload given as a dict is, and
    ``feed_sdk_event`` aborts the assembler it was feeding.
@@ -34,7 +34,12 @@ at ``decisions.integrations``, on both backends.
    payload's shape: a Chat chunk whose server added a ``type`` field was
    ``AMBIGUOUS_PROVIDER``, where ``assemble_sdk_stream`` read it as Chat by
    its class. The first SDK object's class tells there too.
-7. A google-genai object's bytes are found in its python-mode dump and
+7. A dict is read as the members it holds: ``json`` (which writes a dict
+   payload for both backends) read a subclass's through its ``items()``,
+   and ``to_payload`` through its ``keys()`` and ``[]``, so a dict that
+   shows other members than it holds was one answer to ``normalize`` and
+   another to ``normalize_sdk``.
+8. A google-genai object's bytes are found in its python-mode dump and
    rewritten in its JSON dump: bytes under a non-str key (which JSON mode
    writes as text) were a ``KeyError``, and bytes in a tuple were neither
    counted against ``max_sse_event_bytes`` nor turned into standard base64.
@@ -120,7 +125,7 @@ UNDUMPABLE: dict[str, Callable[[], tuple[Any, str]]] = {
     "chat too deep": lambda: (_completion(_deep()), "openai-chat"),
     "genai cycle": lambda: (genai.GenerateContentResponse.model_construct(candidates=_cycle()), "gemini"),
     "genai too deep": lambda: (genai.GenerateContentResponse.model_construct(candidates=_deep()), "gemini"),
-    "dump raises": lambda: (_Duck(RuntimeError("boom")), "anthropic"),
+    "dump raises": lambda: (_Duck(ValueError("boom")), "anthropic"),
 }
 
 
@@ -143,7 +148,16 @@ def test_an_object_whose_dump_fails_is_malformed(case: str) -> None:
     assert _refused(lambda: integrations.feed_sdk_event(assembler, obj)).code == "MALFORMED_EVENT"
     assert _refused(assembler.finish).code == "STREAM_CANCELLED"  # never a response without the event
     with _within(10):
-        assert integrations.detect_provider(_Duck(RuntimeError("boom"))) is None
+        assert integrations.detect_provider(_Duck(ValueError("boom"))) is None
+
+
+def test_another_exception_of_a_callers_dump_is_its_own() -> None:
+    """As for a payload whose own code raises: it propagates, and the
+    stream is left as it was."""
+    assembler = decisions.StreamAssembler("anthropic")
+    with pytest.raises(ZeroDivisionError):
+        integrations.feed_sdk_event(assembler, _Duck(ZeroDivisionError("its own")))
+    assert assembler.state == "init"
 
 
 def test_a_cycle_is_refused_as_the_same_dict_is() -> None:
@@ -352,3 +366,54 @@ def test_an_auto_assembler_is_told_the_provider_by_the_sdk_class() -> None:
     with pytest.raises(StreamError) as caught:  # the same payloads, as dicts, have no class to tell
         integrations.feed_sdk_event(decisions.StreamAssembler(), chunks[0])
     assert caught.value.code == "AMBIGUOUS_PROVIDER"
+
+
+def _gemini_chunk(text: str) -> dict[str, Any]:
+    return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}]}
+
+
+class _ItemsLie(dict):  # type: ignore[type-arg]
+    """Holds one set of members, and shows ``shown`` through ``items()`` (what ``json`` reads of a subclass)."""
+
+    def __init__(self, held: dict[str, Any], shown: dict[str, Any]) -> None:
+        super().__init__(held)
+        self.shown = shown
+
+    def items(self) -> Any:
+        return self.shown.items()
+
+
+class _KeysLie(_ItemsLie):
+    """Shows ``shown`` through its keys and ``[]`` instead (what ``dict()`` reads), not ``items()``."""
+
+    def items(self) -> Any:
+        return dict.items(self)
+
+    def keys(self) -> Any:
+        return self.shown.keys()
+
+    def __iter__(self) -> Any:
+        return iter(self.shown)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.shown[key]
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["the payload", "a candidate"])
+@pytest.mark.parametrize("liar", [_ItemsLie, _KeysLie])
+def test_a_dict_is_read_as_the_members_it_holds(impl: ModuleType, liar: type, nested: bool) -> None:
+    held, shown = _gemini_chunk("held"), _gemini_chunk("shown")
+    if nested:
+        payload: Any = {"candidates": [liar(held["candidates"][0], shown["candidates"][0])]}
+    else:
+        payload = liar(held, shown)
+
+    def streamed(feed: Callable[[Any, Any], None]) -> str:
+        assembler = impl.StreamAssembler("gemini")
+        feed(assembler, payload)
+        return str(assembler.finish().text)
+
+    assert impl.normalize(payload, provider="gemini").text == "held"
+    assert integrations.normalize_sdk(payload, provider="gemini").text == "held"
+    assert streamed(lambda assembler, event: assembler.feed_event(event)) == "held"
+    assert streamed(integrations.feed_sdk_event) == "held"

@@ -226,13 +226,15 @@ def _json_dump(dump: _Any, **fields: bool) -> dict[str, _Any]:
     object of another type), its python-mode dump, which the payload's
     reader refuses as it refuses such a dict (``MALFORMED_EVENT``: not
     JSON-serialisable), never pydantic's own exception. A dump that fails
-    otherwise (a cycle, nesting past pydantic's depth, any error of a
-    ``model_dump`` of the caller's) or gives no dict is ``MALFORMED_EVENT``."""
+    otherwise with a ``TypeError`` or ``ValueError`` (a cycle, nesting past
+    pydantic's depth), as the payload's writer refuses a dict that raises
+    them, or gives no dict is ``MALFORMED_EVENT``; any other exception of a
+    caller's ``model_dump`` is its own, and propagates."""
     try:
         data = dump(mode="json", by_alias=True, **fields)
     except _SerializationError:
         return _python_dump(dump, **fields)
-    except Exception as error:
+    except (TypeError, ValueError) as error:
         raise _unwritable(error) from error
     return _checked_dump(data)
 
@@ -241,7 +243,7 @@ def _python_dump(dump: _Any, **fields: bool) -> dict[str, _Any]:
     """``dump`` in python mode, by alias; ``MALFORMED_EVENT`` as in :func:`_json_dump`."""
     try:
         data = dump(mode="python", by_alias=True, **fields)
-    except Exception as error:
+    except (TypeError, ValueError) as error:
         raise _unwritable(error) from error
     return _checked_dump(data)
 
@@ -269,6 +271,8 @@ def to_payload(obj: _Any, *, limits: _Limits | None = None) -> dict[str, _Any] |
     """
     if isinstance(obj, (str, bytes, bytearray, memoryview)):
         return bytes(obj) if isinstance(obj, (bytearray, memoryview)) else obj
+    if isinstance(obj, dict):  # its members, as the assembler reads it, never a subclass's methods
+        return dict(dict.items(obj))
     if isinstance(obj, _Mapping):
         return dict(obj)
     event_type = getattr(obj, "type", None)
