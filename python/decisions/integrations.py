@@ -153,7 +153,7 @@ def _scan_dump(raw: _Any) -> list[tuple[list[tuple[int, int]], bytes]]:
         if steps is None:  # the walk of the container with this id is done
             open_ids.discard(node)
             continue
-        values = list(node.values()) if isinstance(node, dict) else list(node)
+        values = list(dict.values(node)) if isinstance(node, dict) else list(node)  # a dict's members, as written
         if id(node) in open_ids:
             raise _unwritable()
         open_ids.add(id(node))
@@ -177,9 +177,12 @@ def _place(data: _Any, steps: list[tuple[int, int]]) -> tuple[_Any, _Any]:
     key: _Any = None
     for step, (at, size) in enumerate(steps):
         node = data if step == 0 else target[key]
-        if not isinstance(node, (dict, list)) or len(node) != size:
+        if isinstance(node, dict) and dict.__len__(node) == size:
+            target, key = node, next(_itertools.islice(dict.keys(node), at, None))
+        elif isinstance(node, list) and len(node) == size:
+            target, key = node, at
+        else:
             raise _unwritable()
-        target, key = node, (next(_itertools.islice(node, at, None)) if isinstance(node, dict) else at)
     return target, key
 
 
