@@ -519,15 +519,17 @@ class _Raising(dict[str, Any]):
         raise ZeroDivisionError("from the payload's own code")
 
 
-def test_a_payload_that_raises_propagates(impl: ModuleType) -> None:
-    """An exception of the payload's own code is not a malformed event: it
-    propagates and leaves the stream as it was."""
+def test_a_dict_payload_is_read_without_its_own_code(impl: ModuleType) -> None:
+    """A dict is read as the members it holds: its class's ``items()`` (which
+    ``json`` would call) is never run, so it can neither raise nor show
+    other members."""
     asm = impl.StreamAssembler("openai-chat")
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(StreamError) as caught:
         asm.feed_event(_Raising(a=1))
-    assert asm.state == "init"
-    with pytest.raises(ZeroDivisionError):
+    assert (caught.value.code, caught.value.path) == ("MALFORMED_EVENT", "$.choices")  # {"a": 1}
+    with pytest.raises(StreamError) as caught:
         impl.normalize(_Raising(a=1), provider="openai-chat")
+    assert caught.value.code == "MALFORMED_EVENT"
 
 
 @pytest.mark.parametrize("value", [2**64 - 1, 2**64, 2**200])

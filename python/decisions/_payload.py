@@ -85,8 +85,8 @@ def _write(value: Any, sort_keys: bool, separators: tuple[str, str], limit: int 
             if id(child) in open_ids:
                 raise ValueError("Circular reference detected")
             open_ids.add(id(child))
-            if isinstance(child, dict):
-                members = sorted(child.items()) if sort_keys else child.items()
+            if isinstance(child, dict):  # its members, never a subclass's items()
+                members = sorted(dict.items(child)) if sort_keys else dict.items(child)
                 out.append("{")
                 frames.append((id(child), ((item_sep if i else "", k, v) for i, (k, v) in enumerate(members)), "}"))
             else:
@@ -202,47 +202,52 @@ def canonical_json(value: Any) -> str:
     return dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _over(value: Any, limit: int) -> bool | None:
+def _over(value: Any, limit: int) -> tuple[bool | None, bool]:
     """Whether a lower bound of the length of the JSON text :func:`dumps`
     writes for ``value`` passes ``limit`` (a string its characters and
     quotes, any other scalar one character, a container its brackets and
     separators), by a walk that stops once it does (so it visits at most
     about ``limit`` values); None, the walk given up, once a container sits
     deeper than :data:`_RECURSION_SAFE_DEPTH` (a cycle does: the explicit
-    writer refuses it)."""
+    writer refuses it). Beside it, whether each dict the walk met is a
+    plain ``dict``: ``json`` reads a subclass through its ``items()``, which
+    may show other members than it holds (a dict is read as its members,
+    here as elsewhere, never through its class's methods)."""
     if isinstance(value, str):
-        return len(value) + 2 > limit
+        return len(value) + 2 > limit, True
     total = 2  # a container's brackets are counted when it is met
+    plain = True
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if depth > _RECURSION_SAFE_DEPTH:
-            return None
+            return None, plain
         children: Any
         if isinstance(item, dict):
-            total += 6 * len(item) - 2 if item else 0  # each key's quotes and ": "; ", " between members
-            for key in item:
+            plain = plain and type(item) is dict
+            total += 6 * dict.__len__(item) - 2 if item else 0  # each key's quotes and ": "; ", " between members
+            for key in dict.keys(item):
                 if isinstance(key, str):
                     total += len(key)
-            children = item.values()
+            children = dict.values(item)
         elif isinstance(item, (list, tuple)):
             total += 2 * len(item) - 2 if item else 0  # ", " between entries
             children = item
         else:
-            return 1 > limit  # a scalar payload
+            return 1 > limit, plain  # a scalar payload
         for child in children:
             if isinstance(child, str):
                 total += len(child) + 2
             elif isinstance(child, (dict, list, tuple)):
                 total += 2
                 if total > limit:
-                    return True
+                    return True, plain
                 stack.append((child, depth + 1))
             else:
                 total += 1
         if total > limit:
-            return True
-    return False
+            return True, plain
+    return False, plain
 
 
 #: a lone surrogate: a str holding one has no UTF-8 form
@@ -262,9 +267,11 @@ def _surrogate(value: Any) -> str | None:
                 return found.group()
         elif isinstance(node, (dict, list, tuple)) and id(node) not in seen:
             seen.add(id(node))
-            stack.extend(node)
-            if isinstance(node, dict):
-                stack.extend(node.values())
+            if isinstance(node, dict):  # its members, never a subclass's methods
+                stack.extend(dict.keys(node))
+                stack.extend(dict.values(node))
+            else:
+                stack.extend(node)
     return None
 
 
@@ -281,12 +288,12 @@ def payload_text(value: Any, limit: int | None = None) -> str | None:
     try:
         if limit is None:
             return dumps(value)
-        over = _over(value, limit)
+        over, plain = _over(value, limit)
         if over:
             return _surrogate(value)
         if over is None:
             return _write(value, False, (", ", ": "), limit)
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        return json.dumps(value if plain else plain_json(value), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
         raise new_error("MALFORMED_EVENT", "event payload is not JSON-serialisable") from None
 

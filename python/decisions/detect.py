@@ -190,6 +190,12 @@ class AutoAssembler(StreamAssembler):
             return str(self._inner.state)
         return "failed" if self._aborted or self._error is not None else "init"
 
+    def _told(self, provider: str) -> None:
+        """Start as ``provider`` where nothing came yet: told by what the
+        first event is (an SDK object's class), not by its shape."""
+        if self._inner is None and self._error is None and not self._aborted and self._lead and not self._held:
+            self._start(provider)
+
     def _start(self, provider: str) -> _Any:
         inner = _backend.impl.StreamAssembler(provider, **self._options)
         self._inner = inner

@@ -23,7 +23,9 @@ from __future__ import annotations as _annotations
 
 import base64 as _base64
 import importlib as _importlib
+import itertools as _itertools
 import json as _json
+import math as _math
 from collections.abc import AsyncIterator as _AsyncIterator
 from collections.abc import Iterable as _Iterable
 from collections.abc import Iterator as _Iterator
@@ -36,6 +38,8 @@ from typing import Final as _Final
 from pydantic_core import PydanticSerializationError as _SerializationError
 
 from . import _backend
+from .detect import AUTO as _AUTO
+from .detect import AutoAssembler as _AutoAssembler
 from .detect import candidates as _candidates
 from .errors import OutputError as _OutputError
 from .errors import StreamError as _StreamError
@@ -62,43 +66,54 @@ __all__ = [
 
 #: The SDK packages whose objects are recognised, by top-level module.
 _SDK_ROOTS: _Final = ("openai", "anthropic", "google.genai")
-#: Helper-stream events the SDKs synthesise from the wire events (no new data).
-_DERIVED_PREFIXES: _Final = ("content.", "refusal.", "tool_calls.", "logprobs.")
-_DERIVED_TYPES: _Final = frozenset({"text", "citation", "thinking", "signature", "input_json"})
+#: The HTTP client packages whose responses and errors are read.
+_HTTP_ROOTS: _Final = ("httpx", "httpx2")
 
 
-def _module(obj: object) -> str:
-    return type(obj).__module__ or ""
+def _module_name(cls: type) -> str:
+    """The module a class says it is defined in ("" where it says none, or not as a str)."""
+    module = getattr(cls, "__module__", None)
+    return module if isinstance(module, str) else ""
 
 
-def _sdk_of(obj: object) -> str | None:
-    module = _module(obj)
-    for root in _SDK_ROOTS:
-        if module == root or module.startswith(root + "."):
-            return root
+def _nearest(obj: object, roots: _Iterable[str]) -> tuple[type, str] | None:
+    """The nearest class of ``obj`` (its own, else the nearest it derives
+    from) that one of ``roots`` (packages) defines, and that root: a
+    caller's subclass of an SDK type is that type's object."""
+    for cls in type(obj).__mro__:
+        module = _module_name(cls)
+        for root in roots:
+            if module == root or module.startswith(root + "."):
+                return cls, root
     return None
 
 
+def _sdk_of(obj: object) -> str | None:
+    found = _nearest(obj, _SDK_ROOTS)
+    return None if found is None else found[1]
+
+
 def _wire_fields(obj: _Any) -> set[str] | None:
-    """For an SDK helper subclass (defined outside ``<sdk>.types``), the API
-    names of the fields its nearest wire type declares; None for a wire type."""
-    module = _module(obj)
-    root = _sdk_of(obj)
-    if root is None or module.startswith(f"{root}.types"):
+    """For an SDK helper object (see :func:`_helper`), the API names of the
+    fields its nearest wire type declares; None for a wire type."""
+    found = _nearest(obj, _SDK_ROOTS)
+    if found is None or not _helper(obj):
         return None
-    for cls in type(obj).__mro__[1:]:
-        if (cls.__module__ or "").startswith(f"{root}.types") and hasattr(cls, "model_fields"):
+    sdk_class, root = found
+    for cls in sdk_class.__mro__[1:]:
+        if _module_name(cls).startswith(f"{root}.types") and hasattr(cls, "model_fields"):
             return {field.alias or name for name, field in cls.model_fields.items()}
     return set()
 
 
 def _helper(obj: object) -> bool:
-    """Whether ``obj`` is an SDK helper-stream object (its class defined
-    outside ``<sdk>.types``), not a wire type. Only a helper's ``type`` says
-    what it is: a wire type's ``type`` may be a field the server made up
-    (the SDKs keep unknown fields), and is the mapper's to read."""
-    root = _sdk_of(obj)
-    return root is not None and not _module(obj).startswith(f"{root}.types")
+    """Whether ``obj`` is an SDK helper-stream object (its nearest SDK class
+    defined outside ``<sdk>.types``), not a wire type. Only a helper's
+    ``type`` says what it is: a wire type's ``type`` may be a field the
+    server made up (the SDKs keep unknown fields), and is the mapper's to
+    read."""
+    found = _nearest(obj, _SDK_ROOTS)
+    return found is not None and not _module_name(found[0]).startswith(f"{found[1]}.types")
 
 
 #: The OpenAI SDK's type packages, and the API whose objects they hold.
@@ -109,7 +124,7 @@ def _openai_api(obj: object) -> str | None:
     """The API an OpenAI SDK object belongs to, told by its class (or the
     nearest wire class it derives from), never by its fields."""
     for cls in type(obj).__mro__:
-        module = cls.__module__ or ""
+        module = _module_name(cls)
         for package, provider in _OPENAI_APIS:
             if module == package or module.startswith(package + "."):
                 return provider
@@ -120,24 +135,64 @@ def _openai_api(obj: object) -> str | None:
 _STANDARD_ALPHABET: _Final = str.maketrans("-_", "+/")
 
 
-def _bytes_fields(raw: _Any) -> _Iterator[tuple[list[_Any], bytes]]:
-    """The places in ``raw`` (a python-mode dump) that hold bytes: the keys
-    from the root to each, and its bytes."""
-    stack: list[tuple[list[_Any], _Any]] = [([], raw)]
+def _scan_dump(raw: _Any) -> list[tuple[list[tuple[int, int]], bytes]]:
+    """The places in ``raw`` (a python-mode dump) that hold bytes: from the
+    root to each, the position of each member or entry on the way and the
+    size of its container (a dump's JSON mode keeps both, but may write a
+    key otherwise: ``1`` as ``"1"``), and the bytes. A tuple is walked as
+    the list its JSON dump writes. ``MALFORMED_EVENT``, as for the same
+    payload given as a dict, for a float that is no JSON number (NaN or an
+    infinity, which JSON mode writes as null where the SDK read one with
+    ``json``) and for a container inside itself (a cycle, which a
+    python-mode dump keeps where the object holds one)."""
+    found: list[tuple[list[tuple[int, int]], bytes]] = []
+    stack: list[tuple[list[tuple[int, int]] | None, _Any]] = [([], raw)]
+    open_ids: set[int] = set()
     while stack:
-        keys, node = stack.pop()
-        pairs: _Iterable[tuple[_Any, _Any]]
-        if isinstance(node, dict):
-            pairs = node.items()
-        elif isinstance(node, list):
-            pairs = enumerate(node)
-        else:
+        steps, node = stack.pop()
+        if steps is None:  # the walk of the container with this id is done
+            open_ids.discard(node)
             continue
-        for key, value in pairs:
+        values = list(dict.values(node)) if isinstance(node, dict) else list(node)  # a dict's members, as written
+        if id(node) in open_ids:
+            raise _unwritable()
+        open_ids.add(id(node))
+        stack.append((None, id(node)))
+        for at, value in enumerate(values):
             if isinstance(value, bytes):
-                yield [*keys, key], value
-            elif isinstance(value, (dict, list)):
-                stack.append(([*keys, key], value))
+                found.append(([*steps, (at, len(values))], value))
+            elif isinstance(value, (dict, list, tuple)):
+                stack.append(([*steps, (at, len(values))], value))
+            elif isinstance(value, float) and not _math.isfinite(value):
+                raise _unwritable()
+    return found
+
+
+def _place(data: _Any, steps: list[tuple[int, int]]) -> tuple[_Any, _Any]:
+    """The container and key (or index) in ``data``, a JSON dump, of the
+    place :func:`_scan_dump` gives by ``steps``; ``MALFORMED_EVENT``
+    where the JSON dump has no such place (two keys it writes alike, as
+    ``1`` and ``"1"``, which the same payload's text repeats)."""
+    target: _Any = None
+    key: _Any = None
+    for step, (at, size) in enumerate(steps):
+        node = data if step == 0 else target[key]
+        if isinstance(node, dict) and dict.__len__(node) == size:
+            target, key = node, next(_itertools.islice(dict.keys(node), at, None))
+        elif isinstance(node, list) and len(node) == size:
+            target, key = node, at
+        else:
+            raise _unwritable()
+    return target, key
+
+
+def _unwritable(error: BaseException | None = None) -> _StreamError:
+    """The ``MALFORMED_EVENT`` of an SDK object whose payload cannot be
+    written as JSON (as for the same payload given as a dict), or whose
+    ``model_dump`` failed or gave no dict (``error``: what it raised)."""
+    if error is None:
+        return _StreamError("MALFORMED_EVENT", "event payload is not JSON-serialisable")
+    return _StreamError("MALFORMED_EVENT", f"event payload is not JSON-serialisable ({type(error).__name__}: {error})")
 
 
 def _genai_payload(dump: _Any, limits: _Limits | None) -> dict[str, _Any]:
@@ -149,7 +204,7 @@ def _genai_payload(dump: _Any, limits: _Limits | None) -> dict[str, _Any]:
     base64 alone is longer than ``max_sse_event_bytes`` is refused as the
     payload itself would be, before it is written; otherwise each URL-safe
     text is turned into standard base64 where it lies."""
-    fields = list(_bytes_fields(dump(mode="python", by_alias=True, exclude_none=True)))
+    fields = _scan_dump(_python_dump(dump, exclude_none=True))
     if limits is not None:
         encoded = sum(4 * -(-len(value) // 3) for _, value in fields)
         if encoded > limits.max_sse_event_bytes:
@@ -157,50 +212,79 @@ def _genai_payload(dump: _Any, limits: _Limits | None) -> dict[str, _Any]:
                 "MALFORMED_EVENT", f"event data has more than {limits.max_sse_event_bytes} bytes", path="$"
             )
     data: dict[str, _Any] = _json_dump(dump, exclude_none=True)
-    for keys, value in fields:
-        target: _Any = data
-        for key in keys[:-1]:
-            target = target[key]
-        text = target[keys[-1]]
+    for steps, value in fields:
+        target, key = _place(data, steps)
+        text = target[key]
         head = _base64.urlsafe_b64encode(value[:3]).decode("ascii")
         if isinstance(text, str) and len(text) == 4 * -(-len(value) // 3) and text.startswith(head):
-            target[keys[-1]] = text.translate(_STANDARD_ALPHABET)
+            target[key] = text.translate(_STANDARD_ALPHABET)
         else:  # not written as base64 by this SDK version
-            target[keys[-1]] = _base64.b64encode(value).decode("ascii")
+            target[key] = _base64.b64encode(value).decode("ascii")
     return data
 
 
-def _json_dump(dump: _Any, **fields: bool) -> _Any:
+def _json_dump(dump: _Any, **fields: bool) -> dict[str, _Any]:
     """``dump`` (a pydantic object's ``model_dump``) in JSON mode; where the
     object holds a value JSON mode cannot write (a field set by hand to an
     object of another type), its python-mode dump, which the payload's
     reader refuses as it refuses such a dict (``MALFORMED_EVENT``: not
-    JSON-serialisable), never pydantic's own exception."""
+    JSON-serialisable), never pydantic's own exception. A dump that fails
+    otherwise with a ``TypeError`` or ``ValueError`` (a cycle, nesting past
+    pydantic's depth), as the payload's writer refuses a dict that raises
+    them, or gives no dict is ``MALFORMED_EVENT``; any other exception of a
+    caller's ``model_dump`` is its own, and propagates."""
     try:
-        return dump(mode="json", by_alias=True, **fields)
+        data = dump(mode="json", by_alias=True, **fields)
     except _SerializationError:
-        return dump(mode="python", by_alias=True, **fields)
+        return _python_dump(dump, **fields)
+    except (TypeError, ValueError) as error:
+        raise _unwritable(error) from error
+    return _checked_dump(data)
+
+
+def _python_dump(dump: _Any, **fields: bool) -> dict[str, _Any]:
+    """``dump`` in python mode, by alias; ``MALFORMED_EVENT`` as in :func:`_json_dump`."""
+    try:
+        data = dump(mode="python", by_alias=True, **fields)
+    except (TypeError, ValueError) as error:
+        raise _unwritable(error) from error
+    return _checked_dump(data)
+
+
+def _checked_dump(data: object) -> dict[str, _Any]:
+    """A dump that is a dict; ``MALFORMED_EVENT`` for anything else (a
+    ``model_dump`` giving None would drop the event, text would be read as
+    the JSON it spells)."""
+    if not isinstance(data, dict):
+        raise _unwritable(TypeError(f"model_dump gave {type(data).__name__}, not a dict"))
+    return data
 
 
 def to_payload(obj: _Any, *, limits: _Limits | None = None) -> dict[str, _Any] | str | bytes | None:
     """The provider's wire payload for one SDK object, dict, JSON text or bytes.
 
     Returns None for an event an SDK helper stream synthesises from the wire
-    events (``text``, ``input_json``, ``content.delta``, ...): it carries nothing
-    the wire events did not. A helper's ``chunk`` event gives its chunk.
+    events (``text``, ``input_json``, ``content.delta``, ``compaction``, ...:
+    a helper event no wire type underlies): it carries nothing the wire
+    events, which the helper stream gives too, did not. A helper's ``chunk``
+    event gives its chunk.
     With ``limits``, a google-genai object whose bytes (inline data) alone
     make its payload longer than ``max_sse_event_bytes`` is refused before
     it is written out, with the ``MALFORMED_EVENT`` the payload would get.
     """
     if isinstance(obj, (str, bytes, bytearray, memoryview)):
         return bytes(obj) if isinstance(obj, (bytearray, memoryview)) else obj
+    if isinstance(obj, dict):  # its members, as the assembler reads it, never a subclass's methods
+        return dict(dict.items(obj))
     if isinstance(obj, _Mapping):
         return dict(obj)
     event_type = getattr(obj, "type", None)
     if isinstance(event_type, str) and _sdk_of(obj) in ("openai", "anthropic") and _helper(obj):
         if event_type == "chunk" and hasattr(obj, "chunk"):
+            if obj.chunk is None:  # a helper object without its wire chunk: nothing to read, nothing to skip
+                raise _unwritable(TypeError("the chunk event holds no chunk"))
             return to_payload(obj.chunk, limits=limits)
-        if event_type in _DERIVED_TYPES or event_type.startswith(_DERIVED_PREFIXES):
+        if not _wire_fields(obj):
             return None
     dump = getattr(obj, "model_dump", None)
     if not callable(dump):
@@ -208,6 +292,7 @@ def to_payload(obj: _Any, *, limits: _Limits | None = None) -> dict[str, _Any] |
     if _sdk_of(obj) == "google.genai":
         data = _genai_payload(dump, limits)
     else:
+        _scan_dump(_python_dump(dump, exclude_unset=True))  # refuses what JSON mode would write otherwise
         data = _json_dump(dump, exclude_unset=True)
     keep = _wire_fields(obj)
     if keep is not None:
@@ -236,9 +321,10 @@ def detect_provider(obj: _Any) -> str | None:
         payload: _Any = obj if isinstance(obj, _Mapping) else to_payload(obj)
         if isinstance(payload, (str, bytes)):
             payload = _json.loads(payload)
-    except (TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError, RecursionError, _OutputError):
         # text nested past the interpreter's recursion limit tells nothing
-        # either: with a provider given, the envelope rule refuses it
+        # either (with a provider given, the envelope rule refuses it), nor
+        # does an object whose payload cannot be read
         return None
     if not isinstance(payload, _Mapping):
         return None
@@ -248,10 +334,23 @@ def detect_provider(obj: _Any) -> str | None:
 
 def feed_sdk_event(assembler: _Any, obj: _Any) -> None:
     """Feed one SDK stream event (or a dict / JSON text) to ``assembler``.
-    Helper-stream events that repeat wire data are skipped."""
-    payload = to_payload(obj)
-    if payload is not None:
-        assembler.feed_event(payload)
+    Helper-stream events that repeat wire data are skipped. The first SDK
+    object fed to ``StreamAssembler()`` (provider ``"auto"``) names the
+    provider by its class, as in :func:`assemble_sdk_stream`, not by its
+    fields. An event whose payload cannot be read (``MALFORMED_EVENT``) ends
+    the stream: the assembler is aborted, as no later event can make up for it."""
+    try:
+        payload = to_payload(obj)
+    except _OutputError:
+        assembler.abort()
+        raise
+    if payload is None:
+        return
+    if isinstance(assembler, _AutoAssembler) and assembler.provider == _AUTO and _sdk_of(obj) is not None:
+        told = detect_provider(obj)
+        if told is not None:
+            assembler._told(told)
+    assembler.feed_event(payload)
 
 
 def assemble_sdk_stream(
@@ -332,9 +431,9 @@ def _stream_failure(error: Exception, assembler: _Any) -> Exception | None:
     module's error) is ``MALFORMED_EVENT``, as the same bytes are."""
     if isinstance(error, _json.JSONDecodeError):
         return _StreamError("MALFORMED_EVENT", f"event data is not valid JSON (the SDK could not decode it: {error})")
-    root = _module(error).split(".")[0]
-    if root in ("httpx", "httpx2"):
-        return _dropped(error) if isinstance(error, _importlib.import_module(root).RequestError) else None
+    http = _nearest(error, _HTTP_ROOTS)
+    if http is not None:
+        return _dropped(error) if isinstance(error, _importlib.import_module(http[1]).RequestError) else None
     if _sdk_of(error) is None:
         return None
     names = {cls.__name__ for cls in type(error).__mro__}
@@ -394,10 +493,10 @@ def normalize_sdk(
 
 def _http_module(response: _Any) -> _ModuleType:
     """``httpx`` or ``httpx2``: the package the response object comes from."""
-    root = (type(response).__module__ or "").split(".")[0]
-    if root not in ("httpx", "httpx2"):
+    found = _nearest(response, _HTTP_ROOTS)
+    if found is None:
         raise TypeError(f"expected an httpx or httpx2 Response, not {type(response).__name__}")
-    return _importlib.import_module(root)
+    return _importlib.import_module(found[1])
 
 
 #: The bytes of an error status's body shown in its ``HTTP_STATUS`` error; no
