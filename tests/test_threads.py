@@ -20,12 +20,14 @@ import json
 import random
 import sys
 import threading
+from contextlib import contextmanager
 from functools import partial
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
 import pytest
 
+from decisions import _payload
 from decisions.errors import OutputError, StreamError
 
 
@@ -492,13 +494,33 @@ def test_a_large_call_lets_other_threads_run(native: ModuleType, call: str) -> N
     assert "inside" in seen, seen
 
 
+@contextmanager
+def _inside_payload_writing(hook: Callable[[], None]) -> Iterator[None]:
+    """Run ``hook`` once, in this thread, when ``feed_event`` writes its dict
+    payload as JSON text (``decisions._payload.payload_text``, which both
+    backends call): Python code running inside the call, with the
+    assembler held."""
+    code = _payload.payload_text.__code__
+
+    def trace(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is code:
+            sys.settrace(None)
+            hook()
+
+    sys.settrace(trace)
+    try:
+        yield
+    finally:
+        sys.settrace(None)
+
+
 def test_a_call_while_another_thread_is_inside_is_refused(impl: ModuleType) -> None:
-    """Deterministic: ``feed_event`` of a dict payload writes it as JSON text,
-    which calls the dict subclass's ``values()``; from there another thread
-    (and this one, re-entering) calls into the same assembler. Each call is refused with the
-    borrow check's ``RuntimeError`` before it touches anything: the stream
-    then completes exactly, as if the refused calls had never been made
-    (the one extra delta is the probe's own)."""
+    """Deterministic: ``feed_event`` of a dict payload writes it as JSON text;
+    from there another thread (and this one, re-entering) calls into the
+    same assembler. Each call is refused with the borrow check's
+    ``RuntimeError`` before it touches anything: the stream then completes
+    exactly, as if the refused calls had never been made (the one extra
+    delta is the probe's own)."""
     data = stream(3)
     head, tail = data.split(b"event: content_block_stop", 1)
     tail = b"event: content_block_stop" + tail
@@ -526,17 +548,15 @@ def test_a_call_while_another_thread_is_inside_is_refused(impl: ModuleType) -> N
             except BaseException as err:  # noqa: BLE001 - reported below
                 outcomes[f"{where} {name}"] = repr(err)
 
-    class Probe(dict[str, Any]):
-        def values(self) -> Any:
-            if not outcomes:
-                other = threading.Thread(target=attempt, args=("other thread",))
-                other.start()
-                other.join()
-                attempt("same thread")
-            return super().values()
+    def probe() -> None:
+        other = threading.Thread(target=attempt, args=("other thread",))
+        other.start()
+        other.join()
+        attempt("same thread")
 
     delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "t3."}}
-    assembler.feed_event(Probe(delta), "content_block_delta")
+    with _inside_payload_writing(probe):
+        assembler.feed_event(delta, "content_block_delta")
     assert outcomes == {f"{where} {name}": "refused" for where in ("other thread", "same thread") for name in calls}
     assembler.feed(tail)
     assert summary(assembler.finish()) == (expected[0], expected[1] + "t3.", *expected[2:])
@@ -569,17 +589,15 @@ def _refusals_and_abort(assembler: Any, provider: str) -> list[str]:
 
 
 def test_state_and_abort_while_a_call_runs_python_code(impl: ModuleType) -> None:
-    """A dict payload's ``items()`` runs inside ``feed_event`` (its JSON text is
+    """Python code runs inside ``feed_event`` (a dict payload's JSON text is
     written then): there, another thread reads ``state`` and ``provider``, is
     refused every other call, and ``abort()`` cancels the feed, which then
     raises ``STREAM_CANCELLED``."""
     inside, checked = threading.Event(), threading.Event()
 
-    class Payload(dict[str, Any]):
-        def items(self) -> Any:
-            inside.set()
-            assert checked.wait(30)
-            return super().items()
+    def wait_for_the_checks() -> None:
+        inside.set()
+        assert checked.wait(30)
 
     assembler = impl.StreamAssembler("openai-chat")
     assembler.feed(_chat_stream(1)[:90])
@@ -589,7 +607,8 @@ def test_state_and_abort_while_a_call_runs_python_code(impl: ModuleType) -> None
     def target(index: int) -> None:
         if index == 0:
             try:
-                assembler.feed_event(Payload(id="c", choices=[{"index": 0, "delta": {"content": "y"}}]))
+                with _inside_payload_writing(wait_for_the_checks):
+                    assembler.feed_event({"id": "c", "choices": [{"index": 0, "delta": {"content": "y"}}]})
             except StreamError as err:
                 outcome.append(err)
         else:
