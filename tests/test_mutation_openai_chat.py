@@ -672,7 +672,7 @@ def test_another_choice_without_choice_given(impl: ModuleType) -> None:
     assert stream(impl, P, [chunk({"content": "a"}), chunk({"content": "b"}, index=1)]) == (
         "stream",
         "MULTIPLE_CHOICES",
-        "the stream has choice 1 besides choice 0; pass choice= to select one",
+        "the stream has choice 1, where only choice 0 is read without choice=; pass choice= to select one",
         None,
         None,
         False,

@@ -509,7 +509,7 @@ class OpenAIChatMapper:
                     continue
                 raise new_error(
                     "MULTIPLE_CHOICES",
-                    f"the stream has choice {index} besides choice 0; pass choice= to select one",
+                    f"the stream has choice {index}, where only choice 0 is read without choice=; pass choice= to select one",
                 )
             if filtered is not None:
                 self._filter(filtered)

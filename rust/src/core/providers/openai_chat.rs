@@ -1258,7 +1258,9 @@ impl OpenAIChat {
                 }
                 return Err(CoreError::new(
                     Code::MULTIPLE_CHOICES,
-                    format!("the stream has choice {index} besides choice 0; pass choice= to select one"),
+                    format!(
+                        "the stream has choice {index}, where only choice 0 is read without choice=; pass choice= to select one"
+                    ),
                 ));
             }
             if let Some(place) = &choice.filtered {
