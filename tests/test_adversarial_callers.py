@@ -215,10 +215,10 @@ class _Stop(BaseException):
     """What a signal handler raises (a ``KeyboardInterrupt``, say)."""
 
 
-def _stopping_at(call: int) -> Callable[..., Any]:
-    """A trace function that raises :class:`_Stop` in the ``call``-th Python
-    frame it sees, once: a signal landing that far into a call. Native
-    calls run no Python frame of their own, so none lands inside them."""
+def _at_call(call: int, action: Callable[[], None]) -> Callable[..., Any]:
+    """A trace function that runs ``action`` in the ``call``-th Python frame
+    it sees, once, then stops tracing. Native calls run no Python frame of
+    their own, so the action lands between their Python steps."""
     seen = 0
 
     def trace(frame: Any, event: str, arg: Any) -> None:
@@ -227,9 +227,18 @@ def _stopping_at(call: int) -> Callable[..., Any]:
             seen += 1
             if seen == call:
                 sys.settrace(None)
-                raise _Stop
+                action()
 
     return trace
+
+
+def _stop() -> None:
+    raise _Stop
+
+
+def _stopping_at(call: int) -> Callable[..., Any]:
+    """A signal landing ``call`` Python frames into a call: :class:`_Stop` raised there."""
+    return _at_call(call, _stop)
 
 
 def _interrupted(call: int, work: Callable[[], Any]) -> bool:
@@ -555,18 +564,12 @@ def _growing(buffer: bytearray, more: bytes, call: int) -> Callable[..., Any]:
     """A trace function that appends ``more`` to ``buffer`` at the
     ``call``-th Python call it sees, if no view holds the buffer then:
     another thread resizing the caller's bytearray at that moment."""
-    seen = 0
 
-    def trace(frame: Any, event: str, arg: Any) -> None:
-        nonlocal seen
-        if event == "call":
-            seen += 1
-            if seen == call:
-                sys.settrace(None)
-                if not _exported(buffer):
-                    buffer.extend(more)
+    def grow() -> None:
+        if not _exported(buffer):
+            buffer.extend(more)
 
-    return trace
+    return _at_call(call, grow)
 
 
 _LIMITED = Limits(max_stream_bytes=1 << 12, max_document_bytes=1 << 12)
